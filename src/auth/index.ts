@@ -1,0 +1,77 @@
+/**
+ * The authentication pipeline: parse the credentials once, let the first
+ * authenticator that claims the request decide, then load the user.
+ * Order follows JumpServer: signature, private token, bearer, session.
+ */
+import type { IncomingMessage } from 'node:http'
+import { E, GatewayError } from '../errors.js'
+import type { Config } from '../config.js'
+import type { Store, User } from '../store/types.js'
+import { BearerAuthenticator } from './bearer.js'
+import { parseAuthorization, parseCookies } from './parse.js'
+import { PrivateTokenAuthenticator } from './private-token.js'
+import { SessionAuthenticator } from './session.js'
+import { SignatureAuthenticator } from './signature.js'
+import type { Authenticator, Claim, Credentials } from './types.js'
+
+export interface Identity extends Claim {
+  user: User
+}
+
+export const CHALLENGES = [
+  'Bearer realm="sidegate"',
+  'Token realm="sidegate"',
+  'Signature realm="sidegate",headers="(request-target) date"'
+]
+
+export function readCredentials (req: IncomingMessage): Credentials {
+  const h = req.headers.authorization
+  return {
+    method: req.method ?? 'GET',
+    url: req.url ?? '/',
+    headers: req.headers,
+    authorization: h === undefined ? null : parseAuthorization(h),
+    cookies: parseCookies(req.headers.cookie)
+  }
+}
+
+export class AuthPipeline {
+  readonly authenticators: Authenticator[]
+  readonly session: SessionAuthenticator
+
+  constructor (private readonly store: Store, config: Config) {
+    this.session = new SessionAuthenticator(store, {
+      names: config.names,
+      acceptLegacyCookie: config.session.accept_legacy_cookie,
+      idleTimeout: config.session.idle_timeout,
+      absoluteTimeout: config.session.absolute_timeout
+    })
+    this.authenticators = [
+      new SignatureAuthenticator(store, {
+        clockSkew: config.auth.signature.clock_skew,
+        requiredHeaders: config.auth.signature.required_headers,
+        replayCache: config.auth.signature.replay_cache
+      }),
+      new PrivateTokenAuthenticator(store),
+      new BearerAuthenticator(store),
+      this.session
+    ]
+  }
+
+  /** Resolves the caller or throws a GatewayError (401, 403 for CSRF, 503 when the store is down). */
+  async authenticate (req: IncomingMessage): Promise<Identity> {
+    let c: Credentials
+    try {
+      c = readCredentials(req)
+    } catch (err) {
+      throw err instanceof GatewayError ? err : E.malformedAuthorization('unreadable')
+    }
+    const a = this.authenticators.find((x) => x.claims(c))
+    if (a === undefined) throw c.authorization === null ? E.notAuthenticated() : E.unsupportedScheme()
+    const claim = await a.authenticate(c)
+    const user = await this.store.getUser(claim.userId)
+    if (user === null) throw E.authenticationFailed()
+    if (!user.is_active) throw new GatewayError(401, 'user_inactive', 'User account is disabled.')
+    return { ...claim, user }
+  }
+}

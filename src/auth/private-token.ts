@@ -1,0 +1,21 @@
+/** `Authorization: Token <t>` or `PrivateToken <t>`: the permanent per-user token. */
+import { E } from '../errors.js'
+import type { Store } from '../store/types.js'
+import { parseTokenCredential } from './parse.js'
+import type { Authenticator, Claim, Credentials } from './types.js'
+
+const SCHEMES = new Set(['token', 'privatetoken'])
+
+export class PrivateTokenAuthenticator implements Authenticator {
+  readonly method = 'private_token' as const
+  constructor (private readonly store: Store) {}
+
+  claims (c: Credentials): boolean { return c.authorization !== null && SCHEMES.has(c.authorization.scheme) }
+
+  async authenticate (c: Credentials): Promise<Claim> {
+    const token = parseTokenCredential(c.authorization!.credentials)
+    const userId = await this.store.userIdForPrivateToken(token)
+    if (userId === null) throw E.invalidToken()
+    return { userId, method: this.method }
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Session cookie (`<abbrev>_sessionid`, legacy `sessionid`): looked up in the
+ * store, sliding idle timeout plus an absolute lifetime. Unsafe methods need
+ * the CSRF token (header `X-CSRFToken`, equal to the session's token).
+ */
+import { E, GatewayError } from '../errors.js'
+import { safeEqual } from '../crypto.js'
+import type { Names } from '../config.js'
+import type { Store } from '../store/types.js'
+import { LruCache } from '../store/cache.js'
+import type { Authenticator, Claim, Credentials } from './types.js'
+
+export interface SessionOptions {
+  names: Names
+  acceptLegacyCookie: boolean
+  idleTimeout: number
+  absoluteTimeout: number
+}
+
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE'])
+/**
+ * A session's idle timer is pushed forward at most this often per process
+ * (and at least four times per idle timeout, for short timeouts).
+ */
+const TOUCH_EVERY_MS = 30_000
+
+export class SessionAuthenticator implements Authenticator {
+  readonly method = 'session' as const
+  readonly #touched: LruCache<true>
+
+  constructor (private readonly store: Store, private readonly opts: SessionOptions) {
+    this.#touched = new LruCache<true>(10_000, Math.min(TOUCH_EVERY_MS, opts.idleTimeout * 250))
+  }
+
+  cookieValue (c: Pick<Credentials, 'cookies'>): string | undefined {
+    return c.cookies[this.opts.names.sessionCookie] ??
+      (this.opts.acceptLegacyCookie ? c.cookies[this.opts.names.legacySessionCookie] : undefined)
+  }
+
+  claims (c: Credentials): boolean {
+    return c.authorization === null && this.cookieValue(c) !== undefined
+  }
+
+  async authenticate (c: Credentials): Promise<Claim> {
+    const id = this.cookieValue(c)!
+    if (id === '' || id.length > 256) throw E.invalidSession()
+    const s = await this.store.getSession(id)
+    if (s === null) throw E.invalidSession()
+    if (Date.now() - s.created > this.opts.absoluteTimeout * 1000) {
+      await this.store.deleteSession(id)
+      throw E.invalidSession()
+    }
+    if (!SAFE.has(c.method)) {
+      const header = c.headers['x-csrftoken']
+      if (typeof header !== 'string' || !safeEqual(header, s.csrf)) {
+        throw new GatewayError(403, 'csrf_failed', 'CSRF token missing or incorrect.')
+      }
+    }
+    if (this.#touched.get(id) === undefined) {
+      this.#touched.set(id, true)
+      await this.store.touchSession(id, this.opts.idleTimeout)
+    }
+    return { userId: s.user_id, method: this.method, session: s }
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * `Authorization: Signature keyId=…,algorithm="hmac-sha256",headers=…,signature=…`:
+ * access-key HTTP signatures (draft-cavage, as JumpServer verifies them). The
+ * string to sign is one `name: value` line per declared header, joined by
+ * "\n"; `(request-target)` is `<lowercase method> <path and query as sent>`.
+ */
+import { createHmac } from 'node:crypto'
+import { E } from '../errors.js'
+import { safeEqual } from '../crypto.js'
+import type { Store } from '../store/types.js'
+import { isUuid, parseHttpDate, parseSignatureParams } from './parse.js'
+import type { Authenticator, Claim, Credentials } from './types.js'
+
+export interface SignatureOptions {
+  clockSkew: number
+  requiredHeaders: string[]
+  replayCache: boolean
+  now?: () => number
+}
+
+export function stringToSign (c: Pick<Credentials, 'method' | 'url' | 'headers'>, headers: string[]): string {
+  return headers.map((h) => {
+    if (h === '(request-target)') return `(request-target): ${c.method.toLowerCase()} ${c.url}`
+    const v = c.headers[h]
+    if (v === undefined) throw E.invalidSignature()
+    return `${h}: ${(Array.isArray(v) ? v.join(', ') : v).trim()}`
+  }).join('\n')
+}
+
+export function sign (secret: string, text: string): string {
+  return createHmac('sha256', secret).update(text).digest('base64')
+}
+
+export class SignatureAuthenticator implements Authenticator {
+  readonly method = 'access_key' as const
+  readonly #now: () => number
+
+  constructor (private readonly store: Store, private readonly opts: SignatureOptions) {
+    this.#now = opts.now ?? Date.now
+  }
+
+  claims (c: Credentials): boolean { return c.authorization?.scheme === 'signature' }
+
+  async authenticate (c: Credentials): Promise<Claim> {
+    const p = parseSignatureParams(c.authorization!.credentials)
+    const keyId = p.get('keyid')
+    const signature = p.get('signature')
+    if (!keyId || !signature) throw E.malformedAuthorization('keyId and signature are required')
+    const algorithm = (p.get('algorithm') ?? 'hmac-sha256').toLowerCase()
+    if (algorithm !== 'hmac-sha256') throw E.malformedAuthorization('only algorithm "hmac-sha256" is supported')
+    const declared = (p.get('headers') ?? 'date').toLowerCase().split(/\s+/).filter(Boolean)
+    if (declared.length > 32 || new Set(declared).size !== declared.length) throw E.malformedAuthorization('bad headers list')
+    for (const h of this.opts.requiredHeaders) {
+      if (!declared.includes(h)) throw E.malformedAuthorization(`headers must include ${h}`)
+    }
+    if (declared.includes('date')) {
+      const t = parseHttpDate(firstValue(c.headers.date))
+      if (t === null || Math.abs(this.#now() - t) > this.opts.clockSkew * 1000) throw E.signatureExpired()
+    }
+    if (!isUuid(keyId)) throw E.invalidSignature()
+    const found = await this.store.getAccessKey(keyId.toLowerCase())
+    if (found === null || !found.key.is_active) throw E.invalidSignature()
+    if (!safeEqual(sign(found.secret, stringToSign(c, declared)), signature)) throw E.invalidSignature()
+    if (this.opts.replayCache && !(await this.store.markOnce('sig', `${keyId}:${signature}`, this.opts.clockSkew * 2))) {
+      throw E.signatureReplayed()
+    }
+    this.store.touchAccessKey(found.key.id)
+    return { userId: found.key.user_id, method: this.method }
+  }
+}
+
+function firstValue (v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v
+}

@@ -1,0 +1,33 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Session } from '../store/types.js'
+
+export type AuthMethod = 'session' | 'bearer' | 'private_token' | 'access_key'
+
+/** What an authenticator sees of a request: parsed once, shared by all. */
+export interface Credentials {
+  method: string
+  /** path and query exactly as sent */
+  url: string
+  headers: IncomingHttpHeaders
+  /** `Authorization` split into its lowercase scheme and the rest, or null when absent. */
+  authorization: { scheme: string, credentials: string } | null
+  cookies: Record<string, string>
+}
+
+/** The outcome of a successful authentication, before the user record is loaded. */
+export interface Claim {
+  userId: string
+  method: AuthMethod
+  session?: Session
+}
+
+/**
+ * One credential kind. `claims` is cheap and synchronous: does this request
+ * carry my kind of credential? The first authenticator that claims a request
+ * decides it: `authenticate` resolves a Claim or throws a 401 GatewayError.
+ */
+export interface Authenticator {
+  readonly method: AuthMethod
+  claims (c: Credentials): boolean
+  authenticate (c: Credentials): Promise<Claim>
+}

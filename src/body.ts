@@ -1,0 +1,39 @@
+/** Reads a small request body with a hard size limit, and decodes JSON or form bodies. */
+import type { IncomingMessage } from 'node:http'
+import { E, GatewayError } from './errors.js'
+
+export async function readBody (req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'])
+  if (declared > limit) throw E.payloadTooLarge()
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > limit) throw E.payloadTooLarge()
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** A flat object of strings from `application/json` or `application/x-www-form-urlencoded`. */
+export function decodeFields (contentType: string | undefined, body: Buffer): Record<string, unknown> {
+  const type = (contentType ?? '').split(';')[0].trim().toLowerCase()
+  const text = body.toString('utf8')
+  if (type === 'application/json' || type.endsWith('+json') || (type === '' && text.trimStart().startsWith('{'))) {
+    let v: unknown
+    try { v = JSON.parse(text) } catch { throw new GatewayError(400, 'parse_error', 'JSON parse error: the body is not valid JSON.') }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new GatewayError(400, 'parse_error', 'The JSON body must be an object.')
+    return v as Record<string, unknown>
+  }
+  if (type === 'application/x-www-form-urlencoded' || (type === '' && text === '')) {
+    return Object.fromEntries(new URLSearchParams(text))
+  }
+  throw E.unsupportedMediaType()
+}
+
+export function requireString (fields: Record<string, unknown>, name: string, max = 1024): string {
+  const v = fields[name]
+  if (typeof v !== 'string' || v === '') throw E.missingField(name)
+  if (v.length > max) throw E.badRequest(`${name}: Ensure this field has no more than ${max} characters.`)
+  return v
+}

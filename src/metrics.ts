@@ -1,0 +1,127 @@
+/**
+ * Prometheus metrics (prom-client) on a separate admin listener, so they are
+ * not reachable through the Service that fronts the gateway. The per-request
+ * cost is one counter increment on a cached child, one histogram observation
+ * and, for auth and upstream failures only, one more increment. Labels are
+ * bounded: the status code (standard codes only, else its class), the auth
+ * method (5 values), sidegate's own error codes.
+ */
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { LruCache } from './store/cache.js'
+
+/** What the gateway calls once per finished request. */
+export interface RequestObserver {
+  request (status: number, authMethod: string | undefined, code: string | undefined, startNs: bigint): void
+}
+
+/** The parts of the store the metrics read at scrape time. */
+export interface ObservedStore {
+  readonly isReady: boolean
+  readonly users: LruCache<unknown>
+  readonly accessKeys: LruCache<unknown>
+  readonly privateTokens: LruCache<unknown>
+}
+
+const AUTH_METHODS = ['none', 'session', 'bearer', 'private_token', 'access_key']
+
+function statusLabel (status: number): string {
+  return http.STATUS_CODES[status] === undefined ? `${Math.floor(status / 100)}xx` : String(status)
+}
+
+export class Metrics implements RequestObserver {
+  readonly registry = new Registry()
+  readonly #requests: Counter<'status' | 'auth_method'>
+  readonly #duration: Histogram
+  readonly #authFailures: Counter<'code'>
+  readonly #upstreamErrors: Counter<'code'>
+  readonly #redisErrors: Counter<'kind'>
+  readonly #children = new Map<number, Counter.Internal>()
+  #server: http.Server | null = null
+
+  constructor (o: { processMetrics?: boolean } = {}) {
+    const registers = [this.registry]
+    this.#requests = new Counter({ name: 'sidegate_http_requests_total', help: 'Requests answered, by status code and authentication method (none: public or unauthenticated).', labelNames: ['status', 'auth_method'], registers })
+    this.#duration = new Histogram({
+      name: 'sidegate_http_request_duration_seconds',
+      help: 'Time from request start to response end, including authentication and the upstream.',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers
+    })
+    this.#authFailures = new Counter({ name: 'sidegate_auth_failures_total', help: 'Requests refused with 401 or 403, by error code.', labelNames: ['code'], registers })
+    this.#upstreamErrors = new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers })
+    this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
+    this.#redisErrors.inc({ kind: 'connection' }, 0)
+    this.#redisErrors.inc({ kind: 'command' }, 0)
+    if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry })
+  }
+
+  request (status: number, authMethod: string | undefined, code: string | undefined, startNs: bigint): void {
+    const m = authMethod === undefined ? 0 : AUTH_METHODS.indexOf(authMethod)
+    const key = status * 8 + m
+    let child = this.#children.get(key)
+    if (child === undefined) {
+      child = this.#requests.labels(statusLabel(status), AUTH_METHODS[m] ?? 'none')
+      this.#children.set(key, child)
+    }
+    child.inc()
+    this.#duration.observe(Number(process.hrtime.bigint() - startNs) / 1e9)
+    if (code === undefined) return
+    if (status === 401 || status === 403) this.#authFailures.inc({ code })
+    else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamErrors.inc({ code })
+  }
+
+  /** Hooks for openStore: connection and command errors. */
+  storeHooks (): { onConnectionError: () => void, onCommandError: () => void } {
+    return {
+      onConnectionError: () => this.#redisErrors.inc({ kind: 'connection' }),
+      onCommandError: () => this.#redisErrors.inc({ kind: 'command' })
+    }
+  }
+
+  /** Scrape-time views of the store (in-process cache counters, connection state) and of draining. */
+  observe (store: ObservedStore, isDraining: () => boolean): void {
+    const registers = [this.registry]
+    const caches: Array<[string, LruCache<unknown>]> = [['users', store.users], ['access_keys', store.accessKeys], ['private_tokens', store.privateTokens]]
+    const fromCaches = (field: 'hits' | 'misses' | 'size') => function (this: Counter<'cache'> | Gauge<'cache'>) {
+      this.reset()
+      for (const [name, c] of caches) (this as Gauge<'cache'>).inc({ cache: name }, c[field])
+    }
+    new Counter({ name: 'sidegate_cache_hits_total', help: 'In-process cache hits, by cache.', labelNames: ['cache'], registers, collect: fromCaches('hits') })
+    new Counter({ name: 'sidegate_cache_misses_total', help: 'In-process cache misses (absent or expired), by cache.', labelNames: ['cache'], registers, collect: fromCaches('misses') })
+    new Gauge({ name: 'sidegate_cache_entries', help: 'Entries held in each in-process cache.', labelNames: ['cache'], registers, collect: fromCaches('size') })
+    new Gauge({ name: 'sidegate_redis_up', help: '1 when the Redis command connection is ready.', registers, collect () { this.set(store.isReady ? 1 : 0) } })
+    new Gauge({ name: 'sidegate_draining', help: '1 after SIGTERM: readiness is false and the gateway is draining.', registers, collect () { this.set(isDraining() ? 1 : 0) } })
+  }
+
+  /** Serves GET /metrics on its own listener. */
+  async listen (port: number, host: string): Promise<AddressInfo> {
+    const server = http.createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0]
+      if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try GET /metrics\n')
+        return
+      }
+      this.registry.metrics().then((text) => {
+        res.writeHead(200, { 'content-type': this.registry.contentType, 'cache-control': 'no-store' })
+        res.end(req.method === 'HEAD' ? undefined : text)
+      }, () => { res.writeHead(500).end() })
+    })
+    server.keepAliveTimeout = 65_000
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => { server.off('error', reject); resolve() })
+    })
+    this.#server = server
+    return server.address() as AddressInfo
+  }
+
+  async close (): Promise<void> {
+    const s = this.#server
+    if (s === null) return
+    this.#server = null
+    s.closeAllConnections()
+    await new Promise<void>((resolve) => s.close(() => resolve()))
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * Self-service for the caller's own credentials, JumpServer's "API Key list":
+ *   /api/v1/authentication/access-keys/         GET list, POST create (secret shown once)
+ *   /api/v1/authentication/access-keys/<id>/    GET, PATCH {is_active}, DELETE
+ *   /api/v1/authentication/private-token/       GET, POST create or reset, DELETE
+ * Every credential kind works (a session needs X-CSRFToken on unsafe methods);
+ * a key of another user is 404, like one that does not exist. The same store
+ * functions back `sidegate key …` and `sidegate token …`.
+ * `GET /account/keys` is the page that drives these endpoints from a browser.
+ */
+import type { AuthPipeline } from '../auth/index.js'
+import { isUuid } from '../auth/parse.js'
+import { decodeFields, readBody } from '../body.js'
+import type { Config } from '../config.js'
+import { E, GatewayError } from '../errors.js'
+import { sendJson } from '../respond.js'
+import type { AccessKey, Store } from '../store/types.js'
+import { esc, page, redirect, sendHtml } from './html.js'
+import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
+import type { AssetSet } from './static.js'
+import type { Route, RouteContext } from './types.js'
+
+export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
+export const PRIVATE_TOKEN_PATH = '/api/v1/authentication/private-token/'
+export const ACCOUNT_PAGE_PATH = '/account/keys'
+/** Access keys one user may hold at once. */
+export const MAX_ACCESS_KEYS = 10
+
+function keyJson (k: AccessKey): Record<string, unknown> {
+  return { id: k.id, is_active: k.is_active, date_created: k.date_created, date_last_used: k.date_last_used }
+}
+
+export function accountApiRoutes (store: Store, bodyLimit: number): Route[] {
+  /** The caller's key with this id, or 404 (also for another user's key). */
+  const ownKey = async (ctx: RouteContext, id: string): Promise<AccessKey> => {
+    if (!isUuid(id)) throw E.notFound()
+    const k = (await store.listAccessKeys(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
+    if (k === undefined) throw E.notFound()
+    return k
+  }
+
+  return [{
+    methods: ['GET', 'HEAD', 'POST'],
+    path: ACCESS_KEYS_PATH,
+    public: false,
+    noOrg: true,
+    async handle (ctx) {
+      const userId = ctx.identity!.user.id
+      if (ctx.req.method === 'POST') {
+        if ((await store.listAccessKeys(userId)).length >= MAX_ACCESS_KEYS) throw E.tooManyKeys(MAX_ACCESS_KEYS)
+        const { key, secret } = await store.createAccessKey(userId)
+        sendJson(ctx.res, 201, { ...keyJson(key), secret })
+        return
+      }
+      sendJson(ctx.res, 200, (await store.listAccessKeys(userId)).map(keyJson))
+    }
+  }, {
+    methods: ['GET', 'HEAD', 'PATCH', 'DELETE'],
+    path: ACCESS_KEYS_PATH,
+    prefix: true,
+    public: false,
+    noOrg: true,
+    async handle (ctx) {
+      const m = /^([^/]+)\/$/.exec(ctx.path.slice(ACCESS_KEYS_PATH.length))
+      if (m === null) throw E.notFound()
+      const key = await ownKey(ctx, m[1])
+      if (ctx.req.method === 'DELETE') {
+        await store.deleteAccessKey(key.id)
+        ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
+        return
+      }
+      if (ctx.req.method === 'PATCH') {
+        const fields = decodeFields(ctx.req.headers['content-type'], await readBody(ctx.req, bodyLimit))
+        let active = fields.is_active
+        if (active === 'true') active = true
+        if (active === 'false') active = false
+        if (typeof active !== 'boolean') throw active === undefined ? E.missingField('is_active') : E.badRequest('is_active: Must be a valid boolean.')
+        await store.setAccessKeyActive(key.id, active)
+        sendJson(ctx.res, 200, keyJson(await ownKey(ctx, key.id)))
+        return
+      }
+      sendJson(ctx.res, 200, keyJson(key))
+    }
+  }, {
+    methods: ['GET', 'HEAD', 'POST', 'DELETE'],
+    path: PRIVATE_TOKEN_PATH,
+    public: false,
+    noOrg: true,
+    async handle (ctx) {
+      const userId = ctx.identity!.user.id
+      if (ctx.req.method === 'POST') {
+        sendJson(ctx.res, 201, { token: await store.createPrivateToken(userId) })
+      } else if (ctx.req.method === 'DELETE') {
+        if (!(await store.revokePrivateToken(userId))) throw E.notFound()
+        ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
+      } else {
+        sendJson(ctx.res, 200, { token: await store.getPrivateToken(userId) })
+      }
+    }
+  }]
+}
+
+/** The page: a shell the static script fills from the JSON endpoints above. Needs a browser session. */
+export function accountPageRoute (config: Config, auth: AuthPipeline, assets: AssetSet): Route {
+  return {
+    methods: ['GET', 'HEAD'],
+    path: ACCOUNT_PAGE_PATH,
+    public: true,
+    async handle (ctx) {
+      const toLogin = (): void => redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ctx.req.url ?? ACCOUNT_PAGE_PATH)}`)
+      if (ctx.req.headers.authorization !== undefined) { toLogin(); return }
+      let who
+      try {
+        who = await auth.authenticate(ctx.req)
+      } catch (err) {
+        if (err instanceof GatewayError && err.status === 401) { toLogin(); return }
+        throw err
+      }
+      if (who.method !== 'session' || who.session === undefined) { toLogin(); return }
+      ctx.identity = who
+      const u = who.user
+      const html = page({
+        title: 'API keys · sidegate',
+        styles: [assets.url('sidegate.css')],
+        scripts: [assets.url('account.js')],
+        bodyAttrs: {
+          'data-csrf-cookie': config.names.csrfCookie,
+          'data-keys-url': ACCESS_KEYS_PATH,
+          'data-token-url': PRIVATE_TOKEN_PATH
+        }
+      }, `<header class="bar">
+  <span class="brand">sidegate</span>
+  <nav aria-label="Account">
+    ${config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''}
+    <span class="who">Signed in as <strong id="username">${esc(u.username)}</strong></span>
+    <form method="post" action="${LOGOUT_PATH}" class="inline">
+      <input type="hidden" name="csrfmiddlewaretoken" value="${esc(who.session.csrf)}">
+      <button type="submit" class="link" id="logout">Log out</button>
+    </form>
+  </nav>
+</header>
+<main class="page">
+  <h1>API keys</h1>
+  <noscript><p class="error">This page needs JavaScript. The same can be done with the command line: <code>sidegate key create ${esc(u.username)}</code>.</p></noscript>
+  <p id="status" class="status" role="status" aria-live="polite"></p>
+
+  <section aria-labelledby="ak-title" class="panel">
+    <h2 id="ak-title">Access keys</h2>
+    <p class="muted">Sign requests with HMAC-SHA256 over <code>(request-target) accept date</code>: <code>Authorization: Signature keyId="&lt;AccessKeyID&gt;",algorithm="hmac-sha256",headers="(request-target) accept date",signature="…"</code>. At most ${MAX_ACCESS_KEYS} keys.</p>
+    <div id="ak-new" class="notice" hidden>
+      <p><strong>New access key created.</strong> Copy the secret now: it is not shown again.</p>
+      <dl class="secret">
+        <dt>AccessKeyID</dt>
+        <dd><code id="ak-new-id"></code> <button type="button" class="small" data-copy="ak-new-id">Copy</button></dd>
+        <dt>AccessKeySecret</dt>
+        <dd><code id="ak-new-secret"></code> <button type="button" class="small" data-copy="ak-new-secret">Copy</button></dd>
+      </dl>
+      <button type="button" class="small" id="ak-new-done">Done</button>
+    </div>
+    <table id="ak-table">
+      <caption class="sr-only">Your access keys</caption>
+      <thead><tr><th scope="col">AccessKeyID</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody></tbody>
+    </table>
+    <p id="ak-empty" class="muted" hidden>You have no access keys.</p>
+    <button type="button" class="primary" id="ak-create">Create access key</button>
+  </section>
+
+  <section aria-labelledby="pt-title" class="panel">
+    <h2 id="pt-title">Private token</h2>
+    <p class="muted">A permanent token: <code>Authorization: Token &lt;token&gt;</code>. Resetting it makes the old one stop working.</p>
+    <p id="pt-none" class="muted" hidden>You have no private token.</p>
+    <div id="pt-box" hidden>
+      <code id="pt-value" aria-label="Private token">••••••••••••••••</code>
+      <button type="button" class="small" id="pt-show">Show</button>
+      <button type="button" class="small" id="pt-copy" data-copy="pt-value" hidden>Copy</button>
+    </div>
+    <div class="actions">
+      <button type="button" class="primary" id="pt-create">Create token</button>
+      <button type="button" class="danger" id="pt-delete" hidden>Revoke token</button>
+    </div>
+  </section>
+</main>`)
+      sendHtml(ctx.res, 200, html)
+    }
+  }
+}

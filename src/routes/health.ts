@@ -1,0 +1,26 @@
+/** /healthz: the process answers. /readyz: the store answers, `ready` holds and we are not draining. */
+import { E, GatewayError } from '../errors.js'
+import { sendJson } from '../respond.js'
+import type { Store } from '../store/types.js'
+import type { Route } from './types.js'
+
+export function healthRoutes (store: Store, isDraining: () => boolean, ready?: () => Promise<void>): Route[] {
+  return [{
+    methods: ['GET', 'HEAD'],
+    path: '/healthz',
+    public: true,
+    handle (ctx) { sendJson(ctx.res, 200, { status: 'ok' }) }
+  }, {
+    methods: ['GET', 'HEAD'],
+    path: '/readyz',
+    public: true,
+    async handle (ctx) {
+      if (isDraining()) throw E.shuttingDown()
+      await store.ping()
+      if (ready !== undefined) {
+        await ready().catch((err: unknown) => { throw err instanceof GatewayError && err.status === 503 ? err : E.storeUnavailable() })
+      }
+      sendJson(ctx.res, 200, { status: 'ready' })
+    }
+  }]
+}

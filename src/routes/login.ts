@@ -1,0 +1,198 @@
+/**
+ * Browser sessions: `GET /login` (the form), `POST /login` (form or JSON),
+ * `POST /logout`. A login checks the password with the shared lockout,
+ * drops any session the browser already had (the id is rotated), creates a
+ * new one and sets two cookies: `<abbrev>_sessionid` (HttpOnly) and
+ * `<abbrev>_csrftoken` (readable by scripts, to echo in `X-CSRFToken`).
+ * Both are SameSite=Lax, Path=/, and Secure over HTTPS or with
+ * `session.cookie_secure`. Cross-site form posts (`Sec-Fetch-Site`) are
+ * refused, so no other site can log a browser in or out.
+ */
+import type { IncomingMessage } from 'node:http'
+import type { AuthPipeline } from '../auth/index.js'
+import { parseCookies } from '../auth/parse.js'
+import { decodeFields, readBody } from '../body.js'
+import type { Config } from '../config.js'
+import { safeEqual } from '../crypto.js'
+import { E, GatewayError } from '../errors.js'
+import { sendJson } from '../respond.js'
+import type { Store } from '../store/types.js'
+import { esc, page, redirect, sendHtml } from './html.js'
+import { profile } from './profile.js'
+import type { AssetSet } from './static.js'
+import type { PasswordChecker } from './token.js'
+import type { Route, RouteContext } from './types.js'
+
+export const LOGIN_PATH = '/login'
+export const LOGOUT_PATH = '/logout'
+/** Where a login lands when `next` is missing or unsafe. */
+export const HOME = '/account/keys'
+
+const BASE = 'http://sidegate.invalid'
+
+/**
+ * `next` if it is a same-origin path, else the fallback. Refused: anything
+ * not starting with one "/" (absolute URLs, schemes, `//host`), backslashes
+ * (`/\host`), control characters and whitespace (browsers drop tabs and
+ * newlines, turning `/\t/host` into `//host`), and the login page itself.
+ */
+export function safeNext (v: unknown, fallback = HOME): string {
+  if (typeof v !== 'string' || v.length === 0 || v.length > 2048) return fallback
+  if (v[0] !== '/' || v[1] === '/' || /[\\\s\x00-\x1f\x7f]/.test(v)) return fallback
+  let u: URL
+  try { u = new URL(v, BASE) } catch { return fallback }
+  if (u.origin !== BASE || u.pathname === LOGIN_PATH || u.pathname === LOGOUT_PATH) return fallback
+  const out = u.pathname + u.search + u.hash
+  return out.startsWith('//') ? fallback : out
+}
+
+/** True when a browser says the request comes from another site (`Sec-Fetch-Site`). */
+export function crossSite (req: IncomingMessage): boolean {
+  const v = req.headers['sec-fetch-site']
+  return v !== undefined && v !== 'same-origin' && v !== 'none'
+}
+
+function isJson (req: IncomingMessage): boolean {
+  const t = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+  return t === 'application/json' || t.endsWith('+json')
+}
+
+function isForm (req: IncomingMessage): boolean {
+  return (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
+}
+
+export interface LoginDeps {
+  config: Config
+  store: Store
+  auth: AuthPipeline
+  passwords: PasswordChecker
+  assets: AssetSet
+}
+
+export function loginRoutes (d: LoginDeps): Route[] {
+  const { config, store, auth, passwords, assets } = d
+  const names = config.names
+  const secure = (ctx: RouteContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
+  const docsLink = config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''
+
+  const sessionCookies = (ctx: RouteContext, id: string, csrf: string): string[] => [
+    `${names.sessionCookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure(ctx)}`,
+    `${names.csrfCookie}=${csrf}; Path=/; SameSite=Lax${secure(ctx)}`
+  ]
+  const clearCookies = (ctx: RouteContext): string[] => [
+    `${names.sessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`,
+    `${names.csrfCookie}=; Path=/; Max-Age=0; SameSite=Lax${secure(ctx)}`,
+    ...(config.session.accept_legacy_cookie ? [`${names.legacySessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`] : [])
+  ]
+  const currentSessionId = (req: IncomingMessage): string | undefined => {
+    const id = auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) })
+    return id === undefined || id === '' || id.length > 256 ? undefined : id
+  }
+
+  const loginPage = (o: { next: string, username?: string, error?: string }): string => page({
+    title: 'Sign in · sidegate',
+    styles: [assets.url('sidegate.css')],
+    bodyClass: 'center'
+  }, `<main class="card" aria-labelledby="title">
+  <p class="brand">sidegate</p>
+  <h1 id="title">Sign in</h1>
+  ${o.error === undefined ? '' : `<p class="error" role="alert" id="login-error">${esc(o.error)}</p>`}
+  <form method="post" action="${LOGIN_PATH}" class="stack">
+    <input type="hidden" name="next" value="${esc(o.next)}">
+    <div class="field">
+      <label for="username">Username</label>
+      <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="150" value="${esc(o.username ?? '')}"${o.error === undefined ? ' autofocus' : ' aria-describedby="login-error"'}>
+    </div>
+    <div class="field">
+      <label for="password">Password</label>
+      <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${o.error === undefined ? '' : ' autofocus aria-describedby="login-error" aria-invalid="true"'}>
+    </div>
+    <button type="submit" class="primary">Sign in</button>
+  </form>
+  <p class="links">${docsLink}</p>
+</main>`)
+
+  const getLogin: Route = {
+    methods: ['GET', 'HEAD'],
+    path: LOGIN_PATH,
+    public: true,
+    async handle (ctx) {
+      const next = safeNext(new URLSearchParams((ctx.req.url ?? '').split('?')[1] ?? '').get('next'))
+      if (currentSessionId(ctx.req) !== undefined && ctx.req.headers.authorization === undefined) {
+        // already signed in: go on
+        const who = await auth.authenticate(ctx.req).catch(() => null)
+        if (who !== null) { redirect(ctx.res, 302, next); return }
+      }
+      sendHtml(ctx.res, 200, loginPage({ next }))
+    }
+  }
+
+  const postLogin: Route = {
+    methods: ['POST'],
+    path: LOGIN_PATH,
+    public: true,
+    async handle (ctx) {
+      if (crossSite(ctx.req)) throw E.csrfFailed()
+      const json = isJson(ctx.req)
+      const fields = decodeFields(ctx.req.headers['content-type'], await readBody(ctx.req, config.server.body_limit))
+      const next = safeNext(fields.next)
+      const username = typeof fields.username === 'string' ? fields.username : ''
+      const password = typeof fields.password === 'string' ? fields.password : ''
+      const formError = (status: number, error: string, headers: Record<string, string | string[]> = {}): void =>
+        sendHtml(ctx.res, status, loginPage({ next, username: username.slice(0, 150), error }), headers)
+
+      if (username === '' || password === '' || username.length > 150 || password.length > 1024) {
+        if (json) throw username === '' ? E.missingField('username') : password === '' ? E.missingField('password') : E.badRequest('username or password is too long.')
+        formError(400, 'Enter your username and password.')
+        return
+      }
+      let user
+      try {
+        user = await passwords.login(username, password, ctx.clientIp)
+      } catch (err) {
+        if (json || !(err instanceof GatewayError)) throw err
+        if (err.code === 'too_many_attempts') {
+          const minutes = Math.max(1, Math.ceil(Number(err.headers?.['retry-after'] ?? 60) / 60))
+          formError(429, `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, err.headers as Record<string, string>)
+        } else if (err.code === 'authentication_failed') {
+          formError(401, 'Incorrect username or password.')
+        } else throw err
+        return
+      }
+      const old = currentSessionId(ctx.req)
+      if (old !== undefined) await store.deleteSession(old)
+      const s = await store.createSession(user.id, config.session.idle_timeout)
+      await store.recordLogin(user.id)
+      const cookies = sessionCookies(ctx, s.id, s.csrf)
+      if (json) sendJson(ctx.res, 200, { user: profile(user), next }, { 'set-cookie': cookies })
+      else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
+    }
+  }
+
+  const postLogout: Route = {
+    methods: ['POST'],
+    path: LOGOUT_PATH,
+    public: true,
+    async handle (ctx) {
+      if (crossSite(ctx.req)) throw E.csrfFailed()
+      const form = isForm(ctx.req)
+      const body = await readBody(ctx.req, config.server.body_limit)
+      const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
+      const id = currentSessionId(ctx.req)
+      if (id !== undefined) {
+        const s = await store.getSession(id)
+        if (s !== null) {
+          // the session authenticator's rule, plus Django's form field for pages without scripts
+          const h = ctx.req.headers['x-csrftoken']
+          const token = typeof h === 'string' ? h : fields.csrfmiddlewaretoken
+          if (typeof token !== 'string' || !safeEqual(token, s.csrf)) throw E.csrfFailed()
+          await store.deleteSession(id)
+        }
+      }
+      if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': clearCookies(ctx) })
+      else sendJson(ctx.res, 200, { detail: 'Logged out.' }, { 'set-cookie': clearCookies(ctx) })
+    }
+  }
+
+  return [getLogin, postLogin, postLogout]
+}

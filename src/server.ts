@@ -1,0 +1,260 @@
+/**
+ * The gateway: one raw node:http server. A request flows one way:
+ * route lookup → (public route) | auth → org → headers → built-in route or proxy.
+ */
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
+import type { Config } from './config.js'
+import { E, GatewayError } from './errors.js'
+import type { Logger } from './log.js'
+import type { Store } from './store/types.js'
+import { AuthPipeline, CHALLENGES, type Identity } from './auth/index.js'
+import { requestedOrg, resolveOrg } from './org.js'
+import { clientIp, headerPolicy, injectIdentity, isHttps, requestId, setForwarded, stripInjected } from './headers.js'
+import { createForwarder, type Forwarder } from './proxy.js'
+import { sendError } from './respond.js'
+import { redirect } from './routes/html.js'
+import { accountApiRoutes, accountPageRoute } from './routes/account.js'
+import { docsRoutes } from './routes/docs.js'
+import { healthRoutes } from './routes/health.js'
+import { HOME, loginRoutes } from './routes/login.js'
+import { docsAssets, ownAssets } from './routes/static.js'
+import { PasswordChecker, tokenRoute } from './routes/token.js'
+import { userRoutes } from './routes/users.js'
+import type { Route, RouteContext } from './routes/types.js'
+import type { RequestObserver } from './metrics.js'
+
+export interface GatewayOptions {
+  config: Config
+  store: Store
+  log: Logger
+  /** A further condition of /readyz (the first-start bootstrap); rejects while it does not hold. */
+  ready?: () => Promise<void>
+  /** Called once per finished request (Prometheus metrics). */
+  metrics?: RequestObserver
+}
+
+export interface Gateway {
+  server: http.Server
+  auth: AuthPipeline
+  /** sidegate's own routes, in lookup order */
+  readonly routes: readonly Route[]
+  listen (port?: number, host?: string): Promise<AddressInfo>
+  /**
+   * First step of a graceful stop: readiness turns false (/readyz 503) at once
+   * while requests are still served for `seconds` (server.drain_delay), so a
+   * load balancer or Kubernetes removes this endpoint before the listener closes.
+   */
+  drain (seconds?: number): Promise<void>
+  /** Stop accepting, let in-flight requests finish for up to `graceSeconds`, then close. */
+  shutdown (graceSeconds?: number): Promise<void>
+  readonly draining: boolean
+}
+
+export function createGateway (opts: GatewayOptions): Gateway {
+  const { config, store, log } = opts
+  const auth = new AuthPipeline(store, config)
+  const passwords = new PasswordChecker(store, config.auth.lockout)
+  const policy = headerPolicy(config)
+  const orgHeader = config.names.orgHeader.toLowerCase()
+  const forwarder: Forwarder | null = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
+  const publicPrefixes = config.upstream.public_paths
+  let draining = false
+
+  const assets = ownAssets()
+  const all: Route[] = [
+    ...healthRoutes(store, () => draining, opts.ready),
+    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit: config.server.body_limit }),
+    ...loginRoutes({ config, store, auth, passwords, assets }),
+    accountPageRoute(config, auth, assets),
+    ...accountApiRoutes(store, config.server.body_limit),
+    assets.route(),
+    ...(config.docs.enabled ? docsRoutes(config, docsAssets()) : []),
+    ...(forwarder === null ? userRoutes(store) : []),
+    // without an upstream, the gateway's address leads a person to sign in
+    ...(forwarder === null ? [homeRoute()] : [])
+  ]
+  // Lookup: exact paths first, then the longest matching prefix; several routes may share a path with different methods.
+  const exact = new Map<string, Route[]>()
+  const prefixes: Route[] = []
+  for (const r of all) {
+    if (r.prefix === true) prefixes.push(r)
+    else exact.set(r.path, [...(exact.get(r.path) ?? []), r])
+  }
+  prefixes.sort((a, b) => b.path.length - a.path.length)
+
+  /** The route for this request, null when sidegate does not serve the path; throws 405 for a known path and another method. */
+  function findRoute (path: string, method: string): Route | null {
+    let group = exact.get(path)
+    if (group === undefined) {
+      const p = prefixes.find((r) => path.startsWith(r.path))
+      if (p === undefined) return null
+      group = prefixes.filter((r) => r.path === p.path)
+    }
+    const r = group.find((x) => x.methods.includes(method))
+    if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.methods))].join(', '))
+    return r
+  }
+
+  const isPublicUpstream = (path: string): boolean => publicPrefixes.some((p) => path.startsWith(p)) && !hasDotSegment(path)
+
+  async function identify (ctx: RouteContext, withOrg = true): Promise<void> {
+    const identity: Identity = await auth.authenticate(ctx.req)
+    ctx.identity = identity
+    if (withOrg) ctx.orgId = await resolveOrg(store, identity.user, requestedOrg(ctx.req, orgHeader))
+  }
+
+  async function handle (ctx: RouteContext): Promise<void> {
+    const route = findRoute(ctx.path, ctx.req.method ?? '')
+    if (route !== null) {
+      if (!route.public) await identify(ctx, route.noOrg !== true)
+      await route.handle(ctx)
+      return
+    }
+    if (forwarder === null) throw E.notFound()
+    if (isPublicUpstream(ctx.path)) {
+      stripInjected(ctx.req, policy)
+    } else {
+      await identify(ctx)
+      injectIdentity(ctx.req, policy, ctx.identity!, ctx.orgId!)
+    }
+    setForwarded(ctx.req, policy, ctx.requestId)
+    forwarder.web(ctx.req, ctx.res, (err) => fail(ctx, err))
+  }
+
+  function fail (ctx: RouteContext, err: unknown): void {
+    const e = sendError(ctx.res, err)
+    if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
+    else if (e.status >= 500) log.warn({ reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail)
+    ;(ctx.res as ResWithCode).errorCode = e.code
+  }
+
+  function onRequest (req: http.IncomingMessage, res: http.ServerResponse): void {
+    const start = process.hrtime.bigint()
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const ctx: RouteContext = {
+      req,
+      res,
+      path: q === -1 ? url : url.slice(0, q),
+      requestId: requestId(req),
+      clientIp: clientIp(req, policy),
+      https: isHttps(req, policy)
+    }
+    res.setHeader('x-request-id', ctx.requestId)
+    if (draining) res.setHeader('connection', 'close')
+    res.once('close', () => {
+      opts.metrics?.request(res.statusCode, ctx.identity?.method, (res as ResWithCode).errorCode, start)
+      if (!log.isLevelEnabled('info')) return
+      log.info({
+        reqId: ctx.requestId,
+        method: req.method,
+        path: ctx.path,
+        status: res.statusCode,
+        ms: Number(process.hrtime.bigint() - start) / 1e6,
+        userId: ctx.identity?.user.id,
+        authMethod: ctx.identity?.method,
+        code: (res as ResWithCode).errorCode,
+        ip: ctx.clientIp,
+        aborted: !res.writableFinished || undefined
+      }, 'request')
+    })
+    handle(ctx).catch((err) => fail(ctx, err))
+  }
+
+  async function onUpgrade (req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy())
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const ctx = { req, path: q === -1 ? url : url.slice(0, q), requestId: requestId(req), clientIp: clientIp(req, policy) } as RouteContext
+    try {
+      if (forwarder === null || draining) throw forwarder === null ? E.notFound() : E.shuttingDown()
+      if (isPublicUpstream(ctx.path)) stripInjected(req, policy)
+      else {
+        await identify(ctx)
+        injectIdentity(req, policy, ctx.identity!, ctx.orgId!)
+      }
+      setForwarded(req, policy, ctx.requestId)
+      forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err))
+      log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
+    } catch (err) {
+      rejectUpgrade(socket, err)
+    }
+  }
+
+  function rejectUpgrade (socket: Duplex, err: unknown): void {
+    const e = err instanceof GatewayError ? err : E.internal()
+    const body = JSON.stringify(e.toJSON())
+    const extra = e.status === 401 ? CHALLENGES.map((c) => `WWW-Authenticate: ${c}\r\n`).join('') : ''
+    socket.end(`HTTP/1.1 ${e.status} ${http.STATUS_CODES[e.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
+  }
+
+  const server = http.createServer({
+    headersTimeout: config.server.headers_timeout * 1000,
+    requestTimeout: config.server.request_timeout * 1000,
+    keepAliveTimeout: 5000
+  }, onRequest)
+  server.on('upgrade', (req, socket, head) => { onUpgrade(req, socket, head).catch(() => socket.destroy()) })
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable) { socket.destroy(); return }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const e = new GatewayError(status, status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request',
+      status === 431 ? 'Request headers are too large.' : status === 408 ? 'Request timed out.' : 'Malformed HTTP request.')
+    const body = JSON.stringify(e.toJSON())
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  })
+
+  return {
+    server,
+    auth,
+    routes: all,
+    get draining () { return draining },
+    listen (port = config.listen.port, host = config.listen.host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, host, () => {
+          server.off('error', reject)
+          resolve(server.address() as AddressInfo)
+        })
+      })
+    },
+    async drain (seconds = config.server.drain_delay) {
+      draining = true
+      if (seconds > 0) await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
+    },
+    async shutdown (graceSeconds = config.server.shutdown_grace) {
+      draining = true
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeIdleConnections()
+      const timer = setTimeout(() => server.closeAllConnections(), graceSeconds * 1000)
+      await closed
+      clearTimeout(timer)
+      forwarder?.close()
+    }
+  }
+}
+
+type ResWithCode = http.ServerResponse & { errorCode?: string }
+
+/**
+ * A `.` or `..` path segment, also percent-encoded, after a backslash or with
+ * `;` parameters: upstreams may resolve `/public/../api/` to `/api/`, so such a
+ * path never counts as public and needs a credential like any other.
+ */
+function hasDotSegment (path: string): boolean {
+  let p = path
+  for (let i = 0; i < 3 && p.includes('%'); i++) {
+    try { p = decodeURIComponent(p) } catch { return true }
+  }
+  return p.split(/[/\\]/).some((s) => { const seg = s.split(';')[0]; return seg === '.' || seg === '..' })
+}
+
+function homeRoute (): Route {
+  return {
+    methods: ['GET', 'HEAD'],
+    path: '/',
+    public: true,
+    handle (ctx) { redirect(ctx.res, 302, HOME) }
+  }
+}

@@ -1,0 +1,457 @@
+/**
+ * The Redis implementation of Store (ioredis). Layout, all under `prefix`:
+ *   org:<id>  user:<id>  uname:<lowercase username>  ak:<id>  ak-used:<id>
+ *   pt:<hash(token)>  user-pt:<user id>  bt:<hash(token)>  sess:<hash(id)>
+ *   user-aks:<user id>  user-sess:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
+ * Tokens and session ids are stored only as keyed hashes; access-key secrets
+ * and private tokens are encrypted (AES-256-GCM) so they can be read back.
+ * Cluster safety: every command, script and transaction touches exactly one
+ * key (no MGET/MSET, multi-key DEL, MULTI or script over several keys), so
+ * no key needs a hash tag and the layout works unchanged on Redis Cluster.
+ * Invalidation uses classic PUBLISH, which a cluster relays to every node.
+ * Keep it so: a new multi-key operation must share one {hash tag} or be split.
+ */
+import { randomUUID } from 'node:crypto'
+import type { RedisTopology } from '../config.js'
+import { createRedisClient, type RedisClient } from './connect.js'
+import { E, GatewayError } from '../errors.js'
+import { hashPassword, randomToken, type Keyring } from '../crypto.js'
+import { LruCache } from './cache.js'
+import type { AccessKey, LoginFailures, NewUser, Org, OrgRole, Session, Store, User } from './types.js'
+
+interface StoredUser extends User { password_hash: string | null }
+interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
+
+export interface RedisStoreOptions {
+  url: string
+  prefix: string
+  commandTimeout: number
+  connectTimeout: number
+  cache: { max: number, ttl: number }
+  /** Called with every connection-level error (for logging); never with secrets. */
+  onError?: (err: Error) => void
+  onReady?: () => void
+  /** Sentinel or cluster mode, credentials, TLS (see connect.ts); absent: standalone at `url`. */
+  topology?: RedisTopology
+  /** Called with every failed command (counted by metrics). */
+  onCommandError?: (err: unknown) => void
+}
+
+// Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value.
+const SET_FIELD = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+o[ARGV[1]] = cjson.decode(ARGV[2])
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`
+
+// Sets or clears a membership: ARGV[1] org id, ARGV[2] role or '' to remove.
+const SET_MEMBER = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+if type(o.orgs) ~= 'table' then o.orgs = {} end
+if ARGV[2] == '' then o.orgs[ARGV[1]] = nil else o.orgs[ARGV[1]] = ARGV[2] end
+if o.default_org == cjson.null or o.default_org == nil or o.orgs[o.default_org] == nil then
+  o.default_org = cjson.null
+  for k, _ in pairs(o.orgs) do o.default_org = k; break end
+end
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`
+
+// Counts a login attempt. KEYS[1] counter, ARGV[1] window seconds, ARGV[2] max. Returns {count, ttl}.
+const COUNT_ATTEMPT = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 or n == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('TTL', KEYS[1])
+if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+return {n, ttl}`
+
+const THROTTLE_LAST_USED_MS = 60_000
+
+export { redisOptions } from './connect.js'
+
+export class RedisStore implements Store {
+  readonly redis: RedisClient
+  readonly #sub: RedisClient
+  readonly #onCommandError: ((err: unknown) => void) | undefined
+  readonly #p: string
+  readonly #keys: Keyring
+  readonly #channel: string
+  readonly users: LruCache<User>
+  readonly accessKeys: LruCache<{ key: AccessKey, secret: string }>
+  readonly privateTokens: LruCache<string>
+  readonly #lastTouched = new Map<string, number>()
+  #subscribedOnce = false
+
+  constructor (opts: RedisStoreOptions, keyring: Keyring) {
+    this.#p = opts.prefix
+    this.#keys = keyring
+    this.#channel = `${opts.prefix}invalidate`
+    const ttl = opts.cache.ttl * 1000
+    this.users = new LruCache(opts.cache.max, ttl)
+    this.accessKeys = new LruCache(opts.cache.max, ttl)
+    this.privateTokens = new LruCache(opts.cache.max, ttl)
+    this.#onCommandError = opts.onCommandError
+    this.redis = createRedisClient(opts, 'command')
+    this.redis.on('error', (err: Error) => opts.onError?.(err))
+    this.redis.on('ready', () => opts.onReady?.())
+    this.redis.defineCommand('setField', { numberOfKeys: 1, lua: SET_FIELD })
+    this.redis.defineCommand('setMember', { numberOfKeys: 1, lua: SET_MEMBER })
+    this.redis.defineCommand('countAttempt', { numberOfKeys: 1, lua: COUNT_ATTEMPT })
+    // The subscriber may queue its SUBSCRIBE until connected; it never serves requests.
+    this.#sub = createRedisClient(opts, 'subscriber')
+    this.#sub.on('error', (err: Error) => opts.onError?.(err))
+    this.#sub.on('message', (_ch: string, msg: string) => this.#evict(msg))
+    this.#sub.on('ready', () => {
+      // Messages may have been missed while disconnected: start cold.
+      if (this.#subscribedOnce) this.#clearCaches()
+      this.#subscribedOnce = true
+    })
+  }
+
+  /** Connects both clients; resolves when the command connection is ready or rejects on first failure (retries go on). */
+  async connect (): Promise<void> {
+    this.#sub.connect().then(() => this.#sub.subscribe(this.#channel)).catch(() => {})
+    await this.redis.connect()
+  }
+
+  get isReady (): boolean { return this.redis.status === 'ready' }
+
+  /**
+   * Cached entries are trusted only while both connections are up: with the
+   * command connection down a request must fail with 503 like any other, and
+   * with the subscriber down invalidations may be missed.
+   */
+  get #cacheTrusted (): boolean { return this.redis.status === 'ready' && this.#sub.status === 'ready' }
+
+  #clearCaches (): void {
+    this.users.clear(); this.accessKeys.clear(); this.privateTokens.clear()
+  }
+
+  #evict (msg: string): void {
+    const i = msg.indexOf(':')
+    const kind = msg.slice(0, i)
+    const id = msg.slice(i + 1)
+    if (kind === 'user') this.users.delete(id)
+    else if (kind === 'ak') this.accessKeys.delete(id)
+    else if (kind === 'pt') this.privateTokens.delete(id)
+    else if (kind === 'user-aks') {
+      // a disabled user: drop every cached key of theirs
+      this.users.delete(id)
+      this.#clearKeysOf(id)
+    }
+  }
+
+  #clearKeysOf (userId: string): void {
+    this.accessKeys.deleteWhere((v) => v.key.user_id === userId)
+  }
+
+  async #invalidate (msg: string): Promise<void> {
+    this.#evict(msg)
+    await this.#run(() => this.redis.publish(this.#channel, msg))
+  }
+
+  /** Runs one Redis call; any failure becomes a 503 store_unavailable. */
+  async #run<T> (fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof GatewayError) throw err
+      this.#onCommandError?.(err)
+      throw Object.assign(E.storeUnavailable(), { cause: err })
+    }
+  }
+
+  #k (...parts: string[]): string { return this.#p + parts.join(':') }
+
+  async #getJson<T> (key: string): Promise<T | null> {
+    const v = await this.#run(() => this.redis.get(key))
+    return v === null ? null : JSON.parse(v) as T
+  }
+
+  async ping (): Promise<void> { await this.#run(() => this.redis.ping()) }
+
+  async close (): Promise<void> {
+    this.#sub.disconnect()
+    try { await this.redis.quit() } catch {}
+    // after QUIT too: releases the connector's own sockets (sentinels), a no-op otherwise
+    this.redis.disconnect()
+  }
+
+  // ---- orgs
+
+  async createOrg (name: string, id: string = randomUUID()): Promise<Org> {
+    const org: Org = { id: id.toLowerCase(), name, date_created: new Date().toISOString() }
+    const ok = await this.#run(() => this.redis.set(this.#k('org', org.id), JSON.stringify(org), 'NX'))
+    if (ok === null) throw new GatewayError(409, 'org_exists', `An organization with id ${org.id} already exists.`)
+    await this.#run(() => this.redis.sadd(this.#k('orgs'), org.id))
+    return org
+  }
+
+  async getOrg (id: string): Promise<Org | null> { return await this.#getJson<Org>(this.#k('org', id)) }
+
+  async listOrgs (): Promise<Org[]> {
+    const ids = await this.#run(() => this.redis.smembers(this.#k('orgs')))
+    const orgs = await Promise.all(ids.map(async (id) => await this.getOrg(id)))
+    return orgs.filter((o): o is Org => o !== null).sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  // ---- users
+
+  async createUser (u: NewUser): Promise<User> {
+    const id = randomUUID()
+    const orgs = u.orgs ?? {}
+    const user: StoredUser = {
+      id,
+      username: u.username,
+      name: u.name ?? u.username,
+      email: u.email ?? '',
+      is_active: true,
+      is_superuser: u.superuser === true,
+      orgs,
+      default_org: Object.keys(orgs)[0] ?? null,
+      date_joined: new Date().toISOString(),
+      last_login: null,
+      password_hash: u.password === null ? null : await hashPassword(u.password)
+    }
+    const unameKey = this.#k('uname', u.username.toLowerCase())
+    const claimed = await this.#run(() => this.redis.set(unameKey, id, 'NX'))
+    if (claimed === null) throw new GatewayError(409, 'user_exists', `A user named ${u.username} already exists.`)
+    try {
+      await this.#run(() => this.redis.set(this.#k('user', id), JSON.stringify(user)))
+      await this.#run(() => this.redis.sadd(this.#k('users'), id))
+    } catch (err) {
+      await this.redis.del(unameKey).catch(() => {})
+      throw err
+    }
+    return publicUser(user)
+  }
+
+  async getUser (id: string): Promise<User | null> {
+    const hit = this.#cacheTrusted ? this.users.get(id) : undefined
+    if (hit !== undefined) return hit
+    const s = await this.#getJson<StoredUser>(this.#k('user', id))
+    if (s === null) return null
+    const u = publicUser(s)
+    this.users.set(id, u)
+    return u
+  }
+
+  async getUserByUsername (username: string): Promise<User | null> {
+    const id = await this.#run(() => this.redis.get(this.#k('uname', username.toLowerCase())))
+    return id === null ? null : await this.getUser(id)
+  }
+
+  async getPasswordHash (userId: string): Promise<string | null> {
+    const s = await this.#getJson<StoredUser>(this.#k('user', userId))
+    return s?.password_hash ?? null
+  }
+
+  async listUsers (orgId?: string): Promise<User[]> {
+    const ids = await this.#run(() => this.redis.smembers(this.#k('users')))
+    const all = await Promise.all(ids.map(async (id) => await this.getUser(id)))
+    return all
+      .filter((u): u is User => u !== null && (orgId === undefined || orgId in u.orgs))
+      .sort((a, b) => a.username.localeCompare(b.username))
+  }
+
+  async countUsers (): Promise<number> {
+    return await this.#run(() => this.redis.scard(this.#k('users')))
+  }
+
+  async #setField (userId: string, field: string, value: unknown): Promise<void> {
+    const n = await this.#run(() => (this.redis as any).setField(this.#k('user', userId), field, JSON.stringify(value)) as Promise<number>)
+    if (n === 0) throw new GatewayError(404, 'user_not_found', 'No such user.')
+  }
+
+  async setUserActive (userId: string, active: boolean): Promise<void> {
+    await this.#setField(userId, 'is_active', active)
+    if (!active) {
+      const sessKey = this.#k('user-sess', userId)
+      const ids = await this.#run(() => this.redis.smembers(sessKey))
+      for (const h of ids) await this.#run(() => this.redis.del(this.#k('sess', h)))
+      await this.#run(() => this.redis.del(sessKey))
+    }
+    await this.#invalidate(`user-aks:${userId}`)
+  }
+
+  async setPassword (userId: string, password: string): Promise<void> {
+    await this.#setField(userId, 'password_hash', await hashPassword(password))
+  }
+
+  async setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> {
+    const n = await this.#run(() => (this.redis as any).setMember(this.#k('user', userId), orgId, role ?? '') as Promise<number>)
+    if (n === 0) throw new GatewayError(404, 'user_not_found', 'No such user.')
+    await this.#invalidate(`user:${userId}`)
+  }
+
+  async recordLogin (userId: string): Promise<void> {
+    await this.#setField(userId, 'last_login', new Date().toISOString())
+    this.users.delete(userId)
+  }
+
+  // ---- access keys
+
+  async createAccessKey (userId: string): Promise<{ key: AccessKey, secret: string }> {
+    const key: AccessKey = { id: randomUUID(), user_id: userId, is_active: true, date_created: new Date().toISOString(), date_last_used: null }
+    const secret = randomUUID()
+    const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
+    await this.#run(() => this.redis.set(this.#k('ak', key.id), JSON.stringify(stored)))
+    await this.#run(() => this.redis.sadd(this.#k('user-aks', userId), key.id))
+    return { key, secret }
+  }
+
+  async #readKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
+    // two GETs, not MGET: the keys may live in different cluster slots
+    const [raw, used] = await this.#run(async () => await Promise.all([this.redis.get(this.#k('ak', id)), this.redis.get(this.#k('ak-used', id))]))
+    if (raw === null) return null
+    const s = JSON.parse(raw) as StoredKey
+    const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: used }
+    return { key, secret: this.#keys.decrypt(s.secret, `ak:${s.id}`) }
+  }
+
+  async getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
+    const hit = this.#cacheTrusted ? this.accessKeys.get(id) : undefined
+    if (hit !== undefined) return hit
+    const v = await this.#readKey(id)
+    if (v !== null) this.accessKeys.set(id, v)
+    return v
+  }
+
+  async listAccessKeys (userId: string): Promise<AccessKey[]> {
+    const ids = await this.#run(() => this.redis.smembers(this.#k('user-aks', userId)))
+    const keys = await Promise.all(ids.map(async (id) => await this.#readKey(id)))
+    return keys.filter((k) => k !== null).map((k) => k.key).sort((a, b) => a.date_created.localeCompare(b.date_created))
+  }
+
+  async setAccessKeyActive (id: string, active: boolean): Promise<boolean> {
+    const n = await this.#run(() => (this.redis as any).setField(this.#k('ak', id), 'is_active', JSON.stringify(active)) as Promise<number>)
+    await this.#invalidate(`ak:${id}`)
+    return n === 1
+  }
+
+  async deleteAccessKey (id: string): Promise<boolean> {
+    const raw = await this.#run(() => this.redis.get(this.#k('ak', id)))
+    if (raw === null) return false
+    const s = JSON.parse(raw) as StoredKey
+    await this.#run(() => this.redis.del(this.#k('ak', id)))
+    await this.#run(() => this.redis.del(this.#k('ak-used', id)))
+    await this.#run(() => this.redis.srem(this.#k('user-aks', s.user_id), id))
+    await this.#invalidate(`ak:${id}`)
+    return true
+  }
+
+  touchAccessKey (id: string): void {
+    const now = Date.now()
+    const last = this.#lastTouched.get(id) ?? 0
+    if (now - last < THROTTLE_LAST_USED_MS) return
+    if (this.#lastTouched.size > 100_000) this.#lastTouched.clear()
+    this.#lastTouched.set(id, now)
+    this.redis.set(this.#k('ak-used', id), new Date(now).toISOString()).catch(() => {})
+  }
+
+  // ---- private tokens
+
+  async createPrivateToken (userId: string): Promise<string> {
+    const token = randomToken(30)
+    await this.#run(() => this.redis.set(this.#k('pt', this.#keys.lookup(token)), userId))
+    // Swapped atomically (SET … GET): whoever replaces a token removes it, so
+    // concurrent creates leave no token that works but cannot be read or revoked.
+    const old = await this.#run(() => this.redis.set(this.#k('user-pt', userId), this.#keys.encrypt(token, `pt:${userId}`), 'GET'))
+    if (old !== null) await this.#dropPrivateToken(userId, old)
+    return token
+  }
+
+  async getPrivateToken (userId: string): Promise<string | null> {
+    const sealed = await this.#run(() => this.redis.get(this.#k('user-pt', userId)))
+    return sealed === null ? null : this.#keys.decrypt(sealed, `pt:${userId}`)
+  }
+
+  async revokePrivateToken (userId: string): Promise<boolean> {
+    const old = await this.#run(() => this.redis.getdel(this.#k('user-pt', userId)))
+    if (old === null) return false
+    await this.#dropPrivateToken(userId, old)
+    return true
+  }
+
+  async #dropPrivateToken (userId: string, sealed: string): Promise<void> {
+    const h = this.#keys.lookup(this.#keys.decrypt(sealed, `pt:${userId}`))
+    await this.#run(() => this.redis.del(this.#k('pt', h)))
+    await this.#invalidate(`pt:${h}`)
+  }
+
+  async userIdForPrivateToken (token: string): Promise<string | null> {
+    const h = this.#keys.lookup(token)
+    const hit = this.#cacheTrusted ? this.privateTokens.get(h) : undefined
+    if (hit !== undefined) return hit
+    const id = await this.#run(() => this.redis.get(this.#k('pt', h)))
+    if (id !== null) this.privateTokens.set(h, id)
+    return id
+  }
+
+  // ---- one-time bearer tokens
+
+  async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {
+    for (;;) {
+      const token = randomToken(32)
+      const ok = await this.#run(() => this.redis.set(this.#k('bt', this.#keys.lookup(token)), userId, 'EX', ttlSeconds, 'NX'))
+      if (ok !== null) return { token, expires: new Date(Date.now() + ttlSeconds * 1000) }
+    }
+  }
+
+  async consumeBearerToken (token: string): Promise<string | null> {
+    return await this.#run(() => this.redis.getdel(this.#k('bt', this.#keys.lookup(token))))
+  }
+
+  // ---- sessions
+
+  async createSession (userId: string, ttlSeconds: number): Promise<Session> {
+    const id = randomToken(32)
+    const h = this.#keys.lookup(id)
+    const s = { user_id: userId, created: Date.now() }
+    await this.#run(() => this.redis.set(this.#k('sess', h), JSON.stringify(s), 'EX', ttlSeconds))
+    await this.#run(() => this.redis.sadd(this.#k('user-sess', userId), h))
+    return { id, ...s, csrf: this.#keys.lookup(`csrf:${id}`) }
+  }
+
+  async getSession (id: string): Promise<Session | null> {
+    const s = await this.#getJson<{ user_id: string, created: number }>(this.#k('sess', this.#keys.lookup(id)))
+    return s === null ? null : { id, ...s, csrf: this.#keys.lookup(`csrf:${id}`) }
+  }
+
+  async touchSession (id: string, ttlSeconds: number): Promise<void> {
+    await this.#run(() => this.redis.expire(this.#k('sess', this.#keys.lookup(id)), ttlSeconds))
+  }
+
+  async deleteSession (id: string): Promise<void> {
+    const h = this.#keys.lookup(id)
+    const s = await this.#getJson<{ user_id: string }>(this.#k('sess', h))
+    await this.#run(() => this.redis.del(this.#k('sess', h)))
+    if (s !== null) await this.#run(() => this.redis.srem(this.#k('user-sess', s.user_id), h))
+  }
+
+  // ---- login lockout
+
+  async countLoginAttempt (subject: string, windowSeconds: number, max: number): Promise<LoginFailures> {
+    const [count, retryAfter] = await this.#run(() => (this.redis as any).countAttempt(this.#k('fail', this.#keys.lookup(subject)), windowSeconds, max) as Promise<[number, number]>)
+    return { count, retryAfter }
+  }
+
+  async resetLoginFailures (subject: string): Promise<void> {
+    await this.#run(() => this.redis.del(this.#k('fail', this.#keys.lookup(subject))))
+  }
+
+  async markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> {
+    const ok = await this.#run(() => this.redis.set(this.#k('once', kind, this.#keys.lookup(value)), '1', 'EX', ttlSeconds, 'NX'))
+    return ok !== null
+  }
+}
+
+function publicUser (s: StoredUser): User {
+  const { password_hash: _, ...u } = s
+  // cjson encodes an empty table as {} but may return [] after edits; normalise
+  if (Array.isArray(u.orgs)) u.orgs = {}
+  return u
+}

@@ -1,0 +1,116 @@
+/** The one storage interface. Everything persistent goes through it. */
+
+export type OrgRole = 'admin' | 'user'
+
+export interface User {
+  id: string
+  username: string
+  name: string
+  email: string
+  is_active: boolean
+  is_superuser: boolean
+  /** org id → role in that org */
+  orgs: Record<string, OrgRole>
+  default_org: string | null
+  date_joined: string
+  last_login: string | null
+}
+
+export interface Org {
+  id: string
+  name: string
+  date_created: string
+}
+
+export interface AccessKey {
+  id: string
+  user_id: string
+  is_active: boolean
+  date_created: string
+  date_last_used: string | null
+}
+
+export interface Session {
+  id: string
+  user_id: string
+  /** epoch ms */
+  created: number
+  csrf: string
+}
+
+export interface LoginFailures {
+  count: number
+  /** seconds until the counter expires; 0 when there is none */
+  retryAfter: number
+}
+
+export interface NewUser {
+  username: string
+  password: string | null
+  name?: string
+  email?: string
+  superuser?: boolean
+  orgs?: Record<string, OrgRole>
+}
+
+export interface Store {
+  /** Round trip to the backing store; throws a 503 GatewayError when unreachable. */
+  ping(): Promise<void>
+  close(): Promise<void>
+
+  createOrg(name: string, id?: string): Promise<Org>
+  getOrg(id: string): Promise<Org | null>
+  listOrgs(): Promise<Org[]>
+
+  createUser(u: NewUser): Promise<User>
+  getUser(id: string): Promise<User | null>
+  getUserByUsername(username: string): Promise<User | null>
+  /** The stored password hash, or null when the user is unknown or has no password. */
+  getPasswordHash(userId: string): Promise<string | null>
+  listUsers(orgId?: string): Promise<User[]>
+  /** Disabling a user also ends their sessions and evicts their cached credentials everywhere. */
+  setUserActive(userId: string, active: boolean): Promise<void>
+  setPassword(userId: string, password: string): Promise<void>
+  setMembership(userId: string, orgId: string, role: OrgRole | null): Promise<void>
+  recordLogin(userId: string): Promise<void>
+  countUsers(): Promise<number>
+
+  createAccessKey(userId: string): Promise<{ key: AccessKey, secret: string }>
+  /** Cached in process; invalidated on every replica when the key or its user changes. */
+  getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
+  listAccessKeys(userId: string): Promise<AccessKey[]>
+  setAccessKeyActive(id: string, active: boolean): Promise<boolean>
+  deleteAccessKey(id: string): Promise<boolean>
+  touchAccessKey(id: string): void
+
+  /** Creates (or replaces) the user's private token and returns it. */
+  createPrivateToken(userId: string): Promise<string>
+  /** Reads the private token back, or null when none exists. */
+  getPrivateToken(userId: string): Promise<string | null>
+  revokePrivateToken(userId: string): Promise<boolean>
+  userIdForPrivateToken(token: string): Promise<string | null>
+
+  issueBearerToken(userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }>
+  /** Atomically consumes a one-time token: exactly one caller gets the user id. */
+  consumeBearerToken(token: string): Promise<string | null>
+
+  createSession(userId: string, ttlSeconds: number): Promise<Session>
+  getSession(id: string): Promise<Session | null>
+  touchSession(id: string, ttlSeconds: number): Promise<void>
+  deleteSession(id: string): Promise<void>
+
+  /**
+   * Counts one login attempt of a subject (username + client IP), before its
+   * password is checked, and returns the attempts since the last reset: one
+   * key, INCR + EXPIRE in one script, so concurrent attempts and replicas all
+   * see the same number. The window starts at the first attempt and starts
+   * again when the count reaches `max`, so a lock lasts a full window.
+   * `retryAfter`: seconds until the count expires.
+   */
+  countLoginAttempt(subject: string, windowSeconds: number, max: number): Promise<LoginFailures>
+  /** After a successful login. */
+  resetLoginFailures(subject: string): Promise<void>
+
+  /** True the first time a value is seen within ttl; false on replay. */
+  markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>
+}

@@ -1,0 +1,200 @@
+// The API keys page: lists, creates, disables and deletes the user's access
+// keys, and shows, creates, resets and revokes the private token, through
+// sidegate's JSON endpoints with the session cookie and the CSRF token.
+'use strict'
+;(function () {
+  var body = document.body
+  var keysUrl = body.getAttribute('data-keys-url')
+  var tokenUrl = body.getAttribute('data-token-url')
+  var csrfCookie = body.getAttribute('data-csrf-cookie')
+  var $ = function (id) { return document.getElementById(id) }
+  var statusEl = $('status')
+
+  function cookie (name) {
+    var parts = document.cookie ? document.cookie.split('; ') : []
+    for (var i = 0; i < parts.length; i++) {
+      var eq = parts[i].indexOf('=')
+      if (parts[i].slice(0, eq) === name) return decodeURIComponent(parts[i].slice(eq + 1))
+    }
+    return ''
+  }
+
+  function say (text, bad) {
+    statusEl.textContent = text
+    statusEl.className = bad ? 'status bad' : 'status'
+  }
+
+  function api (method, url, data) {
+    var opts = { method: method, credentials: 'same-origin', headers: { Accept: 'application/json' } }
+    if (method !== 'GET') opts.headers['X-CSRFToken'] = cookie(csrfCookie)
+    if (data !== undefined) {
+      opts.headers['Content-Type'] = 'application/json'
+      opts.body = JSON.stringify(data)
+    }
+    return fetch(url, opts).then(function (res) {
+      if (res.status === 401) {
+        // the session ended: sign in again and come back
+        window.location.assign('/login?next=' + encodeURIComponent(window.location.pathname))
+        throw new Error('Your session has ended.')
+      }
+      if (res.status === 204) return null
+      return res.json().catch(function () { return {} }).then(function (json) {
+        if (!res.ok) throw new Error((json && json.detail) || ('Request failed (' + res.status + ').'))
+        return json
+      })
+    })
+  }
+
+  function fmt (iso) {
+    if (!iso) return 'never'
+    var d = new Date(iso)
+    return isNaN(d.getTime()) ? iso : d.toLocaleString()
+  }
+
+  function el (tag, attrs, children) {
+    var e = document.createElement(tag)
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === 'text') e.textContent = attrs[k]
+      else e.setAttribute(k, attrs[k])
+    })
+    ;(children || []).forEach(function (c) { e.appendChild(c) })
+    return e
+  }
+
+  function busy (button, p) {
+    button.disabled = true
+    return p.then(function (v) { button.disabled = false; return v }, function (err) { button.disabled = false; say(err.message, true); throw err })
+  }
+
+  // ---- access keys
+
+  function renderKeys (keys) {
+    var tbody = $('ak-table').querySelector('tbody')
+    tbody.textContent = ''
+    $('ak-table').hidden = keys.length === 0
+    $('ak-empty').hidden = keys.length !== 0
+    keys.forEach(function (k) {
+      var toggle = el('button', { type: 'button', class: 'small', 'data-action': 'toggle', 'aria-label': (k.is_active ? 'Disable' : 'Enable') + ' key ' + k.id, text: k.is_active ? 'Disable' : 'Enable' })
+      var del = el('button', { type: 'button', class: 'small danger', 'data-action': 'delete', 'aria-label': 'Delete key ' + k.id, text: 'Delete' })
+      toggle.addEventListener('click', function () {
+        busy(toggle, api('PATCH', keysUrl + k.id + '/', { is_active: !k.is_active })).then(function () {
+          say('Access key ' + (k.is_active ? 'disabled' : 'enabled') + '.')
+          return loadKeys()
+        }).catch(function () {})
+      })
+      del.addEventListener('click', function () {
+        if (!window.confirm('Delete access key ' + k.id + '? Requests signed with it will be refused.')) return
+        busy(del, api('DELETE', keysUrl + k.id + '/')).then(function () {
+          say('Access key deleted.')
+          return loadKeys()
+        }).catch(function () {})
+      })
+      var row = el('tr', { 'data-key-id': k.id }, [
+        el('td', {}, [el('code', { text: k.id })]),
+        el('td', {}, [el('time', { datetime: k.date_created, text: fmt(k.date_created) })]),
+        el('td', {}, [k.date_last_used ? el('time', { datetime: k.date_last_used, text: fmt(k.date_last_used) }) : document.createTextNode('never')]),
+        el('td', {}, [el('span', { class: 'badge ' + (k.is_active ? 'on' : 'off'), text: k.is_active ? 'Active' : 'Disabled' })]),
+        el('td', { class: 'actions-cell' }, [toggle, del])
+      ])
+      tbody.appendChild(row)
+    })
+  }
+
+  function loadKeys () {
+    return api('GET', keysUrl).then(renderKeys).catch(function (err) { say(err.message, true) })
+  }
+
+  $('ak-create').addEventListener('click', function () {
+    busy($('ak-create'), api('POST', keysUrl)).then(function (k) {
+      $('ak-new-id').textContent = k.id
+      $('ak-new-secret').textContent = k.secret
+      $('ak-new').hidden = false
+      say('Access key created. Copy the secret now.')
+      $('ak-new-secret').focus()
+      return loadKeys()
+    }).catch(function () {})
+  })
+
+  $('ak-new-done').addEventListener('click', function () {
+    // the secret leaves the page for good
+    $('ak-new-id').textContent = ''
+    $('ak-new-secret').textContent = ''
+    $('ak-new').hidden = true
+  })
+  $('ak-new-secret').setAttribute('tabindex', '-1')
+
+  // ---- copy buttons
+
+  function copyText (text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text)
+    return new Promise(function (resolve, reject) {
+      var ta = el('textarea', { readonly: '', class: 'sr-only' })
+      ta.value = text
+      document.body.appendChild(ta)
+      ta.select()
+      var ok = false
+      try { ok = document.execCommand('copy') } catch (e) {}
+      document.body.removeChild(ta)
+      if (ok) resolve()
+      else reject(new Error('Copy failed: select the text and copy it.'))
+    })
+  }
+
+  document.addEventListener('click', function (ev) {
+    var b = ev.target.closest ? ev.target.closest('button[data-copy]') : null
+    if (!b) return
+    var text = $(b.getAttribute('data-copy')).textContent
+    copyText(text).then(function () {
+      var old = b.textContent
+      b.textContent = 'Copied'
+      say('Copied to the clipboard.')
+      setTimeout(function () { b.textContent = old }, 1500)
+    }, function (err) { say(err.message, true) })
+  })
+
+  // ---- private token
+
+  var token = null
+  var shown = false
+
+  function renderToken () {
+    var has = token !== null
+    $('pt-none').hidden = has
+    $('pt-box').hidden = !has
+    $('pt-delete').hidden = !has
+    $('pt-copy').hidden = !has || !shown
+    $('pt-create').textContent = has ? 'Reset token' : 'Create token'
+    $('pt-value').textContent = has && shown ? token : '\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022'
+    $('pt-show').textContent = shown ? 'Hide' : 'Show'
+  }
+
+  function loadToken () {
+    return api('GET', tokenUrl).then(function (r) { token = r.token; renderToken() }).catch(function (err) { say(err.message, true) })
+  }
+
+  $('pt-show').addEventListener('click', function () { shown = !shown; renderToken() })
+
+  $('pt-create').addEventListener('click', function () {
+    var reset = token !== null
+    if (reset && !window.confirm('Reset the private token? The current one stops working.')) return
+    busy($('pt-create'), api('POST', tokenUrl)).then(function (r) {
+      token = r.token
+      shown = true
+      renderToken()
+      say(reset ? 'Private token reset: the old one no longer works.' : 'Private token created.')
+    }).catch(function () {})
+  })
+
+  $('pt-delete').addEventListener('click', function () {
+    if (!window.confirm('Revoke the private token? Requests using it will be refused.')) return
+    busy($('pt-delete'), api('DELETE', tokenUrl)).then(function () {
+      token = null
+      shown = false
+      renderToken()
+      say('Private token revoked.')
+    }).catch(function () {})
+  })
+
+  loadKeys()
+  loadToken()
+})()

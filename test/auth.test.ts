@@ -1,0 +1,204 @@
+import t from 'tap'
+import httpSignature from 'http-signature'
+import http from 'node:http'
+import { startRedis } from './fixtures/redis.js'
+import { startEcho, request, post } from './fixtures/http.js'
+import { startGateway } from './fixtures/gateway.js'
+import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
+
+const redis = await startRedis()
+const echo = await startEcho()
+const g = await startGateway(redis.url, { upstream: { url: echo.url } })
+t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+const alice = await makeUser(g, 'alice')
+const last = (): any => echo.seen[echo.seen.length - 1]
+
+t.test('no credential on a protected path: 401 with challenges', async (t) => {
+  const r = await request(g.url, '/api/v1/assets/')
+  t.equal(r.status, 401)
+  t.same(r.json, { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' })
+  t.match(r.headers['www-authenticate'], /Bearer/)
+})
+
+t.test('bearer token: works once, then refused, even for the same client', async (t) => {
+  const tok = await bearer(g.url, 'alice', 'alice-password')
+  const before = echo.seen.length
+  const r1 = await request(g.url, '/api/v1/assets/?x=1', { headers: { authorization: `Bearer ${tok}` } })
+  t.equal(r1.status, 200)
+  t.equal(echo.seen.length, before + 1, 'forwarded once')
+  t.equal(last().headers['x-svc-user-id'], alice.id)
+  t.equal(last().headers['x-svc-username'], 'alice')
+  t.equal(last().headers['x-svc-org'], DEFAULT_ORG)
+  t.equal(last().headers['x-svc-auth-method'], 'bearer')
+  t.equal(last().headers.authorization, undefined, 'Authorization not forwarded')
+  t.equal(last().url, '/api/v1/assets/?x=1')
+  const r2 = await request(g.url, '/api/v1/assets/', { headers: { authorization: `Bearer ${tok}` } })
+  t.equal(r2.status, 401)
+  t.equal(r2.json.code, 'invalid_token')
+  t.equal(echo.seen.length, before + 1, 'refused request never reached the upstream')
+})
+
+t.test('bearer token expires after auth.bearer.ttl', async (t) => {
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, auth: { bearer: { ttl: 1 } } })
+  t.teardown(() => g2.close())
+  const r = await post(g2.url, '/api/v1/authentication/auth/', { username: 'admin', password: 'admin-password-1' })
+  await new Promise((resolve) => setTimeout(resolve, 2100))
+  const used = await request(g2.url, '/x', { headers: { authorization: `Bearer ${r.json.token}` } })
+  t.equal(used.status, 401)
+  t.equal(used.json.code, 'invalid_token')
+})
+
+t.test('private token: Token and PrivateToken, any case; revoked token refused', async (t) => {
+  const tok = await g.store.createPrivateToken(alice.id)
+  for (const scheme of ['Token', 'PrivateToken', 'token', 'PRIVATETOKEN']) {
+    const r = await request(g.url, '/api/v1/x/', { headers: { authorization: `${scheme} ${tok}` } })
+    t.equal(r.status, 200, scheme)
+    t.equal(r.json.headers['x-svc-auth-method'], 'private_token')
+    t.equal(r.json.headers['x-svc-user-id'], alice.id)
+  }
+  t.equal((await request(g.url, '/x', { headers: { authorization: `Token ${tok}x` } })).json.code, 'invalid_token')
+  await g.store.revokePrivateToken(alice.id)
+  const r = await request(g.url, '/x', { headers: { authorization: `Token ${tok}` } })
+  t.equal(r.status, 401)
+  t.equal(r.json.code, 'invalid_token')
+})
+
+t.test('access-key signature as in the spec (request-target, accept, date)', async (t) => {
+  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const path = '/api/v1/users/profile/?a=b%20c'
+  const h = signedHeaders(key.id, secret, 'GET', path)
+  const r = await request(g.url, path, { headers: { ...h, 'x-svc-org': DEFAULT_ORG } })
+  t.equal(r.status, 200)
+  t.equal(r.json.headers['x-svc-auth-method'], 'access_key')
+  t.equal(r.json.headers['x-svc-user-id'], alice.id)
+
+  const only = signedHeaders(key.id, secret, 'GET', '/p', { headers: ['(request-target)', 'date'] })
+  t.equal((await request(g.url, '/p', { headers: only })).status, 200, 'the shorter header list one client uses')
+
+  const wrongPath = await request(g.url, '/p2', { headers: only })
+  t.equal(wrongPath.status, 401)
+  t.equal(wrongPath.json.code, 'invalid_signature')
+
+  const wrongSecret = signedHeaders(key.id, secret + 'x', 'GET', '/p')
+  t.equal((await request(g.url, '/p', { headers: wrongSecret })).json.code, 'invalid_signature')
+
+  const unknown = signedHeaders('6f1a1c7e-1111-4222-8333-944455556666', secret, 'GET', '/p')
+  t.equal((await request(g.url, '/p', { headers: unknown })).json.code, 'invalid_signature')
+
+  const noTarget = signedHeaders(key.id, secret, 'GET', '/p', { headers: ['date'] })
+  const r2 = await request(g.url, '/p', { headers: noTarget })
+  t.equal(r2.status, 401)
+  t.equal(r2.json.code, 'malformed_authorization')
+
+  const old = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() - 301_000).toUTCString() })
+  t.equal((await request(g.url, '/p', { headers: old })).json.code, 'signature_expired')
+  const future = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() + 301_000).toUTCString() })
+  t.equal((await request(g.url, '/p', { headers: future })).json.code, 'signature_expired')
+  const within = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() - 200_000).toUTCString() })
+  t.equal((await request(g.url, '/p', { headers: within })).status, 200)
+
+  await g.store.setAccessKeyActive(key.id, false)
+  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).json.code, 'invalid_signature', 'inactive key')
+})
+
+t.test('signature parameters: spaces after commas, unknown params, any order; duplicates rejected', async (t) => {
+  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const h = signedHeaders(key.id, secret, 'GET', '/p')
+  const sig = /signature="([^"]+)"/.exec(h.authorization)![1]
+  const loose = `Signature signature="${sig}", headers="(request-target) accept date",  keyId="${key.id}", algorithm="hmac-sha256", extra="ignored"`
+  t.equal((await request(g.url, '/p', { headers: { ...h, authorization: loose } })).status, 200)
+  const dup = `Signature keyId="${key.id}",keyId="${key.id}",algorithm="hmac-sha256",headers="(request-target) accept date",signature="${sig}"`
+  const r = await request(g.url, '/p', { headers: { ...h, authorization: dup } })
+  t.equal(r.status, 401)
+  t.equal(r.json.code, 'malformed_authorization')
+  const rsa = h.authorization.replace('hmac-sha256', 'rsa-sha256')
+  t.equal((await request(g.url, '/p', { headers: { ...h, authorization: rsa } })).json.code, 'malformed_authorization')
+})
+
+t.test('a signature made by the http-signature package is accepted; one byte changed is not', async (t) => {
+  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const u = new URL(g.url)
+  const send = (path: string, tamper: boolean): Promise<number> => new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path, method: 'GET', headers: { accept: 'application/json', date: new Date().toUTCString() } }, (res) => {
+      res.resume(); resolve(res.statusCode!)
+    })
+    httpSignature.sign(req, { keyId: key.id, key: secret, algorithm: 'hmac-sha256', headers: ['(request-target)', 'accept', 'date'] })
+    if (tamper) req.setHeader('accept', 'application/jsoN')
+    req.on('error', reject)
+    req.end()
+  })
+  t.equal(await send('/api/v1/users/users/?limit=10', false), 200)
+  t.equal(await send('/api/v1/users/users/?limit=10', true), 401)
+})
+
+t.test('replay cache rejects a signature seen before', async (t) => {
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, auth: { signature: { replay_cache: true } } })
+  t.teardown(() => g2.close())
+  const u = await g2.store.createUser({ username: 'replayer', password: 'replayer-pw', orgs: { [DEFAULT_ORG]: 'user' } })
+  const { key, secret } = await g2.store.createAccessKey(u.id)
+  const h = signedHeaders(key.id, secret, 'GET', '/p')
+  t.equal((await request(g2.url, '/p', { headers: h })).status, 200)
+  const again = await request(g2.url, '/p', { headers: h })
+  t.equal(again.status, 401)
+  t.equal(again.json.code, 'signature_replayed')
+  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).status, 401, 'other prefix: key unknown there')
+})
+
+t.test('malformed or unknown Authorization is 401, never 500', async (t) => {
+  for (const a of ['', 'Bearer', 'Bearer a b', 'Basic YWJjOmRlZg==', 'Signature', 'Signature keyId=', 'Signature keyId="x', 'Token \u00e9', 'Negotiate x', 'Signature keyId="a",signature="b"']) {
+    const r = await request(g.url, '/p', { headers: { authorization: a } })
+    t.equal(r.status, 401, JSON.stringify(a))
+    t.type(r.json.code, 'string')
+    t.ok(r.headers['www-authenticate'])
+  }
+  t.equal((await request(g.url, '/p', { headers: { authorization: 'Basic YWJjOmRlZg==' } })).json.code, 'unsupported_scheme')
+})
+
+t.test('Authorization decides even when a session cookie is present', async (t) => {
+  const s = await g.store.createSession(alice.id, 60)
+  const r = await request(g.url, '/p', { headers: { authorization: 'Token nope', cookie: `svc_sessionid=${s.id}` } })
+  t.equal(r.status, 401)
+  t.equal(r.json.code, 'invalid_token')
+})
+
+t.test('session cookie, legacy cookie, CSRF on unsafe methods', async (t) => {
+  const s = await g.store.createSession(alice.id, 60)
+  const r = await request(g.url, '/p', { headers: { cookie: `theme=dark; svc_sessionid=${s.id}; svc_csrftoken=${s.csrf}` } })
+  t.equal(r.status, 200)
+  t.equal(r.json.headers['x-svc-auth-method'], 'session')
+  t.equal(r.json.headers.cookie, 'theme=dark', 'credential cookies not forwarded, others kept')
+  t.equal((await request(g.url, '/p', { headers: { cookie: `sessionid=${s.id}` } })).status, 200, 'legacy name')
+  t.equal((await request(g.url, '/p', { headers: { cookie: 'svc_sessionid=nope' } })).json.code, 'invalid_session')
+
+  const noCsrf = await request(g.url, '/p', { method: 'POST', headers: { cookie: `svc_sessionid=${s.id}` } })
+  t.equal(noCsrf.status, 403)
+  t.equal(noCsrf.json.code, 'csrf_failed')
+  const bad = await request(g.url, '/p', { method: 'DELETE', headers: { cookie: `svc_sessionid=${s.id}`, 'x-csrftoken': 'x' } })
+  t.equal(bad.json.code, 'csrf_failed')
+  const ok = await request(g.url, '/p', { method: 'POST', headers: { cookie: `svc_sessionid=${s.id}`, 'x-csrftoken': s.csrf }, body: '{}' })
+  t.equal(ok.status, 200)
+
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, session: { accept_legacy_cookie: false } })
+  t.teardown(() => g2.close())
+  const s2 = await g2.store.createSession((await makeUser(g2, 'bob')).id, 60)
+  t.equal((await request(g2.url, '/p', { headers: { cookie: `sessionid=${s2.id}` } })).status, 401, 'legacy name off')
+  await g2.store.deleteSession(s2.id)
+  t.equal((await request(g2.url, '/p', { headers: { cookie: `svc_sessionid=${s2.id}` } })).status, 401, 'deleted session')
+})
+
+t.test('disabled user: every credential kind refused', async (t) => {
+  const u = await makeUser(g, 'carol')
+  const tok = await g.store.createPrivateToken(u.id)
+  const { key, secret } = await g.store.createAccessKey(u.id)
+  const s = await g.store.createSession(u.id, 60)
+  const b = await bearer(g.url, 'carol', 'carol-password')
+  t.equal((await request(g.url, '/p', { headers: { authorization: `Token ${tok}` } })).status, 200)
+  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).status, 200)
+  await g.store.setUserActive(u.id, false)
+  t.equal((await request(g.url, '/p', { headers: { authorization: `Token ${tok}` } })).json.code, 'user_inactive')
+  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).json.code, 'user_inactive')
+  t.equal((await request(g.url, '/p', { headers: { authorization: `Bearer ${b}` } })).json.code, 'user_inactive')
+  t.equal((await request(g.url, '/p', { headers: { cookie: `svc_sessionid=${s.id}` } })).json.code, 'invalid_session', 'sessions ended')
+})

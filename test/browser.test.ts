@@ -1,0 +1,233 @@
+/**
+ * A real browser (Debian's chromium, driven by playwright-core) against a real
+ * gateway: sign in, manage keys in the page, Swagger UI's "Try it out", log out.
+ * Screenshots go to test/artifacts/. Skipped, with the reason, only when
+ * Chromium cannot be launched at all.
+ */
+import t from 'tap'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { startRedis } from './fixtures/redis.js'
+import { request } from './fixtures/http.js'
+import { startGateway, ROOT } from './fixtures/gateway.js'
+import { makeUser, signedHeaders } from './fixtures/creds.js'
+
+const CHROMIUM = process.env.SIDEGATE_CHROMIUM ?? '/usr/bin/chromium'
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const ARTIFACTS = join(ROOT, 'test', 'artifacts')
+const PROFILE = '/api/v1/users/profile/'
+
+let browser: Browser | null = null
+let why = ''
+try {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`)
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 30_000 })
+} catch (err) {
+  why = (err as Error).message.split('\n')[0]
+}
+
+if (browser === null) {
+  t.test('browser tests', { skip: `Chromium cannot be launched: ${why}` }, () => {})
+} else {
+  const b = browser
+  const redis = await startRedis()
+  const g = await startGateway(redis.url)
+  t.teardown(async () => { await b.close(); await g.close(); await redis.stop() })
+  mkdirSync(ARTIFACTS, { recursive: true })
+  const alice = await makeUser(g, 'alice')
+  const origin = new URL(g.url).origin
+
+  /** A fresh browser profile that records what a person would not want to see: CSP violations, script errors, requests elsewhere. */
+  const problems: string[] = []
+  async function newContext (o: { javaScriptEnabled?: boolean } = {}): Promise<BrowserContext> {
+    const ctx = await b.newContext({ baseURL: g.url, viewport: { width: 1280, height: 900 }, ...o })
+    await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin })
+    ctx.on('page', watch)
+    ctx.on('request', (r) => { if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) problems.push(`request to ${r.url()}`) })
+    return ctx
+  }
+  function watch (p: Page): void {
+    p.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`) })
+    p.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
+    p.on('dialog', (d) => { d.accept().catch(() => {}) })
+  }
+
+  const ctx = await newContext()
+  const page = await ctx.newPage()
+  let sessionCookie = ''
+
+  t.test('sign in with a wrong, then the right password', async (t) => {
+    await page.goto('/account/keys')
+    t.match(page.url(), /\/login\?next=%2Faccount%2Fkeys$/, 'sent to the login page')
+    await page.getByLabel('Username').fill('alice')
+    await page.getByLabel('Password').fill('not-her-password')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('alert').waitFor()
+    t.equal((await page.getByRole('alert').textContent())?.trim(), 'Incorrect username or password.', 'the error is shown')
+    t.equal(await page.getByLabel('Username').inputValue(), 'alice', 'the username is kept')
+    await page.screenshot({ path: join(ARTIFACTS, 'login-error.png') })
+
+    await page.getByLabel('Password').fill('alice-password')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL('**/account/keys')
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor()
+    t.match(await page.locator('header').textContent(), /Signed in as\s*alice/)
+    const cookies = await ctx.cookies()
+    const s = cookies.find((c) => c.name === 'svc_sessionid')!
+    const csrf = cookies.find((c) => c.name === 'svc_csrftoken')!
+    t.ok(s.httpOnly, 'session cookie HttpOnly')
+    t.equal(s.sameSite, 'Lax')
+    t.equal(s.path, '/')
+    t.notOk(csrf.httpOnly, 'CSRF cookie readable by the page')
+    t.equal(await page.evaluate(() => document.cookie.includes('svc_sessionid')), false, 'scripts cannot read the session id')
+    sessionCookie = `svc_sessionid=${s.value}`
+  })
+
+  t.test('create an access key in the page; its secret signs a request from Node', async (t) => {
+    await page.getByText('You have no access keys.').waitFor()
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.locator('#ak-new').waitFor({ state: 'visible' })
+    const id = (await page.locator('#ak-new-id').textContent())!.trim()
+    const secret = (await page.locator('#ak-new-secret').textContent())!.trim()
+    t.match(id, /^[0-9a-f-]{36}$/)
+    t.match(secret, /^[0-9a-f-]{36}$/)
+    const row = page.locator(`tr[data-key-id="${id}"]`)
+    await row.waitFor()
+    t.match(await row.textContent(), /Active/)
+    await page.screenshot({ path: join(ARTIFACTS, 'account-new-key.png'), fullPage: true })
+
+    await page.locator('#ak-new').getByRole('button', { name: 'Copy' }).nth(1).click()
+    await page.getByText('Copied to the clipboard.').waitFor()
+    t.equal(await page.evaluate(async () => await navigator.clipboard.readText()), secret, 'the copy button copies the secret')
+
+    const r = await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })
+    t.equal(r.status, 200, 'the gateway accepts the signature')
+    t.equal(r.json.username, 'alice')
+
+    await page.getByRole('button', { name: 'Done' }).click()
+    t.notOk(await page.locator('#ak-new').isVisible(), 'the secret is put away')
+    await page.reload()
+    await row.waitFor()
+    t.notMatch(await page.content(), secret, 'and never shown again')
+
+    await row.getByRole('button', { name: /^Disable/ }).click()
+    await row.getByText('Disabled').waitFor()
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature', 'disabled in the page: refused')
+    await row.getByRole('button', { name: /^Enable/ }).click()
+    await row.getByText('Active').waitFor()
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')
+    await row.getByRole('button', { name: /^Delete/ }).click()
+    await row.waitFor({ state: 'detached' })
+    t.same(await g.store.listAccessKeys(alice.id), [], 'deleted in the store')
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature')
+  })
+
+  t.test('create, show and reset the private token in the page', async (t) => {
+    await page.getByRole('button', { name: 'Create token' }).click()
+    await page.getByRole('button', { name: 'Reset token' }).waitFor()
+    const first = (await page.locator('#pt-value').textContent())!.trim()
+    t.equal(first, await g.store.getPrivateToken(alice.id))
+    t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${first}` } })).status, 200)
+    await page.getByRole('button', { name: 'Hide' }).click()
+    t.notMatch(await page.locator('#pt-value').textContent(), first, 'hidden')
+    await page.getByRole('button', { name: 'Reset token' }).click()
+    await page.getByText('Private token reset').waitFor()
+    const second = (await page.locator('#pt-value').textContent())!.trim()
+    t.not(second, first)
+    t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${first}` } })).status, 401, 'the old token stops working')
+    await page.screenshot({ path: join(ARTIFACTS, 'account.png'), fullPage: true })
+  })
+
+  t.test('Swagger UI at /api/docs/: operations rendered; Authorize with a token and "Try it out" on the profile', async (t) => {
+    const docsCtx = await newContext()
+    const docs = await docsCtx.newPage()
+    docs.setDefaultTimeout(15_000)
+    const token = await g.store.createPrivateToken(alice.id)
+    await docs.goto('/api/docs/')
+    await docs.locator('.opblock').first().waitFor({ timeout: 30_000 })
+    const ops = await docs.locator('.opblock').count()
+    t.ok(ops >= 20, `${ops} operations rendered`)
+    t.match(await docs.locator('.info .title').textContent(), /sidegate/)
+    await docs.locator('#operations-Users-getProfile').waitFor()
+    const shot = join(ARTIFACTS, 'docs.png')
+    await docs.screenshot({ path: shot })
+    t.ok(statSync(shot).size > 20_000, 'screenshot saved')
+
+    await docs.locator('button.btn.authorize').first().click()
+    const scheme = docs.locator('.modal-ux .auth-container').filter({ has: docs.locator('h4', { hasText: 'PrivateToken' }) })
+    await scheme.getByLabel('Value').fill(`Token ${token}`)
+    await scheme.getByRole('button', { name: 'Apply credentials' }).click()
+    await scheme.getByRole('button', { name: 'Remove authorization' }).waitFor()
+    await scheme.getByRole('button', { name: 'Close' }).click()
+    await docs.locator('.modal-ux').waitFor({ state: 'detached' })
+
+    const op = docs.locator('#operations-Users-getProfile')
+    await op.locator('.opblock-summary').first().click()
+    await op.getByRole('button', { name: 'Try it out' }).click()
+    const sent = docs.waitForRequest((r) => r.url().endsWith(PROFILE))
+    await op.getByRole('button', { name: 'Execute' }).click()
+    const req = await sent
+    t.equal(req.headers().authorization, `Token ${token}`, 'Swagger UI sent the token')
+    const live = op.locator('.live-responses-table tbody tr.response').first()
+    await live.waitFor()
+    t.equal((await live.locator('.response-col_status').textContent())?.trim(), '200', 'the live response is a 200')
+    const body = await live.locator('.response-col_description pre').first().textContent()
+    t.equal(JSON.parse(body!).username, 'alice', 'the profile came back')
+    await live.scrollIntoViewIfNeeded()
+    await docs.screenshot({ path: join(ARTIFACTS, 'docs-try-it-out.png'), fullPage: false })
+    await docsCtx.close()
+  })
+
+  t.test('signed in, "Try it out" works with the session: Swagger UI sends the CSRF token', async (t) => {
+    const docs = await ctx.newPage()
+    docs.setDefaultTimeout(15_000)
+    await docs.goto('/api/docs/#/Authentication/createPrivateToken')
+    const op = docs.locator('#operations-Authentication-createPrivateToken')
+    await op.locator('.opblock-body').waitFor()
+    await op.getByRole('button', { name: 'Try it out' }).click()
+    const sent = docs.waitForRequest((r) => r.url().endsWith('/api/v1/authentication/private-token/') && r.method() === 'POST')
+    await op.getByRole('button', { name: 'Execute' }).click()
+    const req = await sent
+    t.equal(req.headers()['x-csrftoken'], (await ctx.cookies()).find((c) => c.name === 'svc_csrftoken')?.value, 'the CSRF cookie\'s value')
+    t.equal(req.headers().authorization, undefined, 'no Authorization: the session decides')
+    const live = op.locator('.live-responses-table tbody tr.response').first()
+    await live.waitFor()
+    t.equal((await live.locator('.response-col_status').textContent())?.trim(), '201')
+    const body = JSON.parse((await live.locator('.response-col_description pre').first().textContent())!)
+    t.equal(body.token, await g.store.getPrivateToken(alice.id), 'created for the signed-in user')
+    await docs.close()
+  })
+
+  t.test('the login page works without JavaScript', async (t) => {
+    const noJs = await newContext({ javaScriptEnabled: false })
+    const p = await noJs.newPage()
+    await p.goto('/login')
+    await p.getByLabel('Username').fill('alice')
+    await p.getByLabel('Password').fill('alice-password')
+    await p.getByRole('button', { name: 'Sign in' }).click()
+    await p.waitForURL('**/account/keys')
+    t.match(await p.locator('noscript').textContent(), /needs JavaScript/)
+    await p.getByRole('button', { name: 'Log out' }).click()
+    await p.waitForURL('**/login')
+    t.equal((await noJs.cookies()).filter((c) => c.name.startsWith('svc_')).length, 0, 'log out by form works too')
+    await noJs.close()
+  })
+
+  t.test('log out; the session is refused afterwards', async (t) => {
+    await page.goto('/account/keys')
+    t.equal((await request(g.url, PROFILE, { headers: { cookie: sessionCookie } })).status, 200, 'signed in before')
+    await page.getByRole('button', { name: 'Log out' }).click()
+    await page.waitForURL('**/login')
+    t.same((await ctx.cookies()).map((c) => c.name).filter((n) => n.startsWith('svc_')), [], 'cookies cleared')
+    const r = await request(g.url, PROFILE, { headers: { cookie: sessionCookie } })
+    t.equal(r.status, 401, 'the old session cookie is refused')
+    t.equal(r.json.code, 'invalid_session')
+    await page.goto('/account/keys')
+    t.match(page.url(), /\/login\?next=/, 'the page asks to sign in again')
+  })
+
+  t.test('no CSP violation, script error or outside request on any page', async (t) => {
+    t.same(problems, [])
+  })
+}

@@ -1,0 +1,315 @@
+/**
+ * The admin CLI as a user runs it: `node bin/sidegate.js …` against a real
+ * Redis, with its effects checked through a running gateway on the same store.
+ */
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { stringify } from 'yaml'
+import { freePort, startRedis } from './fixtures/redis.js'
+import { startEcho, request, post } from './fixtures/http.js'
+import { ROOT, SECRET, startGateway } from './fixtures/gateway.js'
+import { signedHeaders } from './fixtures/creds.js'
+import { main } from '../src/cli.js'
+
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+const PREFIX = `cli${process.pid}:`
+
+const redis = await startRedis()
+const echo = await startEcho()
+const g = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix: PREFIX } })
+t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+
+const dir = mkdtempSync(join(tmpdir(), 'sidegate-cli-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+function writeConfig (name: string, doc: Record<string, unknown>): string {
+  const file = join(dir, name)
+  writeFileSync(file, stringify(doc))
+  return file
+}
+const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PREFIX }, log: { level: 'warn' } })
+
+interface Run { code: number | null, stdout: string, stderr: string, ms: number }
+
+/** Runs the CLI; killed (and reported as code null) if it takes longer than `timeout` ms. */
+async function cli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
+  const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
+  const started = Date.now()
+  const p = spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), ...full], {
+    env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET },
+    cwd: dir,
+    stdio: ['pipe', 'pipe', 'pipe']
+  })
+  let stdout = ''
+  let stderr = ''
+  p.stdout.on('data', (c: Buffer) => { stdout += c.toString() })
+  p.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
+  p.stdin.end(o.stdin ?? '')
+  const timer = setTimeout(() => p.kill('SIGKILL'), o.timeout ?? 20_000)
+  const code = await new Promise<number | null>((resolve) => p.once('close', (c) => resolve(c)))
+  clearTimeout(timer)
+  return { code, stdout, stderr, ms: Date.now() - started }
+}
+
+/**
+ * The same entry point in process (bin/sidegate.js only calls main): for the
+ * long lists of help and usage cases, which a spawned process per case would
+ * make slow on a busy machine. The real binary is checked on a sample.
+ */
+async function inProcess (args: string[], o: { stdin?: string, config?: string | null } = {}): Promise<Run> {
+  const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
+  let stdout = ''
+  let stderr = ''
+  const started = Date.now()
+  const code = await main(full, { out: (x) => { stdout += x }, err: (x) => { stderr += x }, stdin: async () => o.stdin ?? '' }, { SIDEGATE_SECRET_KEY: SECRET })
+  return { code, stdout, stderr, ms: Date.now() - started }
+}
+
+const json = (r: Run): any => JSON.parse(r.stdout)
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+async function eventually (fn: () => Promise<boolean>, ms = 1000): Promise<boolean> {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await fn()) return true
+    if (Date.now() > end) return false
+    await sleep(25)
+  }
+}
+
+t.test('the real binary: --help exits 0; an unknown command or flag exits 2', async (t) => {
+  const [help, cmd, flag, sub] = await Promise.all([
+    cli(['--help'], { config: null }), cli(['frobnicate'], { config: null }), cli(['user', 'list', '--bogus']), cli(['key', '--help'], { config: null })
+  ])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /Usage: sidegate <command>/)
+  t.equal(sub.code, 0)
+  t.match(sub.stdout, /sidegate key revoke/)
+  t.equal(cmd.code, 2)
+  t.match(cmd.stderr, /unknown command "frobnicate"/)
+  t.equal(flag.code, 2)
+  t.match(flag.stderr, /--bogus/)
+})
+
+t.test('--help for every command: exit 0 and names its subcommands', async (t) => {
+  const cases: Array<[string[], RegExp[]]> = [
+    [['--help'], [/start/, /user add\|list\|disable\|enable\|passwd\|grant/, /org add\|list/, /key create\|list\|revoke/, /token create\|show\|revoke/]],
+    [['help'], [/Commands:/]],
+    [['start', '--help'], [/sidegate start/, /SIGTERM/]],
+    [['user', '--help'], ['add', 'list', 'disable', 'enable', 'passwd', 'grant'].map((s) => new RegExp(`sidegate user ${s}`))],
+    [['user', 'add', '--help'], [/sidegate user add <username> --password-stdin/]],
+    [['org', '--help'], [/sidegate org add/, /sidegate org list/]],
+    [['key', '-h'], [/sidegate key create/, /sidegate key list/, /sidegate key revoke/]],
+    [['token', '--help'], [/sidegate token create/, /sidegate token show/, /sidegate token revoke/]],
+    [['help', 'token'], [/sidegate token create/]]
+  ]
+  const runs: Run[] = []
+  for (const [args] of cases) runs.push(await inProcess(args, { config: null }))
+  cases.forEach(([args, patterns], i) => {
+    const r = runs[i]
+    t.equal(r.code, 0, `${args.join(' ')}: exit 0`)
+    for (const p of patterns) t.match(r.stdout, p, `${args.join(' ')} mentions ${p}`)
+    t.match(r.stdout, /--json/, `${args.join(' ')} lists the global options`)
+  })
+})
+
+t.test('usage errors exit 2 with a message on stderr', async (t) => {
+  const cases: string[][] = [
+    [], ['frobnicate'], ['--bogus'], ['user', 'list', '--bogus'], ['user', 'frobnicate'], ['org'],
+    ['help', 'frobnicate'], ['start', 'extra'], ['user', 'add', 'x', '--org'],
+    ['user', 'add', 'zed'], // no --password-stdin
+    ['user', 'add', 'bad name!', '--password-stdin'],
+    ['user', 'add', 'zed', '--password-stdin', '--org', 'not-a-uuid'],
+    ['org', 'add', 'X', '--id', 'not-a-uuid'], ['key', 'create'], ['token', 'show', 'a', 'b']
+  ]
+  const runs: Run[] = []
+  for (const args of cases) runs.push(await inProcess(args, { stdin: 'long-enough-pw\n' }))
+  cases.forEach((args, i) => {
+    t.equal(runs[i].code, 2, `${JSON.stringify(args)}: exit 2`)
+    // no arguments at all prints the usage text itself
+    t.match(args.length === 0 ? runs[i].stdout : runs[i].stderr, /\S/, `${JSON.stringify(args)}: says why`)
+  })
+  t.equal((await inProcess(['user', 'list'], { config: join(dir, 'missing.yml') })).code, 2, 'config file not found')
+  const bad = writeConfig('bad.yml', { redis: { url: redis.url, prefix: PREFIX }, listen: { port: 'eighty' } })
+  const r = await inProcess(['user', 'list'], { config: bad })
+  t.equal(r.code, 2, 'invalid config value')
+  t.match(r.stderr, /listen\.port/)
+})
+
+t.test('user add with the password on stdin, user list, login with it', async (t) => {
+  const add = await cli(['user', 'add', 'bob', '--password-stdin', '--org', DEFAULT_ORG, '--email', 'bob@example.com', '--name', 'Bob B'], { stdin: 'bob-password-1\n' })
+  t.equal(add.code, 0, add.stderr)
+  t.match(add.stdout, /created user bob/)
+  const list = await cli(['user', 'list', '--json'])
+  t.equal(list.code, 0)
+  const bob = json(list).find((u: any) => u.username === 'bob')
+  t.match(bob, { username: 'bob', email: 'bob@example.com', name: 'Bob B', is_active: true, is_superuser: false, orgs: { [DEFAULT_ORG]: 'user' } })
+  t.notOk(JSON.stringify(json(list)).includes('scrypt'), 'no password hashes in the listing')
+  const text = await cli(['user', 'list'])
+  t.match(text.stdout, new RegExp(`${bob.id}\\s+bob`))
+  t.match(text.stdout, /admin\s+superuser/)
+
+  const login = await post(g.url, '/api/v1/authentication/auth/', { username: 'bob', password: 'bob-password-1' })
+  t.equal(login.status, 201, 'the password read from stdin (without its newline) logs in')
+
+  const byOrg = await cli(['user', 'list', '--json', '--org', DEFAULT_ORG])
+  t.ok(json(byOrg).some((u: any) => u.username === 'bob'))
+
+  const dup = await cli(['user', 'add', 'BOB', '--password-stdin'], { stdin: 'another-password\n' })
+  t.equal(dup.code, 1, 'duplicate username (any case): exit 1')
+  t.match(dup.stderr, /already exists/)
+  const short = await cli(['user', 'add', 'shorty', '--password-stdin'], { stdin: 'short\n' })
+  t.equal(short.code, 1, 'short password: exit 1')
+  t.match(short.stderr, /at least 8/)
+  const noOrg = await cli(['user', 'add', 'orphan', '--password-stdin', '--org', '6f1a1c7e-1111-4222-8333-944455556666'], { stdin: 'orphan-password\n' })
+  t.equal(noOrg.code, 1, 'unknown org: exit 1')
+  const names = json(await cli(['user', 'list', '--json'])).map((u: any) => u.username)
+  t.notOk(names.includes('shorty') || names.includes('orphan'), 'refused users were not created')
+})
+
+t.test('org add and org list', async (t) => {
+  const add = await cli(['org', 'add', 'Sales', '--json'])
+  t.equal(add.code, 0, add.stderr)
+  const sales = json(add)
+  t.match(sales, { name: 'Sales', id: /^[0-9a-f-]{36}$/ })
+  const fixed = '6f1a1c7e-aaaa-4222-8333-944455556666'
+  const withId = await cli(['org', 'add', 'Ops', '--id', fixed])
+  t.equal(withId.code, 0)
+  t.match(withId.stdout, new RegExp(`created org Ops \\(${fixed}\\)`))
+  const dup = await cli(['org', 'add', 'Ops2', '--id', fixed])
+  t.equal(dup.code, 1, 'duplicate id: exit 1')
+  const list = json(await cli(['org', 'list', '--json']))
+  t.same(list.map((o: any) => o.name).sort(), ['Default', 'Ops', 'Sales'])
+  t.ok(list.some((o: any) => o.id === DEFAULT_ORG))
+  t.match((await cli(['org', 'list'])).stdout, new RegExp(`${sales.id}\\s+Sales`))
+})
+
+t.test('access keys: create, sign a request with it, list, revoke', async (t) => {
+  const bob = json(await cli(['user', 'list', '--json'])).find((u: any) => u.username === 'bob')
+  const created = await cli(['key', 'create', 'bob', '--json'])
+  t.equal(created.code, 0, created.stderr)
+  const { id, secret } = json(created)
+  t.match(id, /^[0-9a-f-]{36}$/)
+  t.match(secret, /^[0-9a-f-]{36}$/)
+  const text = await cli(['key', 'create', 'bob'])
+  t.match(text.stdout, /AccessKeyID:\s+[0-9a-f-]{36}\nAccessKeySecret:\s+[0-9a-f-]{36}/, 'text output names both parts')
+
+  const call = async (): Promise<any> => await request(g.url, '/api/v1/x/', { headers: signedHeaders(id, secret, 'GET', '/api/v1/x/') })
+  const ok = await call()
+  t.equal(ok.status, 200, 'a request signed with the printed secret is accepted')
+  t.equal(ok.json.headers['x-svc-user-id'], bob.id)
+  t.equal(ok.json.headers['x-svc-auth-method'], 'access_key')
+
+  const list = await cli(['key', 'list', 'bob', '--json'])
+  t.equal(list.code, 0)
+  const listed = json(list).find((k: any) => k.id === id)
+  t.match(listed, { id, is_active: true, user_id: bob.id })
+  t.ok(Math.abs(Date.parse(listed.date_last_used) - Date.now()) < 60_000, 'the use was recorded')
+  t.notOk(list.stdout.includes(secret), 'key list never shows a secret')
+  t.match((await cli(['key', 'list', 'bob'])).stdout, new RegExp(id))
+
+  const revoke = await cli(['key', 'revoke', id])
+  t.equal(revoke.code, 0, revoke.stderr)
+  t.ok(await eventually(async () => (await call()).status === 401), 'the gateway (which had the key cached) refuses it within 1 s')
+  t.equal((await call()).json.code, 'invalid_signature')
+  t.notOk(json(await cli(['key', 'list', 'bob', '--json'])).some((k: any) => k.id === id), 'gone from the list')
+  t.equal((await cli(['key', 'revoke', id])).code, 1, 'revoking twice: exit 1')
+  t.equal((await cli(['key', 'revoke', 'not-a-key'])).code, 1)
+  t.equal((await cli(['key', 'create', 'nobody'])).code, 1, 'unknown user: exit 1')
+})
+
+t.test('private tokens: create, show, use, revoke', async (t) => {
+  const created = await cli(['token', 'create', 'bob'])
+  t.equal(created.code, 0, created.stderr)
+  const tok = created.stdout.trim()
+  t.match(tok, /^[A-Za-z0-9_-]{30,}$/, 'plain output is just the token')
+  const call = async (): Promise<any> => await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${tok}` } })
+  t.equal((await call()).status, 200)
+  t.equal((await cli(['token', 'show', 'bob'])).stdout.trim(), tok, 'show reads it back')
+  t.same(json(await cli(['token', 'show', 'bob', '--json'])), { username: 'bob', token: tok })
+
+  const replaced = json(await cli(['token', 'create', 'bob', '--json'])).token
+  t.not(replaced, tok)
+  t.ok(await eventually(async () => (await call()).status === 401), 'create replaces: the old token is refused')
+  const revoke = await cli(['token', 'revoke', 'bob'])
+  t.equal(revoke.code, 0)
+  const r = await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${replaced}` } })
+  t.equal(r.status, 401)
+  t.equal(r.json.code, 'invalid_token')
+  t.equal((await cli(['token', 'show', 'bob'])).code, 1, 'nothing to show: exit 1')
+  t.equal((await cli(['token', 'revoke', 'bob'])).code, 1, 'nothing to revoke: exit 1')
+})
+
+t.test('user disable and enable: the gateway follows', async (t) => {
+  const tok = (await cli(['token', 'create', 'bob'])).stdout.trim()
+  const call = async (): Promise<any> => await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${tok}` } })
+  t.equal((await call()).status, 200, 'cached by the gateway')
+  const dis = await cli(['user', 'disable', 'bob'])
+  t.equal(dis.code, 0, dis.stderr)
+  t.ok(await eventually(async () => (await call()).status === 401), 'refused within 1 s')
+  t.equal((await call()).json.code, 'user_inactive')
+  const login = await post(g.url, '/api/v1/authentication/auth/', { username: 'bob', password: 'bob-password-1' })
+  t.equal(login.status, 401, 'cannot log in either')
+  t.match((await cli(['user', 'list'])).stdout, /bob.*disabled/)
+  t.equal((await cli(['user', 'enable', 'bob'])).code, 0)
+  t.ok(await eventually(async () => (await call()).status === 200), 'accepted again')
+  t.equal((await cli(['user', 'disable', 'nobody'])).code, 1, 'unknown user: exit 1')
+})
+
+t.test('user passwd: the old password stops working, the new one works', async (t) => {
+  const short = await cli(['user', 'passwd', 'bob', '--password-stdin'], { stdin: 'tiny\n' })
+  t.equal(short.code, 1)
+  const r = await cli(['user', 'passwd', 'bob', '--password-stdin'], { stdin: 'bob-password-2\n' })
+  t.equal(r.code, 0, r.stderr)
+  t.equal((await post(g.url, '/api/v1/authentication/auth/', { username: 'bob', password: 'bob-password-1' })).status, 401)
+  t.equal((await post(g.url, '/api/v1/authentication/auth/', { username: 'bob', password: 'bob-password-2' })).status, 201)
+  t.equal((await cli(['user', 'passwd', 'bob'])).code, 2, 'without --password-stdin: usage')
+})
+
+t.test('user grant --org ID:admin, and :none to remove', async (t) => {
+  const org = json(await cli(['org', 'add', 'Research', '--json']))
+  const tok = (await cli(['token', 'create', 'bob'])).stdout.trim()
+  const call = async (): Promise<any> => await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${tok}`, 'x-svc-org': org.id } })
+  const before = await call()
+  t.equal(before.status, 403, 'not a member yet')
+  t.equal(before.json.code, 'org_forbidden')
+
+  const grant = await cli(['user', 'grant', 'bob', '--org', `${org.id}:admin`, '--json'])
+  t.equal(grant.code, 0, grant.stderr)
+  t.equal(json(grant).orgs[org.id], 'admin')
+  const bob = json(await cli(['user', 'list', '--json'])).find((u: any) => u.username === 'bob')
+  t.same(bob.orgs, { [DEFAULT_ORG]: 'user', [org.id]: 'admin' })
+  t.ok(await eventually(async () => (await call()).status === 200), 'the gateway lets bob act in the org')
+  t.equal((await call()).json.headers['x-svc-org'], org.id)
+
+  const remove = await cli(['user', 'grant', 'bob', '--org', `${org.id}:none`])
+  t.equal(remove.code, 0)
+  t.ok(await eventually(async () => (await call()).status === 403), 'and no longer after :none')
+  t.equal((await cli(['user', 'grant', 'bob'])).code, 2, 'grant without --org')
+  t.equal((await cli(['user', 'grant', 'bob', '--org', `${org.id}:owner`])).code, 2, 'unknown role')
+  t.equal((await cli(['user', 'grant', 'bob', '--org', '6f1a1c7e-1111-4222-8333-944455556666'])).code, 1, 'unknown org')
+})
+
+t.test('--superuser makes a superuser', async (t) => {
+  const r = await cli(['user', 'add', 'root2', '--password-stdin', '--superuser', '--json'], { stdin: 'root2-password' })
+  t.equal(r.code, 0, r.stderr)
+  t.equal(json(r).is_superuser, true)
+  t.same(json(r).orgs, {})
+})
+
+t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
+  const port = await freePort()
+  const cfg = writeConfig('down.yml', { redis: { url: `redis://127.0.0.1:${port}`, prefix: PREFIX, connect_timeout: 1000 } })
+  const cases = [['user', 'list'], ['org', 'list', '--json'], ['token', 'create', 'bob']]
+  const runs = await Promise.all(cases.map(async (args) => await cli(args, { config: cfg, timeout: 15_000 })))
+  for (const [i, args] of cases.entries()) {
+    const r = runs[i]
+    t.equal(r.code, 1, `${args.join(' ')}: exit 1 (null means it hung and was killed)`)
+    t.equal(r.stdout, '')
+    const lines = r.stderr.trimEnd().split('\n')
+    t.equal(lines.length, 1, `one line: ${JSON.stringify(r.stderr)}`)
+    t.match(lines[0], /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/)
+    t.ok(r.ms < 10_000, `bounded (${r.ms} ms)`)
+  }
+})

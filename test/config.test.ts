@@ -1,0 +1,256 @@
+/**
+ * Configuration: buildConfig/loadConfig defaults, environment overrides,
+ * derived names, and one clear error per bad value naming its key. Plus the
+ * real CLI refusing a bad file with exit 2.
+ */
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { parse } from 'yaml'
+import { buildConfig, loadConfig, namesFor } from '../src/config.js'
+import { UsageError } from '../src/errors.js'
+import { ROOT } from './fixtures/gateway.js'
+
+/** A subtest's `t`. */
+type T = Parameters<Parameters<typeof t.test>[0]>[0]
+
+const SECRET = 'x'.repeat(32)
+
+/** Expects a UsageError (exit 2) whose one-line message matches. */
+function fails (t: T, fn: () => unknown, message: RegExp, what = message.source): void {
+  let err: unknown
+  try { fn() } catch (e) { err = e }
+  t.type(err, UsageError, what)
+  t.equal((err as UsageError)?.exitCode, 2, `${what}: exit code 2`)
+  t.match((err as Error)?.message, message, what)
+  t.notMatch((err as Error)?.message ?? '', /\n/, `${what}: one line`)
+}
+
+t.test('defaults', async (t) => {
+  const c = buildConfig({})
+  t.same(c, {
+    file: null,
+    listen: { host: '0.0.0.0', port: 8080 },
+    upstream: { url: null, timeout: 30, public_paths: [] },
+    names: {
+      abbrev: 'SVC',
+      orgHeader: 'X-SVC-ORG',
+      sessionCookie: 'svc_sessionid',
+      legacySessionCookie: 'sessionid',
+      csrfCookie: 'svc_csrftoken',
+      userIdHeader: 'X-SVC-User-Id',
+      usernameHeader: 'X-SVC-Username',
+      authMethodHeader: 'X-SVC-Auth-Method'
+    },
+    redis: { url: 'redis://127.0.0.1:6379', prefix: 'sidegate:', command_timeout: 2000, connect_timeout: 5000 },
+    secret_key: null,
+    secret_key_file: resolve(process.cwd(), 'sidegate.key'),
+    admin_password: null,
+    auth: {
+      bearer: { ttl: 3600 },
+      signature: { clock_skew: 300, required_headers: ['(request-target)', 'date'], replay_cache: false },
+      cache: { max: 10000, ttl: 30 },
+      lockout: { max_failures: 7, window: 1800 }
+    },
+    session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
+    server: { trusted_proxies: [], shutdown_grace: 10, body_limit: 8192, headers_timeout: 10, request_timeout: 60 },
+    docs: { enabled: true },
+    log: { level: 'info' }
+  })
+  t.same(buildConfig(null), c, 'an empty YAML file (null) is all defaults')
+  t.same(buildConfig(undefined), c)
+})
+
+t.test('the shipped gateway.yml states exactly the defaults', async (t) => {
+  const file = join(ROOT, 'gateway.yml')
+  const shipped = buildConfig(parse(readFileSync(file, 'utf8')), {}, file)
+  const defaults = buildConfig({}, {}, file)
+  t.same({ ...shipped, file: null }, { ...defaults, file: null })
+  t.equal(shipped.secret_key_file, join(ROOT, 'sidegate.key'), 'secret_key_file is relative to the config file')
+})
+
+t.test('file values are read and typed', async (t) => {
+  const c = buildConfig({
+    listen: { host: '127.0.0.1', port: '9000' },
+    upstream: { url: 'https://svc.internal:8443/base', timeout: 5, public_paths: ['/public/', '/static/'] },
+    names: { abbrev: 'jms' },
+    redis: { url: 'rediss://:pw@redis:6380/2', prefix: 'sg{1}:' },
+    secret_key: SECRET,
+    auth: { bearer: { ttl: 60 }, signature: { clock_skew: 30, required_headers: ['(request-target)', 'Date', 'Accept'], replay_cache: 'true' } },
+    session: { cookie_secure: true },
+    server: { trusted_proxies: ['10.0.0.1'], body_limit: 1024 },
+    log: { level: 'debug' }
+  }, { SIDEGATE_ADMIN_PASSWORD: 'first-start-pw' })
+  t.same(c.listen, { host: '127.0.0.1', port: 9000 })
+  t.same(c.upstream, { url: 'https://svc.internal:8443/base', timeout: 5, public_paths: ['/public/', '/static/'] })
+  t.equal(c.names.orgHeader, 'X-JMS-ORG', 'abbrev in any case gives the uppercase names')
+  t.equal(c.redis.url, 'rediss://:pw@redis:6380/2')
+  t.equal(c.redis.prefix, 'sg{1}:')
+  t.equal(c.secret_key, SECRET)
+  t.equal(c.admin_password, 'first-start-pw')
+  t.same(c.auth.signature, { clock_skew: 30, required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true })
+  t.equal(c.auth.bearer.ttl, 60)
+  t.equal(c.session.cookie_secure, true)
+  t.same(c.server.trusted_proxies, ['10.0.0.1'])
+  t.equal(c.server.body_limit, 1024)
+  t.equal(c.log.level, 'debug')
+  t.equal(buildConfig({ upstream: { url: '' }, secret_key: '' }).upstream.url, null, 'empty strings mean unset')
+  t.equal(buildConfig({ upstream: { url: '' }, secret_key: '' }).secret_key, null)
+  t.equal(buildConfig({ listen: null }).listen.port, 8080, 'an empty section is all defaults')
+})
+
+t.test('environment overrides win over the file', async (t) => {
+  const file = { listen: { host: '127.0.0.1', port: 9000 }, upstream: { url: 'http://a:1' }, redis: { url: 'redis://a:1' }, secret_key: SECRET, log: { level: 'warn' } }
+  const env = {
+    SIDEGATE_HOST: '::',
+    SIDEGATE_PORT: '8181',
+    SIDEGATE_UPSTREAM: 'http://upstream:3000',
+    SIDEGATE_REDIS_URL: 'redis://cache:6390/1',
+    SIDEGATE_SECRET_KEY: 'y'.repeat(40),
+    SIDEGATE_LOG_LEVEL: 'error'
+  }
+  const c = buildConfig(file, env)
+  t.same(c.listen, { host: '::', port: 8181 })
+  t.equal(c.upstream.url, 'http://upstream:3000')
+  t.equal(c.redis.url, 'redis://cache:6390/1')
+  t.equal(c.secret_key, 'y'.repeat(40))
+  t.equal(c.log.level, 'error')
+  for (const [k, path, v] of [
+    ['SIDEGATE_HOST', 'listen.host', '::1'],
+    ['SIDEGATE_PORT', 'listen.port', 1234],
+    ['SIDEGATE_UPSTREAM', 'upstream.url', 'https://x.example'],
+    ['SIDEGATE_REDIS_URL', 'redis.url', 'redis://r:1'],
+    ['SIDEGATE_SECRET_KEY', 'secret_key', 'z'.repeat(32)],
+    ['SIDEGATE_LOG_LEVEL', 'log.level', 'silent']
+  ] as const) {
+    const one = buildConfig({}, { [k]: String(v) })
+    const got = path.split('.').reduce((o: any, p) => o[p], one)
+    t.equal(got, v, `${k} alone sets ${path}`)
+  }
+  t.same(buildConfig(file, { SIDEGATE_PORT: '', SIDEGATE_UPSTREAM: '' }).listen.port, 9000, 'empty variables are ignored')
+  t.same(buildConfig(file, { SIDEGATE_UPSTREAM: '' }).upstream.url, 'http://a:1')
+  t.same(file.listen, { host: '127.0.0.1', port: 9000 }, 'the parsed document is not modified')
+})
+
+t.test('namesFor', async (t) => {
+  t.same(namesFor('JMS'), {
+    abbrev: 'JMS',
+    orgHeader: 'X-JMS-ORG',
+    sessionCookie: 'jms_sessionid',
+    legacySessionCookie: 'sessionid',
+    csrfCookie: 'jms_csrftoken',
+    userIdHeader: 'X-JMS-User-Id',
+    usernameHeader: 'X-JMS-Username',
+    authMethodHeader: 'X-JMS-Auth-Method'
+  })
+  t.same(namesFor('jms'), namesFor('JMS'))
+  t.equal(namesFor('Acme2').orgHeader, 'X-ACME2-ORG')
+  t.equal(namesFor('Acme2').sessionCookie, 'acme2_sessionid')
+})
+
+t.test('one clear error per bad value, naming the key', async (t) => {
+  fails(t, () => buildConfig({ listne: {} }), /^config: listne: unknown key \(known: listen, /)
+  fails(t, () => buildConfig({ listen: { prot: 1 } }), /^config: listen\.prot: unknown key \(known: host, port\)$/)
+  fails(t, () => buildConfig({ auth: { bearer: { tll: 60 } } }), /^config: auth\.bearer\.tll: unknown key \(known: ttl\)$/, 'a typo one level deeper')
+  fails(t, () => buildConfig({ auth: { signature: { clockskew: 60 } } }), /^config: auth\.signature\.clockskew: unknown key/)
+  fails(t, () => buildConfig({ auth: { cache: { size: 1 } } }), /^config: auth\.cache\.size: unknown key \(known: max, ttl\)$/)
+  fails(t, () => buildConfig({ auth: { bearer: 3600 } }), /^config: auth\.bearer: must be a mapping$/)
+  fails(t, () => buildConfig({ listen: 8080 }), /^config: listen: must be a mapping$/)
+  fails(t, () => buildConfig({ listen: { port: 'http' } }), /^config: listen\.port: must be a whole number from 0 to 65535, got "http"$/)
+  fails(t, () => buildConfig({ listen: { port: 70000 } }), /^config: listen\.port: .*got 70000$/)
+  fails(t, () => buildConfig({ listen: { port: -1 } }), /^config: listen\.port: /)
+  fails(t, () => buildConfig({ listen: { port: 80.5 } }), /^config: listen\.port: /)
+  fails(t, () => buildConfig({}, { SIDEGATE_PORT: 'eighty' }), /^config: listen\.port: .*got "eighty"$/, 'bad port from the environment')
+  fails(t, () => buildConfig({ listen: { host: 8080 } }), /^config: listen\.host: must be a string/)
+  fails(t, () => buildConfig({ upstream: { url: 'not a url' } }), /^config: upstream\.url: must be a URL, got "not a url"$/)
+  fails(t, () => buildConfig({ upstream: { url: 'ftp://files' } }), /^config: upstream\.url: must be a http: or https: URL/)
+  fails(t, () => buildConfig({}, { SIDEGATE_UPSTREAM: 'localhost:3000' }), /^config: upstream\.url: /, 'bad upstream from the environment')
+  fails(t, () => buildConfig({ upstream: { timeout: 0 } }), /^config: upstream\.timeout: must be a whole number from 1 to 3600/)
+  fails(t, () => buildConfig({ upstream: { public_paths: 'public/' } }), /^config: upstream\.public_paths: must be a list of strings/)
+  fails(t, () => buildConfig({ upstream: { public_paths: ['public/'] } }), /^config: upstream\.public_paths: each entry must start with "\/"/)
+  fails(t, () => buildConfig({ redis: { url: 'http://redis:6379' } }), /^config: redis\.url: must be a redis: or rediss: URL/)
+  fails(t, () => buildConfig({}, { SIDEGATE_REDIS_URL: '127.0.0.1:6379' }), /^config: redis\.url: /)
+  fails(t, () => buildConfig({ redis: { prefix: 'has space' } }), /^config: redis\.prefix: /)
+  fails(t, () => buildConfig({ secret_key: 'short' }), /^config: secret_key: must be at least 32 characters/)
+  fails(t, () => buildConfig({}, { SIDEGATE_SECRET_KEY: 'x'.repeat(31) }), /^config: secret_key: must be at least 32 characters/)
+  fails(t, () => buildConfig({ secret_key: 12345 }), /^config: secret_key: must be a string/)
+  fails(t, () => buildConfig({ names: { abbrev: 'J-MS' } }), /^config: names\.abbrev: must be 1 to 16 letters or digits, starting with a letter, got "J-MS"$/)
+  fails(t, () => buildConfig({ names: { abbrev: '1JMS' } }), /^config: names\.abbrev: /)
+  fails(t, () => buildConfig({ names: { abbrev: '' } }), /^config: names\.abbrev: /)
+  fails(t, () => buildConfig({ names: { abbrev: 'A'.repeat(17) } }), /^config: names\.abbrev: /)
+  fails(t, () => buildConfig({ session: { cookie_secure: 'yes' } }), /^config: session\.cookie_secure: must be true or false, got "yes"$/)
+  fails(t, () => buildConfig({ auth: { signature: { required_headers: [1] } } }), /^config: auth\.signature\.required_headers: must be a list of strings/)
+  fails(t, () => buildConfig({ auth: { bearer: { ttl: 0 } } }), /^config: auth\.bearer\.ttl: /)
+  fails(t, () => buildConfig({ server: { body_limit: 10 } }), /^config: server\.body_limit: must be a whole number from 64 to /)
+  fails(t, () => buildConfig({ server: { trusted_proxies: '127.0.0.1' } }), /^config: server\.trusted_proxies: must be a list of strings/)
+  fails(t, () => buildConfig({ log: { level: 'verbose' } }), /^config: log\.level: must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"$/)
+  fails(t, () => buildConfig({}, { SIDEGATE_LOG_LEVEL: 'loud' }), /^config: log\.level: .*got "loud"$/)
+  fails(t, () => buildConfig(['listen']), /^config: the file must be a YAML mapping$/)
+  fails(t, () => buildConfig('listen: 1'), /^config: the file must be a YAML mapping$/)
+})
+
+t.test('loadConfig: files, SIDEGATE_CONFIG, missing and invalid files', async (t) => {
+  const dir = t.testdir({
+    'good.yml': 'listen:\n  port: 9100\nsecret_key_file: keys/sg.key\n',
+    'other.yml': 'listen:\n  port: 9200\n',
+    'list.yml': '- listen\n- port\n',
+    'scalar.yml': 'just a string\n',
+    'bad.yml': 'listen:\n  port: [1\n',
+    'badkey.yml': 'listen:\n  port: 99999\n',
+    'empty.yml': '',
+    empty: {}
+  })
+  const good = loadConfig(join(dir, 'good.yml'), {})
+  t.equal(good.file, join(dir, 'good.yml'))
+  t.equal(good.listen.port, 9100)
+  t.equal(good.secret_key_file, join(dir, 'keys', 'sg.key'), 'relative to the config file')
+  t.equal(loadConfig(undefined, { SIDEGATE_CONFIG: join(dir, 'other.yml') }).listen.port, 9200, 'SIDEGATE_CONFIG names the file')
+  t.equal(loadConfig(join(dir, 'good.yml'), { SIDEGATE_CONFIG: join(dir, 'other.yml') }).listen.port, 9100, '--config wins over SIDEGATE_CONFIG')
+  t.equal(loadConfig(join(dir, 'good.yml'), { SIDEGATE_PORT: '9300' }).listen.port, 9300, 'the environment wins over the file')
+  t.equal(loadConfig(join(dir, 'empty.yml'), {}).listen.port, 8080, 'an empty file is all defaults')
+
+  fails(t, () => loadConfig(join(dir, 'nope.yml'), {}), /^config: file not found: .*nope\.yml$/, 'missing --config file')
+  fails(t, () => loadConfig(undefined, { SIDEGATE_CONFIG: join(dir, 'gone.yml') }), /^config: file not found: .*gone\.yml$/, 'missing SIDEGATE_CONFIG file')
+  fails(t, () => loadConfig(join(dir, 'bad.yml'), {}), /^config: .*bad\.yml: not valid YAML: /, 'invalid YAML')
+  fails(t, () => loadConfig(join(dir, 'list.yml'), {}), /^config: the file must be a YAML mapping$/, 'a list')
+  fails(t, () => loadConfig(join(dir, 'scalar.yml'), {}), /^config: the file must be a YAML mapping$/, 'a scalar')
+  fails(t, () => loadConfig(join(dir, 'badkey.yml'), {}), /^config: listen\.port: /, 'bad value in a file')
+
+  // the default ./gateway.yml is optional
+  t.chdir(join(dir, 'empty'))
+  const none = loadConfig(undefined, {})
+  t.equal(none.file, null)
+  t.equal(none.listen.port, 8080)
+  t.equal(none.secret_key_file, join(dir, 'empty', 'sidegate.key'))
+})
+
+t.test('`sidegate start --config bad.yml` exits 2 with one line naming the key', async (t) => {
+  const dir = t.testdir({
+    'bad.yml': 'listen:\n  port: 99999\n',
+    // were it accepted, it would listen on a random port and look for Redis on a closed one
+    'typo.yml': 'listen:\n  host: 127.0.0.1\n  port: 0\nredis:\n  url: redis://127.0.0.1:1\nauth:\n  bearer:\n    tll: 60\n',
+    'broken.yml': 'listen: [\n'
+  })
+  const run = (file: string): ReturnType<typeof spawnSync> => spawnSync(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', join(dir, file)], {
+    env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET },
+    encoding: 'utf8',
+    timeout: 10_000
+  })
+  const bad = run('bad.yml')
+  t.equal(bad.status, 2, 'exit 2')
+  t.equal(bad.stdout, '', 'nothing on stdout')
+  t.match(bad.stderr, /^sidegate: config: listen\.port: must be a whole number from 0 to 65535, got 99999\n$/, 'one line on stderr')
+
+  const typo = run('typo.yml')
+  t.equal(typo.status, 2)
+  t.match(typo.stderr, /^sidegate: config: auth\.bearer\.tll: unknown key \(known: ttl\)\n$/)
+
+  const broken = run('broken.yml')
+  t.equal(broken.status, 2)
+  t.match(broken.stderr, /^sidegate: config: .*broken\.yml: not valid YAML: [^\n]+\n$/)
+
+  const missing = run('missing.yml')
+  t.equal(missing.status, 2)
+  t.match(missing.stderr, /^sidegate: config: file not found: .*missing\.yml\n$/)
+})

@@ -1,0 +1,225 @@
+/** The OpenAPI document (validated with a real OpenAPI 3.1 validator), Swagger UI's page and assets, /docs, docs.enabled. */
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { readFileSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { gunzipSync } from 'node:zlib'
+import { parse as parseYaml } from 'yaml'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { startRedis } from './fixtures/redis.js'
+import { request, startEcho } from './fixtures/http.js'
+import { startGateway, ROOT } from './fixtures/gateway.js'
+import { E, GatewayError } from '../src/errors.js'
+import { ERROR_CODES } from '../src/routes/openapi.js'
+import { swaggerUiDir } from '../src/routes/static.js'
+
+const redis = await startRedis()
+const g = await startGateway(redis.url)
+t.teardown(async () => { await g.close(); await redis.stop() })
+
+const getDoc = async (url = g.url): Promise<any> => (await request(url, '/api/docs/openapi.json')).json
+
+t.test('openapi.json is a valid OpenAPI 3.1 document, and the validator really checks', async (t) => {
+  const r = await request(g.url, '/api/docs/openapi.json')
+  t.equal(r.status, 200)
+  t.match(r.headers['content-type'], /^application\/json/)
+  const doc = r.json
+  t.equal(doc.openapi, '3.1.0')
+  const v = new Validator()
+  const res = await v.validate(doc)
+  t.same(res.errors, undefined, 'no validation errors')
+  t.equal(res.valid, true)
+  t.equal(v.version, '3.1')
+
+  const broken = structuredClone(doc)
+  broken.paths['/healthz'].get.responses = { 200: { content: {} } }
+  t.equal((await new Validator().validate(broken)).valid, false, 'a response without description is caught')
+
+  // every $ref points somewhere
+  const refs: string[] = []
+  const walk = (x: unknown): void => {
+    if (Array.isArray(x)) x.forEach(walk)
+    else if (x !== null && typeof x === 'object') {
+      for (const [k, v] of Object.entries(x)) k === '$ref' ? refs.push(v as string) : walk(v)
+    }
+  }
+  walk(doc)
+  t.ok(refs.length > 50)
+  for (const ref of new Set(refs)) {
+    const target = ref.slice(2).split('/').reduce((o: any, k) => o?.[k], doc)
+    t.ok(target !== undefined, `${ref} resolves`)
+  }
+  const ids = Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((op: any) => op.operationId).filter(Boolean))
+  t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+})
+
+t.test('openapi.yaml is the same document', async (t) => {
+  const r = await request(g.url, '/api/docs/openapi.yaml')
+  t.equal(r.status, 200)
+  t.match(r.headers['content-type'], /^application\/yaml/)
+  t.notMatch(r.text, /[&*]a\d+/, 'no YAML anchors or aliases')
+  t.same(parseYaml(r.text), await getDoc())
+})
+
+t.test('it describes every route sidegate serves', async (t) => {
+  const doc = await getDoc()
+  const assetPrefixes = ['/api/docs/', '/_sidegate/static/']
+  for (const route of g.gw.routes) {
+    if (route.prefix === true && assetPrefixes.includes(route.path)) continue
+    const path = route.prefix === true ? `${route.path}{id}/` : route.path
+    t.ok(doc.paths[path], `${path} documented`)
+    for (const m of route.methods.filter((x) => x !== 'HEAD')) {
+      t.ok(doc.paths[path]?.[m.toLowerCase()], `${m} ${path} documented`)
+    }
+  }
+  const token = doc.paths['/api/v1/authentication/auth/'].post
+  t.same(token.security, [], 'the token endpoint needs no credential')
+  t.same(Object.keys(token.requestBody.content).sort(), ['application/json', 'application/x-www-form-urlencoded'])
+  t.ok(token.responses['201'], 'answers 201')
+  t.same(doc.components.schemas.TokenResult.required, ['token', 'keyword', 'date_expired', 'user'])
+  t.ok(token.responses['429'], 'documents the lockout')
+  const profile = doc.paths['/api/v1/users/profile/'].get
+  t.same(profile.security.map((s: any) => Object.keys(s)[0]), ['Bearer', 'PrivateToken', 'AccessKey', 'Session'])
+  t.ok(profile.parameters.some((p: any) => p.$ref === '#/components/parameters/OrgHeader'), 'the org header is a parameter')
+})
+
+t.test('the four security schemes with their exact header formats; the org header', async (t) => {
+  const c = (await getDoc()).components
+  const s = c.securitySchemes
+  t.same(Object.keys(s).sort(), ['AccessKey', 'Bearer', 'PrivateToken', 'Session'])
+  t.match(s.Bearer, { type: 'http', scheme: 'bearer' })
+  t.match(s.Bearer.description, 'Authorization: Bearer <token>')
+  t.match(s.PrivateToken, { type: 'apiKey', in: 'header', name: 'Authorization' })
+  t.match(s.PrivateToken.description, 'Authorization: Token <private token>')
+  t.match(s.PrivateToken.description, 'PrivateToken')
+  t.match(s.AccessKey, { type: 'apiKey', in: 'header', name: 'Authorization' })
+  t.match(s.AccessKey.description, 'Authorization: Signature keyId="<AccessKeyID>",algorithm="hmac-sha256",headers="(request-target) accept date",signature="<base64>"')
+  t.match(s.AccessKey.description, '%a, %d %b %Y %H:%M:%S GMT')
+  t.match(s.Session, { type: 'apiKey', in: 'cookie', name: 'svc_sessionid' })
+  t.match(s.Session.description, 'X-CSRFToken')
+  t.match(s.Session.description, 'svc_csrftoken')
+  t.match(c.parameters.OrgHeader, { name: 'X-SVC-ORG', in: 'header', required: false })
+  t.match(c.parameters.CsrfToken, { name: 'X-CSRFToken', in: 'header' })
+})
+
+t.test('every error code sidegate can answer is a schema, with its real status', async (t) => {
+  const doc = await getDoc()
+  const found = new Map<string, number>()
+  // the E catalogue
+  for (const f of Object.values(E) as Array<(...a: any[]) => unknown>) {
+    const e = f('x', 1)
+    if (e instanceof GatewayError) found.set(e.code, e.status)
+  }
+  // literal GatewayErrors anywhere in src/
+  const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) => d.isDirectory() ? files(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : [])
+  for (const f of files(join(ROOT, 'src'))) {
+    for (const m of readFileSync(f, 'utf8').matchAll(/new GatewayError\((\d+), '([a-z_]+)'/g)) found.set(m[2], Number(m[1]))
+  }
+  // malformed HTTP is answered from server.ts's clientError handler
+  found.set('headers_too_large', 431).set('request_timeout', 408)
+  // the store's conflicts and lookups reach only the CLI, never an HTTP client
+  for (const cliOnly of ['user_exists', 'org_exists', 'user_not_found']) found.delete(cliOnly)
+  t.ok(found.size >= 25, `${found.size} codes found in the sources`)
+  const schemas = doc.components.schemas
+  for (const [code, status] of found) {
+    t.equal(ERROR_CODES[code]?.status, status, `${code}: documented with status ${status}`)
+    const name = code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error'
+    t.equal(schemas[name]?.properties?.code?.const, code, `${code}: schema ${name}`)
+  }
+  t.same(schemas.ErrorCode.enum.sort(), [...found.keys()].sort(), 'ErrorCode lists exactly these')
+  t.same(schemas.Error.required, ['detail', 'code'])
+})
+
+t.test('the document uses the configured names (X-<ABBREV>-ORG, <abbrev>_sessionid)', async (t) => {
+  const jms = await startGateway(redis.url, { names: { abbrev: 'JMS' } })
+  t.teardown(() => jms.close())
+  const text = (await request(jms.url, '/api/docs/openapi.json')).text
+  const doc = JSON.parse(text)
+  t.equal(doc.components.parameters.OrgHeader.name, 'X-JMS-ORG')
+  t.equal(doc.components.securitySchemes.Session.name, 'jms_sessionid')
+  t.match(doc.components.securitySchemes.Session.description, 'jms_csrftoken')
+  t.notMatch(text, /X-SVC|svc_/, 'no default names left')
+  t.equal((await new Validator().validate(doc)).valid, true)
+})
+
+t.test('GET /api/docs/: Swagger UI from our own routes, no inline code, long-cached assets', async (t) => {
+  const page = await request(g.url, '/api/docs/')
+  t.equal(page.status, 200)
+  t.match(page.headers['content-type'], /^text\/html/)
+  const csp = String(page.headers['content-security-policy'])
+  t.match(csp, /script-src 'self'/)
+  t.notMatch(csp, /unsafe-inline|unsafe-eval/, 'Swagger UI runs under the strict CSP')
+  t.equal(page.headers['x-frame-options'], 'DENY')
+  t.equal(page.headers['referrer-policy'], 'same-origin')
+  t.notMatch(page.text, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script')
+  t.notMatch(page.text, /<style|\sstyle=|\son[a-z]+=/)
+  t.notMatch(page.text, /https?:\/\//, 'nothing from another origin')
+  t.match(page.text, 'data-spec-url="/api/docs/openapi.json"')
+  const urls = [...page.text.matchAll(/(?:<script src|<link rel="stylesheet" href)="([^"]+)"/g)].map((m) => m[1])
+  t.same(urls.map((u) => u.split('?')[0]).sort(), ['/api/docs/docs.css', '/api/docs/swagger-initializer.js', '/api/docs/swagger-ui-bundle.js', '/api/docs/swagger-ui.css'])
+
+  const dist = swaggerUiDir()
+  for (const u of urls) {
+    const r = await request(g.url, u)
+    t.equal(r.status, 200, u)
+    t.equal(r.headers['cache-control'], 'public, max-age=31536000, immutable', `${u}: long-lived`)
+    t.equal(r.headers['x-content-type-options'], 'nosniff')
+    t.match(r.headers['content-type'], u.includes('.js') ? /^text\/javascript/ : /^text\/css/)
+    const etag = r.headers.etag!
+    const again = await request(g.url, u, { headers: { 'if-none-match': etag } })
+    t.equal(again.status, 304, `${u}: revalidates`)
+  }
+  const bundle = await request(g.url, '/api/docs/swagger-ui-bundle.js', { headers: { 'accept-encoding': 'gzip, br' } })
+  t.equal(bundle.headers['cache-control'], 'no-cache', 'an unversioned URL revalidates')
+  t.equal(bundle.headers['content-encoding'], 'gzip')
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    import('node:http').then(({ get }) => get(`${g.url}/api/docs/swagger-ui-bundle.js`, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve(Buffer.concat(chunks)))
+    }).on('error', reject), reject)
+  })
+  t.ok(gunzipSync(raw).equals(readFileSync(join(dist, 'swagger-ui-bundle.js'))), 'the bundle is swagger-ui-dist\'s, gzipped')
+  const init = await request(g.url, '/api/docs/swagger-initializer.js')
+  t.equal(init.text, readFileSync(join(ROOT, 'static', 'swagger-initializer.js'), 'utf8'), 'our own initializer, not swagger-ui-dist\'s petstore one')
+  t.notMatch(init.text, /petstore/)
+
+  for (const p of ['/api/docs/swagger-ui-bundle.js.map', '/api/docs/index.html', '/api/docs/../package.json', '/api/docs/%2e%2e/package.json', '/api/docs/nope.js', '/_sidegate/static/../../package.json']) {
+    t.equal((await request(g.url, p)).status, 404, `${p}: not served`)
+  }
+  t.equal((await request(g.url, '/api/docs/swagger-ui.css', { method: 'POST' })).status, 405)
+})
+
+t.test('/docs (pre-2.0) and /api/docs redirect to /api/docs/', async (t) => {
+  for (const p of ['/docs', '/api/docs']) {
+    const r = await request(g.url, p)
+    t.equal(r.status, 302, p)
+    t.equal(r.headers.location, '/api/docs/')
+  }
+})
+
+t.test('docs.enabled: false turns every docs path off', async (t) => {
+  const off = await startGateway(redis.url, { docs: { enabled: false } })
+  const echo = await startEcho()
+  const offUp = await startGateway(redis.url, { docs: { enabled: false }, upstream: { url: echo.url } })
+  const onUp = await startGateway(redis.url, { upstream: { url: echo.url } })
+  t.teardown(async () => { await off.close(); await offUp.close(); await onUp.close(); await echo.close() })
+  for (const p of ['/api/docs/', '/api/docs/openapi.json', '/api/docs/openapi.yaml', '/docs', '/api/docs', '/api/docs/swagger-ui-bundle.js']) {
+    const r = await request(off.url, p)
+    t.equal(r.status, 404, `${p}: 404`)
+    t.equal(r.json.code, 'not_found')
+    t.equal((await request(offUp.url, p)).status, 401, `${p} with an upstream: the upstream's path, protected as any other`)
+    t.equal((await request(onUp.url, p)).status, p === '/docs' || p === '/api/docs' ? 302 : 200, `${p}: ours when enabled, upstream or not`)
+  }
+  t.notMatch((await request(off.url, '/login')).text, /api\/docs/, 'the login page does not link to them')
+  t.equal(echo.seen.filter((s) => s.url.startsWith('/api/docs') || s.url === '/docs').length, 0, 'nothing reached the upstream unauthenticated')
+})
+
+t.test('the npm package ships the static files; Swagger UI is a runtime dependency', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  t.ok(pkg.dependencies['swagger-ui-dist'], 'swagger-ui-dist in dependencies')
+  const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT })
+  const files: string[] = JSON.parse(stdout)[0].files.map((f: { path: string }) => f.path)
+  for (const f of readdirSync(join(ROOT, 'static'))) t.ok(files.includes(`static/${f}`), `static/${f} packed`)
+})

@@ -1,0 +1,346 @@
+/**
+ * A real `sidegate start` process through its life: first start on an empty
+ * store, the generated secret key, Redis going away and coming back, and
+ * SIGTERM with a request in flight.
+ */
+import t from 'tap'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { stringify } from 'yaml'
+import { Redis } from 'ioredis'
+import { freePort, startRedis, type TestRedis } from './fixtures/redis.js'
+import { startEcho, request, post, type Res } from './fixtures/http.js'
+import { ADMIN_PASSWORD, ROOT, SECRET } from './fixtures/gateway.js'
+import { signedHeaders } from './fixtures/creds.js'
+import { Keyring } from '../src/crypto.js'
+import { RedisStore } from '../src/store/redis.js'
+
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+const echo = await startEcho()
+t.teardown(() => echo.close())
+
+interface Proc {
+  url: string
+  dir: string
+  proc: ChildProcess
+  stderr: () => string
+  stdout: () => string
+  /** resolves with the exit code once the process has exited */
+  exited: Promise<number | null>
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>
+}
+
+const running = new Set<Proc>()
+const dirs = new Set<string>()
+t.teardown(async () => {
+  for (const p of running) await p.stop('SIGKILL')
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+/**
+ * Starts `sidegate start` with a gateway.yml in `dir` (a new temp dir by
+ * default) and only the environment given (plus PATH). Waits until `wait`
+ * answers 200.
+ */
+async function launch (o: { config: Record<string, unknown>, env?: Record<string, string>, dir?: string, wait?: '/healthz' | '/readyz' }): Promise<Proc> {
+  const port = await freePort()
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'sidegate-life-'))
+  dirs.add(dir)
+  const file = join(dir, 'gateway.yml')
+  writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, ...o.config }))
+  const proc = spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
+    env: { PATH: process.env.PATH, ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  let err = ''
+  proc.stdout!.on('data', (c: Buffer) => { out += c.toString() })
+  proc.stderr!.on('data', (c: Buffer) => { err += c.toString() })
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
+  const url = `http://127.0.0.1:${port}`
+  const p: Proc = {
+    url,
+    dir,
+    proc,
+    stderr: () => err,
+    stdout: () => out,
+    exited,
+    async stop (signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      const code = await exited
+      running.delete(p)
+      return code
+    }
+  }
+  running.add(p)
+  const end = Date.now() + 15_000
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`gateway exited ${proc.exitCode}: ${out}${err}`)
+    try {
+      if ((await fetch(url + (o.wait ?? '/readyz'))).status === 200) break
+    } catch {}
+    if (Date.now() > end) { await p.stop('SIGKILL'); throw new Error(`gateway not up: ${out}${err}`) }
+    await sleep(50)
+  }
+  return p
+}
+
+async function openStore (url: string, prefix: string, secret = SECRET): Promise<RedisStore> {
+  const s = new RedisStore({ url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(secret))
+  await s.connect()
+  return s
+}
+
+/** Polls `path` until `ok(res)`; the last response, or null when it never matched within `ms`. */
+async function until (url: string, path: string, ok: (r: Res) => boolean, ms: number, headers: Record<string, string> = {}): Promise<Res | null> {
+  const end = Date.now() + ms
+  for (;;) {
+    try {
+      const r = await request(url, path, { headers })
+      if (ok(r)) return r
+    } catch {}
+    if (Date.now() > end) return null
+    await sleep(100)
+  }
+}
+
+async function login (url: string, password: string, username = 'admin'): Promise<Res> {
+  return await post(url, '/api/v1/authentication/auth/', { username, password })
+}
+
+/** A bearer token from the token endpoint used once on a protected path: the status. */
+async function useBearer (url: string, password: string): Promise<number> {
+  const r = await login(url, password)
+  if (r.status !== 201) return r.status
+  return (await request(url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${r.json.token}` } })).status
+}
+
+t.test('first start on an empty store: Default org and superuser admin with SIDEGATE_ADMIN_PASSWORD', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const g = await launch({ config: { redis: { url: redis.url, prefix: 'life1:' } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD } })
+  const store = await openStore(redis.url, 'life1:')
+  t.teardown(() => store.close())
+  t.match(await store.getOrg(DEFAULT_ORG), { id: DEFAULT_ORG, name: 'Default' })
+  const admin = await store.getUserByUsername('admin')
+  t.match(admin, { username: 'admin', is_superuser: true, is_active: true, orgs: { [DEFAULT_ORG]: 'admin' }, default_org: DEFAULT_ORG })
+  t.equal(await store.countUsers(), 1)
+
+  const r = await login(g.url, ADMIN_PASSWORD)
+  t.equal(r.status, 201, 'the password from the environment works at the token endpoint')
+  const prof = await request(g.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${r.json.token}` } })
+  t.equal(prof.status, 200)
+  t.equal(prof.json.username, 'admin')
+  t.equal((await login(g.url, 'wrong-password')).status, 401)
+  t.notOk(g.stderr().includes(ADMIN_PASSWORD), 'a given password is never printed')
+  t.notOk(g.stdout().includes(ADMIN_PASSWORD), 'nor logged')
+  t.equal((await request(g.url, '/healthz')).status, 200)
+  t.equal((await request(g.url, '/readyz')).status, 200)
+  t.equal(await g.stop(), 0)
+
+  // A second start on the same store changes nothing, even with another password.
+  const g2 = await launch({ config: { redis: { url: redis.url, prefix: 'life1:' } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'other-password-9' } })
+  t.equal(await store.countUsers(), 1)
+  t.equal((await login(g2.url, ADMIN_PASSWORD)).status, 201, 'the first password still works')
+  t.equal((await login(g2.url, 'other-password-9')).status, 401)
+  t.equal(await g2.stop(), 0)
+})
+
+t.test('first start without SIDEGATE_ADMIN_PASSWORD: a generated password printed once to stderr', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const config = { redis: { url: redis.url, prefix: 'life2:' } }
+  const g = await launch({ config, env: { SIDEGATE_SECRET_KEY: SECRET } })
+  const m = /created superuser "admin" with password: (\S+)/.exec(g.stderr())
+  t.ok(m, `stderr names the password: ${g.stderr()}`)
+  const pw = m![1]
+  t.ok(pw.length >= 16, 'a long random password')
+  t.notOk(g.stdout().includes(pw), 'not in the JSON log')
+  t.equal((await login(g.url, pw)).status, 201, 'it works')
+  t.equal(await g.stop(), 0)
+
+  const g2 = await launch({ config, env: { SIDEGATE_SECRET_KEY: SECRET } })
+  t.notMatch(g2.stderr(), /password/, 'not printed again on the next start')
+  t.equal((await login(g2.url, pw)).status, 201, 'and still works')
+  t.equal(await g2.stop(), 0)
+})
+
+t.test('no secret key configured: a 0600 key file beside the config, reused on the next start', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const dir = mkdtempSync(join(tmpdir(), 'sidegate-key-'))
+  const config = { redis: { url: redis.url, prefix: 'life3:' } }
+  const env = { SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
+  const g = await launch({ config, env, dir })
+  const keyFile = join(dir, 'sidegate.key')
+  const st = statSync(keyFile)
+  t.equal(st.mode & 0o777, 0o600, 'mode 0600')
+  const key = readFileSync(keyFile, 'utf8').trim()
+  t.ok(key.length >= 32, 'a long key')
+  t.match(g.stdout(), /generated a new secret key/, 'the log says so')
+  t.ok(g.stdout().includes(keyFile), 'and where')
+  t.notOk(g.stdout().includes(key) || g.stderr().includes(key), 'the key itself is never logged')
+
+  // Encrypted data written under that key, used through the gateway.
+  const store = await openStore(redis.url, 'life3:', key)
+  t.teardown(() => store.close())
+  const admin = (await store.getUserByUsername('admin'))!
+  const { key: ak, secret } = await store.createAccessKey(admin.id)
+  const pt = await store.createPrivateToken(admin.id)
+  const signed = async (url: string): Promise<number> => (await request(url, '/api/v1/users/profile/', { headers: signedHeaders(ak.id, secret, 'GET', '/api/v1/users/profile/') })).status
+  t.equal(await signed(g.url), 200)
+  t.equal(await g.stop(), 0)
+
+  const raw = new Redis(redis.url)
+  t.teardown(() => raw.disconnect())
+  for (const k of await raw.keys('life3:*')) {
+    const type = await raw.type(k)
+    const v = type === 'string' ? (await raw.get(k))! : (await raw.smembers(k)).join(' ')
+    if (v.includes(key)) t.fail(`the secret key is stored in Redis under ${k}`)
+  }
+
+  const g2 = await launch({ config, env, dir })
+  t.equal(readFileSync(keyFile, 'utf8').trim(), key, 'the same key file, not rewritten')
+  t.notMatch(g2.stdout(), /generated a new secret key/)
+  t.equal(await signed(g2.url), 200, 'the access-key secret (encrypted at rest) is still readable')
+  t.equal((await request(g2.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status, 200, 'the private token still works')
+  t.equal(await g2.stop(), 0)
+
+  // The same data under another key: unreadable, refused (never a crash).
+  const g3 = await launch({ config, env: { ...env, SIDEGATE_SECRET_KEY: 'a-different-secret-key-that-is-long-enough' }, dir })
+  const r = await request(g3.url, '/api/v1/users/profile/', { headers: signedHeaders(ak.id, secret, 'GET', '/api/v1/users/profile/') })
+  t.not(r.status, 200, 'another key cannot verify the signature')
+  t.equal((await request(g3.url, '/healthz')).status, 200, 'and the process is still up')
+  t.equal(await g3.stop(), 0)
+})
+
+t.test('Redis killed: /readyz 503, protected requests 503 store_unavailable fast, /healthz 200; recovers by itself', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const g = await launch({ config: { redis: { url: redis.url, prefix: 'life4:' }, upstream: { url: echo.url } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD } })
+  const store = await openStore(redis.url, 'life4:')
+  const admin = (await store.getUserByUsername('admin'))!
+  const warm = await store.createPrivateToken(admin.id)
+  const cold = await store.createPrivateToken((await store.createUser({ username: 'cold', password: 'cold-password', orgs: { [DEFAULT_ORG]: 'user' } })).id)
+  await store.close()
+  const bearerToken = (await login(g.url, ADMIN_PASSWORD)).json.token
+  t.equal((await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${warm}` } })).status, 200, 'warm: used (and cached) before the outage')
+  t.equal((await request(g.url, '/readyz')).status, 200)
+
+  await redis.kill()
+  const notReady = await until(g.url, '/readyz', (r) => r.status === 503, 5000)
+  t.ok(notReady, '/readyz turns 503')
+  t.equal(notReady?.json.code, 'store_unavailable')
+  for (const [what, headers] of [
+    ['bearer', { authorization: `Bearer ${bearerToken}` }],
+    ['private token never seen by this gateway', { authorization: `Token ${cold}` }],
+    ['private token cached by this gateway', { authorization: `Token ${warm}` }]
+  ] as Array<[string, Record<string, string>]>) {
+    const started = Date.now()
+    const r = await request(g.url, '/api/v1/x/', { headers })
+    t.equal(r.status, 503, `${what}: 503`)
+    t.equal(r.json?.code, 'store_unavailable', what)
+    t.ok(Date.now() - started < 5000, `${what}: answered within 5 s, no hang (${Date.now() - started} ms)`)
+  }
+  const tok = await login(g.url, ADMIN_PASSWORD)
+  t.equal(tok.status, 503, 'the token endpoint too')
+  t.equal(tok.json?.code, 'store_unavailable')
+  t.equal((await request(g.url, '/healthz')).status, 200, '/healthz still 200')
+  t.equal(g.proc.exitCode, null, 'still running')
+
+  await redis.restart() // same port, empty data
+  t.ok(await until(g.url, '/readyz', (r) => r.status === 200, 10_000), 'ready again without a restart')
+  // the store came back empty: the gateway bootstrapped it again on reconnect
+  let status = 0
+  const end = Date.now() + 10_000
+  while (Date.now() < end && (status = await useBearer(g.url, ADMIN_PASSWORD)) !== 200) await sleep(100)
+  t.equal(status, 200, 'authenticates again')
+  t.equal(await g.stop(), 0)
+})
+
+t.test('started while Redis is down: listens, /readyz 503, ready once Redis starts', async (t) => {
+  const redis: TestRedis = await startRedis()
+  t.teardown(() => redis.stop())
+  await redis.kill()
+  const g = await launch({ config: { redis: { url: redis.url, prefix: 'life5:' } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }, wait: '/healthz' })
+  const r = await request(g.url, '/readyz')
+  t.equal(r.status, 503)
+  t.equal(r.json.code, 'store_unavailable')
+  t.equal((await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Token abcdefghijklmnopqrstuvwxyz0123456789' } })).status, 503)
+  t.equal((await login(g.url, ADMIN_PASSWORD)).status, 503)
+  await sleep(1500)
+  t.equal(g.proc.exitCode, null, 'keeps running while Redis is down')
+  await redis.restart()
+  t.ok(await until(g.url, '/readyz', (r) => r.status === 200, 10_000), 'becomes ready')
+  let status = 0
+  const end = Date.now() + 10_000
+  while (Date.now() < end && (status = await useBearer(g.url, ADMIN_PASSWORD)) !== 200) await sleep(100)
+  t.equal(status, 200, 'bootstrapped and authenticating')
+  t.equal(await g.stop(), 0)
+})
+
+t.test('SIGTERM: the in-flight request completes, new connections are refused, exit 0 within the grace period', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const g = await launch({
+    config: { redis: { url: redis.url, prefix: 'life6:' }, upstream: { url: echo.url }, server: { shutdown_grace: 5 } },
+    env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
+  })
+  const store = await openStore(redis.url, 'life6:')
+  const admin = (await store.getUserByUsername('admin'))!
+  const tok = await store.createPrivateToken(admin.id)
+  await store.close()
+  const port = Number(new URL(g.url).port)
+
+  const seen = echo.seen.length
+  let finished = false
+  const inflight = request(g.url, '/slow/1500', { headers: { authorization: `Token ${tok}` } }).then((r) => { finished = true; return r })
+  const end = Date.now() + 5000
+  while (!echo.seen.slice(seen).some((s) => s.url === '/slow/1500') && Date.now() < end) await sleep(10)
+  t.ok(echo.seen.slice(seen).some((s) => s.url === '/slow/1500'), 'the request reached the upstream')
+
+  const signalled = Date.now()
+  g.proc.kill('SIGTERM')
+  // shutdown begins: the listening socket closes
+  let refused = false
+  while (!refused && Date.now() - signalled < 1000) {
+    refused = await new Promise<boolean>((resolve) => {
+      const c = connect(port, '127.0.0.1')
+      c.once('connect', () => { c.destroy(); resolve(false) })
+      c.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'))
+    })
+    if (!refused) await sleep(20)
+  }
+  t.ok(refused, 'new connections are refused once shutdown began')
+  t.notOk(finished, 'while the slow request was still in flight')
+
+  const r = await inflight
+  t.equal(r.status, 200, 'the in-flight request completed')
+  t.equal(r.json.url, '/slow/1500')
+  const code = await g.exited
+  t.equal(code, 0, 'exit 0')
+  t.ok(Date.now() - signalled < 5000 + 2000, `within the grace period (${Date.now() - signalled} ms)`)
+  t.match(g.stdout(), /"msg":"draining"/)
+})
+
+t.test('SIGTERM with a request slower than the grace period: cut off, still exit 0', async (t) => {
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  const g = await launch({
+    config: { redis: { url: redis.url, prefix: 'life7:' }, upstream: { url: echo.url }, server: { shutdown_grace: 1 } },
+    env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
+  })
+  const tok = (await login(g.url, ADMIN_PASSWORD)).json.token
+  const inflight = request(g.url, '/slow/8000', { headers: { authorization: `Bearer ${tok}` } }).then((r) => r.status, () => 'reset')
+  await sleep(300)
+  const signalled = Date.now()
+  g.proc.kill('SIGTERM')
+  t.equal(await g.exited, 0, 'exit 0')
+  t.ok(Date.now() - signalled < 5000, `bounded by the grace period, not the upstream (${Date.now() - signalled} ms)`)
+  t.not(await inflight, 200, 'the slow request did not get a 200')
+})

@@ -1,0 +1,116 @@
+import t from 'tap'
+import { startRedis, freePort } from './fixtures/redis.js'
+import { spawnGateway } from './fixtures/gateway.js'
+import { openTestStore } from './fixtures/store-contract.js'
+import { request } from './fixtures/http.js'
+import { bearer, signedHeaders } from './fixtures/creds.js'
+import { Metrics } from '../src/metrics.js'
+import { buildConfig } from '../src/config.js'
+
+const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
+const PROFILE = '/api/v1/users/profile/'
+
+/** Prometheus text → { 'name{a="b"}': value }, labels in the order exposed. */
+function parse (text: string): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue
+    const i = line.lastIndexOf(' ')
+    out.set(line.slice(0, i), Number(line.slice(i + 1)))
+  }
+  return out
+}
+
+async function scrape (url: string): Promise<Map<string, number>> {
+  const r = await request(url, '/metrics')
+  if (r.status !== 200) throw new Error(`/metrics said ${r.status}`)
+  return parse(r.text)
+}
+
+const redis = await startRedis()
+const unused = await freePort() // nothing listens here: the upstream is down
+const prefix = 'metrics:'
+const gw = await spawnGateway(redis.url, { upstream: { url: `http://127.0.0.1:${unused}`, timeout: 5 } }, prefix)
+const store = await openTestStore({ url: redis.url }, prefix)
+t.teardown(async () => { await gw.stop(); await store.close(); await redis.stop() })
+let admin = await store.getUserByUsername('admin')
+for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+
+t.test('/metrics is Prometheus text on the admin listener only', async (t) => {
+  const r = await request(gw.metricsUrl, '/metrics')
+  t.equal(r.status, 200)
+  t.match(r.headers['content-type'], /^text\/plain; version=0\.0\.4/)
+  t.match(r.text, /# TYPE sidegate_http_requests_total counter/)
+  t.match(r.text, /# TYPE sidegate_http_request_duration_seconds histogram/)
+  t.match(r.text, /^process_cpu_user_seconds_total /m, 'process metrics')
+  t.match(r.text, /^nodejs_heap_size_used_bytes /m, 'runtime metrics')
+  t.match(r.text, /^sidegate_redis_up 1$/m)
+  t.match(r.text, /^sidegate_draining 0$/m)
+  t.equal((await request(gw.metricsUrl, '/')).status, 404, 'nothing else on the admin listener')
+  t.not((await request(gw.url, '/metrics')).status, 200, 'not served on the gateway port (so not through the Service)')
+})
+
+t.test('counters move: requests by status and method, auth failures by code, upstream errors, cache hits', async (t) => {
+  const before = await scrape(gw.metricsUrl)
+  const get = (m: Map<string, number>, k: string): number => m.get(k) ?? 0
+  const delta = (after: Map<string, number>, k: string): number => get(after, k) - get(before, k)
+
+  await request(gw.url, '/healthz')
+  await request(gw.url, PROFILE) // no credentials
+  await request(gw.url, PROFILE, { headers: { authorization: 'Bearer nope' } })
+  await request(gw.url, PROFILE, { headers: { authorization: 'Bearer nope' } })
+  const tok = await bearer(gw.url)
+  const up = await request(gw.url, PROFILE, { headers: { authorization: `Bearer ${tok}` } }) // authenticated, upstream down
+  t.equal(up.status, 502)
+  const { key, secret } = await store.createAccessKey(admin!.id)
+  for (let i = 0; i < 3; i++) await request(gw.url, PROFILE, { headers: signedHeaders(key.id, secret, 'GET', PROFILE) })
+
+  const after = await scrape(gw.metricsUrl)
+  t.equal(delta(after, 'sidegate_http_requests_total{status="200",auth_method="none"}'), 1, '/healthz')
+  t.equal(delta(after, 'sidegate_http_requests_total{status="401",auth_method="none"}'), 3, 'refused before any identity')
+  t.equal(delta(after, 'sidegate_http_requests_total{status="201",auth_method="none"}'), 1, 'token endpoint')
+  t.equal(delta(after, 'sidegate_http_requests_total{status="502",auth_method="bearer"}'), 1)
+  t.equal(delta(after, 'sidegate_http_requests_total{status="502",auth_method="access_key"}'), 3)
+  t.equal(delta(after, 'sidegate_auth_failures_total{code="not_authenticated"}'), 1)
+  t.equal(delta(after, 'sidegate_auth_failures_total{code="invalid_token"}'), 2)
+  t.equal(delta(after, 'sidegate_upstream_errors_total{code="upstream_unavailable"}'), 4)
+  t.ok(delta(after, 'sidegate_cache_hits_total{cache="access_keys"}') >= 2, 'the key was read from Redis once, then from the cache')
+  t.ok(delta(after, 'sidegate_cache_misses_total{cache="access_keys"}') >= 1)
+  t.ok(get(after, 'sidegate_cache_entries{cache="access_keys"}') >= 1)
+  t.equal(delta(after, 'sidegate_http_request_duration_seconds_count'), 9, 'one latency observation per request')
+})
+
+t.test('Redis errors are counted and sidegate_redis_up drops', async (t) => {
+  const before = await scrape(gw.metricsUrl)
+  await redis.kill()
+  t.teardown(async () => { await redis.restart() })
+  let r = await request(gw.url, PROFILE, { headers: { authorization: 'Bearer whatever' } })
+  for (let i = 0; i < 50 && r.status !== 503; i++) { await sleep(50); r = await request(gw.url, PROFILE, { headers: { authorization: 'Bearer whatever' } }) }
+  t.equal(r.status, 503)
+  const after = await scrape(gw.metricsUrl)
+  const errs = (m: Map<string, number>): number => (m.get('sidegate_redis_errors_total{kind="connection"}') ?? 0) + (m.get('sidegate_redis_errors_total{kind="command"}') ?? 0)
+  t.ok(errs(after) > errs(before), 'redis errors counted')
+  t.equal(after.get('sidegate_redis_up'), 0)
+  t.ok((after.get('sidegate_http_requests_total{status="503",auth_method="none"}') ?? 0) >= 1)
+})
+
+t.test('metrics.enabled: false opens no admin listener; defaults and validation', async (t) => {
+  const port = await freePort()
+  const g2 = await spawnGateway(redis.url, { metrics: { enabled: false, host: '127.0.0.1', port } }, prefix)
+  t.teardown(async () => { await g2.stop() })
+  await t.rejects(request(`http://127.0.0.1:${port}`, '/metrics'), { code: 'ECONNREFUSED' })
+  t.same(buildConfig({}).metrics, { enabled: true, host: '0.0.0.0', port: 9090 })
+  t.throws(() => buildConfig({ metrics: { port: 70000 } }), /metrics\.port/)
+  t.throws(() => buildConfig({ metrics: { path: '/m' } }), /metrics\.path: unknown key/)
+})
+
+t.test('status labels stay bounded', async (t) => {
+  const m = new Metrics({ processMetrics: false })
+  const start = process.hrtime.bigint()
+  m.request(299, undefined, undefined, start)
+  m.request(200, 'bearer', undefined, start)
+  m.request(200, 'weird', undefined, start)
+  const text = await m.registry.metrics()
+  t.match(text, /status="2xx",auth_method="none"/, 'a non-standard code becomes its class')
+  t.match(text, /status="200",auth_method="none"\} 1/, 'an unknown method is "none"')
+})

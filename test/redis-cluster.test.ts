@@ -1,0 +1,121 @@
+import t from 'tap'
+import { startCluster, replicasCaughtUp } from './fixtures/topologies.js'
+import { storeContract } from './fixtures/store-contract.js'
+import { spawnGateway } from './fixtures/gateway.js'
+import { request } from './fixtures/http.js'
+import { bearer, signedHeaders } from './fixtures/creds.js'
+import { openTestStore } from './fixtures/store-contract.js'
+
+const cluster = await startCluster()
+t.teardown(async () => { await cluster.stop() })
+// seed with one node only: the client discovers the rest
+const redis = { mode: 'cluster', nodes: [`127.0.0.1:${cluster.nodes[0].port}`] }
+const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
+
+t.test('store contract on a six-node Redis Cluster', async (t) => { storeContract(t, redis) })
+
+t.test('a gateway in cluster mode: every credential kind, readiness, keys spread over the slots', async (t) => {
+  const prefix = 'gw-cluster:'
+  const gw = await spawnGateway('redis://unused:6379', { redis: { ...redis, prefix } })
+  t.teardown(async () => { await gw.stop() })
+  const store = await openTestStore(redis, prefix)
+  t.teardown(async () => { await store.close() })
+
+  t.equal((await request(gw.url, '/readyz')).status, 200)
+  let admin = await store.getUserByUsername('admin')
+  for (let i = 0; i < 100 && admin === null; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    admin = await store.getUserByUsername('admin')
+  }
+  t.ok(admin, 'bootstrap ran against the cluster')
+
+  for (let i = 0; i < 5; i++) {
+    const tok = await bearer(gw.url)
+    const r1 = await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${tok}` } })
+    t.equal(r1.status, 200, 'bearer')
+    t.equal((await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${tok}` } })).status, 401, 'single use')
+  }
+  const { key, secret } = await store.createAccessKey(admin!.id)
+  const path = '/api/v1/users/profile/'
+  t.equal((await request(gw.url, path, { headers: signedHeaders(key.id, secret, 'GET', path) })).status, 200, 'signature')
+  await store.deleteAccessKey(key.id)
+  let refused = false
+  for (let i = 0; i < 50 && !refused; i++) {
+    refused = (await request(gw.url, path, { headers: signedHeaders(key.id, secret, 'GET', path) })).status === 401
+    if (!refused) await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  t.ok(refused, 'revocation published through the cluster reached the gateway within 1 s')
+
+  const pt = await store.createPrivateToken(admin!.id)
+  t.equal((await request(gw.url, path, { headers: { authorization: `Token ${pt}` } })).status, 200, 'private token')
+  const s = await store.createSession(admin!.id, 60)
+  t.equal((await request(gw.url, path, { headers: { cookie: `svc_sessionid=${s.id}` } })).status, 200, 'session')
+
+  // the data really is spread: the gateway's fixed keys hash to slots of more than one primary
+  const thirds = new Set<number>()
+  for (const k of ['orgs', 'users', 'uname:admin', 'org:00000000-0000-0000-0000-000000000002']) {
+    const slot = Number(await (store.redis as any).cluster('KEYSLOT', prefix + k))
+    thirds.add(slot < 5461 ? 0 : slot < 10923 ? 1 : 2)
+  }
+  t.ok(thirds.size > 1, 'keys on more than one primary')
+})
+
+t.test('a primary dies mid-run: its replica takes over and the gateway recovers without restart', async (t) => {
+  const prefix = 'gw-cluster-failover:'
+  const gw = await spawnGateway('redis://unused:6379', { redis: { ...redis, prefix, command_timeout: 1000 } })
+  t.teardown(async () => { await gw.stop() })
+  const store = await openTestStore(redis, prefix)
+  t.teardown(async () => { await store.close() })
+  let admin = await store.getUserByUsername('admin')
+  for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+  const pt = await store.createPrivateToken(admin!.id)
+
+  const results: Array<{ at: number, ok: boolean, status: number }> = []
+  const round = async (): Promise<void> => {
+    const at = Date.now()
+    let status = 0
+    try {
+      const tok = await bearer(gw.url)
+      status = (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${tok}` } })).status
+    } catch (err) {
+      const m = /said (\d+)/.exec((err as Error).message)
+      status = m === null ? -1 : Number(m[1])
+    }
+    results.push({ at, ok: status === 200, status })
+  }
+  for (let i = 0; i < 5; i++) await round()
+  t.ok(results.every((r) => r.ok), 'all good before the failover')
+
+  // kill the primary holding the admin's record: every login needs it
+  const slot = Number(await (store.redis as any).cluster('KEYSLOT', `${prefix}user:${admin!.id}`))
+  const before = await cluster.primaries()
+  for (const p of before) await replicasCaughtUp(p)
+  const killedAt = Date.now()
+  const killed = await cluster.killPrimaryOf(slot)
+  t.ok(before.includes(killed), `killed the primary on ${killed}`)
+
+  const deadline = Date.now() + 40_000
+  let streak = 0
+  while (streak < 15 && Date.now() < deadline) {
+    await round()
+    streak = results[results.length - 1].ok ? streak + 1 : 0
+    await sleep(25)
+  }
+  const failures = results.filter((r) => !r.ok)
+  t.equal(streak, 15, `recovered (failures: ${failures.length}, statuses ${[...new Set(failures.map((f) => f.status))].join(',')})`)
+  t.ok(failures.every((f) => f.at >= killedAt), 'no failure before the primary died')
+  t.ok(failures.every((f) => f.status === 503 || f.status === 401), 'failures are 503, or 401 for a write lost with the primary')
+  const after = await cluster.primaries()
+  t.equal(after.length, 3, 'three primaries again: a replica was promoted')
+  t.notOk(after.includes(killed))
+  t.equal(gw.proc.exitCode, null, 'the gateway never exited')
+
+  t.equal((await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status, 200)
+  await store.revokePrivateToken(admin!.id)
+  let refused = false
+  for (let i = 0; i < 50 && !refused; i++) {
+    refused = (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status === 401
+    if (!refused) await sleep(20)
+  }
+  t.ok(refused, 'invalidation still reaches the gateway after the failover')
+})

@@ -1,0 +1,86 @@
+/**
+ * SIGTERM on a real `sidegate start`: readiness turns false first while
+ * requests are still served (server.drain_delay), then the listener closes,
+ * in-flight requests finish within server.shutdown_grace, and it exits 0.
+ */
+import t from 'tap'
+import { startRedis } from './fixtures/redis.js'
+import { spawnGateway } from './fixtures/gateway.js'
+import { openTestStore } from './fixtures/store-contract.js'
+import { request, startEcho, type Res } from './fixtures/http.js'
+
+const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
+
+const redis = await startRedis()
+const echo = await startEcho()
+t.teardown(async () => { await echo.close(); await redis.stop() })
+
+async function tokenFor (prefix: string): Promise<string> {
+  const store = await openTestStore({ url: redis.url }, prefix)
+  try {
+    let admin = await store.getUserByUsername('admin')
+    for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+    return await store.createPrivateToken(admin!.id)
+  } finally { await store.close() }
+}
+
+t.test('in-flight requests complete, readiness false first, then new connections refused, exit 0 within the grace', async (t) => {
+  const prefix = 'shutdown-1:'
+  const gw = await spawnGateway(redis.url, { upstream: { url: echo.url }, server: { drain_delay: 1, shutdown_grace: 8 } }, prefix)
+  t.teardown(async () => { await gw.stop('SIGKILL') })
+  const auth = { authorization: `Token ${await tokenFor(prefix)}` }
+
+  const seenBefore = echo.seen.length
+  const inflight: Array<Promise<Res>> = Array.from({ length: 5 }, async () => await request(gw.url, '/slow/2500', { headers: auth }))
+  for (let i = 0; i < 100 && echo.seen.length < seenBefore + 5; i++) await sleep(20)
+  t.equal(echo.seen.length, seenBefore + 5, 'five requests are at the upstream')
+
+  const exited = new Promise<{ code: number | null, at: number }>((resolve) => gw.proc.once('exit', (code) => resolve({ code, at: Date.now() })))
+  const termAt = Date.now()
+  gw.proc.kill('SIGTERM')
+
+  // phase 1: not ready, still serving (new connections accepted)
+  const events: string[] = []
+  let ready = await request(gw.url, '/readyz')
+  for (let i = 0; i < 50 && ready.status === 200; i++) { await sleep(10); ready = await request(gw.url, '/readyz') }
+  t.equal(ready.status, 503, 'readiness false after SIGTERM')
+  t.equal(ready.json.code, 'shutting_down')
+  events.push('not-ready')
+  const during = await request(gw.url, '/api/v1/x/', { headers: auth })
+  t.equal(during.status, 200, 'a new request is still served during the drain delay')
+  t.equal(during.headers.connection, 'close', 'and told not to keep the connection')
+  t.equal((await request(gw.url, '/healthz')).status, 200, 'liveness stays 200 while draining')
+  events.push('served')
+
+  // phase 2: the listener closes; new connections are refused
+  let refused = false
+  while (!refused && Date.now() - termAt < 10_000) {
+    try { await request(gw.url, '/healthz') } catch (err) { refused = (err as NodeJS.ErrnoException).code === 'ECONNREFUSED' }
+    if (!refused) await sleep(50)
+  }
+  t.ok(refused, 'new connections refused once the listener closed')
+  events.push('refused')
+  t.same(events, ['not-ready', 'served', 'refused'], 'in that order')
+
+  // phase 3: every in-flight request completes, then exit 0 within drain + grace
+  const done = await Promise.all(inflight)
+  t.same(done.map((r) => r.status), [200, 200, 200, 200, 200], 'all in-flight requests completed')
+  const { code, at } = await exited
+  t.equal(code, 0, 'exit 0')
+  t.ok(at - termAt < (1 + 8) * 1000, `exited within drain delay + grace (${at - termAt} ms)`)
+})
+
+t.test('a request longer than the grace is cut and the process still exits 0', async (t) => {
+  const prefix = 'shutdown-2:'
+  const gw = await spawnGateway(redis.url, { upstream: { url: echo.url }, server: { drain_delay: 0, shutdown_grace: 1 } }, prefix)
+  t.teardown(async () => { await gw.stop('SIGKILL') })
+  const auth = { authorization: `Token ${await tokenFor(prefix)}` }
+  const seenBefore = echo.seen.length
+  const slow = request(gw.url, '/slow/30000', { headers: auth }).then(() => 'answered', () => 'cut')
+  for (let i = 0; i < 100 && echo.seen.length === seenBefore; i++) await sleep(20)
+  const termAt = Date.now()
+  const code = await gw.stop('SIGTERM')
+  t.equal(code, 0)
+  t.ok(Date.now() - termAt < 10_000, 'no hang')
+  t.equal(await slow, 'cut')
+})

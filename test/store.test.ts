@@ -1,0 +1,569 @@
+/**
+ * The RedisStore contract against a real Redis: records, secrets at rest,
+ * one-time tokens, sessions, and cache invalidation across replicas.
+ */
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { startRedis } from './fixtures/redis.js'
+import { SECRET } from './fixtures/gateway.js'
+import { Keyring, verifyPassword } from '../src/crypto.js'
+import { RedisStore } from '../src/store/redis.js'
+import { GatewayError } from '../src/errors.js'
+
+const redis = await startRedis()
+const raw = new Redis(redis.url)
+const opened: RedisStore[] = []
+t.teardown(async () => {
+  for (const s of opened) await s.close()
+  raw.disconnect()
+  await redis.stop()
+})
+
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+let n = 0
+const freshPrefix = (): string => `st${process.pid}-${n++}:`
+
+async function open (prefix: string, o: { secret?: string, cacheTtl?: number } = {}): Promise<RedisStore> {
+  const s = new RedisStore({
+    url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 1000, ttl: o.cacheTtl ?? 30 }
+  }, new Keyring(o.secret ?? SECRET))
+  opened.push(s)
+  await s.connect()
+  return s
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls until `fn` is true; false if it never was within `ms`. */
+async function eventually (fn: () => Promise<boolean>, ms = 1000): Promise<boolean> {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await fn()) return true
+    if (Date.now() > end) return false
+    await sleep(20)
+  }
+}
+
+type Asserts = Pick<typeof t, 'ok' | 'equal' | 'fail'>
+
+async function rejectsWith (t: Asserts, p: Promise<unknown>, status: number, code: string, msg: string): Promise<void> {
+  try {
+    await p
+    t.fail(`${msg}: expected ${status} ${code}, resolved`)
+  } catch (err) {
+    t.ok(err instanceof GatewayError, `${msg}: a GatewayError`)
+    t.equal((err as GatewayError).status, status, msg)
+    t.equal((err as GatewayError).code, code, msg)
+  }
+}
+
+/** Every key under the prefix with every string it holds, read raw. */
+async function dump (prefix: string): Promise<Array<{ key: string, values: string[] }>> {
+  const keys = await raw.keys(`${prefix}*`)
+  const out: Array<{ key: string, values: string[] }> = []
+  for (const key of keys) {
+    const type = await raw.type(key)
+    let values: string[]
+    if (type === 'string') values = [(await raw.get(key)) ?? '']
+    else if (type === 'set') values = await raw.smembers(key)
+    else if (type === 'hash') values = Object.entries(await raw.hgetall(key)).flat()
+    else if (type === 'list') values = await raw.lrange(key, 0, -1)
+    else if (type === 'zset') values = await raw.zrange(key, '0', '-1')
+    else values = [`<unexpected type ${type}>`]
+    out.push({ key, values })
+  }
+  return out
+}
+
+t.test('orgs: create, duplicate id is 409 org_exists, get, list', async (t) => {
+  const s = await open(freshPrefix())
+  t.same(await s.listOrgs(), [])
+  const a = await s.createOrg('Beta')
+  t.match(a.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+  t.equal(a.name, 'Beta')
+  const d = await s.createOrg('Alpha', DEFAULT_ORG.toUpperCase())
+  t.equal(d.id, DEFAULT_ORG, 'id stored lowercase')
+  await rejectsWith(t, s.createOrg('Other', DEFAULT_ORG), 409, 'org_exists', 'same id')
+  await rejectsWith(t, s.createOrg('Other', a.id), 409, 'org_exists', 'same generated id')
+  t.same(await s.getOrg(a.id), a)
+  t.equal(await s.getOrg('6f1a1c7e-1111-4222-8333-944455556666'), null)
+  t.same((await s.listOrgs()).map((o) => o.name), ['Alpha', 'Beta'], 'both, sorted by name, the failed duplicate not added')
+  t.equal((await s.getOrg(DEFAULT_ORG))!.name, 'Alpha', 'the duplicate did not overwrite')
+})
+
+t.test('users: create, duplicate username in any case, lookups, listing by org, count', async (t) => {
+  const s = await open(freshPrefix())
+  const other = await s.createOrg('Other')
+  t.equal(await s.countUsers(), 0)
+  const bob = await s.createUser({ username: 'Bob', password: 'bob-password', email: 'bob@example.com', name: 'Bob B', orgs: { [DEFAULT_ORG]: 'admin' } })
+  t.match(bob, { username: 'Bob', email: 'bob@example.com', name: 'Bob B', is_active: true, is_superuser: false, orgs: { [DEFAULT_ORG]: 'admin' }, default_org: DEFAULT_ORG, last_login: null })
+  t.notOk('password_hash' in bob, 'the hash is not part of the public record')
+  await rejectsWith(t, s.createUser({ username: 'bob', password: 'x-password' }), 409, 'user_exists', 'lowercase')
+  await rejectsWith(t, s.createUser({ username: 'BOB', password: 'x-password' }), 409, 'user_exists', 'uppercase')
+  const carol = await s.createUser({ username: 'carol', password: null, orgs: { [other.id]: 'user' }, superuser: true })
+  t.equal(carol.name, 'carol', 'name defaults to the username')
+  t.equal(carol.is_superuser, true)
+  const dave = await s.createUser({ username: 'dave', password: 'dave-password' })
+  t.same(dave.orgs, {})
+  t.equal(dave.default_org, null)
+
+  t.equal((await s.getUserByUsername('bob'))!.id, bob.id, 'lookup ignores case')
+  t.equal((await s.getUserByUsername('BOB'))!.id, bob.id)
+  t.equal(await s.getUserByUsername('nobody'), null)
+  t.same(await s.getUser(bob.id), bob)
+  t.equal(await s.getUser('6f1a1c7e-1111-4222-8333-944455556666'), null)
+  t.equal(await s.countUsers(), 3, 'the refused duplicates were not counted')
+  t.same((await s.listUsers()).map((u) => u.username), ['Bob', 'carol', 'dave'])
+  t.same((await s.listUsers(DEFAULT_ORG)).map((u) => u.username), ['Bob'])
+  t.same((await s.listUsers(other.id)).map((u) => u.username), ['carol'])
+  t.equal(await s.getPasswordHash(carol.id), null, 'no password')
+  t.ok(await verifyPassword('bob-password', (await s.getPasswordHash(bob.id))!))
+})
+
+t.test('setUserActive, setPassword, recordLogin; unknown user is 404', async (t) => {
+  const s = await open(freshPrefix())
+  const u = await s.createUser({ username: 'erin', password: 'erin-password', orgs: { [DEFAULT_ORG]: 'user' } })
+  await s.getUser(u.id) // cached
+  await s.setUserActive(u.id, false)
+  t.equal((await s.getUser(u.id))!.is_active, false, 'seen at once by the writer')
+  await s.setUserActive(u.id, true)
+  t.equal((await s.getUser(u.id))!.is_active, true)
+
+  const before = (await s.getPasswordHash(u.id))!
+  await s.setPassword(u.id, 'new-password-1')
+  const after = (await s.getPasswordHash(u.id))!
+  t.not(after, before)
+  t.ok(await verifyPassword('new-password-1', after))
+  t.notOk(await verifyPassword('erin-password', after))
+
+  await s.recordLogin(u.id)
+  const last = (await s.getUser(u.id))!.last_login
+  t.type(last, 'string')
+  t.ok(Math.abs(Date.parse(last!) - Date.now()) < 60_000, 'now')
+  t.same((await s.getUser(u.id))!.orgs, { [DEFAULT_ORG]: 'user' }, 'other fields kept by the field update')
+
+  const ghost = '6f1a1c7e-1111-4222-8333-944455556666'
+  await rejectsWith(t, s.setUserActive(ghost, false), 404, 'user_not_found', 'setUserActive')
+  await rejectsWith(t, s.setPassword(ghost, 'whatever-pw'), 404, 'user_not_found', 'setPassword')
+  await rejectsWith(t, s.setMembership(ghost, DEFAULT_ORG, 'user'), 404, 'user_not_found', 'setMembership')
+  await rejectsWith(t, s.recordLogin(ghost), 404, 'user_not_found', 'recordLogin')
+})
+
+t.test('setMembership: add, change role, remove, remove the last; default_org follows', async (t) => {
+  const s = await open(freshPrefix())
+  const o2 = (await s.createOrg('Two')).id
+  const o3 = (await s.createOrg('Three')).id
+  const u = await s.createUser({ username: 'frank', password: 'frank-password' })
+  t.equal(u.default_org, null)
+
+  await s.setMembership(u.id, o2, 'user')
+  let v = (await s.getUser(u.id))!
+  t.same(v.orgs, { [o2]: 'user' })
+  t.equal(v.default_org, o2, 'first org becomes the default')
+
+  await s.setMembership(u.id, o3, 'admin')
+  v = (await s.getUser(u.id))!
+  t.same(v.orgs, { [o2]: 'user', [o3]: 'admin' })
+  t.equal(v.default_org, o2, 'adding an org keeps the default')
+
+  await s.setMembership(u.id, o2, 'admin')
+  v = (await s.getUser(u.id))!
+  t.equal(v.orgs[o2], 'admin', 'role changed')
+  t.equal(v.default_org, o2)
+
+  await s.setMembership(u.id, o2, null)
+  v = (await s.getUser(u.id))!
+  t.same(v.orgs, { [o3]: 'admin' })
+  t.equal(v.default_org, o3, 'removing the default org moves the default to a remaining org')
+  t.same((await s.listUsers(o2)).map((x) => x.username), [], 'no longer listed in the org')
+
+  await s.setMembership(u.id, o3, null)
+  v = (await s.getUser(u.id))!
+  t.same(v.orgs, {}, 'no orgs left (an object, not an array)')
+  t.notOk(Array.isArray(v.orgs))
+  t.equal(v.default_org, null, 'no default without orgs')
+
+  await s.setMembership(u.id, o3, 'user')
+  v = (await s.getUser(u.id))!
+  t.same(v.orgs, { [o3]: 'user' }, 'a user with no orgs can be granted again')
+  t.equal(v.default_org, o3)
+})
+
+t.test('concurrent writes: one user per name, no lost updates on a user record', async (t) => {
+  const prefix = freshPrefix()
+  const stores = [await open(prefix), await open(prefix)]
+  const names = ['Zoe', 'zoe', 'ZOE', 'zOe', 'Zoe', 'zoE', 'ZoE', 'zoe']
+  const results = await Promise.allSettled(names.map(async (username, i) => await stores[i % 2].createUser({ username, password: 'zoe-password' })))
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 1, 'one created')
+  t.ok(results.every((r) => r.status === 'fulfilled' || (r.reason as GatewayError).code === 'user_exists'), 'the others: user_exists')
+  t.equal(await stores[0].countUsers(), 1)
+
+  const u = (await stores[0].getUserByUsername('zoe'))!
+  const orgs = await Promise.all(Array.from({ length: 8 }, async (_, i) => (await stores[0].createOrg(`O${i}`)).id))
+  await Promise.all([
+    ...orgs.map(async (id, i) => { await stores[i % 2].setMembership(u.id, id, i % 3 === 0 ? 'admin' : 'user') }),
+    stores[1].setUserActive(u.id, false),
+    stores[0].recordLogin(u.id),
+    stores[1].setPassword(u.id, 'zoe-password-2')
+  ])
+  const fresh = await open(prefix)
+  const v = (await fresh.getUser(u.id))!
+  t.same(Object.keys(v.orgs).sort(), [...orgs].sort(), 'every membership kept')
+  t.equal(v.is_active, false)
+  t.type(v.last_login, 'string')
+  t.ok(await verifyPassword('zoe-password-2', (await fresh.getPasswordHash(u.id))!))
+  t.ok(orgs.includes(v.default_org!))
+})
+
+t.test('secrets at rest: nothing readable in Redis without the key', async (t) => {
+  const prefix = freshPrefix()
+  const s = await open(prefix)
+  const u = await s.createUser({ username: 'gina', password: 'gina-password-9', orgs: { [DEFAULT_ORG]: 'user' } })
+  const u2 = await s.createUser({ username: 'hank', password: 'hank-password-9' })
+  const { key, secret } = await s.createAccessKey(u.id)
+  const pt = await s.createPrivateToken(u.id)
+  const bt = (await s.issueBearerToken(u.id, 600)).token
+  const sess = await s.createSession(u.id, 600)
+  await s.markOnce('sig', 'some-signature-value', 60)
+
+  const secrets: Record<string, string> = {
+    'access-key secret': secret,
+    'private token': pt,
+    'bearer token': bt,
+    'session id': sess.id,
+    'csrf token': sess.csrf,
+    password: 'gina-password-9',
+    'other password': 'hank-password-9',
+    'replay value': 'some-signature-value'
+  }
+  const all = await dump(prefix)
+  t.ok(all.length >= 8, `found ${all.length} keys to check`)
+  for (const [what, value] of Object.entries(secrets)) {
+    const leaks = all.filter((e) => e.key.includes(value) || e.values.some((x) => x.includes(value))).map((e) => e.key)
+    t.same(leaks, [], `${what} not stored in plaintext`)
+  }
+  t.ok(all.some((e) => e.values.some((x) => x.includes(key.id))), 'the (public) key id is stored: the scan sees the records')
+
+  for (const id of [u.id, u2.id]) {
+    const rec = JSON.parse((await raw.get(`${prefix}user:${id}`))!)
+    t.match(rec.password_hash, /^scrypt\$/, 'password stored as a scrypt hash')
+  }
+
+  const back = await s.getAccessKey(key.id)
+  t.equal(back!.secret, secret, 'the access-key secret decrypts back')
+  t.same(back!.key, key)
+  const cold = await open(prefix)
+  t.equal((await cold.getAccessKey(key.id))!.secret, secret, 'and from a fresh store, not only from cache')
+  t.equal(await cold.getPrivateToken(u.id), pt)
+})
+
+t.test('a store opened with another secret key cannot read the secrets', async (t) => {
+  const prefix = freshPrefix()
+  const s = await open(prefix)
+  const u = await s.createUser({ username: 'ivy', password: 'ivy-password' })
+  const { key } = await s.createAccessKey(u.id)
+  await s.createPrivateToken(u.id)
+  const wrong = await open(prefix, { secret: 'another-secret-key-that-is-long-enough-xyz' })
+  await t.rejects(wrong.getAccessKey(key.id), 'access-key secret: throws instead of returning garbage')
+  await t.rejects(wrong.getPrivateToken(u.id), 'private token: throws')
+  t.equal(wrong.accessKeys.size, 0, 'nothing cached')
+})
+
+t.test('private token: read back, replaced by create, revoked', async (t) => {
+  const s = await open(freshPrefix())
+  const u = await s.createUser({ username: 'jack', password: 'jack-password' })
+  const other = await s.createUser({ username: 'kate', password: 'kate-password' })
+  t.equal(await s.getPrivateToken(u.id), null)
+  t.equal(await s.revokePrivateToken(u.id), false, 'nothing to revoke')
+
+  const t1 = await s.createPrivateToken(u.id)
+  t.match(t1, /^[A-Za-z0-9_-]{30,}$/)
+  t.equal(await s.getPrivateToken(u.id), t1, 'read back')
+  t.equal(await s.userIdForPrivateToken(t1), u.id)
+  t.equal(await s.userIdForPrivateToken(t1 + 'x'), null)
+
+  const t2 = await s.createPrivateToken(u.id)
+  t.not(t2, t1)
+  t.equal(await s.getPrivateToken(u.id), t2, 'replaced')
+  t.equal(await s.userIdForPrivateToken(t1), null, 'the old token no longer works')
+  t.equal(await s.userIdForPrivateToken(t2), u.id)
+
+  const t3 = await s.createPrivateToken(other.id)
+  t.equal(await s.revokePrivateToken(u.id), true)
+  t.equal(await s.getPrivateToken(u.id), null)
+  t.equal(await s.userIdForPrivateToken(t2), null, 'revoked')
+  t.equal(await s.userIdForPrivateToken(t3), other.id, "another user's token untouched")
+})
+
+t.test('private token: concurrent creates leave exactly one valid token, and revoke ends it', async (t) => {
+  const prefix = freshPrefix()
+  const stores = [await open(prefix), await open(prefix), await open(prefix)]
+  const u = await stores[0].createUser({ username: 'jill', password: 'jill-password' })
+  const first = await stores[0].createPrivateToken(u.id)
+  const made = await Promise.all(Array.from({ length: 12 }, async (_, i) => await stores[i % stores.length].createPrivateToken(u.id)))
+  const current = await stores[0].getPrivateToken(u.id)
+  t.ok(made.includes(current!), 'the readable token is one of those created')
+  const fresh = await open(prefix) // no cache
+  const valid = []
+  for (const tok of [first, ...made]) if ((await fresh.userIdForPrivateToken(tok)) !== null) valid.push(tok)
+  t.same(valid, [current], 'only the readable token authenticates: none is orphaned')
+  t.equal((await raw.keys(`${prefix}pt:*`)).length, 1, 'one lookup entry in Redis')
+  await Promise.all([stores[1].revokePrivateToken(u.id), stores[2].revokePrivateToken(u.id)])
+  t.ok(await eventually(async () => (await fresh.userIdForPrivateToken(current!)) === null), 'revoked (fresh had it cached)')
+  t.equal((await raw.keys(`${prefix}pt:*`)).length, 0)
+})
+
+t.test('access keys: create, list, deactivate, delete', async (t) => {
+  const s = await open(freshPrefix())
+  const u = await s.createUser({ username: 'liam', password: 'liam-password' })
+  const a = await s.createAccessKey(u.id)
+  const b = await s.createAccessKey(u.id)
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+  t.match(a.key.id, uuid, 'AccessKeyID is a UUID')
+  t.match(a.secret, uuid, 'AccessKeySecret is a UUID')
+  t.not(a.secret, b.secret)
+  t.same((await s.listAccessKeys(u.id)).map((k) => k.id).sort(), [a.key.id, b.key.id].sort())
+  t.equal(await s.setAccessKeyActive(a.key.id, false), true)
+  t.equal((await s.getAccessKey(a.key.id))!.key.is_active, false)
+  t.equal(await s.setAccessKeyActive('6f1a1c7e-1111-4222-8333-944455556666', false), false, 'unknown key')
+  t.equal(await s.deleteAccessKey(a.key.id), true)
+  t.equal(await s.deleteAccessKey(a.key.id), false, 'already gone')
+  t.equal(await s.getAccessKey(a.key.id), null)
+  t.same((await s.listAccessKeys(u.id)).map((k) => k.id), [b.key.id])
+})
+
+t.test('bearer token: consumed once, stored with a TTL', async (t) => {
+  const prefix = freshPrefix()
+  const s = await open(prefix)
+  const u = await s.createUser({ username: 'mia', password: 'mia-password' })
+  const { token, expires } = await s.issueBearerToken(u.id, 600)
+  t.ok(Math.abs(expires.getTime() - (Date.now() + 600_000)) < 10_000, 'expires in ttl seconds')
+  const k = `${prefix}bt:${new Keyring(SECRET).lookup(token)}`
+  const ttl = await raw.ttl(k)
+  t.ok(ttl > 590 && ttl <= 600, `key has a TTL of about 600 s (got ${ttl})`)
+  t.equal(await s.consumeBearerToken(token), u.id, 'first use')
+  t.equal(await s.consumeBearerToken(token), null, 'second use')
+  t.equal(await raw.exists(k), 0, 'gone from Redis')
+  t.equal(await s.consumeBearerToken('never-issued-token'), null)
+
+  const short = await s.issueBearerToken(u.id, 1)
+  await sleep(1500)
+  t.equal(await s.consumeBearerToken(short.token), null, 'expired')
+})
+
+t.test('100 concurrent consumes of one bearer token over several connections: exactly one wins', async (t) => {
+  const prefix = freshPrefix()
+  const stores = [await open(prefix), await open(prefix), await open(prefix), await open(prefix)]
+  const u = await stores[0].createUser({ username: 'nick', password: 'nick-password' })
+  for (let round = 0; round < 3; round++) {
+    const { token } = await stores[0].issueBearerToken(u.id, 60)
+    const results = await Promise.all(Array.from({ length: 100 }, async (_, i) => await stores[i % stores.length].consumeBearerToken(token)))
+    t.equal(results.filter((r) => r !== null).length, 1, `round ${round}: one non-null`)
+    t.equal(results.find((r) => r !== null), u.id)
+  }
+})
+
+t.test('sessions: create, get, touch extends the TTL, delete', async (t) => {
+  const prefix = freshPrefix()
+  const s = await open(prefix)
+  const u = await s.createUser({ username: 'olga', password: 'olga-password' })
+  const sess = await s.createSession(u.id, 100)
+  t.match(sess, { user_id: u.id, id: String, csrf: String })
+  t.ok(Math.abs(sess.created - Date.now()) < 10_000)
+  t.not(sess.csrf, sess.id)
+  const got = await s.getSession(sess.id)
+  t.same(got, sess, 'same record, same csrf token')
+  t.equal(await s.getSession(sess.id + 'x'), null)
+
+  const k = `${prefix}sess:${new Keyring(SECRET).lookup(sess.id)}`
+  const t0 = await raw.ttl(k)
+  t.ok(t0 > 90 && t0 <= 100, `created with the ttl (got ${t0})`)
+  await s.touchSession(sess.id, 5000)
+  const t1 = await raw.ttl(k)
+  t.ok(t1 > 4990 && t1 <= 5000, `touch extends it (got ${t1})`)
+
+  const other = await s.createSession(u.id, 100)
+  await s.deleteSession(sess.id)
+  t.equal(await s.getSession(sess.id), null, 'deleted')
+  t.same(await s.getSession(other.id), other, 'other sessions of the user kept')
+  await s.deleteSession(sess.id) // twice is harmless
+
+  const brief = await s.createSession(u.id, 1)
+  await sleep(1500)
+  t.equal(await s.getSession(brief.id), null, 'expires')
+})
+
+t.test('disabling a user ends all their sessions', async (t) => {
+  const s = await open(freshPrefix())
+  const u = await s.createUser({ username: 'pete', password: 'pete-password' })
+  const v = await s.createUser({ username: 'quinn', password: 'quinn-password' })
+  const a = await s.createSession(u.id, 600)
+  const b = await s.createSession(u.id, 600)
+  const c = await s.createSession(v.id, 600)
+  await s.setUserActive(u.id, false)
+  t.equal(await s.getSession(a.id), null)
+  t.equal(await s.getSession(b.id), null)
+  t.not(await s.getSession(c.id), null, "another user's session kept")
+})
+
+t.test('markOnce: true the first time, false on replay, per kind, again after the TTL', async (t) => {
+  const s = await open(freshPrefix())
+  t.equal(await s.markOnce('sig', 'v1', 1), true)
+  t.equal(await s.markOnce('sig', 'v1', 1), false)
+  t.equal(await s.markOnce('other', 'v1', 1), true, 'kinds are separate')
+  t.equal(await s.markOnce('sig', 'v2', 1), true)
+  const many = await Promise.all(Array.from({ length: 20 }, async () => await s.markOnce('sig', 'v3', 10)))
+  t.equal(many.filter(Boolean).length, 1, 'concurrently: one true')
+  await sleep(1500)
+  t.equal(await s.markOnce('sig', 'v1', 1), true, 'after the ttl')
+})
+
+t.test('prefixes isolate stores', async (t) => {
+  const a = await open(freshPrefix())
+  const b = await open(freshPrefix())
+  const u = await a.createUser({ username: 'rita', password: 'rita-password' })
+  const pt = await a.createPrivateToken(u.id)
+  t.equal(await b.getUserByUsername('rita'), null)
+  t.equal(await b.userIdForPrivateToken(pt), null)
+  await b.createUser({ username: 'rita', password: 'rita-password' })
+  t.equal(await b.countUsers(), 1)
+})
+
+t.test('cross-replica cache invalidation through pub/sub', async (t) => {
+  const prefix = freshPrefix()
+  const A = await open(prefix)
+  const B = await open(prefix) // default cache ttl: 30 s, so only invalidation can make B see a change within 1 s
+  const u = await A.createUser({ username: 'sam', password: 'sam-password', orgs: { [DEFAULT_ORG]: 'user' } })
+
+  t.test('B really caches: a change written behind its back is not seen', async (t) => {
+    const { key } = await A.createAccessKey(u.id)
+    t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
+    const rk = `${prefix}ak:${key.id}`
+    const rec = JSON.parse((await raw.get(rk))!)
+    await raw.set(rk, JSON.stringify({ ...rec, is_active: false }))
+    await sleep(300)
+    t.equal((await B.getAccessKey(key.id))!.key.is_active, true, 'B answers from its cache')
+  })
+
+  t.test('access key deactivated on A: B sees it inactive within 1 s', async (t) => {
+    const { key } = await A.createAccessKey(u.id)
+    t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
+    await A.setAccessKeyActive(key.id, false)
+    t.ok(await eventually(async () => (await B.getAccessKey(key.id))?.key.is_active === false), 'inactive on B')
+  })
+
+  t.test('access key revoked on A: B sees null within 1 s', async (t) => {
+    const { key } = await A.createAccessKey(u.id)
+    t.not(await B.getAccessKey(key.id), null)
+    await A.deleteAccessKey(key.id)
+    t.ok(await eventually(async () => (await B.getAccessKey(key.id)) === null), 'gone on B')
+  })
+
+  t.test('private token revoked (and replaced) on A: B stops accepting it within 1 s', async (t) => {
+    const pt = await A.createPrivateToken(u.id)
+    t.equal(await B.userIdForPrivateToken(pt), u.id)
+    await A.revokePrivateToken(u.id)
+    t.ok(await eventually(async () => (await B.userIdForPrivateToken(pt)) === null), 'revoked on B')
+    const pt2 = await A.createPrivateToken(u.id)
+    t.equal(await B.userIdForPrivateToken(pt2), u.id)
+    await A.createPrivateToken(u.id)
+    t.ok(await eventually(async () => (await B.userIdForPrivateToken(pt2)) === null), 'replaced token refused on B')
+  })
+
+  t.test('user disabled on A: B sees is_active false within 1 s, and drops the user\'s cached keys', async (t) => {
+    const { key } = await A.createAccessKey(u.id)
+    t.equal((await B.getUser(u.id))!.is_active, true)
+    t.not(await B.getAccessKey(key.id), null)
+    t.ok(B.accessKeys.size > 0)
+    await A.setUserActive(u.id, false)
+    t.ok(await eventually(async () => (await B.getUser(u.id))!.is_active === false), 'disabled on B')
+    t.equal(B.accessKeys.size, 0, 'cached keys of the user evicted')
+    await A.setUserActive(u.id, true)
+    t.ok(await eventually(async () => (await B.getUser(u.id))!.is_active), 'enabled again on B')
+  })
+
+  t.test('membership changed on A: B sees it within 1 s', async (t) => {
+    const org = await A.createOrg('Gamma')
+    t.same((await B.getUser(u.id))!.orgs, { [DEFAULT_ORG]: 'user' })
+    await A.setMembership(u.id, org.id, 'admin')
+    t.ok(await eventually(async () => (await B.getUser(u.id))!.orgs[org.id] === 'admin'), 'granted on B')
+  })
+})
+
+t.test('cache TTL is the fallback when an invalidation is never received', async (t) => {
+  const prefix = freshPrefix()
+  const A = await open(prefix)
+  const B = await open(prefix, { cacheTtl: 1 })
+  const u = await A.createUser({ username: 'tess', password: 'tess-password' })
+  const { key } = await A.createAccessKey(u.id)
+  const pt = await A.createPrivateToken(u.id)
+  t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
+  t.equal(await B.userIdForPrivateToken(pt), u.id)
+  t.equal((await B.getUser(u.id))!.is_active, true)
+
+  // Changes written without any message, as if the message was lost.
+  const rk = `${prefix}ak:${key.id}`
+  await raw.set(rk, JSON.stringify({ ...JSON.parse((await raw.get(rk))!), is_active: false }))
+  await raw.del(`${prefix}pt:${new Keyring(SECRET).lookup(pt)}`)
+  const uk = `${prefix}user:${u.id}`
+  await raw.set(uk, JSON.stringify({ ...JSON.parse((await raw.get(uk))!), is_active: false }))
+
+  t.equal((await B.getAccessKey(key.id))!.key.is_active, true, 'still cached right after')
+  t.equal(await B.userIdForPrivateToken(pt), u.id, 'still cached right after')
+  t.equal((await B.getUser(u.id))!.is_active, true, 'still cached right after')
+  await sleep(1300)
+  t.equal((await B.getAccessKey(key.id))!.key.is_active, false, 'key re-read after the TTL')
+  t.equal(await B.userIdForPrivateToken(pt), null, 'token re-read after the TTL')
+  t.equal((await B.getUser(u.id))!.is_active, false, 'user re-read after the TTL')
+})
+
+t.test('a replica whose subscription dropped starts cold when it reconnects', async (t) => {
+  const prefix = freshPrefix()
+  const A = await open(prefix)
+  const B = await open(prefix) // 30 s cache
+  const u = await A.createUser({ username: 'uma', password: 'uma-password' })
+  const { key } = await A.createAccessKey(u.id)
+  t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
+  // Kill every pub/sub connection: B misses whatever is published meanwhile.
+  await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub')
+  const rk = `${prefix}ak:${key.id}`
+  await raw.set(rk, JSON.stringify({ ...JSON.parse((await raw.get(rk))!), is_active: false }))
+  t.ok(await eventually(async () => (await B.getAccessKey(key.id))!.key.is_active === false, 5000), 'B dropped its cache on reconnect')
+  // and the subscription works again afterwards
+  const { key: k2 } = await A.createAccessKey(u.id)
+  t.ok(await eventually(async () => {
+    await B.getAccessKey(k2.id)
+    return (await raw.pubsub('NUMSUB', `${prefix}invalidate`) as [string, number])[1] >= 2
+  }, 5000), 'resubscribed')
+  t.equal((await B.getAccessKey(k2.id))!.key.is_active, true)
+  await A.setAccessKeyActive(k2.id, false)
+  t.ok(await eventually(async () => (await B.getAccessKey(k2.id))!.key.is_active === false), 'invalidation reaches B again')
+})
+
+t.test('Redis down: every call fails fast with 503 store_unavailable, cached entries included', async (t) => {
+  const other = await startRedis()
+  t.teardown(() => other.stop())
+  const down = new RedisStore({ url: other.url, prefix: 'x:', commandTimeout: 500, connectTimeout: 500, cache: { max: 10, ttl: 30 } }, new Keyring(SECRET))
+  opened.push(down)
+  await down.connect()
+  const u = await down.createUser({ username: 'vera', password: 'vera-password' })
+  const { key } = await down.createAccessKey(u.id)
+  const pt = await down.createPrivateToken(u.id)
+  const unseen = await down.createUser({ username: 'walt', password: 'walt-password' })
+  // cached (30 s)
+  t.equal((await down.getUser(u.id))!.id, u.id)
+  t.not(await down.getAccessKey(key.id), null)
+  t.equal(await down.userIdForPrivateToken(pt), u.id)
+  t.ok(down.users.size > 0 && down.accessKeys.size > 0 && down.privateTokens.size > 0)
+  await other.kill()
+  const start = Date.now()
+  await rejectsWith(t, down.ping(), 503, 'store_unavailable', 'ping')
+  await rejectsWith(t, down.consumeBearerToken('x'), 503, 'store_unavailable', 'consume')
+  await rejectsWith(t, down.getUser(unseen.id), 503, 'store_unavailable', 'getUser, not cached')
+  // the client has noticed (its socket closed): from here nothing is served from cache
+  t.ok(await eventually(async () => !down.isReady, 2000), 'the client sees the connection gone')
+  await rejectsWith(t, down.getUser(u.id), 503, 'store_unavailable', 'getUser, cached')
+  await rejectsWith(t, down.getAccessKey(key.id), 503, 'store_unavailable', 'getAccessKey, cached')
+  await rejectsWith(t, down.userIdForPrivateToken(pt), 503, 'store_unavailable', 'userIdForPrivateToken, cached')
+  t.ok(Date.now() - start < 5000, 'no hang')
+})
