@@ -24,6 +24,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
+COPY static ./static
 COPY gateway.yml ./gateway.yml
 # uid/gid 1000 is the image's "node" user; numeric so Kubernetes' runAsNonRoot can verify it
 USER 1000:1000

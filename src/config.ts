@@ -37,7 +37,7 @@ export interface Config {
     lockout: { max_failures: number, window: number }
   }
   session: { accept_legacy_cookie: boolean, idle_timeout: number, absolute_timeout: number, cookie_secure: boolean }
-  server: { trusted_proxies: string[], shutdown_grace: number, body_limit: number, headers_timeout: number, request_timeout: number } & { drain_delay: number }
+  server: { trusted_proxies: string[], drain_delay: number, shutdown_grace: number, body_limit: number, headers_timeout: number, request_timeout: number }
   metrics: MetricsConfig
   docs: { enabled: boolean }
   log: { level: string }
@@ -219,19 +219,16 @@ const KNOWN: Record<string, string[] | null> = {
   listen: ['host', 'port'],
   upstream: ['url', 'timeout', 'public_paths'],
   names: ['abbrev'],
-  redis: ['url', 'prefix', 'command_timeout', 'connect_timeout'],
+  redis: ['url', 'prefix', 'command_timeout', 'connect_timeout', 'mode', 'sentinels', 'name', 'nodes', 'username', 'password', 'sentinel_password', 'db', 'tls'],
   secret_key: null,
   secret_key_file: null,
   auth: ['bearer', 'signature', 'cache', 'lockout'],
   session: ['accept_legacy_cookie', 'idle_timeout', 'absolute_timeout', 'cookie_secure'],
-  server: ['trusted_proxies', 'shutdown_grace', 'body_limit', 'headers_timeout', 'request_timeout'],
+  server: ['trusted_proxies', 'drain_delay', 'shutdown_grace', 'body_limit', 'headers_timeout', 'request_timeout'],
+  metrics: ['enabled', 'host', 'port'],
   docs: ['enabled'],
   log: ['level']
 }
-// deployment keys (Redis topologies, metrics listener, drain delay)
-KNOWN.redis = [...KNOWN.redis!, 'mode', 'sentinels', 'name', 'nodes', 'username', 'password', 'sentinel_password', 'db', 'tls']
-KNOWN.server = [...KNOWN.server!, 'drain_delay']
-KNOWN.metrics = ['enabled', 'host', 'port']
 
 /** Keys of the mappings one level further down. */
 const KNOWN_NESTED: Record<string, string[]> = {

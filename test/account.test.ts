@@ -132,6 +132,15 @@ t.test('at most 10 access keys per user', async (t) => {
   t.equal((await g.store.listAccessKeys(u.id)).length, 10)
 })
 
+t.test('the cap holds under concurrent creation', async (t) => {
+  const u = await makeUser(g, 'lea')
+  const pt = await g.store.createPrivateToken(u.id)
+  const auth: Auth = async () => ({ authorization: `Token ${pt}` })
+  const statuses = (await Promise.all(Array.from({ length: 25 }, async () => (await call(auth, 'POST', KEYS)).status))).sort()
+  t.same(statuses, [...Array(10).fill(201), ...Array(15).fill(400)], 'exactly 10 created')
+  t.equal((await g.store.listAccessKeys(u.id)).length, 10)
+})
+
 t.test('private token: read, create, reset, revoke; never cached', async (t) => {
   const u = await makeUser(g, 'mia')
   const s = await login(g.url, 'mia', 'mia-password')

@@ -124,8 +124,12 @@ if (browser === null) {
   })
 
   t.test('create, show and reset the private token in the page', async (t) => {
+    await page.getByText('You have no private token.').waitFor()
+    t.notOk(await page.locator('#pt-box').isVisible(), 'no token: no token box beside the "no private token" line')
+    t.notOk(await page.getByRole('button', { name: 'Revoke token' }).isVisible())
     await page.getByRole('button', { name: 'Create token' }).click()
     await page.getByRole('button', { name: 'Reset token' }).waitFor()
+    t.notOk(await page.getByText('You have no private token.').isVisible(), 'a token: the "no private token" line is gone')
     const first = (await page.locator('#pt-value').textContent())!.trim()
     t.equal(first, await g.store.getPrivateToken(alice.id))
     t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${first}` } })).status, 200)

@@ -43,7 +43,21 @@ t.test('defaults', async (t) => {
       usernameHeader: 'X-SVC-Username',
       authMethodHeader: 'X-SVC-Auth-Method'
     },
-    redis: { url: 'redis://127.0.0.1:6379', prefix: 'sidegate:', command_timeout: 2000, connect_timeout: 5000 },
+    redis: {
+      url: 'redis://127.0.0.1:6379',
+      prefix: 'sidegate:',
+      command_timeout: 2000,
+      connect_timeout: 5000,
+      mode: 'standalone',
+      sentinels: [],
+      name: 'mymaster',
+      nodes: [],
+      username: null,
+      password: null,
+      sentinel_password: null,
+      db: 0,
+      tls: { enabled: false, ca_file: null, cert_file: null, key_file: null, servername: null, reject_unauthorized: true }
+    },
     secret_key: null,
     secret_key_file: resolve(process.cwd(), 'sidegate.key'),
     admin_password: null,
@@ -54,9 +68,10 @@ t.test('defaults', async (t) => {
       lockout: { max_failures: 7, window: 1800 }
     },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
-    server: { trusted_proxies: [], shutdown_grace: 10, body_limit: 8192, headers_timeout: 10, request_timeout: 60 },
+    server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60 },
     docs: { enabled: true },
-    log: { level: 'info' }
+    log: { level: 'info' },
+    metrics: { enabled: true, host: '0.0.0.0', port: 9090 }
   })
   t.same(buildConfig(null), c, 'an empty YAML file (null) is all defaults')
   t.same(buildConfig(undefined), c)

@@ -5,7 +5,6 @@
  */
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -284,63 +283,4 @@ t.test('started while Redis is down: listens, /readyz 503, ready once Redis star
   t.equal(await g.stop(), 0)
 })
 
-t.test('SIGTERM: the in-flight request completes, new connections are refused, exit 0 within the grace period', async (t) => {
-  const redis = await startRedis()
-  t.teardown(() => redis.stop())
-  const g = await launch({
-    config: { redis: { url: redis.url, prefix: 'life6:' }, upstream: { url: echo.url }, server: { shutdown_grace: 5 } },
-    env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
-  })
-  const store = await openStore(redis.url, 'life6:')
-  const admin = (await store.getUserByUsername('admin'))!
-  const tok = await store.createPrivateToken(admin.id)
-  await store.close()
-  const port = Number(new URL(g.url).port)
-
-  const seen = echo.seen.length
-  let finished = false
-  const inflight = request(g.url, '/slow/1500', { headers: { authorization: `Token ${tok}` } }).then((r) => { finished = true; return r })
-  const end = Date.now() + 5000
-  while (!echo.seen.slice(seen).some((s) => s.url === '/slow/1500') && Date.now() < end) await sleep(10)
-  t.ok(echo.seen.slice(seen).some((s) => s.url === '/slow/1500'), 'the request reached the upstream')
-
-  const signalled = Date.now()
-  g.proc.kill('SIGTERM')
-  // shutdown begins: the listening socket closes
-  let refused = false
-  while (!refused && Date.now() - signalled < 1000) {
-    refused = await new Promise<boolean>((resolve) => {
-      const c = connect(port, '127.0.0.1')
-      c.once('connect', () => { c.destroy(); resolve(false) })
-      c.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'))
-    })
-    if (!refused) await sleep(20)
-  }
-  t.ok(refused, 'new connections are refused once shutdown began')
-  t.notOk(finished, 'while the slow request was still in flight')
-
-  const r = await inflight
-  t.equal(r.status, 200, 'the in-flight request completed')
-  t.equal(r.json.url, '/slow/1500')
-  const code = await g.exited
-  t.equal(code, 0, 'exit 0')
-  t.ok(Date.now() - signalled < 5000 + 2000, `within the grace period (${Date.now() - signalled} ms)`)
-  t.match(g.stdout(), /"msg":"draining"/)
-})
-
-t.test('SIGTERM with a request slower than the grace period: cut off, still exit 0', async (t) => {
-  const redis = await startRedis()
-  t.teardown(() => redis.stop())
-  const g = await launch({
-    config: { redis: { url: redis.url, prefix: 'life7:' }, upstream: { url: echo.url }, server: { shutdown_grace: 1 } },
-    env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
-  })
-  const tok = (await login(g.url, ADMIN_PASSWORD)).json.token
-  const inflight = request(g.url, '/slow/8000', { headers: { authorization: `Bearer ${tok}` } }).then((r) => r.status, () => 'reset')
-  await sleep(300)
-  const signalled = Date.now()
-  g.proc.kill('SIGTERM')
-  t.equal(await g.exited, 0, 'exit 0')
-  t.ok(Date.now() - signalled < 5000, `bounded by the grace period, not the upstream (${Date.now() - signalled} ms)`)
-  t.not(await inflight, 200, 'the slow request did not get a 200')
-})
+// SIGTERM (drain delay, grace, in-flight requests) is covered by test/shutdown.test.ts

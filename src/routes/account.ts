@@ -47,8 +47,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number): Route[] {
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       if (ctx.req.method === 'POST') {
-        if ((await store.listAccessKeys(userId)).length >= MAX_ACCESS_KEYS) throw E.tooManyKeys(MAX_ACCESS_KEYS)
-        const { key, secret } = await store.createAccessKey(userId)
+        const { key, secret } = await store.createAccessKey(userId, MAX_ACCESS_KEYS)
         sendJson(ctx.res, 201, { ...keyJson(key), secret })
         return
       }

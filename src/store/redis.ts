@@ -46,6 +46,12 @@ o[ARGV[1]] = cjson.decode(ARGV[2])
 redis.call('SET', KEYS[1], cjson.encode(o))
 return 1`
 
+// Adds ARGV[1] to the set KEYS[1] unless it already has ARGV[2] members (0: no cap); 1 if added.
+const ADD_CAPPED = `
+local max = tonumber(ARGV[2])
+if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
+return redis.call('SADD', KEYS[1], ARGV[1])`
+
 // Sets or clears a membership: ARGV[1] org id, ARGV[2] role or '' to remove.
 const SET_MEMBER = `
 local v = redis.call('GET', KEYS[1])
@@ -100,6 +106,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('setField', { numberOfKeys: 1, lua: SET_FIELD })
     this.redis.defineCommand('setMember', { numberOfKeys: 1, lua: SET_MEMBER })
     this.redis.defineCommand('countAttempt', { numberOfKeys: 1, lua: COUNT_ATTEMPT })
+    this.redis.defineCommand('addCapped', { numberOfKeys: 1, lua: ADD_CAPPED })
     // The subscriber may queue its SUBSCRIBE until connected; it never serves requests.
     this.#sub = createRedisClient(opts, 'subscriber')
     this.#sub.on('error', (err: Error) => opts.onError?.(err))
@@ -294,12 +301,15 @@ export class RedisStore implements Store {
 
   // ---- access keys
 
-  async createAccessKey (userId: string): Promise<{ key: AccessKey, secret: string }> {
+  async createAccessKey (userId: string, max = 0): Promise<{ key: AccessKey, secret: string }> {
     const key: AccessKey = { id: randomUUID(), user_id: userId, is_active: true, date_created: new Date().toISOString(), date_last_used: null }
     const secret = randomUUID()
     const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
+    // the id is reserved in the user's set first, atomically against the cap, so
+    // concurrent creations can never exceed it; a listing skips an id without a record yet
+    const added = await this.#run(() => (this.redis as any).addCapped(this.#k('user-aks', userId), key.id, String(max)) as Promise<number>)
+    if (added !== 1) throw E.tooManyKeys(max)
     await this.#run(() => this.redis.set(this.#k('ak', key.id), JSON.stringify(stored)))
-    await this.#run(() => this.redis.sadd(this.#k('user-aks', userId), key.id))
     return { key, secret }
   }
 

@@ -75,7 +75,8 @@ export interface Store {
   recordLogin(userId: string): Promise<void>
   countUsers(): Promise<number>
 
-  createAccessKey(userId: string): Promise<{ key: AccessKey, secret: string }>
+  /** `max` > 0: refused with `too_many_keys` when the user already has that many (atomic) */
+  createAccessKey(userId: string, max?: number): Promise<{ key: AccessKey, secret: string }>
   /** Cached in process; invalidated on every replica when the key or its user changes. */
   getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
   listAccessKeys(userId: string): Promise<AccessKey[]>
