@@ -13,6 +13,7 @@ import { startEcho, request, post } from './fixtures/http.js'
 import { ROOT, SECRET, startGateway } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { main } from '../src/cli.js'
+import { eventually } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const PREFIX = `cli${process.pid}:`
@@ -68,15 +69,6 @@ async function inProcess (args: string[], o: { stdin?: string, config?: string |
 }
 
 const json = (r: Run): any => JSON.parse(r.stdout)
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-async function eventually (fn: () => Promise<boolean>, ms = 1000): Promise<boolean> {
-  const end = Date.now() + ms
-  for (;;) {
-    if (await fn()) return true
-    if (Date.now() > end) return false
-    await sleep(25)
-  }
-}
 
 t.test('the real binary: --help exits 0; an unknown command or flag exits 2', async (t) => {
   const [help, cmd, flag, sub] = await Promise.all([

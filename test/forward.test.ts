@@ -13,6 +13,7 @@ import { startRedis, freePort } from './fixtures/redis.js'
 import { startEcho, request, type Echo } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
+import { eventually } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -30,17 +31,8 @@ const tim = await makeUser(gt, 'tim')
 const timToken = await gt.store.createPrivateToken(tim.id)
 const last = (e: Echo = echo): Echo['seen'][number] => e.seen[e.seen.length - 1]
 const host = (gw: TestGateway): string => new URL(gw.url).host
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 const connections = async (s: http.Server | net.Server): Promise<number> =>
   await new Promise((resolve, reject) => s.getConnections((err, n) => err ? reject(err) : resolve(n)))
-async function eventually (what: () => Promise<boolean>, ms = 3000): Promise<boolean> {
-  const end = Date.now() + ms
-  for (;;) {
-    if (await what()) return true
-    if (Date.now() > end) return false
-    await sleep(25)
-  }
-}
 /** The gateway's request log line for a request id. */
 function logLine (gw: TestGateway, reqId: string): any {
   return gw.logs.map((l) => JSON.parse(l)).find((o) => o.msg === 'request' && o.reqId === reqId)
@@ -250,8 +242,8 @@ t.test('client aborts while a slow upstream works: nothing leaks, the gateway ke
     }, 10)
   })
   t.equal(up.seen.length, 1, 'the upstream got the request')
-  t.ok(await eventually(async () => await connections(up.server) === 0), 'the upstream connection was closed, not left waiting')
-  t.ok(await eventually(async () => await connections(g2.gw.server) === 0), 'no client connection left on the gateway')
+  t.ok(await eventually(async () => await connections(up.server) === 0, 3000), 'the upstream connection was closed, not left waiting')
+  t.ok(await eventually(async () => await connections(g2.gw.server) === 0, 3000), 'no client connection left on the gateway')
 
   // POST, aborted halfway through the body
   await new Promise<void>((resolve) => {
@@ -262,8 +254,8 @@ t.test('client aborts while a slow upstream works: nothing leaks, the gateway ke
       if (up.seen.length > 1) { clearInterval(wait); req.destroy() }
     }, 10)
   })
-  t.ok(await eventually(async () => await connections(up.server) === 0), 'upstream connection closed after a half-sent body')
-  t.ok(await eventually(async () => await connections(g2.gw.server) === 0))
+  t.ok(await eventually(async () => await connections(up.server) === 0, 3000), 'upstream connection closed after a half-sent body')
+  t.ok(await eventually(async () => await connections(g2.gw.server) === 0, 3000))
 
   const next = await request(g2.url, '/x', { headers: { authorization: `Token ${tok}` } })
   t.equal(next.status, 200, 'the next request is served')
@@ -407,8 +399,8 @@ t.test('WebSocket: closing either side closes the other', async (t) => {
   t.equal(await connections(up.server), 1)
   t.equal(await connections(g2.gw.server), 1)
   a.socket.destroy()
-  t.ok(await eventually(async () => await connections(up.server) === 0), 'client gone: upstream socket closed')
-  t.ok(await eventually(async () => await connections(g2.gw.server) === 0), 'and the gateway holds nothing')
+  t.ok(await eventually(async () => await connections(up.server) === 0, 3000), 'client gone: upstream socket closed')
+  t.ok(await eventually(async () => await connections(g2.gw.server) === 0, 3000), 'and the gateway holds nothing')
 
   const b = await upgrade(g2.url, '/ws', { Authorization: `Token ${tok}` })
   t.equal(await roundTrip(b.socket, 'pong'), 'pong')
@@ -417,7 +409,7 @@ t.test('WebSocket: closing either side closes the other', async (t) => {
   upstreamSockets[1].destroy()
   await ended
   t.pass('upstream gone: client socket closed')
-  t.ok(await eventually(async () => await connections(g2.gw.server) === 0), 'and the gateway holds nothing')
+  t.ok(await eventually(async () => await connections(g2.gw.server) === 0, 3000), 'and the gateway holds nothing')
 })
 
 t.test('WebSocket upgrade without a credential: 401 JSON, never reaches the upstream', async (t) => {

@@ -16,9 +16,9 @@ import { ADMIN_PASSWORD, ROOT, SECRET } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { Keyring } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
+import { sleep } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 const echo = await startEcho()
 t.teardown(() => echo.close())

@@ -5,6 +5,7 @@ import { post, type Res } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { postForm } from './fixtures/session.js'
+import { sleep } from './fixtures/wait.js'
 
 const redis = await startRedis()
 // 127.0.0.1 is a trusted proxy, so each test can speak for several client IPs (documentation addresses, never contacted)
@@ -15,7 +16,6 @@ t.teardown(async () => { await g.close(); await redis.stop() })
 const TOKEN = '/api/v1/authentication/auth/'
 const from = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip })
 const token = async (gw: TestGateway, username: string, password: string, ip: string): Promise<Res> => await post(gw.url, TOKEN, { username, password }, from(ip))
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 t.test('7 failures lock one username for one client IP, on /login and the token endpoint alike', async (t) => {
   await makeUser(g, 'alice')

@@ -6,6 +6,7 @@ import { startGateway, ADMIN_PASSWORD } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { login, postForm, setCookies } from './fixtures/session.js'
 import { safeNext } from '../src/routes/login.js'
+import { sleep } from './fixtures/wait.js'
 
 const redis = await startRedis()
 const g = await startGateway(redis.url)
@@ -15,7 +16,6 @@ const alice = await makeUser(g, 'alice')
 const PROFILE = '/api/v1/users/profile/'
 const TOKEN = '/api/v1/authentication/private-token/'
 type Asserts = Pick<typeof t, 'match' | 'notMatch' | 'equal'>
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Nothing a strict CSP would block: no inline script, style or event handler. */
 function assertNoInline (t: Asserts, html: string): void {

@@ -6,8 +6,8 @@ import { request } from './fixtures/http.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
 import { Metrics } from '../src/metrics.js'
 import { buildConfig } from '../src/config.js'
+import { sleep, bootstrappedAdmin } from './fixtures/wait.js'
 
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 const PROFILE = '/api/v1/users/profile/'
 
 /** Prometheus text → { 'name{a="b"}': value }, labels in the order exposed. */
@@ -33,8 +33,7 @@ const prefix = 'metrics:'
 const gw = await spawnGateway(redis.url, { upstream: { url: `http://127.0.0.1:${unused}`, timeout: 5 } }, prefix)
 const store = await openTestStore({ url: redis.url }, prefix)
 t.teardown(async () => { await gw.stop(); await store.close(); await redis.stop() })
-let admin = await store.getUserByUsername('admin')
-for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+const admin = await bootstrappedAdmin(store)
 
 t.test('/metrics is Prometheus text on the admin listener only', async (t) => {
   const r = await request(gw.metricsUrl, '/metrics')

@@ -1,16 +1,16 @@
 import t from 'tap'
 import { startCluster, replicasCaughtUp } from './fixtures/topologies.js'
-import { storeContract } from './fixtures/store-contract.js'
 import { spawnGateway } from './fixtures/gateway.js'
 import { request } from './fixtures/http.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
-import { openTestStore } from './fixtures/store-contract.js'
+import { openTestStore, storeContract } from './fixtures/store-contract.js'
+import { eventually, bootstrappedAdmin } from './fixtures/wait.js'
+import { failoverRounds, describeFailures } from './fixtures/failover.js'
 
 const cluster = await startCluster()
 t.teardown(async () => { await cluster.stop() })
 // seed with one node only: the client discovers the rest
 const redis = { mode: 'cluster', nodes: [`127.0.0.1:${cluster.nodes[0].port}`] }
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 t.test('store contract on a six-node Redis Cluster', async (t) => { storeContract(t, redis) })
 
@@ -22,11 +22,7 @@ t.test('a gateway in cluster mode: every credential kind, readiness, keys spread
   t.teardown(async () => { await store.close() })
 
   t.equal((await request(gw.url, '/readyz')).status, 200)
-  let admin = await store.getUserByUsername('admin')
-  for (let i = 0; i < 100 && admin === null; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    admin = await store.getUserByUsername('admin')
-  }
+  const admin = await bootstrappedAdmin(store)
   t.ok(admin, 'bootstrap ran against the cluster')
 
   for (let i = 0; i < 5; i++) {
@@ -66,23 +62,10 @@ t.test('a primary dies mid-run: its replica takes over and the gateway recovers 
   t.teardown(async () => { await gw.stop() })
   const store = await openTestStore(redis, prefix)
   t.teardown(async () => { await store.close() })
-  let admin = await store.getUserByUsername('admin')
-  for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+  const admin = await bootstrappedAdmin(store)
   const pt = await store.createPrivateToken(admin!.id)
 
-  const results: Array<{ at: number, ok: boolean, status: number }> = []
-  const round = async (): Promise<void> => {
-    const at = Date.now()
-    let status = 0
-    try {
-      const tok = await bearer(gw.url)
-      status = (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${tok}` } })).status
-    } catch (err) {
-      const m = /said (\d+)/.exec((err as Error).message)
-      status = m === null ? -1 : Number(m[1])
-    }
-    results.push({ at, ok: status === 200, status })
-  }
+  const { results, round, untilRecovered, failures } = failoverRounds(gw.url)
   for (let i = 0; i < 5; i++) await round()
   t.ok(results.every((r) => r.ok), 'all good before the failover')
 
@@ -94,17 +77,11 @@ t.test('a primary dies mid-run: its replica takes over and the gateway recovers 
   const killed = await cluster.killPrimaryOf(slot)
   t.ok(before.includes(killed), `killed the primary on ${killed}`)
 
-  const deadline = Date.now() + 40_000
-  let streak = 0
-  while (streak < 15 && Date.now() < deadline) {
-    await round()
-    streak = results[results.length - 1].ok ? streak + 1 : 0
-    await sleep(25)
-  }
-  const failures = results.filter((r) => !r.ok)
-  t.equal(streak, 15, `recovered (failures: ${failures.length}, statuses ${[...new Set(failures.map((f) => f.status))].join(',')})`)
-  t.ok(failures.every((f) => f.at >= killedAt), 'no failure before the primary died')
-  t.ok(failures.every((f) => f.status === 503 || f.status === 401), 'failures are 503, or 401 for a write lost with the primary')
+  const streak = await untilRecovered()
+  const failed = failures()
+  t.equal(streak, 15, `recovered (${describeFailures(failed)})`)
+  t.ok(failed.every((f) => f.at >= killedAt), 'no failure before the primary died')
+  t.ok(failed.every((f) => f.status === 503 || f.status === 401), 'failures are 503, or 401 for a write lost with the primary')
   const after = await cluster.primaries()
   t.equal(after.length, 3, 'three primaries again: a replica was promoted')
   t.notOk(after.includes(killed))
@@ -112,10 +89,6 @@ t.test('a primary dies mid-run: its replica takes over and the gateway recovers 
 
   t.equal((await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status, 200)
   await store.revokePrivateToken(admin!.id)
-  let refused = false
-  for (let i = 0; i < 50 && !refused; i++) {
-    refused = (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status === 401
-    if (!refused) await sleep(20)
-  }
+  const refused = await eventually(async () => (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status === 401)
   t.ok(refused, 'invalidation still reaches the gateway after the failover')
 })

@@ -9,6 +9,7 @@ import { ADMIN_PASSWORD, SECRET, spawnGateway } from './fixtures/gateway.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
 import { Keyring } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
+import { eventually } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const PREFIX = `rep${process.pid}:`
@@ -29,15 +30,6 @@ t.teardown(async () => {
 })
 
 const replicas = [a, b]
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-async function eventually (fn: () => Promise<boolean>, ms = 1000): Promise<boolean> {
-  const end = Date.now() + ms
-  for (;;) {
-    if (await fn()) return true
-    if (Date.now() > end) return false
-    await sleep(20)
-  }
-}
 
 const user = await store.createUser({ username: 'ruth', password: 'ruth-password', orgs: { [DEFAULT_ORG]: 'user' } })
 

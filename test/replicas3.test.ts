@@ -12,9 +12,9 @@ import { openTestStore } from './fixtures/store-contract.js'
 import { request } from './fixtures/http.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
 import { buildConfig } from '../src/config.js'
+import { sleep, bootstrappedAdmin } from './fixtures/wait.js'
 
 const run = promisify(execFile)
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 const PROFILE = '/api/v1/users/profile/'
 
 const redis = await startRedis()
@@ -28,8 +28,7 @@ for (const s of started) if (s.status === 'rejected') throw s.reason
 const store = await openTestStore({ url: redis.url }, prefix)
 t.teardown(async () => { await store.close() })
 
-let admin = await store.getUserByUsername('admin')
-for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+const admin = await bootstrappedAdmin(store)
 const adminId = admin!.id
 
 t.test('three replicas bootstrapped one admin between them', async (t) => {

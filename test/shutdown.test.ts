@@ -8,8 +8,8 @@ import { startRedis } from './fixtures/redis.js'
 import { spawnGateway } from './fixtures/gateway.js'
 import { openTestStore } from './fixtures/store-contract.js'
 import { request, startEcho, type Res } from './fixtures/http.js'
+import { sleep, bootstrappedAdmin } from './fixtures/wait.js'
 
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 const redis = await startRedis()
 const echo = await startEcho()
@@ -18,8 +18,7 @@ t.teardown(async () => { await echo.close(); await redis.stop() })
 async function tokenFor (prefix: string): Promise<string> {
   const store = await openTestStore({ url: redis.url }, prefix)
   try {
-    let admin = await store.getUserByUsername('admin')
-    for (let i = 0; i < 100 && admin === null; i++) { await sleep(50); admin = await store.getUserByUsername('admin') }
+    const admin = await bootstrappedAdmin(store)
     return await store.createPrivateToken(admin!.id)
   } finally { await store.close() }
 }

@@ -9,6 +9,7 @@ import { SECRET } from './fixtures/gateway.js'
 import { Keyring, verifyPassword } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
 import { GatewayError } from '../src/errors.js'
+import { sleep, eventually } from './fixtures/wait.js'
 
 const redis = await startRedis()
 const raw = new Redis(redis.url)
@@ -32,17 +33,7 @@ async function open (prefix: string, o: { secret?: string, cacheTtl?: number } =
   return s
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Polls until `fn` is true; false if it never was within `ms`. */
-async function eventually (fn: () => Promise<boolean>, ms = 1000): Promise<boolean> {
-  const end = Date.now() + ms
-  for (;;) {
-    if (await fn()) return true
-    if (Date.now() > end) return false
-    await sleep(20)
-  }
-}
 
 type Asserts = Pick<typeof t, 'ok' | 'equal' | 'fail'>
 
