@@ -35,7 +35,7 @@ const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PRE
 interface Run { code: number | null, stdout: string, stderr: string, ms: number }
 
 /** Runs the CLI; killed (and reported as code null) if it takes longer than `timeout` ms. */
-async function cli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
+async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
   const started = Date.now()
   const p = spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), ...full], {
@@ -56,8 +56,9 @@ async function cli (args: string[], o: { stdin?: string, config?: string | null,
 
 /**
  * The same entry point in process (bin/sidegate.js only calls main): for the
- * long lists of help and usage cases, which a spawned process per case would
- * make slow on a busy machine. The real binary is checked on a sample.
+ * long lists of cases, which a spawned process per case would make slow on a
+ * busy machine. The real binary (`spawnCli`) is checked on a sample of each
+ * kind: usage, stdin, JSON output, an unreachable Redis.
  */
 async function inProcess (args: string[], o: { stdin?: string, config?: string | null } = {}): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
@@ -69,10 +70,11 @@ async function inProcess (args: string[], o: { stdin?: string, config?: string |
 }
 
 const json = (r: Run): any => JSON.parse(r.stdout)
+const cli = inProcess
 
 t.test('the real binary: --help exits 0; an unknown command or flag exits 2', async (t) => {
   const [help, cmd, flag, sub] = await Promise.all([
-    cli(['--help'], { config: null }), cli(['frobnicate'], { config: null }), cli(['user', 'list', '--bogus']), cli(['key', '--help'], { config: null })
+    spawnCli(['--help'], { config: null }), spawnCli(['frobnicate'], { config: null }), spawnCli(['user', 'list', '--bogus']), spawnCli(['key', '--help'], { config: null })
   ])
   t.equal(help.code, 0)
   t.match(help.stdout, /Usage: sidegate <command>/)
@@ -130,7 +132,7 @@ t.test('usage errors exit 2 with a message on stderr', async (t) => {
 })
 
 t.test('user add with the password on stdin, user list, login with it', async (t) => {
-  const add = await cli(['user', 'add', 'bob', '--password-stdin', '--org', DEFAULT_ORG, '--email', 'bob@example.com', '--name', 'Bob B'], { stdin: 'bob-password-1\n' })
+  const add = await spawnCli(['user', 'add', 'bob', '--password-stdin', '--org', DEFAULT_ORG, '--email', 'bob@example.com', '--name', 'Bob B'], { stdin: 'bob-password-1\n' })
   t.equal(add.code, 0, add.stderr)
   t.match(add.stdout, /created user bob/)
   const list = await cli(['user', 'list', '--json'])
@@ -179,7 +181,7 @@ t.test('org add and org list', async (t) => {
 
 t.test('access keys: create, sign a request with it, list, revoke', async (t) => {
   const bob = json(await cli(['user', 'list', '--json'])).find((u: any) => u.username === 'bob')
-  const created = await cli(['key', 'create', 'bob', '--json'])
+  const created = await spawnCli(['key', 'create', 'bob', '--json'])
   t.equal(created.code, 0, created.stderr)
   const { id, secret } = json(created)
   t.match(id, /^[0-9a-f-]{36}$/)
@@ -294,7 +296,7 @@ t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
   const port = await freePort()
   const cfg = writeConfig('down.yml', { redis: { url: `redis://127.0.0.1:${port}`, prefix: PREFIX, connect_timeout: 1000 } })
   const cases = [['user', 'list'], ['org', 'list', '--json'], ['token', 'create', 'bob']]
-  const runs = await Promise.all(cases.map(async (args) => await cli(args, { config: cfg, timeout: 15_000 })))
+  const runs = await Promise.all(cases.map(async (args) => await spawnCli(args, { config: cfg, timeout: 15_000 })))
   for (const [i, args] of cases.entries()) {
     const r = runs[i]
     t.equal(r.code, 1, `${args.join(' ')}: exit 1 (null means it hung and was killed)`)

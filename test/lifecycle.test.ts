@@ -51,7 +51,9 @@ async function launch (o: { config: Record<string, unknown>, env?: Record<string
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'sidegate-life-'))
   dirs.add(dir)
   const file = join(dir, 'gateway.yml')
-  writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, ...o.config }))
+  // no drain delay (SIGTERM semantics are test/shutdown.test.ts's) and no metrics listener on the shared port 9090
+  const server = { drain_delay: 0, ...(o.config.server as object | undefined) }
+  writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, metrics: { enabled: false }, ...o.config, server }))
   const proc = spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
     env: { PATH: process.env.PATH, ...o.env },
     stdio: ['ignore', 'pipe', 'pipe']
