@@ -144,6 +144,8 @@ export function createGateway (opts: GatewayOptions): Gateway {
     }
     res.setHeader('x-request-id', ctx.requestId)
     if (draining) res.setHeader('connection', 'close')
+    // Credentials in these headers are redacted by the logger (src/log.ts REDACT).
+    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url, headers: { ...req.headers } }, ip: ctx.clientIp }, 'request received')
     res.once('close', () => {
       opts.metrics?.request(res.statusCode, ctx.identity?.method, (res as ResWithCode).errorCode, start)
       if (!log.isLevelEnabled('info')) return
@@ -160,6 +162,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
         aborted: !res.writableFinished || undefined
       }, 'request')
     })
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); Node would answer plain text, we answer JSON.
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      fail(ctx, E.badRequest('The Host header is required.'))
+      return
+    }
     handle(ctx).catch((err) => fail(ctx, err))
   }
 
@@ -193,7 +200,13 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const server = http.createServer({
     headersTimeout: config.server.headers_timeout * 1000,
     requestTimeout: config.server.request_timeout * 1000,
-    keepAliveTimeout: 5000
+    // Node checks both timeouts only this often (default 30 s): check every
+    // second so a slow client is cut off close to the configured time.
+    connectionsCheckingInterval: 1000,
+    keepAliveTimeout: 5000,
+    maxHeaderSize: config.server.max_header_size,
+    // a request without Host gets our JSON 400 (onRequest), not Node's plain-text one
+    requireHostHeader: false
   }, onRequest)
   server.on('upgrade', (req, socket, head) => { onUpgrade(req, socket, head).catch(() => socket.destroy()) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
