@@ -147,13 +147,15 @@ export function createGateway (opts: GatewayOptions): Gateway {
     // Credentials in these headers are redacted by the logger (src/log.ts REDACT).
     if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url, headers: { ...req.headers } }, ip: ctx.clientIp }, 'request received')
     res.once('close', () => {
-      opts.metrics?.request(res.statusCode, ctx.identity?.method, (res as ResWithCode).errorCode, start)
+      // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
+      const status = res.headersSent ? res.statusCode : 499
+      opts.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
       if (!log.isLevelEnabled('info')) return
       log.info({
         reqId: ctx.requestId,
         method: req.method,
         path: ctx.path,
-        status: res.statusCode,
+        status,
         ms: Number(process.hrtime.bigint() - start) / 1e6,
         userId: ctx.identity?.user.id,
         authMethod: ctx.identity?.method,
