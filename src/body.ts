@@ -22,7 +22,7 @@ export async function readBody (req: IncomingMessage, limit: number): Promise<Bu
     if (err instanceof GatewayError) throw err
     throw E.badRequest('The request body was cut off.')
   }
-  if (!req.complete) throw E.badRequest('The request body was cut off.')
+  if (req.complete === false) throw E.badRequest('The request body was cut off.')
   return Buffer.concat(chunks)
 }
 
