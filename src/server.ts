@@ -210,6 +210,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
     // a request without Host gets our JSON 400 (onRequest), not Node's plain-text one
     requireHostHeader: false
   }, onRequest)
+  // Node answers an unknown Expect with an empty 417 of its own: answer JSON like every other error
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.setHeader('x-request-id', requestId(req))
+    ;(res as ResWithCode).errorCode = sendError(res, E.expectationFailed()).code
+  })
   server.on('upgrade', (req, socket, head) => { onUpgrade(req, socket, head).catch(() => socket.destroy()) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) { socket.destroy(); return }
