@@ -53,8 +53,12 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
   })
   // The gateway's X-Request-Id (set on the response before proxying) is the one
   // the client gets: an upstream's own id does not replace it.
-  proxy.on('proxyRes', (proxyRes) => {
+  proxy.on('proxyRes', (proxyRes, _req, res) => {
     delete proxyRes.headers['x-request-id']
+    // The upstream dropped the connection mid-response: http-proxy does not
+    // notice (it only pipes), so the client would wait forever for the rest.
+    // Break the client's response too: it sees a truncated answer and can retry.
+    proxyRes.once('close', () => { if (!proxyRes.complete) res.destroy() })
   })
   // http-proxy emits this instead of calling back when the client itself went away.
   proxy.on('econnreset', () => {})
