@@ -16,6 +16,7 @@ t.test('Redis killed, then frozen, under load', async (t) => {
   t.ok(r.frozen.n > 5, `requests needing Redis while it hangs (${r.frozen.n})`)
   t.equal(r.frozen.otherThan503, 0, 'while frozen: 503 store_unavailable')
   t.ok(r.frozen.max < r.commandTimeoutMs + 700, `bounded by redis.command_timeout ${r.commandTimeoutMs} ms (p50 ${r.frozen.p50} ms, max ${r.frozen.max} ms)`)
+  t.comment(`while frozen, ${r.frozenServedFromCache} requests were served from credentials cached before the freeze`)
   t.same(r.publicDuringOutage, [200, 200, 200, 200], 'public paths and /healthz answer throughout')
   t.same(r.readyzDuringOutage, [503, 503], '/readyz fails while killed and while frozen')
   t.ok(r.recoverAfterRestartMs !== null && r.recoverAfterRestartMs < 5000, `recovers by itself after a restart (${r.recoverAfterRestartMs} ms)`)
