@@ -2,16 +2,27 @@
 import type { IncomingMessage } from 'node:http'
 import { E, GatewayError } from './errors.js'
 
+/**
+ * The whole body, at most `limit` bytes: a larger declared or streamed body is
+ * 413 payload_too_large; a body cut off before its end (the client aborted or
+ * reset the connection) is 400 bad_request, never an internal error.
+ */
 export async function readBody (req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'])
   if (declared > limit) throw E.payloadTooLarge()
   const chunks: Buffer[] = []
   let size = 0
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length
-    if (size > limit) throw E.payloadTooLarge()
-    chunks.push(chunk as Buffer)
+  try {
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length
+      if (size > limit) throw E.payloadTooLarge()
+      chunks.push(chunk as Buffer)
+    }
+  } catch (err) {
+    if (err instanceof GatewayError) throw err
+    throw E.badRequest('The request body was cut off.')
   }
+  if (req.complete === false) throw E.badRequest('The request body was cut off.')
   return Buffer.concat(chunks)
 }
 

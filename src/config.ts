@@ -7,6 +7,7 @@ import { readFileSync, existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { UsageError } from './errors.js'
+import { trustedProxies } from './headers.js'
 
 export interface Names {
   abbrev: string
@@ -37,7 +38,7 @@ export interface Config {
     lockout: { max_failures: number, window: number }
   }
   session: { accept_legacy_cookie: boolean, idle_timeout: number, absolute_timeout: number, cookie_secure: boolean }
-  server: { trusted_proxies: string[], drain_delay: number, shutdown_grace: number, body_limit: number, headers_timeout: number, request_timeout: number }
+  server: { trusted_proxies: string[], drain_delay: number, shutdown_grace: number, body_limit: number, headers_timeout: number, request_timeout: number, max_header_size: number }
   metrics: MetricsConfig
   docs: { enabled: boolean }
   log: { level: string }
@@ -160,6 +161,30 @@ export function namesFor (abbrev: string): Names {
   }
 }
 
+/** Keys whose values are secrets: an error about them never shows the value. */
+const SECRET_KEYS = new Set(['secret_key', 'redis.password', 'redis.sentinel_password'])
+/** Keys holding URLs that may carry a password (`redis://:pw@host`): shown with it masked. */
+const URL_KEYS = new Set(['redis.url', 'upstream.url'])
+
+/** A value as an error message may show it: secrets hidden, URL passwords masked. */
+export function shown (key: string, v: unknown): string {
+  if (SECRET_KEYS.has(key)) return '(hidden)'
+  if (URL_KEYS.has(key) && typeof v === 'string') return JSON.stringify(maskUrl(v))
+  return JSON.stringify(v)
+}
+
+/** `scheme://user:password@host` → `scheme://user:***@host`; any other value with an `@` has all before it masked. */
+export function maskUrl (v: string): string {
+  try {
+    const u = new URL(v)
+    if (u.password !== '') { u.password = '***'; return u.toString() }
+  } catch {}
+  const at = v.lastIndexOf('@')
+  if (at === -1) return v
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(v)?.[0] ?? ''
+  return `${scheme}***${v.slice(at)}`
+}
+
 /** Reads one typed value from a nested object, failing with the key's dotted name. */
 class Reader {
   constructor (private readonly root: Record<string, unknown>) {}
@@ -176,16 +201,16 @@ class Reader {
 
   str (key: string, def: string, test?: (v: string) => string | null): string {
     const v = this.raw(key) ?? def
-    if (typeof v !== 'string') throw new UsageError(`config: ${key}: must be a string, got ${JSON.stringify(v)}`)
+    if (typeof v !== 'string') throw new UsageError(`config: ${key}: must be a string, got ${shown(key, v)}`)
     const why = test?.(v)
-    if (why) throw new UsageError(`config: ${key}: ${why}, got ${JSON.stringify(v)}`)
+    if (why) throw new UsageError(`config: ${key}: ${why}, got ${shown(key, v)}`)
     return v
   }
 
   optStr (key: string): string | null {
     const v = this.raw(key)
     if (v === undefined || v === null || v === '') return null
-    if (typeof v !== 'string') throw new UsageError(`config: ${key}: must be a string, got ${JSON.stringify(v)}`)
+    if (typeof v !== 'string') throw new UsageError(`config: ${key}: must be a string, got ${shown(key, v)}`)
     return v
   }
 
@@ -193,7 +218,7 @@ class Reader {
     let v = this.raw(key) ?? def
     if (typeof v === 'string' && /^\d+$/.test(v.trim())) v = Number(v)
     if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-      throw new UsageError(`config: ${key}: must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`)
+      throw new UsageError(`config: ${key}: must be a whole number from ${min} to ${max}, got ${shown(key, v)}`)
     }
     return v
   }
@@ -202,14 +227,14 @@ class Reader {
     let v = this.raw(key) ?? def
     if (v === 'true') v = true
     if (v === 'false') v = false
-    if (typeof v !== 'boolean') throw new UsageError(`config: ${key}: must be true or false, got ${JSON.stringify(v)}`)
+    if (typeof v !== 'boolean') throw new UsageError(`config: ${key}: must be true or false, got ${shown(key, v)}`)
     return v
   }
 
   list (key: string, def: string[]): string[] {
     const v = this.raw(key) ?? def
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
-      throw new UsageError(`config: ${key}: must be a list of strings, got ${JSON.stringify(v)}`)
+      throw new UsageError(`config: ${key}: must be a list of strings, got ${shown(key, v)}`)
     }
     return v as string[]
   }
@@ -224,7 +249,7 @@ const KNOWN: Record<string, string[] | null> = {
   secret_key_file: null,
   auth: ['bearer', 'signature', 'cache', 'lockout'],
   session: ['accept_legacy_cookie', 'idle_timeout', 'absolute_timeout', 'cookie_secure'],
-  server: ['trusted_proxies', 'drain_delay', 'shutdown_grace', 'body_limit', 'headers_timeout', 'request_timeout'],
+  server: ['trusted_proxies', 'drain_delay', 'shutdown_grace', 'body_limit', 'headers_timeout', 'request_timeout', 'max_header_size'],
   metrics: ['enabled', 'host', 'port'],
   docs: ['enabled'],
   log: ['level']
@@ -349,11 +374,15 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     },
     server: {
       drain_delay: r.int('server.drain_delay', 5, 0, 300),
-      trusted_proxies: r.list('server.trusted_proxies', []),
+      trusted_proxies: r.list('server.trusted_proxies', []).map((v) => {
+        try { trustedProxies([v]) } catch { throw new UsageError(`config: server.trusted_proxies: each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got ${JSON.stringify(v)}`) }
+        return v.trim()
+      }),
       shutdown_grace: r.int('server.shutdown_grace', 10, 0, 600),
       body_limit: r.int('server.body_limit', 8192, 64, 10 * 1024 * 1024),
       headers_timeout: r.int('server.headers_timeout', 10, 1, 600),
-      request_timeout: r.int('server.request_timeout', 60, 1, 3600)
+      request_timeout: r.int('server.request_timeout', 60, 1, 3600),
+      max_header_size: r.int('server.max_header_size', 16384, 1024, 1024 * 1024)
     },
     docs: { enabled: r.bool('docs.enabled', true) },
     metrics: metricsConfig(r),

@@ -39,6 +39,7 @@ export const E = {
   permissionDenied: () => new GatewayError(403, 'permission_denied', 'You do not have permission to perform this action.'),
   badRequest: (detail: string) => new GatewayError(400, 'bad_request', detail),
   missingField: (field: string) => new GatewayError(400, 'required', `${field}: This field is required.`),
+  expectationFailed: () => new GatewayError(417, 'expectation_failed', 'Only "Expect: 100-continue" is supported.'),
   payloadTooLarge: () => new GatewayError(413, 'payload_too_large', 'Request body is too large.'),
   unsupportedMediaType: () => new GatewayError(415, 'unsupported_media_type', 'Content-Type must be application/json or application/x-www-form-urlencoded.'),
   tooManyAttempts: (retryAfter: number) => new GatewayError(429, 'too_many_attempts', 'Too many failed login attempts; try again later.', { 'retry-after': String(Math.max(1, retryAfter)) }),

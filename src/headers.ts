@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { randomUUID } from 'node:crypto'
+import { BlockList, isIP } from 'node:net'
 import type { Config } from './config.js'
 import type { Identity } from './auth/index.js'
 import { withoutCookies } from './auth/parse.js'
@@ -20,7 +21,8 @@ export interface HeaderPolicy {
   usernameHeader: string
   authMethodHeader: string
   credentialCookies: Set<string>
-  trustedProxies: Set<string>
+  /** whether a peer (or an X-Forwarded-For hop) is one of server.trusted_proxies */
+  trusted: (ip: string) => boolean
 }
 
 export function headerPolicy (config: Config): HeaderPolicy {
@@ -28,18 +30,45 @@ export function headerPolicy (config: Config): HeaderPolicy {
   const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader].map((h) => h.toLowerCase())
   return {
     injected: lower,
-    owned: new Set([...lower, 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id']),
+    owned: new Set([...lower, 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'x-real-ip']),
     orgHeader: lower[0],
     userIdHeader: lower[1],
     usernameHeader: lower[2],
     authMethodHeader: lower[3],
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie]),
-    trustedProxies: new Set(config.server.trusted_proxies.map(normalizeIp))
+    trusted: trustedProxies(config.server.trusted_proxies)
   }
 }
 
+/** IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how a dual-stack listener reports IPv4 peers) → plain IPv4. */
 function normalizeIp (ip: string): string {
-  return ip.startsWith('::ffff:') ? ip.slice(7) : ip
+  return ip.toLowerCase().startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
+}
+
+/**
+ * `server.trusted_proxies`: addresses (`10.0.0.7`, `::1`) and CIDR ranges
+ * (`10.0.0.0/8`, `fd00::/8`), checked with node:net's BlockList. An entry that
+ * is neither throws (config validation reports it with the key's name).
+ */
+export function trustedProxies (entries: string[]): (ip: string) => boolean {
+  const list = new BlockList()
+  for (const raw of entries) {
+    const [addr, bits, ...rest] = raw.trim().split('/')
+    const family = isIP(addr)
+    const max = family === 4 ? 32 : 128
+    if (family === 0 || rest.length > 0 || (bits !== undefined && !/^\d{1,3}$/.test(bits)) || Number(bits ?? 0) > max) {
+      throw new Error(`not an IP address or CIDR range: ${JSON.stringify(raw)}`)
+    }
+    const type = family === 4 ? 'ipv4' : 'ipv6'
+    if (bits === undefined) list.addAddress(normalizeIp(addr), isIP(normalizeIp(addr)) === 4 ? 'ipv4' : type)
+    else list.addSubnet(addr, Number(bits), type)
+  }
+  if (entries.length === 0) return () => false
+  return (ip: string): boolean => {
+    const a = normalizeIp(ip)
+    const family = isIP(a)
+    return family !== 0 && list.check(a, family === 4 ? 'ipv4' : 'ipv6')
+  }
 }
 
 /**
@@ -49,19 +78,24 @@ function normalizeIp (ip: string): string {
  */
 export function clientIp (req: IncomingMessage, p: HeaderPolicy): string {
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
-  if (!p.trustedProxies.has(peer)) return peer
+  if (!p.trusted(peer)) return peer
   const xff = req.headers['x-forwarded-for']
   const hops = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((a) => normalizeIp(a.trim())).filter(Boolean)
+  // right to left, skipping the hops trusted proxies added; a hop that is not
+  // an address at all (a broken or forged entry) ends the walk at the last good one
+  let nearest = peer
   for (let i = hops.length - 1; i >= 0; i--) {
-    if (!p.trustedProxies.has(hops[i])) return hops[i]
+    if (isIP(hops[i]) === 0) return nearest
+    if (!p.trusted(hops[i])) return hops[i]
+    nearest = hops[i]
   }
-  return hops[0] ?? peer
+  return nearest
 }
 
 /** Whether the client reached us over HTTPS: our own TLS, or a trusted proxy's `X-Forwarded-Proto: https`. */
 export function isHttps (req: IncomingMessage, p: HeaderPolicy): boolean {
   if ((req.socket as TLSSocket).encrypted === true) return true
-  if (!p.trustedProxies.has(normalizeIp(req.socket.remoteAddress ?? ''))) return false
+  if (!p.trusted(req.socket.remoteAddress ?? '')) return false
   const v = req.headers['x-forwarded-proto']
   return (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim().toLowerCase() === 'https'
 }
@@ -92,11 +126,19 @@ export function stripInjected (req: IncomingMessage, p: HeaderPolicy): void {
   else h.cookie = cookie
 }
 
-/** Sets the forwarding headers, honouring a trusted proxy's values. */
+/**
+ * Sets the forwarding headers, honouring a trusted proxy's values. From any
+ * other peer, `Forwarded` and `X-Real-IP` are removed too: an upstream that
+ * reads them must not see what the client claimed.
+ */
 export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: string): void {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
-  const trusted = p.trustedProxies.has(peer)
+  const trusted = p.trusted(peer)
+  if (!trusted) {
+    delete h.forwarded
+    delete h['x-real-ip']
+  }
   const prior = trusted ? h['x-forwarded-for'] : undefined
   h['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer
   const tls = (req.socket as TLSSocket).encrypted === true

@@ -23,14 +23,22 @@ export function requestedOrg (req: IncomingMessage, orgHeaderLower: string): str
   return Array.isArray(h) ? h[0] : h
 }
 
-export async function resolveOrg (store: Store, user: User, requested: string | undefined): Promise<string> {
-  let id: string
+/**
+ * The org a client asked for, as an id: null when it asked for none (the
+ * user's default applies), the fixed ids for `default` and `root`, a
+ * lowercased UUID; anything else throws 400 invalid_org.
+ */
+export function parseOrgValue (requested: string | undefined): string | null {
   const v = requested?.trim().toLowerCase()
-  if (v === undefined || v === '') id = user.default_org ?? DEFAULT_ORG_ID
-  else if (v === 'default') id = DEFAULT_ORG_ID
-  else if (v === 'root') id = ROOT_ORG_ID
-  else if (isUuid(v)) id = v
-  else throw E.invalidOrg()
+  if (v === undefined || v === '') return null
+  if (v === 'default') return DEFAULT_ORG_ID
+  if (v === 'root') return ROOT_ORG_ID
+  if (isUuid(v)) return v
+  throw E.invalidOrg()
+}
+
+export async function resolveOrg (store: Store, user: User, requested: string | undefined): Promise<string> {
+  const id = parseOrgValue(requested) ?? user.default_org ?? DEFAULT_ORG_ID
 
   if (id in user.orgs) return id
   if (!user.is_superuser) throw E.orgForbidden()

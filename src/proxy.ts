@@ -36,6 +36,30 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
     if (res.closed) onClose()
     else res.once('close', onClose)
   })
+  // WebSockets: the upstream must answer the upgrade within upstream.timeout
+  // too; once upgraded, the connection lives as long as both sides keep it.
+  proxy.on('proxyReqWs', (proxyReq, req, socket) => {
+    let answered = false
+    const timer = setTimeout(() => {
+      (req as Req)[TIMED_OUT] = true
+      proxyReq.destroy(new Error('upstream timeout'))
+    }, timeoutMs)
+    const done = (): void => { answered = true; clearTimeout(timer) }
+    proxyReq.once('upgrade', done)
+    proxyReq.once('response', done)
+    proxyReq.once('close', () => clearTimeout(timer))
+    // the client left before the upstream answered: end the upstream request
+    socket.once('close', () => { if (!answered) { clearTimeout(timer); proxyReq.destroy() } })
+  })
+  // The gateway's X-Request-Id (set on the response before proxying) is the one
+  // the client gets: an upstream's own id does not replace it.
+  proxy.on('proxyRes', (proxyRes, _req, res) => {
+    delete proxyRes.headers['x-request-id']
+    // The upstream dropped the connection mid-response: http-proxy does not
+    // notice (it only pipes), so the client would wait forever for the rest.
+    // Break the client's response too: it sees a truncated answer and can retry.
+    proxyRes.once('close', () => { if (!proxyRes.complete) res.destroy() })
+  })
   // http-proxy emits this instead of calling back when the client itself went away.
   proxy.on('econnreset', () => {})
   // Safety net: an error with no per-call handler must never crash the process.

@@ -144,14 +144,18 @@ export function createGateway (opts: GatewayOptions): Gateway {
     }
     res.setHeader('x-request-id', ctx.requestId)
     if (draining) res.setHeader('connection', 'close')
+    // Credentials in these headers are redacted by the logger (src/log.ts REDACT).
+    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url, headers: { ...req.headers } }, ip: ctx.clientIp }, 'request received')
     res.once('close', () => {
-      opts.metrics?.request(res.statusCode, ctx.identity?.method, (res as ResWithCode).errorCode, start)
+      // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
+      const status = res.headersSent ? res.statusCode : 499
+      opts.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
       if (!log.isLevelEnabled('info')) return
       log.info({
         reqId: ctx.requestId,
         method: req.method,
         path: ctx.path,
-        status: res.statusCode,
+        status,
         ms: Number(process.hrtime.bigint() - start) / 1e6,
         userId: ctx.identity?.user.id,
         authMethod: ctx.identity?.method,
@@ -160,6 +164,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
         aborted: !res.writableFinished || undefined
       }, 'request')
     })
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); Node would answer plain text, we answer JSON.
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      fail(ctx, E.badRequest('The Host header is required.'))
+      return
+    }
     handle(ctx).catch((err) => fail(ctx, err))
   }
 
@@ -193,8 +202,19 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const server = http.createServer({
     headersTimeout: config.server.headers_timeout * 1000,
     requestTimeout: config.server.request_timeout * 1000,
-    keepAliveTimeout: 5000
+    // Node checks both timeouts only this often (default 30 s): check every
+    // second so a slow client is cut off close to the configured time.
+    connectionsCheckingInterval: 1000,
+    keepAliveTimeout: 5000,
+    maxHeaderSize: config.server.max_header_size,
+    // a request without Host gets our JSON 400 (onRequest), not Node's plain-text one
+    requireHostHeader: false
   }, onRequest)
+  // Node answers an unknown Expect with an empty 417 of its own: answer JSON like every other error
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.setHeader('x-request-id', requestId(req))
+    ;(res as ResWithCode).errorCode = sendError(res, E.expectationFailed()).code
+  })
   server.on('upgrade', (req, socket, head) => { onUpgrade(req, socket, head).catch(() => socket.destroy()) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) { socket.destroy(); return }

@@ -68,7 +68,7 @@ t.test('defaults', async (t) => {
       lockout: { max_failures: 7, window: 1800 }
     },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
-    server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60 },
+    server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
     docs: { enabled: true },
     log: { level: 'info' },
     metrics: { enabled: true, host: '0.0.0.0', port: 9090 }
@@ -201,6 +201,10 @@ t.test('one clear error per bad value, naming the key', async (t) => {
   fails(t, () => buildConfig({ server: { trusted_proxies: '127.0.0.1' } }), /^config: server\.trusted_proxies: must be a list of strings/)
   fails(t, () => buildConfig({ log: { level: 'verbose' } }), /^config: log\.level: must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"$/)
   fails(t, () => buildConfig({}, { SIDEGATE_LOG_LEVEL: 'loud' }), /^config: log\.level: .*got "loud"$/)
+  fails(t, () => buildConfig({ server: { trusted_proxies: ['10.0.0.0/33'] } }), /^config: server\.trusted_proxies: each entry must be an IP address or a CIDR range .*got "10\.0\.0\.0\/33"$/)
+  fails(t, () => buildConfig({ server: { trusted_proxies: ['proxy.internal'] } }), /^config: server\.trusted_proxies: each entry must be an IP address or a CIDR range/)
+  fails(t, () => buildConfig({ server: { trusted_proxies: ['10.0.0.1/8/2'] } }), /^config: server\.trusted_proxies: /)
+  fails(t, () => buildConfig({ server: { max_header_size: 100 } }), /^config: server\.max_header_size: must be a whole number from 1024 to 1048576, got 100$/)
   fails(t, () => buildConfig(['listen']), /^config: the file must be a YAML mapping$/)
   fails(t, () => buildConfig('listen: 1'), /^config: the file must be a YAML mapping$/)
 })
@@ -268,4 +272,30 @@ t.test('`sidegate start --config bad.yml` exits 2 with one line naming the key',
   const missing = run('missing.yml')
   t.equal(missing.status, 2)
   t.match(missing.stderr, /^sidegate: config: file not found: .*missing\.yml\n$/)
+})
+
+t.test('server.trusted_proxies takes addresses and CIDR ranges, IPv4 and IPv6', async (t) => {
+  const c = buildConfig({ server: { trusted_proxies: ['10.0.0.0/8', ' 192.168.1.7 ', 'fd00::/8', '::1'] } })
+  t.same(c.server.trusted_proxies, ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1'])
+  t.equal(buildConfig({ server: { max_header_size: 8192 } }).server.max_header_size, 8192)
+})
+
+t.test('config errors never echo a secret: passwords in URLs are masked, secret keys hidden', async (t) => {
+  const pw = 'hunter2-Sup3r-Secret'
+  const cases: Array<[string, () => unknown, RegExp]> = [
+    ['redis.url of the wrong scheme', () => buildConfig({ redis: { url: `http://user:${pw}@redis:6379` } }), /^config: redis\.url: must be a redis: or rediss: URL, got "http:\/\/user:\*\*\*@redis:6379\/?"$/],
+    ['redis.url from the environment', () => buildConfig({}, { SIDEGATE_REDIS_URL: `https://:${pw}@redis` }), /^config: redis\.url: .*\*\*\*@redis/],
+    ['an unparsable url with a password', () => buildConfig({ redis: { url: `redis//:${pw}@redis:6379` } }), /^config: redis\.url: must be a URL, got "\*\*\*@redis:6379"$/],
+    ['upstream.url with credentials', () => buildConfig({ upstream: { url: `ftp://bob:${pw}@files` } }), /^config: upstream\.url: .*bob:\*\*\*@files/],
+    ['redis.password not a string', () => buildConfig({ redis: { password: [pw] } }), /^config: redis\.password: must be a string, got \(hidden\)$/],
+    ['redis.sentinel_password not a string', () => buildConfig({ redis: { sentinel_password: { pw } } }), /^config: redis\.sentinel_password: must be a string, got \(hidden\)$/],
+    ['secret_key not a string', () => buildConfig({ secret_key: [pw, pw] }), /^config: secret_key: must be a string, got \(hidden\)$/],
+    ['secret_key too short', () => buildConfig({ secret_key: pw }), /^config: secret_key: must be at least 32 characters/]
+  ]
+  for (const [what, fn, message] of cases) {
+    fails(t, fn, message, what)
+    let msg = ''
+    try { fn() } catch (e) { msg = (e as Error).message }
+    t.notOk(msg.includes(pw), `${what}: the password is not in "${msg}"`)
+  }
 })

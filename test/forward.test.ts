@@ -14,6 +14,7 @@ import { startEcho, request, type Echo } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { eventually } from './fixtures/wait.js'
+import { rawHead, rawRequest } from './fixtures/raw.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -493,3 +494,89 @@ t.test('with an upstream, every path but sidegate\'s own is forwarded; without o
   t.equal(JSON.parse(nfws.body).code, 'not_found')
 })
 
+t.test('trusted_proxies takes CIDR ranges; X-Forwarded-For is read from the right, skipping trusted hops', async (t) => {
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.0/8', '10.0.0.0/8'] } })
+  t.teardown(() => g2.close())
+  const u = await makeUser(g2, 'cidr')
+  const tok = await g2.store.createPrivateToken(u.id)
+  // client forged 6.6.6.6; 203.0.113.9 reached a proxy at 10.1.2.3, which reached a proxy at 10.200.0.1
+  await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-forwarded-for': '6.6.6.6, 203.0.113.9, 10.1.2.3, 10.200.0.1', 'x-forwarded-proto': 'https', 'x-request-id': 'cidr-1' } })
+  t.equal(logLine(g2, 'cidr-1')?.ip, '203.0.113.9', 'every hop inside 10.0.0.0/8 is skipped, the forged entry is not reached')
+  t.equal(last().headers['x-forwarded-proto'], 'https', 'a peer inside 127.0.0.0/8 is trusted')
+  t.equal(last().headers['x-forwarded-for'], '6.6.6.6, 203.0.113.9, 10.1.2.3, 10.200.0.1, 127.0.0.1')
+  // a garbage entry from the right ends the walk at the last real address
+  await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-forwarded-for': '6.6.6.6, not-an-ip, 10.1.2.3', 'x-request-id': 'cidr-2' } })
+  t.equal(logLine(g2, 'cidr-2')?.ip, '10.1.2.3')
+  // g trusts nobody: none of this is believed
+  await request(g.url, '/x', { headers: { authorization: `Token ${token}`, 'x-forwarded-for': '203.0.113.9', 'x-request-id': 'cidr-3' } })
+  t.equal(logLine(g, 'cidr-3')?.ip, '127.0.0.1')
+})
+
+t.test('Forwarded and X-Real-IP from an untrusted client never reach the upstream; a trusted proxy\'s are kept', async (t) => {
+  const forged = { forwarded: 'for=6.6.6.6;proto=https;host=evil.example', 'x-real-ip': '6.6.6.6', 'X_Real_IP': '6.6.6.6' }
+  await request(g.url, '/x', { headers: { authorization: `Token ${token}`, ...forged } })
+  let h = last().headers
+  t.equal(h.forwarded, undefined, 'Forwarded stripped')
+  t.equal(h['x-real-ip'], undefined, 'X-Real-IP stripped')
+  t.equal(h.x_real_ip, undefined, 'and its underscore spelling')
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/pub/'] } })
+  t.teardown(() => g2.close())
+  await request(g2.url, '/pub/x', { headers: forged })
+  h = last().headers
+  t.equal(h.forwarded, undefined, 'on public paths too')
+  t.equal(h['x-real-ip'], undefined)
+  await request(gt.url, '/x', { headers: { authorization: `Token ${timToken}`, forwarded: 'for=198.51.100.1', 'x-real-ip': '198.51.100.1' } })
+  h = last().headers
+  t.equal(h.forwarded, 'for=198.51.100.1', 'from a trusted proxy: kept')
+  t.equal(h['x-real-ip'], '198.51.100.1')
+})
+
+t.test('a request without Host: JSON 400 bad_request, never forwarded', async (t) => {
+  const n = echo.seen.length
+  const r = await rawRequest(g.url, rawHead('GET', '/x', [['Authorization', `Token ${token}`], ['Connection', 'close']]))
+  t.equal(r.status, 400)
+  t.equal(r.headers['content-type'], 'application/json')
+  t.same(r.json, { detail: 'The Host header is required.', code: 'bad_request' })
+  t.match(r.headers['x-request-id'], UUID)
+  t.equal(echo.seen.length, n, 'the upstream saw nothing')
+  const own = await rawRequest(g.url, rawHead('POST', '/api/v1/authentication/auth/', [['Content-Type', 'application/json'], ['Content-Length', '2'], ['Connection', 'close']]), '{}')
+  t.equal(own.status, 400, 'sidegate\'s own endpoints too')
+  t.equal(own.json.code, 'bad_request')
+  const http10 = await rawRequest(g.url, 'GET /healthz HTTP/1.0\r\n\r\n')
+  t.equal(http10.status, 200, 'HTTP/1.0 needs no Host')
+})
+
+t.test('an upstream\'s own X-Request-Id does not replace the gateway\'s', async (t) => {
+  const up = http.createServer((req, res) => { res.writeHead(200, { 'x-request-id': 'upstream-chose-this', 'content-type': 'application/json' }).end(JSON.stringify({ got: req.headers['x-request-id'] })) })
+  await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
+  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}` } })
+  t.teardown(async () => { await g2.close(); up.closeAllConnections(); up.close() })
+  const u = await makeUser(g2, 'reqid')
+  const tok = await g2.store.createPrivateToken(u.id)
+  const a = await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-request-id': 'client-42' } })
+  t.equal(a.headers['x-request-id'], 'client-42', 'the id the client sent (and the upstream received)')
+  t.equal(a.json.got, 'client-42')
+  const b = await request(g2.url, '/x', { headers: { authorization: `Token ${tok}` } })
+  t.match(b.headers['x-request-id'], UUID, 'the gateway\'s new id')
+  t.equal(b.json.got, b.headers['x-request-id'], 'the same one the upstream saw')
+  t.equal(logLine(g2, b.headers['x-request-id'] as string)?.status, 200, 'and the one in the gateway log')
+})
+
+t.test('WebSocket upgrade to an upstream that never answers: 504 after upstream.timeout', async (t) => {
+  const held: net.Socket[] = []
+  const up = http.createServer()
+  up.on('upgrade', (_req, socket: net.Socket) => { held.push(socket) }) // never answers
+  await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
+  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, timeout: 1 } })
+  t.teardown(async () => { await g2.close(); for (const s of held) s.destroy(); up.close() })
+  const u = await makeUser(g2, 'wsslow')
+  const tok = await g2.store.createPrivateToken(u.id)
+  const start = Date.now()
+  const ws = await upgrade(g2.url, '/ws', { Authorization: `Token ${tok}` })
+  const took = Date.now() - start
+  t.match(ws.head, /^HTTP\/1\.1 504 /)
+  t.equal(JSON.parse(ws.body).code, 'upstream_timeout')
+  t.ok(took >= 900 && took < 3000, `after the 1 s timeout (${took} ms)`)
+  t.ok(await eventually(async () => held.every((s) => s.destroyed || s.readableEnded)), 'the upstream connection was closed')
+  t.equal((await request(g2.url, '/healthz')).status, 200)
+})

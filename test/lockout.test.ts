@@ -125,3 +125,23 @@ t.test('auth.lockout.max_failures: 0 turns the lockout off', async (t) => {
   for (let i = 0; i < 10; i++) await token(off, 'gina', 'wrong', '192.0.2.7')
   t.equal((await token(off, 'gina', 'gina-password', '192.0.2.7')).status, 201)
 })
+
+t.test('an untrusted client cannot escape the lockout by forging X-Forwarded-For: it is keyed by its real address', async (t) => {
+  const plain = await startGateway(redis.url, { auth: { lockout: { max_failures: 3 } } }) // trusts no proxy
+  t.teardown(() => plain.close())
+  await makeUser(plain, 'ivan')
+  for (let i = 0; i < 3; i++) t.equal((await token(plain, 'ivan', 'wrong', `198.51.100.${i + 1}`)).status, 401)
+  const locked = await token(plain, 'ivan', 'ivan-password', '198.51.100.99')
+  t.equal(locked.status, 429, 'a fresh forged address is still the same client')
+  const line = plain.logs.map((l) => JSON.parse(l)).filter((o) => o.msg === 'request').pop()
+  t.equal(line?.ip, '127.0.0.1', 'and the log names the real peer')
+})
+
+t.test('behind a trusted proxy range (CIDR), the lockout is per real client', async (t) => {
+  const cidr = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.0/8'] }, auth: { lockout: { max_failures: 3 } } })
+  t.teardown(() => cidr.close())
+  await makeUser(cidr, 'judy')
+  for (let i = 0; i < 3; i++) await token(cidr, 'judy', 'wrong', '6.6.6.6, 203.0.113.10')
+  t.equal((await token(cidr, 'judy', 'judy-password', '203.0.113.10')).status, 429, 'the client the proxy saw is locked')
+  t.equal((await token(cidr, 'judy', 'judy-password', '6.6.6.6, 203.0.113.11')).status, 201, 'another client behind the same proxy is not, whatever it forged')
+})

@@ -21,8 +21,9 @@ export interface SignatureOptions {
 export function stringToSign (c: Pick<Credentials, 'method' | 'url' | 'headers'>, headers: string[]): string {
   return headers.map((h) => {
     if (h === '(request-target)') return `(request-target): ${c.method.toLowerCase()} ${c.url}`
-    const v = c.headers[h]
-    if (v === undefined) throw E.invalidSignature()
+    // own headers only: `constructor` or `__proto__` in the declared list must not reach Object.prototype
+    const v = Object.hasOwn(c.headers, h) ? c.headers[h] : undefined
+    if (typeof v !== 'string' && !Array.isArray(v)) throw E.invalidSignature()
     return `${h}: ${(Array.isArray(v) ? v.join(', ') : v).trim()}`
   }).join('\n')
 }

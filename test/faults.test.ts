@@ -1,0 +1,57 @@
+/**
+ * Faults, short run (test/fixtures/faults.ts): Redis killed and frozen under
+ * load, upstream refused / slow / resetting, clients aborting, slowloris.
+ * `npm run test:hard` runs the same with more load, longer and more often.
+ */
+import t from 'tap'
+import { clientAborts, redisOutage, slowloris, upstreamFaults } from './fixtures/faults.js'
+
+t.test('Redis killed, then frozen, under load', async (t) => {
+  const r = await redisOutage(t, { workers: 6, outageMs: 1000, commandTimeout: 300 })
+  t.comment(JSON.stringify(r))
+  t.equal(r.stuck, 0, 'no request left in flight')
+  t.ok(r.killed.n > 20, `requests during the kill (${r.killed.n})`)
+  t.equal(r.killed.otherThan503, 0, 'every protected request while Redis is down: 503 store_unavailable')
+  t.ok(r.killed.max < 300, `answered at once, no offline queue (p50 ${r.killed.p50} ms, max ${r.killed.max} ms)`)
+  t.ok(r.frozen.n > 5, `requests needing Redis while it hangs (${r.frozen.n})`)
+  t.equal(r.frozen.otherThan503, 0, 'while frozen: 503 store_unavailable')
+  t.ok(r.frozen.max < r.commandTimeoutMs + 700, `bounded by redis.command_timeout ${r.commandTimeoutMs} ms (p50 ${r.frozen.p50} ms, max ${r.frozen.max} ms)`)
+  t.comment(`while frozen, ${r.frozenServedFromCache} requests were served from credentials cached before the freeze`)
+  t.same(r.publicDuringOutage, [200, 200, 200, 200], 'public paths and /healthz answer throughout')
+  t.same(r.readyzDuringOutage, [503, 503], '/readyz fails while killed and while frozen')
+  t.ok(r.recoverAfterRestartMs !== null && r.recoverAfterRestartMs < 5000, `recovers by itself after a restart (${r.recoverAfterRestartMs} ms)`)
+  t.ok(r.recoverAfterResumeMs !== null && r.recoverAfterResumeMs < 5000, `and after a freeze (${r.recoverAfterResumeMs} ms)`)
+  t.ok(r.maxLatencyMs < r.commandTimeoutMs + 1500, `no request stuck: slowest ${r.maxLatencyMs} ms`)
+})
+
+t.test('upstream refused 502, slow 504, reset mid-response: broken for that client, the gateway serves on', async (t) => {
+  const r = await upstreamFaults(t, { resets: 20 })
+  t.comment(JSON.stringify(r))
+  t.match(r.refused, { status: 502, code: 'upstream_unavailable' })
+  t.ok(r.refused.ms < 1000, `refused: answered in ${r.refused.ms} ms`)
+  t.match(r.slow, { status: 504, code: 'upstream_timeout' })
+  t.ok(r.slow.ms >= 900 && r.slow.ms < 2500, `slow: 504 after the 1 s upstream.timeout (${r.slow.ms} ms)`)
+  t.equal(r.resets.hung, 0, 'no client left waiting for the rest of the response')
+  t.equal(r.resets.brokenForClient, r.resets.n, 'every client saw a broken response, none a complete one')
+  t.ok(r.resets.gatewayStillServing, 'the next request is served')
+  t.equal(r.resets.errorLogs, 0, 'no error logged')
+})
+
+t.test('clients aborting mid-request: sockets back to baseline', async (t) => {
+  const r = await clientAborts(t, { n: 40 })
+  t.comment(JSON.stringify(r))
+  t.equal(r.upstreamConnectionsAfter, 0, 'no upstream connection left')
+  t.ok(r.socketsAfter <= r.socketsBefore, `gateway sockets ${r.socketsBefore} before, ${r.socketsAfter} after`)
+})
+
+t.test('slowloris: trickling and idle sockets are cut off at server.headers_timeout; others are served meanwhile', async (t) => {
+  const r = await slowloris(t, { sockets: 100 })
+  t.comment(JSON.stringify(r))
+  t.ok(r.closedAll, 'every slow socket was closed by the gateway')
+  t.ok(r.closedAfterMs.max < r.headersTimeoutS * 1000 + 1500, `closed ${r.closedAfterMs.p50} ms (p50), ${r.closedAfterMs.max} ms (max) after connecting; headers_timeout ${r.headersTimeoutS} s`)
+  t.ok(r.answered408 > 0, `trickling clients got 408 (${r.answered408})`)
+  t.ok(r.idleClosedAfterMs !== null, 'sockets that never sent a byte were closed too')
+  t.equal(r.legitDuring.ok, r.legitDuring.n, `a normal client was served throughout (${r.legitDuring.n} requests, max ${r.legitDuring.max} ms)`)
+  t.equal(r.slowBody.status, 408, `a body trickled past request_timeout (${r.slowBody.requestTimeoutS} s): 408 after ${r.slowBody.ms} ms`)
+  t.ok(r.socketsAfter <= r.socketsBefore, `gateway sockets back to ${r.socketsAfter} (from ${r.socketsBefore})`)
+})
