@@ -3,7 +3,7 @@
  * route lookup → (public route) | auth → org → headers → built-in route or proxy.
  */
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Config } from './config.js'
 import { E, GatewayError } from './errors.js'
@@ -222,6 +222,16 @@ export function createGateway (opts: GatewayOptions): Gateway {
     const e = new GatewayError(status, status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request',
       status === 431 ? 'Request headers are too large.' : status === 408 ? 'Request timed out.' : 'Malformed HTTP request.')
     const body = JSON.stringify(e.toJSON())
+    // Lingering close (as nginx does): the client may still be sending (oversized
+    // headers). Closing with unread data makes the kernel send a reset, which can
+    // destroy the answer before the client has read it; so read and discard until the
+    // client closes or goes quiet for LINGER_MS, LINGER_MAX_MS at the most.
+    socket.on('data', () => {})
+    socket.once('end', () => socket.destroy())
+    socket.once('timeout', () => socket.destroy())
+    ;(socket as Socket).setTimeout?.(LINGER_MS)
+    setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref()
+    socket.resume()
     socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
   })
 
@@ -256,6 +266,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
 }
 
 type ResWithCode = http.ServerResponse & { errorCode?: string }
+
+/** A socket answered with a parse error is read and discarded until quiet this long… */
+const LINGER_MS = 1000
+/** …or this long in all. */
+const LINGER_MAX_MS = 10_000
 
 /**
  * A `.` or `..` path segment, also percent-encoded, after a backslash or with

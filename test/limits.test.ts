@@ -9,12 +9,12 @@ import { startRedis } from './fixtures/redis.js'
 import { request } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
 import { rawHead, rawRequest } from './fixtures/raw.js'
+import { sleep } from './fixtures/wait.js'
 
 const TOKEN = '/api/v1/authentication/auth/'
 const redis = await startRedis()
 const g = await startGateway(redis.url) // server.body_limit 8192, server.max_header_size 16384 (the defaults)
 t.teardown(async () => { await g.close(); await redis.stop() })
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 const json = { 'content-type': 'application/json' }
 /** A JSON login body of exactly `size` bytes. */
 const bodyOf = (size: number): string => {
