@@ -11,13 +11,15 @@
  *   --only a,b       run only these scenarios (the bare proxy always runs: it is the baseline)
  *   --out DIR        where the JSON and SVG go (bench/results)
  *   --no-latest      do not overwrite latest.json / latest.svg
+ *   --log-level L    sidegate's log level (info: the shipped default, what production runs)
+ *   --profile DIR    run sidegate with --cpu-prof, the profile written to DIR when it stops
  *
  * Exit status: 1 when an authenticated scenario had an error or a non-2xx
  * response, or the rejected one answered anything but 401 (a bench that counts
  * errors as throughput is wrong); the speed targets are printed, not enforced.
  */
 import { cpus, loadavg, release, totalmem, arch, platform } from 'node:os'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
@@ -25,7 +27,7 @@ import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, s
 import { renderChart } from './chart.mjs'
 
 const flags = parseFlags(process.argv.slice(2), {
-  duration: 10, warmup: 2, connections: 50, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false
+  duration: 10, warmup: 2, connections: 50, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info'
 })
 if (flags.quick) { flags.duration = 1; flags.warmup = 0.5 }
 const writeLatest = flags.latest && !flags.noLatest
@@ -66,7 +68,7 @@ const machine = {
 const log = (s) => process.stderr.write(s + '\n')
 log(`sidegate bench: ${scenarios.length} scenarios, ${flags.warmup} s warm-up + ${flags.duration} s each, ${flags.connections} connections; ${machine.cpus} cores, node ${machine.node}, load ${machine.loadavgBefore.join(' ')}`)
 
-const stack = await startStack()
+const stack = await startStack({ logLevel: flags.logLevel, nodeArgs: flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : [] })
 const store = await openStore(stack.redis.url)
 const results = []
 let exitCode = 0
@@ -88,12 +90,17 @@ try {
       log(`  issued ${n} bearer tokens in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
     }
     await probe(s, job, creds)
+    const pid = { upstream: stack.pids.upstream, bare: stack.pids.bare, gateway: stack.pids.sidegate }[s.target]
+    const cpu0 = cpuSeconds(pid)
     const r = await runJson(join(BENCH, 'load.mjs'), job)
+    const cpu1 = cpuSeconds(pid)
+    // CPU time the process that answered spent per request (warm-up included), in µs
+    r.cpuUsPerReq = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / (r.requests + (r.warmup?.requests ?? 0))
     const row = { name: s.name, label: s.label, auth: s.auth === true, ...r }
     row.problems = problems(s, r)
     if (row.problems.length > 0) exitCode = 1
     results.push(row)
-    log(`  ${s.name.padEnd(14)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms${row.problems.length ? '  ✗ ' + row.problems.join('; ') : ''}`)
+    log(`  ${s.name.padEnd(14)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req${row.problems.length ? '  ✗ ' + row.problems.join('; ') : ''}`)
   }
 } finally {
   await store.close()
@@ -177,10 +184,19 @@ async function probe (s, job, creds) {
   }
 }
 
+/** user + system CPU seconds of a process, from /proc (Linux); null elsewhere. */
+function cpuSeconds (pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) / 100 // USER_HZ, 100 on Linux
+  } catch { return null }
+}
+
 function fmt (v, digits) { return v === null || v === undefined ? '-' : v.toFixed(digits) }
 
 function table (rows) {
-  const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'errors', 'non-2xx', 'targets']
+  const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'CPU µs/req', 'errors', 'non-2xx', 'targets']
   const lines = rows.map((r) => [
     r.label,
     fmt(r.rps, 0),
@@ -188,6 +204,7 @@ function table (rows) {
     fmt(r.p99, 2),
     fmt(r.ratio, 2) + '×',
     fmt(r.p99Ratio, 2) + '×',
+    fmt(r.cpuUsPerReq, 0),
     String(r.errors),
     String(r.non2xx),
     r.targets.length === 0 ? '' : r.targets.map((t) => `${t.pass ? 'pass' : 'FAIL'} ${t.what}`).join(', ')

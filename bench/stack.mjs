@@ -53,10 +53,10 @@ export async function startStack (o = {}) {
 }
 
 /** `sidegate start` from dist/, its JSON log appended to a file (as a container runtime would collect it). */
-async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel, nodeArgs }) {
+export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate' }) {
   const port = await freePort()
   const metricsPort = await freePort()
-  const file = join(dir, 'gateway.yml')
+  const file = join(dir, `${name}.yml`)
   writeFileSync(file, stringify({
     listen: { host: '127.0.0.1', port },
     upstream: { url: upstreamUrl, public_paths: [PUBLIC_PREFIX] },
@@ -65,9 +65,9 @@ async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel, nodeArgs }
     server: { drain_delay: 0 },
     log: { level: logLevel }
   }))
-  const logFile = join(dir, 'sidegate.log')
+  const logFile = join(dir, `${name}.log`)
   const fd = openSync(logFile, 'a')
-  const proc = track(spawn(process.execPath, [...nodeArgs, join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
+  const proc = track(spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'sidegate.js'), 'start', '--config', file], {
     cwd: dir,
     env: { PATH: process.env.PATH, NODE_ENV: 'production', SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'bench-admin-password' },
     stdio: ['ignore', fd, 'pipe']

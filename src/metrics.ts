@@ -22,6 +22,7 @@ export interface ObservedStore {
   readonly users: LruCache<unknown>
   readonly accessKeys: LruCache<unknown>
   readonly privateTokens: LruCache<unknown>
+  readonly sessions?: LruCache<unknown>
 }
 
 const AUTH_METHODS = ['none', 'session', 'bearer', 'private_token', 'access_key']
@@ -84,6 +85,7 @@ export class Metrics implements RequestObserver {
   observe (store: ObservedStore, isDraining: () => boolean): void {
     const registers = [this.registry]
     const caches: Array<[string, LruCache<unknown>]> = [['users', store.users], ['access_keys', store.accessKeys], ['private_tokens', store.privateTokens]]
+    if (store.sessions !== undefined) caches.push(['sessions', store.sessions])
     const fromCaches = (field: 'hits' | 'misses' | 'size') => function (this: Counter<'cache'> | Gauge<'cache'>) {
       this.reset()
       for (const [name, c] of caches) (this as Gauge<'cache'>).inc({ cache: name }, c[field])
