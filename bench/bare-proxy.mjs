@@ -24,4 +24,4 @@ const server = http.createServer({ keepAliveTimeout: 5000 }, (req, res) => {
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n')
 })
-process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)) })
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => { server.closeAllConnections(); server.close(() => process.exit(0)) })

@@ -22,4 +22,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: server.address().port, bytes: body.length }) + '\n')
 })
-process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)) })
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => { server.closeAllConnections(); server.close(() => process.exit(0)) })
