@@ -29,7 +29,7 @@ import { renderChart } from './chart.mjs'
 const flags = parseFlags(process.argv.slice(2), {
   duration: 10, warmup: 2, connections: 50, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info'
 })
-if (flags.quick) { flags.duration = 1; flags.warmup = 0.5 }
+if (flags.quick) { flags.duration = 1; flags.warmup = 0 }
 const writeLatest = flags.latest && !flags.noLatest
 
 /**
