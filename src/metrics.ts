@@ -39,6 +39,7 @@ export class Metrics implements RequestObserver {
   readonly #upstreamErrors: Counter<'code'>
   readonly #redisErrors: Counter<'kind'>
   readonly #children = new Map<number, Counter.Internal>()
+  readonly #failureChildren = new Map<string, Counter.Internal>()
   #server: http.Server | null = null
 
   constructor (o: { processMetrics?: boolean } = {}) {
@@ -69,8 +70,15 @@ export class Metrics implements RequestObserver {
     child.inc()
     this.#duration.observe(Number(process.hrtime.bigint() - startNs) / 1e9)
     if (code === undefined) return
-    if (status === 401 || status === 403) this.#authFailures.inc({ code })
-    else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamErrors.inc({ code })
+    if (status === 401 || status === 403) {
+      // a flood of bad credentials lands here: one cached child per code, no label hashing
+      let failures = this.#failureChildren.get(code)
+      if (failures === undefined) {
+        failures = this.#authFailures.labels(code)
+        this.#failureChildren.set(code, failures)
+      }
+      failures.inc()
+    } else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamErrors.inc({ code })
   }
 
   /** Hooks for openStore: connection and command errors. */
