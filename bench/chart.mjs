@@ -7,9 +7,9 @@ const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 
 export function renderChart (report) {
   const rows = report.results
-  const W = 760
+  const W = 820
   const left = 250
-  const right = 150
+  const right = 230
   const top = 56
   const rowH = 30
   const barH = 18
@@ -41,7 +41,7 @@ export function renderChart (report) {
       out.push(`<line x1="${x(minT).toFixed(1)}" y1="${y - 3}" x2="${x(minT).toFixed(1)}" y2="${y + barH + 3}" stroke="#111" stroke-width="2" stroke-dasharray="3,2"/>`)
     }
     const note = `${(r.ratio ?? 0).toFixed(2)}× · ${Math.round(r.rps)}/s · p99 ${r.p99 === null ? '-' : r.p99.toFixed(1)} ms${bad ? ' · ERRORS' : ''}`
-    out.push(`<text x="${(x(r.ratio ?? 0) + 6).toFixed(1)}" y="${y + barH - 4}" fill="#333">${esc(note)}</text>`)
+    out.push(`<text x="${(Math.max(x(r.ratio ?? 0), minT === null ? 0 : x(minT)) + 6).toFixed(1)}" y="${y + barH - 4}" fill="#333">${esc(note)}</text>`)
   })
   const ly = top + rows.length * rowH + 34
   out.push(`<rect x="12" y="${ly - 10}" width="10" height="10" fill="#2e7d32"/><text x="26" y="${ly}" fill="#555">meets target</text>`)
