@@ -9,7 +9,13 @@ export class GatewayError extends Error {
   readonly headers: Record<string, string | string[]> | undefined
 
   constructor (status: number, code: string, detail: string, headers?: Record<string, string | string[]>) {
+    // No stack trace: these are expected outcomes (a wrong token, a missing
+    // header), created on every rejected request, and a stack never reaches a
+    // response or a log. Capturing one is most of the cost of an Error.
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(detail)
+    Error.stackTraceLimit = limit
     this.name = 'GatewayError'
     this.status = status
     this.code = code

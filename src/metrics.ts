@@ -22,6 +22,7 @@ export interface ObservedStore {
   readonly users: LruCache<unknown>
   readonly accessKeys: LruCache<unknown>
   readonly privateTokens: LruCache<unknown>
+  readonly sessions?: LruCache<unknown>
 }
 
 const AUTH_METHODS = ['none', 'session', 'bearer', 'private_token', 'access_key']
@@ -38,6 +39,7 @@ export class Metrics implements RequestObserver {
   readonly #upstreamErrors: Counter<'code'>
   readonly #redisErrors: Counter<'kind'>
   readonly #children = new Map<number, Counter.Internal>()
+  readonly #failureChildren = new Map<string, Counter.Internal>()
   #server: http.Server | null = null
 
   constructor (o: { processMetrics?: boolean } = {}) {
@@ -68,8 +70,15 @@ export class Metrics implements RequestObserver {
     child.inc()
     this.#duration.observe(Number(process.hrtime.bigint() - startNs) / 1e9)
     if (code === undefined) return
-    if (status === 401 || status === 403) this.#authFailures.inc({ code })
-    else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamErrors.inc({ code })
+    if (status === 401 || status === 403) {
+      // a flood of bad credentials lands here: one cached child per code, no label hashing
+      let failures = this.#failureChildren.get(code)
+      if (failures === undefined) {
+        failures = this.#authFailures.labels(code)
+        this.#failureChildren.set(code, failures)
+      }
+      failures.inc()
+    } else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamErrors.inc({ code })
   }
 
   /** Hooks for openStore: connection and command errors. */
@@ -84,6 +93,7 @@ export class Metrics implements RequestObserver {
   observe (store: ObservedStore, isDraining: () => boolean): void {
     const registers = [this.registry]
     const caches: Array<[string, LruCache<unknown>]> = [['users', store.users], ['access_keys', store.accessKeys], ['private_tokens', store.privateTokens]]
+    if (store.sessions !== undefined) caches.push(['sessions', store.sessions])
     const fromCaches = (field: 'hits' | 'misses' | 'size') => function (this: Counter<'cache'> | Gauge<'cache'>) {
       this.reset()
       for (const [name, c] of caches) (this as Gauge<'cache'>).inc({ cache: name }, c[field])

@@ -16,13 +16,40 @@ export function sendJson (res: ServerResponse, status: number, body: unknown, he
   res.end(payload)
 }
 
-/** Turns any thrown value into a response; only GatewayErrors say anything specific. */
-export function sendError (res: ServerResponse, err: unknown): GatewayError {
-  const e = err instanceof GatewayError ? err : E.internal()
-  const headers: Record<string, string | string[]> = { ...e.headers }
+/** The serialized body and fixed headers of one kind of error, built once. */
+interface Prepared { payload: string, headers: Record<string, string | string[] | number> }
+const prepared = new Map<string, Prepared>()
+
+function prepare (e: GatewayError): Prepared {
+  const key = `${e.status}\u0000${e.code}\u0000${e.message}`
+  let p = prepared.get(key)
+  if (p !== undefined) return p
+  const payload = JSON.stringify(e.toJSON())
+  const headers: Prepared['headers'] = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(payload),
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store'
+  }
   if (e.status === 401) headers['www-authenticate'] = CHALLENGES
   if (e.status === 413) headers.connection = 'close'
   if (e.status === 503) headers['retry-after'] = '1'
-  sendJson(res, e.status, e.toJSON(), headers)
+  p = { payload, headers }
+  // bounded: the codes are a fixed set, but a detail may carry a value (a field name)
+  if (prepared.size < 256) prepared.set(key, p)
+  return p
+}
+
+/**
+ * Turns any thrown value into a response; only GatewayErrors say anything
+ * specific. The body and headers of each kind of error are serialized once:
+ * a flood of bad credentials costs as little as possible to refuse.
+ */
+export function sendError (res: ServerResponse, err: unknown): GatewayError {
+  const e = err instanceof GatewayError ? err : E.internal()
+  if (res.headersSent || res.destroyed) return e
+  const p = prepare(e)
+  res.writeHead(e.status, e.headers === undefined ? p.headers : { ...p.headers, ...e.headers })
+  res.end(p.payload)
   return e
 }

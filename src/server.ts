@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Config } from './config.js'
 import { E, GatewayError } from './errors.js'
-import type { Logger } from './log.js'
+import { accessLogger, type Logger } from './log.js'
 import type { Store } from './store/types.js'
 import { AuthPipeline, CHALLENGES, type Identity } from './auth/index.js'
 import { requestedOrg, resolveOrg } from './org.js'
@@ -60,6 +60,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const orgHeader = config.names.orgHeader.toLowerCase()
   const forwarder: Forwarder | null = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
   const publicPrefixes = config.upstream.public_paths
+  const access = accessLogger(log)
   let draining = false
 
   const assets = ownAssets()
@@ -150,8 +151,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
       // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
       const status = res.headersSent ? res.statusCode : 499
       opts.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
-      if (!log.isLevelEnabled('info')) return
-      log.info({
+      if (!access.isLevelEnabled('info')) return
+      // only these fields: the access logger does not redact (no credential may be added here)
+      access.info({
         reqId: ctx.requestId,
         method: req.method,
         path: ctx.path,

@@ -26,12 +26,14 @@ export const CHALLENGES = [
 
 export function readCredentials (req: IncomingMessage): Credentials {
   const h = req.headers.authorization
+  let cookies: Record<string, string> | undefined
   return {
     method: req.method ?? 'GET',
     url: req.url ?? '/',
     headers: req.headers,
     authorization: h === undefined ? null : parseAuthorization(h),
-    cookies: parseCookies(req.headers.cookie)
+    // parsed on first use: with an Authorization header no authenticator reads them
+    get cookies () { return (cookies ??= parseCookies(req.headers.cookie)) }
   }
 }
 

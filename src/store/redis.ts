@@ -75,6 +75,14 @@ if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) 
 return {n, ttl}`
 
 const THROTTLE_LAST_USED_MS = 60_000
+/**
+ * Sessions are cached in process for at most this long (or auth.cache.ttl if
+ * shorter): logout and disabling a user evict them everywhere at once through
+ * pub/sub, so this only bounds how long a lost invalidation message matters.
+ */
+const SESSION_CACHE_MAX_MS = 5_000
+
+interface StoredSession { user_id: string, created: number }
 
 export { redisOptions } from './connect.js'
 
@@ -88,6 +96,8 @@ export class RedisStore implements Store {
   readonly users: LruCache<User>
   readonly accessKeys: LruCache<{ key: AccessKey, secret: string }>
   readonly privateTokens: LruCache<string>
+  /** session records by hash(session id) */
+  readonly sessions: LruCache<StoredSession>
   readonly #lastTouched = new Map<string, number>()
   #subscribedOnce = false
 
@@ -99,6 +109,7 @@ export class RedisStore implements Store {
     this.users = new LruCache(opts.cache.max, ttl)
     this.accessKeys = new LruCache(opts.cache.max, ttl)
     this.privateTokens = new LruCache(opts.cache.max, ttl)
+    this.sessions = new LruCache(opts.cache.max, Math.min(ttl, SESSION_CACHE_MAX_MS))
     this.#onCommandError = opts.onCommandError
     this.redis = createRedisClient(opts, 'command')
     this.redis.on('error', (err: Error) => opts.onError?.(err))
@@ -134,7 +145,7 @@ export class RedisStore implements Store {
   get #cacheTrusted (): boolean { return this.redis.status === 'ready' && this.#sub.status === 'ready' }
 
   #clearCaches (): void {
-    this.users.clear(); this.accessKeys.clear(); this.privateTokens.clear()
+    this.users.clear(); this.accessKeys.clear(); this.privateTokens.clear(); this.sessions.clear()
   }
 
   #evict (msg: string): void {
@@ -144,10 +155,12 @@ export class RedisStore implements Store {
     if (kind === 'user') this.users.delete(id)
     else if (kind === 'ak') this.accessKeys.delete(id)
     else if (kind === 'pt') this.privateTokens.delete(id)
+    else if (kind === 'sess') this.sessions.delete(id)
     else if (kind === 'user-aks') {
-      // a disabled user: drop every cached key of theirs
+      // a disabled user: drop every cached key and session of theirs
       this.users.delete(id)
       this.#clearKeysOf(id)
+      this.sessions.deleteWhere((v) => v.user_id === id)
     }
   }
 
@@ -427,8 +440,22 @@ export class RedisStore implements Store {
   }
 
   async getSession (id: string): Promise<Session | null> {
-    const s = await this.#getJson<{ user_id: string, created: number }>(this.#k('sess', this.#keys.lookup(id)))
-    return s === null ? null : { id, ...s, csrf: this.#keys.lookup(`csrf:${id}`) }
+    const h = this.#keys.lookup(id)
+    let s = this.#cacheTrusted ? this.sessions.get(h) : undefined
+    if (s === undefined) {
+      const stored = await this.#getJson<StoredSession>(this.#k('sess', h))
+      if (stored === null) return null
+      s = { user_id: stored.user_id, created: stored.created }
+      this.sessions.set(h, s)
+    }
+    return this.#session(id, s)
+  }
+
+  /** The CSRF token is derived on first use only: safe methods never need it. */
+  #session (id: string, s: StoredSession): Session {
+    const keys = this.#keys
+    let csrf: string | undefined
+    return { id, user_id: s.user_id, created: s.created, get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) } }
   }
 
   async touchSession (id: string, ttlSeconds: number): Promise<void> {
@@ -440,6 +467,8 @@ export class RedisStore implements Store {
     const s = await this.#getJson<{ user_id: string }>(this.#k('sess', h))
     await this.#run(() => this.redis.del(this.#k('sess', h)))
     if (s !== null) await this.#run(() => this.redis.srem(this.#k('user-sess', s.user_id), h))
+    // every replica drops its cached copy (logout ends the session everywhere at once)
+    await this.#invalidate(`sess:${h}`)
   }
 
   // ---- login lockout

@@ -1,0 +1,222 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: every credential path of sidegate under autocannon, side by
+ * side with a bare Node proxy, all in one run so the figures are ratios taken
+ * on the same machine in the same minute.
+ *
+ *   --duration S     timed seconds per scenario (10)
+ *   --warmup S       warm-up seconds per scenario, same connections (2)
+ *   --connections N  concurrent connections (50)
+ *   --quick          1 s per scenario, no warm-up to speak of: a smoke test of the harness
+ *   --only a,b       run only these scenarios (the bare proxy always runs: it is the baseline)
+ *   --out DIR        where the JSON and SVG go (bench/results)
+ *   --no-latest      do not overwrite latest.json / latest.svg
+ *   --log-level L    sidegate's log level (info: the shipped default, what production runs)
+ *   --profile DIR    run sidegate with --cpu-prof, the profile written to DIR when it stops
+ *
+ * Exit status: 1 when an authenticated scenario had an error or a non-2xx
+ * response, or the rejected one answered anything but 401 (a bench that counts
+ * errors as throughput is wrong); the speed targets are printed, not enforced.
+ */
+import { cpus, loadavg, release, totalmem, arch, platform } from 'node:os'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createHmac } from 'node:crypto'
+import { join } from 'node:path'
+import { BENCH, parseFlags, runJson } from './lib.mjs'
+import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startStack } from './stack.mjs'
+import { renderChart } from './chart.mjs'
+
+const flags = parseFlags(process.argv.slice(2), {
+  duration: 10, warmup: 2, connections: 50, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info'
+})
+if (flags.quick) { flags.duration = 1; flags.warmup = 0 }
+const writeLatest = flags.latest && !flags.noLatest
+
+/**
+ * Scenarios, in the order they run; ratios are to the mean of the two bare-proxy runs. `auth`: the zero-error rule applies;
+ * `expect: 401`: every answer must be 401. Targets: ratio of requests/s to the
+ * bare proxy (min or max), and p99 at most 1.25 times the bare proxy's.
+ */
+const SCENARIOS = [
+  { name: 'direct', label: 'direct to upstream', target: 'upstream', kind: 'plain', path: API_PATH },
+  { name: 'bare', label: 'bare node:http proxy', target: 'bare', kind: 'plain', path: API_PATH },
+  { name: 'public', label: 'sidegate, public path', target: 'gateway', kind: 'plain', path: PUBLIC_PATH, expect: 200 },
+  { name: 'private_token', label: 'sidegate, private token', target: 'gateway', kind: 'token', path: API_PATH, auth: true, minRatio: 0.9 },
+  { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.9 },
+  { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.9 },
+  { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.7 },
+  { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0 },
+  // the baseline again: the machine's drift during the run shows, and the ratios use the mean of both
+  { name: 'bare_end', label: 'bare node:http proxy, again at the end', target: 'bare', kind: 'plain', path: API_PATH }
+]
+const P99_MAX_RATIO = 1.25
+
+const only = flags.only ? new Set(flags.only.split(',').map((s) => s.trim())) : null
+if (only !== null) {
+  for (const n of only) if (!SCENARIOS.some((s) => s.name === n)) throw new Error(`unknown scenario ${n}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`)
+  only.add('bare')
+  only.add('bare_end')
+}
+const scenarios = SCENARIOS.filter((s) => only === null || only.has(s.name))
+
+const machine = {
+  cpus: cpus().length,
+  cpu: cpus()[0]?.model ?? 'unknown',
+  memGB: Math.round(totalmem() / 2 ** 30),
+  node: process.version,
+  os: `${platform()} ${release()} ${arch()}`,
+  loadavgBefore: loadavg().map((x) => Math.round(x * 100) / 100)
+}
+
+const log = (s) => process.stderr.write(s + '\n')
+log(`sidegate bench: ${scenarios.length} scenarios, ${flags.warmup} s warm-up + ${flags.duration} s each, ${flags.connections} connections; ${machine.cpus} cores, node ${machine.node}, load ${machine.loadavgBefore.join(' ')}`)
+
+const stack = await startStack({ logLevel: flags.logLevel, nodeArgs: flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : [] })
+const store = await openStore(stack.redis.url)
+const results = []
+let exitCode = 0
+try {
+  const creds = await seedCredentials(store, 10)
+  const urls = { upstream: stack.upstreamUrl, bare: stack.bareUrl, gateway: stack.gatewayUrl }
+
+  for (const s of scenarios) {
+    const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
+    if (s.kind === 'token') job.creds.tokens = creds.tokens
+    if (s.kind === 'session') job.creds.sessions = creds.sessions
+    if (s.kind === 'signature') job.creds.keys = creds.keys
+    if (s.kind === 'bearer') {
+      // enough for the fastest authenticated rate seen so far, plus a margin; each used once
+      const fastest = Math.max(1000, ...results.filter((r) => r.auth || r.name === 'bare').map((r) => r.rps))
+      const n = Math.ceil(fastest * (flags.duration + flags.warmup) * 1.3) + flags.connections * 4
+      const t0 = Date.now()
+      job.creds.tokensFile = await issueBearerTokens(store, creds.users, n, join(stack.dir, 'bearer-tokens.txt'))
+      log(`  issued ${n} bearer tokens in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+    }
+    await probe(s, job, creds)
+    const pid = { upstream: stack.pids.upstream, bare: stack.pids.bare, gateway: stack.pids.sidegate }[s.target]
+    const cpu0 = cpuSeconds(pid)
+    const r = await runJson(join(BENCH, 'load.mjs'), job)
+    const cpu1 = cpuSeconds(pid)
+    // CPU time the process that answered spent per request (warm-up included), in µs
+    r.cpuUsPerReq = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / (r.requests + (r.warmup?.requests ?? 0))
+    const row = { name: s.name, label: s.label, auth: s.auth === true, ...r }
+    row.problems = problems(s, r)
+    if (row.problems.length > 0) exitCode = 1
+    results.push(row)
+    log(`  ${s.name.padEnd(14)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req${row.problems.length ? '  ✗ ' + row.problems.join('; ') : ''}`)
+  }
+} finally {
+  await store.close()
+  await stack.stop()
+}
+
+// ---- ratios and targets
+
+const bares = results.filter((r) => r.name === 'bare' || r.name === 'bare_end')
+const baseline = { rps: mean(bares.map((r) => r.rps)), p99: mean(bares.map((r) => r.p99)), drift: bares.length === 2 ? bares[1].rps / bares[0].rps - 1 : 0 }
+for (const r of results) {
+  const s = SCENARIOS.find((x) => x.name === r.name)
+  r.ratio = r.rps / baseline.rps
+  r.p99Ratio = r.p99 / baseline.p99
+  r.targets = []
+  if (s.minRatio !== undefined) r.targets.push({ what: `req/s ≥ ${s.minRatio.toFixed(2)}× bare`, pass: r.ratio >= s.minRatio })
+  if (s.auth) r.targets.push({ what: `p99 ≤ ${P99_MAX_RATIO}× bare`, pass: r.p99Ratio <= P99_MAX_RATIO })
+}
+machine.loadavgAfter = loadavg().map((x) => Math.round(x * 100) / 100)
+
+const report = {
+  date: new Date().toISOString(),
+  options: { duration: flags.duration, warmup: flags.warmup, connections: flags.connections, quick: flags.quick },
+  machine,
+  baseline,
+  results: results.map(({ warmup, ...r }) => ({ ...r, warmup }))
+}
+
+// ---- output: table on stdout, JSON and SVG in bench/results/
+
+process.stdout.write('\n' + table(results) + '\n')
+mkdirSync(flags.out, { recursive: true })
+const stamp = report.date.replace(/[:.]/g, '-')
+const jsonName = `${flags.quick ? 'quick-' : ''}${stamp}.json`
+writeFileSync(join(flags.out, jsonName), JSON.stringify(report, null, 2) + '\n')
+if (writeLatest && !flags.quick) {
+  writeFileSync(join(flags.out, 'latest.json'), JSON.stringify(report, null, 2) + '\n')
+  writeFileSync(join(flags.out, 'latest.svg'), renderChart(report))
+  writeFileSync(join(flags.out, 'latest.md'), table(results) + '\n')
+}
+process.stdout.write(`\nbaseline: the bare proxy's mean, ${baseline.rps.toFixed(0)} req/s and p99 ${baseline.p99.toFixed(2)} ms; it drifted ${(baseline.drift * 100).toFixed(0)}% between the first and the last scenario\n`)
+process.stdout.write(`${machine.cpus} × ${machine.cpu}, node ${machine.node}; load ${machine.loadavgBefore.join(' ')} → ${machine.loadavgAfter.join(' ')}\n`)
+process.stdout.write(`results: ${join(flags.out, jsonName)}${writeLatest && !flags.quick ? ', latest.json, latest.svg' : ''}\n`)
+if (exitCode !== 0) process.stdout.write('bench FAILED: ' + results.filter((r) => r.problems.length).map((r) => `${r.name}: ${r.problems.join('; ')}`).join(' | ') + '\n')
+else process.stdout.write('bench ok: no errors, every authenticated request 2xx, every rejected one 401\n')
+process.exit(exitCode)
+
+// ---- helpers
+
+/** What makes a scenario's figures meaningless: errors, or answers other than the expected ones. */
+function problems (s, r) {
+  const p = []
+  const check = (phase, x) => {
+    if (x === null || x === undefined) return
+    if (x.errors > 0) p.push(`${phase}${x.errors} errors (${x.timeouts} timeouts)`)
+    const want = String(s.expect ?? 200)
+    const other = Object.entries(x.statusCodes).filter(([c]) => (s.expect === undefined ? !c.startsWith('2') : c !== want))
+    if (other.length > 0) p.push(`${phase}unexpected status ${other.map(([c, n]) => `${c}×${n}`).join(', ')}`)
+    if (x.requests === 0) p.push(`${phase}no requests completed`)
+  }
+  check('', r)
+  check('warm-up: ', r.warmup)
+  if (r.bearer && r.bearer.exhausted > 0) p.push(`ran out of bearer tokens (${r.bearer.issued} issued)`)
+  return p
+}
+
+/** One request before the load, checked in full: the right status and, when proxied, the upstream's body. */
+async function probe (s, job, creds) {
+  const headers = {}
+  if (s.kind === 'token') headers.authorization = `Token ${creds.tokens[0]}`
+  if (s.kind === 'session') headers.cookie = `svc_sessionid=${creds.sessions[0]}`
+  if (s.kind === 'rejected') headers.authorization = 'Token probe-not-a-token'
+  if (s.kind === 'signature') {
+    const date = new Date().toUTCString()
+    const sig = createHmac('sha256', creds.keys[0].secret).update(`(request-target): get ${s.path}\naccept: application/json\ndate: ${date}`).digest('base64')
+    Object.assign(headers, { accept: 'application/json', date, authorization: `Signature keyId="${creds.keys[0].id}",algorithm="hmac-sha256",headers="(request-target) accept date",signature="${sig}"` })
+  }
+  if (s.kind === 'bearer') return // every issued token is for the load; the zero-error rule covers it
+  const res = await fetch(job.url, { headers })
+  const text = await res.text()
+  const want = s.expect ?? 200
+  if (res.status !== want || (want === 200 && !text.includes('"bench-item"'))) {
+    throw new Error(`probe of ${s.name} answered ${res.status}: ${text.slice(0, 200)}`)
+  }
+}
+
+/** user + system CPU seconds of a process, from /proc (Linux); null elsewhere. */
+function cpuSeconds (pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) / 100 // USER_HZ, 100 on Linux
+  } catch { return null }
+}
+
+function mean (xs) { return xs.reduce((a, b) => a + b, 0) / xs.length }
+
+function fmt (v, digits) { return v === null || v === undefined ? '-' : v.toFixed(digits) }
+
+function table (rows) {
+  const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'CPU µs/req', 'errors', 'non-2xx', 'targets']
+  const lines = rows.map((r) => [
+    r.label,
+    fmt(r.rps, 0),
+    fmt(r.p50, 2),
+    fmt(r.p99, 2),
+    fmt(r.ratio, 2) + '×',
+    fmt(r.p99Ratio, 2) + '×',
+    fmt(r.cpuUsPerReq, 0),
+    String(r.errors),
+    String(r.non2xx),
+    r.targets.length === 0 ? '' : r.targets.map((t) => `${t.pass ? 'pass' : 'FAIL'} ${t.what}`).join(', ')
+  ])
+  const md = [head, head.map((h, i) => (i === 0 || i === head.length - 1 ? '---' : '---:')), ...lines]
+  return md.map((cells) => `| ${cells.join(' | ')} |`).join('\n')
+}

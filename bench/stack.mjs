@@ -1,0 +1,141 @@
+/**
+ * The system under test, each part in its own process: a private Redis, the
+ * upstream, the bare proxy and sidegate from dist/ (production log level,
+ * metrics on), plus the credentials the scenarios use, created with the store
+ * API from dist/ against the bench's own Redis.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, openSync, closeSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { stringify } from 'yaml'
+import { ROOT, freePort, sleep, spawnNode, startRedis, stopProc, track, BENCH } from './lib.mjs'
+
+export const SECRET = 'bench-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz'
+export const PREFIX = 'bench:'
+export const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+export const PUBLIC_PREFIX = '/public/'
+export const API_PATH = '/api/v1/items/?limit=20'
+export const PUBLIC_PATH = '/public/items/?limit=20'
+
+export async function startStack (o = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'sidegate-bench-'))
+  const parts = []
+  const stopAll = async () => {
+    for (const p of parts.reverse()) await p.stop().catch(() => {})
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    const redis = await startRedis()
+    parts.push(redis)
+    const upstream = await spawnNode(join(BENCH, 'upstream.mjs'))
+    parts.push(upstream)
+    const upstreamUrl = `http://127.0.0.1:${upstream.info.port}`
+    const bare = await spawnNode(join(BENCH, 'bare-proxy.mjs'), [upstreamUrl])
+    parts.push(bare)
+    const gw = await startSidegate({ dir, redisUrl: redis.url, upstreamUrl, logLevel: o.logLevel ?? 'info', nodeArgs: o.nodeArgs ?? [] })
+    parts.push(gw)
+    return {
+      dir,
+      redis,
+      upstreamUrl,
+      bareUrl: `http://127.0.0.1:${bare.info.port}`,
+      gatewayUrl: gw.url,
+      gatewayPid: gw.pid,
+      gatewayLog: gw.logFile,
+      pids: { redis: redis.pid, upstream: upstream.proc.pid, bare: bare.proc.pid, sidegate: gw.pid },
+      stop: stopAll
+    }
+  } catch (err) {
+    await stopAll()
+    throw err
+  }
+}
+
+/** `sidegate start` from dist/, its JSON log appended to a file (as a container runtime would collect it). */
+export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate' }) {
+  const port = await freePort()
+  const metricsPort = await freePort()
+  const file = join(dir, `${name}.yml`)
+  writeFileSync(file, stringify({
+    listen: { host: '127.0.0.1', port },
+    upstream: { url: upstreamUrl, public_paths: [PUBLIC_PREFIX] },
+    redis: { url: redisUrl, prefix: PREFIX },
+    metrics: { host: '127.0.0.1', port: metricsPort },
+    server: { drain_delay: 0 },
+    log: { level: logLevel }
+  }))
+  const logFile = join(dir, `${name}.log`)
+  const fd = openSync(logFile, 'a')
+  const proc = track(spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'sidegate.js'), 'start', '--config', file], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'bench-admin-password' },
+    stdio: ['ignore', fd, 'pipe']
+  }))
+  closeSync(fd)
+  let err = ''
+  proc.stderr.setEncoding('utf8')
+  proc.stderr.on('data', (c) => { err += c; if (err.length > 20_000) err = err.slice(-10_000) })
+  const url = `http://127.0.0.1:${port}`
+  const end = Date.now() + 15_000
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`sidegate exited ${proc.exitCode}: ${err}`)
+    try {
+      const r = await fetch(url + '/readyz')
+      if (r.status === 200) break
+    } catch {}
+    if (Date.now() > end) throw new Error(`sidegate not ready after 15 s: ${err}`)
+    await sleep(50)
+  }
+  return {
+    url,
+    pid: proc.pid,
+    logFile,
+    logBytes: () => statSync(logFile).size,
+    stop: () => stopProc(proc, 'SIGINT')
+  }
+}
+
+/** The store API of dist/, on the bench's Redis and prefix: what `sidegate user add` etc. use. */
+export async function openStore (redisUrl) {
+  const { buildConfig } = await import(join(ROOT, 'dist', 'config.js'))
+  const { Keyring } = await import(join(ROOT, 'dist', 'crypto.js'))
+  const { RedisStore } = await import(join(ROOT, 'dist', 'store', 'redis.js'))
+  const c = buildConfig({ redis: { url: redisUrl, prefix: PREFIX }, secret_key: SECRET })
+  const store = new RedisStore({
+    url: c.redis.url, topology: c.redis, prefix: PREFIX, commandTimeout: 10_000, connectTimeout: c.redis.connect_timeout, cache: c.auth.cache
+  }, new Keyring(SECRET))
+  await store.connect()
+  return store
+}
+
+/**
+ * `users` users in the Default org, each with a private token, an access key
+ * and a session: connections are spread over them like separate clients.
+ */
+export async function seedCredentials (store, users = 10) {
+  const out = { users: [], tokens: [], keys: [], sessions: [] }
+  for (let i = 0; i < users; i++) {
+    const u = await store.createUser({ username: `bench-${i}`, password: null, orgs: { [DEFAULT_ORG]: 'user' } })
+    out.users.push(u.id)
+    out.tokens.push(await store.createPrivateToken(u.id))
+    const k = await store.createAccessKey(u.id)
+    out.keys.push({ id: k.key.id, secret: k.secret })
+    const s = await store.createSession(u.id, 7200)
+    out.sessions.push(s.id)
+  }
+  return out
+}
+
+/** Issues `n` one-time bearer tokens (round-robin over the users) into a file, one per line. */
+export async function issueBearerTokens (store, userIds, n, file) {
+  const tokens = new Array(n)
+  const batch = 2000
+  for (let i = 0; i < n; i += batch) {
+    const part = await Promise.all(Array.from({ length: Math.min(batch, n - i) }, (_, j) =>
+      store.issueBearerToken(userIds[(i + j) % userIds.length], 3600)))
+    for (let j = 0; j < part.length; j++) tokens[i + j] = part[j].token
+  }
+  writeFileSync(file, tokens.join('\n') + '\n')
+  return file
+}
