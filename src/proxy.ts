@@ -16,11 +16,13 @@ import httpProxy from 'http-proxy'
 import { E, type GatewayError } from './errors.js'
 
 const TIMED_OUT = Symbol('sidegate.upstreamTimedOut')
-type Req = http.IncomingMessage & { [TIMED_OUT]?: boolean }
+const ON_UPGRADE = Symbol('sidegate.onUpgrade')
+type Req = http.IncomingMessage & { [TIMED_OUT]?: boolean, [ON_UPGRADE]?: () => void }
 
 export interface Forwarder {
   web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void): void
-  ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void): void
+  /** `onUpgrade`: the upstream accepted the upgrade (101). */
+  ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void
   close (): void
 }
 
@@ -51,7 +53,7 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
       proxyReq.destroy(new Error('upstream timeout'))
     }, timeoutMs)
     const done = (): void => { answered = true; clearTimeout(timer) }
-    proxyReq.once('upgrade', done)
+    proxyReq.once('upgrade', () => { done(); (req as Req)[ON_UPGRADE]?.() })
     proxyReq.once('response', done)
     proxyReq.once('close', () => clearTimeout(timer))
     // the client left before the upstream answered: end the upstream request
@@ -126,7 +128,8 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         up.end()
       }
     },
-    ws (req, socket, head, onError) {
+    ws (req, socket, head, onError, onUpgrade) {
+      (req as Req)[ON_UPGRADE] = onUpgrade
       wsProxy.ws(req, socket, head, {}, () => {
         if (!socket.destroyed) onError(classify(req))
       })

@@ -175,6 +175,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   }
 
   async function onUpgrade (req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const start = process.hrtime.bigint()
     socket.on('error', () => socket.destroy())
     const url = req.url ?? '/'
     const q = url.indexOf('?')
@@ -187,15 +188,18 @@ export function createGateway (opts: GatewayOptions): Gateway {
         injectIdentity(req, policy, ctx.identity!, ctx.orgId!)
       }
       setForwarded(req, policy, ctx.requestId)
-      forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err))
+      // counted like any request: 101 once the upstream switched protocols, else the error
+      forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err, start, ctx.identity?.method),
+        () => opts.metrics?.request(101, ctx.identity?.method, undefined, start))
       log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
     } catch (err) {
-      rejectUpgrade(socket, err)
+      rejectUpgrade(socket, err, start, ctx.identity?.method)
     }
   }
 
-  function rejectUpgrade (socket: Duplex, err: unknown): void {
+  function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, authMethod: string | undefined): void {
     const e = err instanceof GatewayError ? err : E.internal()
+    opts.metrics?.request(e.status, authMethod, e.code, start)
     const body = JSON.stringify(e.toJSON())
     const extra = e.status === 401 ? CHALLENGES.map((c) => `WWW-Authenticate: ${c}\r\n`).join('') : ''
     socket.end(`HTTP/1.1 ${e.status} ${http.STATUS_CODES[e.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)

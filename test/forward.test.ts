@@ -14,7 +14,7 @@ import { startEcho, request, type Echo } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { eventually } from './fixtures/wait.js'
-import { rawHead, rawRequest } from './fixtures/raw.js'
+import { rawHead, rawRequest, upgrade } from './fixtures/raw.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -318,40 +318,6 @@ t.test('request bodies are streamed to the upstream intact (beyond server.body_l
   t.equal(chunked.sha256, createHash('sha256').update(body.subarray(0, 10_000)).digest('hex'))
   t.equal(chunked.method, 'PUT')
 })
-
-interface Upgraded { head: string, body: string, socket: net.Socket }
-
-/** A raw WebSocket-style upgrade; resolves with the response head (and body, for a refusal). */
-async function upgrade (base: string, path: string, headers: Record<string, string> = {}): Promise<Upgraded> {
-  const u = new URL(base)
-  const socket = net.connect(Number(u.port), u.hostname)
-  const lines = [`GET ${path} HTTP/1.1`, `Host: ${u.host}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==']
-  for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`)
-  socket.write(lines.join('\r\n') + '\r\n\r\n')
-  return await new Promise((resolve, reject) => {
-    let buf = Buffer.alloc(0)
-    const onData = (c: Buffer): void => {
-      buf = Buffer.concat([buf, c])
-      const end = buf.indexOf('\r\n\r\n')
-      if (end === -1) return
-      const head = buf.subarray(0, end).toString()
-      if (head.startsWith('HTTP/1.1 101')) {
-        socket.off('data', onData)
-        socket.off('end', onEnd)
-        const rest = buf.subarray(end + 4)
-        if (rest.length > 0) socket.unshift(rest)
-        resolve({ head, body: '', socket })
-      }
-    }
-    const onEnd = (): void => {
-      const end = buf.indexOf('\r\n\r\n')
-      resolve({ head: buf.subarray(0, end).toString(), body: buf.subarray(end + 4).toString(), socket })
-    }
-    socket.on('data', onData)
-    socket.on('end', onEnd)
-    socket.on('error', reject)
-  })
-}
 
 async function roundTrip (s: net.Socket, data: string): Promise<string> {
   return await new Promise((resolve) => {

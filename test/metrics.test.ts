@@ -2,7 +2,8 @@ import t from 'tap'
 import { startRedis, freePort } from './fixtures/redis.js'
 import { spawnGateway } from './fixtures/gateway.js'
 import { openTestStore } from './fixtures/store-contract.js'
-import { request } from './fixtures/http.js'
+import { request, startEcho } from './fixtures/http.js'
+import { upgrade } from './fixtures/raw.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
 import { Metrics } from '../src/metrics.js'
 import { buildConfig } from '../src/config.js'
@@ -77,6 +78,28 @@ t.test('counters move: requests by status and method, auth failures by code, ups
   t.ok(delta(after, 'sidegate_cache_misses_total{cache="access_keys"}') >= 1)
   t.ok(get(after, 'sidegate_cache_entries{cache="access_keys"}') >= 1)
   t.equal(delta(after, 'sidegate_http_request_duration_seconds_count'), 9, 'one latency observation per request')
+})
+
+t.test('WebSocket upgrades are counted: 101 when the upstream switched, the error code when refused', async (t) => {
+  const echo = await startEcho()
+  const g2 = await spawnGateway(redis.url, { upstream: { url: echo.url } }, prefix)
+  t.teardown(async () => { await g2.stop(); await echo.close() })
+  const pt = await store.createPrivateToken(admin!.id)
+  const before = await scrape(g2.metricsUrl)
+  const ok = await upgrade(g2.url, '/ws', { authorization: `Token ${pt}` })
+  t.match(ok.head, /^HTTP\/1\.1 101/)
+  ok.socket.destroy()
+  const refused = await upgrade(g2.url, '/ws')
+  t.match(refused.head, /^HTTP\/1\.1 401/)
+  const down = await upgrade(gw.url, '/ws', { authorization: `Token ${pt}` }) // gw's upstream is down
+  t.match(down.head, /^HTTP\/1\.1 502/)
+  const after = await scrape(g2.metricsUrl)
+  const delta = (k: string): number => (after.get(k) ?? 0) - (before.get(k) ?? 0)
+  t.equal(delta('sidegate_http_requests_total{status="101",auth_method="private_token"}'), 1, 'the upgrade')
+  t.equal(delta('sidegate_http_requests_total{status="401",auth_method="none"}'), 1, 'the refusal')
+  t.equal(delta('sidegate_auth_failures_total{code="not_authenticated"}'), 1)
+  const downAfter = await scrape(gw.metricsUrl)
+  t.ok((downAfter.get('sidegate_http_requests_total{status="502",auth_method="private_token"}') ?? 0) >= 1, 'an upgrade the upstream could not take: 502')
 })
 
 t.test('Redis errors are counted and sidegate_redis_up drops', async (t) => {
