@@ -4,7 +4,7 @@
  * `npm run test:hard` runs the same with more load, longer and more often.
  */
 import t from 'tap'
-import { clientAborts, redisOutage, slowloris, upstreamFaults } from './fixtures/faults.js'
+import { assertUpstreamFaults, clientAborts, redisOutage, slowloris, upstreamFaults } from './fixtures/faults.js'
 
 t.test('Redis killed, then frozen, under load', async (t) => {
   const r = await redisOutage(t, { workers: 6, outageMs: 1000, commandTimeout: 300 })
@@ -25,16 +25,7 @@ t.test('Redis killed, then frozen, under load', async (t) => {
 })
 
 t.test('upstream refused 502, slow 504, reset mid-response: broken for that client, the gateway serves on', async (t) => {
-  const r = await upstreamFaults(t, { resets: 20 })
-  t.comment(JSON.stringify(r))
-  t.match(r.refused, { status: 502, code: 'upstream_unavailable' })
-  t.ok(r.refused.ms < 1000, `refused: answered in ${r.refused.ms} ms`)
-  t.match(r.slow, { status: 504, code: 'upstream_timeout' })
-  t.ok(r.slow.ms >= 900 && r.slow.ms < 2500, `slow: 504 after the 1 s upstream.timeout (${r.slow.ms} ms)`)
-  t.equal(r.resets.hung, 0, 'no client left waiting for the rest of the response')
-  t.equal(r.resets.brokenForClient, r.resets.n, 'every client saw a broken response, none a complete one')
-  t.ok(r.resets.gatewayStillServing, 'the next request is served')
-  t.equal(r.resets.errorLogs, 0, 'no error logged')
+  assertUpstreamFaults(t, await upstreamFaults(t, { resets: 20 }), 2500)
 })
 
 t.test('clients aborting mid-request: sockets back to baseline', async (t) => {

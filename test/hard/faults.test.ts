@@ -1,6 +1,6 @@
 /** Faults, long run (test/fixtures/faults.ts): more load, longer outages, more resets, aborts and slow sockets. */
 import t from 'tap'
-import { clientAborts, redisOutage, slowloris, upstreamFaults } from '../fixtures/faults.js'
+import { assertUpstreamFaults, clientAborts, redisOutage, slowloris, upstreamFaults } from '../fixtures/faults.js'
 
 for (let round = 1; round <= 2; round++) {
   t.test(`Redis killed, then frozen, under load (round ${round})`, async (t) => {
@@ -21,15 +21,7 @@ for (let round = 1; round <= 2; round++) {
 }
 
 t.test('upstream refused, slow, and 500 resets mid-response', async (t) => {
-  const r = await upstreamFaults(t, { resets: 500 })
-  t.comment(JSON.stringify(r))
-  t.match(r.refused, { status: 502, code: 'upstream_unavailable' })
-  t.match(r.slow, { status: 504, code: 'upstream_timeout' })
-  t.ok(r.slow.ms >= 900 && r.slow.ms < 3000, `504 after the 1 s timeout (${r.slow.ms} ms)`)
-  t.equal(r.resets.hung, 0, 'no client left waiting for the rest of the response')
-  t.equal(r.resets.brokenForClient, r.resets.n, 'every client saw a broken response')
-  t.ok(r.resets.gatewayStillServing, 'the gateway serves on')
-  t.equal(r.resets.errorLogs, 0, 'no error logged')
+  assertUpstreamFaults(t, await upstreamFaults(t, { resets: 500 }), 3000)
 })
 
 t.test('2,000 clients aborting mid-request: sockets and memory back to baseline', async (t) => {
