@@ -10,7 +10,7 @@
  *   signature  access-key HTTP signature, a fresh Date and HMAC for every request
  *   session    Cookie: svc_sessionid=…, one session per connection
  *   bearer     Authorization: Bearer <token>, every token used exactly once (creds.tokensFile)
- *   rejected   Authorization: Token <well-formed, random, unknown>: every request a new guess
+ *   rejected   Authorization: Token <well-formed, unknown, wrong tag>: every request a new guess
  */
 import { createHmac, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -27,8 +27,11 @@ let nextBearer = 0
 let bearerExhausted = 0
 if (job.kind === 'bearer') bearerTokens = readFileSync(creds.tokensFile, 'utf8').split('\n').filter(Boolean)
 
+// A guess has the shape of a real credential (32 characters of random part,
+// then a 12-character tag, all base64url) but cannot know the keyed tag.
 let guess = 0
 const guessPrefix = randomBytes(12).toString('base64url')
+const guessTag = randomBytes(9).toString('base64url')
 
 function signatureHeaders (key, headers) {
   const date = new Date().toUTCString()
@@ -79,7 +82,7 @@ function requestFor (clientIndex) {
         method: 'GET',
         path,
         setupRequest (req) {
-          req.headers.authorization = `Token ${guessPrefix}${(guess++).toString(36).padStart(24, '0')}`
+          req.headers.authorization = `Token ${guessPrefix}${(guess++).toString(36).padStart(16, '0')}${guessTag}`
           return req
         }
       }

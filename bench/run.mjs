@@ -175,7 +175,7 @@ async function probe (s, job, creds) {
   const headers = {}
   if (s.kind === 'token') headers.authorization = `Token ${creds.tokens[0]}`
   if (s.kind === 'session') headers.cookie = `svc_sessionid=${creds.sessions[0]}`
-  if (s.kind === 'rejected') headers.authorization = 'Token probe-not-a-token'
+  if (s.kind === 'rejected') headers.authorization = `Token ${'probe'.padEnd(32, '0')}${'not-a-tag'.padEnd(12, '0')}` // a real token's shape
   if (s.kind === 'signature') {
     const date = new Date().toUTCString()
     const sig = createHmac('sha256', creds.keys[0].secret).update(`(request-target): get ${s.path}\naccept: application/json\ndate: ${date}`).digest('base64')

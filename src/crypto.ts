@@ -43,19 +43,55 @@ export function safeEqual (a: string, b: string): boolean {
   return timingSafeEqual(ha, hb)
 }
 
-export function randomToken (bytes = 32): string {
-  return randomBytes(bytes).toString('base64url')
-}
+/** The kinds of secret sidegate issues and a client presents back; each has its own tag key. */
+export type CredentialKind = 'private token' | 'bearer token' | 'session id'
+const CREDENTIAL_KINDS: CredentialKind[] = ['private token', 'bearer token', 'session id']
+
+/**
+ * A tagged credential is 44 URL- and header-safe characters: 32 of random part
+ * (24 random bytes, base64url) then 12 of tag (the first 9 bytes of
+ * HMAC-SHA256 over the random part, keyed per kind). 24 and 9 bytes are whole
+ * base64 groups, so every credential has exactly one spelling.
+ */
+const RANDOM_CHARS = 32
+const TAG_BYTES = 9
+export const CREDENTIAL_LENGTH = RANDOM_CHARS + TAG_BYTES / 3 * 4
+const CREDENTIAL_SHAPE = /^[A-Za-z0-9_-]{44}$/
 
 /** Keys derived from the configured secret key; the secret itself is not kept. */
 export class Keyring {
   readonly #enc: Buffer
   readonly #mac: Buffer
+  readonly #tag = new Map<CredentialKind, Buffer>()
 
   constructor (secret: string) {
     const ikm = Buffer.from(secret, 'utf8')
     this.#enc = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'encryption at rest v1', 32))
     this.#mac = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'lookup hash v1', 32))
+    for (const kind of CREDENTIAL_KINDS) {
+      this.#tag.set(kind, Buffer.from(hkdfSync('sha256', ikm, 'sidegate', `credential tag v1: ${kind}`, 32)))
+    }
+  }
+
+  #tagOf (kind: CredentialKind, randomPart: string): Buffer {
+    return createHmac('sha256', this.#tag.get(kind)!).update(randomPart).digest().subarray(0, TAG_BYTES)
+  }
+
+  /** A new credential of this kind: random part plus its keyed check tag. */
+  issue (kind: CredentialKind): string {
+    const r = randomBytes(RANDOM_CHARS / 4 * 3).toString('base64url')
+    return r + this.#tagOf(kind, r).toString('base64url')
+  }
+
+  /**
+   * True when the value has the shape and the tag of a credential of this kind
+   * issued under this secret key. Checked in process before any store lookup:
+   * a guessed, forged or foreign credential costs no Redis command.
+   */
+  tagged (kind: CredentialKind, value: string): boolean {
+    if (value.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(value)) return false
+    const want = this.#tagOf(kind, value.slice(0, RANDOM_CHARS))
+    return timingSafeEqual(want, Buffer.from(value.slice(RANDOM_CHARS), 'base64url'))
   }
 
   /** Keyed hash used as a Redis key for tokens: reveals nothing without the secret. */

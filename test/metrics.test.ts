@@ -1,6 +1,7 @@
 import t from 'tap'
 import { startRedis, freePort } from './fixtures/redis.js'
-import { spawnGateway } from './fixtures/gateway.js'
+import { SECRET, spawnGateway } from './fixtures/gateway.js'
+import { Keyring } from '../src/crypto.js'
 import { openTestStore } from './fixtures/store-contract.js'
 import { request, startEcho } from './fixtures/http.js'
 import { upgrade } from './fixtures/raw.js'
@@ -106,8 +107,10 @@ t.test('Redis errors are counted and sidegate_redis_up drops', async (t) => {
   const before = await scrape(gw.metricsUrl)
   await redis.kill()
   t.teardown(async () => { await redis.restart() })
-  let r = await request(gw.url, PROFILE, { headers: { authorization: 'Bearer whatever' } })
-  for (let i = 0; i < 50 && r.status !== 503; i++) { await sleep(50); r = await request(gw.url, PROFILE, { headers: { authorization: 'Bearer whatever' } }) }
+  // well-tagged but unknown: it takes a Redis command to refuse it (an untagged one would not)
+  const unknown = { authorization: `Bearer ${new Keyring(SECRET).issue('bearer token')}` }
+  let r = await request(gw.url, PROFILE, { headers: unknown })
+  for (let i = 0; i < 50 && r.status !== 503; i++) { await sleep(50); r = await request(gw.url, PROFILE, { headers: unknown }) }
   t.equal(r.status, 503)
   const after = await scrape(gw.metricsUrl)
   const errs = (m: Map<string, number>): number => (m.get('sidegate_redis_errors_total{kind="connection"}') ?? 0) + (m.get('sidegate_redis_errors_total{kind="command"}') ?? 0)

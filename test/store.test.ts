@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { Redis } from 'ioredis'
-import { startRedis } from './fixtures/redis.js'
+import { commandsRun, startRedis } from './fixtures/redis.js'
 import { SECRET } from './fixtures/gateway.js'
 import { Keyring, verifyPassword } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
@@ -304,6 +304,71 @@ t.test('private token: concurrent creates leave exactly one valid token, and rev
   t.equal((await raw.keys(`${prefix}pt:*`)).length, 0)
 })
 
+t.test('tagged credentials: every kind works; a wrong tag, another kind or another secret key is refused without a Redis command', async (t) => {
+  // a Redis of its own, so every command it runs is this test's
+  const own = await startRedis()
+  const probe = new Redis(own.url)
+  t.teardown(async () => { probe.disconnect(); await own.stop() })
+  const s = new RedisStore({ url: own.url, prefix: 'tag:', commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(SECRET))
+  opened.push(s)
+  await s.connect()
+  const u = await s.createUser({ username: 'tess', password: 'tess-password' })
+  const pt = await s.createPrivateToken(u.id)
+  const bt = (await s.issueBearerToken(u.id, 60)).token
+  const sess = await s.createSession(u.id, 60)
+  const shape = /^[A-Za-z0-9_-]{44}$/
+  for (const v of [pt, bt, sess.id]) t.match(v, shape, 'URL- and header-safe, 44 characters')
+
+  /** Runs fn and returns its result with the number of commands Redis ran meanwhile. */
+  const counted = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+    const before = await commandsRun(probe)
+    const v = await fn()
+    return [v, await commandsRun(probe) - before]
+  }
+  /** The same random part with another valid-looking tag, and the same tag on another random part. */
+  const forgeries = (v: string): string[] => {
+    const flip = (c: string): string => c === 'A' ? 'B' : 'A'
+    return [v.slice(0, 43) + flip(v[43]), v.slice(0, 32) + 'AAAAAAAAAAAA', flip(v[0]) + v.slice(1), v.slice(0, 43)]
+  }
+  const foreign = new Keyring('another-secret-key-that-is-long-enough-987')
+
+  // private token: genuine first (not cached yet: a fresh store), then forgeries
+  const cold = new RedisStore({ url: own.url, prefix: 'tag:', commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(SECRET))
+  opened.push(cold)
+  await cold.connect()
+  const [unknownPt, unknownCost] = await counted(async () => await cold.userIdForPrivateToken(new Keyring(SECRET).issue('private token')))
+  t.equal(unknownPt, null, 'a well-tagged token that was never stored: refused')
+  t.ok(unknownCost >= 1, `…after asking Redis (${unknownCost} commands): the counter sees lookups`)
+  t.equal(await cold.userIdForPrivateToken(pt), u.id, 'genuine private token')
+  for (const f of [...forgeries(pt), foreign.issue('private token'), new Keyring(SECRET).issue('bearer token')]) {
+    const [v, cost] = await counted(async () => await cold.userIdForPrivateToken(f))
+    t.equal(v, null, `private token ${f}: refused`)
+    t.equal(cost, 0, 'no Redis command')
+  }
+
+  // bearer: forgeries first (a refused forgery must not use up anything), then the genuine one, once
+  for (const f of [...forgeries(bt), foreign.issue('bearer token'), new Keyring(SECRET).issue('session id')]) {
+    const [v, cost] = await counted(async () => await s.consumeBearerToken(f))
+    t.equal(v, null, `bearer ${f}: refused`)
+    t.equal(cost, 0, 'no Redis command')
+  }
+  t.equal(await s.consumeBearerToken(bt), u.id, 'genuine bearer token, first use')
+  t.equal(await s.consumeBearerToken(bt), null, 'still single use')
+
+  // sessions: get, touch and delete of a forged id touch nothing; the genuine one is intact
+  for (const f of [...forgeries(sess.id), foreign.issue('session id'), pt]) {
+    const [v, cost] = await counted(async () => {
+      const got = await cold.getSession(f)
+      await cold.touchSession(f, 5)
+      await cold.deleteSession(f)
+      return got
+    })
+    t.equal(v, null, `session ${f}: refused`)
+    t.equal(cost, 0, 'no Redis command')
+  }
+  t.match(await cold.getSession(sess.id), { id: sess.id, user_id: u.id, csrf: sess.csrf }, 'genuine session')
+})
+
 t.test('access keys: create, list, deactivate, delete', async (t) => {
   const s = await open(freshPrefix())
   const u = await s.createUser({ username: 'liam', password: 'liam-password' })
@@ -549,7 +614,9 @@ t.test('Redis down: every call fails fast with 503 store_unavailable, cached ent
   await other.kill()
   const start = Date.now()
   await rejectsWith(t, down.ping(), 503, 'store_unavailable', 'ping')
-  await rejectsWith(t, down.consumeBearerToken('x'), 503, 'store_unavailable', 'consume')
+  // a token with a valid tag needs Redis; one without is refused in process, Redis or not
+  await rejectsWith(t, down.consumeBearerToken(new Keyring(SECRET).issue('bearer token')), 503, 'store_unavailable', 'consume')
+  t.equal(await down.consumeBearerToken('x'), null, 'an untagged token is refused without Redis')
   await rejectsWith(t, down.getUser(unseen.id), 503, 'store_unavailable', 'getUser, not cached')
   // the client has noticed (its socket closed): from here nothing is served from cache
   t.ok(await eventually(async () => !down.isReady, 2000), 'the client sees the connection gone')

@@ -5,6 +5,8 @@
  *   user-aks:<user id>  user-sess:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
+ * Private tokens, bearer tokens and session ids carry a keyed check tag
+ * (Keyring.issue): one without a valid tag is refused before any command.
  * Cluster safety: every command, script and transaction touches exactly one
  * key (no MGET/MSET, multi-key DEL, MULTI or script over several keys), so
  * no key needs a hash tag and the layout works unchanged on Redis Cluster.
@@ -15,7 +17,7 @@ import { randomUUID } from 'node:crypto'
 import type { RedisTopology } from '../config.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import { E, GatewayError } from '../errors.js'
-import { hashPassword, randomToken, type Keyring } from '../crypto.js'
+import { hashPassword, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
 import type { AccessKey, LoginFailures, NewUser, Org, OrgRole, Session, Store, User } from './types.js'
 
@@ -378,7 +380,7 @@ export class RedisStore implements Store {
   // ---- private tokens
 
   async createPrivateToken (userId: string): Promise<string> {
-    const token = randomToken(30)
+    const token = this.#keys.issue('private token')
     await this.#run(() => this.redis.set(this.#k('pt', this.#keys.lookup(token)), userId))
     // Swapped atomically (SET … GET): whoever replaces a token removes it, so
     // concurrent creates leave no token that works but cannot be read or revoked.
@@ -406,6 +408,7 @@ export class RedisStore implements Store {
   }
 
   async userIdForPrivateToken (token: string): Promise<string | null> {
+    if (!this.#keys.tagged('private token', token)) return null
     const h = this.#keys.lookup(token)
     const hit = this.#cacheTrusted ? this.privateTokens.get(h) : undefined
     if (hit !== undefined) return hit
@@ -418,20 +421,21 @@ export class RedisStore implements Store {
 
   async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {
     for (;;) {
-      const token = randomToken(32)
+      const token = this.#keys.issue('bearer token')
       const ok = await this.#run(() => this.redis.set(this.#k('bt', this.#keys.lookup(token)), userId, 'EX', ttlSeconds, 'NX'))
       if (ok !== null) return { token, expires: new Date(Date.now() + ttlSeconds * 1000) }
     }
   }
 
   async consumeBearerToken (token: string): Promise<string | null> {
+    if (!this.#keys.tagged('bearer token', token)) return null
     return await this.#run(() => this.redis.getdel(this.#k('bt', this.#keys.lookup(token))))
   }
 
   // ---- sessions
 
   async createSession (userId: string, ttlSeconds: number): Promise<Session> {
-    const id = randomToken(32)
+    const id = this.#keys.issue('session id')
     const h = this.#keys.lookup(id)
     const s = { user_id: userId, created: Date.now() }
     await this.#run(() => this.redis.set(this.#k('sess', h), JSON.stringify(s), 'EX', ttlSeconds))
@@ -440,6 +444,7 @@ export class RedisStore implements Store {
   }
 
   async getSession (id: string): Promise<Session | null> {
+    if (!this.#keys.tagged('session id', id)) return null
     const h = this.#keys.lookup(id)
     let s = this.#cacheTrusted ? this.sessions.get(h) : undefined
     if (s === undefined) {
@@ -459,10 +464,13 @@ export class RedisStore implements Store {
   }
 
   async touchSession (id: string, ttlSeconds: number): Promise<void> {
+    if (!this.#keys.tagged('session id', id)) return
     await this.#run(() => this.redis.expire(this.#k('sess', this.#keys.lookup(id)), ttlSeconds))
   }
 
   async deleteSession (id: string): Promise<void> {
+    // no record can exist for an id without a valid tag
+    if (!this.#keys.tagged('session id', id)) return
     const h = this.#keys.lookup(id)
     const s = await this.#getJson<{ user_id: string }>(this.#k('sess', h))
     await this.#run(() => this.redis.del(this.#k('sess', h)))
