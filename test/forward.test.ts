@@ -9,7 +9,7 @@ import http from 'node:http'
 import net from 'node:net'
 import { createHash, randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { startRedis, freePort } from './fixtures/redis.js'
+import { startRedis, REFUSED_URL } from './fixtures/redis.js'
 import { startEcho, request, type Echo } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
@@ -194,8 +194,7 @@ t.test('X-Request-Id: propagated when well-formed, else a new UUID; always retur
 })
 
 t.test('upstream refused: 502 upstream_unavailable', async (t) => {
-  const port = await freePort()
-  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${port}` } })
+  const g2 = await startGateway(redis.url, { upstream: { url: REFUSED_URL } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'refused')
   const tok = await g2.store.createPrivateToken(u.id)

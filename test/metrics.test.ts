@@ -1,5 +1,5 @@
 import t from 'tap'
-import { startRedis, freePort } from './fixtures/redis.js'
+import { startRedis, freePort, REFUSED_URL } from './fixtures/redis.js'
 import { SECRET, spawnGateway } from './fixtures/gateway.js'
 import { Keyring } from '../src/crypto.js'
 import { openTestStore } from './fixtures/store-contract.js'
@@ -30,9 +30,8 @@ async function scrape (url: string): Promise<Map<string, number>> {
 }
 
 const redis = await startRedis()
-const unused = await freePort() // nothing listens here: the upstream is down
 const prefix = 'metrics:'
-const gw = await spawnGateway(redis.url, { upstream: { url: `http://127.0.0.1:${unused}`, timeout: 5 } }, prefix)
+const gw = await spawnGateway(redis.url, { upstream: { url: REFUSED_URL, timeout: 5 } }, prefix)
 const store = await openTestStore({ url: redis.url }, prefix)
 t.teardown(async () => { await gw.stop(); await store.close(); await redis.stop() })
 const admin = await bootstrappedAdmin(store)
