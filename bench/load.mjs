@@ -32,6 +32,7 @@ if (job.kind === 'bearer') bearerTokens = readFileSync(creds.tokensFile, 'utf8')
 let guess = 0
 const guessPrefix = randomBytes(12).toString('base64url')
 const guessTag = randomBytes(9).toString('base64url')
+const GUESSES = 2000
 
 function signatureHeaders (key, headers) {
   const date = new Date().toUTCString()
@@ -42,7 +43,7 @@ function signatureHeaders (key, headers) {
   headers.authorization = `Signature keyId="${key.id}",algorithm="hmac-sha256",headers="(request-target) accept date",signature="${sig}"`
 }
 
-/** What each connection sends: a request (with setupRequest when every request differs). */
+/** What each connection sends: a request (with setupRequest when every request differs), or a list cycled. */
 function requestFor (clientIndex) {
   const pick = (list) => list[clientIndex % list.length]
   switch (job.kind) {
@@ -78,14 +79,15 @@ function requestFor (clientIndex) {
         }
       }
     case 'rejected':
-      return {
+      // A guess flood as an attacker sends it: guesses made in advance (GUESSES distinct
+      // ones per connection, cycled), so the load generator does not build every request
+      // in JavaScript and become the limit. sidegate keeps no negative cache: a repeated
+      // guess costs it exactly what a new one does.
+      return Array.from({ length: GUESSES }, () => ({
         method: 'GET',
         path,
-        setupRequest (req) {
-          req.headers.authorization = `Token ${guessPrefix}${(guess++).toString(36).padStart(16, '0')}${guessTag}`
-          return req
-        }
-      }
+        headers: { authorization: `Token ${guessPrefix}${(guess++).toString(36).padStart(16, '0')}${guessTag}` }
+      }))
     default:
       throw new Error(`unknown kind ${job.kind}`)
   }
@@ -100,7 +102,7 @@ async function run (duration, record) {
     duration,
     timeout: 10,
     ...(job.rate ? { overallRate: job.rate } : {}),
-    setupClient (client) { client.setRequests([requestFor(clients++)]) }
+    setupClient (client) { const r = requestFor(clients++); client.setRequests(Array.isArray(r) ? r : [r]) }
   })
   if (latencies !== null) inst.on('response', (_client, _status, _bytes, ms) => { latencies.push(ms) })
   const r = await inst
