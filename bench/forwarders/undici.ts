@@ -1,0 +1,165 @@
+/**
+ * Bench variant, not shipped: plain requests through an undici Pool
+ * (keep-alive, pipelining 1) with a low-level `dispatch` handler that writes
+ * the upstream's raw header buffers and body chunks straight to the client's
+ * response (no Readable in between); WebSocket upgrades through http-proxy,
+ * as in src/proxy.ts. Same rules: 502/504, upstream timeout (headersTimeout
+ * and bodyTimeout = upstream.timeout), client abort, upstream reset
+ * mid-response, hop-by-hop headers dropped, the gateway's X-Request-Id wins.
+ *
+ * A drop-in replacement for src/proxy.ts: `npm run bench:forwarders` compiles
+ * it in place of dist/proxy.js; to run the proxy tests against it, copy it
+ * over src/proxy.ts (see README, Performance).
+ */
+import http from 'node:http'
+import https from 'node:https'
+import type { Duplex } from 'node:stream'
+import httpProxy from 'http-proxy'
+import { Pool, type Dispatcher } from 'undici'
+import { E, type GatewayError } from './errors.js'
+
+const TIMED_OUT = Symbol('sidegate.upstreamTimedOut')
+type Req = http.IncomingMessage & { [TIMED_OUT]?: boolean }
+
+export interface Forwarder {
+  web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void): void
+  ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void): void
+  close (): void
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authenticate'])
+/** request headers undici refuses or sets itself (it frames the body and owns the connection) */
+const NOT_SENT = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
+
+/** the legacy dispatch handler undici 7 still calls directly (the new API is wrapped into it) */
+interface RawHandler {
+  onConnect (abort: (err?: Error) => void): void
+  onHeaders (statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean
+  onData (chunk: Buffer): boolean
+  onComplete (trailers: Buffer[] | null): void
+  onError (err: Error & { code?: string }): void
+}
+
+export function createForwarder (target: string, timeoutSeconds: number): Forwarder {
+  const url = new URL(target)
+  const isHttps = url.protocol === 'https:'
+  const timeoutMs = timeoutSeconds * 1000
+  const pool = new Pool(url.origin, {
+    connections: 1024,
+    pipelining: 1,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connect: isHttps ? { rejectUnauthorized: true, servername: url.hostname } : undefined
+  })
+  // the target's path, if any, prefixes every forwarded path (as http-proxy's urlJoin did)
+  const base = url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '')
+
+  const agent = new (isHttps ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
+  const wsProxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
+  wsProxy.on('proxyReqWs', (proxyReq, req, socket) => {
+    let answered = false
+    const timer = setTimeout(() => {
+      (req as Req)[TIMED_OUT] = true
+      proxyReq.destroy(new Error('upstream timeout'))
+    }, timeoutMs)
+    const done = (): void => { answered = true; clearTimeout(timer) }
+    proxyReq.once('upgrade', done)
+    proxyReq.once('response', done)
+    proxyReq.once('close', () => clearTimeout(timer))
+    socket.once('close', () => { if (!answered) { clearTimeout(timer); proxyReq.destroy() } })
+  })
+  wsProxy.on('econnreset', () => {})
+  wsProxy.on('error', () => {})
+
+  const classify = (req: http.IncomingMessage): GatewayError =>
+    (req as Req)[TIMED_OUT] === true ? E.upstreamTimeout() : E.upstreamUnavailable()
+
+  function pathOf (reqUrl: string): string {
+    let p = reqUrl.charCodeAt(0) === 47 /* / */ ? reqUrl : pathFromAbsolute(reqUrl)
+    if (base !== '') p = base + p
+    return p
+  }
+
+  return {
+    web (req, res, onError) {
+      const h = req.headers
+      const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
+      const headers: Array<string | string[]> = []
+      for (const name in h) {
+        const v = h[name]
+        if (v !== undefined && !NOT_SENT.has(name)) headers.push(name, v)
+      }
+      let done = false
+      let abort: ((err?: Error) => void) | null = null
+      let gone = false
+      const cancel = (): void => {
+        if (done) return
+        done = true
+        gone = true
+        abort?.(new Error('client gone'))
+      }
+      const handler: RawHandler = {
+        onConnect (ab) {
+          abort = ab
+          if (gone) ab(new Error('client gone'))
+        },
+        onHeaders (statusCode, raw, resume, statusText) {
+          if (res.destroyed) { cancel(); return false }
+          const out: string[] = []
+          for (let i = 0; i < raw.length; i += 2) {
+            const name = raw[i].toString('latin1')
+            const lower = name.toLowerCase()
+            if (!HOP_BY_HOP.has(lower) && lower !== 'x-request-id') out.push(name, raw[i + 1].toString('latin1'))
+          }
+          if (statusText) res.writeHead(statusCode, statusText, out)
+          else res.writeHead(statusCode, out)
+          res.on('drain', resume)
+          return true
+        },
+        onData (chunk) {
+          return res.write(chunk)
+        },
+        onComplete () {
+          done = true
+          res.end()
+        },
+        onError (err) {
+          if (done) return
+          done = true
+          // the upstream dropped the connection mid-response, or the client left
+          if (res.headersSent || res.destroyed) { res.destroy(); return }
+          if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') (req as Req)[TIMED_OUT] = true
+          onError(classify(req))
+        }
+      }
+      // Client gone before the answer was delivered: end the upstream request now.
+      res.once('close', () => { if (!res.writableFinished) cancel() })
+      if (hasBody) req.once('aborted', cancel)
+      pool.dispatch({
+        path: pathOf(req.url ?? '/'),
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: headers as unknown as string[],
+        body: hasBody ? req : null
+      }, handler as unknown as Dispatcher.DispatchHandler)
+    },
+    ws (req, socket, head, onError) {
+      wsProxy.ws(req, socket, head, {}, () => {
+        if (!socket.destroyed) onError(classify(req))
+      })
+    },
+    close () {
+      wsProxy.close()
+      agent.destroy()
+      pool.destroy().catch(() => {})
+    }
+  }
+}
+
+function pathFromAbsolute (reqUrl: string): string {
+  try {
+    const u = new URL(reqUrl)
+    return u.pathname + u.search
+  } catch {
+    return '/' + reqUrl
+  }
+}
