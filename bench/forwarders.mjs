@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * The forwarder behind the same gateway, four ways, in one run: the lean
- * node:http forwarder of src/proxy.ts (dist/ as built) and the variants in
- * bench/forwarders/ (http-proxy, http-proxy-3, undici), each compiled in place
+ * The forwarder behind the same gateway, four ways, in one run: the undici
+ * forwarder of src/proxy.ts (dist/ as built) and the variants in
+ * bench/forwarders/ (node:http, http-proxy, http-proxy-3), each compiled in place
  * of dist/proxy.js in a copy of the build under bench/.variants/. One sidegate
  * per variant, all started at once; the rounds are interleaved with the order
  * rotated every round, so drift on a noisy machine hits every variant alike.
@@ -22,10 +22,10 @@ const kinds = { public: ['plain', PUBLIC_PATH], private_token: ['token', API_PAT
 const [kind, path] = kinds[f.scenario] ?? (() => { throw new Error(`scenario: one of ${Object.keys(kinds).join(', ')}`) })()
 
 const VARIANTS = [
-  { name: 'lean node:http (src/proxy.ts)', id: 'lean', file: null },
+  { name: 'undici Pool.dispatch (src/proxy.ts)', id: 'undici', file: null },
+  { name: 'lean node:http', id: 'node-http', file: 'node-http.ts' },
   { name: 'http-proxy', id: 'http-proxy', file: 'http-proxy.ts' },
-  { name: 'http-proxy-3', id: 'http-proxy-3', file: 'http-proxy-3.ts' },
-  { name: 'undici Pool.dispatch', id: 'undici', file: 'undici.ts' }
+  { name: 'http-proxy-3', id: 'http-proxy-3', file: 'http-proxy-3.ts' }
 ].filter((v) => f.only === '' || f.only.split(',').includes(v.id))
 
 /** a copy of bin/, dist/ and static/ with the variant compiled over dist/proxy.js; node_modules resolve from the checkout */
