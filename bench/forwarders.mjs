@@ -81,7 +81,7 @@ try {
   }))
   const lean = rows.find((r) => r.forwarder.startsWith('lean'))
   console.log(`\nforwarders, scenario ${f.scenario}, ${f.rounds} interleaved rounds × ${f.duration} s, ${f.connections} connections; medians; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}\n`)
-  console.log('| forwarder | req/s (median) | min–max | p99 ms | CPU µs/req | vs lean | errors + non-2xx |')
+  console.log('| forwarder | req/s (median) | min–max | p99 ms | CPU µs/req | vs node:http | errors + non-2xx |')
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const r of rows) console.log(`| ${r.forwarder} | ${r.rps.toFixed(0)} | ${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.us.toFixed(0)} | ${lean ? (r.rps / lean.rps).toFixed(2) + '×' : ''} | ${r.bad} |`)
   mkdirSync(join(BENCH, 'results'), { recursive: true })
