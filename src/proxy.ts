@@ -1,18 +1,23 @@
 /**
- * Forwarding to the upstream over a keep-alive agent. Plain requests go
- * through a lean node:http forwarder (one request object, the headers copied
- * once, no per-request option parsing); WebSocket upgrades through http-proxy.
+ * Forwarding to the upstream. Plain requests go through an undici Pool
+ * (keep-alive, pipelining 1) with a low-level `dispatch` handler that writes
+ * the upstream's raw header buffers and body chunks straight to the client's
+ * response (no Readable in between); WebSocket upgrades through http-proxy.
  * Every call has an error handler: refused → 502, no answer within
- * upstream.timeout → 504, client gone → nothing to answer, nothing leaked.
+ * upstream.timeout → 504 (headersTimeout; bodyTimeout between body chunks),
+ * client gone → the upstream request is aborted, nothing leaked; the upstream
+ * dropping the connection mid-response breaks the client's response too;
+ * hop-by-hop headers are dropped and the gateway's X-Request-Id wins.
  *
- * `npm run bench` measured this forwarder against http-proxy behind the same
- * gateway (see README, Performance): http-proxy parses the URL, runs an array
- * of passes and sets each response header one by one for every request.
+ * `npm run bench:forwarders` measured it against the node:http forwarder it
+ * replaced, http-proxy and http-proxy-3 behind the same gateway (the others
+ * are in bench/forwarders/; see README, Performance).
  */
 import http from 'node:http'
 import https from 'node:https'
 import type { Duplex } from 'node:stream'
 import httpProxy from 'http-proxy'
+import { Pool, type Dispatcher } from 'undici'
 import { E, type GatewayError } from './errors.js'
 
 const TIMED_OUT = Symbol('sidegate.upstreamTimedOut')
@@ -26,26 +31,40 @@ export interface Forwarder {
   close (): void
 }
 
-/**
- * Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, so they
- * are not copied from the upstream's response; node sets its own.
- */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authenticate'])
+/** request headers undici refuses or sets itself (it frames the body and owns the connection) */
+const NOT_SENT = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
+
+/** the legacy dispatch handler undici 7 still calls directly (the new API is wrapped into it) */
+interface RawHandler {
+  onConnect (abort: (err?: Error) => void): void
+  onHeaders (statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean
+  onData (chunk: Buffer): boolean
+  onComplete (trailers: Buffer[] | null): void
+  onError (err: Error & { code?: string }): void
+}
 
 export function createForwarder (target: string, timeoutSeconds: number): Forwarder {
   const url = new URL(target)
   const isHttps = url.protocol === 'https:'
-  const agent = new (isHttps ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
-  const request = isHttps ? https.request : http.request
-  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
-  const port = url.port === '' ? (isHttps ? 443 : 80) : Number(url.port)
+  const timeoutMs = timeoutSeconds * 1000
+  const pool = new Pool(url.origin, {
+    connections: 1024,
+    pipelining: 1,
+    // After a client abort undici closes that connection and opens a fresh
+    // idle one (the aborted request is requeued, then skipped); idle
+    // connections close after this, below the upstream's own keep-alive
+    // timeout (node's default is 5 s), so none is ever reused as it closes.
+    keepAliveTimeout: 2000,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connect: isHttps ? { rejectUnauthorized: true, servername: url.hostname } : undefined
+  })
   // the target's path, if any, prefixes every forwarded path (as http-proxy's urlJoin did)
   const base = url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '')
-  const timeoutMs = timeoutSeconds * 1000
-  const wsProxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
 
-  // WebSockets: the upstream must answer the upgrade within upstream.timeout
-  // too; once upgraded, the connection lives as long as both sides keep it.
+  const agent = new (isHttps ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
+  const wsProxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
   wsProxy.on('proxyReqWs', (proxyReq, req, socket) => {
     let answered = false
     const timer = setTimeout(() => {
@@ -56,19 +75,15 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
     proxyReq.once('upgrade', () => { done(); (req as Req)[ON_UPGRADE]?.() })
     proxyReq.once('response', done)
     proxyReq.once('close', () => clearTimeout(timer))
-    // the client left before the upstream answered: end the upstream request
     socket.once('close', () => { if (!answered) { clearTimeout(timer); proxyReq.destroy() } })
   })
-  // http-proxy emits this instead of calling back when the client itself went away.
   wsProxy.on('econnreset', () => {})
-  // Safety net: an error with no per-call handler must never crash the process.
   wsProxy.on('error', () => {})
 
   const classify = (req: http.IncomingMessage): GatewayError =>
     (req as Req)[TIMED_OUT] === true ? E.upstreamTimeout() : E.upstreamUnavailable()
 
   function pathOf (reqUrl: string): string {
-    // origin-form is the norm; an absolute-form target (`GET http://host/p`) forwards its path
     let p = reqUrl.charCodeAt(0) === 47 /* / */ ? reqUrl : pathFromAbsolute(reqUrl)
     if (base !== '') p = base + p
     return p
@@ -77,56 +92,64 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
   return {
     web (req, res, onError) {
       const h = req.headers
-      // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 6.3).
       const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
-      const up = request({
-        host: hostname,
-        port,
-        method: req.method,
-        path: pathOf(req.url ?? '/'),
-        // the client's headers, already rewritten by the gateway (Host kept, as http-proxy did)
-        headers: h,
-        agent,
-        ...(isHttps ? { servername: hostname, rejectUnauthorized: true } : {})
-      })
+      const headers: Array<string | string[]> = []
+      for (const name in h) {
+        const v = h[name]
+        if (v !== undefined && !NOT_SENT.has(name)) headers.push(name, v)
+      }
       let done = false
-      const fail = (): void => {
+      let abort: ((err?: Error) => void) | null = null
+      let gone = false
+      const cancel = (): void => {
         if (done) return
         done = true
-        if (res.headersSent || res.destroyed) { res.destroy(); return }
-        onError(classify(req))
+        gone = true
+        abort?.(new Error('client gone'))
       }
-      up.setTimeout(timeoutMs, () => {
-        (req as Req)[TIMED_OUT] = true
-        up.destroy(new Error('upstream timeout'))
-      })
-      up.on('error', fail)
-      up.on('response', (ur) => {
-        if (res.destroyed) { ur.resume(); up.destroy(); return }
-        const raw = ur.rawHeaders
-        const out: string[] = []
-        for (let i = 0; i < raw.length; i += 2) {
-          const name = raw[i].toLowerCase()
-          // the gateway's X-Request-Id (already set on res) is the one the client gets
-          if (!HOP_BY_HOP.has(name) && name !== 'x-request-id') out.push(raw[i], raw[i + 1])
+      const handler: RawHandler = {
+        onConnect (ab) {
+          abort = ab
+          if (gone) ab(new Error('client gone'))
+        },
+        onHeaders (statusCode, raw, resume, statusText) {
+          if (res.destroyed) { cancel(); return false }
+          const out: string[] = []
+          for (let i = 0; i < raw.length; i += 2) {
+            const name = raw[i].toString('latin1')
+            const lower = name.toLowerCase()
+            if (!HOP_BY_HOP.has(lower) && lower !== 'x-request-id') out.push(name, raw[i + 1].toString('latin1'))
+          }
+          if (statusText) res.writeHead(statusCode, statusText, out)
+          else res.writeHead(statusCode, out)
+          res.on('drain', resume)
+          return true
+        },
+        onData (chunk) {
+          return res.write(chunk)
+        },
+        onComplete () {
+          done = true
+          res.end()
+        },
+        onError (err) {
+          if (done) return
+          done = true
+          // the upstream dropped the connection mid-response, or the client left
+          if (res.headersSent || res.destroyed) { res.destroy(); return }
+          if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') (req as Req)[TIMED_OUT] = true
+          onError(classify(req))
         }
-        if (ur.statusMessage) res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out)
-        else res.writeHead(ur.statusCode ?? 502, out)
-        // The upstream dropped the connection mid-response: break the client's
-        // response too, so it sees a truncated answer instead of waiting forever.
-        ur.on('error', () => { done = true; res.destroy() })
-        ur.once('close', () => { if (!ur.complete) { done = true; res.destroy() } })
-        ur.pipe(res)
-      })
-      // Client gone before the answer was delivered: end the upstream request now.
-      res.once('close', () => { if (!res.writableFinished) { done = true; up.destroy() } })
-      if (hasBody) {
-        req.pipe(up)
-        // the client vanished halfway through its body
-        req.once('aborted', () => { done = true; up.destroy() })
-      } else {
-        up.end()
       }
+      // Client gone before the answer was delivered: end the upstream request now.
+      res.once('close', () => { if (!res.writableFinished) cancel() })
+      if (hasBody) req.once('aborted', cancel)
+      pool.dispatch({
+        path: pathOf(req.url ?? '/'),
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: headers as unknown as string[],
+        body: hasBody ? req : null
+      }, handler as unknown as Dispatcher.DispatchHandler)
     },
     ws (req, socket, head, onError, onUpgrade) {
       (req as Req)[ON_UPGRADE] = onUpgrade
@@ -137,6 +160,7 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
     close () {
       wsProxy.close()
       agent.destroy()
+      pool.destroy().catch(() => {})
     }
   }
 }
