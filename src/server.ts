@@ -236,7 +236,8 @@ export function createGateway (opts: GatewayOptions): Gateway {
     socket.once('end', () => socket.destroy())
     socket.once('timeout', () => socket.destroy())
     ;(socket as Socket).setTimeout?.(LINGER_MS)
-    setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref()
+    const cap = setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref()
+    socket.once('close', () => clearTimeout(cap)) // else the timer holds the socket for LINGER_MAX_MS
     socket.resume()
     socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
   })
