@@ -24,8 +24,8 @@ const [kind, path] = kinds[f.scenario] ?? (() => { throw new Error(`scenario: on
 const VARIANTS = [
   { name: 'undici Pool.dispatch (src/proxy.ts)', id: 'undici', file: null },
   { name: 'lean node:http', id: 'node-http', file: 'node-http.ts' },
-  { name: 'http-proxy', id: 'http-proxy', file: 'http-proxy.ts' },
-  { name: 'http-proxy-3', id: 'http-proxy-3', file: 'http-proxy-3.ts' }
+  { name: 'http-proxy', id: 'http-proxy', file: 'http-proxy.ts', helpers: ['http-proxy-family.ts'] },
+  { name: 'http-proxy-3', id: 'http-proxy-3', file: 'http-proxy-3.ts', helpers: ['http-proxy-family.ts'] }
 ].filter((v) => f.only === '' || f.only.split(',').includes(v.id))
 
 /** a copy of bin/, dist/ and static/ with the variant compiled over dist/proxy.js; node_modules resolve from the checkout */
@@ -35,9 +35,12 @@ function buildVariant (v) {
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   for (const p of ['bin', 'dist', 'static', 'package.json']) cpSync(join(ROOT, p), join(dir, p), { recursive: true })
-  const src = readFileSync(join(BENCH, 'forwarders', v.file), 'utf8')
-  const out = ts.transpileModule(src, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, esModuleInterop: true }, fileName: v.file })
-  writeFileSync(join(dir, 'dist', 'proxy.js'), out.outputText)
+  // the variant becomes dist/proxy.js; a helper it imports (http-proxy-family.ts) goes beside it
+  for (const file of [v.file, ...v.helpers ?? []]) {
+    const src = readFileSync(join(BENCH, 'forwarders', file), 'utf8')
+    const out = ts.transpileModule(src, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, esModuleInterop: true }, fileName: file })
+    writeFileSync(join(dir, 'dist', file === v.file ? 'proxy.js' : file.replace(/\.ts$/, '.js')), out.outputText)
+  }
   rmSync(join(dir, 'dist', 'proxy.js.map'), { force: true })
   return dir
 }

@@ -13,25 +13,11 @@
  * replaced, http-proxy and http-proxy-3 behind the same gateway (the others
  * are in bench/forwarders/; see README, Performance).
  */
-import http from 'node:http'
-import https from 'node:https'
-import type { Duplex } from 'node:stream'
-import httpProxy from 'http-proxy'
 import { Pool, type Dispatcher } from 'undici'
-import { E, type GatewayError } from './errors.js'
+import { HOP_BY_HOP, createUpgrader, markTimedOut, pathMapper, upstreamError, type Forwarder } from './upstream.js'
 
-const TIMED_OUT = Symbol('sidegate.upstreamTimedOut')
-const ON_UPGRADE = Symbol('sidegate.onUpgrade')
-type Req = http.IncomingMessage & { [TIMED_OUT]?: boolean, [ON_UPGRADE]?: () => void }
+export type { Forwarder }
 
-export interface Forwarder {
-  web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void): void
-  /** `onUpgrade`: the upstream accepted the upgrade (101). */
-  ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void
-  close (): void
-}
-
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authenticate'])
 /** request headers undici refuses or sets itself (it frames the body and owns the connection) */
 const NOT_SENT = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
 
@@ -60,34 +46,8 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
     bodyTimeout: timeoutMs,
     connect: isHttps ? { rejectUnauthorized: true, servername: url.hostname } : undefined
   })
-  // the target's path, if any, prefixes every forwarded path (as http-proxy's urlJoin did)
-  const base = url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '')
-
-  const agent = new (isHttps ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
-  const wsProxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
-  wsProxy.on('proxyReqWs', (proxyReq, req, socket) => {
-    let answered = false
-    const timer = setTimeout(() => {
-      (req as Req)[TIMED_OUT] = true
-      proxyReq.destroy(new Error('upstream timeout'))
-    }, timeoutMs)
-    const done = (): void => { answered = true; clearTimeout(timer) }
-    proxyReq.once('upgrade', () => { done(); (req as Req)[ON_UPGRADE]?.() })
-    proxyReq.once('response', done)
-    proxyReq.once('close', () => clearTimeout(timer))
-    socket.once('close', () => { if (!answered) { clearTimeout(timer); proxyReq.destroy() } })
-  })
-  wsProxy.on('econnreset', () => {})
-  wsProxy.on('error', () => {})
-
-  const classify = (req: http.IncomingMessage): GatewayError =>
-    (req as Req)[TIMED_OUT] === true ? E.upstreamTimeout() : E.upstreamUnavailable()
-
-  function pathOf (reqUrl: string): string {
-    let p = reqUrl.charCodeAt(0) === 47 /* / */ ? reqUrl : pathFromAbsolute(reqUrl)
-    if (base !== '') p = base + p
-    return p
-  }
+  const pathOf = pathMapper(url)
+  const upgrader = createUpgrader(target, timeoutMs)
 
   return {
     web (req, res, onError) {
@@ -137,8 +97,8 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
           done = true
           // the upstream dropped the connection mid-response, or the client left
           if (res.headersSent || res.destroyed) { res.destroy(); return }
-          if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') (req as Req)[TIMED_OUT] = true
-          onError(classify(req))
+          if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') markTimedOut(req)
+          onError(upstreamError(req))
         }
       }
       // Client gone before the answer was delivered: end the upstream request now.
@@ -151,25 +111,10 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         body: hasBody ? req : null
       }, handler as unknown as Dispatcher.DispatchHandler)
     },
-    ws (req, socket, head, onError, onUpgrade) {
-      (req as Req)[ON_UPGRADE] = onUpgrade
-      wsProxy.ws(req, socket, head, {}, () => {
-        if (!socket.destroyed) onError(classify(req))
-      })
-    },
+    ws: upgrader.ws,
     close () {
-      wsProxy.close()
-      agent.destroy()
+      upgrader.close()
       pool.destroy().catch(() => {})
     }
-  }
-}
-
-function pathFromAbsolute (reqUrl: string): string {
-  try {
-    const u = new URL(reqUrl)
-    return u.pathname + u.search
-  } catch {
-    return '/' + reqUrl
   }
 }

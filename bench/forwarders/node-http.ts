@@ -2,7 +2,7 @@
  * Bench variant, not shipped (src/proxy.ts until the undici forwarder
  * replaced it): a lean node:http forwarder over a keep-alive agent for plain
  * requests (one request object, the headers copied once, no per-request
- * option parsing); WebSocket upgrades through http-proxy. Every call has an
+ * option parsing); WebSocket upgrades as src/proxy.ts (src/upstream.ts). Every call has an
  * error handler: refused → 502, no answer within upstream.timeout → 504,
  * client gone → nothing to answer, nothing leaked.
  *
@@ -12,24 +12,9 @@
  */
 import http from 'node:http'
 import https from 'node:https'
-import type { Duplex } from 'node:stream'
-import httpProxy from 'http-proxy'
-import { E, type GatewayError } from './errors.js'
+import { HOP_BY_HOP, createUpgrader, markTimedOut, pathMapper, upstreamError, type Forwarder } from './upstream.js'
 
-const TIMED_OUT = Symbol('sidegate.upstreamTimedOut')
-type Req = http.IncomingMessage & { [TIMED_OUT]?: boolean }
-
-export interface Forwarder {
-  web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void): void
-  ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void): void
-  close (): void
-}
-
-/**
- * Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, so they
- * are not copied from the upstream's response; node sets its own.
- */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authenticate'])
+export type { Forwarder }
 
 export function createForwarder (target: string, timeoutSeconds: number): Forwarder {
   const url = new URL(target)
@@ -38,40 +23,9 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
   const request = isHttps ? https.request : http.request
   const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   const port = url.port === '' ? (isHttps ? 443 : 80) : Number(url.port)
-  // the target's path, if any, prefixes every forwarded path (as http-proxy's urlJoin did)
-  const base = url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '')
+  const pathOf = pathMapper(url)
   const timeoutMs = timeoutSeconds * 1000
-  const wsProxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
-
-  // WebSockets: the upstream must answer the upgrade within upstream.timeout
-  // too; once upgraded, the connection lives as long as both sides keep it.
-  wsProxy.on('proxyReqWs', (proxyReq, req, socket) => {
-    let answered = false
-    const timer = setTimeout(() => {
-      (req as Req)[TIMED_OUT] = true
-      proxyReq.destroy(new Error('upstream timeout'))
-    }, timeoutMs)
-    const done = (): void => { answered = true; clearTimeout(timer) }
-    proxyReq.once('upgrade', done)
-    proxyReq.once('response', done)
-    proxyReq.once('close', () => clearTimeout(timer))
-    // the client left before the upstream answered: end the upstream request
-    socket.once('close', () => { if (!answered) { clearTimeout(timer); proxyReq.destroy() } })
-  })
-  // http-proxy emits this instead of calling back when the client itself went away.
-  wsProxy.on('econnreset', () => {})
-  // Safety net: an error with no per-call handler must never crash the process.
-  wsProxy.on('error', () => {})
-
-  const classify = (req: http.IncomingMessage): GatewayError =>
-    (req as Req)[TIMED_OUT] === true ? E.upstreamTimeout() : E.upstreamUnavailable()
-
-  function pathOf (reqUrl: string): string {
-    // origin-form is the norm; an absolute-form target (`GET http://host/p`) forwards its path
-    let p = reqUrl.charCodeAt(0) === 47 /* / */ ? reqUrl : pathFromAbsolute(reqUrl)
-    if (base !== '') p = base + p
-    return p
-  }
+  const upgrader = createUpgrader(target, timeoutMs)
 
   return {
     web (req, res, onError) {
@@ -93,10 +47,10 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         if (done) return
         done = true
         if (res.headersSent || res.destroyed) { res.destroy(); return }
-        onError(classify(req))
+        onError(upstreamError(req))
       }
       up.setTimeout(timeoutMs, () => {
-        (req as Req)[TIMED_OUT] = true
+        markTimedOut(req)
         up.destroy(new Error('upstream timeout'))
       })
       up.on('error', fail)
@@ -127,23 +81,10 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         up.end()
       }
     },
-    ws (req, socket, head, onError) {
-      wsProxy.ws(req, socket, head, {}, () => {
-        if (!socket.destroyed) onError(classify(req))
-      })
-    },
+    ws: upgrader.ws,
     close () {
-      wsProxy.close()
+      upgrader.close()
       agent.destroy()
     }
-  }
-}
-
-function pathFromAbsolute (reqUrl: string): string {
-  try {
-    const u = new URL(reqUrl)
-    return u.pathname + u.search
-  } catch {
-    return '/' + reqUrl
   }
 }
