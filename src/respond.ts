@@ -1,5 +1,5 @@
 /** Writing sidegate's own responses: JSON with safe headers, errors as {detail, code}. */
-import type { ServerResponse } from 'node:http'
+import { STATUS_CODES, type ServerResponse } from 'node:http'
 import { E, GatewayError } from './errors.js'
 import { CHALLENGES } from './auth/index.js'
 
@@ -52,4 +52,19 @@ export function sendError (res: ServerResponse, err: unknown): GatewayError {
   res.writeHead(e.status, e.headers === undefined ? p.headers : { ...p.headers, ...e.headers })
   res.end(p.payload)
   return e
+}
+
+/**
+ * The same error as a whole HTTP/1.1 response, for a raw socket that has no
+ * ServerResponse (a refused upgrade, a request Node could not parse); the
+ * connection closes after it.
+ */
+export function rawErrorResponse (e: GatewayError): string {
+  const p = prepare(e)
+  let out = `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\n`
+  for (const [name, value] of Object.entries({ ...p.headers, ...e.headers, connection: 'close' })) {
+    const canonical = name === 'www-authenticate' ? 'WWW-Authenticate' : name.replace(/(^|-)([a-z])/g, (m) => m.toUpperCase())
+    for (const v of Array.isArray(value) ? value : [value]) out += `${canonical}: ${v}\r\n`
+  }
+  return `${out}\r\n${p.payload}`
 }

@@ -9,11 +9,11 @@ import type { Config } from './config.js'
 import { E, GatewayError } from './errors.js'
 import { accessLogger, type Logger } from './log.js'
 import type { Store } from './store/types.js'
-import { AuthPipeline, CHALLENGES, type Identity } from './auth/index.js'
+import { AuthPipeline, type Identity } from './auth/index.js'
 import { requestedOrg, resolveOrg } from './org.js'
 import { clientIp, headerPolicy, injectIdentity, isHttps, requestId, setForwarded, stripInjected } from './headers.js'
 import { createForwarder, type Forwarder } from './proxy.js'
-import { sendError } from './respond.js'
+import { rawErrorResponse, sendError } from './respond.js'
 import { redirect } from './routes/html.js'
 import { accountApiRoutes, accountPageRoute } from './routes/account.js'
 import { docsRoutes } from './routes/docs.js'
@@ -200,9 +200,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, authMethod: string | undefined): void {
     const e = err instanceof GatewayError ? err : E.internal()
     opts.metrics?.request(e.status, authMethod, e.code, start)
-    const body = JSON.stringify(e.toJSON())
-    const extra = e.status === 401 ? CHALLENGES.map((c) => `WWW-Authenticate: ${c}\r\n`).join('') : ''
-    socket.end(`HTTP/1.1 ${e.status} ${http.STATUS_CODES[e.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
+    socket.end(rawErrorResponse(e))
   }
 
   const server = http.createServer({
@@ -227,7 +225,6 @@ export function createGateway (opts: GatewayOptions): Gateway {
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     const e = new GatewayError(status, status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request',
       status === 431 ? 'Request headers are too large.' : status === 408 ? 'Request timed out.' : 'Malformed HTTP request.')
-    const body = JSON.stringify(e.toJSON())
     // Lingering close (as nginx does): the client may still be sending (oversized
     // headers). Closing with unread data makes the kernel send a reset, which can
     // destroy the answer before the client has read it; so read and discard until the
@@ -239,7 +236,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
     const cap = setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref()
     socket.once('close', () => clearTimeout(cap)) // else the timer holds the socket for LINGER_MAX_MS
     socket.resume()
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    socket.end(rawErrorResponse(e))
   })
 
   return {
