@@ -59,9 +59,10 @@ export function trustedProxies (entries: string[]): (ip: string) => boolean {
     if (family === 0 || rest.length > 0 || (bits !== undefined && !/^\d{1,3}$/.test(bits)) || Number(bits ?? 0) > max) {
       throw new Error(`not an IP address or CIDR range: ${JSON.stringify(raw)}`)
     }
-    const type = family === 4 ? 'ipv4' : 'ipv6'
-    if (bits === undefined) list.addAddress(normalizeIp(addr), isIP(normalizeIp(addr)) === 4 ? 'ipv4' : type)
-    else list.addSubnet(addr, Number(bits), type)
+    if (bits === undefined) {
+      const a = normalizeIp(addr) // an IPv4-mapped address is checked as the IPv4 one
+      list.addAddress(a, isIP(a) === 4 ? 'ipv4' : 'ipv6')
+    } else list.addSubnet(addr, Number(bits), family === 4 ? 'ipv4' : 'ipv6')
   }
   if (entries.length === 0) return () => false
   return (ip: string): boolean => {
