@@ -1,9 +1,9 @@
 /** Self-service endpoints for access keys and the private token: every credential kind, own keys only, secrets not cached. */
 import t from 'tap'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
+import { tempDir } from './fixtures/cleanup.js'
 import { startRedis } from './fixtures/redis.js'
 import { request, type Res } from './fixtures/http.js'
 import { startGateway, SECRET } from './fixtures/gateway.js'
@@ -180,7 +180,7 @@ t.test('no credential: 401; no organization needed for one\'s own credentials', 
 t.test('the CLI and the endpoints share the store: each sees what the other did', async (t) => {
   const u = await makeUser(g, 'nina')
   const pt = await g.store.createPrivateToken(u.id)
-  const dir = mkdtempSync(join(tmpdir(), 'sidegate-account-'))
+  const dir = tempDir('sidegate-account-')
   const file = join(dir, 'gateway.yml')
   writeFileSync(file, stringify({ redis: { url: redis.url, prefix: g.config.redis.prefix } }))
   const cli = async (...args: string[]): Promise<{ code: number, out: string }> => {

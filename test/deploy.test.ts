@@ -7,13 +7,13 @@
  */
 import t from 'tap'
 import { execFile, execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { builtinModules } from 'node:module'
-import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { promisify } from 'node:util'
 import { parse, parseAllDocuments } from 'yaml'
 import { buildConfig } from '../src/config.js'
+import { removeDir, tempDir } from './fixtures/cleanup.js'
 import { ROOT, spawnGateway } from './fixtures/gateway.js'
 import { startRedis, freePort } from './fixtures/redis.js'
 import { request } from './fixtures/http.js'
@@ -195,8 +195,8 @@ let hasKubectl = true
 try { execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore' }) } catch { hasKubectl = false }
 
 t.test('kubectl kustomize renders both (when kubectl is installed)', { skip: hasKubectl ? false : 'kubectl not installed' }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidegate-kustomize-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir('sidegate-kustomize-')
+  t.teardown(() => removeDir(dir))
   cpSync(DEPLOY, dir, { recursive: true })
   writeFileSync(join(dir, 'base', 'secret.env'), `SIDEGATE_SECRET_KEY=${'k'.repeat(64)}\n`)
   for (const target of ['base', 'overlays/demo']) {

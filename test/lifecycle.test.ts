@@ -5,12 +5,12 @@
  */
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { Redis } from 'ioredis'
-import { freePort, startRedis, type TestRedis } from './fixtures/redis.js'
+import { removeDir, tempDir, track } from './fixtures/cleanup.js'
+import { freePort, listenOn, startRedis, type TestRedis } from './fixtures/redis.js'
 import { startEcho, request, post, type Res } from './fixtures/http.js'
 import { ADMIN_PASSWORD, ROOT, SECRET } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
@@ -38,7 +38,7 @@ const running = new Set<Proc>()
 const dirs = new Set<string>()
 t.teardown(async () => {
   for (const p of running) await p.stop('SIGKILL')
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  for (const d of dirs) removeDir(d)
 })
 
 /**
@@ -47,17 +47,26 @@ t.teardown(async () => {
  * answers 200.
  */
 async function launch (o: { config: Record<string, unknown>, env?: Record<string, string>, dir?: string, wait?: '/healthz' | '/readyz' }): Promise<Proc> {
+  // a port another process took meanwhile: again on another one
+  for (let tries = 1; ; tries++) {
+    const p = await tryLaunch(o)
+    if (p !== null) return p
+    if (tries === 3) throw new Error('gateway: its port was taken in three tries')
+  }
+}
+
+async function tryLaunch (o: { config: Record<string, unknown>, env?: Record<string, string>, dir?: string, wait?: '/healthz' | '/readyz' }): Promise<Proc | null> {
   const port = await freePort()
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'sidegate-life-'))
+  const dir = o.dir ?? tempDir('sidegate-life-')
   dirs.add(dir)
   const file = join(dir, 'gateway.yml')
   // no drain delay (SIGTERM semantics are test/shutdown.test.ts's) and no metrics listener on the shared port 9090
   const server = { drain_delay: 0, ...(o.config.server as object | undefined) }
   writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, metrics: { enabled: false }, ...o.config, server }))
-  const proc = spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
+  const proc = track(spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
     env: { PATH: process.env.PATH, ...o.env },
     stdio: ['ignore', 'pipe', 'pipe']
-  })
+  }))
   let out = ''
   let err = ''
   proc.stdout!.on('data', (c: Buffer) => { out += c.toString() })
@@ -79,6 +88,12 @@ async function launch (o: { config: Record<string, unknown>, env?: Record<string
     }
   }
   running.add(p)
+  // this process listens on the port (not another one that took it), then answers
+  if (!(await listenOn(proc, port))) {
+    await p.stop('SIGKILL')
+    if (/EADDRINUSE/.test(err)) return null
+    throw new Error(`gateway exited ${proc.exitCode}: ${out}${err}`)
+  }
   const end = Date.now() + 15_000
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`gateway exited ${proc.exitCode}: ${out}${err}`)
@@ -174,7 +189,7 @@ t.test('first start without SIDEGATE_ADMIN_PASSWORD: a generated password printe
 t.test('no secret key configured: a 0600 key file beside the config, reused on the next start', async (t) => {
   const redis = await startRedis()
   t.teardown(() => redis.stop())
-  const dir = mkdtempSync(join(tmpdir(), 'sidegate-key-'))
+  const dir = tempDir('sidegate-key-')
   const config = { redis: { url: redis.url, prefix: 'life3:' } }
   const env = { SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
   const g = await launch({ config, env, dir })

@@ -4,16 +4,16 @@
  */
 import t from 'tap'
 import { execFile, execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Cluster } from 'ioredis'
 import { parse } from 'yaml'
 import { buildConfig, type Config } from '../src/config.js'
 import { createRedisClient, describeRedis } from '../src/store/connect.js'
+import { removeDir, tempDir, track } from './fixtures/cleanup.js'
 import { ROOT } from './fixtures/gateway.js'
-import { freePort } from './fixtures/redis.js'
+import { freePort, listenOn } from './fixtures/redis.js'
 import { openTestStore } from './fixtures/store-contract.js'
 
 const run = promisify(execFile)
@@ -103,8 +103,8 @@ t.test('the factory builds the client the mode asks for', async (t) => {
 })
 
 t.test('sidegate start with a bad redis mode: one line, exit 2', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidegate-cfg-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir('sidegate-cfg-')
+  t.teardown(() => removeDir(dir))
   writeFileSync(join(dir, 'g.yml'), 'redis:\n  mode: sentinel\n')
   const r = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', join(dir, 'g.yml')], { env: { PATH: process.env.PATH } }).then(() => ({ code: 0, stderr: '' }), (e) => e)
   t.equal(r.code, 2)
@@ -115,7 +115,7 @@ let hasOpenssl = true
 try { execFileSync('openssl', ['version'], { stdio: 'ignore' }) } catch { hasOpenssl = false }
 
 t.test('TLS with a private CA and a password, against a real redis-server', { skip: hasOpenssl ? false : 'openssl not installed' }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sidegate-tls-'))
+  const dir = tempDir('sidegate-tls-')
   const f = (n: string): string => join(dir, n)
   const ssl = async (...args: string[]): Promise<void> => { await run('openssl', args, { cwd: dir }) }
   await ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '1', '-subj', '/CN=sidegate-test-ca')
@@ -125,16 +125,13 @@ t.test('TLS with a private CA and a password, against a real redis-server', { sk
   await ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('other.key'), '-out', f('other.crt'), '-days', '1', '-subj', '/CN=other-ca')
 
   const port = await freePort()
-  const proc = spawn('redis-server', ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--tls-cert-file', f('server.crt'), '--tls-key-file', f('server.key'),
-    '--tls-ca-cert-file', f('ca.crt'), '--tls-auth-clients', 'no', '--requirepass', 'tls-pass', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+  const proc = track(spawn('redis-server', ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--tls-cert-file', f('server.crt'), '--tls-key-file', f('server.key'),
+    '--tls-ca-cert-file', f('ca.crt'), '--tls-auth-clients', 'no', '--requirepass', 'tls-pass', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' }))
   t.teardown(async () => {
-    if (proc.exitCode === null) await new Promise((resolve) => { proc.once('exit', resolve); proc.kill('SIGKILL') })
-    rmSync(dir, { recursive: true, force: true })
+    if (proc.exitCode === null && proc.signalCode === null) await new Promise((resolve) => { proc.once('exit', resolve); proc.kill('SIGKILL') })
+    removeDir(dir)
   })
-  for (let i = 0; i < 100; i++) {
-    try { await run('redis-cli', ['--tls', '--cacert', f('ca.crt'), '-p', String(port), '-a', 'tls-pass', '--no-auth-warning', 'ping']); break } catch { await new Promise((resolve) => setTimeout(resolve, 50)) }
-  }
-
+  t.ok(await listenOn(proc, port), `redis-server listens on ${port} (TLS)`)
   for (const redis of [
     { url: `rediss://127.0.0.1:${port}`, password: 'tls-pass', tls: { ca_file: f('ca.crt') } },
     { url: `redis://localhost:${port}`, password: 'tls-pass', tls: { enabled: true, ca_file: f('ca.crt'), servername: 'localhost' } }
