@@ -488,7 +488,7 @@ t.test('prefixes isolate stores', async (t) => {
 t.test('cross-replica cache invalidation through pub/sub', async (t) => {
   const prefix = freshPrefix()
   const A = await open(prefix)
-  const B = await open(prefix) // default cache ttl: 30 s, so only invalidation can make B see a change within 1 s
+  const B = await open(prefix) // default cache ttl: 30 s, so only invalidation can make B see a change within ANNOUNCED_WITHIN (10 s)
   const u = await A.createUser({ username: 'sam', password: 'sam-password', orgs: { [DEFAULT_ORG]: 'user' } })
 
   t.test('B really caches: a change written behind its back is not seen', async (t) => {
@@ -501,21 +501,21 @@ t.test('cross-replica cache invalidation through pub/sub', async (t) => {
     t.equal((await B.getAccessKey(key.id))!.key.is_active, true, 'B answers from its cache')
   })
 
-  t.test('access key deactivated on A: B sees it inactive within 1 s', async (t) => {
+  t.test('access key deactivated on A: B sees it inactive long before the cache TTL', async (t) => {
     const { key } = await A.createAccessKey(u.id)
     t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
     await A.setAccessKeyActive(key.id, false)
     t.ok(await eventually(async () => (await B.getAccessKey(key.id))?.key.is_active === false), 'inactive on B')
   })
 
-  t.test('access key revoked on A: B sees null within 1 s', async (t) => {
+  t.test('access key revoked on A: B sees null long before the cache TTL', async (t) => {
     const { key } = await A.createAccessKey(u.id)
     t.not(await B.getAccessKey(key.id), null)
     await A.deleteAccessKey(key.id)
     t.ok(await eventually(async () => (await B.getAccessKey(key.id)) === null), 'gone on B')
   })
 
-  t.test('private token revoked (and replaced) on A: B stops accepting it within 1 s', async (t) => {
+  t.test('private token revoked (and replaced) on A: B stops accepting it long before the cache TTL', async (t) => {
     const pt = await A.createPrivateToken(u.id)
     t.equal(await B.userIdForPrivateToken(pt), u.id)
     await A.revokePrivateToken(u.id)
@@ -526,7 +526,7 @@ t.test('cross-replica cache invalidation through pub/sub', async (t) => {
     t.ok(await eventually(async () => (await B.userIdForPrivateToken(pt2)) === null), 'replaced token refused on B')
   })
 
-  t.test('user disabled on A: B sees is_active false within 1 s, and drops the user\'s cached keys', async (t) => {
+  t.test('user disabled on A: B sees is_active false long before the cache TTL, and drops the user\'s cached keys', async (t) => {
     const { key } = await A.createAccessKey(u.id)
     t.equal((await B.getUser(u.id))!.is_active, true)
     t.not(await B.getAccessKey(key.id), null)
@@ -538,7 +538,7 @@ t.test('cross-replica cache invalidation through pub/sub', async (t) => {
     t.ok(await eventually(async () => (await B.getUser(u.id))!.is_active), 'enabled again on B')
   })
 
-  t.test('membership changed on A: B sees it within 1 s', async (t) => {
+  t.test('membership changed on A: B sees it long before the cache TTL', async (t) => {
     const org = await A.createOrg('Gamma')
     t.same((await B.getUser(u.id))!.orgs, { [DEFAULT_ORG]: 'user' })
     await A.setMembership(u.id, org.id, 'admin')
