@@ -7,8 +7,9 @@
 import t from 'tap'
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import { startRedis } from './fixtures/redis.js'
+import { tempDir } from './fixtures/cleanup.js'
 import { request } from './fixtures/http.js'
 import { startGateway, ROOT } from './fixtures/gateway.js'
 import { makeUser, signedHeaders } from './fixtures/creds.js'
@@ -22,7 +23,10 @@ let browser: Browser | null = null
 let why = ''
 try {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`)
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 30_000 })
+  // Playwright makes Chromium's profile dir under the OS temp dir: let that be one of ours, removed
+  // when this process ends however it ends (test/fixtures/cleanup.ts, which also kills Chromium then)
+  process.env.TMPDIR = tempDir('sidegate-browser-')
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 60_000 })
 } catch (err) {
   why = (err as Error).message.split('\n')[0]
 }
@@ -31,9 +35,12 @@ if (browser === null) {
   t.test('browser tests', { skip: `Chromium cannot be launched: ${why}` }, () => {})
 } else {
   const b = browser
+  // each thing is stopped from the moment it exists (teardowns run last-registered first)
+  t.teardown(async () => { await b.close() })
   const redis = await startRedis()
+  t.teardown(async () => { await redis.stop() })
   const g = await startGateway(redis.url)
-  t.teardown(async () => { await b.close(); await g.close(); await redis.stop() })
+  t.teardown(async () => { await g.close() })
   mkdirSync(ARTIFACTS, { recursive: true })
   const alice = await makeUser(g, 'alice')
   const origin = new URL(g.url).origin
@@ -51,6 +58,27 @@ if (browser === null) {
     p.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`) })
     p.on('pageerror', (e) => problems.push(`page error: ${e.message}`))
     p.on('dialog', (d) => { d.accept().catch(() => {}) })
+  }
+
+  /**
+   * Swagger UI is a large script: on a loaded machine it renders, and reacts
+   * to a click, slowly. Every step waits for the state it needs (an element
+   * attached, visible, enabled) up to this deadline; none waits a fixed time.
+   */
+  const UI_DEADLINE = 60_000
+
+  /** Opens an operation: a click on its summary button, then its body shown. */
+  async function expand (op: Locator): Promise<void> {
+    await op.locator('.opblock-summary-control').click()
+    await op.locator('.opblock-body').waitFor({ state: 'visible' })
+  }
+
+  /** "Try it out" on an open operation, once its button is there; done when "Execute" is. */
+  async function tryItOut (op: Locator): Promise<void> {
+    const button = op.locator('button.try-out__btn')
+    await button.waitFor({ state: 'visible' })
+    await button.click()
+    await op.getByRole('button', { name: 'Execute' }).waitFor({ state: 'visible' })
   }
 
   const ctx = await newContext()
@@ -145,8 +173,9 @@ if (browser === null) {
 
   t.test('Swagger UI at /api/docs/: operations rendered; Authorize with a token and "Try it out" on the profile', async (t) => {
     const docsCtx = await newContext()
+    t.teardown(async () => { await docsCtx.close() })
     const docs = await docsCtx.newPage()
-    docs.setDefaultTimeout(15_000)
+    docs.setDefaultTimeout(UI_DEADLINE)
     const token = await g.store.createPrivateToken(alice.id)
     await docs.goto('/api/docs/')
     await docs.locator('.opblock').first().waitFor({ timeout: 30_000 })
@@ -167,8 +196,8 @@ if (browser === null) {
     await docs.locator('.modal-ux').waitFor({ state: 'detached' })
 
     const op = docs.locator('#operations-Users-getProfile')
-    await op.locator('.opblock-summary').first().click()
-    await op.getByRole('button', { name: 'Try it out' }).click()
+    await expand(op)
+    await tryItOut(op)
     const sent = docs.waitForRequest((r) => r.url().endsWith(PROFILE))
     await op.getByRole('button', { name: 'Execute' }).click()
     const req = await sent
@@ -180,16 +209,16 @@ if (browser === null) {
     t.equal(JSON.parse(body!).username, 'alice', 'the profile came back')
     await live.scrollIntoViewIfNeeded()
     await docs.screenshot({ path: join(ARTIFACTS, 'docs-try-it-out.png'), fullPage: false })
-    await docsCtx.close()
   })
 
   t.test('signed in, "Try it out" works with the session: Swagger UI sends the CSRF token', async (t) => {
     const docs = await ctx.newPage()
-    docs.setDefaultTimeout(15_000)
+    t.teardown(async () => { await docs.close() })
+    docs.setDefaultTimeout(UI_DEADLINE)
     await docs.goto('/api/docs/#/Authentication/createPrivateToken')
     const op = docs.locator('#operations-Authentication-createPrivateToken')
-    await op.locator('.opblock-body').waitFor()
-    await op.getByRole('button', { name: 'Try it out' }).click()
+    await op.locator('.opblock-body').waitFor() // the deep link opens it
+    await tryItOut(op)
     const sent = docs.waitForRequest((r) => r.url().endsWith('/api/v1/authentication/private-token/') && r.method() === 'POST')
     await op.getByRole('button', { name: 'Execute' }).click()
     const req = await sent
@@ -200,7 +229,6 @@ if (browser === null) {
     t.equal((await live.locator('.response-col_status').textContent())?.trim(), '201')
     const body = JSON.parse((await live.locator('.response-col_description pre').first().textContent())!)
     t.equal(body.token, await g.store.getPrivateToken(alice.id), 'created for the signed-in user')
-    await docs.close()
   })
 
   t.test('the login page works without JavaScript', async (t) => {
