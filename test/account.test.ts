@@ -9,6 +9,7 @@ import { request, type Res } from './fixtures/http.js'
 import { startGateway, SECRET } from './fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
 import { login } from './fixtures/session.js'
+import { eventually } from './fixtures/wait.js'
 import { main } from '../src/cli.js'
 
 const redis = await startRedis()
@@ -82,9 +83,10 @@ t.test('one key: GET shows it, last use is recorded, bad bodies are refused', as
   const pt = await g.store.createPrivateToken(u.id)
   const auth: Auth = async () => ({ authorization: `Token ${pt}` })
   const { json: k } = await call(auth, 'POST', KEYS)
-  await request(g.url, PROFILE, { headers: signedHeaders(k.id, k.secret, 'GET', PROFILE) })
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  const one = await call(auth, 'GET', `${KEYS}${k.id}/`)
+  t.equal((await request(g.url, PROFILE, { headers: signedHeaders(k.id, k.secret, 'GET', PROFILE) })).status, 200)
+  // the last use is written after the answer (not awaited by the request): wait until it is there
+  let one = await call(auth, 'GET', `${KEYS}${k.id}/`)
+  t.ok(await eventually(async () => typeof (one = await call(auth, 'GET', `${KEYS}${k.id}/`)).json.date_last_used === 'string'), 'the use is recorded')
   t.equal(one.status, 200)
   t.equal(one.json.id, k.id)
   t.equal(one.json.secret, undefined)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { startRedis, freePort, REFUSED_URL } from './fixtures/redis.js'
+import { startRedis, freePort, listeningPorts, REFUSED_URL } from './fixtures/redis.js'
 import { SECRET, spawnGateway } from './fixtures/gateway.js'
 import { Keyring } from '../src/crypto.js'
 import { openTestStore } from './fixtures/store-contract.js'
@@ -8,7 +8,7 @@ import { upgrade } from './fixtures/raw.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
 import { Metrics } from '../src/metrics.js'
 import { buildConfig } from '../src/config.js'
-import { sleep, bootstrappedAdmin } from './fixtures/wait.js'
+import { eventually, bootstrappedAdmin } from './fixtures/wait.js'
 
 const PROFILE = '/api/v1/users/profile/'
 
@@ -29,11 +29,14 @@ async function scrape (url: string): Promise<Map<string, number>> {
   return parse(r.text)
 }
 
+// each thing is stopped from the moment it exists (teardowns run last-registered first)
 const redis = await startRedis()
+t.teardown(async () => { await redis.stop() })
 const prefix = 'metrics:'
 const gw = await spawnGateway(redis.url, { upstream: { url: REFUSED_URL, timeout: 5 } }, prefix)
+t.teardown(async () => { await gw.stop() })
 const store = await openTestStore({ url: redis.url }, prefix)
-t.teardown(async () => { await gw.stop(); await store.close(); await redis.stop() })
+t.teardown(async () => { await store.close() })
 const admin = await bootstrappedAdmin(store)
 
 t.test('/metrics is Prometheus text on the admin listener only', async (t) => {
@@ -109,7 +112,7 @@ t.test('Redis errors are counted and sidegate_redis_up drops', async (t) => {
   // well-tagged but unknown: it takes a Redis command to refuse it (an untagged one would not)
   const unknown = { authorization: `Bearer ${new Keyring(SECRET).issue('bearer token')}` }
   let r = await request(gw.url, PROFILE, { headers: unknown })
-  for (let i = 0; i < 50 && r.status !== 503; i++) { await sleep(50); r = await request(gw.url, PROFILE, { headers: unknown }) }
+  t.ok(await eventually(async () => (r = await request(gw.url, PROFILE, { headers: unknown })).status === 503), 'the gateway notices')
   t.equal(r.status, 503)
   const after = await scrape(gw.metricsUrl)
   const errs = (m: Map<string, number>): number => (m.get('sidegate_redis_errors_total{kind="connection"}') ?? 0) + (m.get('sidegate_redis_errors_total{kind="command"}') ?? 0)
@@ -122,7 +125,9 @@ t.test('metrics.enabled: false opens no admin listener; defaults and validation'
   const port = await freePort()
   const g2 = await spawnGateway(redis.url, { metrics: { enabled: false, host: '127.0.0.1', port } }, prefix)
   t.teardown(async () => { await g2.stop() })
-  await t.rejects(request(`http://127.0.0.1:${port}`, '/metrics'), { code: 'ECONNREFUSED' })
+  // what the process listens on (not "is the port refused": another process on the machine may take it)
+  t.same(listeningPorts(g2.proc.pid!), [Number(new URL(g2.url).port)], 'the gateway listens on its own port only')
+  t.same(listeningPorts(gw.proc.pid!), [Number(new URL(gw.url).port), Number(new URL(gw.metricsUrl).port)].sort((a, b) => a - b), 'while one with metrics on listens on both')
   t.same(buildConfig({}).metrics, { enabled: true, host: '0.0.0.0', port: 9090 })
   t.throws(() => buildConfig({ metrics: { port: 70000 } }), /metrics\.port/)
   t.throws(() => buildConfig({ metrics: { path: '/m' } }), /metrics\.path: unknown key/)
