@@ -1,12 +1,13 @@
 /** Browser sessions over plain HTTP: the login page and form, cookies, CSRF, safe redirects, logout, expiry. */
 import t from 'tap'
 import { startRedis } from './fixtures/redis.js'
-import { request, post } from './fixtures/http.js'
-import { startGateway, ADMIN_PASSWORD } from './fixtures/gateway.js'
+import { request, post, type Res } from './fixtures/http.js'
+import { startGateway, ADMIN_PASSWORD, SECRET } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { login, postForm, setCookies } from './fixtures/session.js'
 import { safeNext } from '../src/routes/login.js'
-import { sleep } from './fixtures/wait.js'
+import { eventually, sleep } from './fixtures/wait.js'
+import { Keyring } from '../src/crypto.js'
 
 const redis = await startRedis()
 const g = await startGateway(redis.url)
@@ -266,33 +267,59 @@ t.test('/account/keys needs a session; /login with one goes on; / leads to sign-
 })
 
 t.test('idle timeout: a used session lives on, an idle one ends', async (t) => {
-  const g2 = await startGateway(redis.url, { session: { idle_timeout: 2, absolute_timeout: 60 } })
+  // idle 5 s: the gateway pushes a session's end forward at most every idle/4 s (1.25 s) per process
+  const idle = 5
+  const g2 = await startGateway(redis.url, { session: { idle_timeout: idle, absolute_timeout: 60 } })
   t.teardown(() => g2.close())
   const s = await login(g2.url, 'admin', ADMIN_PASSWORD)
-  await sleep(1000)
-  t.equal((await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })).status, 200, 'after 1 s')
-  await sleep(1500)
-  t.equal((await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })).status, 200, 'after 2.5 s, used 1.5 s ago')
-  await sleep(1200)
-  t.equal((await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })).status, 200, 'after 3.7 s: every use pushed the end further')
-  await sleep(2600)
-  const r = await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })
-  t.equal(r.status, 401, 'idle for 2.6 s')
+  const key = `${g2.config.redis.prefix}sess:${new Keyring(SECRET).lookup(s.session)}`
+  const loginAt = Date.now()
+  const use = async (): Promise<Res> => await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })
+
+  // in use every 0.3 s for one and a half idle timeouts: never refused (each use is well within
+  // idle − idle/4 = 3.75 s of the last push forward, however slow the machine)
+  const statuses: number[] = []
+  let lastUse = loginAt
+  while (Date.now() - loginAt < idle * 1500) {
+    await sleep(300)
+    lastUse = Date.now()
+    statuses.push((await use()).status)
+  }
+  t.same([...new Set(statuses)], [200], `used ${statuses.length} times over ${Date.now() - loginAt} ms (idle timeout ${idle} s): never refused`)
+
+  // then idle: the record expires in Redis idle s after the last push forward, which came at most
+  // idle/4 s before the last use; wait for that (no request meanwhile: each would be a use)
+  t.ok(await eventually(async () => await g2.store.redis.exists(key) === 0, idle * 1000 + 15_000, 100), 'idle: the session record expires')
+  const idleFor = Date.now() - lastUse
+  t.ok(idleFor >= idle * 750, `not before the idle timeout: ${idleFor} ms after the last use`)
+  // the gateway may still hold it in its in-process cache for a few seconds: then it is refused
+  let r = await use()
+  t.ok(await eventually(async () => (r = await use()).status === 401, 15_000, 200), 'refused once idle')
   t.equal(r.json.code, 'invalid_session')
 })
 
 t.test('absolute timeout: a session ends however busy it is', async (t) => {
-  const g2 = await startGateway(redis.url, { session: { idle_timeout: 2, absolute_timeout: 3 } })
+  // idle = absolute: in use every 0.3 s the idle timer never runs out first
+  const absolute = 3
+  const g2 = await startGateway(redis.url, { session: { idle_timeout: absolute, absolute_timeout: absolute } })
   t.teardown(() => g2.close())
+  const loginAt = Date.now()
   const s = await login(g2.url, 'admin', ADMIN_PASSWORD)
-  for (let i = 0; i < 3; i++) {
-    await sleep(800)
-    t.equal((await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })).status, 200, `busy at ${((i + 1) * 0.8).toFixed(1)} s`)
+  // used until refused (with a deadline): when it is refused, and that it was served until then
+  const ok: number[] = []
+  let r: Res
+  for (;;) {
+    r = await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })
+    if (r.status !== 200 || Date.now() - loginAt > absolute * 1000 + 15_000) break
+    ok.push(Date.now() - loginAt)
+    await sleep(300)
   }
-  await sleep(1000)
-  const r = await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })
-  t.equal(r.status, 401, 'past 3 s since login')
+  const refusedAfter = Date.now() - loginAt
+  t.equal(r.status, 401, `refused ${refusedAfter} ms after login`)
   t.equal(r.json.code, 'invalid_session')
+  // the session was created after loginAt, and is checked against its creation time: never early
+  t.ok(refusedAfter >= absolute * 1000, `not before the ${absolute} s absolute timeout`)
+  t.ok(ok.length >= 3, `busy until then: ${ok.length} uses served, the last ${ok.at(-1)} ms after login`)
   t.equal(await g2.store.getSession(s.session), null, 'and deleted')
 })
 
