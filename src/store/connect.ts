@@ -81,6 +81,25 @@ function credentials (t: RedisTopology): Partial<RedisOptions> {
   return o
 }
 
+/**
+ * ioredis listens for its socket's first 'error' only (`once`). A TLS socket
+ * can emit a second one, the server's alert read after this side refused the
+ * server's certificate (a wrong redis.tls.ca_file): unhandled, it would crash
+ * the process. Every socket the client opens gets a standing listener too;
+ * the first error still reaches ioredis, which reports it and reconnects.
+ */
+function keepListening (client: Redis): Redis {
+  const connector = (client as unknown as { connector?: { connect: (...a: unknown[]) => Promise<NodeJS.EventEmitter> } }).connector
+  if (connector === undefined || typeof connector.connect !== 'function') return client
+  const connect = connector.connect.bind(connector)
+  connector.connect = async (...a: unknown[]) => {
+    const stream = await connect(...a)
+    stream.on('error', () => {})
+    return stream
+  }
+  return client
+}
+
 export function createRedisClient (o: RedisConnectOptions, role: ClientRole): RedisClient {
   const t = o.topology ?? STANDALONE
   const base = redisOptions(o, role)
@@ -102,11 +121,13 @@ export function createRedisClient (o: RedisConnectOptions, role: ClientRole): Re
         connectTimeout: base.connectTimeout
       }
     }
-    return new Cluster(t.nodes, opts) as unknown as RedisClient
+    const cluster = new Cluster(t.nodes, opts)
+    cluster.on('+node', (node: Redis) => { keepListening(node) })
+    return cluster as unknown as RedisClient
   }
   if (t.mode === 'sentinel') {
     const tls = tlsOptions(t.tls)
-    return new Redis({
+    return keepListening(new Redis({
       ...base,
       ...credentials(t),
       sentinels: t.sentinels,
@@ -122,7 +143,7 @@ export function createRedisClient (o: RedisConnectOptions, role: ClientRole): Re
       // primary (and READONLY below covers a primary demoted behind our back).
       updateSentinels: true,
       reconnectOnError: reconnectOnReadonly
-    })
+    }))
   }
   const tls = tlsOptions(t.tls, o.url.startsWith('rediss:'))
   // ioredis lets the URL's credentials win over the options: redis.password and
@@ -130,13 +151,13 @@ export function createRedisClient (o: RedisConnectOptions, role: ClientRole): Re
   const url = new URL(o.url)
   if (t.password !== null) url.password = ''
   if (t.username !== null) url.username = ''
-  return new Redis(url.toString(), {
+  return keepListening(new Redis(url.toString(), {
     ...base,
     ...credentials(t),
     ...(t.db === 0 ? {} : { db: t.db }),
     ...(tls === undefined ? {} : { tls }),
     reconnectOnError: reconnectOnReadonly
-  })
+  }))
 }
 
 /** What to name in logs: the URL without its password, or the topology. */
