@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { removeDir, tempDir } from './fixtures/cleanup.js'
-import { freePort, startRedis } from './fixtures/redis.js'
+import { startRedis } from './fixtures/redis.js'
 import { startEcho, request, post } from './fixtures/http.js'
 import { ROOT, SECRET, startGateway } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
@@ -293,8 +293,8 @@ t.test('--superuser makes a superuser', async (t) => {
 })
 
 t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
-  const port = await freePort()
-  const cfg = writeConfig('down.yml', { redis: { url: `redis://127.0.0.1:${port}`, prefix: PREFIX, connect_timeout: 1000 } })
+  // port 1 (privileged): nothing listens there, connections are refused (a free port could be taken meanwhile)
+  const cfg = writeConfig('down.yml', { redis: { url: 'redis://127.0.0.1:1', prefix: PREFIX, connect_timeout: 1000 } })
   const cases = [['user', 'list'], ['org', 'list', '--json'], ['token', 'create', 'bob']]
   const runs = await Promise.all(cases.map(async (args) => await spawnCli(args, { config: cfg, timeout: 15_000 })))
   for (const [i, args] of cases.entries()) {

@@ -548,14 +548,17 @@ t.test('cross-replica cache invalidation through pub/sub', async (t) => {
 
 t.test('cache TTL is the fallback when an invalidation is never received', async (t) => {
   const prefix = freshPrefix()
+  // 5 s: room for the writes and reads below while the entries are fresh, on a busy machine too
+  const ttl = 5
   const A = await open(prefix)
-  const B = await open(prefix, { cacheTtl: 1 })
+  const B = await open(prefix, { cacheTtl: ttl })
   const u = await A.createUser({ username: 'tess', password: 'tess-password' })
   const { key } = await A.createAccessKey(u.id)
   const pt = await A.createPrivateToken(u.id)
   t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
   t.equal(await B.userIdForPrivateToken(pt), u.id)
   t.equal((await B.getUser(u.id))!.is_active, true)
+  const cachedBy = Date.now()
 
   // Changes written without any message, as if the message was lost.
   const rk = `${prefix}ak:${key.id}`
@@ -567,7 +570,8 @@ t.test('cache TTL is the fallback when an invalidation is never received', async
   t.equal((await B.getAccessKey(key.id))!.key.is_active, true, 'still cached right after')
   t.equal(await B.userIdForPrivateToken(pt), u.id, 'still cached right after')
   t.equal((await B.getUser(u.id))!.is_active, true, 'still cached right after')
-  await sleep(1300)
+  // every entry was made before cachedBy: all have expired ttl s after it
+  await sleep(cachedBy + ttl * 1000 + 100 - Date.now())
   t.equal((await B.getAccessKey(key.id))!.key.is_active, false, 'key re-read after the TTL')
   t.equal(await B.userIdForPrivateToken(pt), null, 'token re-read after the TTL')
   t.equal((await B.getUser(u.id))!.is_active, false, 'user re-read after the TTL')
