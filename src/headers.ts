@@ -10,6 +10,7 @@ import { BlockList, isIP } from 'node:net'
 import type { Config } from './config.js'
 import type { Identity } from './auth/index.js'
 import { withoutCookies } from './auth/parse.js'
+import { withResolvedOid } from './org.js'
 
 export interface HeaderPolicy {
   /** lowercase names stripped from every proxied request */
@@ -151,9 +152,14 @@ export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: stri
   h['x-request-id'] = reqId
 }
 
-/** Strip, then inject: the upstream request carries exactly the resolved identity. */
+/**
+ * Strip, then inject: the upstream request carries exactly the resolved
+ * identity, and a query `oid` (any spelling) names the resolved org. Called
+ * after authentication: a signature covers the target as the client sent it.
+ */
 export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, id: Identity, orgId: string): void {
   stripInjected(req, p)
+  if (req.url !== undefined) req.url = withResolvedOid(req.url, orgId)
   const h = req.headers
   h[p.userIdHeader] = id.user.id
   h[p.usernameHeader] = encodeHeaderValue(id.user.username)
