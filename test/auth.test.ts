@@ -202,7 +202,7 @@ t.test('replay cache: one signature is one use, whatever the keyId\'s case or th
   t.teardown(() => g2.close())
   const u = await g2.store.createUser({ username: 'replayer2', password: 'replayer2-pw', orgs: { [DEFAULT_ORG]: 'user' } })
   const { key, secret } = await g2.store.createAccessKey(u.id)
-  const h = { ...signedHeaders(key.id, secret, 'POST', '/p'), 'content-type': 'application/json' }
+  const h: Record<string, string> = { ...signedHeaders(key.id, secret, 'POST', '/p'), 'content-type': 'application/json' }
   const sig = sigOf(h)
   const others = [0, 1, 2, 3].map((spare) => respelled(sig, spare)).filter((s) => s !== sig)
   t.equal(others.length, 3, 'three other spellings of the same MAC')
