@@ -221,7 +221,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
   await gj.store.createOrg('Org A', ORG_A)
   const u = await makeUser(gj, 'jane', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'admin' } })
 
-  const r = await as(gj, 'jane', '/api/v1/assets/', { 'X-JMS-ORG': ORG_A, 'X-JMS-User-Id': 'forged', 'x-svc-org': 'not-ours' })
+  const r = await as(gj, 'jane', '/api/v1/assets/', { 'X-JMS-ORG': ORG_A, 'X-JMS-User-Id': 'forged', 'x-svc-org': 'not-ours', 'X-SVC-User-Id': 'forged', 'X-SVC-Username': 'admin', 'X-SVC-Auth-Method': 'session', X_SVC_User_Id: 'forged' })
   t.equal(r.status, 200)
   const h = r.json.headers
   t.equal(h['x-jms-org'], ORG_A, 'the JMS header selected the org')
@@ -229,7 +229,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
   t.equal(h['x-jms-username'], 'jane')
   t.equal(h['x-jms-auth-method'], 'private_token')
   t.equal(h['x-svc-user-id'], undefined, 'no SVC names are injected')
-  t.equal(h['x-svc-org'], 'not-ours', 'X-SVC-ORG means nothing to a JMS gateway and passes untouched')
+  for (const k of ['x-svc-org', 'x-svc-user-id', 'x-svc-username', 'x-svc-auth-method', 'x_svc_user_id']) t.equal(h[k], undefined, `${k}: the other family's identity headers are stripped too (a mixed fleet must not trust them)`)
 
   await refused(t, as(gj, 'jane', '/x', { 'X-JMS-ORG': ORG_B }), 403, FORBIDDEN)
   await refused(t, as(gj, 'jane', '/x', { 'X-JMS-ORG': 'nope' }), 400, INVALID)
