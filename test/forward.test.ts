@@ -445,6 +445,28 @@ t.test('public paths: dot segments cannot climb out of the public prefix', async
   t.equal(fine.status, 200, 'dots inside a segment are harmless')
 })
 
+t.test('public paths match whole segments: /status covers /status and /status/…, never /status-admin', async (t) => {
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/status', '/static/', '/healthcheck'] } })
+  t.teardown(() => g2.close())
+  for (const p of ['/status', '/status/', '/status/x?y=1', '/static/', '/static/app.css', '/healthcheck']) {
+    const r = await request(g2.url, p)
+    t.equal(r.status, 200, `${p} is public`)
+    t.equal(last().url, p)
+  }
+  const n = echo.seen.length
+  for (const p of ['/status-admin/delete', '/statusx', '/status.json', '/status;x', '/status%2Fadmin', '/static', '/staticfiles/x', '/healthcheck2', '/Status']) {
+    const r = await request(g2.url, p)
+    t.equal(r.status, 401, `${p} needs a credential`)
+  }
+  t.equal(echo.seen.length, n, 'none reached the upstream')
+  const warned = g2.logs.map((l) => JSON.parse(l)).filter((o) => o.level === 40 && /public_paths/.test(o.msg))
+  t.equal(warned.length, 1, 'one warning at start for the entries without a trailing slash')
+  t.same(warned[0]?.entries, ['/status', '/healthcheck'])
+  const g3 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
+  t.teardown(() => g3.close())
+  t.notOk(g3.logs.some((l) => /public_paths/.test(l)), 'none when every entry ends in /')
+})
+
 t.test('with an upstream, every path but sidegate\'s own is forwarded; without one, unknown paths are 404', async (t) => {
   const r = await request(g.url, '/api/v1/users/users/', { headers: { authorization: `Token ${token}` } })
   t.equal(r.status, 200)
