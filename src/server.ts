@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Config } from './config.js'
 import { E, GatewayError } from './errors.js'
-import { accessLogger, type Logger } from './log.js'
+import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { Store } from './store/types.js'
 import { AuthPipeline, type Identity } from './auth/index.js'
 import { requestedOrg, resolveOrg } from './org.js'
@@ -149,8 +149,8 @@ export function createGateway (opts: GatewayOptions): Gateway {
     }
     res.setHeader('x-request-id', ctx.requestId)
     if (draining) res.setHeader('connection', 'close')
-    // Credentials in these headers are redacted by the logger (src/log.ts REDACT).
-    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url, headers: { ...req.headers } }, ip: ctx.clientIp }, 'request received')
+    // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
+    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
     res.once('close', () => {
       // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
       const status = res.headersSent ? res.statusCode : 499
