@@ -136,7 +136,7 @@ t.test('?oid= wins over the header; an empty ?oid= falls back to the header', as
   const r = await as(g, 'bob', `/x?a=1&oid=${ORG_B}`, { 'x-svc-org': DEFAULT_ORG })
   t.equal(r.status, 200)
   t.equal(r.json.headers['x-svc-org'], ORG_B)
-  t.equal(r.json.url, `/x?a=1&oid=${ORG_B}`, 'the query goes upstream as sent')
+  t.equal(r.json.url, `/x?a=1&oid=${ORG_B}`, 'the query goes upstream with oid=<the resolved org>, here as sent')
   const r2 = await as(g, 'bob', `/x?oid=${DEFAULT_ORG}`, { 'x-svc-org': ORG_B })
   t.equal(r2.json.headers['x-svc-org'], DEFAULT_ORG)
   await refused(t, as(g, 'alice', `/x?oid=${ORG_B}`, { 'x-svc-org': ORG_A }), 403, FORBIDDEN)
