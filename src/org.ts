@@ -1,7 +1,8 @@
 /**
  * Organization resolution: `?oid=` then the `X-<ABBREV>-ORG` header, then the
- * user's default org; and the `oid` the upstream sees (withResolvedOid). Literals `default` and `root`; any other non-UUID is 400;
+ * user's default org. Literals `default` and `root`; any other non-UUID is 400;
  * a non-member is 403 (superusers may act in any existing org, and alone in root).
+ * And the `oid` the upstream sees: the resolved org (withResolvedOid).
  */
 import type { IncomingMessage } from 'node:http'
 import { E } from './errors.js'
