@@ -10,11 +10,15 @@ import { BlockList, isIP } from 'node:net'
 import type { Config } from './config.js'
 import type { Identity } from './auth/index.js'
 import { withoutCookies } from './auth/parse.js'
+import { withResolvedOid } from './org.js'
 
 export interface HeaderPolicy {
-  /** lowercase names stripped from every proxied request */
-  injected: string[]
-  /** every header sidegate sets upstream, lowercase: their `_` spellings are dropped */
+  /**
+   * lowercase names stripped from every proxied request: the identity headers
+   * of this gateway's names and of both families (X-SVC-*, X-JMS-*), and X-CSRFToken
+   */
+  injected: Set<string>
+  /** every name above and every header sidegate sets upstream, lowercase: their `_` spellings are dropped */
   owned: Set<string>
   orgHeader: string
   userIdHeader: string
@@ -25,12 +29,21 @@ export interface HeaderPolicy {
   trusted: (ip: string) => boolean
 }
 
+/** The identity headers sidegate injects under an abbreviation, lowercase (as config.ts namesFor names them). */
+function identityHeaders (abbrev: string): string[] {
+  const a = abbrev.toLowerCase()
+  return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`]
+}
+
 export function headerPolicy (config: Config): HeaderPolicy {
   const n = config.names
   const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader].map((h) => h.toLowerCase())
+  // both families, whatever this gateway's names: on a fleet with SVC and JMS
+  // gateways an upstream may trust either, so neither may come from a client
+  const injected = new Set([...lower, ...identityHeaders('SVC'), ...identityHeaders('JMS'), 'x-csrftoken'])
   return {
-    injected: lower,
-    owned: new Set([...lower, 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'x-real-ip']),
+    injected,
+    owned: new Set([...injected, 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'x-real-ip']),
     orgHeader: lower[0],
     userIdHeader: lower[1],
     usernameHeader: lower[2],
@@ -38,6 +51,20 @@ export function headerPolicy (config: Config): HeaderPolicy {
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie]),
     trusted: trustedProxies(config.server.trusted_proxies)
   }
+}
+
+/**
+ * Headers that tell an upstream who the client is, how it connected or what
+ * it asked for before a proxy rewrote it, lowercase: only a trusted proxy may
+ * send them (besides these names, every `x-forwarded-*` and `x-auth-request-*`).
+ */
+const FORWARDING = new Set([
+  'forwarded', 'x-forwarded', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'cf-connecting-ip', 'fastly-client-ip',
+  'x-cluster-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-original-host', 'x-host', 'remote-user', 'x-remote-user'
+])
+
+function isForwarding (name: string): boolean {
+  return FORWARDING.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-auth-request-')
 }
 
 /** IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how a dual-stack listener reports IPv4 peers) → plain IPv4. */
@@ -109,17 +136,28 @@ export function requestId (req: IncomingMessage): string {
 }
 
 /**
- * Removes client-sent identity headers, also spelled with `_` (CGI-style
- * servers such as WSGI and ASGI read `X_SVC_User_Id` as `X-SVC-User-Id`),
- * and sidegate's own credentials (Authorization, session and CSRF cookies).
- * Used for every proxied request, authenticated or not: a client that sends
- * its token everywhere must not hand it to the upstream on a public path.
+ * One pass over the header names of every proxied request, authenticated or
+ * not, removing:
+ * - the identity headers of both families (X-SVC-*, X-JMS-*) and X-CSRFToken;
+ * - from a peer that is not in server.trusted_proxies, the forwarding headers
+ *   (FORWARDING, any `X-Forwarded-*`, any `X-Auth-Request-*`; setForwarded then
+ *   sets X-Forwarded-For, -Proto and -Host itself);
+ * - from any peer, the `_` spellings of all of these and of every header
+ *   sidegate sets (CGI-style servers such as WSGI and ASGI read
+ *   `X_SVC_User_Id` as `X-SVC-User-Id`; no proxy sends them);
+ * and sidegate's own credentials (Authorization, session and CSRF cookies): a
+ * client that sends its token everywhere must not hand it to the upstream on a
+ * public path.
  */
 export function stripInjected (req: IncomingMessage, p: HeaderPolicy): void {
   const h = req.headers
-  for (const name of p.injected) delete h[name]
+  const trusted = p.trusted(normalizeIp(req.socket.remoteAddress ?? ''))
   for (const name of Object.keys(h)) {
-    if (name.includes('_') && p.owned.has(name.replace(/_/g, '-'))) delete h[name]
+    if (p.injected.has(name)) delete h[name]
+    else if (name.includes('_')) {
+      const dashed = name.replace(/_/g, '-')
+      if (p.owned.has(dashed) || isForwarding(dashed)) delete h[name]
+    } else if (!trusted && isForwarding(name)) delete h[name]
   }
   delete h.authorization
   const cookie = withoutCookies(h.cookie, p.credentialCookies)
@@ -128,18 +166,13 @@ export function stripInjected (req: IncomingMessage, p: HeaderPolicy): void {
 }
 
 /**
- * Sets the forwarding headers, honouring a trusted proxy's values. From any
- * other peer, `Forwarded` and `X-Real-IP` are removed too: an upstream that
- * reads them must not see what the client claimed.
+ * Sets the forwarding headers, honouring a trusted proxy's values (what any
+ * other peer sent was removed by stripInjected).
  */
 export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: string): void {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
   const trusted = p.trusted(peer)
-  if (!trusted) {
-    delete h.forwarded
-    delete h['x-real-ip']
-  }
   const prior = trusted ? h['x-forwarded-for'] : undefined
   h['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer
   const tls = (req.socket as TLSSocket).encrypted === true
@@ -151,9 +184,14 @@ export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: stri
   h['x-request-id'] = reqId
 }
 
-/** Strip, then inject: the upstream request carries exactly the resolved identity. */
+/**
+ * Strip, then inject: the upstream request carries exactly the resolved
+ * identity, and a query `oid` (any spelling) names the resolved org. Called
+ * after authentication: a signature covers the target as the client sent it.
+ */
 export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, id: Identity, orgId: string): void {
   stripInjected(req, p)
+  if (req.url !== undefined) req.url = withResolvedOid(req.url, orgId)
   const h = req.headers
   h[p.userIdHeader] = id.user.id
   h[p.usernameHeader] = encodeHeaderValue(id.user.username)

@@ -9,6 +9,34 @@ export const REDACT = [
   'req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrftoken"]'
 ]
 
+/** Header names that suggest a credential: their values are never logged. */
+const SECRET_HEADER = /token|key|auth|secret|passw|pwd|cookie|session|csrf|xsrf|credential|signature|jwt/i
+const REDACTED = '[redacted]'
+
+/**
+ * Request headers as the debug log shows them: every name, and the value of
+ * each unless the name suggests a credential (SECRET_HEADER: Authorization,
+ * Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token, X-CSRFToken, …).
+ * Built only when debug is on.
+ */
+export function redactHeaders (headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {}
+  for (const [name, v] of Object.entries(headers)) out[name] = SECRET_HEADER.test(name) ? REDACTED : v
+  return out
+}
+
+/** A request target as the debug log shows it: the path, and the query's parameter names with every value redacted. */
+export function redactUrl (url: string): string {
+  const q = url.indexOf('?')
+  if (q === -1) return url
+  const params = url.slice(q + 1).split(/([&;])/).map((part, i) => {
+    if (i % 2 === 1) return part // a separator
+    const eq = part.indexOf('=')
+    return eq === -1 ? part : `${part.slice(0, eq)}=${REDACTED}`
+  })
+  return url.slice(0, q + 1) + params.join('')
+}
+
 const ACCESS = Symbol('sidegate.accessLogger')
 
 export function createLogger (level: string, dest?: DestinationStream): Logger {

@@ -2,6 +2,7 @@
  * Organization resolution: `?oid=` then the `X-<ABBREV>-ORG` header, then the
  * user's default org. Literals `default` and `root`; any other non-UUID is 400;
  * a non-member is 403 (superusers may act in any existing org, and alone in root).
+ * And the `oid` the upstream sees: the resolved org (withResolvedOid).
  */
 import type { IncomingMessage } from 'node:http'
 import { E } from './errors.js'
@@ -11,16 +12,138 @@ import type { Store, User } from './store/types.js'
 export const ROOT_ORG_ID = '00000000-0000-0000-0000-000000000000'
 export const DEFAULT_ORG_ID = '00000000-0000-0000-0000-000000000002'
 
+/**
+ * The org a request asked for: its `oid` query parameters (oidParams) if any
+ * is non-empty, else the org header. Several `oid` parameters naming
+ * different orgs are 400 invalid_org: an upstream may read another one than
+ * sidegate did (Django reads the last).
+ */
 export function requestedOrg (req: IncomingMessage, orgHeaderLower: string): string | undefined {
-  const url = req.url ?? '/'
-  const q = url.indexOf('?')
-  if (q !== -1 && url.includes('oid=', q)) {
-    const oid = new URLSearchParams(url.slice(q + 1)).get('oid')
-    // as JumpServer: an empty oid is no oid, and the header decides
-    if (oid !== null && oid !== '') return oid
+  const values = oidParams(req.url ?? '/')
+  if (values !== null) {
+    let first: string | undefined
+    let id: string | null = null
+    for (const v of values) {
+      // as JumpServer: an empty oid is no oid, and the header decides
+      const got = parseOrgValue(v)
+      if (got === null) continue
+      if (id !== null && got !== id) throw E.invalidOrg()
+      id = got
+      first ??= v
+    }
+    if (first !== undefined) return first
   }
   const h = req.headers[orgHeaderLower]
   return Array.isArray(h) ? h[0] : h
+}
+
+/**
+ * Text that may name an `oid` parameter: `oid` in any case, each letter
+ * possibly percent-encoded, the `i` possibly `ı` or `İ` (raw UTF-8 or encoded).
+ * A query without it is left alone without being parsed (the common case).
+ */
+const MAYBE_OID = /(?:o|%[46]f)(?:i|%[46]9|(?:\xc4|%c4)(?:[\xb0\xb1]|%b[01]))(?:d|%[46]4)/i
+
+/**
+ * Whether a decoded parameter name is one that a common framework reads as
+ * `oid`: any letter case, also as Java's equalsIgnoreCase and .NET's
+ * OrdinalIgnoreCase compare (`ı` and `İ` match `i`), surrounding whitespace,
+ * anything after a NUL, and the array forms `oid[]` and `oid[x]` (PHP, Rails).
+ */
+function isOidName (decoded: string): boolean {
+  let n = decoded
+  const nul = n.indexOf('\0')
+  if (nul !== -1) n = n.slice(0, nul)
+  n = n.trim()
+  if (n.length > 3 && n[3] === '[') n = n.slice(0, 3)
+  return n.length === 3 && (n[0] === 'o' || n[0] === 'O') && 'iIıİ'.includes(n[1]) && (n[2] === 'd' || n[2] === 'D')
+}
+
+const HEX = /^[0-9a-fA-F]{2}$/
+
+/**
+ * A query name or value as a server decodes it (Python's unquote_plus, and
+ * the like): `+` is a space, `%XX` a byte, an invalid escape stays as it is,
+ * characters are the request's bytes (Node gives the target as latin1), and
+ * the bytes are read as UTF-8.
+ */
+export function decodeQueryPart (s: string): string {
+  if (!/[%+\x80-\uffff]/.test(s)) return s
+  const bytes: number[] = []
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 0x25 && HEX.test(s.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(s.slice(i + 1, i + 3), 16))
+      i += 2
+    } else if (c === 0x2b) bytes.push(0x20)
+    else if (c <= 0xff) bytes.push(c)
+    else {
+      const cp = s.codePointAt(i)!
+      if (cp > 0xffff) i++
+      for (const b of Buffer.from(String.fromCodePoint(cp), 'utf8')) bytes.push(b)
+    }
+  }
+  return Buffer.from(bytes).toString('utf8')
+}
+
+/** Calls fn for each parameter of a query (`&` and `;` both separate, as several frameworks read them). */
+function eachParam (query: string, fn: (segment: string, name: string, value: string, sepBefore: string) => void): void {
+  let i = 0
+  let sep = ''
+  for (;;) {
+    let j = i
+    while (j < query.length && query.charCodeAt(j) !== 0x26 && query.charCodeAt(j) !== 0x3b) j++
+    const seg = query.slice(i, j)
+    const eq = seg.indexOf('=')
+    fn(seg, eq === -1 ? seg : seg.slice(0, eq), eq === -1 ? '' : seg.slice(eq + 1), sep)
+    if (j >= query.length) return
+    sep = query[j]
+    i = j + 1
+  }
+}
+
+/**
+ * The decoded values of every `oid` parameter in a request target (in any
+ * spelling isOidName accepts, percent-encoded or not, `&` or `;` separated),
+ * or null when there is none.
+ */
+export function oidParams (url: string): string[] | null {
+  const q = url.indexOf('?')
+  if (q === -1) return null
+  const query = url.slice(q + 1)
+  if (!MAYBE_OID.test(query)) return null
+  let values: string[] | null = null
+  eachParam(query, (_seg, name, value) => {
+    if (isOidName(decodeQueryPart(name))) (values ??= []).push(decodeQueryPart(value))
+  })
+  return values
+}
+
+/**
+ * The request target the upstream gets: when the query holds `oid`
+ * parameters (in any spelling oidParams finds), the first becomes
+ * `oid=<the resolved org id>` and the others are removed; every other
+ * parameter and separator is kept byte for byte. A query without one is
+ * returned as it is.
+ */
+export function withResolvedOid (url: string, orgId: string): string {
+  const q = url.indexOf('?')
+  if (q === -1) return url
+  const query = url.slice(q + 1)
+  if (!MAYBE_OID.test(query)) return url
+  let out = ''
+  let first = true
+  let found = false
+  eachParam(query, (seg, name, _value, sep) => {
+    if (isOidName(decodeQueryPart(name))) {
+      if (found) return // a later one: dropped with the separator before it
+      found = true
+      seg = `oid=${orgId}`
+    }
+    out += (first ? '' : sep) + seg
+    first = false
+  })
+  return found ? url.slice(0, q + 1) + out : url
 }
 
 /**

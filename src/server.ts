@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Config } from './config.js'
 import { E, GatewayError } from './errors.js'
-import { accessLogger, type Logger } from './log.js'
+import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { Store } from './store/types.js'
 import { AuthPipeline, type Identity } from './auth/index.js'
 import { requestedOrg, resolveOrg } from './org.js'
@@ -59,7 +59,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const policy = headerPolicy(config)
   const orgHeader = config.names.orgHeader.toLowerCase()
   const forwarder: Forwarder | null = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
-  const publicPrefixes = config.upstream.public_paths
+  const publicPaths = publicPathMatcher(config.upstream.public_paths)
+  const bare = config.upstream.public_paths.filter((p) => !p.endsWith('/'))
+  if (forwarder !== null && bare.length > 0) {
+    log.warn({ entries: bare }, 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it')
+  }
   const access = accessLogger(log)
   let draining = false
 
@@ -98,7 +102,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
     return r
   }
 
-  const isPublicUpstream = (path: string): boolean => publicPrefixes.some((p) => path.startsWith(p)) && !hasDotSegment(path)
+  const isPublicUpstream = (path: string): boolean => publicPaths(path) && !hasDotSegment(path)
 
   async function identify (ctx: RouteContext, withOrg = true): Promise<void> {
     const identity: Identity = await auth.authenticate(ctx.req)
@@ -145,8 +149,8 @@ export function createGateway (opts: GatewayOptions): Gateway {
     }
     res.setHeader('x-request-id', ctx.requestId)
     if (draining) res.setHeader('connection', 'close')
-    // Credentials in these headers are redacted by the logger (src/log.ts REDACT).
-    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url, headers: { ...req.headers } }, ip: ctx.clientIp }, 'request received')
+    // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
+    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
     res.once('close', () => {
       // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
       const status = res.headersSent ? res.statusCode : 499
@@ -275,6 +279,18 @@ type ResWithCode = http.ServerResponse & { errorCode?: string }
 const LINGER_MS = 1000
 /** …or this long in all. */
 const LINGER_MAX_MS = 10_000
+
+/**
+ * upstream.public_paths, matched by whole segments: `/status` covers `/status`
+ * and `/status/…` (not `/status-admin`), `/static/` covers `/static/…`. Case
+ * and bytes as sent: `/Status` and `/status%2F…` are not covered.
+ */
+export function publicPathMatcher (entries: readonly string[]): (path: string) => boolean {
+  const under = entries.map((e) => e.endsWith('/') ? e : e + '/')
+  const exact = new Set(entries.filter((e) => !e.endsWith('/')))
+  if (entries.length === 0) return () => false
+  return (path) => exact.has(path) || under.some((p) => path.startsWith(p))
+}
 
 /**
  * A `.` or `..` path segment, also percent-encoded, after a backslash or with

@@ -191,6 +191,67 @@ t.test('replay cache rejects a signature seen before', async (t) => {
   t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).status, 401, 'other prefix: key unknown there')
 })
 
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+const sigOf = (h: Record<string, string>): string => /signature="([^"]+)"/.exec(h.authorization)![1]
+const withSig = (h: Record<string, string>, sig: string): Record<string, string> => ({ ...h, authorization: h.authorization.replace(/signature="[^"]+"/, `signature="${sig}"`) })
+/** The same 32 bytes spelled otherwise: the last character before "=" carries 2 spare bits that decoding ignores. */
+const respelled = (sig: string, spare: number): string => sig.slice(0, 42) + B64[(B64.indexOf(sig[42]) & ~3) | spare] + '='
+
+t.test('replay cache: one signature is one use, whatever the keyId\'s case or the Base64 spelling, and whatever the body', async (t) => {
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, auth: { signature: { replay_cache: true } } })
+  t.teardown(() => g2.close())
+  const u = await g2.store.createUser({ username: 'replayer2', password: 'replayer2-pw', orgs: { [DEFAULT_ORG]: 'user' } })
+  const { key, secret } = await g2.store.createAccessKey(u.id)
+  const h: Record<string, string> = { ...signedHeaders(key.id, secret, 'POST', '/p'), 'content-type': 'application/json' }
+  const sig = sigOf(h)
+  const others = [0, 1, 2, 3].map((spare) => respelled(sig, spare)).filter((s) => s !== sig)
+  t.equal(others.length, 3, 'three other spellings of the same MAC')
+  for (const s of others) t.same(Buffer.from(s, 'base64'), Buffer.from(sig, 'base64'), `${s} decodes to the same bytes`)
+  const n = echo.seen.length
+  const first = await request(g2.url, '/p', { method: 'POST', headers: h, body: '{"n":1}' })
+  t.equal(first.status, 200, 'the captured request itself')
+  const upper = await request(g2.url, '/p', { method: 'POST', headers: { ...h, authorization: h.authorization.replace(key.id, key.id.toUpperCase()) }, body: '{"n":2}' })
+  t.equal(upper.status, 401, 'an upper-cased keyId is the same key: replayed')
+  t.equal(upper.json.code, 'signature_replayed')
+  for (const s of others) {
+    const r = await request(g2.url, '/p', { method: 'POST', headers: withSig(h, s), body: '{"n":3}' })
+    t.equal(r.status, 401, `respelled ${s}: refused`)
+    t.equal(r.json.code, 'invalid_signature', 'non-canonical Base64 is not a signature')
+  }
+  t.equal(echo.seen.length, n + 1, 'the upstream saw the request once, not once per spelling')
+})
+
+t.test('non-canonical Base64 is refused without the replay cache too; an upper-cased keyId is the same key', async (t) => {
+  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const h = signedHeaders(key.id, secret, 'GET', '/p')
+  for (const spare of [0, 1, 2, 3]) {
+    const s = respelled(sigOf(h), spare)
+    const r = await request(g.url, '/p', { headers: withSig(h, s) })
+    if (s === sigOf(h)) t.equal(r.status, 200, 'the canonical spelling')
+    else t.same([r.status, r.json.code], [401, 'invalid_signature'], `non-canonical ${s}`)
+  }
+  t.equal((await request(g.url, '/p', { headers: { ...h, authorization: h.authorization.replace(key.id, key.id.toUpperCase()) } })).status, 200)
+})
+
+t.test('near misses: a valid signature with one byte or one Base64 character changed is 401', async (t) => {
+  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const h = signedHeaders(key.id, secret, 'GET', '/p')
+  const sig = sigOf(h)
+  t.equal((await request(g.url, '/p', { headers: h })).status, 200, 'the genuine one')
+  const flip = (i: number): string => { const b = Buffer.from(sig, 'base64'); b[i] ^= 1; return b.toString('base64') }
+  const misses: Array<[string, string]> = [
+    ['last byte changed', flip(31)],
+    ['first byte changed', flip(0)],
+    ['a middle byte changed', flip(16)],
+    ['one Base64 character in the middle changed', sig.slice(0, 21) + (sig[21] === 'A' ? 'B' : 'A') + sig.slice(22)]
+  ]
+  for (const [what, s] of misses) {
+    t.not(s, sig)
+    const r = await request(g.url, '/p', { headers: withSig(h, s) })
+    t.same([r.status, r.json.code], [401, 'invalid_signature'], what)
+  }
+})
+
 t.test('malformed or unknown Authorization is 401, never 500', async (t) => {
   for (const a of ['', 'Bearer', 'Bearer a b', 'Basic YWJjOmRlZg==', 'Signature', 'Signature keyId=', 'Signature keyId="x', 'Token \u00e9', 'Negotiate x', 'Signature keyId="a",signature="b"']) {
     const r = await request(g.url, '/p', { headers: { authorization: a } })

@@ -446,6 +446,28 @@ t.test('public paths: dot segments cannot climb out of the public prefix', async
   t.equal(fine.status, 200, 'dots inside a segment are harmless')
 })
 
+t.test('public paths match whole segments: /status covers /status and /status/…, never /status-admin', async (t) => {
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/status', '/static/', '/healthcheck'] } })
+  t.teardown(() => g2.close())
+  for (const p of ['/status', '/status/', '/status/x?y=1', '/static/', '/static/app.css', '/healthcheck']) {
+    const r = await request(g2.url, p)
+    t.equal(r.status, 200, `${p} is public`)
+    t.equal(last().url, p)
+  }
+  const n = echo.seen.length
+  for (const p of ['/status-admin/delete', '/statusx', '/status.json', '/status;x', '/status%2Fadmin', '/static', '/staticfiles/x', '/healthcheck2', '/Status']) {
+    const r = await request(g2.url, p)
+    t.equal(r.status, 401, `${p} needs a credential`)
+  }
+  t.equal(echo.seen.length, n, 'none reached the upstream')
+  const warned = g2.logs.map((l) => JSON.parse(l)).filter((o) => o.level === 40 && /public_paths/.test(o.msg))
+  t.equal(warned.length, 1, 'one warning at start for the entries without a trailing slash')
+  t.same(warned[0]?.entries, ['/status', '/healthcheck'])
+  const g3 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
+  t.teardown(() => g3.close())
+  t.notOk(g3.logs.some((l) => /public_paths/.test(l)), 'none when every entry ends in /')
+})
+
 t.test('with an upstream, every path but sidegate\'s own is forwarded; without one, unknown paths are 404', async (t) => {
   const r = await request(g.url, '/api/v1/users/users/', { headers: { authorization: `Token ${token}` } })
   t.equal(r.status, 200)
@@ -495,6 +517,52 @@ t.test('Forwarded and X-Real-IP from an untrusted client never reach the upstrea
   h = last().headers
   t.equal(h.forwarded, 'for=198.51.100.1', 'from a trusted proxy: kept')
   t.equal(h['x-real-ip'], '198.51.100.1')
+})
+
+/** Headers an upstream may believe about the client or the request, that only a trusted proxy may set. */
+const FORWARDING = {
+  'X-Forwarded-Port': '8443', 'X-Forwarded-Prefix': '/admin', 'X-Forwarded-Server': 'evil', 'X-Forwarded-Scheme': 'https', 'X-Forwarded-Ssl': 'on',
+  'X-Forwarded-User': 'admin', 'X-Forwarded-Email': 'admin@example.com', 'X-Forwarded': 'for=6.6.6.6', 'True-Client-IP': '6.6.6.6', 'X-Client-IP': '6.6.6.6',
+  'CF-Connecting-IP': '6.6.6.6', 'X-Cluster-Client-IP': '6.6.6.6', 'Fastly-Client-IP': '6.6.6.6', 'Client-IP': '6.6.6.6', 'X-Original-URL': '/admin/delete',
+  'X-Rewrite-URL': '/admin/delete', 'X-Original-URI': '/admin/delete', 'X-Original-Host': 'evil.example', 'X-Host': 'evil.example',
+  'Remote-User': 'admin', 'X-Remote-User': 'admin', 'X-Auth-Request-User': 'admin', 'X-Auth-Request-Email': 'admin@example.com', 'X-Auth-Request-Groups': 'admins'
+}
+const FORWARDING_UNDERSCORE = { X_Forwarded_Port: '8443', x_original_url: '/admin/delete', Remote_User: 'admin', X_Auth_Request_User: 'admin', True_Client_IP: '6.6.6.6', 'X-Forwarded_Prefix': '/admin' }
+
+t.test('forwarding headers from an untrusted peer never reach the upstream (any X-Forwarded-*, client-IP, original-URL and remote-user headers)', async (t) => {
+  await request(g.url, '/x', { headers: { authorization: `Token ${token}`, ...FORWARDING, ...FORWARDING_UNDERSCORE, 'X-Custom': 'kept' } })
+  let h = last().headers
+  for (const k of [...Object.keys(FORWARDING), ...Object.keys(FORWARDING_UNDERSCORE)]) t.equal(h[k.toLowerCase()], undefined, `${k} stripped`)
+  t.equal(h['x-custom'], 'kept', 'other headers pass')
+  t.equal(h['x-forwarded-for'], '127.0.0.1')
+  t.equal(h['x-forwarded-proto'], 'http')
+  t.equal(h['x-forwarded-host'], host(g))
+
+  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/pub/'] } })
+  t.teardown(() => g2.close())
+  await request(g2.url, '/pub/x', { headers: { ...FORWARDING, ...FORWARDING_UNDERSCORE } })
+  h = last().headers
+  for (const k of [...Object.keys(FORWARDING), ...Object.keys(FORWARDING_UNDERSCORE)]) t.equal(h[k.toLowerCase()], undefined, `${k} stripped on a public path`)
+
+  // a trusted proxy sets these itself: kept; their _ spellings no proxy sends are dropped
+  await request(gt.url, '/x', { headers: { authorization: `Token ${timToken}`, ...FORWARDING, ...FORWARDING_UNDERSCORE } })
+  h = last().headers
+  for (const [k, v] of Object.entries(FORWARDING)) t.equal(h[k.toLowerCase()], v, `${k} kept from a trusted proxy`)
+  for (const k of Object.keys(FORWARDING_UNDERSCORE)) t.equal(h[k.toLowerCase()], undefined, `${k} dropped even from a trusted proxy`)
+})
+
+t.test('X-CSRFToken and the identity headers of both families (SVC and JMS) never reach the upstream', async (t) => {
+  const s = await g.store.createSession(alice.id, 60)
+  const forged = { 'X-JMS-User-Id': 'forged', 'X-JMS-Username': 'admin', 'X-JMS-ORG': '00000000-0000-0000-0000-000000000000', 'X-JMS-Auth-Method': 'session', X_JMS_User_Id: 'forged', x_jms_org: 'forged', X_CSRFToken: 'c' }
+  const r = await request(g.url, '/x', { method: 'POST', headers: { cookie: `svc_sessionid=${s.id}; svc_csrftoken=${s.csrf}`, 'x-csrftoken': s.csrf, ...forged }, body: '{}' })
+  t.equal(r.status, 200, 'the CSRF token was checked')
+  const h = last().headers
+  t.equal(h['x-csrftoken'], undefined, 'X-CSRFToken not forwarded')
+  for (const k of Object.keys(forged)) t.equal(h[k.toLowerCase()], undefined, `${k} stripped on an SVC gateway`)
+  t.notOk(JSON.stringify(h).includes(s.csrf), 'the CSRF token appears nowhere upstream')
+  t.equal(h['x-svc-user-id'], alice.id)
+  await request(g.url, '/x', { headers: { authorization: `Token ${token}`, 'X-CSRFToken': 'abc' } })
+  t.equal(last().headers['x-csrftoken'], undefined, 'with a header credential too')
 })
 
 t.test('a request without Host: JSON 400 bad_request, never forwarded', async (t) => {

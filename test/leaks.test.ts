@@ -69,7 +69,23 @@ t.test('at debug level, no password, token, secret, session id or CSRF token app
   t.equal((await request(g.url, '/api/v1/x/', { headers: { authorization: `Bearer ${secrets['bearer token']}` } })).status, 401)
   t.equal((await request(g.url, PT, { method: 'DELETE', headers: { authorization: `Token ${secrets['private token']}` } })).status, 204)
 
+  // credentials in places no redaction list names: the query, other auth headers, anything named like a secret
+  const planted: Record<string, string> = {
+    'query token': 'qtok-Secret-11', 'query api key': 'qkey-Secret-12', 'Proxy-Authorization': 'proxy-Secret-13', 'X-Api-Key': 'apikey-Secret-14',
+    'X-Auth-Token': 'authtok-Secret-15', 'X-Amz-Security-Token': 'amz-Secret-16', 'X-Session-Id': 'sess-Secret-17', 'X-Client-Secret': 'client-Secret-18',
+    'X-Password': 'pw-Secret-19', 'X-XSRF-TOKEN': 'xsrf-Secret-20', 'Set-Cookie': 'setcookie-Secret-21', 'X-Access-Key': 'ak-Secret-22'
+  }
+  Object.assign(secrets, planted)
+  const plantedHeaders = Object.fromEntries(Object.entries(planted).filter(([k]) => !k.startsWith('query')))
+  const q = `/api/v1/x/?token=${planted['query token']}&api_key=${encodeURIComponent(planted['query api key'])}&page=2`
+  t.equal((await request(g.url, q, { headers: { authorization: `Token ${secrets['private token']}`, ...plantedHeaders, 'X-Trace-Note': 'visible-note' } })).status, 401)
   const all = g.logs.join('')
+  const line = g.logs.map((l) => JSON.parse(l)).find((o) => o.msg === 'request received' && o.req.headers['x-trace-note'] === 'visible-note')
+  t.ok(line, 'the debug line of the request with planted secrets')
+  t.equal(line?.req.url, '/api/v1/x/?token=[redacted]&api_key=[redacted]&page=[redacted]', 'query names kept, values redacted')
+  for (const k of Object.keys(plantedHeaders)) t.equal(line?.req.headers[k.toLowerCase()], '[redacted]', `${k}: name logged, value redacted`)
+  t.equal(line?.req.headers['x-trace-note'], 'visible-note', 'other headers logged as sent')
+  t.equal(line?.req.headers.host, new URL(g.url).host, 'Host logged as sent')
   t.ok(g.logs.filter((l) => l.includes('"request received"')).length >= 20, 'debug lines with the request headers were written')
   t.match(all, /"authorization":"\[redacted\]"/, 'Authorization is logged redacted')
   t.match(all, /"cookie":"\[redacted\]"/, 'Cookie is logged redacted')

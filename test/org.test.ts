@@ -6,7 +6,8 @@ import t from 'tap'
 import { startRedis } from './fixtures/redis.js'
 import { startEcho, request, type Res } from './fixtures/http.js'
 import { startGateway, type TestGateway } from './fixtures/gateway.js'
-import { makeUser } from './fixtures/creds.js'
+import { makeUser, signedHeaders } from './fixtures/creds.js'
+import { upgrade } from './fixtures/raw.js'
 
 /** A subtest's `t`. */
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
@@ -117,7 +118,6 @@ t.test('a member of A asking for B: 403 org_forbidden', async (t) => {
   await refused(t, as(g, 'alice', '/x', { 'x-svc-org': NO_ORG }), 403, FORBIDDEN)
   // every credential kind goes through the same check
   const { key, secret } = await g.store.createAccessKey(alice.id)
-  const { signedHeaders } = await import('./fixtures/creds.js')
   const h = signedHeaders(key.id, secret, 'GET', '/x')
   await refused(t, request(g.url, '/x', { headers: { ...h, 'x-svc-org': ORG_B } }), 403, FORBIDDEN)
   const ok = await request(g.url, '/x', { headers: { ...signedHeaders(key.id, secret, 'GET', '/x'), 'x-svc-org': ORG_A } })
@@ -136,7 +136,7 @@ t.test('?oid= wins over the header; an empty ?oid= falls back to the header', as
   const r = await as(g, 'bob', `/x?a=1&oid=${ORG_B}`, { 'x-svc-org': DEFAULT_ORG })
   t.equal(r.status, 200)
   t.equal(r.json.headers['x-svc-org'], ORG_B)
-  t.equal(r.json.url, `/x?a=1&oid=${ORG_B}`, 'the query goes upstream as sent')
+  t.equal(r.json.url, `/x?a=1&oid=${ORG_B}`, 'the query goes upstream with oid=<the resolved org>, here as sent')
   const r2 = await as(g, 'bob', `/x?oid=${DEFAULT_ORG}`, { 'x-svc-org': ORG_B })
   t.equal(r2.json.headers['x-svc-org'], DEFAULT_ORG)
   await refused(t, as(g, 'alice', `/x?oid=${ORG_B}`, { 'x-svc-org': ORG_A }), 403, FORBIDDEN)
@@ -145,6 +145,64 @@ t.test('?oid= wins over the header; an empty ?oid= falls back to the header', as
   t.equal(fallback.json.headers['x-svc-org'], DEFAULT_ORG, 'as JumpServer: an empty oid is no oid')
   const other = await as(g, 'bob', '/x?xoid=whatever', { 'x-svc-org': DEFAULT_ORG })
   t.equal(other.json.headers['x-svc-org'], DEFAULT_ORG, 'a parameter merely ending in "oid" is not oid')
+})
+
+t.test('?oid= in any spelling a framework reads as oid: one org decides, and the upstream sees only that one', async (t) => {
+  // alice is a member of A only: every spelling of "oid=B" must be checked against B, not slip past to the upstream
+  for (const q of [`oid=${ORG_A}&oid=${ORG_B}`, `oid=${ORG_A}&OID=${ORG_B}`, `oid=${ORG_A};oid=${ORG_B}`, `oid=${ORG_A}&%6fid=${ORG_B}`]) {
+    await refused(t, as(g, 'alice', `/x?${q}`), 400, INVALID)
+  }
+  for (const q of [`oid=&oid=${ORG_B}`, `%6fid=${ORG_B}`, `%6FID=${ORG_B}`, `o%69d=${ORG_B}`, `OID=${ORG_B}`, `Oid=${ORG_B}`, `x=1;oid=${ORG_B}`, `x=1;%4fid=${ORG_B}`, `oid%5B%5D=${ORG_B}`, `oid[]=${ORG_B}`, `oid[x]=${ORG_B}`, `+oid=${ORG_B}`, `oid%00x=${ORG_B}`,
+    `o%C4%B1d=${ORG_B}`, `O%C4%B0D=${ORG_B}`, `%6F%49%44=${ORG_B}`, `oid=${encodeURIComponent(ORG_B)}`.replace('-', '%2d')]) {
+    await refused(t, as(g, 'alice', `/x?${q}`), 403, FORBIDDEN)
+  }
+  // bob is in B and Default: each spelling selects B, and the upstream sees exactly oid=<B>, the rest byte for byte
+  const cases: Array<[string, string]> = [
+    [`a=1&%6fid=${ORG_B}&b=%20x;c`, `a=1&oid=${ORG_B}&b=%20x;c`],
+    [`OID=${ORG_B.toUpperCase()}&oid=${ORG_B}&z=oid`, `oid=${ORG_B}&z=oid`],
+    [`oid=&x=1;oid=${ORG_B}`, `oid=${ORG_B}&x=1`],
+    [`z=%ZZ&oid=${ORG_B}`, `z=%ZZ&oid=${ORG_B}`]
+  ]
+  for (const [sent, upstream] of cases) {
+    const r = await as(g, 'bob', `/x?${sent}`, { 'x-svc-org': DEFAULT_ORG })
+    t.equal(r.status, 200, sent)
+    t.equal(r.json.headers['x-svc-org'], ORG_B)
+    t.equal(r.json.url, `/x?${upstream}`, `${sent} → ${upstream}`)
+  }
+  // an empty oid is no oid: the header decides, and the upstream sees the org it decided
+  const empty = await as(g, 'bob', '/x?oid=&a=1', { 'x-svc-org': ORG_B })
+  t.equal(empty.json.headers['x-svc-org'], ORG_B)
+  t.equal(empty.json.url, `/x?oid=${ORG_B}&a=1`)
+  const lit = await as(g, 'bob', '/x?oid=default')
+  t.equal(lit.json.url, `/x?oid=${DEFAULT_ORG}`, 'a literal goes upstream as the id it named')
+  // no oid at all: the query is not touched
+  for (const q of ['xoid=1&a=oid', 'a=%6f%69%64', 'oidx=1', 'q=a%20b&oid2=x', '']) {
+    const r = await as(g, 'bob', `/x?${q}`)
+    t.equal(r.json.url, `/x?${q}`, `?${q} untouched`)
+  }
+})
+
+t.test('?oid= rewrite happens after the signature is checked over the URL as sent; WebSocket upgrades are rewritten too', async (t) => {
+  const { key, secret } = await g.store.createAccessKey(bob.id)
+  const path = `/x?z=1&%6fid=${ORG_B.toUpperCase()}&oid=default;oid=`
+  const signed = await request(g.url, path, { headers: signedHeaders(key.id, secret, 'GET', path) })
+  t.equal(signed.status, 400, 'B and default are two orgs')
+  const path2 = `/x?z=1&%6fid=${ORG_B.toUpperCase()}`
+  const ok = await request(g.url, path2, { headers: signedHeaders(key.id, secret, 'GET', path2) })
+  t.equal(ok.status, 200, 'signed over the URL as sent')
+  t.equal(ok.json.url, `/x?z=1&oid=${ORG_B}`)
+  t.equal(ok.json.headers['x-svc-org'], ORG_B)
+
+  const n = echo.seen.length
+  const ws = await upgrade(g.url, `/ws?room=1&OID=${ORG_B}`, { Authorization: `Token ${tokens.get('bob')}` })
+  t.match(ws.head, /^HTTP\/1\.1 101 /)
+  t.equal(echo.seen.length, n + 1)
+  t.equal(echo.seen[n].url, `/ws?room=1&oid=${ORG_B}`)
+  t.equal(echo.seen[n].headers['x-svc-org'], ORG_B)
+  ws.socket.destroy()
+  const denied = await upgrade(g.url, `/ws?oid=${ORG_A}&oid=${ORG_B}`, { Authorization: `Token ${tokens.get('bob')}` })
+  t.match(denied.head, /^HTTP\/1\.1 400 /)
+  denied.socket.destroy()
 })
 
 t.test('uppercase UUID accepted and sent upstream in lowercase', async (t) => {
@@ -163,7 +221,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
   await gj.store.createOrg('Org A', ORG_A)
   const u = await makeUser(gj, 'jane', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'admin' } })
 
-  const r = await as(gj, 'jane', '/api/v1/assets/', { 'X-JMS-ORG': ORG_A, 'X-JMS-User-Id': 'forged', 'x-svc-org': 'not-ours' })
+  const r = await as(gj, 'jane', '/api/v1/assets/', { 'X-JMS-ORG': ORG_A, 'X-JMS-User-Id': 'forged', 'x-svc-org': 'not-ours', 'X-SVC-User-Id': 'forged', 'X-SVC-Username': 'admin', 'X-SVC-Auth-Method': 'session', X_SVC_User_Id: 'forged' })
   t.equal(r.status, 200)
   const h = r.json.headers
   t.equal(h['x-jms-org'], ORG_A, 'the JMS header selected the org')
@@ -171,7 +229,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
   t.equal(h['x-jms-username'], 'jane')
   t.equal(h['x-jms-auth-method'], 'private_token')
   t.equal(h['x-svc-user-id'], undefined, 'no SVC names are injected')
-  t.equal(h['x-svc-org'], 'not-ours', 'X-SVC-ORG means nothing to a JMS gateway and passes untouched')
+  for (const k of ['x-svc-org', 'x-svc-user-id', 'x-svc-username', 'x-svc-auth-method', 'x_svc_user_id']) t.equal(h[k], undefined, `${k}: the other family's identity headers are stripped too (a mixed fleet must not trust them)`)
 
   await refused(t, as(gj, 'jane', '/x', { 'X-JMS-ORG': ORG_B }), 403, FORBIDDEN)
   await refused(t, as(gj, 'jane', '/x', { 'X-JMS-ORG': 'nope' }), 400, INVALID)

@@ -57,11 +57,15 @@ export class SignatureAuthenticator implements Authenticator {
       const t = parseHttpDate(firstValue(c.headers.date))
       if (t === null || Math.abs(this.#now() - t) > this.opts.clockSkew * 1000) throw E.signatureExpired()
     }
-    if (!isUuid(keyId)) throw E.invalidSignature()
+    // the MAC as sent: 32 bytes in canonical Base64 only, checked before any store lookup
+    const mac = decodeMac(signature)
+    if (!isUuid(keyId) || mac === null) throw E.invalidSignature()
     const found = await this.store.getAccessKey(keyId.toLowerCase())
     if (found === null || !found.key.is_active) throw E.invalidSignature()
-    if (!signatureMatches(found.secret, stringToSign(c, declared), signature)) throw E.invalidSignature()
-    if (this.opts.replayCache && !(await this.store.markOnce('sig', `${keyId}:${signature}`, this.opts.clockSkew * 2))) {
+    if (!macMatches(found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
+    // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
+    // so a case-changed keyId or another spelling of the same MAC is the same signature
+    if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew * 2))) {
       throw E.signatureReplayed()
     }
     this.store.touchAccessKey(found.key.id)
@@ -72,14 +76,24 @@ export class SignatureAuthenticator implements Authenticator {
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/
 
 /**
- * Constant-time comparison of the expected MAC with the one sent. Both are
- * 32 bytes once decoded; only the (public) length and format of what the
- * client sent are checked first, so nothing about the expected value leaks.
+ * A signature as sent → its 32 bytes, or null unless it is the canonical
+ * Base64 of 32 bytes: 43 characters and one `=`, the 2 spare bits of the last
+ * character zero. Decoding ignores those bits, so without this one MAC would
+ * have four spellings (and four entries in the replay cache).
  */
-function signatureMatches (secret: string, text: string, sent: string): boolean {
-  if (!BASE64_SHA256.test(sent)) return false
-  const want = createHmac('sha256', secret).update(text).digest()
-  return timingSafeEqual(want, Buffer.from(sent, 'base64'))
+export function decodeMac (sent: string): Buffer | null {
+  if (!BASE64_SHA256.test(sent)) return null
+  const mac = Buffer.from(sent, 'base64')
+  return mac.length === 32 && mac.toString('base64') === sent ? mac : null
+}
+
+/**
+ * Constant-time comparison of the expected MAC with the one sent. Only the
+ * (public) format of what the client sent was checked before (decodeMac), so
+ * nothing about the expected value leaks.
+ */
+function macMatches (secret: string, text: string, sent: Buffer): boolean {
+  return timingSafeEqual(createHmac('sha256', secret).update(text).digest(), sent)
 }
 
 function firstValue (v: string | string[] | undefined): string | undefined {
