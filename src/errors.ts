@@ -50,6 +50,7 @@ export const E = {
   unsupportedMediaType: () => new GatewayError(415, 'unsupported_media_type', 'Content-Type must be application/json or application/x-www-form-urlencoded.'),
   tooManyAttempts: (retryAfter: number) => new GatewayError(429, 'too_many_attempts', 'Too many failed login attempts; try again later.', { 'retry-after': String(Math.max(1, retryAfter)) }),
   csrfFailed: () => new GatewayError(403, 'csrf_failed', 'CSRF token missing or incorrect.'),
+  crossSite: () => new GatewayError(403, 'csrf_failed', 'Cross-site request refused.'),
   tooManyKeys: (max: number) => new GatewayError(400, 'too_many_keys', `A user can have at most ${max} access keys; delete one first.`),
   notFound: () => new GatewayError(404, 'not_found', 'Not found.'),
   methodNotAllowed: (allow: string) => new GatewayError(405, 'method_not_allowed', 'Method not allowed.', { allow }),

@@ -12,6 +12,7 @@ import type { Store } from './store/types.js'
 import { AuthPipeline, type Identity } from './auth/index.js'
 import { requestedOrg, resolveOrg } from './org.js'
 import { clientIp, headerPolicy, injectIdentity, isHttps, requestId, setForwarded, stripInjected } from './headers.js'
+import { crossSiteCheck } from './origin.js'
 import { createForwarder, type Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import { redirect } from './routes/html.js'
@@ -57,6 +58,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const auth = new AuthPipeline(store, config)
   const passwords = new PasswordChecker(store, config.auth.lockout)
   const policy = headerPolicy(config)
+  const crossSite = crossSiteCheck(policy, config.session.cookie_secure)
   const orgHeader = config.names.orgHeader.toLowerCase()
   const forwarder: Forwarder | null = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
   const publicPrefixes = config.upstream.public_paths
@@ -66,8 +68,8 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const assets = ownAssets()
   const all: Route[] = [
     ...healthRoutes(store, () => draining, opts.ready),
-    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit: config.server.body_limit }),
-    ...loginRoutes({ config, store, auth, passwords, assets }),
+    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit: config.server.body_limit, crossSite }),
+    ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
     accountPageRoute(config, auth, assets),
     ...accountApiRoutes(store, config.server.body_limit),
     assets.route(),
@@ -185,6 +187,10 @@ export function createGateway (opts: GatewayOptions): Gateway {
       if (isPublicUpstream(ctx.path)) stripInjected(req, policy)
       else {
         await identify(ctx)
+        // Browsers send cookies with a cross-origin WebSocket handshake and no
+        // CORS applies; SameSite does not help against a sibling sub-domain.
+        // Header credentials cannot be sent by another site's page.
+        if (ctx.identity!.method === 'session' && crossSite(req)) throw E.crossSite()
         injectIdentity(req, policy, ctx.identity!, ctx.orgId!)
       }
       setForwarded(req, policy, ctx.requestId)

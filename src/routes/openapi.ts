@@ -25,7 +25,7 @@ export const ERROR_CODES: Record<string, { status: number, detail: string, when:
   signature_replayed: { status: 401, detail: 'This signature was already used.', when: 'auth.signature.replay_cache is on and the same signature came again.' },
   invalid_session: { status: 401, detail: 'Session is invalid or expired.', when: 'Unknown, logged-out, idle-expired or too old session cookie.' },
   user_inactive: { status: 401, detail: 'User account is disabled.', when: 'The credential is valid but its user is disabled.' },
-  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or a cross-site login or logout.' },
+  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or (detail "Cross-site request refused.") a browser\'s request from another site (Sec-Fetch-Site, else Origin, else Referer) to the token endpoint, /login or /logout, or a WebSocket upgrade authenticated by the session cookie.' },
   org_forbidden: { status: 403, detail: 'You are not a member of this organization.', when: 'The requested organization is not one of the user\'s (superusers excepted; root is for superusers only).' },
   permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization.' },
   invalid_org: { status: 400, detail: 'Organization header must be a UUID, "default" or "root".', when: 'A malformed organization header or ?oid=.' },
@@ -126,7 +126,8 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           tags: ['Authentication'],
           operationId: 'createBearerToken',
           summary: 'Exchange a username and password for a one-time bearer token',
-          description: `The token is valid for ${config.auth.bearer.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401.`,
+          description: `The token is valid for ${config.auth.bearer.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401. ` +
+            'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
           security: [],
           requestBody: {
             required: true,
@@ -139,6 +140,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
             201: { description: 'Token issued.', content: json(ref('schemas', 'TokenResult')) },
             ...bodyErrors,
             401: r('LoginFailed'),
+            403: r('CsrfFailed'),
             429: r('TooManyAttempts'),
             503: r('Unavailable')
           }
