@@ -159,7 +159,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       }
       const old = currentSessionId(ctx.req)
       if (old !== undefined) await store.deleteSession(old)
-      const s = await store.createSession(user.id, config.session.idle_timeout)
+      const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
       await store.recordLogin(user.id)
       const cookies = sessionCookies(ctx, s.id, s.csrf)
       // a legacy cookie left beside the new one would make every request ambiguous (401)
