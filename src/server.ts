@@ -72,7 +72,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
     tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit: config.server.body_limit, crossSite }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
     accountPageRoute(config, auth, assets),
-    ...accountApiRoutes(store, config.server.body_limit),
+    ...accountApiRoutes(store, config.server.body_limit, passwords),
     assets.route(),
     ...(config.docs.enabled ? docsRoutes(config, docsAssets()) : []),
     ...(forwarder === null ? userRoutes(store) : []),
