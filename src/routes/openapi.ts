@@ -412,7 +412,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           in: 'cookie',
           name: n.sessionCookie,
           description: `The browser session from \`POST ${LOGIN_PATH}\`${config.session.accept_legacy_cookie ? ` (legacy name \`${n.legacySessionCookie}\` accepted)` : ''}. ` +
-            `Ends after ${config.session.idle_timeout} s without requests, ${config.session.absolute_timeout} s after login, at logout, or when the user is disabled. ` +
+            `Ends after ${config.session.idle_timeout} s without requests, ${config.session.absolute_timeout} s after login, at logout, when the user is disabled, or when their password is changed. Two different session ids in one request (the name twice, or both names) are refused. ` +
             `Unsafe methods also need \`X-CSRFToken\` equal to the \`${n.csrfCookie}\` cookie.`
         }
       },
