@@ -3,13 +3,22 @@ import type { IncomingMessage } from 'node:http'
 import { E, GatewayError } from './errors.js'
 
 /**
+ * Called (once) on a request just before its body is first read: the server
+ * sends `100 Continue` there to a client that asked for it.
+ */
+export const BEFORE_BODY = Symbol('sidegate.beforeBody')
+
+/**
  * The whole body, at most `limit` bytes: a larger declared or streamed body is
- * 413 payload_too_large; a body cut off before its end (the client aborted or
- * reset the connection) is 400 bad_request, never an internal error.
+ * 413 payload_too_large (a declared one before `100 Continue`); a body cut off
+ * before its end (the client aborted or reset the connection) is 400
+ * bad_request, never an internal error.
  */
 export async function readBody (req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'])
   if (declared > limit) throw E.payloadTooLarge()
+  const hook = (req as IncomingMessage & { [BEFORE_BODY]?: () => void })[BEFORE_BODY]
+  if (hook !== undefined) hook()
   const chunks: Buffer[] = []
   let size = 0
   try {

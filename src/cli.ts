@@ -67,6 +67,8 @@ ${GLOBAL}`,
   sidegate user disable <username>     also ends their sessions and evicts cached keys on every replica
   sidegate user enable <username>
   sidegate user passwd <username> --password-stdin
+                                       also ends their sessions and unused bearer tokens on every
+                                       replica; private tokens and access keys stay
   sidegate user grant <username> --org ID[:admin|:none]
 
 The password is read from standard input (one line), never from the command line.

@@ -12,8 +12,10 @@ import type { Store } from './store/types.js'
 import { AuthPipeline, type Identity } from './auth/index.js'
 import { requestedOrg, resolveOrg } from './org.js'
 import { clientIp, headerPolicy, injectIdentity, isHttps, requestId, setForwarded, stripInjected } from './headers.js'
+import { crossSiteCheck } from './origin.js'
 import { createForwarder, type Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
+import { BEFORE_BODY } from './body.js'
 import { redirect } from './routes/html.js'
 import { accountApiRoutes, accountPageRoute } from './routes/account.js'
 import { docsRoutes } from './routes/docs.js'
@@ -57,6 +59,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const auth = new AuthPipeline(store, config)
   const passwords = new PasswordChecker(store, config.auth.lockout)
   const policy = headerPolicy(config)
+  const crossSite = crossSiteCheck(policy, config.session.cookie_secure)
   const orgHeader = config.names.orgHeader.toLowerCase()
   const forwarder: Forwarder | null = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
   const publicPaths = publicPathMatcher(config.upstream.public_paths)
@@ -70,10 +73,10 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const assets = ownAssets()
   const all: Route[] = [
     ...healthRoutes(store, () => draining, opts.ready),
-    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit: config.server.body_limit }),
-    ...loginRoutes({ config, store, auth, passwords, assets }),
+    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit: config.server.body_limit, crossSite }),
+    ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
     accountPageRoute(config, auth, assets),
-    ...accountApiRoutes(store, config.server.body_limit),
+    ...accountApiRoutes(store, config.server.body_limit, passwords),
     assets.route(),
     ...(config.docs.enabled ? docsRoutes(config, docsAssets()) : []),
     ...(forwarder === null ? userRoutes(store) : []),
@@ -110,10 +113,12 @@ export function createGateway (opts: GatewayOptions): Gateway {
     if (withOrg) ctx.orgId = await resolveOrg(store, identity.user, requestedOrg(ctx.req, orgHeader))
   }
 
-  async function handle (ctx: RouteContext): Promise<void> {
+  async function handle (ctx: Ctx): Promise<void> {
     const route = findRoute(ctx.path, ctx.req.method ?? '')
     if (route !== null) {
       if (!route.public) await identify(ctx, route.noOrg !== true)
+      // 100 Continue when the route starts reading the body (readBody), after its own checks
+      if (ctx.expectsContinue === true) (ctx.req as ContinueHook)[BEFORE_BODY] = () => proceed(ctx)
       await route.handle(ctx)
       return
     }
@@ -125,30 +130,50 @@ export function createGateway (opts: GatewayOptions): Gateway {
       injectIdentity(ctx.req, policy, ctx.identity!, ctx.orgId!)
     }
     setForwarded(ctx.req, policy, ctx.requestId)
+    proceed(ctx)
     forwarder.web(ctx.req, ctx.res, (err) => fail(ctx, err))
   }
 
-  function fail (ctx: RouteContext, err: unknown): void {
+  /**
+   * `Expect: 100-continue`: the client waits for `100 Continue` before it sends
+   * the body. Sent once the request is routed and authenticated: before it is
+   * forwarded, or when one of sidegate's routes starts reading the body (the
+   * token endpoint's and /login's body is the credential), so a refused client
+   * never uploads its body; Node would send it at once. Until then the answer
+   * carries `Connection: close` (set in onRequest): answered without 100, the
+   * client may or may not send the body, so the connection cannot be reused
+   * (RFC 9110 10.1.1).
+   */
+  function proceed (ctx: Ctx): void {
+    if (ctx.expectsContinue !== true) return
+    ctx.expectsContinue = false
+    if (ctx.res.headersSent || ctx.res.destroyed) return
+    if (!draining) ctx.res.removeHeader('connection')
+    ctx.res.writeContinue()
+  }
+
+  function fail (ctx: Ctx, err: unknown): void {
     const e = sendError(ctx.res, err)
     if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
     else if (e.status >= 500) log.warn({ reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail)
     ;(ctx.res as ResWithCode).errorCode = e.code
   }
 
-  function onRequest (req: http.IncomingMessage, res: http.ServerResponse): void {
+  function onRequest (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
     const start = process.hrtime.bigint()
     const url = req.url ?? '/'
     const q = url.indexOf('?')
-    const ctx: RouteContext = {
+    const ctx: Ctx = {
       req,
       res,
       path: q === -1 ? url : url.slice(0, q),
       requestId: requestId(req),
       clientIp: clientIp(req, policy),
-      https: isHttps(req, policy)
+      https: isHttps(req, policy),
+      expectsContinue
     }
     res.setHeader('x-request-id', ctx.requestId)
-    if (draining) res.setHeader('connection', 'close')
+    if (draining || expectsContinue) res.setHeader('connection', 'close')
     // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
     if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
     res.once('close', () => {
@@ -189,6 +214,10 @@ export function createGateway (opts: GatewayOptions): Gateway {
       if (isPublicUpstream(ctx.path)) stripInjected(req, policy)
       else {
         await identify(ctx)
+        // Browsers send cookies with a cross-origin WebSocket handshake and no
+        // CORS applies; SameSite does not help against a sibling sub-domain.
+        // Header credentials cannot be sent by another site's page.
+        if (ctx.identity!.method === 'session' && crossSite(req)) throw E.crossSite()
         injectIdentity(req, policy, ctx.identity!, ctx.orgId!)
       }
       setForwarded(req, policy, ctx.requestId)
@@ -218,6 +247,8 @@ export function createGateway (opts: GatewayOptions): Gateway {
     // a request without Host gets our JSON 400 (onRequest), not Node's plain-text one
     requireHostHeader: false
   }, onRequest)
+  // `Expect: 100-continue`: Node would answer 100 before sidegate looked at the request (see proceed)
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => onRequest(req, res, true))
   // Node answers an unknown Expect with an empty 417 of its own: answer JSON like every other error
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     res.setHeader('x-request-id', requestId(req))
@@ -274,6 +305,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
 }
 
 type ResWithCode = http.ServerResponse & { errorCode?: string }
+/** `expectsContinue`: the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet. */
+type Ctx = RouteContext & { expectsContinue?: boolean }
+type ContinueHook = http.IncomingMessage & { [BEFORE_BODY]?: () => void }
 
 /** A socket answered with a parse error is read and discarded until quiet this long… */
 const LINGER_MS = 1000

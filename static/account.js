@@ -1,6 +1,8 @@
 // The API keys page: lists, creates, disables and deletes the user's access
 // keys, and shows, creates, resets and revokes the private token, through
 // sidegate's JSON endpoints with the session cookie and the CSRF token.
+// Creating a key or a token needs the password once the sign-in is older than
+// data-fresh-ms allows: the page then shows a password field and sends it.
 'use strict'
 ;(function () {
   var body = document.body
@@ -39,7 +41,11 @@
       }
       if (res.status === 204) return null
       return res.json().catch(function () { return {} }).then(function (json) {
-        if (!res.ok) throw new Error((json && json.detail) || ('Request failed (' + res.status + ').'))
+        if (!res.ok) {
+          var err = new Error((json && json.detail) || ('Request failed (' + res.status + ').'))
+          err.code = json && json.code
+          throw err
+        }
         return json
       })
     })
@@ -64,6 +70,49 @@
   function busy (button, p) {
     button.disabled = true
     return p.then(function (v) { button.disabled = false; return v }, function (err) { button.disabled = false; say(err.message, true); throw err })
+  }
+
+  // ---- confirming with the password (a sign-in older than the server allows)
+
+  var confirmBox = $('confirm')
+  var passwordField = $('confirm-password')
+
+  function askPassword () { confirmBox.hidden = false }
+  // the sign-in becomes too old while the page is open: ask from then on
+  setTimeout(askPassword, Math.max(0, Number(body.getAttribute('data-fresh-ms')) || 0))
+
+  // the body to send with a create: the password when the page asks for it
+  function confirmation () {
+    if (confirmBox.hidden) return Promise.resolve(undefined)
+    if (passwordField.value === '') {
+      passwordField.focus()
+      return Promise.reject(new Error('Enter your password to continue.'))
+    }
+    return Promise.resolve({ password: passwordField.value })
+  }
+
+  function confirmed (result) {
+    // the password is not kept in the page longer than one action
+    passwordField.value = ''
+    passwordField.removeAttribute('aria-invalid')
+    return result
+  }
+
+  function notConfirmed (err) {
+    if (err && err.code === 'password_required') {
+      askPassword()
+      passwordField.focus()
+      err.message = 'Enter your password to continue.'
+    } else if (err && err.code === 'password_incorrect') {
+      passwordField.value = ''
+      passwordField.setAttribute('aria-invalid', 'true')
+      passwordField.focus()
+    }
+    throw err
+  }
+
+  function createWithConfirmation (url) {
+    return confirmation().then(function (data) { return api('POST', url, data) }).then(confirmed, notConfirmed)
   }
 
   // ---- access keys
@@ -105,7 +154,7 @@
   }
 
   $('ak-create').addEventListener('click', function () {
-    busy($('ak-create'), api('POST', keysUrl)).then(function (k) {
+    busy($('ak-create'), createWithConfirmation(keysUrl)).then(function (k) {
       $('ak-new-id').textContent = k.id
       $('ak-new-secret').textContent = k.secret
       $('ak-new').hidden = false
@@ -177,7 +226,7 @@
   $('pt-create').addEventListener('click', function () {
     var reset = token !== null
     if (reset && !window.confirm('Reset the private token? The current one stops working.')) return
-    busy($('pt-create'), api('POST', tokenUrl)).then(function (r) {
+    busy($('pt-create'), createWithConfirmation(tokenUrl)).then(function (r) {
       token = r.token
       shown = true
       renderToken()

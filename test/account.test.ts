@@ -45,7 +45,8 @@ async function call (auth: Auth, method: string, path: string, body?: unknown): 
 t.test('every credential kind lists, creates, disables and deletes its own access keys', async (t) => {
   const alice = await makeUser(g, 'alice')
   for (const [kind, auth] of await credentialKinds('alice')) {
-    const created = await call(auth, 'POST', KEYS)
+    // a permanent credential: the password again (the session is fresh and needs none, see reauth.test.ts)
+    const created = await call(auth, 'POST', KEYS, kind === 'session' ? undefined : { password: 'alice-password' })
     t.equal(created.status, 201, `${kind}: create`)
     t.equal(created.headers['cache-control'], 'no-store', `${kind}: the secret is not cached`)
     t.match(created.json, { id: String, secret: String, is_active: true, date_created: String, date_last_used: null })
@@ -82,7 +83,7 @@ t.test('one key: GET shows it, last use is recorded, bad bodies are refused', as
   const u = await makeUser(g, 'ivy')
   const pt = await g.store.createPrivateToken(u.id)
   const auth: Auth = async () => ({ authorization: `Token ${pt}` })
-  const { json: k } = await call(auth, 'POST', KEYS)
+  const { json: k } = await call(auth, 'POST', KEYS, { password: 'ivy-password' })
   t.equal((await request(g.url, PROFILE, { headers: signedHeaders(k.id, k.secret, 'GET', PROFILE) })).status, 200)
   // the last use is written after the answer (not awaited by the request): wait until it is there
   let one = await call(auth, 'GET', `${KEYS}${k.id}/`)
@@ -125,8 +126,9 @@ t.test('another user\'s key is 404, whatever the method; odd paths are 404', asy
 
 t.test('at most 10 access keys per user', async (t) => {
   const u = await makeUser(g, 'leo')
-  const pt = await g.store.createPrivateToken(u.id)
-  const auth: Auth = async () => ({ authorization: `Token ${pt}` })
+  // a fresh browser session creates keys without the password
+  const s = await login(g.url, 'leo', 'leo-password')
+  const auth: Auth = async (method) => ({ cookie: s.cookie, ...(method === 'GET' ? {} : { 'x-csrftoken': s.csrf }) })
   for (let i = 0; i < 10; i++) t.equal((await call(auth, 'POST', KEYS)).status, 201)
   const r = await call(auth, 'POST', KEYS)
   t.equal(r.status, 400)
@@ -136,8 +138,8 @@ t.test('at most 10 access keys per user', async (t) => {
 
 t.test('the cap holds under concurrent creation', async (t) => {
   const u = await makeUser(g, 'lea')
-  const pt = await g.store.createPrivateToken(u.id)
-  const auth: Auth = async () => ({ authorization: `Token ${pt}` })
+  const s = await login(g.url, 'lea', 'lea-password')
+  const auth: Auth = async (method) => ({ cookie: s.cookie, ...(method === 'GET' ? {} : { 'x-csrftoken': s.csrf }) })
   const statuses = (await Promise.all(Array.from({ length: 25 }, async () => (await call(auth, 'POST', KEYS)).status))).sort()
   t.same(statuses, [...Array(10).fill(201), ...Array(15).fill(400)], 'exactly 10 created')
   t.equal((await g.store.listAccessKeys(u.id)).length, 10)
@@ -176,7 +178,7 @@ t.test('no credential: 401; no organization needed for one\'s own credentials', 
   const loner = await g.store.createUser({ username: 'loner', password: 'loner-password', orgs: {} })
   const pt = await g.store.createPrivateToken(loner.id)
   t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${pt}` } })).json.code, 'org_forbidden', 'in no organization')
-  t.equal((await request(g.url, KEYS, { method: 'POST', headers: { authorization: `Token ${pt}`, 'x-svc-org': 'not-an-org' } })).status, 201, 'still manages own keys')
+  t.equal((await request(g.url, KEYS, { method: 'POST', body: '{"password":"loner-password"}', headers: { authorization: `Token ${pt}`, 'x-svc-org': 'not-an-org', 'content-type': 'application/json' } })).status, 201, 'still manages own keys')
 })
 
 t.test('the CLI and the endpoints share the store: each sees what the other did', async (t) => {
@@ -190,7 +192,7 @@ t.test('the CLI and the endpoints share the store: each sees what the other did'
     const code = await main([...args, '--config', file, '--json'], { out: (s) => { out += s }, err: (s) => { out += s }, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
     return { code, out }
   }
-  const viaApi = await request(g.url, KEYS, { method: 'POST', headers: { authorization: `Token ${pt}` } })
+  const viaApi = await request(g.url, KEYS, { method: 'POST', body: '{"password":"nina-password"}', headers: { authorization: `Token ${pt}`, 'content-type': 'application/json' } })
   const listed = await cli('key', 'list', 'nina')
   t.equal(listed.code, 0, listed.out)
   t.same(JSON.parse(listed.out).map((k: any) => k.id), [viaApi.json.id], 'the CLI lists the key made through the API')

@@ -13,6 +13,7 @@ import { tempDir } from './fixtures/cleanup.js'
 import { request } from './fixtures/http.js'
 import { startGateway, ROOT } from './fixtures/gateway.js'
 import { makeUser, signedHeaders } from './fixtures/creds.js'
+import { ageSession } from './fixtures/session.js'
 
 const CHROMIUM = process.env.SIDEGATE_CHROMIUM ?? '/usr/bin/chromium'
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -96,7 +97,7 @@ if (browser === null) {
     t.equal(await page.getByLabel('Username').inputValue(), 'alice', 'the username is kept')
     await page.screenshot({ path: join(ARTIFACTS, 'login-error.png') })
 
-    await page.getByLabel('Password').fill('alice-password')
+    await page.getByLabel('Password', { exact: true }).fill('alice-password')
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.waitForURL('**/account/keys')
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor()
@@ -229,6 +230,55 @@ if (browser === null) {
     t.equal((await live.locator('.response-col_status').textContent())?.trim(), '201')
     const body = JSON.parse((await live.locator('.response-col_description pre').first().textContent())!)
     t.equal(body.token, await g.store.getPrivateToken(alice.id), 'created for the signed-in user')
+  })
+
+  t.test('an older sign-in: the page asks for the password before creating a key or resetting the token', async (t) => {
+    await page.goto('/account/keys')
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor()
+    t.notOk(await page.locator('#confirm').isVisible(), 'just signed in: no password field')
+    const id = (await ctx.cookies()).find((c) => c.name === 'svc_sessionid')!.value
+    const keys = async (): Promise<number> => (await g.store.listAccessKeys(alice.id)).length
+    const before = await keys()
+
+    // the sign-in ages while the page is open: the server asks, the page shows the field
+    await ageSession(g, id, 6 * 60_000)
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.locator('#confirm').waitFor({ state: 'visible' })
+    await page.getByText('Enter your password to continue.').waitFor()
+    t.equal(await keys(), before, 'nothing created')
+    const field = page.getByLabel('Password', { exact: true })
+    t.ok(await field.evaluate((e) => e === document.activeElement), 'the password field has the focus')
+    await page.screenshot({ path: join(ARTIFACTS, 'account-confirm.png'), fullPage: true })
+
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.getByText('Enter your password to continue.').waitFor()
+    t.equal(await keys(), before, 'an empty field: not even asked')
+    await field.fill('not-her-password')
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.getByText('The password is incorrect.').waitFor()
+    t.equal(await field.inputValue(), '', 'a wrong password is cleared')
+    t.equal(await field.getAttribute('aria-invalid'), 'true')
+    t.equal(await keys(), before, 'still nothing created')
+
+    await field.fill('alice-password')
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.locator('#ak-new').waitFor({ state: 'visible' })
+    const newId = (await page.locator('#ak-new-id').textContent())!.trim()
+    t.equal(await keys(), before + 1, 'created with the password')
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(newId, (await page.locator('#ak-new-secret').textContent())!.trim(), 'GET', PROFILE) })).status, 200, 'the new key works')
+    t.equal(await field.inputValue(), '', 'the password is not kept in the page')
+    await page.getByRole('button', { name: 'Done' }).click()
+
+    // loaded with an old sign-in: the field is there from the start
+    await page.reload()
+    await page.locator('#confirm').waitFor({ state: 'visible' })
+    const old = await g.store.getPrivateToken(alice.id)
+    await page.getByLabel('Password', { exact: true }).fill('alice-password')
+    await page.getByRole('button', { name: 'Reset token' }).click()
+    await page.getByText('Private token reset').waitFor()
+    const now = await g.store.getPrivateToken(alice.id)
+    t.not(now, old, 'reset with the password')
+    t.equal((await page.locator('#pt-value').textContent())?.trim(), now)
   })
 
   t.test('the login page works without JavaScript', async (t) => {

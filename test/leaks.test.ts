@@ -38,13 +38,14 @@ t.test('at debug level, no password, token, secret, session id or CSRF token app
   secrets['second bearer token'] = formTok.json.token
   // bearer, used on the upstream and on sidegate's own endpoint
   t.equal((await request(g.url, '/api/v1/x/', { headers: { authorization: `Bearer ${secrets['bearer token']}` } })).status, 200)
-  const created = await request(g.url, PT, { method: 'POST', headers: { authorization: `Bearer ${secrets['second bearer token']}` } })
+  // with the password again (a permanent credential from a bearer token): it must not reach the log either
+  const created = await request(g.url, PT, { method: 'POST', body: JSON.stringify({ password: secrets['user password'] }), headers: { authorization: `Bearer ${secrets['second bearer token']}`, 'content-type': 'application/json' } })
   t.equal(created.status, 201)
   secrets['private token'] = created.json.token
   t.equal((await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${secrets['private token']}` } })).status, 200)
   t.equal((await request(g.url, PT, { headers: { authorization: `PrivateToken ${secrets['private token']}` } })).status, 200)
   // access key: created over HTTP, then signing
-  const ak = await request(g.url, AK, { method: 'POST', headers: { authorization: `Token ${secrets['private token']}` } })
+  const ak = await request(g.url, AK, { method: 'POST', body: new URLSearchParams({ password: secrets['user password'] }).toString(), headers: { authorization: `Token ${secrets['private token']}`, 'content-type': 'application/x-www-form-urlencoded' } })
   t.equal(ak.status, 201)
   secrets['access-key secret'] = ak.json.secret
   t.equal((await request(g.url, '/api/v1/x/', { headers: signedHeaders(ak.json.id, ak.json.secret, 'GET', '/api/v1/x/') })).status, 200)

@@ -26,7 +26,7 @@ export const CHALLENGES = [
 
 export function readCredentials (req: IncomingMessage): Credentials {
   const h = req.headers.authorization
-  let cookies: Record<string, string> | undefined
+  let cookies: Record<string, string | null> | undefined
   return {
     method: req.method ?? 'GET',
     url: req.url ?? '/',

@@ -1,6 +1,7 @@
 /**
  * Session cookie (`<abbrev>_sessionid`, legacy `sessionid`): looked up in the
- * store, sliding idle timeout plus an absolute lifetime. Unsafe methods need
+ * store, sliding idle timeout plus an absolute lifetime. Two different ids
+ * in one request (the name twice, or both names) are refused, never chosen from. Unsafe methods need
  * the CSRF token (header `X-CSRFToken`, equal to the session's token).
  */
 import { E, GatewayError } from '../errors.js'
@@ -32,9 +33,20 @@ export class SessionAuthenticator implements Authenticator {
     this.#touched = new LruCache<true>(10_000, Math.min(TOUCH_EVERY_MS, opts.idleTimeout * 250))
   }
 
-  cookieValue (c: Pick<Credentials, 'cookies'>): string | undefined {
-    return c.cookies[this.opts.names.sessionCookie] ??
-      (this.opts.acceptLegacyCookie ? c.cookies[this.opts.names.legacySessionCookie] : undefined)
+  /**
+   * The session id the request carries: undefined when it carries none; null
+   * when it is ambiguous, that is when a cookie name was sent twice with
+   * different values, or the current and the legacy name were both sent with
+   * different values (a cookie tossed from a sibling sub-domain must not
+   * choose the account; identical copies are fine).
+   */
+  cookieValue (c: Pick<Credentials, 'cookies'>): string | null | undefined {
+    const current = c.cookies[this.opts.names.sessionCookie]
+    if (!this.opts.acceptLegacyCookie) return current
+    const legacy = c.cookies[this.opts.names.legacySessionCookie]
+    if (current === undefined) return legacy
+    if (legacy === undefined || legacy === current) return current
+    return null
   }
 
   claims (c: Credentials): boolean {
@@ -42,8 +54,8 @@ export class SessionAuthenticator implements Authenticator {
   }
 
   async authenticate (c: Credentials): Promise<Claim> {
-    const id = this.cookieValue(c)!
-    if (id === '' || id.length > 256) throw E.invalidSession()
+    const id = this.cookieValue(c)
+    if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
     const s = await this.store.getSession(id)
     if (s === null) throw E.invalidSession()
     if (Date.now() - s.created > this.opts.absoluteTimeout * 1000) {

@@ -11,7 +11,8 @@ export interface Credentials {
   headers: IncomingHttpHeaders
   /** `Authorization` split into its lowercase scheme and the rest, or null when absent. */
   authorization: { scheme: string, credentials: string } | null
-  cookies: Record<string, string>
+  /** parseCookies: a name sent twice with different values is null */
+  cookies: Record<string, string | null>
 }
 
 /** The outcome of a successful authentication, before the user record is loaded. */

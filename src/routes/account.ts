@@ -6,6 +6,15 @@
  * Every credential kind works (a session needs X-CSRFToken on unsafe methods);
  * a key of another user is 404, like one that does not exist. The same store
  * functions back `sidegate key …` and `sidegate token …`.
+ *
+ * Creating an access key and creating or resetting the private token make a
+ * permanent credential: they need the user's password in the body
+ * (`password`, checked with the login lockout), unless the caller is a
+ * browser session signed in less than FRESH_LOGIN_MS ago. So a stolen
+ * one-hour bearer token, an access key or private token about to be revoked,
+ * or a session left open cannot turn into a credential that outlives it.
+ * For the same reason a bearer token or an access key cannot read the
+ * private token back (403 permission_denied).
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
 import type { AuthPipeline } from '../auth/index.js'
@@ -18,6 +27,7 @@ import type { AccessKey, Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
+import type { PasswordChecker } from './token.js'
 import type { Route, RouteContext } from './types.js'
 
 export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
@@ -25,12 +35,42 @@ export const PRIVATE_TOKEN_PATH = '/api/v1/authentication/private-token/'
 export const ACCOUNT_PAGE_PATH = '/account/keys'
 /** Access keys one user may hold at once. */
 export const MAX_ACCESS_KEYS = 10
+/** A browser session this young (since its login) may create permanent credentials without the password again. */
+export const FRESH_LOGIN_MS = 5 * 60_000
+
+/** Milliseconds the caller's session stays fresh enough to create credentials without the password; 0 for other credentials. */
+export function freshFor (ctx: RouteContext): number {
+  const s = ctx.identity?.method === 'session' ? ctx.identity.session : undefined
+  return s === undefined ? 0 : Math.max(0, FRESH_LOGIN_MS - (Date.now() - s.created))
+}
 
 function keyJson (k: AccessKey): Record<string, unknown> {
   return { id: k.id, is_active: k.is_active, date_created: k.date_created, date_last_used: k.date_last_used }
 }
 
-export function accountApiRoutes (store: Store, bodyLimit: number): Route[] {
+export function accountApiRoutes (store: Store, bodyLimit: number, passwords: PasswordChecker): Route[] {
+  /**
+   * Before a permanent credential is made: the password in the body, or a
+   * fresh browser session. A password that is sent is always checked (and
+   * counted by the lockout, like a login), also by a fresh session.
+   */
+  const confirm = async (ctx: RouteContext): Promise<void> => {
+    const body = await readBody(ctx.req, bodyLimit)
+    const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
+    const password = fields.password
+    if (password === undefined || password === '') {
+      if (freshFor(ctx) > 0) return
+      throw E.passwordRequired()
+    }
+    if (typeof password !== 'string' || password.length > 1024) throw E.badRequest('password: Must be a string of at most 1024 characters.')
+    try {
+      await passwords.login(ctx.identity!.user.username, password, ctx.clientIp)
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
+      throw err
+    }
+  }
+
   /** The caller's key with this id, or 404 (also for another user's key). */
   const ownKey = async (ctx: RouteContext, id: string): Promise<AccessKey> => {
     if (!isUuid(id)) throw E.notFound()
@@ -47,6 +87,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number): Route[] {
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       if (ctx.req.method === 'POST') {
+        await confirm(ctx)
         const { key, secret } = await store.createAccessKey(userId, MAX_ACCESS_KEYS)
         sendJson(ctx.res, 201, { ...keyJson(key), secret })
         return
@@ -87,12 +128,16 @@ export function accountApiRoutes (store: Store, bodyLimit: number): Route[] {
     noOrg: true,
     async handle (ctx) {
       const userId = ctx.identity!.user.id
+      const method = ctx.identity!.method
       if (ctx.req.method === 'POST') {
+        await confirm(ctx)
         sendJson(ctx.res, 201, { token: await store.createPrivateToken(userId) })
       } else if (ctx.req.method === 'DELETE') {
         if (!(await store.revokePrivateToken(userId))) throw E.notFound()
         ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
       } else {
+        // reading it back would turn a bearer token or an access key into the permanent token
+        if (method === 'bearer' || method === 'access_key') throw E.permissionDenied()
         sendJson(ctx.res, 200, { token: await store.getPrivateToken(userId) })
       }
     }
@@ -125,7 +170,9 @@ export function accountPageRoute (config: Config, auth: AuthPipeline, assets: As
         bodyAttrs: {
           'data-csrf-cookie': config.names.csrfCookie,
           'data-keys-url': ACCESS_KEYS_PATH,
-          'data-token-url': PRIVATE_TOKEN_PATH
+          'data-token-url': PRIVATE_TOKEN_PATH,
+          // after this many ms the page asks for the password before creating a key or token
+          'data-fresh-ms': String(freshFor(ctx))
         }
       }, `<header class="bar">
   <span class="brand">sidegate</span>
@@ -142,6 +189,15 @@ export function accountPageRoute (config: Config, auth: AuthPipeline, assets: As
   <h1>API keys</h1>
   <noscript><p class="error">This page needs JavaScript. The same can be done with the command line: <code>sidegate key create ${esc(u.username)}</code>.</p></noscript>
   <p id="status" class="status" role="status" aria-live="polite"></p>
+
+  <section id="confirm" aria-labelledby="confirm-title" class="panel" hidden>
+    <h2 id="confirm-title">Confirm with your password</h2>
+    <p class="muted" id="confirm-help">You signed in more than ${FRESH_LOGIN_MS / 60_000} minutes ago: enter your password to create an access key or to create or reset your private token.</p>
+    <div class="field">
+      <label for="confirm-password">Password</label>
+      <input id="confirm-password" type="password" autocomplete="current-password" maxlength="1024" aria-describedby="confirm-help">
+    </div>
+  </section>
 
   <section aria-labelledby="ak-title" class="panel">
     <h2 id="ak-title">Access keys</h2>

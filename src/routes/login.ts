@@ -5,8 +5,9 @@
  * new one and sets two cookies: `<abbrev>_sessionid` (HttpOnly) and
  * `<abbrev>_csrftoken` (readable by scripts, to echo in `X-CSRFToken`).
  * Both are SameSite=Lax, Path=/, and Secure over HTTPS or with
- * `session.cookie_secure`. Cross-site form posts (`Sec-Fetch-Site`) are
- * refused, so no other site can log a browser in or out.
+ * `session.cookie_secure`. Cross-site posts (src/origin.ts: `Sec-Fetch-Site`,
+ * else `Origin`, else `Referer`) are refused, so no other site can log a
+ * browser in or out.
  */
 import type { IncomingMessage } from 'node:http'
 import type { AuthPipeline } from '../auth/index.js'
@@ -46,12 +47,6 @@ export function safeNext (v: unknown, fallback = HOME): string {
   return out.startsWith('//') ? fallback : out
 }
 
-/** True when a browser says the request comes from another site (`Sec-Fetch-Site`). */
-export function crossSite (req: IncomingMessage): boolean {
-  const v = req.headers['sec-fetch-site']
-  return v !== undefined && v !== 'same-origin' && v !== 'none'
-}
-
 function isJson (req: IncomingMessage): boolean {
   const t = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
   return t === 'application/json' || t.endsWith('+json')
@@ -67,10 +62,12 @@ export interface LoginDeps {
   auth: AuthPipeline
   passwords: PasswordChecker
   assets: AssetSet
+  /** src/origin.ts: a browser's request from another site */
+  crossSite: (req: IncomingMessage) => boolean
 }
 
 export function loginRoutes (d: LoginDeps): Route[] {
-  const { config, store, auth, passwords, assets } = d
+  const { config, store, auth, passwords, assets, crossSite } = d
   const names = config.names
   const secure = (ctx: RouteContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
   const docsLink = config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''
@@ -86,7 +83,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
   ]
   const currentSessionId = (req: IncomingMessage): string | undefined => {
     const id = auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) })
-    return id === undefined || id === '' || id.length > 256 ? undefined : id
+    // ambiguous (null): no session is this browser's for sure, so none is ended
+    return id === undefined || id === null || id === '' || id.length > 256 ? undefined : id
   }
 
   const loginPage = (o: { next: string, username?: string, error?: string }): string => page({
@@ -132,7 +130,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     path: LOGIN_PATH,
     public: true,
     async handle (ctx) {
-      if (crossSite(ctx.req)) throw E.csrfFailed()
+      if (crossSite(ctx.req)) throw E.crossSite()
       const json = isJson(ctx.req)
       const fields = decodeFields(ctx.req.headers['content-type'], await readBody(ctx.req, config.server.body_limit))
       const next = safeNext(fields.next)
@@ -161,9 +159,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
       }
       const old = currentSessionId(ctx.req)
       if (old !== undefined) await store.deleteSession(old)
-      const s = await store.createSession(user.id, config.session.idle_timeout)
+      const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
       await store.recordLogin(user.id)
       const cookies = sessionCookies(ctx, s.id, s.csrf)
+      // a legacy cookie left beside the new one would make every request ambiguous (401)
+      const legacy = names.legacySessionCookie
+      if (config.session.accept_legacy_cookie && legacy in parseCookies(ctx.req.headers.cookie)) {
+        cookies.push(`${legacy}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`)
+      }
       if (json) sendJson(ctx.res, 200, { user: profile(user), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
@@ -174,7 +177,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     path: LOGOUT_PATH,
     public: true,
     async handle (ctx) {
-      if (crossSite(ctx.req)) throw E.csrfFailed()
+      if (crossSite(ctx.req)) throw E.crossSite()
       const form = isForm(ctx.req)
       const body = await readBody(ctx.req, config.server.body_limit)
       const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config.js'
-import { ACCESS_KEYS_PATH, ACCOUNT_PAGE_PATH, MAX_ACCESS_KEYS, PRIVATE_TOKEN_PATH } from './account.js'
+import { ACCESS_KEYS_PATH, ACCOUNT_PAGE_PATH, FRESH_LOGIN_MS, MAX_ACCESS_KEYS, PRIVATE_TOKEN_PATH } from './account.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import { TOKEN_PATH } from './token.js'
 
@@ -25,9 +25,11 @@ export const ERROR_CODES: Record<string, { status: number, detail: string, when:
   signature_replayed: { status: 401, detail: 'This signature was already used.', when: 'auth.signature.replay_cache is on and the same signature (same key, same MAC) came again.' },
   invalid_session: { status: 401, detail: 'Session is invalid or expired.', when: 'Unknown, logged-out, idle-expired or too old session cookie.' },
   user_inactive: { status: 401, detail: 'User account is disabled.', when: 'The credential is valid but its user is disabled.' },
-  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or a cross-site login or logout.' },
+  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or (detail "Cross-site request refused.") a browser\'s request from another site (Sec-Fetch-Site, else Origin, else Referer) to the token endpoint, /login or /logout, or a WebSocket upgrade authenticated by the session cookie.' },
   org_forbidden: { status: 403, detail: 'You are not a member of this organization.', when: 'The requested organization is not one of the user\'s (superusers excepted; root is for superusers only).' },
-  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization.' },
+  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key.' },
+  password_required: { status: 403, detail: 'Confirm with your password (field "password") to create or replace a permanent credential.', when: `Creating an access key, or creating or resetting the private token, without \`password\` in the body, by any caller but a browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` },
+  password_incorrect: { status: 403, detail: 'The password is incorrect.', when: 'The `password` sent to confirm creating an access key or a private token is wrong (counted by the login lockout).' },
   invalid_org: { status: 400, detail: 'Organization header must be a UUID, "default" or "root".', when: 'A malformed organization header or ?oid=, or several ?oid= naming different organizations.' },
   required: { status: 400, detail: 'username: This field is required.', when: 'A required body field is missing or empty.' },
   parse_error: { status: 400, detail: 'JSON parse error: the body is not valid JSON.', when: 'A JSON body that does not parse, or is not an object.' },
@@ -78,6 +80,24 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
   const clean = (o: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
   const bodyErrors = { 400: r('BadRequest'), 413: r('PayloadTooLarge'), 415: r('UnsupportedMediaType') }
   const keyId = { name: 'id', in: 'path', required: true, description: 'The AccessKeyID.', schema: { type: 'string', format: 'uuid' } }
+  const fresh = `${FRESH_LOGIN_MS / 60_000} minutes`
+  /** creating a permanent credential: the password again, unless a fresh browser session */
+  const confirmBody = {
+    required: false,
+    description: `\`password\`: the caller's password. Required unless the request is authenticated by a browser session signed in less than ${fresh} ago; a password sent is always checked, and counted by the login lockout.`,
+    content: {
+      // empty by default: Swagger UI's "Try it out" then works for a fresh session as is
+      'application/json': { schema: ref('schemas', 'PasswordConfirmation'), example: {} },
+      'application/x-www-form-urlencoded': { schema: ref('schemas', 'PasswordConfirmation') }
+    }
+  }
+  const confirmErrors = {
+    400: r('BadRequest'),
+    403: errorResponse('No or a wrong password, or a CSRF failure.', ['password_required', 'password_incorrect', 'csrf_failed']),
+    413: r('PayloadTooLarge'),
+    415: r('UnsupportedMediaType'),
+    429: r('TooManyAttempts')
+  }
   const orgParams = [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')]
   const builtIn = config.upstream.url === null
     ? 'Served by sidegate\'s built-in demo API (no upstream is configured).'
@@ -126,7 +146,8 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           tags: ['Authentication'],
           operationId: 'createBearerToken',
           summary: 'Exchange a username and password for a one-time bearer token',
-          description: `The token is valid for ${config.auth.bearer.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401.`,
+          description: `The token is valid for ${config.auth.bearer.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401. ` +
+            'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
           security: [],
           requestBody: {
             required: true,
@@ -139,6 +160,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
             201: { description: 'Token issued.', content: json(ref('schemas', 'TokenResult')) },
             ...bodyErrors,
             401: r('LoginFailed'),
+            403: r('CsrfFailed'),
             429: r('TooManyAttempts'),
             503: r('Unavailable')
           }
@@ -178,13 +200,16 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           tags: ['Authentication'],
           operationId: 'createAccessKey',
           summary: 'Create an access key',
-          description: `The response is the only time the secret is shown (\`Cache-Control: no-store\`). At most ${MAX_ACCESS_KEYS} keys per user.`,
+          description: `The response is the only time the secret is shown (\`Cache-Control: no-store\`). At most ${MAX_ACCESS_KEYS} keys per user. ` +
+            `Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
           security: anyCredential,
           parameters: [ref('parameters', 'CsrfToken')],
+          requestBody: confirmBody,
           responses: clean({
             201: { description: 'Created.', headers: { 'Cache-Control': ref('headers', 'NoStore') }, content: json(ref('schemas', 'AccessKeyCreated')) },
-            400: errorResponse('Limit reached.', ['too_many_keys']),
-            ...authErrors(true, false)
+            ...authErrors(true, false),
+            ...confirmErrors,
+            400: errorResponse('Limit reached, or a bad body.', ['too_many_keys', 'required', 'parse_error', 'bad_request'])
           })
         }
       },
@@ -227,22 +252,26 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           tags: ['Authentication'],
           operationId: 'getPrivateToken',
           summary: 'Read the caller\'s private token',
+          description: 'Not with a bearer token or an access key (403 `permission_denied`): those could otherwise turn into the permanent token.',
           security: anyCredential,
           responses: clean({
             200: { description: '`token` is null when the caller has none.', headers: { 'Cache-Control': ref('headers', 'NoStore') }, content: json(ref('schemas', 'PrivateTokenOrNone')) },
-            ...authErrors(false, false)
+            ...authErrors(false, false),
+            403: errorResponse('A bearer token or an access key.', ['permission_denied'])
           })
         },
         post: {
           tags: ['Authentication'],
           operationId: 'createPrivateToken',
           summary: 'Create or reset the caller\'s private token',
-          description: 'A previous token stops working.',
+          description: `A previous token stops working. Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
           security: anyCredential,
           parameters: [ref('parameters', 'CsrfToken')],
+          requestBody: confirmBody,
           responses: clean({
             201: { description: 'The new token.', headers: { 'Cache-Control': ref('headers', 'NoStore') }, content: json(ref('schemas', 'PrivateToken')) },
-            ...authErrors(true, false)
+            ...authErrors(true, false),
+            ...confirmErrors
           })
         },
         delete: {
@@ -383,7 +412,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           in: 'cookie',
           name: n.sessionCookie,
           description: `The browser session from \`POST ${LOGIN_PATH}\`${config.session.accept_legacy_cookie ? ` (legacy name \`${n.legacySessionCookie}\` accepted)` : ''}. ` +
-            `Ends after ${config.session.idle_timeout} s without requests, ${config.session.absolute_timeout} s after login, at logout, or when the user is disabled. ` +
+            `Ends after ${config.session.idle_timeout} s without requests, ${config.session.absolute_timeout} s after login, at logout, when the user is disabled, or when their password is changed. Two different session ids in one request (the name twice, or both names) are refused. ` +
             `Unsafe methods also need \`X-CSRFToken\` equal to the \`${n.csrfCookie}\` cookie.`
         }
       },
@@ -493,6 +522,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this response.' } }
         },
         AccessKeyUpdate: { type: 'object', required: ['is_active'], properties: { is_active: { type: 'boolean' } } },
+        PasswordConfirmation: { type: 'object', properties: { password: { type: 'string', maxLength: 1024, format: 'password' } } },
         PrivateToken: { type: 'object', required: ['token'], properties: { token: { type: 'string' } } },
         PrivateTokenOrNone: { type: 'object', required: ['token'], properties: { token: { type: ['string', 'null'] } } },
         LoginRequest: {

@@ -4,7 +4,10 @@
  * Unknown user, wrong password and inactive user are one answer, and cost the
  * same (a dummy hash is checked for unknown users). Repeated failures lock
  * the (username, client IP) pair out for a while (429 too_many_attempts).
+ * A browser's post from another site is refused (403 csrf_failed) and not
+ * counted, so no page can lock a user out through a visitor's browser.
  */
+import type { IncomingMessage } from 'node:http'
 import { E } from '../errors.js'
 import { hashPassword, verifyPassword } from '../crypto.js'
 import { decodeFields, readBody, requireString } from '../body.js'
@@ -71,12 +74,22 @@ export async function readLogin (ctx: RouteContext, limit: number): Promise<Logi
   return { username: requireString(fields, 'username', 150), password: requireString(fields, 'password', 1024) }
 }
 
-export function tokenRoute (store: Store, passwords: PasswordChecker, opts: { ttl: number, bodyLimit: number }): Route {
+export interface TokenRouteOptions {
+  ttl: number
+  bodyLimit: number
+  /** src/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted) */
+  crossSite: (req: IncomingMessage) => boolean
+}
+
+export function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteOptions): Route {
   return {
     methods: ['POST'],
     path: TOKEN_PATH,
     public: true,
     async handle (ctx) {
+      // A form post needs no CORS preflight: without this, any page could
+      // spend the lockout's failures for a username and lock its owner out.
+      if (opts.crossSite(ctx.req)) throw E.crossSite()
       const { username, password } = await readLogin(ctx, opts.bodyLimit)
       const user = await passwords.login(username, password, ctx.clientIp)
       const { token, expires } = await store.issueBearerToken(user.id, opts.ttl)

@@ -2,7 +2,10 @@
  * The Redis implementation of Store (ioredis). Layout, all under `prefix`:
  *   org:<id>  user:<id>  uname:<lowercase username>  ak:<id>  ak-used:<id>
  *   pt:<hash(token)>  user-pt:<user id>  bt:<hash(token)>  sess:<hash(id)>
- *   user-aks:<user id>  user-sess:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
+ *   user-aks:<user id>  user-sess:<user id>  user-bt:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
+ * user-sess (a set of session hashes) and user-bt (a sorted set of bearer
+ * token hashes by expiry) index what a password change or disabling ends;
+ * both are pruned when added to and expire with their longest-lived member.
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
  * Private tokens, bearer tokens and session ids carry a keyed check tag
@@ -76,6 +79,14 @@ local ttl = redis.call('TTL', KEYS[1])
 if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`
 
+// Indexes one bearer token of a user. KEYS[1] the user's index (sorted set: hash → expiry, epoch ms);
+// ARGV[1] now, ARGV[2] token hash, ARGV[3] its expiry, ARGV[4] its ttl in ms. Expired entries are dropped.
+const INDEX_BEARER = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1`
+
 const THROTTLE_LAST_USED_MS = 60_000
 /**
  * Sessions are cached in process for at most this long (or auth.cache.ttl if
@@ -120,6 +131,7 @@ export class RedisStore implements Store {
     this.redis.defineCommand('setMember', { numberOfKeys: 1, lua: SET_MEMBER })
     this.redis.defineCommand('countAttempt', { numberOfKeys: 1, lua: COUNT_ATTEMPT })
     this.redis.defineCommand('addCapped', { numberOfKeys: 1, lua: ADD_CAPPED })
+    this.redis.defineCommand('indexBearer', { numberOfKeys: 1, lua: INDEX_BEARER })
     // The subscriber may queue its SUBSCRIBE until connected; it never serves requests.
     this.#sub = createRedisClient(opts, 'subscriber')
     this.#sub.on('error', (err: Error) => opts.onError?.(err))
@@ -162,6 +174,9 @@ export class RedisStore implements Store {
       // a disabled user: drop every cached key and session of theirs
       this.users.delete(id)
       this.#clearKeysOf(id)
+      this.sessions.deleteWhere((v) => v.user_id === id)
+    } else if (kind === 'user-sess') {
+      // a changed password: the user's sessions only
       this.sessions.deleteWhere((v) => v.user_id === id)
     }
   }
@@ -290,17 +305,32 @@ export class RedisStore implements Store {
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
     await this.#setField(userId, 'is_active', active)
-    if (!active) {
-      const sessKey = this.#k('user-sess', userId)
-      const ids = await this.#run(() => this.redis.smembers(sessKey))
-      for (const h of ids) await this.#run(() => this.redis.del(this.#k('sess', h)))
-      await this.#run(() => this.redis.del(sessKey))
-    }
+    if (!active) await this.#endSessions(userId)
     await this.#invalidate(`user-aks:${userId}`)
   }
 
   async setPassword (userId: string, password: string): Promise<void> {
     await this.#setField(userId, 'password_hash', await hashPassword(password))
+    // whoever held the old password may hold these; private tokens and access keys are separate credentials and stay
+    await this.#endSessions(userId)
+    await this.#endBearerTokens(userId)
+    await this.#invalidate(`user-sess:${userId}`)
+  }
+
+  /** Deletes every session of the user in Redis (the caller publishes the eviction of cached copies). */
+  async #endSessions (userId: string): Promise<void> {
+    const sessKey = this.#k('user-sess', userId)
+    const ids = await this.#run(() => this.redis.smembers(sessKey))
+    for (const h of ids) await this.#run(() => this.redis.del(this.#k('sess', h)))
+    await this.#run(() => this.redis.del(sessKey))
+  }
+
+  /** Deletes the user's unused bearer tokens (never cached: gone from Redis, gone everywhere). */
+  async #endBearerTokens (userId: string): Promise<void> {
+    const key = this.#k('user-bt', userId)
+    const hashes = await this.#run(() => this.redis.zrange(key, '0', '-1'))
+    for (const h of hashes) await this.#run(() => this.redis.del(this.#k('bt', h)))
+    await this.#run(() => this.redis.del(key))
   }
 
   async setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> {
@@ -422,8 +452,13 @@ export class RedisStore implements Store {
   async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {
     for (;;) {
       const token = this.#keys.issue('bearer token')
-      const ok = await this.#run(() => this.redis.set(this.#k('bt', this.#keys.lookup(token)), userId, 'EX', ttlSeconds, 'NX'))
-      if (ok !== null) return { token, expires: new Date(Date.now() + ttlSeconds * 1000) }
+      const h = this.#keys.lookup(token)
+      const now = Date.now()
+      const ok = await this.#run(() => this.redis.set(this.#k('bt', h), userId, 'EX', ttlSeconds, 'NX'))
+      if (ok === null) continue
+      // indexed for a password change; a used token's entry stays until it would have expired
+      await this.#run(() => (this.redis as any).indexBearer(this.#k('user-bt', userId), now, h, now + ttlSeconds * 1000, ttlSeconds * 1000) as Promise<number>)
+      return { token, expires: new Date(now + ttlSeconds * 1000) }
     }
   }
 
@@ -434,12 +469,22 @@ export class RedisStore implements Store {
 
   // ---- sessions
 
-  async createSession (userId: string, ttlSeconds: number): Promise<Session> {
+  async createSession (userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds): Promise<Session> {
     const id = this.#keys.issue('session id')
     const h = this.#keys.lookup(id)
     const s = { user_id: userId, created: Date.now() }
     await this.#run(() => this.redis.set(this.#k('sess', h), JSON.stringify(s), 'EX', ttlSeconds))
-    await this.#run(() => this.redis.sadd(this.#k('user-sess', userId), h))
+    // The user's index of sessions: ids whose record is gone (idle, logged out,
+    // ended) are dropped first, one EXISTS each (the records live in other
+    // slots, so no script can look), and the set lives as long as the newest
+    // session may: it no longer grows with every login, forever.
+    const index = this.#k('user-sess', userId)
+    const ids = await this.#run(() => this.redis.smembers(index))
+    const alive = await this.#run(async () => await Promise.all(ids.map(async (x) => await this.redis.exists(this.#k('sess', x)))))
+    const gone = ids.filter((_, i) => alive[i] === 0)
+    if (gone.length > 0) await this.#run(() => this.redis.srem(index, ...gone))
+    await this.#run(() => this.redis.sadd(index, h))
+    await this.#run(() => this.redis.expire(index, Math.max(ttlSeconds, lifetimeSeconds)))
     return { id, ...s, csrf: this.#keys.lookup(`csrf:${id}`) }
   }
 

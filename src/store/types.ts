@@ -70,6 +70,10 @@ export interface Store {
   listUsers(orgId?: string): Promise<User[]>
   /** Disabling a user also ends their sessions and evicts their cached credentials everywhere. */
   setUserActive(userId: string, active: boolean): Promise<void>
+  /**
+   * Changing the password also ends the user's sessions and unused bearer
+   * tokens, on every replica at once; private tokens and access keys stay.
+   */
   setPassword(userId: string, password: string): Promise<void>
   setMembership(userId: string, orgId: string, role: OrgRole | null): Promise<void>
   recordLogin(userId: string): Promise<void>
@@ -95,7 +99,8 @@ export interface Store {
   /** Atomically consumes a one-time token: exactly one caller gets the user id. */
   consumeBearerToken(token: string): Promise<string | null>
 
-  createSession(userId: string, ttlSeconds: number): Promise<Session>
+  /** `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout). */
+  createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session>
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
   deleteSession(id: string): Promise<void>
