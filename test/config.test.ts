@@ -10,6 +10,8 @@ import { join, resolve } from 'node:path'
 import { parse } from 'yaml'
 import { buildConfig, loadConfig, namesFor } from '../src/config.js'
 import { UsageError } from '../src/errors.js'
+import { defaultsYaml } from '../src/config/defaults.js'
+import { Schema } from '../src/config/schema.js'
 import { ROOT } from './fixtures/gateway.js'
 
 /** A subtest's `t`. */
@@ -83,6 +85,34 @@ t.test('the shipped gateway.yml states exactly the defaults', async (t) => {
   const defaults = buildConfig({}, {}, file)
   t.same({ ...shipped, file: null }, { ...defaults, file: null })
   t.equal(shipped.secret_key_file, join(ROOT, 'sidegate.key'), 'secret_key_file is relative to the config file')
+})
+
+t.test('the shipped gateway.yml is the file the schema generates (sidegate config defaults)', async (t) => {
+  t.equal(readFileSync(join(ROOT, 'gateway.yml'), 'utf8'), defaultsYaml(), 'regenerate with: node bin/sidegate.js config defaults > gateway.yml')
+  const doc = parse(defaultsYaml())
+  // every key of the schema is in the file, and nothing else
+  const keys = (node: any, prefix = ''): string[] => Object.entries(node.properties ?? {}).flatMap(([k, v]: [string, any]) =>
+    v.type === 'object' ? keys(v, `${prefix}${k}.`) : [`${prefix}${k}`])
+  const docKeys = (o: any, prefix = ''): string[] => Object.entries(o).flatMap(([k, v]) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? docKeys(v, `${prefix}${k}.`) : [`${prefix}${k}`])
+  t.same(docKeys(doc).sort(), keys(Schema).sort())
+  t.ok(keys(Schema).length > 40, 'the walk saw the whole schema')
+})
+
+t.test('every problem of a file at once, one line each: unknown keys of a mapping first, then its values in schema order', async (t) => {
+  let err: unknown
+  try {
+    buildConfig({ listen: { prot: 1, port: 'x' }, auth: { bearer: { tll: 1 } }, log: { level: 'loud' }, nope: true })
+  } catch (e) { err = e }
+  t.type(err, UsageError)
+  t.equal((err as UsageError).exitCode, 2)
+  t.same((err as Error).message.split('\n'), [
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, session, server, metrics, docs, log)',
+    'config: listen.prot: unknown key (known: host, port)',
+    'config: listen.port: must be a whole number from 0 to 65535, got "x"',
+    'config: auth.bearer.tll: unknown key (known: ttl)',
+    'config: log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'
+  ])
 })
 
 t.test('file values are read and typed', async (t) => {

@@ -1,0 +1,143 @@
+/**
+ * The one description of gateway.yml: every key, its type, bounds, default and
+ * the comment the shipped file shows for it. From it come the TypeScript type
+ * of the document (`Doc`), validation with every error at once
+ * (./validate.ts), the commented default file (`sidegate config defaults`,
+ * ./defaults.ts) and a JSON Schema for editors and Helm (`sidegate config
+ * schema`). What depends on more than one key (names from `names.abbrev`,
+ * paths relative to the file, cross-key rules) is derived in ../config.ts.
+ *
+ * Extensions to JSON Schema, all read by ./validate.ts:
+ * - `check`: the name of a value check in CHECKS (./validate.ts) with its own message
+ * - `optional`: an empty string or null means "unset" and becomes null
+ * - `secret`: an error never shows the value; `url`: a password in it is masked
+ */
+import { Type as T, type Static, type TSchema, type TProperties } from '@sinclair/typebox'
+
+export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
+
+const int = (min: number, max: number, def: number, description?: string) =>
+  T.Integer({ minimum: min, maximum: max, default: def, ...(description === undefined ? {} : { description }) })
+const bool = (def: boolean, description?: string) => T.Boolean({ default: def, ...(description === undefined ? {} : { description }) })
+const str = (def: string, o: { description?: string, check?: string, url?: boolean } = {}) => T.String({ default: def, ...o })
+/** A string that may be left empty: null in the Config. */
+const optStr = (o: { description?: string, check?: string, secret?: boolean, url?: boolean } = {}) =>
+  T.Union([T.String(), T.Null()], { default: null, optional: true, ...o })
+const list = (def: string[], o: { description?: string, check?: string } = {}) =>
+  T.Array(T.String(o.check === undefined ? {} : { check: o.check }), { default: def, ...(o.description === undefined ? {} : { description: o.description }) })
+const oneOf = <V extends string>(values: readonly V[], def: V, description?: string) =>
+  T.Union(values.map((v) => T.Literal(v)), { default: def, ...(description === undefined ? {} : { description }) })
+const section = <P extends TProperties>(props: P, description?: string) =>
+  T.Object(props, { additionalProperties: false, default: {}, ...(description === undefined ? {} : { description }) })
+
+export const Schema = T.Object({
+  listen: section({
+    host: str('0.0.0.0'),
+    port: int(0, 65535, 8080)
+  }),
+  upstream: section({
+    url: optStr({ check: 'httpUrl', url: true, description: 'The service sidegate protects. Empty: sidegate serves its built-in demo API\n(/api/v1/users/users/ and /api/v1/users/profile/) from its own store.' }),
+    timeout: int(1, 3600, 30, 'Seconds to wait for the upstream to answer before replying 504.'),
+    public_paths: list([], { check: 'absolutePath', description: 'Paths forwarded without authentication, matched by whole segments: "/status"\ncovers /status and /status/… (not /status-admin; start-up warns once about entries\nwithout a trailing slash), "/static/" covers /static/…. Identity headers and\nsidegate\'s credentials are still stripped; a path with . or .. segments is never public.' })
+  }),
+  names: section({
+    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method.\nJMS gives the names JumpServer clients use.' })
+  }),
+  redis: section({
+    mode: oneOf(REDIS_MODES, 'standalone', 'standalone: one Redis at `url`. sentinel: ask `sentinels` for the primary of\nthe group `name` and follow its failovers. cluster: Redis Cluster, seeded\nfrom `nodes` (any few; the rest are discovered).'),
+    url: str('redis://127.0.0.1:6379', { check: 'redisUrl', url: true, description: 'standalone only; rediss:// for TLS; redis://:password@host:port/db' }),
+    sentinels: list([], { check: 'hostPort', description: 'sentinel mode: ["10.0.0.1:26379", "sentinel-2:26379"] (default port 26379)' }),
+    name: str('mymaster', { check: 'groupName', description: 'sentinel mode: the master group name' }),
+    nodes: list([], { check: 'hostPort', description: 'cluster mode: ["redis-0:6379", "redis-1:6379"] (default port 6379)' }),
+    username: optStr({ description: 'ACL user; empty: the default user' }),
+    password: optStr({ secret: true, description: 'prefer SIDEGATE_REDIS_PASSWORD; wins over a password in `url`' }),
+    sentinel_password: optStr({ secret: true, description: 'when the sentinels themselves require one' }),
+    db: int(0, 15, 0, 'standalone and sentinel; a cluster has only 0'),
+    tls: section({
+      enabled: bool(false, 'rediss:// in `url` turns it on too'),
+      ca_file: optStr({ description: 'PEM CA bundle (relative to this file); empty: the system CAs' }),
+      cert_file: optStr({ description: 'client certificate and key, for mutual TLS' }),
+      key_file: optStr(),
+      servername: optStr({ description: 'name to verify in the certificate; empty: the host connected to' }),
+      reject_unauthorized: bool(true, 'false accepts any certificate: testing only')
+    }),
+    prefix: str('sidegate:', { check: 'prefix', description: 'every key sidegate writes starts with this (no {braces} needed in a cluster)' }),
+    command_timeout: int(10, 60000, 2000, 'ms; a slower command fails the request with 503'),
+    connect_timeout: int(100, 60000, 5000, 'ms')
+  }),
+  secret_key: optStr({
+    check: 'secretKey',
+    secret: true,
+    description: 'Secret key for encryption at rest (access-key secrets, private tokens) and for\nkeyed token hashes; at least 32 characters. Prefer SIDEGATE_SECRET_KEY. When\nneither is set, a key is generated on first start and written with mode 0600 to\nsecret_key_file (relative to this file). Losing it makes stored secrets unreadable.'
+  }),
+  secret_key_file: str('sidegate.key'),
+  auth: section({
+    bearer: section({
+      ttl: int(1, 31 * 86400, 3600, 'seconds a one-time bearer token stays valid')
+    }),
+    signature: section({
+      clock_skew: int(1, 86400, 300, 'seconds the Date header may differ from now'),
+      required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
+      replay_cache: bool(false, 'true: each signature is accepted once')
+    }),
+    cache: section({
+      max: int(0, 10_000_000, 10000, 'in-process entries per cache (access keys, users, private tokens, sessions)'),
+      ttl: int(1, 3600, 30, 'seconds (sessions: 5 at most); changes also reach every replica at once via Redis pub/sub')
+    }),
+    lockout: section({
+      max_failures: int(0, 1000, 7, '0 turns the lockout off'),
+      window: int(1, 7 * 86400, 1800, 'seconds')
+    }, 'After max_failures wrong passwords for one username from one client IP within\n`window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in Redis, so across replicas.')
+  }),
+  session: section({
+    accept_legacy_cookie: bool(true, 'also accept the pre-2.x cookie name "sessionid"'),
+    idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),
+    absolute_timeout: int(1, 365 * 86400, 86400, 'seconds after login a session ends regardless (>= idle_timeout)'),
+    cookie_secure: bool(false, 'Mark the cookies Secure. They are also Secure whenever the request came over TLS\nor a trusted proxy (server.trusted_proxies) said X-Forwarded-Proto: https.\nOn, it also says browsers reach the gateway over https: its own origin, against\nwhich Origin and Referer of the login and token posts are checked, is https://.')
+  }, 'Browser sessions: POST /login sets <abbrev>_sessionid (HttpOnly) and <abbrev>_csrftoken\n(echoed in X-CSRFToken on unsafe methods), both SameSite=Lax; POST /logout ends them.'),
+  server: section({
+    trusted_proxies: list([], {
+      check: 'ipOrCidr',
+      description: 'Peers (addresses or CIDR ranges: ["10.0.0.0/8", "fd00::/8", "127.0.0.1"]) whose\nX-Forwarded-For/-Proto/-Host are believed. The client address is the rightmost\nX-Forwarded-For entry that is not itself a trusted proxy (used for the lockout\nand the logs). From any other peer these headers are replaced, and every other\nforwarding header (Forwarded, X-Real-IP, any X-Forwarded-*, X-Auth-Request-*,\nTrue-Client-IP, X-Original-URL, Remote-User, …: README, Security) is removed.'
+    }),
+    drain_delay: int(0, 300, 5, 'SIGTERM: /readyz answers 503 at once while requests are still served for\ndrain_delay seconds (so Kubernetes or a load balancer stops sending traffic),\nthen the listener closes and in-flight requests get shutdown_grace seconds.\nStop timeouts (terminationGracePeriodSeconds, docker stop -t) must exceed the sum.\nSIGINT (Ctrl-C) skips the delay.'),
+    shutdown_grace: int(0, 600, 10, 'seconds in-flight requests get after the listener closes'),
+    body_limit: int(64, 10 * 1024 * 1024, 8192, 'bytes accepted on sidegate\'s own endpoints (413 above)'),
+    headers_timeout: int(1, 600, 10, 'seconds a client has to send its headers (408 and close after)'),
+    request_timeout: int(1, 3600, 60, 'seconds a client has to send its whole request (408 and close after)'),
+    max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)')
+  }),
+  metrics: section({
+    enabled: bool(true),
+    host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
+    port: int(0, 65535, 9090)
+  }, 'Prometheus text at GET /metrics on a separate admin listener, so it is not\nreachable through the port your Service or load balancer exposes.'),
+  docs: section({
+    enabled: bool(true)
+  }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).'),
+  log: section({
+    level: oneOf(LEVELS, 'info', 'fatal, error, warn, info, debug, trace or silent')
+  })
+}, { additionalProperties: false })
+
+/** gateway.yml as validated, defaults filled in, before anything is derived from it. */
+export type Doc = Static<typeof Schema>
+
+/** Environment variables and the keys they override (they win over the file). */
+export const ENV: ReadonlyArray<readonly [string, string]> = [
+  ['SIDEGATE_HOST', 'listen.host'],
+  ['SIDEGATE_PORT', 'listen.port'],
+  ['SIDEGATE_UPSTREAM', 'upstream.url'],
+  ['SIDEGATE_REDIS_URL', 'redis.url'],
+  ['SIDEGATE_REDIS_PASSWORD', 'redis.password'],
+  ['SIDEGATE_SECRET_KEY', 'secret_key'],
+  ['SIDEGATE_LOG_LEVEL', 'log.level']
+]
+
+/** The schema node at a dotted key, or undefined. */
+export function nodeAt (key: string): TSchema | undefined {
+  let cur: TSchema | undefined = Schema
+  for (const part of key.split('.')) cur = (cur?.properties as Record<string, TSchema> | undefined)?.[part]
+  return cur
+}

@@ -1,0 +1,135 @@
+/**
+ * Validates a parsed gateway.yml against ./schema.ts: fills in defaults,
+ * accepts the strings environment variables give for numbers and booleans,
+ * and reports every problem at once, each naming its dotted key, in words a
+ * person can act on (`must be a whole number from 0 to 65535, got 99999`).
+ * Secrets are never shown; passwords in URLs are masked.
+ */
+import { isIP } from 'node:net'
+import type { TSchema } from '@sinclair/typebox'
+import { maskUrl } from '../http/mask.js'
+
+export interface Problem { key: string, message: string }
+
+type Check = (v: string) => string | null
+
+/** A host:port entry: `host`, `host:port`, `[v6]` or `[v6]:port`. */
+export const HOST_PORT = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+))(?::(\d{1,5}))?$/
+
+function urlCheck (protocols: string[]): Check {
+  return (v) => {
+    try {
+      return protocols.includes(new URL(v).protocol) ? null : `must be a ${protocols.join(' or ')} URL`
+    } catch { return 'must be a URL' }
+  }
+}
+
+/** An address (`10.0.0.7`, `::1`) or a CIDR range (`10.0.0.0/8`, `fd00::/8`). */
+export function isIpOrCidr (raw: string): boolean {
+  const [addr, bits, ...rest] = raw.trim().split('/')
+  const family = isIP(addr)
+  if (family === 0 || rest.length > 0) return false
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
+}
+
+/** Value checks named by a schema node's `check`; each returns why the value is wrong, or null. */
+export const CHECKS: Record<string, Check> = {
+  httpUrl: urlCheck(['http:', 'https:']),
+  redisUrl: urlCheck(['redis:', 'rediss:']),
+  abbrev: (v) => /^[A-Za-z][A-Za-z0-9]{0,15}$/.test(v) ? null : 'must be 1 to 16 letters or digits, starting with a letter',
+  absolutePath: (v) => v.startsWith('/') ? null : 'each entry must start with "/"',
+  hostPort: (v) => {
+    const m = HOST_PORT.exec(v.trim())
+    const port = m?.[3] === undefined ? 1 : Number(m[3])
+    return m === null || port < 1 || port > 65535 ? 'each entry must be host:port' : null
+  },
+  groupName: (v) => /^[\w.-]{1,64}$/.test(v) ? null : 'must be 1 to 64 letters, digits and _ . -',
+  prefix: (v) => /^[\w:.{}-]{1,64}$/.test(v) ? null : 'must be 1 to 64 characters of letters, digits and _ : . { } -',
+  secretKey: (v) => v.length >= 32 ? null : 'must be at least 32 characters (use `openssl rand -base64 48`)',
+  ipOrCidr: (v) => isIpOrCidr(v) ? null : 'each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8)'
+}
+
+/** What a check keeps of a valid value (the rest keep it as written). */
+const NORMALIZE: Record<string, (v: string) => string> = { ipOrCidr: (v) => v.trim() }
+
+/** A value as an error message may show it: secrets hidden, URL passwords masked. */
+function shown (node: TSchema, v: unknown): string {
+  if (node.secret === true) return '(hidden)'
+  if (node.url === true && typeof v === 'string') return JSON.stringify(maskUrl(v))
+  return JSON.stringify(v)
+}
+
+const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** Returns the document with defaults filled in, and every problem found. */
+export function validate (schema: TSchema, doc: unknown): { value: any, problems: Problem[] } {
+  const problems: Problem[] = []
+  const value = walk(schema, doc, '', problems)
+  return { value, problems }
+}
+
+function walk (node: TSchema, raw: unknown, key: string, out: Problem[]): unknown {
+  const fail = (message: string): undefined => { out.push({ key, message }); return undefined }
+  const got = (v: unknown): string => node.secret === true && node.check !== undefined && typeof v === 'string' ? '' : `, got ${shown(node, v)}`
+
+  if (node.type === 'object') {
+    if (raw === undefined || raw === null) raw = {}
+    if (!isMapping(raw)) return fail('must be a mapping')
+    const props = node.properties as Record<string, TSchema>
+    const known = Object.keys(props)
+    for (const k of Object.keys(raw)) {
+      if (!(k in props)) out.push({ key: key === '' ? k : `${key}.${k}`, message: `unknown key (known: ${known.join(', ')})` })
+    }
+    const res: Record<string, unknown> = {}
+    for (const k of known) res[k] = walk(props[k], raw[k], key === '' ? k : `${key}.${k}`, out)
+    return res
+  }
+
+  if (node.optional === true) {
+    if (raw === undefined || raw === null || raw === '') return null
+    if (typeof raw !== 'string') return fail(`must be a string${got(raw)}`)
+    return checked(node, raw, fail, got)
+  }
+
+  const v = raw ?? structuredClone(node.default)
+  if (node.anyOf !== undefined) {
+    const values = (node.anyOf as TSchema[]).map((x) => x.const as string)
+    return values.includes(v as string) ? v : fail(`must be one of ${values.join(', ')}${got(v)}`)
+  }
+  switch (node.type) {
+    case 'integer': {
+      const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < node.minimum || n > node.maximum) {
+        return fail(`must be a whole number from ${node.minimum as number} to ${node.maximum as number}${got(v)}`)
+      }
+      return n
+    }
+    case 'boolean':
+      if (v === true || v === 'true') return true
+      if (v === false || v === 'false') return false
+      return fail(`must be true or false${got(v)}`)
+    case 'string':
+      if (typeof v !== 'string') return fail(`must be a string${got(v)}`)
+      return checked(node, v, fail, got)
+    case 'array': {
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return fail(`must be a list of strings${got(v)}`)
+      const item = node.items as TSchema
+      const res: string[] = []
+      for (const x of v as string[]) {
+        const y = checked(item, x, fail, (w) => `, got ${JSON.stringify(w)}`)
+        if (y === undefined) return undefined
+        res.push(y)
+      }
+      return res
+    }
+  }
+  throw new Error(`config schema: no rule for the node at ${key}`)
+}
+
+function checked (node: TSchema, v: string, fail: (m: string) => undefined, got: (v: unknown) => string): string | undefined {
+  const name = node.check as string | undefined
+  if (name === undefined) return v
+  const why = CHECKS[name](v)
+  if (why !== null) return fail(`${why}${got(v)}`)
+  return NORMALIZE[name]?.(v) ?? v
+}
