@@ -132,6 +132,24 @@ function redisTopology (r: Reader, doc: Record<string, any>, base: string): Redi
   }
 }
 
+function redisSection (r: Reader, doc: Record<string, any>, base: string): Config['redis'] {
+  const url = r.str('redis.url', 'redis://127.0.0.1:6379', urlCheck(['redis:', 'rediss:']))
+  const topology = redisTopology(r, doc, base)
+  // the URL's database (redis://host:6379/3) counts like redis.db; both may be given only if they agree
+  const fromUrl = topology.mode === 'standalone' ? urlDb(url) : null
+  if (fromUrl !== null && r.has('redis.db') && fromUrl !== topology.db) {
+    throw new UsageError(`config: redis.db: ${topology.db} differs from the database in redis.url (${fromUrl}); give one of them`)
+  }
+  return {
+    url,
+    prefix: r.str('redis.prefix', 'sidegate:', (v) => /^[\w:.{}-]{1,64}$/.test(v) ? null : 'must be 1 to 64 characters of letters, digits and _ : . { } -'),
+    command_timeout: r.int('redis.command_timeout', 2000, 10, 60000),
+    connect_timeout: r.int('redis.connect_timeout', 5000, 100, 60000),
+    ...topology,
+    db: fromUrl ?? topology.db
+  }
+}
+
 function metricsConfig (r: Reader): MetricsConfig {
   const m = {
     enabled: r.bool('metrics.enabled', true),
@@ -188,6 +206,12 @@ export function maskUrl (v: string): string {
 /** Reads one typed value from a nested object, failing with the key's dotted name. */
 class Reader {
   constructor (private readonly root: Record<string, unknown>) {}
+
+  /** True when the key is given (not absent, not null). */
+  has (key: string): boolean {
+    const v = this.raw(key)
+    return v !== undefined && v !== null
+  }
 
   private raw (key: string): unknown {
     let cur: unknown = this.root
@@ -345,13 +369,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
       })
     },
     names: namesFor(abbrev),
-    redis: {
-      url: r.str('redis.url', 'redis://127.0.0.1:6379', urlCheck(['redis:', 'rediss:'])),
-      prefix: r.str('redis.prefix', 'sidegate:', (v) => /^[\w:.{}-]{1,64}$/.test(v) ? null : 'must be 1 to 64 characters of letters, digits and _ : . { } -'),
-      command_timeout: r.int('redis.command_timeout', 2000, 10, 60000),
-      connect_timeout: r.int('redis.connect_timeout', 5000, 100, 60000),
-      ...redisTopology(r, doc, base)
-    },
+    redis: redisSection(r, doc, base),
     secret_key: secret,
     secret_key_file: resolve(base, r.str('secret_key_file', 'sidegate.key')),
     admin_password: env.SIDEGATE_ADMIN_PASSWORD || null,
@@ -391,6 +409,30 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
 }
 
 /**
+ * The yaml library's message, `<what> at line L, column C:` then a code
+ * frame: the first line without its dangling colon, then the frame indented.
+ */
+export function yamlError (message: string): string {
+  const [first, ...frame] = message.split('\n')
+  while (frame.length > 0 && frame[0].trim() === '') frame.shift()
+  while (frame.length > 0 && frame[frame.length - 1].trim() === '') frame.pop()
+  return first.replace(/:\s*$/, '') + frame.map((l) => `\n    ${l}`).join('')
+}
+
+/**
+ * The database a redis:// URL names (`/3`), or null when it names none; like
+ * `redis.db`, 0 to 15.
+ */
+export function urlDb (url: string): number | null {
+  let path: string
+  try { path = new URL(url).pathname } catch { return null }
+  if (path === '' || path === '/') return null
+  const v = path.slice(1)
+  if (!/^\d{1,2}$/.test(v) || Number(v) > 15) throw new UsageError(`config: redis.url: the database after the port must be a whole number from 0 to 15, got ${JSON.stringify(decodeURIComponent(v))}`)
+  return Number(v)
+}
+
+/**
  * Loads the config file named by --config or SIDEGATE_CONFIG. A file that was
  * named explicitly must exist; the default `gateway.yml` is optional.
  */
@@ -405,7 +447,7 @@ export function loadConfig (explicit: string | undefined, env: Env = process.env
   try {
     doc = parseYaml(readFileSync(path, 'utf8'))
   } catch (err) {
-    throw new UsageError(`config: ${path}: not valid YAML: ${(err as Error).message.split('\n')[0]}`)
+    throw new UsageError(`config: ${path}: not valid YAML: ${yamlError((err as Error).message)}`)
   }
   return buildConfig(doc, env, path)
 }

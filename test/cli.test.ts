@@ -303,7 +303,12 @@ t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
     t.equal(r.stdout, '')
     const lines = r.stderr.trimEnd().split('\n')
     t.equal(lines.length, 1, `one line: ${JSON.stringify(r.stderr)}`)
-    t.match(lines[0], /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/)
+    if (args.includes('--json')) {
+      // with --json the error is JSON too, with the API's code
+      t.match(JSON.parse(lines[0]), { detail: /^cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/, code: 'store_unavailable' })
+    } else {
+      t.match(lines[0], /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/)
+    }
     t.ok(r.ms < 10_000, `bounded (${r.ms} ms)`)
   }
 })
