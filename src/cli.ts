@@ -212,8 +212,8 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
     const newKey = cmd === 'secret' ? await readNewKey(values, io, secret) : null
-    // the one line below says it when Redis is unreachable; no JSON log lines besides it
-    store = openStore(config, log, keyring, undefined, { logConnectionErrors: false, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) })
+    // the one line below says it when Redis is unreachable, the output when a record is unreadable: no JSON log lines
+    store = openStore(config, log, keyring, undefined, { quiet: true, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) })
     store.setGate(E.storeUnavailable())
     await connectWithin(store, config, io)
     if (newKey !== null) {

@@ -44,10 +44,11 @@ export function requireSecretKey (config: Config, env: Record<string, string | u
 const UNREADABLE_REPORT_MS = 60_000
 
 /**
- * `logConnectionErrors: false` for callers that report an unreachable Redis themselves (the admin CLI);
- * `hooks` observe the store (metrics); `connectTimeout` overrides redis.connect_timeout.
+ * `quiet` for callers that report an unreachable Redis and unreadable records
+ * themselves (the admin CLI); `hooks` observe the store (metrics);
+ * `connectTimeout` overrides redis.connect_timeout.
  */
-export function openStore (config: Config, log: Logger, keyring: Keyring, onReady?: () => void, o: { logConnectionErrors?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}): RedisStore {
+export function openStore (config: Config, log: Logger, keyring: Keyring, onReady?: () => void, o: { quiet?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}): RedisStore {
   const hooks = o.hooks ?? {}
   const target = redisTarget(config)
   let lastError = ''
@@ -62,7 +63,7 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
     cache: config.auth.cache,
     onError (err) {
       hooks.onConnectionError?.(err)
-      if (o.logConnectionErrors === false) return
+      if (o.quiet === true) return
       // one line per distinct error, not one per reconnect attempt
       if (err.message === lastError) return
       lastError = err.message
@@ -74,6 +75,7 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
       onReady?.()
     },
     onUnreadable (record) {
+      if (o.quiet === true) return
       const now = Date.now()
       if (now - (reported.get(record) ?? 0) < UNREADABLE_REPORT_MS) return
       if (reported.size > 10_000) reported.clear()
