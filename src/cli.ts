@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig, type Config } from './config.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
-import { abandonStdout, createLogger, type Logger } from './log.js'
+import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './auth/parse.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
@@ -392,7 +392,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
         await metrics?.close()
         await store.close()
         log.info('stopped')
-        log.flush()
+        // the last lines, if anyone still reads them: bounded, never a reason to stay alive
+        await flushStdout(STDOUT_FLUSH_MS)
         resolve(code)
       }, () => resolve(1))
     }
@@ -407,6 +408,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
 
 /** Seconds past drain delay + grace after which a stopping process exits regardless. */
 const EXIT_MARGIN_S = 5
+/** How long a stopping gateway waits for stdout to take its last log lines. */
+const STDOUT_FLUSH_MS = 1000
 
 /** Fields of each kind of record in --json output, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']

@@ -100,8 +100,24 @@ class BatchedFd {
     })
   }
 
-  /** At exit: what is pending, synchronously, in bounded time. */
+  /** Writes everything pending; gives up (and drops it) after `ms`, a reader that stopped reading included. */
+  async drain (ms: number): Promise<void> {
+    const end = Date.now() + ms
+    this.flush()
+    while (!this.#broken && (this.#inflight !== null || this.#len > 0) && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      this.flush()
+    }
+    if (this.#inflight !== null || this.#len > 0) this.abandon()
+  }
+
+  /**
+   * At exit: what is pending, synchronously, in bounded time. Not while a
+   * write is stuck in the thread pool (a full pipe whose reader stopped): a
+   * synchronous write would block as long, and no timer can end that.
+   */
   flushSync (): void {
+    if (this.#inKernel) this.abandon()
     if (this.#broken) return
     // a batch already in the thread pool is left to it; one waiting for a retry is written here
     let buf = Buffer.from((this.#inflight !== null && !this.#inKernel ? this.#inflight.toString() : '') + this.#pending.join(''))
@@ -140,6 +156,9 @@ function bufferedStdout (): BatchedFd {
 
 /** Stops all log output to stdout (pending lines dropped): before an exit that must not wait for it. */
 export function abandonStdout (): void { stdout?.abandon() }
+
+/** Writes the log lines still pending on stdout, waiting `ms` at the most: before a normal exit. */
+export async function flushStdout (ms: number): Promise<void> { await stdout?.drain(ms) }
 
 /** The logger for the one line per request: `log` itself unless made by createLogger. */
 export function accessLogger (log: Logger): Logger {
