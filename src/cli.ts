@@ -320,7 +320,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   const prepare = async (): Promise<void> => {
     prepared ??= (async () => {
       const { notes } = await verifyStoreKey(store.redis, keyring, verify)
-      for (const n of notes) log.warn({ redis: verify.where }, n)
+      for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
       store.setGate(null)
       await ensureDefaults(store, config, log, io.err)
     })().catch((err: unknown) => {
@@ -370,10 +370,17 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     }
   }
   return await new Promise<number>((resolve) => {
-    let stopping = false
+    let stoppingSince = 0
     const stop = (signal: string, code = 0): void => {
-      if (stopping) return
-      stopping = true
+      if (stoppingSince !== 0) {
+        // `npm start` forwards the terminal's Ctrl-C, which node also got itself: one
+        // signal twice within a moment is one request; a later one means "now"
+        if (Date.now() - stoppingSince < DUPLICATE_SIGNAL_MS || signal === 'fatal') return
+        abandonStdout()
+        process.stderr.write(`sidegate: ${signal} again: exiting without waiting for the shutdown\n`)
+        process.exit(signal === 'SIGINT' ? 130 : 143)
+      }
+      stoppingSince = Date.now()
       // 1. readiness false, still serving; 2. stop accepting, finish in-flight within the grace; 3. exit 0.
       // Ctrl-C (SIGINT) is a person at a terminal, not a load balancer: no drain delay.
       const delay = signal === 'SIGINT' || code !== 0 ? 0 : config.server.drain_delay
@@ -401,13 +408,15 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
       io.err(`sidegate: ${err.message}\n`)
       stop('fatal', 2)
     }
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    process.once('SIGINT', () => stop('SIGINT'))
+    process.on('SIGTERM', () => stop('SIGTERM'))
+    process.on('SIGINT', () => stop('SIGINT'))
   })
 }
 
 /** Seconds past drain delay + grace after which a stopping process exits regardless. */
 const EXIT_MARGIN_S = 5
+/** A second SIGINT/SIGTERM within this many ms is the same request (npm forwards what node also got). */
+const DUPLICATE_SIGNAL_MS = 1000
 /** How long a stopping gateway waits for stdout to take its last log lines. */
 const STDOUT_FLUSH_MS = 1000
 

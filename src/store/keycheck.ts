@@ -58,8 +58,8 @@ export interface VerifyOptions {
 }
 
 export interface Verified {
-  /** notes worth a log line (a rotation under way, a check value just recorded) */
-  notes: string[]
+  /** notes worth a log line: a rotation under way (warn), a check value just recorded (info) */
+  notes: Array<{ level: 'info' | 'warn', msg: string }>
 }
 
 const parseMarker = (v: string | null): RotationMarker | null => {
@@ -88,7 +88,8 @@ export async function readMarker (redis: RedisClient, prefix: string): Promise<R
  * - any other check value: refused.
  */
 export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: VerifyOptions): Promise<Verified> {
-  const notes: string[] = []
+  const notes: Verified['notes'] = []
+  const warnings: string[] = []
   if (o.db !== 0) {
     // ioredis reports a failed SELECT as an error and carries on with database 0
     try {
@@ -104,7 +105,7 @@ export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: V
     `the secret key (${o.source}) is not the key of the store at ${o.where}: its key check value differs, so it holds data encrypted under another key. ` +
     'Use the key the gateway uses (run this where the gateway runs, or set SIDEGATE_SECRET_KEY); nothing was read or written')
   if (marker !== null && marker.to === mine) {
-    if (check !== mine) notes.push(`a rotation to this secret key is under way (started ${marker.started}): records not converted yet cannot be read until it ends`)
+    if (check !== mine) notes.push({ level: 'warn', msg: `a rotation to this secret key is under way (started ${marker.started}): records not converted yet cannot be read until it ends` })
   } else if (marker !== null && marker.from === mine) {
     throw new KeyCheckError('key_rotation_in_progress',
       `the store at ${o.where} is being rotated from this secret key (${o.source}) to a new one (started ${marker.started}): ` +
@@ -122,11 +123,12 @@ export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: V
     }
     const set = await redis.set(o.prefix + KEY_CHECK, mine, 'NX')
     if (set === null && (await redis.get(o.prefix + KEY_CHECK)) !== mine) throw mismatch()
-    if (set !== null) notes.push(sample === null ? 'recorded the secret key\'s check value in the store' : `recorded the secret key's check value in the store (it decrypts ${sample.record})`)
+    if (set !== null) notes.push({ level: 'info', msg: sample === null ? 'recorded the secret key\'s check value in the store' : `recorded the secret key's check value in the store (it decrypts ${sample.record})` })
   } else if (check !== mine) {
     throw mismatch()
   }
-  keyring.setLegacy(await readLegacy(redis, keyring, o.prefix, notes))
+  keyring.setLegacy(await readLegacy(redis, keyring, o.prefix, warnings))
+  for (const msg of warnings) notes.push({ level: 'warn', msg })
   return { notes }
 }
 
