@@ -85,8 +85,8 @@ export class Keyring {
   readonly #tag = new Map<CredentialKind, Buffer>()
   readonly #check: string
   #legacy: Generation[] = []
-  /** the last value tagged() accepted under a legacy generation, so lookup() need not test it again */
-  #lastLegacy: { value: string, gen: Generation } | null = null
+  /** the last value tagged() accepted, and under which generation (null: this key's), so lookup() need not test it again */
+  #last: { value: string, gen: Generation | null } | null = null
 
   constructor (secret: string) {
     const ikm = Buffer.from(secret, 'utf8')
@@ -120,7 +120,7 @@ export class Keyring {
       mac: Buffer.from(g.lookup, 'base64url'),
       tag: new Map(CREDENTIAL_KINDS.map((k) => [k, Buffer.from(g.tags[k], 'base64url')]))
     }))
-    this.#lastLegacy = null
+    this.#last = null
   }
 
   get legacy (): KeyGeneration[] {
@@ -150,10 +150,13 @@ export class Keyring {
   tagged (kind: CredentialKind, value: string): boolean {
     if (value.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(value)) return false
     const sent = Buffer.from(value.slice(RANDOM_CHARS), 'base64url')
-    if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) return true
+    if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) {
+      if (this.#legacy.length > 0) this.#last = { value, gen: null }
+      return true
+    }
     for (const gen of this.#legacy) {
       if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)) {
-        this.#lastLegacy = { value, gen }
+        this.#last = { value, gen }
         return true
       }
     }
@@ -163,7 +166,7 @@ export class Keyring {
   /** The legacy generation that issued this credential (the value itself, or what follows its last `:`), if any. */
   #issuer (value: string): Generation | null {
     const c = value.length === CREDENTIAL_LENGTH ? value : value.slice(value.lastIndexOf(':') + 1)
-    if (this.#lastLegacy?.value === c) return this.#lastLegacy.gen
+    if (this.#last?.value === c) return this.#last.gen
     if (c.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(c)) return null
     const sent = Buffer.from(c.slice(RANDOM_CHARS), 'base64url')
     for (const gen of this.#legacy) {

@@ -32,7 +32,8 @@ async function npmStart (prefix: string): Promise<{ p: ReturnType<typeof spawn>,
   let out = ''
   p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
   p.stderr!.on('data', (c: Buffer) => { out += c.toString() })
-  const exited = new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)))
+  // 'close': npm ended and its output has all been read
+  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
   t.teardown(() => { try { process.kill(-p.pid!, 'SIGKILL') } catch {} })
   const ok = await eventually(async () => { try { return (await request(W.url, '/readyz')).status === 200 } catch { return false } }, 30_000, 100)
   if (!ok) throw new Error(`npm start did not become ready: ${out}`)
@@ -43,9 +44,9 @@ const gone = async (url: string): Promise<boolean> => { try { await request(url,
 
 t.test('kill <npm pid> (SIGTERM): sidegate drains and exits, npm with it', { skip: hasNpm ? false : 'npm not installed' }, async (t) => {
   const s = await npmStart('npm1:')
-  t.match(s.out(), /exec node bin\/sidegate\.js start --config gateway\.yml/, 'the script as package.json has it')
   s.p.kill('SIGTERM') // npm's pid, not node's
   t.equal(await s.exited, 0, 'npm exits 0 (it waited for sidegate)')
+  t.match(s.out(), /exec node bin\/sidegate\.js start --config gateway\.yml/, 'the script as package.json has it')
   t.ok(await eventually(async () => await gone(s.url), 5000), 'nothing serves on the port any more')
   t.match(s.out(), /"signal":"SIGTERM".*draining/s)
   t.match(s.out(), /"msg":"stopped"/, 'a complete shutdown')
