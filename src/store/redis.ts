@@ -166,8 +166,6 @@ export class RedisStore implements Store {
     if (err !== null) this.#clearCaches()
   }
 
-  get prefix (): string { return this.#p }
-
   #clearCaches (): void {
     this.users.clear(); this.accessKeys.clear(); this.privateTokens.clear(); this.sessions.clear()
   }
