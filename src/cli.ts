@@ -1,23 +1,30 @@
 /**
- * `sidegate …`: start the gateway, or administer users, orgs, access keys and
- * private tokens in the same store. Exit codes: 0 ok, 1 failure, 2 usage.
+ * `sidegate …`: start the gateway, or administer users, orgs, access keys,
+ * private tokens and the secret key in the same store. Exit codes: 0 ok,
+ * 1 not found or failed, 2 usage (and a missing or wrong secret key).
  */
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadConfig, type Config } from './config.js'
-import { GatewayError, UsageError } from './errors.js'
-import { createLogger, type Logger } from './log.js'
-import { ensureDefaults } from './bootstrap.js'
+import { Keyring } from './crypto.js'
+import { E, GatewayError, UsageError } from './errors.js'
+import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
+import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './auth/parse.js'
-import { openStore, redisTarget } from './runtime.js'
+import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
-import type { RedisStore } from './store/redis.js'
-import type { OrgRole, User } from './store/types.js'
+import { KeyCheckError, verifyStoreKey } from './store/keycheck.js'
+import { UNREADABLE, type RedisStore } from './store/redis.js'
+import type { AccessKey, Org, OrgRole, User } from './store/types.js'
+import { rotateSecretKey } from './rotate.js'
 
 interface Io {
   out: (s: string) => void
   err: (s: string) => void
   stdin: () => Promise<string>
+  /** stderr is a terminal: worth a "connecting…" line while Redis is slow to answer */
+  isTTY?: boolean
 }
 
 const defaultIo: Io = {
@@ -27,13 +34,20 @@ const defaultIo: Io = {
     const chunks: Buffer[] = []
     for await (const c of process.stdin) chunks.push(c as Buffer)
     return Buffer.concat(chunks).toString('utf8')
-  }
+  },
+  isTTY: process.stderr.isTTY === true
 }
+
+export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+/** How long an admin command waits for Redis before it gives up. */
+export const CLI_CONNECT_MS = 2000
 
 const GLOBAL = `Global options:
   --config FILE   gateway.yml to use (default: $SIDEGATE_CONFIG or ./gateway.yml)
-  --json          machine-readable output
-  -h, --help      help for the command`
+  --json          machine-readable output (errors too: {"detail", "code"} on stderr)
+  -h, --help      help for the command
+  --version       print the version`
 
 const HELP: Record<string, string> = {
   '': `Usage: sidegate <command> [options]
@@ -44,8 +58,11 @@ Commands:
   org add|list
   key create|list|revoke             access keys (HMAC signatures)
   token create|show|revoke           private tokens
+  secret rotate                      re-encrypt the store under a new secret key
 
-Run \`sidegate <command> --help\` for details.
+Run \`sidegate <command> --help\` for details. Every command but start needs the
+gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
+config): run them where the gateway runs.
 
 ${GLOBAL}`,
   start: `Usage: sidegate start [--config FILE]
@@ -54,7 +71,10 @@ Runs the gateway. Listens on listen.host:listen.port (SIDEGATE_HOST, SIDEGATE_PO
 forwards authenticated requests to upstream.url (SIDEGATE_UPSTREAM), stores state
 in Redis at redis.url (SIDEGATE_REDIS_URL). On an empty store it creates the Default
 org and the superuser "admin" (password from SIDEGATE_ADMIN_PASSWORD, or generated and
-printed once to stderr). Prometheus metrics are served on metrics.host:metrics.port
+printed once to stderr), and, with no secret key configured, a new key file
+(secret_key_file); a store that holds data is never given a new key. The store's key
+check value must match the key: otherwise /readyz answers 503 and nothing is served.
+Prometheus metrics are served on metrics.host:metrics.port
 (/metrics, default 0.0.0.0:9090). On SIGTERM /readyz answers 503 for
 server.drain_delay seconds while requests are still served (SIGINT skips this
 delay); then the listener closes, in-flight requests get server.shutdown_grace
@@ -72,6 +92,7 @@ ${GLOBAL}`,
   sidegate user grant <username> --org ID[:admin|:none]
 
 The password is read from standard input (one line), never from the command line.
+Usernames: 1 to 150 letters (any script), digits and @ . + - _.
 
 ${GLOBAL}`,
   org: `Usage:
@@ -90,93 +111,246 @@ ${GLOBAL}`,
   sidegate token show <username>       prints the current private token
   sidegate token revoke <username>
 
+${GLOBAL}`,
+  secret: `Usage:
+  sidegate secret rotate (--new-key-file FILE | --new-key-stdin) [--dry-run] [--limit N]
+
+Re-encrypts every access-key secret and private token under a new secret key, in
+one pass, then moves the store's key check value to the new key (last). The current
+key comes from the usual place (SIDEGATE_SECRET_KEY, secret_key, the key file); the
+new one from FILE or standard input (at least 32 characters, e.g.
+\`openssl rand -base64 48\`). Then give every replica the new key and restart it.
+Private tokens, sessions and bearer tokens issued under the old key keep working.
+  --dry-run    count what would be re-encrypted; write nothing
+  --limit N    stop after re-encrypting N records; run the command again to go on
+Interrupted (or stopped by --limit), the same command continues where it stopped.
+
 ${GLOBAL}`
+}
+
+/** Subcommands of each command group. */
+const SUBCOMMANDS: Record<string, string[]> = {
+  user: ['add', 'list', 'disable', 'enable', 'passwd', 'grant'],
+  org: ['add', 'list'],
+  key: ['create', 'list', 'revoke'],
+  token: ['create', 'show', 'revoke'],
+  secret: ['rotate']
 }
 
 const OPTIONS = {
   config: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
   'password-stdin': { type: 'boolean' },
   email: { type: 'string' },
   name: { type: 'string' },
   org: { type: 'string', multiple: true },
   id: { type: 'string' },
-  superuser: { type: 'boolean' }
+  superuser: { type: 'boolean' },
+  'new-key-file': { type: 'string' },
+  'new-key-stdin': { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  limit: { type: 'string' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
 
+/** Prints an error as one line (or `{detail, code}` with --json) on stderr; returns the exit code. */
+function report (io: Io, json: boolean, err: unknown): number {
+  let exit = 1
+  let code = 'failed'
+  let detail = err instanceof Error ? err.message : String(err)
+  if (err instanceof UsageError) { exit = err.exitCode; code = err.code } else if (err instanceof KeyCheckError) {
+    exit = 2; code = err.code
+  } else if (err instanceof GatewayError) {
+    code = err.code; detail = err.detail
+  }
+  io.err(json ? JSON.stringify({ detail, code }) + '\n' : `sidegate: ${detail}\n`)
+  return exit
+}
+
 export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let values: Values
   let positionals: string[]
+  const json = argv.includes('--json')
   try {
     ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }))
   } catch (err) {
-    io.err(`sidegate: ${(err as Error).message}\nRun \`sidegate --help\` for usage.\n`)
-    return 2
+    return report(io, json, new UsageError(`${(err as Error).message}${json ? '' : '\nRun `sidegate --help` for usage.'}`))
   }
   const [cmd = '', sub, ...rest] = positionals
+  if (values.version === true) { io.out(`sidegate ${VERSION}\n`); return 0 }
   if (values.help === true || cmd === '' || cmd === 'help') {
     const text = HELP[cmd === 'help' ? (sub ?? '') : cmd]
-    if (text === undefined) { io.err(`sidegate: unknown command "${cmd === 'help' ? sub : cmd}"\n`); return 2 }
+    if (text === undefined) return report(io, json, new UsageError(`unknown command "${cmd === 'help' ? sub : cmd}"`))
     io.out(text + '\n')
     return cmd === '' && values.help !== true ? 2 : 0
   }
-  if (!(cmd in HELP)) { io.err(`sidegate: unknown command "${cmd}"\nRun \`sidegate --help\` for usage.\n`); return 2 }
+  if (!(cmd in HELP)) return report(io, json, new UsageError(`unknown command "${cmd}"${json ? '' : '\nRun `sidegate --help` for usage.'}`))
+  const subs = SUBCOMMANDS[cmd]
+  if (subs !== undefined && sub === undefined) {
+    // a group without its subcommand: the group's help, as a usage error
+    if (json) return report(io, json, new UsageError(`${cmd}: a subcommand is needed (${subs.join(', ')})`))
+    io.err(`sidegate ${cmd}: a subcommand is needed\n\n${HELP[cmd]}\n`)
+    return 2
+  }
+  if (subs !== undefined && !subs.includes(sub!)) return report(io, json, new UsageError(`unknown command "${cmd} ${sub}"; see \`sidegate ${cmd} --help\``))
 
   let config: Config
   try {
     config = loadConfig(values.config, env)
   } catch (err) {
-    io.err(`sidegate: ${(err as Error).message}\n`)
-    return err instanceof UsageError ? err.exitCode : 1
+    return report(io, json, err)
   }
   if (cmd === 'start') {
-    if (sub !== undefined) { io.err('sidegate: start takes no arguments\n'); return 2 }
-    return await start(config, io)
+    if (sub !== undefined) return report(io, json, new UsageError('start takes no arguments'))
+    return await start(config, io, env)
   }
 
   const log = createLogger('warn', { write: (s: string) => io.err(s) })
   let store: RedisStore | undefined
   try {
-    // the one line below says it when Redis is unreachable; no JSON log lines besides it
-    store = openStore(config, log, undefined, { logConnectionErrors: false })
-    await store.connect().catch(() => { throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1) })
+    const secret = requireSecretKey(config, env)
+    const keyring = new Keyring(secret.key)
+    const newKey = cmd === 'secret' ? await readNewKey(values, io, secret) : null
+    // the one line below says it when Redis is unreachable, the output when a record is unreadable: no JSON log lines
+    store = openStore(config, log, keyring, undefined, { quiet: true, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) })
+    store.setGate(E.storeUnavailable())
+    await connectWithin(store, config, io)
+    if (newKey !== null) {
+      if (config.redis.db !== 0) {
+        try { await store.redis.select(config.redis.db) } catch (err) { throw new KeyCheckError('redis_db_unavailable', `cannot select database ${config.redis.db} at ${storeWhere(config)}: ${(err as Error).message}`) }
+      }
+      return await rotate(store, config, keyring, newKey, io, values)
+    }
+    try {
+      await verifyStoreKey(store.redis, keyring, { mode: 'cli', prefix: config.redis.prefix, where: storeWhere(config), source: secret.source, db: config.redis.db })
+    } catch (err) {
+      if (err instanceof KeyCheckError) throw err
+      throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
+    }
+    store.setGate(null)
     const admin = new Admin(store, io, values)
     return await admin.run(cmd, sub, rest)
   } catch (err) {
-    if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return err.exitCode }
-    if (err instanceof GatewayError) { io.err(`sidegate: ${err.message}\n`); return 1 }
-    io.err(`sidegate: ${(err as Error).message}\n`)
-    return 1
+    return report(io, json, err)
   } finally {
     await store?.close()
   }
 }
 
-async function start (config: Config, io: Io): Promise<number> {
+/**
+ * Connects within CLI_CONNECT_MS (a Redis that accepts but never answers
+ * included); on a terminal, says so if it takes a moment.
+ */
+async function connectWithin (store: RedisStore, config: Config, io: Io): Promise<void> {
+  const target = redisTarget(config)
+  let said = false
+  const slow = io.isTTY === true ? setTimeout(() => { said = true; io.err(`sidegate: connecting to Redis at ${target} …`) }, 250) : undefined
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      store.connect(),
+      new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error('timeout')), CLI_CONNECT_MS) })
+    ])
+  } catch {
+    throw new UsageError(`cannot reach Redis at ${target}`, 1, 'store_unavailable')
+  } finally {
+    clearTimeout(slow)
+    clearTimeout(timer)
+    if (said) io.err('\r\x1b[2K') // the terminal line is cleared: the next line says what happened
+  }
+}
+
+async function readNewKey (v: Values, io: Io, current: SecretKey): Promise<string> {
+  const file = v['new-key-file']
+  if ((file === undefined) === (v['new-key-stdin'] !== true)) throw new UsageError('secret rotate needs the new key: --new-key-file FILE or --new-key-stdin')
+  let key: string
+  if (file !== undefined) {
+    try { key = readFileSync(file, 'utf8').trim() } catch (err) { throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found') }
+  } else {
+    key = (await io.stdin()).trim()
+  }
+  if (key.length < 32) throw new UsageError('the new secret key must have at least 32 characters (e.g. `openssl rand -base64 48`)')
+  if (key === current.key) throw new UsageError(`the new secret key is the current one (${current.source})`)
+  return key
+}
+
+async function rotate (store: RedisStore, config: Config, oldKeys: Keyring, newKey: string, io: Io, v: Values): Promise<number> {
+  const limit = v.limit === undefined ? null : Number(v.limit)
+  if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new UsageError(`--limit must be a whole number of at least 1, got "${v.limit}"`)
+  const json = v.json === true
+  const dryRun = v['dry-run'] === true
+  const r = await rotateSecretKey(store.redis, config.redis.prefix, oldKeys, new Keyring(newKey), {
+    dryRun,
+    limit,
+    where: storeWhere(config),
+    progress: (line) => { if (!json) io.err(`sidegate: ${line}\n`) }
+  })
+  if (json) { io.out(JSON.stringify(r, null, 2) + '\n'); return 0 }
+  const lines: string[] = []
+  for (const rec of r.unreadable) lines.push(`unreadable under both keys, left as it is: ${rec}`)
+  if (dryRun) lines.push(`dry run: ${r.converted} records to re-encrypt, ${r.already} already under the new key; nothing written`)
+  else if (!r.done) lines.push(`stopped after ${r.converted} records (--limit); run the same command again to continue`)
+  else {
+    lines.push(`done: ${r.converted} records re-encrypted under the new key; the store's key check value is now the new key's`)
+    lines.push('next: give every replica the new key (SIDEGATE_SECRET_KEY or the key file) and restart it; processes with the old key are refused from now on')
+  }
+  io.out(lines.join('\n') + '\n')
+  return 0
+}
+
+async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   const log: Logger = createLogger(config.log.level)
   const metrics = config.metrics.enabled ? new Metrics() : null
+  let secret: SecretKey
+  try {
+    secret = await keyForStart(config, log, env)
+  } catch (err) {
+    log.flush()
+    return report(io, false, err)
+  }
+  const keyring = new Keyring(secret.key)
+  const verify = { mode: 'start' as const, prefix: config.redis.prefix, where: storeWhere(config), source: secret.source, db: config.redis.db }
   let store: RedisStore
-  // Ready (/readyz) only once the Default org and the first superuser exist. Redone on
-  // every (re)connect, since Redis may come back empty; a failed attempt is retried.
-  let bootstrap: Promise<void> | null = null
-  const bootstrapped = async (): Promise<void> => {
-    bootstrap ??= ensureDefaults(store, config, log, io.err).catch((err: unknown) => { bootstrap = null; throw err })
-    await bootstrap
+  let fatal: ((err: KeyCheckError) => void) | null = null
+  // Ready (/readyz) only once the key check passed and the Default org and the first
+  // superuser exist. Redone on every (re)connect, since Redis may come back empty (or
+  // another store); a failed attempt is retried, a failed key check is not.
+  let prepared: Promise<void> | null = null
+  const prepare = async (): Promise<void> => {
+    prepared ??= (async () => {
+      const { notes } = await verifyStoreKey(store.redis, keyring, verify)
+      for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
+      store.setGate(null)
+      await ensureDefaults(store, config, log, io.err)
+    })().catch((err: unknown) => {
+      if (!(err instanceof KeyCheckError)) prepared = null
+      throw err
+    })
+    await prepared
   }
   try {
-    store = openStore(config, log, () => {
-      bootstrap = null
-      bootstrapped().catch((err) => log.error({ err: (err as Error).message }, 'bootstrap failed; will retry'))
+    store = openStore(config, log, keyring, () => {
+      // until the key check passes again, nothing is read or written
+      store.setGate(E.storeUnavailable())
+      prepared = null
+      prepare().catch((err: unknown) => {
+        if (err instanceof KeyCheckError) {
+          log.error({ redis: verify.where, problem: err.code }, `${err.message}; not serving: /readyz answers 503`)
+          if (err.code === 'redis_db_unavailable') fatal?.(err)
+        } else {
+          log.error({ err: (err as Error).message }, 'bootstrap failed; will retry')
+        }
+      })
     }, { hooks: metrics?.storeHooks() })
   } catch (err) {
-    io.err(`sidegate: ${(err as Error).message}\n`)
-    return err instanceof UsageError ? err.exitCode : 1
+    return report(io, false, err)
   }
+  store.setGate(E.storeUnavailable())
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
-  const gw = createGateway({ config, store, log, ready: bootstrapped, metrics: metrics ?? undefined })
+  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined })
   metrics?.observe(store, () => gw.draining)
   try {
     const addr = await gw.listen()
@@ -198,10 +372,27 @@ async function start (config: Config, io: Io): Promise<number> {
     }
   }
   return await new Promise<number>((resolve) => {
-    const stop = (signal: string): void => {
+    let stoppingSince = 0
+    const stop = (signal: string, code = 0): void => {
+      if (stoppingSince !== 0) {
+        // `npm start` forwards the terminal's Ctrl-C, which node also got itself: one
+        // signal twice within a moment is one request; a later one means "now"
+        if (Date.now() - stoppingSince < DUPLICATE_SIGNAL_MS || signal === 'fatal') return
+        abandonStdout()
+        process.stderr.write(`sidegate: ${signal} again: exiting without waiting for the shutdown\n`)
+        process.exit(signal === 'SIGINT' ? 130 : 143)
+      }
+      stoppingSince = Date.now()
       // 1. readiness false, still serving; 2. stop accepting, finish in-flight within the grace; 3. exit 0.
       // Ctrl-C (SIGINT) is a person at a terminal, not a load balancer: no drain delay.
-      const delay = signal === 'SIGINT' ? 0 : config.server.drain_delay
+      const delay = signal === 'SIGINT' || code !== 0 ? 0 : config.server.drain_delay
+      // Whatever happens below (a hung store, a blocked log pipe), the process ends after the
+      // drain delay and the grace, plus a margin: output is abandoned, then exit.
+      setTimeout(() => {
+        abandonStdout()
+        process.stderr.write(`sidegate: shutdown took longer than server.drain_delay + server.shutdown_grace + ${EXIT_MARGIN_S} s; exiting\n`)
+        process.exit(code === 0 ? 1 : code)
+      }, (delay + config.server.shutdown_grace + EXIT_MARGIN_S) * 1000).unref()
       log.info({ signal, drain_delay: delay, grace: config.server.shutdown_grace }, 'draining: readiness is now false')
       gw.drain(delay).then(() => {
         log.info('closing the listener')
@@ -210,14 +401,43 @@ async function start (config: Config, io: Io): Promise<number> {
         await metrics?.close()
         await store.close()
         log.info('stopped')
-        log.flush()
-        resolve(0)
+        // the last lines, if anyone still reads them: bounded, never a reason to stay alive
+        await flushStdout(STDOUT_FLUSH_MS)
+        resolve(code)
       }, () => resolve(1))
     }
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    process.once('SIGINT', () => stop('SIGINT'))
+    fatal = (err) => {
+      io.err(`sidegate: ${err.message}\n`)
+      stop('fatal', 2)
+    }
+    process.on('SIGTERM', () => stop('SIGTERM'))
+    process.on('SIGINT', () => stop('SIGINT'))
   })
 }
+
+/** Seconds past drain delay + grace after which a stopping process exits regardless. */
+const EXIT_MARGIN_S = 5
+/** A second SIGINT/SIGTERM within this many ms is the same request (npm forwards what node also got). */
+const DUPLICATE_SIGNAL_MS = 1000
+/** How long a stopping gateway waits for stdout to take its last log lines. */
+const STDOUT_FLUSH_MS = 1000
+
+/** Fields of each kind of record in --json output, in a fixed order. */
+const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
+const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
+const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'is_active', 'date_created', 'date_last_used', 'unreadable']
+
+function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const f of fields) if (o[f] !== undefined) out[f as string] = o[f]
+  return out
+}
+const userJson = (u: User): Record<string, unknown> => ({ ...pick(u, USER_FIELDS), orgs: Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b))) })
+const orgJson = (o: Org): Record<string, unknown> => pick(o, ORG_FIELDS)
+const keyJson = (k: AccessKey): Record<string, unknown> => pick(k, KEY_FIELDS)
+
+/** Usernames: letters of any script (and their combining marks), digits and @ . + - _, as Django's \w allows. */
+const USERNAME = /^[\p{L}\p{M}\p{N}_.@+-]{1,150}$/u
 
 function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
   const [id, role = 'user'] = v.split(':')
@@ -241,7 +461,7 @@ class Admin {
 
   async #user (username: string): Promise<User> {
     const u = await this.store.getUserByUsername(username)
-    if (u === null) throw new UsageError(`no user named "${username}"`, 1)
+    if (u === null) throw new UsageError(`no user named "${username}"`, 1, 'not_found')
     return u
   }
 
@@ -256,22 +476,22 @@ class Admin {
     const key = `${cmd} ${sub ?? ''}`.trim()
     switch (key) {
       case 'user add': {
-        const username = this.#one(args, 'username')
-        if (!/^[\w.@+-]{1,150}$/.test(username)) throw new UsageError('username: 1 to 150 letters, digits and @ . + - _')
+        const username = this.#one(args, 'username').normalize('NFC')
+        if (!USERNAME.test(username)) throw new UsageError('username: 1 to 150 letters (any script), digits and @ . + - _')
         const orgs: Record<string, OrgRole> = {}
         for (const o of this.v.org ?? []) {
           const { id, role } = parseOrgFlag(o)
-          if ((await this.store.getOrg(id)) === null) throw new UsageError(`no org with id ${id}`, 1)
+          if ((await this.store.getOrg(id)) === null) throw new UsageError(`no org with id ${id} (see \`sidegate org list\`)`, 1, 'org_not_found')
           if (role !== null) orgs[id] = role
         }
         const password = await this.#password()
         const u = await this.store.createUser({ username, password, email: this.v.email, name: this.v.name, superuser: this.v.superuser === true, orgs })
-        return this.#print(u, `created user ${u.username} (${u.id})`)
+        return this.#print(userJson(u), `created user ${u.username} (${u.id})`)
       }
       case 'user list': {
         const org = this.v.org?.[0]
         const users = await this.store.listUsers(org === undefined ? undefined : parseOrgFlag(org).id)
-        return this.#print(users, users.map((u) => `${u.id}  ${u.username}${u.is_superuser ? '  superuser' : ''}${u.is_active ? '' : '  disabled'}`).join('\n') || '(no users)')
+        return this.#print(users.map(userJson), users.map((u) => `${u.id}  ${u.username}${u.is_superuser ? '  superuser' : ''}${u.is_active ? '' : '  disabled'}`).join('\n') || '(no users)')
       }
       case 'user disable':
       case 'user enable': {
@@ -289,35 +509,35 @@ class Admin {
         if ((this.v.org ?? []).length === 0) throw new UsageError('user grant needs --org ID[:admin|:none]')
         for (const o of this.v.org ?? []) {
           const { id, role } = parseOrgFlag(o)
-          if ((await this.store.getOrg(id)) === null) throw new UsageError(`no org with id ${id}`, 1)
+          if ((await this.store.getOrg(id)) === null) throw new UsageError(`no org with id ${id} (see \`sidegate org list\`)`, 1, 'org_not_found')
           await this.store.setMembership(u.id, id, role)
         }
         const after = await this.#user(u.username)
-        return this.#print(after, `${after.username}: ${Object.entries(after.orgs).map(([o, r]) => `${o}:${r}`).join(', ') || '(no orgs)'}`)
+        return this.#print(userJson(after), `${after.username}: ${Object.entries(after.orgs).map(([o, r]) => `${o}:${r}`).join(', ') || '(no orgs)'}`)
       }
       case 'org add': {
         const name = this.#one(args, 'org name')
         if (this.v.id !== undefined && !isUuid(this.v.id)) throw new UsageError('--id must be a UUID')
         const org = await this.store.createOrg(name, this.v.id)
-        return this.#print(org, `created org ${org.name} (${org.id})`)
+        return this.#print(orgJson(org), `created org ${org.name} (${org.id})`)
       }
       case 'org list': {
         const orgs = await this.store.listOrgs()
-        return this.#print(orgs, orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(no orgs)')
+        return this.#print(orgs.map(orgJson), orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(no orgs)')
       }
       case 'key create': {
         const u = await this.#user(this.#one(args, 'username'))
         const { key, secret } = await this.store.createAccessKey(u.id)
-        return this.#print({ ...key, secret }, `AccessKeyID:     ${key.id}\nAccessKeySecret: ${secret}\n(the secret is shown once)`)
+        return this.#print({ ...keyJson(key), secret }, `AccessKeyID:     ${key.id}\nAccessKeySecret: ${secret}\n(the secret is shown once)`)
       }
       case 'key list': {
         const u = await this.#user(this.#one(args, 'username'))
         const keys = await this.store.listAccessKeys(u.id)
-        return this.#print(keys, keys.map((k) => `${k.id}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.is_active ? '' : '  disabled'}`).join('\n') || '(no keys)')
+        return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
       }
       case 'key revoke': {
         const id = this.#one(args, 'key id')
-        if (!isUuid(id) || !(await this.store.deleteAccessKey(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1)
+        if (!isUuid(id) || !(await this.store.deleteAccessKey(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
         return this.#print({ id, revoked: true }, `revoked access key ${id}`)
       }
       case 'token create': {
@@ -327,13 +547,14 @@ class Admin {
       }
       case 'token show': {
         const u = await this.#user(this.#one(args, 'username'))
-        const token = await this.store.getPrivateToken(u.id)
-        if (token === null) throw new UsageError(`${u.username} has no private token (create one with \`sidegate token create ${u.username}\`)`, 1)
+        const token = await this.store.readPrivateToken(u.id)
+        if (token === null) throw new UsageError(`${u.username} has no private token (create one with \`sidegate token create ${u.username}\`)`, 1, 'not_found')
+        if (token === UNREADABLE) throw new UsageError(`the private token of ${u.username} is unreadable: it was stored under another secret key (\`sidegate token revoke ${u.username}\` removes it)`, 1, 'unreadable_record')
         return this.#print({ username: u.username, token }, token)
       }
       case 'token revoke': {
         const u = await this.#user(this.#one(args, 'username'))
-        if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1)
+        if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
         return this.#print({ username: u.username, revoked: true }, `revoked the private token of ${u.username}`)
       }
       default:

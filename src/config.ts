@@ -73,7 +73,7 @@ function hostPorts (entries: string[], defPort: number): HostPort[] {
 }
 
 /** Rules that involve more than one key; checked once every key is valid on its own. */
-function crossKeyProblems (d: Doc): Problem[] {
+function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
   const p: Problem[] = []
   const r = d.redis
   if (d.session.absolute_timeout < d.session.idle_timeout) {
@@ -84,10 +84,39 @@ function crossKeyProblems (d: Doc): Problem[] {
   if (r.mode !== 'sentinel' && r.sentinels.length > 0) p.push({ key: 'redis.sentinels', message: `only used with redis.mode: sentinel (mode is ${r.mode})` })
   if (r.mode !== 'cluster' && r.nodes.length > 0) p.push({ key: 'redis.nodes', message: `only used with redis.mode: cluster (mode is ${r.mode})` })
   if (r.mode === 'cluster' && r.db !== 0) p.push({ key: 'redis.db', message: 'Redis Cluster has only database 0' })
+  // the URL's database (redis://host:6379/3) counts like redis.db; both may be given only if they agree
+  if (r.mode === 'standalone') {
+    const fromUrl = urlDb(r.url)
+    if (fromUrl === 'bad') p.push({ key: 'redis.url', message: `the database after the port must be a whole number from 0 to 15, got ${JSON.stringify(decodeURIComponent(new URL(r.url).pathname.slice(1)))}` })
+    else if (fromUrl !== null && dbGiven && fromUrl !== r.db) p.push({ key: 'redis.db', message: `${r.db} differs from the database in redis.url (${fromUrl}); give one of them` })
+  }
   if (d.metrics.enabled && d.metrics.port !== 0 && d.metrics.port === d.listen.port) {
     p.push({ key: 'metrics.port', message: `must differ from listen.port (both ${d.metrics.port}); metrics have their own listener` })
   }
   return p
+}
+
+/**
+ * The database a redis:// URL names (`/3`): null when it names none, 'bad'
+ * when it is not 0 to 15 (like `redis.db`).
+ */
+export function urlDb (url: string): number | null | 'bad' {
+  let path: string
+  try { path = new URL(url).pathname } catch { return null }
+  if (path === '' || path === '/') return null
+  const v = path.slice(1)
+  return /^\d{1,2}$/.test(v) && Number(v) <= 15 ? Number(v) : 'bad'
+}
+
+/**
+ * The yaml library's message, `<what> at line L, column C:` then a code
+ * frame: the first line without its dangling colon, then the frame indented.
+ */
+export function yamlError (message: string): string {
+  const [first, ...frame] = message.split('\n')
+  while (frame.length > 0 && frame[0].trim() === '') frame.shift()
+  while (frame.length > 0 && frame[frame.length - 1].trim() === '') frame.pop()
+  return first.replace(/:\s*$/, '') + frame.map((l) => `\n    ${l}`).join('')
 }
 
 /** Applies environment overrides onto the parsed document (env wins; empty variables are ignored). */
@@ -122,7 +151,8 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
   const { value, problems } = validate(Schema, raw)
   if (problems.length > 0) fail(problems)
   const d = value as Doc
-  const cross = crossKeyProblems(d)
+  const rawRedis = raw.redis as Record<string, unknown> | undefined
+  const cross = crossKeyProblems(d, rawRedis?.db !== undefined && rawRedis?.db !== null)
   if (cross.length > 0) fail(cross)
   const base = file ? dirname(file) : process.cwd()
   const path = (v: string | null): string | null => v === null ? null : resolve(base, v)
@@ -132,6 +162,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     names: namesFor(d.names.abbrev),
     redis: {
       ...d.redis,
+      db: d.redis.mode === 'standalone' ? (urlDb(d.redis.url) as number | null) ?? d.redis.db : d.redis.db,
       sentinels: hostPorts(d.redis.sentinels, 26379),
       nodes: hostPorts(d.redis.nodes, 6379),
       // TLS files, like the key file, are relative to the config file
@@ -158,7 +189,7 @@ export function loadConfig (explicit: string | undefined, env: Env = process.env
   try {
     doc = parseYaml(readFileSync(path, 'utf8'))
   } catch (err) {
-    throw new UsageError(`config: ${path}: not valid YAML: ${(err as Error).message.split('\n')[0]}`)
+    throw new UsageError(`config: ${path}: not valid YAML: ${yamlError((err as Error).message)}`)
   }
   return buildConfig(doc, env, path)
 }

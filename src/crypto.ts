@@ -58,11 +58,35 @@ const TAG_BYTES = 9
 export const CREDENTIAL_LENGTH = RANDOM_CHARS + TAG_BYTES / 3 * 4
 const CREDENTIAL_SHAPE = /^[A-Za-z0-9_-]{44}$/
 
+/**
+ * The lookup and tag keys of a secret key the store was rotated away from
+ * (`sidegate secret rotate`): kept, encrypted under the current key, so that
+ * credentials issued before the rotation (private tokens, sessions, bearer
+ * tokens) keep their check tag and their lookup entry. The old encryption key
+ * is not kept: every encrypted record is re-encrypted by the rotation.
+ */
+export interface KeyGeneration {
+  /** the key check value of that secret key */
+  check: string
+  /** base64url */
+  lookup: string
+  /** base64url, one per credential kind */
+  tags: Record<CredentialKind, string>
+}
+
+interface Generation { check: string, mac: Buffer, tag: Map<CredentialKind, Buffer> }
+
+const CHECK_LABEL = 'sidegate key check value v1'
+
 /** Keys derived from the configured secret key; the secret itself is not kept. */
 export class Keyring {
   readonly #enc: Buffer
   readonly #mac: Buffer
   readonly #tag = new Map<CredentialKind, Buffer>()
+  readonly #check: string
+  #legacy: Generation[] = []
+  /** the last value tagged() accepted, and under which generation (null: this key's), so lookup() need not test it again */
+  #last: { value: string, gen: Generation | null } | null = null
 
   constructor (secret: string) {
     const ikm = Buffer.from(secret, 'utf8')
@@ -71,10 +95,44 @@ export class Keyring {
     for (const kind of CREDENTIAL_KINDS) {
       this.#tag.set(kind, Buffer.from(hkdfSync('sha256', ikm, 'sidegate', `credential tag v1: ${kind}`, 32)))
     }
+    const checkKey = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'key check v1', 32))
+    this.#check = createHmac('sha256', checkKey).update(CHECK_LABEL).digest('base64url')
   }
 
-  #tagOf (kind: CredentialKind, randomPart: string): Buffer {
-    return createHmac('sha256', this.#tag.get(kind)!).update(randomPart).digest().subarray(0, TAG_BYTES)
+  /**
+   * The key check value: an HMAC of a fixed label under a key derived from the
+   * secret. Stored in Redis on the first start; it tells whether a process has
+   * the store's key without revealing anything about the key.
+   */
+  checkValue (): string { return this.#check }
+
+  /** This key's lookup and tag keys, to be kept by the store when it is rotated away from. */
+  exportGeneration (): KeyGeneration {
+    const tags = {} as Record<CredentialKind, string>
+    for (const [k, v] of this.#tag) tags[k] = v.toString('base64url')
+    return { check: this.#check, lookup: this.#mac.toString('base64url'), tags }
+  }
+
+  /** Earlier keys' generations (oldest first): their tags are accepted, their lookup hashes used for what they issued. */
+  setLegacy (gens: KeyGeneration[]): void {
+    this.#legacy = gens.filter((g) => g.check !== this.#check).map((g) => ({
+      check: g.check,
+      mac: Buffer.from(g.lookup, 'base64url'),
+      tag: new Map(CREDENTIAL_KINDS.map((k) => [k, Buffer.from(g.tags[k], 'base64url')]))
+    }))
+    this.#last = null
+  }
+
+  get legacy (): KeyGeneration[] {
+    return this.#legacy.map((g) => ({
+      check: g.check,
+      lookup: g.mac.toString('base64url'),
+      tags: Object.fromEntries([...g.tag].map(([k, v]) => [k, v.toString('base64url')])) as Record<CredentialKind, string>
+    }))
+  }
+
+  #tagOf (kind: CredentialKind, randomPart: string, key = this.#tag.get(kind)!): Buffer {
+    return createHmac('sha256', key).update(randomPart).digest().subarray(0, TAG_BYTES)
   }
 
   /** A new credential of this kind: random part plus its keyed check tag. */
@@ -85,18 +143,49 @@ export class Keyring {
 
   /**
    * True when the value has the shape and the tag of a credential of this kind
-   * issued under this secret key. Checked in process before any store lookup:
-   * a guessed, forged or foreign credential costs no Redis command.
+   * issued under this secret key (or one the store was rotated away from).
+   * Checked in process before any store lookup: a guessed, forged or foreign
+   * credential costs no Redis command.
    */
   tagged (kind: CredentialKind, value: string): boolean {
     if (value.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(value)) return false
-    const want = this.#tagOf(kind, value.slice(0, RANDOM_CHARS))
-    return timingSafeEqual(want, Buffer.from(value.slice(RANDOM_CHARS), 'base64url'))
+    const sent = Buffer.from(value.slice(RANDOM_CHARS), 'base64url')
+    if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) {
+      if (this.#legacy.length > 0) this.#last = { value, gen: null }
+      return true
+    }
+    for (const gen of this.#legacy) {
+      if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)) {
+        this.#last = { value, gen }
+        return true
+      }
+    }
+    return false
   }
 
-  /** Keyed hash used as a Redis key for tokens: reveals nothing without the secret. */
+  /** The legacy generation that issued this credential (the value itself, or what follows its last `:`), if any. */
+  #issuer (value: string): Generation | null {
+    const c = value.length === CREDENTIAL_LENGTH ? value : value.slice(value.lastIndexOf(':') + 1)
+    if (this.#last?.value === c) return this.#last.gen
+    if (c.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(c)) return null
+    const sent = Buffer.from(c.slice(RANDOM_CHARS), 'base64url')
+    for (const gen of this.#legacy) {
+      for (const kind of CREDENTIAL_KINDS) {
+        if (timingSafeEqual(this.#tagOf(kind, c.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)) return gen
+      }
+    }
+    return null
+  }
+
+  /**
+   * Keyed hash used as a Redis key for tokens: reveals nothing without the
+   * secret. A credential issued under an earlier key (and `csrf:<session id>`
+   * of such a session) is hashed under that key's lookup key, where its entry
+   * was written: rotation cannot re-key entries it only knows by their hash.
+   */
   lookup (value: string): string {
-    return createHmac('sha256', this.#mac).update(value).digest('base64url')
+    const gen = this.#legacy.length === 0 ? null : this.#issuer(value)
+    return createHmac('sha256', gen?.mac ?? this.#mac).update(value).digest('base64url')
   }
 
   /** AES-256-GCM, `v1.iv.tag.ciphertext` base64url. `aad` binds the value to its record. */
@@ -106,6 +195,11 @@ export class Keyring {
     c.setAAD(Buffer.from(aad))
     const ct = Buffer.concat([c.update(plain, 'utf8'), c.final()])
     return ['v1', iv.toString('base64url'), c.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.')
+  }
+
+  /** The plain text, or null when the value was tampered with or encrypted under another key. */
+  tryDecrypt (sealed: string, aad: string): string | null {
+    try { return this.decrypt(sealed, aad) } catch { return null }
   }
 
   /** Throws if the value was tampered with or encrypted under another key. */

@@ -42,6 +42,7 @@ export const E = {
   invalidSession: () => new GatewayError(401, 'invalid_session', 'Session is invalid or expired.'),
   invalidOrg: () => new GatewayError(400, 'invalid_org', 'Organization header must be a UUID, "default" or "root".'),
   orgForbidden: () => new GatewayError(403, 'org_forbidden', 'You are not a member of this organization.'),
+  orgNotFound: () => new GatewayError(404, 'org_not_found', 'No such organization.'),
   permissionDenied: () => new GatewayError(403, 'permission_denied', 'You do not have permission to perform this action.'),
   badRequest: (detail: string) => new GatewayError(400, 'bad_request', detail),
   missingField: (field: string) => new GatewayError(400, 'required', `${field}: This field is required.`),
@@ -63,12 +64,18 @@ export const E = {
   internal: () => new GatewayError(500, 'internal_error', 'Internal error.')
 } as const
 
-/** Errors of the CLI and of configuration: a message and an exit code, no HTTP. */
+/**
+ * Errors of the CLI and of configuration: a message, an exit code (2 usage,
+ * 1 not found or failed) and a `code` from the API's vocabulary where one fits
+ * (`--json` prints `{detail, code}`).
+ */
 export class UsageError extends Error {
   readonly exitCode: number
-  constructor (message: string, exitCode = 2) {
+  readonly code: string
+  constructor (message: string, exitCode = 2, code = exitCode === 2 ? 'bad_request' : 'failed') {
     super(message)
     this.name = 'UsageError'
     this.exitCode = exitCode
+    this.code = code
   }
 }

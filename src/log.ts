@@ -1,4 +1,5 @@
 /** pino, JSON lines, with credentials redacted wherever they might appear. */
+import { write as fsWrite, writeSync } from 'node:fs'
 import { pino, type Logger, type DestinationStream } from 'pino'
 
 export type { Logger }
@@ -61,15 +62,131 @@ export function createLogger (level: string, dest?: DestinationStream): Logger {
 /**
  * stdout, buffered: the per-request lines are written in batches of 4 KiB, and
  * at least every FLUSH_MS, instead of one blocking write(2) per line (under
- * load, one per request); any other line flushes the batch at once. pino flushes
- * what is pending synchronously when the process exits.
+ * load, one per request); any other line flushes the batch at once. What is
+ * pending is written synchronously when the process exits.
+ *
+ * Logging never keeps the process alive or stops it from exiting: a write
+ * error other than a full pipe (EPIPE: the reader went away, `| head`) ends
+ * all output for good, and at exit a full pipe is retried for EXIT_RETRY_MS
+ * at most. (pino.destination, sonic-boom, retries a failed synchronous write
+ * every 100 ms without end, so a broken pipe at exit hung the process.)
  */
 const FLUSH_MS = 250
-function bufferedStdout (): ReturnType<typeof pino.destination> {
-  const stream = pino.destination({ fd: 1, sync: false, minLength: 4096 })
-  setInterval(() => { try { stream.flush() } catch {} }, FLUSH_MS).unref()
-  return stream
+const MIN_BATCH = 4096
+const RETRY_MS = 100
+const EXIT_RETRY_MS = 1000
+
+class BatchedFd {
+  #pending: string[] = []
+  #len = 0
+  /** the batch being written (kept until done, so an exit while it waits for a retry still writes it) */
+  #inflight: Buffer | null = null
+  /** a write(2) of #inflight is in the thread pool now */
+  #inKernel = false
+  #broken = false
+  /** a flush was asked for while a batch was being written */
+  #again = false
+
+  constructor (private readonly fd: number) {}
+
+  get broken (): boolean { return this.#broken }
+
+  write (chunk: string): boolean {
+    if (this.#broken) return true
+    this.#pending.push(chunk)
+    this.#len += chunk.length
+    if (this.#len >= MIN_BATCH) this.flush()
+    return true
+  }
+
+  flush (cb?: (err?: Error) => void): void {
+    if (this.#inflight !== null) this.#again = true
+    if (this.#broken || this.#inflight !== null || this.#len === 0) { cb?.(); return }
+    this.#inflight = Buffer.from(this.#pending.join(''))
+    this.#pending = []
+    this.#len = 0
+    this.#send(cb)
+  }
+
+  #send (cb?: (err?: Error) => void): void {
+    const buf = this.#inflight
+    if (buf === null || this.#broken) { cb?.(); return }
+    this.#inKernel = true
+    fsWrite(this.fd, buf, 0, buf.length, null, (err, n) => {
+      this.#inKernel = false
+      if (err !== null) {
+        // a full pipe: try again later, without holding the process open for it
+        if (err.code === 'EAGAIN') { setTimeout(() => this.#send(cb), RETRY_MS).unref(); return }
+        this.abandon()
+        cb?.()
+        return
+      }
+      this.#inflight = n < buf.length ? buf.subarray(n) : null
+      if (this.#inflight !== null) { this.#send(cb); return }
+      cb?.()
+      if (this.#again || this.#len >= MIN_BATCH) { this.#again = false; this.flush() }
+    })
+  }
+
+  /** Writes everything pending; gives up (and drops it) after `ms`, a reader that stopped reading included. */
+  async drain (ms: number): Promise<void> {
+    const end = Date.now() + ms
+    this.flush()
+    while (!this.#broken && (this.#inflight !== null || this.#len > 0) && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      this.flush()
+    }
+    if (this.#inflight !== null || this.#len > 0) this.abandon()
+  }
+
+  /**
+   * At exit: what is pending, synchronously, in bounded time. Not while a
+   * write is stuck in the thread pool (a full pipe whose reader stopped): a
+   * synchronous write would block as long, and no timer can end that.
+   */
+  flushSync (): void {
+    if (this.#inKernel) this.abandon()
+    if (this.#broken) return
+    // a batch already in the thread pool is left to it; one waiting for a retry is written here
+    let buf = Buffer.from((this.#inflight !== null && !this.#inKernel ? this.#inflight.toString() : '') + this.#pending.join(''))
+    this.#pending = []
+    this.#len = 0
+    this.#inflight = null
+    const end = Date.now() + EXIT_RETRY_MS
+    while (buf.length > 0) {
+      try {
+        buf = buf.subarray(writeSync(this.fd, buf))
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > end) { this.abandon(); return }
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+      }
+    }
+  }
+
+  /** No more output: pending lines are dropped, later ones ignored. */
+  abandon (): void {
+    this.#broken = true
+    this.#pending = []
+    this.#len = 0
+    this.#inflight = null
+  }
 }
+
+let stdout: BatchedFd | null = null
+function bufferedStdout (): BatchedFd {
+  if (stdout !== null) return stdout
+  const s = new BatchedFd(1)
+  stdout = s
+  setInterval(() => s.flush(), FLUSH_MS).unref()
+  process.once('exit', () => s.flushSync())
+  return s
+}
+
+/** Stops all log output to stdout (pending lines dropped): before an exit that must not wait for it. */
+export function abandonStdout (): void { stdout?.abandon() }
+
+/** Writes the log lines still pending on stdout, waiting `ms` at the most: before a normal exit. */
+export async function flushStdout (ms: number): Promise<void> { await stdout?.drain(ms) }
 
 /** The logger for the one line per request: `log` itself unless made by createLogger. */
 export function accessLogger (log: Logger): Logger {

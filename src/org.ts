@@ -1,7 +1,8 @@
 /**
  * Organization resolution: `?oid=` then the `X-<ABBREV>-ORG` header, then the
  * user's default org. Literals `default` and `root`; any other non-UUID is 400;
- * a non-member is 403 (superusers may act in any existing org, and alone in root).
+ * an org that does not exist is 404, a non-member is 403 (superusers may act
+ * in any existing org, and alone in root).
  * And the `oid` the upstream sees: the resolved org (withResolvedOid).
  */
 import type { IncomingMessage } from 'node:http'
@@ -164,7 +165,12 @@ export async function resolveOrg (store: Store, user: User, requested: string | 
   const id = parseOrgValue(requested) ?? user.default_org ?? DEFAULT_ORG_ID
 
   if (id in user.orgs) return id
+  if (id === ROOT_ORG_ID) {
+    if (user.is_superuser) return id
+    throw E.orgForbidden()
+  }
+  // an org that does not exist is not found (for anyone), not one "you are not a member of"
+  if ((await store.getOrg(id)) === null) throw E.orgNotFound()
   if (!user.is_superuser) throw E.orgForbidden()
-  if (id === ROOT_ORG_ID || (await store.getOrg(id)) !== null) return id
-  throw E.orgForbidden()
+  return id
 }

@@ -1,10 +1,12 @@
 /** Wiring shared by `sidegate start` and the admin CLI: config → key → store. */
 import type { Config } from './config.js'
 import { Keyring } from './crypto.js'
+import { UsageError } from './errors.js'
 import type { Logger } from './log.js'
-import { ensureSecretKey } from './bootstrap.js'
+import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, type SecretKey } from './bootstrap.js'
 import { RedisStore } from './store/redis.js'
-import { describeRedis } from './store/connect.js'
+import { createRedisClient, describeRedis } from './store/connect.js'
+import { KEY_CHECK, storeIsEmpty } from './store/keycheck.js'
 
 /** Optional observers of the store's connections (metrics). */
 export interface StoreHooks {
@@ -26,26 +28,42 @@ export function redisTarget (config: Config): string {
   return describeRedis({ url: config.redis.url, commandTimeout: 0, connectTimeout: 0, topology: config.redis })
 }
 
+/** The Redis target and the key prefix, for messages about the store. */
+export function storeWhere (config: Config): string {
+  return `${redisTarget(config)} (prefix ${config.redis.prefix})`
+}
+
+/** Every command but `start`: the existing key, or exit 2 saying where it was looked for. */
+export function requireSecretKey (config: Config, env: Record<string, string | undefined>): SecretKey {
+  const found = readSecretKey(config, env)
+  if (found === null) throw new UsageError(missingKeyMessage(config), 2, 'secret_key_missing')
+  return found
+}
+
+/** Undecryptable records are reported at most once per this many ms each. */
+const UNREADABLE_REPORT_MS = 60_000
+
 /**
- * `logConnectionErrors: false` for callers that report an unreachable Redis themselves (the admin CLI);
- * `hooks` observe the store (metrics).
+ * `quiet` for callers that report an unreachable Redis and unreadable records
+ * themselves (the admin CLI); `hooks` observe the store (metrics);
+ * `connectTimeout` overrides redis.connect_timeout.
  */
-export function openStore (config: Config, log: Logger, onReady?: () => void, o: { logConnectionErrors?: boolean, hooks?: StoreHooks } = {}): RedisStore {
+export function openStore (config: Config, log: Logger, keyring: Keyring, onReady?: () => void, o: { quiet?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}): RedisStore {
   const hooks = o.hooks ?? {}
-  const secret = ensureSecretKey(config, log)
   const target = redisTarget(config)
   let lastError = ''
+  const reported = new Map<string, number>()
   return new RedisStore({
     url: config.redis.url,
     topology: config.redis,
     onCommandError: hooks.onCommandError,
     prefix: config.redis.prefix,
     commandTimeout: config.redis.command_timeout,
-    connectTimeout: config.redis.connect_timeout,
+    connectTimeout: o.connectTimeout ?? config.redis.connect_timeout,
     cache: config.auth.cache,
     onError (err) {
       hooks.onConnectionError?.(err)
-      if (o.logConnectionErrors === false) return
+      if (o.quiet === true) return
       // one line per distinct error, not one per reconnect attempt
       if (err.message === lastError) return
       lastError = err.message
@@ -55,6 +73,73 @@ export function openStore (config: Config, log: Logger, onReady?: () => void, o:
       lastError = ''
       log.info({ redis: target }, 'redis ready')
       onReady?.()
+    },
+    onUnreadable (record) {
+      if (o.quiet === true) return
+      const now = Date.now()
+      if (now - (reported.get(record) ?? 0) < UNREADABLE_REPORT_MS) return
+      if (reported.size > 10_000) reported.clear()
+      reported.set(record, now)
+      log.warn({ record }, 'a stored record cannot be decrypted with this secret key (it was written under another key); it is treated as unusable')
     }
-  }, new Keyring(secret))
+  }, keyring)
+}
+
+/**
+ * The key for `sidegate start`: the configured one or the key file; with
+ * neither, and only on an empty store (no check value, no user, no org), a
+ * new key: its check value is recorded first (SET NX, so of several replicas
+ * starting at once exactly one key wins), then the file is written. A store
+ * that already holds data is refused: a new key could read none of it.
+ */
+export async function keyForStart (config: Config, log: Logger, env: Record<string, string | undefined>): Promise<SecretKey> {
+  const found = readSecretKey(config, env)
+  if (found !== null) return found
+  const prefix = config.redis.prefix
+  const target = storeWhere(config)
+  const client = createRedisClient({ url: config.redis.url, topology: config.redis, commandTimeout: config.redis.command_timeout, connectTimeout: config.redis.connect_timeout }, 'command')
+  let lastError = ''
+  client.on('error', (err: Error) => {
+    if (err.message === lastError) return
+    lastError = err.message
+    log.warn({ redis: target, err: err.message }, 'redis unreachable; no secret key yet, waiting for Redis to check that the store is empty before creating one')
+  })
+  try {
+    const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()))
+    client.connect().catch(() => {})
+    await ready
+    if (config.redis.db !== 0) await client.select(config.redis.db)
+    if (!(await storeIsEmpty(client, prefix))) {
+      const again = await keyFileWithin(config, env, 2000)
+      if (again !== null) return again
+      throw new UsageError(`${missingKeyMessage(config)}. The store at ${target} already holds data, which a new key could not read`, 2, 'secret_key_missing')
+    }
+    const key = newSecretKey()
+    const check = new Keyring(key).checkValue()
+    if ((await client.set(prefix + KEY_CHECK, check, 'NX')) === null) {
+      // another replica created the store's key just now: in the same directory its file appears
+      const again = await keyFileWithin(config, env, 2000)
+      if (again !== null) return again
+      throw new UsageError(`${missingKeyMessage(config)}. Another process has just set up the store at ${target} with its own key`, 2, 'secret_key_missing')
+    }
+    const written = ((): SecretKey | Error => { try { return writeSecretKeyFile(config, key, log) } catch (err) { return err as Error } })()
+    if (written instanceof Error || written.key !== key) {
+      // not ours after all: give the store back, unless another key has claimed it since
+      await client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, prefix + KEY_CHECK, check)
+      if (written instanceof Error) throw written
+      throw new UsageError(`another process wrote ${config.secret_key_file} at the same time; start again`, 1)
+    }
+    return written
+  } finally {
+    client.disconnect()
+  }
+}
+
+async function keyFileWithin (config: Config, env: Record<string, string | undefined>, ms: number): Promise<SecretKey | null> {
+  const end = Date.now() + ms
+  for (;;) {
+    const k = readSecretKey(config, env)
+    if (k !== null || Date.now() > end) return k
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
 }

@@ -4,7 +4,8 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
+import net from 'node:net'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { removeDir, tempDir } from './fixtures/cleanup.js'
@@ -303,7 +304,121 @@ t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
     t.equal(r.stdout, '')
     const lines = r.stderr.trimEnd().split('\n')
     t.equal(lines.length, 1, `one line: ${JSON.stringify(r.stderr)}`)
-    t.match(lines[0], /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/)
+    if (args.includes('--json')) {
+      // with --json the error is JSON too, with the API's code
+      t.match(JSON.parse(lines[0]), { detail: /^cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/, code: 'store_unavailable' })
+    } else {
+      t.match(lines[0], /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/)
+    }
     t.ok(r.ms < 10_000, `bounded (${r.ms} ms)`)
   }
+})
+
+t.test('--version prints the package version', async (t) => {
+  const r = await spawnCli(['--version'], { config: null })
+  t.equal(r.code, 0)
+  t.equal(r.stdout, `sidegate ${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}\n`)
+  t.equal((await inProcess(['user', 'list', '--version'], { config: null })).code, 0, 'wins over a command')
+})
+
+t.test('a command group without its subcommand prints the group\'s help (exit 2)', async (t) => {
+  for (const group of ['user', 'org', 'key', 'token', 'secret']) {
+    const r = await inProcess([group], { config: null })
+    t.equal(r.code, 2, `${group}: exit 2`)
+    t.match(r.stderr, new RegExp(`sidegate ${group}: a subcommand is needed\\n\\nUsage:`), `${group}: says so`)
+    t.match(r.stderr, new RegExp(`sidegate ${group} [a-z]+`), `${group}: lists its subcommands`)
+    t.equal(r.stdout, '')
+  }
+  const real = await spawnCli(['user'], { config: null })
+  t.equal(real.code, 2)
+  t.match(real.stderr, /sidegate user passwd <username> --password-stdin/)
+})
+
+t.test('--json: every error is one JSON line {detail, code} on stderr, with the exit code of its kind', async (t) => {
+  const fixed = '6f1a1c7e-bbbb-4222-8333-944455556666'
+  t.equal((await cli(['org', 'add', 'Fixed', '--id', fixed])).code, 0)
+  const cases: Array<[string[], number, string]> = [
+    [['frobnicate'], 2, 'bad_request'],
+    [['user', 'list', '--bogus'], 2, 'bad_request'],
+    [['user', 'frobnicate'], 2, 'bad_request'],
+    [['user', 'add', 'bad name!', '--password-stdin'], 2, 'bad_request'],
+    [['user', 'passwd', 'bob'], 2, 'bad_request'],
+    [['key', 'create'], 2, 'bad_request'],
+    [['user', 'disable', 'nobody'], 1, 'not_found'],
+    [['key', 'create', 'nobody'], 1, 'not_found'],
+    [['key', 'revoke', fixed], 1, 'not_found'],
+    [['token', 'show', 'nobody'], 1, 'not_found'],
+    [['user', 'grant', 'bob', '--org', '6f1a1c7e-1111-4222-8333-944455556666'], 1, 'org_not_found'],
+    [['org', 'add', 'Again', '--id', fixed], 1, 'org_exists'],
+    [['user', 'add', 'bob', '--password-stdin'], 1, 'user_exists']
+  ]
+  for (const [args, exit, code] of cases) {
+    const r = await inProcess([...args, '--json'], { stdin: 'long-enough-password\n' })
+    t.equal(r.code, exit, `${args.join(' ')}: exit ${exit}`)
+    t.equal(r.stdout, '', 'nothing on stdout')
+    const lines = r.stderr.trimEnd().split('\n')
+    t.equal(lines.length, 1, `one line: ${r.stderr}`)
+    t.match(JSON.parse(lines[0]), { detail: /\S/, code }, `${args.join(' ')}: code ${code}`)
+  }
+  const cfg = await spawnCli(['user', 'list', '--json'], { config: join(dir, 'missing.yml') })
+  t.equal(cfg.code, 2)
+  t.match(JSON.parse(cfg.stderr), { code: 'bad_request', detail: /config: file not found/ }, 'config errors too, from the real binary')
+})
+
+t.test('exit codes are the same for every command: 1 for an unknown user, 2 for usage', async (t) => {
+  const commands = [['user', 'disable'], ['user', 'enable'], ['user', 'passwd'], ['user', 'grant'], ['key', 'create'], ['key', 'list'], ['token', 'create'], ['token', 'show'], ['token', 'revoke']]
+  for (const c of commands) {
+    const extra = c[1] === 'passwd' ? ['--password-stdin'] : c[1] === 'grant' ? ['--org', DEFAULT_ORG] : []
+    t.equal((await inProcess([...c, 'nobody', ...extra], { stdin: 'long-enough-password\n' })).code, 1, `${c.join(' ')} nobody: 1`)
+    t.equal((await inProcess([...c], { stdin: 'long-enough-password\n' })).code, 2, `${c.join(' ')} without its argument: 2`)
+    t.equal((await inProcess([...c, 'a', 'b'], { stdin: 'long-enough-password\n' })).code, 2, `${c.join(' ')} with two: 2`)
+  }
+})
+
+t.test('--json lists and records have a stable field order', async (t) => {
+  const users = json(await cli(['user', 'list', '--json']))
+  // bob's record was rewritten by Lua scripts (grant, disable), which reorder JSON objects in Redis
+  for (const u of users) t.same(Object.keys(u), ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login'], `${u.username}: fields in order`)
+  const bob = users.find((u: any) => u.username === 'bob')
+  t.same(Object.keys(bob.orgs), Object.keys(bob.orgs).sort(), 'orgs sorted')
+  for (const o of json(await cli(['org', 'list', '--json']))) t.same(Object.keys(o), ['id', 'name', 'date_created'])
+  const created = json(await cli(['key', 'create', 'bob', '--json']))
+  t.same(Object.keys(created), ['id', 'user_id', 'is_active', 'date_created', 'date_last_used', 'secret'])
+  for (const k of json(await cli(['key', 'list', 'bob', '--json']))) t.same(Object.keys(k), ['id', 'user_id', 'is_active', 'date_created', 'date_last_used'])
+  t.same(Object.keys(json(await cli(['user', 'add', 'ordered', '--password-stdin', '--json'], { stdin: 'ordered-password\n' }))), ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login'])
+})
+
+t.test('usernames: letters of any script, as the README\'s percent-encoding implies', async (t) => {
+  for (const name of ['józef', 'Ünïcødé', 'ζωή', '李雷', 'نور', 'o.k+1@x-y_z']) {
+    const r = await cli(['user', 'add', name, '--password-stdin', '--org', DEFAULT_ORG], { stdin: `${name}-password-1\n` })
+    t.equal(r.code, 0, `${name}: accepted (${r.stderr})`)
+  }
+  for (const name of ['two words', 'emoji😀', 'semi;colon', 'a/b', 'x'.repeat(151)]) {
+    const r = await cli(['user', 'add', name, '--password-stdin'], { stdin: 'long-enough-password\n' })
+    t.equal(r.code, 2, `${JSON.stringify(name)}: refused`)
+  }
+  const tok = await post(g.url, '/api/v1/authentication/auth/', { username: 'józef', password: 'józef-password-1' })
+  t.equal(tok.status, 201, 'józef logs in')
+  const r = await request(g.url, '/api/v1/x/', { headers: { authorization: `Bearer ${tok.json.token}` } })
+  t.equal(r.status, 200)
+  t.equal(r.json.headers['x-svc-username'], 'j%C3%B3zef', 'and reaches the upstream percent-encoded')
+})
+
+t.test('a Redis that accepts but never answers: exit 1 within the 2 s bound, one line', async (t) => {
+  const silent = net.createServer((s) => { s.on('error', () => {}) })
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { silent.close() })
+  const port = (silent.address() as net.AddressInfo).port
+  // were the configured timeouts the bound, this would wait 30 s and more
+  const cfg = writeConfig('silent.yml', { redis: { url: `redis://127.0.0.1:${port}`, prefix: PREFIX, connect_timeout: 30_000, command_timeout: 30_000 } })
+  const r = await spawnCli(['user', 'list'], { config: cfg, timeout: 25_000 })
+  t.equal(r.code, 1, 'exit 1 (null: still waiting after 25 s)')
+  t.match(r.stderr, /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+\n$/, 'one line; not a terminal, so no "connecting" line')
+  t.ok(r.ms < 15_000, `gave up after the bound (${r.ms} ms)`)
+
+  // on a terminal it says what it waits for meanwhile
+  let stderr = ''
+  const code = await main(['user', 'list', '--config', cfg], { out: () => {}, err: (x) => { stderr += x }, stdin: async () => '', isTTY: true }, { SIDEGATE_SECRET_KEY: SECRET })
+  t.equal(code, 1)
+  t.match(stderr, new RegExp(`^sidegate: connecting to Redis at redis://127\\.0\\.0\\.1:${port} …\\r\\x1b\\[2Ksidegate: cannot reach Redis`), 'a "connecting" line, cleared before the error')
 })

@@ -261,7 +261,15 @@ t.test('loadConfig: files, SIDEGATE_CONFIG, missing and invalid files', async (t
 
   fails(t, () => loadConfig(join(dir, 'nope.yml'), {}), /^config: file not found: .*nope\.yml$/, 'missing --config file')
   fails(t, () => loadConfig(undefined, { SIDEGATE_CONFIG: join(dir, 'gone.yml') }), /^config: file not found: .*gone\.yml$/, 'missing SIDEGATE_CONFIG file')
-  fails(t, () => loadConfig(join(dir, 'bad.yml'), {}), /^config: .*bad\.yml: not valid YAML: /, 'invalid YAML')
+  // invalid YAML: the parser's message without its dangling colon, then its code frame
+  let yamlErr: unknown
+  try { loadConfig(join(dir, 'bad.yml'), {}) } catch (e) { yamlErr = e }
+  t.type(yamlErr, UsageError, 'invalid YAML')
+  t.equal((yamlErr as UsageError).exitCode, 2)
+  const [first, ...frame] = (yamlErr as Error).message.split('\n')
+  t.match(first, /^config: .*bad\.yml: not valid YAML: .+ at line 3, column 1$/, 'what and where, no dangling colon')
+  t.ok(frame.some((l) => l === '      port: [1'), `the code frame, indented: ${JSON.stringify(frame)}`)
+  t.match(frame[frame.length - 1], /^ +\^$/, 'ending with the caret')
   fails(t, () => loadConfig(join(dir, 'list.yml'), {}), /^config: the file must be a YAML mapping$/, 'a list')
   fails(t, () => loadConfig(join(dir, 'scalar.yml'), {}), /^config: the file must be a YAML mapping$/, 'a scalar')
   fails(t, () => loadConfig(join(dir, 'badkey.yml'), {}), /^config: listen\.port: /, 'bad value in a file')
@@ -297,7 +305,8 @@ t.test('`sidegate start --config bad.yml` exits 2 with one line naming the key',
 
   const broken = run('broken.yml')
   t.equal(broken.status, 2)
-  t.match(broken.stderr, /^sidegate: config: .*broken\.yml: not valid YAML: [^\n]+\n$/)
+  t.match(broken.stderr, /^sidegate: config: .*broken\.yml: not valid YAML: [^\n]*[^:\n]\n(    [^\n]*\n)+$/, 'the message, then the code frame')
+  t.match(broken.stderr, /\n    listen: \[\n/)
 
   const missing = run('missing.yml')
   t.equal(missing.status, 2)

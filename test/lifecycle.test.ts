@@ -227,10 +227,13 @@ t.test('no secret key configured: a 0600 key file beside the config, reused on t
   t.equal((await request(g2.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status, 200, 'the private token still works')
   t.equal(await g2.stop(), 0)
 
-  // The same data under another key: unreadable, refused (never a crash).
-  const g3 = await launch({ config, env: { ...env, SIDEGATE_SECRET_KEY: 'a-different-secret-key-that-is-long-enough' }, dir })
+  // The same data under another key: the key check refuses the store (never a crash).
+  const g3 = await launch({ config, env: { ...env, SIDEGATE_SECRET_KEY: 'a-different-secret-key-that-is-long-enough' }, dir, wait: '/healthz' })
   const r = await request(g3.url, '/api/v1/users/profile/', { headers: signedHeaders(ak.id, secret, 'GET', '/api/v1/users/profile/') })
   t.not(r.status, 200, 'another key cannot verify the signature')
+  t.equal(r.status, 503, 'a gateway with another key serves nothing that needs the store')
+  t.equal((await request(g3.url, '/readyz')).status, 503, 'and is not ready')
+  t.match(g3.stdout(), /is not the key of the store/, 'the log says why')
   t.equal((await request(g3.url, '/healthz')).status, 200, 'and the process is still up')
   t.equal(await g3.stop(), 0)
 })

@@ -19,6 +19,7 @@ const ORG_B = 'bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb'
 const ORG_C = 'cccccccc-3333-4333-8333-cccccccccccc'
 const NO_ORG = 'dddddddd-4444-4444-8444-dddddddddddd'
 const FORBIDDEN = { detail: 'You are not a member of this organization.', code: 'org_forbidden' }
+const NOT_FOUND = { detail: 'No such organization.', code: 'org_not_found' }
 const INVALID = { detail: 'Organization header must be a UUID, "default" or "root".', code: 'invalid_org' }
 
 const redis = await startRedis()
@@ -115,7 +116,8 @@ t.test('not a UUID: 400 invalid_org', async (t) => {
 t.test('a member of A asking for B: 403 org_forbidden', async (t) => {
   await refused(t, as(g, 'alice', '/x', { 'x-svc-org': ORG_B }), 403, FORBIDDEN)
   await refused(t, as(g, 'alice', `/x?oid=${ORG_B}`), 403, FORBIDDEN)
-  await refused(t, as(g, 'alice', '/x', { 'x-svc-org': NO_ORG }), 403, FORBIDDEN)
+  // an org that does not exist is not one "you are not a member of"
+  await refused(t, as(g, 'alice', '/x', { 'x-svc-org': NO_ORG }), 404, NOT_FOUND)
   // every credential kind goes through the same check
   const { key, secret } = await g.store.createAccessKey(alice.id)
   const h = signedHeaders(key.id, secret, 'GET', '/x')
@@ -129,7 +131,8 @@ t.test('superuser: any existing org, not a nonexistent one', async (t) => {
   const r = await as(g, 'su', '/x', { 'x-svc-org': ORG_C })
   t.equal(r.status, 200, 'an org nobody is a member of')
   t.equal(r.json.headers['x-svc-org'], ORG_C)
-  await refused(t, as(g, 'su', '/x', { 'x-svc-org': NO_ORG }), 403, FORBIDDEN)
+  await refused(t, as(g, 'su', '/x', { 'x-svc-org': NO_ORG }), 404, NOT_FOUND)
+  await refused(t, as(g, 'su', `/x?oid=${NO_ORG}`), 404, NOT_FOUND)
 })
 
 t.test('?oid= wins over the header; an empty ?oid= falls back to the header', async (t) => {
@@ -219,6 +222,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
   const gj = await startGateway(redis.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' } })
   t.teardown(() => gj.close())
   await gj.store.createOrg('Org A', ORG_A)
+  await gj.store.createOrg('Org B', ORG_B)
   const u = await makeUser(gj, 'jane', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'admin' } })
 
   const r = await as(gj, 'jane', '/api/v1/assets/', { 'X-JMS-ORG': ORG_A, 'X-JMS-User-Id': 'forged', 'x-svc-org': 'not-ours', 'X-SVC-User-Id': 'forged', 'X-SVC-Username': 'admin', 'X-SVC-Auth-Method': 'session', X_SVC_User_Id: 'forged' })

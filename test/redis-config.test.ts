@@ -13,7 +13,7 @@ import { buildConfig, type Config } from '../src/config.js'
 import { createRedisClient, describeRedis } from '../src/store/connect.js'
 import { removeDir, tempDir, track } from './fixtures/cleanup.js'
 import { ROOT } from './fixtures/gateway.js'
-import { freePort, listenOn } from './fixtures/redis.js'
+import { freePort, listenOn, startRedis } from './fixtures/redis.js'
 import { openTestStore } from './fixtures/store-contract.js'
 
 const run = promisify(execFile)
@@ -47,9 +47,42 @@ t.test('redis.mode defaults to standalone; sentinel and cluster need their addre
     [{ redis: { host: 'x' } }, /redis\.host: unknown key/],
     [{ server: { drain_delay: -1 } }, /server\.drain_delay/],
     [{ metrics: { enabled: 'yes' } }, /metrics\.enabled: must be true or false/],
-    [{ listen: { port: 9000 }, metrics: { port: 9000 } }, /metrics\.port: must differ from listen\.port/]
+    [{ listen: { port: 9000 }, metrics: { port: 9000 } }, /metrics\.port: must differ from listen\.port/],
+    // the URL's database counts like redis.db (ioredis would log ERR DB index is out of range and use 0)
+    [{ redis: { url: 'redis://127.0.0.1:6379/99' } }, /^config: redis\.url: the database after the port must be a whole number from 0 to 15, got "99"$/],
+    [{ redis: { url: 'redis://127.0.0.1:6379/16' } }, /redis\.url: the database after the port must be a whole number from 0 to 15, got "16"/],
+    [{ redis: { url: 'redis://127.0.0.1:6379/one' } }, /redis\.url: the database after the port must be a whole number from 0 to 15, got "one"/],
+    [{ redis: { url: 'redis://127.0.0.1:6379/3', db: 5 } }, /redis\.db: 5 differs from the database in redis\.url \(3\)/]
   ]
   for (const [doc, re] of bad) t.throws(() => buildConfig(doc), re, JSON.stringify(doc))
+})
+
+t.test('the database in redis.url is redis.db', async (t) => {
+  t.equal(buildConfig({ redis: { url: 'redis://127.0.0.1:6379/3' } }).redis.db, 3)
+  t.equal(buildConfig({ redis: { url: 'redis://127.0.0.1:6379/3', db: 3 } }).redis.db, 3, 'both, agreeing')
+  t.equal(buildConfig({ redis: { url: 'redis://127.0.0.1:6379/' } }).redis.db, 0)
+  t.equal(buildConfig({ redis: { url: 'redis://127.0.0.1:6379', db: 7 } }).redis.db, 7)
+  t.equal(buildConfig({}, { SIDEGATE_REDIS_URL: 'redis://127.0.0.1:6379/15' }).redis.db, 15, 'from SIDEGATE_REDIS_URL too')
+  t.throws(() => buildConfig({}, { SIDEGATE_REDIS_URL: 'redis://127.0.0.1:6379/99' }), /redis\.url: the database/)
+})
+
+t.test('a database the server does not have: fatal at start (exit 2), and for the CLI', async (t) => {
+  const small = await startRedis({ args: ['--databases', '4'] })
+  t.teardown(() => small.stop())
+  const dir = tempDir('sidegate-db-')
+  t.teardown(() => removeDir(dir))
+  const file = join(dir, 'gateway.yml')
+  writeFileSync(file, `listen: {host: 127.0.0.1, port: ${await freePort()}}\nmetrics: {enabled: false}\nredis: {url: "${small.url}/9"}\n`)
+  const env = { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: 'x'.repeat(40), SIDEGATE_ADMIN_PASSWORD: 'admin-password-1' }
+  const start = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], { env, timeout: 20_000 }).then(() => ({ code: 0, stderr: '' }), (e) => ({ code: e.code as number, stderr: e.stderr as string }))
+  t.equal(start.code, 2, 'start exits 2 instead of running on database 0')
+  t.match(start.stderr, /^sidegate: cannot select database 9 at redis:\/\/127\.0\.0\.1:\d+\/9 \(prefix sidegate:\): ERR DB index is out of range\n$/, 'one line saying so')
+  const cli = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'user', 'list', '--config', file], { env, timeout: 20_000 }).then(() => ({ code: 0, stderr: '' }), (e) => ({ code: e.code as number, stderr: e.stderr as string }))
+  t.equal(cli.code, 2, 'the CLI too')
+  t.match(cli.stderr, /cannot select database 9/)
+  const c = await openTestStore({ url: small.url }, 'probe:')
+  t.equal(await c.redis.dbsize(), 0, 'nothing was written to database 0')
+  await c.close()
 })
 
 t.test('password from SIDEGATE_REDIS_PASSWORD; TLS files relative to the config file; drain_delay default', async (t) => {

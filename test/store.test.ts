@@ -7,7 +7,7 @@ import { Redis } from 'ioredis'
 import { commandsRun, startRedis } from './fixtures/redis.js'
 import { SECRET } from './fixtures/gateway.js'
 import { Keyring, verifyPassword } from '../src/crypto.js'
-import { RedisStore } from '../src/store/redis.js'
+import { RedisStore, UNREADABLE } from '../src/store/redis.js'
 import { GatewayError } from '../src/errors.js'
 import { sleep, eventually } from './fixtures/wait.js'
 
@@ -24,9 +24,9 @@ const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 let n = 0
 const freshPrefix = (): string => `st${process.pid}-${n++}:`
 
-async function open (prefix: string, o: { secret?: string, cacheTtl?: number } = {}): Promise<RedisStore> {
+async function open (prefix: string, o: { secret?: string, cacheTtl?: number, onUnreadable?: (record: string) => void } = {}): Promise<RedisStore> {
   const s = new RedisStore({
-    url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 1000, ttl: o.cacheTtl ?? 30 }
+    url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 1000, ttl: o.cacheTtl ?? 30 }, onUnreadable: o.onUnreadable
   }, new Keyring(o.secret ?? SECRET))
   opened.push(s)
   await s.connect()
@@ -248,16 +248,23 @@ t.test('secrets at rest: nothing readable in Redis without the key', async (t) =
   t.equal(await cold.getPrivateToken(u.id), pt)
 })
 
-t.test('a store opened with another secret key cannot read the secrets', async (t) => {
+t.test('a store opened with another secret key cannot read the secrets (and says which record, never a 500)', async (t) => {
   const prefix = freshPrefix()
   const s = await open(prefix)
   const u = await s.createUser({ username: 'ivy', password: 'ivy-password' })
   const { key } = await s.createAccessKey(u.id)
-  await s.createPrivateToken(u.id)
-  const wrong = await open(prefix, { secret: 'another-secret-key-that-is-long-enough-xyz' })
-  await t.rejects(wrong.getAccessKey(key.id), 'access-key secret: throws instead of returning garbage')
-  await t.rejects(wrong.getPrivateToken(u.id), 'private token: throws')
+  const pt = await s.createPrivateToken(u.id)
+  const reported: string[] = []
+  const wrong = await open(prefix, { secret: 'another-secret-key-that-is-long-enough-xyz', onUnreadable: (r) => reported.push(r) })
+  t.equal(await wrong.getAccessKey(key.id), null, 'access-key secret: unusable, not garbage (a 401 for the request)')
+  t.match(await wrong.listAccessKeys(u.id), [{ id: key.id, unreadable: true }], 'listed, marked unreadable')
+  t.equal(await wrong.readPrivateToken(u.id), UNREADABLE, 'private token: unreadable, not garbage')
+  t.equal(await wrong.getPrivateToken(u.id), null)
   t.equal(wrong.accessKeys.size, 0, 'nothing cached')
+  t.same([...new Set(reported)].sort(), [`ak:${key.id}`, `user-pt:${u.id}`].sort(), 'each reported by its record key')
+  t.ok(await wrong.revokePrivateToken(u.id), 'revoke still works')
+  t.equal(await s.userIdForPrivateToken(pt), null, 'and removed the lookup entry, without decrypting')
+  t.ok(await wrong.deleteAccessKey(key.id))
 })
 
 t.test('private token: read back, replaced by create, revoked', async (t) => {

@@ -46,14 +46,14 @@ export const Schema = T.Object({
   }),
   redis: section({
     mode: oneOf(REDIS_MODES, 'standalone', 'standalone: one Redis at `url`. sentinel: ask `sentinels` for the primary of\nthe group `name` and follow its failovers. cluster: Redis Cluster, seeded\nfrom `nodes` (any few; the rest are discovered).'),
-    url: str('redis://127.0.0.1:6379', { check: 'redisUrl', url: true, description: 'standalone only; rediss:// for TLS; redis://:password@host:port/db' }),
+    url: str('redis://127.0.0.1:6379', { check: 'redisUrl', url: true, description: 'standalone only; rediss:// for TLS; redis://:password@host:port/db (db 0-15, like `db`)' }),
     sentinels: list([], { check: 'hostPort', description: 'sentinel mode: ["10.0.0.1:26379", "sentinel-2:26379"] (default port 26379)' }),
     name: str('mymaster', { check: 'groupName', description: 'sentinel mode: the master group name' }),
     nodes: list([], { check: 'hostPort', description: 'cluster mode: ["redis-0:6379", "redis-1:6379"] (default port 6379)' }),
     username: optStr({ description: 'ACL user; empty: the default user' }),
     password: optStr({ secret: true, description: 'prefer SIDEGATE_REDIS_PASSWORD; wins over a password in `url`' }),
     sentinel_password: optStr({ secret: true, description: 'when the sentinels themselves require one' }),
-    db: int(0, 15, 0, 'standalone and sentinel; a cluster has only 0'),
+    db: int(0, 15, 0, 'standalone and sentinel; a cluster has only 0; one the server refuses stops the start'),
     tls: section({
       enabled: bool(false, 'rediss:// in `url` turns it on too'),
       ca_file: optStr({ description: 'PEM CA bundle (relative to this file); empty: the system CAs' }),
@@ -69,7 +69,7 @@ export const Schema = T.Object({
   secret_key: optStr({
     check: 'secretKey',
     secret: true,
-    description: 'Secret key for encryption at rest (access-key secrets, private tokens) and for\nkeyed token hashes; at least 32 characters. Prefer SIDEGATE_SECRET_KEY. When\nneither is set, a key is generated on first start and written with mode 0600 to\nsecret_key_file (relative to this file). Losing it makes stored secrets unreadable.'
+    description: 'Secret key for encryption at rest (access-key secrets, private tokens) and for\nkeyed token hashes; at least 32 characters. Prefer SIDEGATE_SECRET_KEY. When\nneither is set, `sidegate start` on an empty store generates one and writes it\nwith mode 0600 to secret_key_file (relative to this file); no other command, and\nno start on a store that holds data, ever creates one. The store records the key\'s\ncheck value: a process with another key is refused. Losing it makes stored secrets\nunreadable; change it with `sidegate secret rotate`.'
   }),
   secret_key_file: str('sidegate.key'),
   auth: section({

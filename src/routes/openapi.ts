@@ -35,6 +35,7 @@ export const ERROR_CODES: Record<string, { status: number, detail: string, when:
   parse_error: { status: 400, detail: 'JSON parse error: the body is not valid JSON.', when: 'A JSON body that does not parse, or is not an object.' },
   bad_request: { status: 400, detail: 'Malformed HTTP request.', when: 'A field with a wrong type or length, or an HTTP request that does not parse.' },
   too_many_keys: { status: 400, detail: `A user can have at most ${MAX_ACCESS_KEYS} access keys; delete one first.`, when: `Creating an access key when the user already has ${MAX_ACCESS_KEYS}.` },
+  org_not_found: { status: 404, detail: 'No such organization.', when: 'The requested organization (a well-formed UUID) does not exist.' },
   not_found: { status: 404, detail: 'Not found.', when: 'No such path (without an upstream), or no such access key of the caller.' },
   method_not_allowed: { status: 405, detail: 'Method not allowed.', when: 'A method the endpoint does not have; see the Allow header.' },
   request_timeout: { status: 408, detail: 'Request timed out.', when: 'The client did not send its request within server.request_timeout.' },
@@ -75,6 +76,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
     ...(org ? { 400: r('BadOrg') } : {}),
     401: r('Unauthorized'),
     403: org ? r('Forbidden') : unsafe ? r('CsrfFailed') : undefined,
+    404: org ? r('OrgNotFound') : undefined,
     503: r('Unavailable')
   })
   const clean = (o: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
@@ -464,6 +466,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
         Forbidden: errorResponse('Forbidden.', ['org_forbidden', 'permission_denied', 'csrf_failed']),
         CsrfFailed: errorResponse('CSRF check failed.', ['csrf_failed']),
         NotFound: errorResponse('No such resource of the caller.', ['not_found']),
+        OrgNotFound: errorResponse('No such organization.', ['org_not_found']),
         PayloadTooLarge: errorResponse('Body too large.', ['payload_too_large']),
         UnsupportedMediaType: errorResponse('Unsupported body type.', ['unsupported_media_type']),
         TooManyAttempts: errorResponse('Locked out for a while.', ['too_many_attempts'], { 'Retry-After': ref('headers', 'RetryAfter') }),

@@ -6,6 +6,7 @@
  * user-sess (a set of session hashes) and user-bt (a sorted set of bearer
  * token hashes by expiry) index what a password change or disabling ends;
  * both are pruned when added to and expire with their longest-lived member.
+ *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
  * Private tokens, bearer tokens and session ids carry a keyed check tag
@@ -40,7 +41,12 @@ export interface RedisStoreOptions {
   topology?: RedisTopology
   /** Called with every failed command (counted by metrics). */
   onCommandError?: (err: unknown) => void
+  /** Called with the record's key (never its content) when an encrypted value cannot be decrypted with this key. */
+  onUnreadable?: (record: string) => void
 }
+
+/** What readPrivateToken returns for a token stored under another secret key. */
+export const UNREADABLE = Symbol('unreadable')
 
 // Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value.
 const SET_FIELD = `
@@ -113,6 +119,9 @@ export class RedisStore implements Store {
   readonly sessions: LruCache<StoredSession>
   readonly #lastTouched = new Map<string, number>()
   #subscribedOnce = false
+  readonly #onUnreadable: ((record: string) => void) | undefined
+  /** While set, every call fails with it and nothing cached is used (the key check has not passed: keycheck.ts). */
+  #gate: GatewayError | null = null
 
   constructor (opts: RedisStoreOptions, keyring: Keyring) {
     this.#p = opts.prefix
@@ -124,6 +133,7 @@ export class RedisStore implements Store {
     this.privateTokens = new LruCache(opts.cache.max, ttl)
     this.sessions = new LruCache(opts.cache.max, Math.min(ttl, SESSION_CACHE_MAX_MS))
     this.#onCommandError = opts.onCommandError
+    this.#onUnreadable = opts.onUnreadable
     this.redis = createRedisClient(opts, 'command')
     this.redis.on('error', (err: Error) => opts.onError?.(err))
     this.redis.on('ready', () => opts.onReady?.())
@@ -156,7 +166,17 @@ export class RedisStore implements Store {
    * command connection down a request must fail with 503 like any other, and
    * with the subscriber down invalidations may be missed.
    */
-  get #cacheTrusted (): boolean { return this.redis.status === 'ready' && this.#sub.status === 'ready' }
+  get #cacheTrusted (): boolean { return this.#gate === null && this.redis.status === 'ready' && this.#sub.status === 'ready' }
+
+  /**
+   * Closes (an error) or opens (null) the store for every call: a process
+   * whose secret key has not been checked against the store's, or failed the
+   * check, neither reads nor writes anything.
+   */
+  setGate (err: GatewayError | null): void {
+    this.#gate = err
+    if (err !== null) this.#clearCaches()
+  }
 
   #clearCaches (): void {
     this.users.clear(); this.accessKeys.clear(); this.privateTokens.clear(); this.sessions.clear()
@@ -192,6 +212,7 @@ export class RedisStore implements Store {
 
   /** Runs one Redis call; any failure becomes a 503 store_unavailable. */
   async #run<T> (fn: () => Promise<T>): Promise<T> {
+    if (this.#gate !== null) throw this.#gate
     try {
       return await fn()
     } catch (err) {
@@ -358,21 +379,30 @@ export class RedisStore implements Store {
     return { key, secret }
   }
 
-  async #readKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
+  /** The key and its secret; `secret` null (and reported) when it cannot be decrypted with this secret key. */
+  async #readKey (id: string): Promise<{ key: AccessKey, secret: string | null } | null> {
     // two GETs, not MGET: the keys may live in different cluster slots
     const [raw, used] = await this.#run(async () => await Promise.all([this.redis.get(this.#k('ak', id)), this.redis.get(this.#k('ak-used', id))]))
     if (raw === null) return null
     const s = JSON.parse(raw) as StoredKey
     const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: used }
-    return { key, secret: this.#keys.decrypt(s.secret, `ak:${s.id}`) }
+    const secret = this.#keys.tryDecrypt(s.secret, `ak:${s.id}`)
+    if (secret === null) {
+      this.#onUnreadable?.(`ak:${s.id}`)
+      key.unreadable = true
+    }
+    return { key, secret }
   }
 
   async getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
     const hit = this.#cacheTrusted ? this.accessKeys.get(id) : undefined
     if (hit !== undefined) return hit
     const v = await this.#readKey(id)
-    if (v !== null) this.accessKeys.set(id, v)
-    return v
+    // a key whose secret cannot be read verifies nothing: refused like an unknown one
+    if (v === null || v.secret === null) return null
+    const found = { key: v.key, secret: v.secret }
+    this.accessKeys.set(id, found)
+    return found
   }
 
   async listAccessKeys (userId: string): Promise<AccessKey[]> {
@@ -411,17 +441,28 @@ export class RedisStore implements Store {
 
   async createPrivateToken (userId: string): Promise<string> {
     const token = this.#keys.issue('private token')
-    await this.#run(() => this.redis.set(this.#k('pt', this.#keys.lookup(token)), userId))
+    const h = this.#keys.lookup(token)
+    await this.#run(() => this.redis.set(this.#k('pt', h), userId))
     // Swapped atomically (SET … GET): whoever replaces a token removes it, so
     // concurrent creates leave no token that works but cannot be read or revoked.
-    const old = await this.#run(() => this.redis.set(this.#k('user-pt', userId), this.#keys.encrypt(token, `pt:${userId}`), 'GET'))
-    if (old !== null) await this.#dropPrivateToken(userId, old)
+    const old = await this.#run(() => this.redis.set(this.#k('user-pt', userId), sealPrivateToken(h, this.#keys.encrypt(token, `pt:${userId}`)), 'GET'))
+    if (old !== null) await this.#dropPrivateToken(userId, old, h)
     return token
   }
 
   async getPrivateToken (userId: string): Promise<string | null> {
-    const sealed = await this.#run(() => this.redis.get(this.#k('user-pt', userId)))
-    return sealed === null ? null : this.#keys.decrypt(sealed, `pt:${userId}`)
+    const t = await this.readPrivateToken(userId)
+    return t === UNREADABLE ? null : t
+  }
+
+  /** The private token, null when there is none, UNREADABLE when it was encrypted under another secret key. */
+  async readPrivateToken (userId: string): Promise<string | null | typeof UNREADABLE> {
+    const stored = await this.#run(() => this.redis.get(this.#k('user-pt', userId)))
+    if (stored === null) return null
+    const token = this.#keys.tryDecrypt(openPrivateToken(stored).sealed, `pt:${userId}`)
+    if (token !== null) return token
+    this.#onUnreadable?.(`user-pt:${userId}`)
+    return UNREADABLE
   }
 
   async revokePrivateToken (userId: string): Promise<boolean> {
@@ -431,10 +472,37 @@ export class RedisStore implements Store {
     return true
   }
 
-  async #dropPrivateToken (userId: string, sealed: string): Promise<void> {
-    const h = this.#keys.lookup(this.#keys.decrypt(sealed, `pt:${userId}`))
+  /**
+   * Removes the lookup entry of a replaced or revoked token. Its hash is
+   * stored beside the encrypted token, so this needs no decryption. A token
+   * stored before that (no hash) is decrypted; if that fails (another secret
+   * key), every lookup entry of this user but `keep` is removed instead.
+   */
+  async #dropPrivateToken (userId: string, stored: string, keep?: string): Promise<void> {
+    const { hash, sealed } = openPrivateToken(stored)
+    const token = hash === null ? this.#keys.tryDecrypt(sealed, `pt:${userId}`) : null
+    const h = hash ?? (token === null ? null : this.#keys.lookup(token))
+    if (h === null) {
+      this.#onUnreadable?.(`user-pt:${userId}`)
+      for (const orphan of await this.#tokenHashesOf(userId)) {
+        if (orphan === keep) continue
+        await this.#run(() => this.redis.del(this.#k('pt', orphan)))
+        await this.#invalidate(`pt:${orphan}`)
+      }
+      return
+    }
     await this.#run(() => this.redis.del(this.#k('pt', h)))
     await this.#invalidate(`pt:${h}`)
+  }
+
+  /** Hashes of every private-token lookup entry pointing to this user: a scan of pt:*, on every cluster primary. */
+  async #tokenHashesOf (userId: string): Promise<string[]> {
+    const prefix = this.#k('pt', '')
+    const found: string[] = []
+    for (const key of await this.#run(async () => await scanKeys(this.redis, `${prefix}*`))) {
+      if ((await this.#run(() => this.redis.get(key))) === userId) found.push(key.slice(prefix.length))
+    }
+    return found
   }
 
   async userIdForPrivateToken (token: string): Promise<string | null> {
@@ -539,6 +607,32 @@ export class RedisStore implements Store {
     const ok = await this.#run(() => this.redis.set(this.#k('once', kind, this.#keys.lookup(value)), '1', 'EX', ttlSeconds, 'NX'))
     return ok !== null
   }
+}
+
+/**
+ * A stored private token: `<lookup hash>:<encrypted token>`, so revoking it
+ * needs no decryption. Values written before the hash was kept have none.
+ */
+export function sealPrivateToken (hash: string, sealed: string): string { return `${hash}:${sealed}` }
+export function openPrivateToken (stored: string): { hash: string | null, sealed: string } {
+  const i = stored.indexOf(':')
+  return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
+}
+
+/** Every key matching the pattern: SCAN on a standalone server, on each primary of a cluster. */
+export async function scanKeys (redis: RedisClient, pattern: string): Promise<string[]> {
+  const cluster = redis as unknown as { nodes?: (role: string) => RedisClient[] }
+  const nodes = typeof cluster.nodes === 'function' ? cluster.nodes('master') : [redis]
+  const keys: string[] = []
+  for (const node of nodes) {
+    let cursor = '0'
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+      cursor = next
+      keys.push(...batch)
+    } while (cursor !== '0')
+  }
+  return keys
 }
 
 function publicUser (s: StoredUser): User {

@@ -28,6 +28,8 @@ export interface AccessKey {
   is_active: boolean
   date_created: string
   date_last_used: string | null
+  /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
+  unreadable?: true
 }
 
 export interface Session {

@@ -1,0 +1,153 @@
+/**
+ * `sidegate secret rotate`: re-encrypts every encrypted record (access-key
+ * secrets, private tokens) under a new secret key in one pass, then moves the
+ * store's key check value to the new key, last. Resumable: the pass starts by
+ * recording a marker (`key-rotation`: both check values) and converts each
+ * record only if it is still under the old key, so running the same command
+ * again after an interruption continues where it stopped.
+ *
+ * Credentials issued under the old key (private tokens, sessions, bearer
+ * tokens) carry a check tag under it and have lookup entries hashed under it,
+ * which no rotation can re-key (they are known only by their hash). So the
+ * old key's lookup and tag keys (not its encryption key) are kept for the new
+ * key, encrypted under it (`key-legacy:<new check value>`): with the new key a
+ * process still accepts what the old one issued. See crypto.ts KeyGeneration.
+ */
+import type { Keyring, KeyGeneration } from './crypto.js'
+import type { RedisClient } from './store/connect.js'
+import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './store/keycheck.js'
+import { openPrivateToken, sealPrivateToken } from './store/redis.js'
+
+export interface RotateOptions {
+  /** count what would be converted; write nothing */
+  dryRun: boolean
+  /** stop after this many records (run again to continue); null: all */
+  limit: number | null
+  /** the Redis target and prefix, for messages */
+  where: string
+  /** a progress line (every PROGRESS_EVERY records and at the end) */
+  progress: (line: string) => void
+}
+
+export interface RotateResult {
+  dry_run: boolean
+  /** records looked at */
+  checked: number
+  /** re-encrypted under the new key (dry run: would be) */
+  converted: number
+  /** already under the new key (an earlier, interrupted run) */
+  already: number
+  /** records neither key can decrypt: left as they are */
+  unreadable: string[]
+  /** true once every record is under the new key and the check value moved */
+  done: boolean
+}
+
+const PROGRESS_EVERY = 100
+const MAX_CAS_TRIES = 5
+
+// Replaces KEYS[1] only if it still holds ARGV[1] (a gateway may have changed the record meanwhile).
+const COMPARE_AND_SET = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end
+return 0`
+
+type Outcome = 'converted' | 'already' | 'unreadable' | 'gone'
+
+export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKeys: Keyring, newKeys: Keyring, o: RotateOptions): Promise<RotateResult> {
+  const from = oldKeys.checkValue()
+  const to = newKeys.checkValue()
+  const [check, marker] = await Promise.all([redis.get(prefix + KEY_CHECK), readMarker(redis, prefix)])
+  // a rerun after the check value moved converts what replicas still on the old key wrote meanwhile
+  let sweep = false
+  if (marker !== null) {
+    if (marker.from !== from || marker.to !== to) {
+      throw new KeyCheckError('key_rotation_in_progress', marker.from === from
+        ? `another rotation from this key to a different new key is under way at ${o.where} (started ${marker.started}): finish it with that key`
+        : `a rotation to another key is under way at ${o.where} (started ${marker.started}), and this is not its old key`)
+    }
+  } else if (check === to) {
+    sweep = true
+  } else if (check === null) {
+    throw new KeyCheckError('store_not_initialized', `the store at ${o.where} has no key check value yet: run \`sidegate start\` once first`)
+  } else if (check !== from) {
+    throw new KeyCheckError('secret_key_mismatch', `the current secret key is not the key of the store at ${o.where} (its key check value differs): rotate from the key the gateway uses`)
+  }
+  // the old key's own earlier generations: its lookup hashes of what they issued, carried over to the new key
+  const legacy = await readLegacy(redis, oldKeys, prefix)
+  oldKeys.setLegacy(legacy)
+
+  const result: RotateResult = { dry_run: o.dryRun, checked: 0, converted: 0, already: 0, unreadable: [], done: false }
+  const started = marker?.started ?? new Date().toISOString()
+  if (!o.dryRun && !sweep) {
+    if (marker === null) {
+      const m: RotationMarker = { from, to, started, converted: 0 }
+      if ((await redis.set(prefix + KEY_ROTATION, JSON.stringify(m), 'NX')) === null) {
+        throw new KeyCheckError('key_rotation_in_progress', `another rotation started at ${o.where} just now`)
+      }
+    }
+    const gens: KeyGeneration[] = [...legacy.filter((g) => g.check !== to), oldKeys.exportGeneration()]
+    const name = keyLegacy(to)
+    await redis.set(prefix + name, newKeys.encrypt(JSON.stringify(gens), name))
+  }
+
+  const count = (what: Outcome, record: string): void => {
+    if (what === 'gone') return
+    result.checked++
+    if (what === 'converted') result.converted++
+    else if (what === 'already') result.already++
+    else result.unreadable.push(record)
+    if (result.checked % PROGRESS_EVERY === 0) report()
+  }
+  const report = (): void => {
+    o.progress(`${result.checked} records checked: ${result.converted} ${o.dryRun ? 'to re-encrypt' : 're-encrypted'}, ${result.already} already under the new key, ${result.unreadable.length} unreadable`)
+    if (!o.dryRun && !sweep) {
+      redis.set(prefix + KEY_ROTATION, JSON.stringify({ from, to, started, converted: result.converted } satisfies RotationMarker)).catch(() => {})
+    }
+  }
+  const full = (): boolean => o.limit !== null && result.converted >= o.limit
+
+  /** Re-encrypts one record in place: `seal(plain)` gives the new stored value. */
+  const convert = async (key: string, open: (stored: string) => { sealed: string, aad: string }, seal: (stored: string, plain: string) => string): Promise<Outcome> => {
+    for (let i = 0; i < MAX_CAS_TRIES; i++) {
+      const stored = await redis.get(key)
+      if (stored === null) return 'gone'
+      const { sealed, aad } = open(stored)
+      if (newKeys.tryDecrypt(sealed, aad) !== null) return 'already'
+      const plain = oldKeys.tryDecrypt(sealed, aad)
+      if (plain === null) return 'unreadable'
+      if (o.dryRun) return 'converted'
+      if (await redis.eval(COMPARE_AND_SET, 1, key, stored, seal(stored, plain)) === 1) return 'converted'
+    }
+    throw new Error(`${key} kept changing while being re-encrypted; run the command again`)
+  }
+
+  const users = await redis.smembers(prefix + 'users')
+  outer: for (const uid of users) {
+    for (const id of await redis.smembers(`${prefix}user-aks:${uid}`)) {
+      if (full()) break outer
+      const aad = `ak:${id}`
+      count(await convert(prefix + aad, (stored) => ({ sealed: (JSON.parse(stored) as { secret: string }).secret, aad }), (stored, plain) => {
+        const rec = JSON.parse(stored) as Record<string, unknown>
+        return JSON.stringify({ ...rec, secret: newKeys.encrypt(plain, aad) })
+      }), aad)
+    }
+    if (full()) break
+    const aad = `pt:${uid}`
+    count(await convert(`${prefix}user-pt:${uid}`, (stored) => ({ sealed: openPrivateToken(stored).sealed, aad }), (stored, plain) => {
+      // the lookup entry stays where it is (hashed under the key that issued the token)
+      const hash = openPrivateToken(stored).hash ?? oldKeys.lookup(plain)
+      return sealPrivateToken(hash, newKeys.encrypt(plain, aad))
+    }), `user-pt:${uid}`)
+  }
+  const stopped = full()
+  report()
+  if (o.dryRun || stopped) return result
+  if (!sweep) {
+    // last: from here every process must have the new key
+    await redis.set(prefix + KEY_CHECK, to)
+    await redis.del(prefix + keyLegacy(from))
+    await redis.del(prefix + KEY_ROTATION)
+  }
+  result.done = true
+  return result
+}

@@ -1,0 +1,174 @@
+/**
+ * One store, one secret key. The store records a key check value (an HMAC of a
+ * fixed label under the secret key, never the key: Keyring.checkValue) at the
+ * first start; every process, gateway replica or CLI, compares its own at
+ * connect time and refuses to run with another key, so nothing is ever read
+ * or written under the wrong one. Keys, under the store's prefix:
+ *   key-check                 the check value of the store's secret key
+ *   key-legacy:<check value>  earlier keys' lookup and tag keys, encrypted under that key (crypto.ts KeyGeneration)
+ *   key-rotation              a rotation under way: {from, to, started, converted} (rotate.ts)
+ */
+import type { Keyring, KeyGeneration } from '../crypto.js'
+import type { RedisClient } from './connect.js'
+import { openPrivateToken } from './redis.js'
+
+export const KEY_CHECK = 'key-check'
+export const KEY_ROTATION = 'key-rotation'
+export const keyLegacy = (check: string): string => `key-legacy:${check}`
+
+export interface RotationMarker {
+  /** check value of the key being rotated away from */
+  from: string
+  /** check value of the new key */
+  to: string
+  /** ISO date */
+  started: string
+  /** records converted so far (for the operator; a rerun checks every record anyway) */
+  converted?: number
+}
+
+export type KeyProblem =
+  /** the store was set up with another key */
+  | 'secret_key_mismatch'
+  /** no check value yet and the command may not record it (only `sidegate start` does) */
+  | 'store_not_initialized'
+  /** this is the old key of a rotation under way */
+  | 'key_rotation_in_progress'
+  /** the configured database cannot be selected */
+  | 'redis_db_unavailable'
+
+/** Why a process may not use this store with its key. Never carries the key or a record's content. */
+export class KeyCheckError extends Error {
+  constructor (readonly code: KeyProblem, message: string) {
+    super(message)
+    this.name = 'KeyCheckError'
+  }
+}
+
+export interface VerifyOptions {
+  /** `start` records the check value on a store that has none; other commands refuse such a store */
+  mode: 'start' | 'cli'
+  prefix: string
+  /** what to name in messages: the Redis target and prefix */
+  where: string
+  /** where the key came from (SIDEGATE_SECRET_KEY, a file), for messages */
+  source: string
+  /** the database the configuration names (0 means none is selected) */
+  db: number
+}
+
+export interface Verified {
+  /** notes worth a log line: a rotation under way (warn), a check value just recorded (info) */
+  notes: Array<{ level: 'info' | 'warn', msg: string }>
+}
+
+const parseMarker = (v: string | null): RotationMarker | null => {
+  if (v === null) return null
+  try {
+    const m = JSON.parse(v) as RotationMarker
+    return typeof m.from === 'string' && typeof m.to === 'string' ? m : null
+  } catch { return null }
+}
+
+export async function readMarker (redis: RedisClient, prefix: string): Promise<RotationMarker | null> {
+  return parseMarker(await redis.get(prefix + KEY_ROTATION))
+}
+
+/**
+ * Compares this process's key with the store's and, when it matches, gives
+ * the keyring the generations of the keys the store was rotated away from.
+ * Throws KeyCheckError when the process must not use the store; any other
+ * error is a Redis failure (retry). Rules:
+ * - the store's check value equals this key's: ok;
+ * - a rotation is under way to this key: ok (records not converted yet are unreadable until it ends);
+ * - a rotation is under way away from this key: refused;
+ * - no check value: `start` records it when the store is empty, or when it can
+ *   decrypt a sample record (a store from before check values), else refuses;
+ *   other commands refuse until a start has recorded it;
+ * - any other check value: refused.
+ */
+export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: VerifyOptions): Promise<Verified> {
+  const notes: Verified['notes'] = []
+  const warnings: string[] = []
+  if (o.db !== 0) {
+    // ioredis reports a failed SELECT as an error and carries on with database 0
+    try {
+      await redis.select(o.db)
+    } catch (err) {
+      throw new KeyCheckError('redis_db_unavailable', `cannot select database ${o.db} at ${o.where}: ${(err as Error).message}`)
+    }
+  }
+  const mine = keyring.checkValue()
+  const [check, markerRaw] = await Promise.all([redis.get(o.prefix + KEY_CHECK), redis.get(o.prefix + KEY_ROTATION)])
+  const marker = parseMarker(markerRaw)
+  const mismatch = (): KeyCheckError => new KeyCheckError('secret_key_mismatch',
+    `the secret key (${o.source}) is not the key of the store at ${o.where}: its key check value differs, so it holds data encrypted under another key. ` +
+    'Use the key the gateway uses (run this where the gateway runs, or set SIDEGATE_SECRET_KEY); nothing was read or written')
+  if (marker !== null && marker.to === mine) {
+    if (check !== mine) notes.push({ level: 'warn', msg: `a rotation to this secret key is under way (started ${marker.started}): records not converted yet cannot be read until it ends` })
+  } else if (marker !== null && marker.from === mine) {
+    throw new KeyCheckError('key_rotation_in_progress',
+      `the store at ${o.where} is being rotated from this secret key (${o.source}) to a new one (started ${marker.started}): ` +
+      'finish it with `sidegate secret rotate` and run with the new key')
+  } else if (check === null) {
+    if (o.mode !== 'start') {
+      throw new KeyCheckError('store_not_initialized',
+        `the store at ${o.where} has no key check value yet: run \`sidegate start\` once (it records the key's check value), then run this again`)
+    }
+    const sample = await findSample(redis, o.prefix)
+    if (sample !== null && keyring.tryDecrypt(sample.sealed, sample.aad) === null) {
+      throw new KeyCheckError('secret_key_mismatch',
+        `the secret key (${o.source}) cannot decrypt ${sample.record} in the store at ${o.where}, which has no key check value yet: ` +
+        'it was set up with another key. Start with that key (it records the check value), or use another redis.prefix')
+    }
+    const set = await redis.set(o.prefix + KEY_CHECK, mine, 'NX')
+    if (set === null && (await redis.get(o.prefix + KEY_CHECK)) !== mine) throw mismatch()
+    if (set !== null) notes.push({ level: 'info', msg: sample === null ? 'recorded the secret key\'s check value in the store' : `recorded the secret key's check value in the store (it decrypts ${sample.record})` })
+  } else if (check !== mine) {
+    throw mismatch()
+  }
+  keyring.setLegacy(await readLegacy(redis, keyring, o.prefix, warnings))
+  for (const msg of warnings) notes.push({ level: 'warn', msg })
+  return { notes }
+}
+
+/** The generations this key's store was rotated away from (encrypted under this key), or none. */
+export async function readLegacy (redis: RedisClient, keyring: Keyring, prefix: string, notes: string[] = []): Promise<KeyGeneration[]> {
+  const name = keyLegacy(keyring.checkValue())
+  const sealed = await redis.get(prefix + name)
+  if (sealed === null) return []
+  const plain = keyring.tryDecrypt(sealed, name)
+  if (plain === null) {
+    notes.push(`${name} cannot be decrypted: credentials issued before the last key rotation are refused`)
+    return []
+  }
+  return JSON.parse(plain) as KeyGeneration[]
+}
+
+/**
+ * True when the store holds nothing of sidegate's: no check value, no user, no
+ * org. Only then may `sidegate start` create a new secret key.
+ */
+export async function storeIsEmpty (redis: RedisClient, prefix: string): Promise<boolean> {
+  const [check, users, orgs] = await Promise.all([redis.exists(prefix + KEY_CHECK), redis.scard(prefix + 'users'), redis.scard(prefix + 'orgs')])
+  return check === 0 && users === 0 && orgs === 0
+}
+
+/** Looks at up to this many users for an encrypted record. */
+const SAMPLE_USERS = 1000
+
+/** An encrypted record of the store (a private token or an access-key secret), or null when there is none. */
+export async function findSample (redis: RedisClient, prefix: string): Promise<{ record: string, sealed: string, aad: string } | null> {
+  const users = (await redis.smembers(prefix + 'users')).slice(0, SAMPLE_USERS)
+  for (const uid of users) {
+    const pt = await redis.get(`${prefix}user-pt:${uid}`)
+    if (pt !== null) return { record: `user-pt:${uid}`, sealed: openPrivateToken(pt).sealed, aad: `pt:${uid}` }
+    for (const id of await redis.smembers(`${prefix}user-aks:${uid}`)) {
+      const raw = await redis.get(`${prefix}ak:${id}`)
+      if (raw === null) continue
+      const secret = (JSON.parse(raw) as { secret?: unknown }).secret
+      if (typeof secret === 'string') return { record: `ak:${id}`, sealed: secret, aad: `ak:${id}` }
+    }
+  }
+  return null
+}
