@@ -50,6 +50,9 @@ export interface Config extends Omit<Doc, 'names' | 'redis'> {
 
 type Env = Record<string, string | undefined>
 
+/** Every environment variable sidegate reads (all of them here): the overrides, the file's name, the first start's password. */
+export const ENV_VARIABLES: readonly string[] = [...ENV.map(([name]) => name), 'SIDEGATE_CONFIG', 'SIDEGATE_ADMIN_PASSWORD']
+
 export function namesFor (abbrev: string): Names {
   const up = abbrev.toUpperCase()
   const low = abbrev.toLowerCase()
