@@ -94,7 +94,7 @@ async function tryLaunch (o: { config: Record<string, unknown>, env?: Record<str
     if (/EADDRINUSE/.test(err)) return null
     throw new Error(`gateway exited ${proc.exitCode}: ${out}${err}`)
   }
-  const end = Date.now() + 15_000
+  const end = Date.now() + 60_000
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`gateway exited ${proc.exitCode}: ${out}${err}`)
     try {
