@@ -18,7 +18,7 @@
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
 import type { AuthPipeline } from '../auth/index.js'
-import { isUuid } from '../auth/parse.js'
+import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { E, GatewayError } from '../errors.js'
@@ -27,7 +27,7 @@ import type { AccessKey, Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
-import type { PasswordChecker } from './token.js'
+import type { PasswordChecker } from '../auth/passwords.js'
 import type { Route, RouteContext } from './types.js'
 
 export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'

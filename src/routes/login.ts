@@ -11,7 +11,9 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { AuthPipeline } from '../auth/index.js'
-import { parseCookies } from '../auth/parse.js'
+import { parseCookies } from '../http/cookies.js'
+import { FORM_TYPE, isJsonType, mediaType } from '../http/content-type.js'
+import { queryParam } from '../http/query.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { safeEqual } from '../crypto.js'
@@ -21,7 +23,7 @@ import type { Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
 import { profile } from './profile.js'
 import type { AssetSet } from './static.js'
-import type { PasswordChecker } from './token.js'
+import type { PasswordChecker } from '../auth/passwords.js'
 import type { Route, RouteContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
@@ -48,12 +50,11 @@ export function safeNext (v: unknown, fallback = HOME): string {
 }
 
 function isJson (req: IncomingMessage): boolean {
-  const t = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
-  return t === 'application/json' || t.endsWith('+json')
+  return isJsonType(mediaType(req.headers['content-type']))
 }
 
 function isForm (req: IncomingMessage): boolean {
-  return (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
+  return mediaType(req.headers['content-type']) === FORM_TYPE
 }
 
 export interface LoginDeps {
@@ -115,7 +116,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     path: LOGIN_PATH,
     public: true,
     async handle (ctx) {
-      const next = safeNext(new URLSearchParams((ctx.req.url ?? '').split('?')[1] ?? '').get('next'))
+      const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
       if (currentSessionId(ctx.req) !== undefined && ctx.req.headers.authorization === undefined) {
         // already signed in: go on
         const who = await auth.authenticate(ctx.req).catch(() => null)

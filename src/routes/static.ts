@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { gzip as gzipCb } from 'node:zlib'
 import { E } from '../errors.js'
+import { queryParam } from '../http/query.js'
 import type { Route, RouteContext } from './types.js'
 
 const gzip = promisify(gzipCb)
@@ -91,11 +92,10 @@ export class AssetSet {
   async serve (ctx: RouteContext, name: string): Promise<void> {
     const a = this.get(name)
     if (a === undefined) throw E.notFound()
-    const q = new URLSearchParams((ctx.req.url ?? '').split('?')[1] ?? '')
     const headers: Record<string, string | number> = {
       'content-type': a.type,
       'x-content-type-options': 'nosniff',
-      'cache-control': q.get('v') === a.version ? IMMUTABLE : 'no-cache',
+      'cache-control': queryParam(ctx.req.url ?? '', 'v') === a.version ? IMMUTABLE : 'no-cache',
       etag: a.etag,
       vary: 'Accept-Encoding'
     }
