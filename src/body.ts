@@ -42,8 +42,8 @@ export function decodeFields (contentType: string | undefined, body: Buffer): Re
   const text = body.toString('utf8')
   if (isJsonType(type) || (type === '' && text.trimStart().startsWith('{'))) {
     let v: unknown
-    try { v = JSON.parse(text) } catch { throw new GatewayError(400, 'parse_error', 'JSON parse error: the body is not valid JSON.') }
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new GatewayError(400, 'parse_error', 'The JSON body must be an object.')
+    try { v = JSON.parse(text) } catch { throw E.notJson() }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw E.notJsonObject()
     return v as Record<string, unknown>
   }
   if (type === FORM_TYPE || (type === '' && text === '')) {

@@ -258,9 +258,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   server.on('upgrade', (req, socket, head) => { onUpgrade(req, socket, head).catch(() => socket.destroy()) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) { socket.destroy(); return }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const e = new GatewayError(status, status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request',
-      status === 431 ? 'Request headers are too large.' : status === 408 ? 'Request timed out.' : 'Malformed HTTP request.')
+    const e = err.code === 'HPE_HEADER_OVERFLOW' ? E.headersTooLarge() : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? E.requestTimeout() : E.malformedRequest()
     // Lingering close (as nginx does): the client may still be sending (oversized
     // headers). Closing with unread data makes the kernel send a reset, which can
     // destroy the answer before the client has read it; so read and discard until the

@@ -74,7 +74,7 @@ export class AuthPipeline {
     const claim = await a.authenticate(c)
     const user = await this.store.getUser(claim.userId)
     if (user === null) throw E.authenticationFailed()
-    if (!user.is_active) throw new GatewayError(401, 'user_inactive', 'User account is disabled.')
+    if (!user.is_active) throw E.userInactive()
     return { ...claim, user }
   }
 }

@@ -22,6 +22,7 @@ import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { E, GatewayError } from '../errors.js'
+import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS } from '../limits.js'
 import { sendJson } from '../respond.js'
 import type { AccessKey, Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
@@ -33,10 +34,6 @@ import type { Route, RouteContext } from './types.js'
 export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
 export const PRIVATE_TOKEN_PATH = '/api/v1/authentication/private-token/'
 export const ACCOUNT_PAGE_PATH = '/account/keys'
-/** Access keys one user may hold at once. */
-export const MAX_ACCESS_KEYS = 10
-/** A browser session this young (since its login) may create permanent credentials without the password again. */
-export const FRESH_LOGIN_MS = 5 * 60_000
 
 /** Milliseconds the caller's session stays fresh enough to create credentials without the password; 0 for other credentials. */
 export function freshFor (ctx: RouteContext): number {

@@ -7,65 +7,41 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config.js'
-import { ACCESS_KEYS_PATH, ACCOUNT_PAGE_PATH, FRESH_LOGIN_MS, MAX_ACCESS_KEYS, PRIVATE_TOKEN_PATH } from './account.js'
+import { ERRORS, HTTP_ERROR_CODES, type ErrorCode } from '../errors.js'
+import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS } from '../limits.js'
+import { ACCESS_KEYS_PATH, ACCOUNT_PAGE_PATH, PRIVATE_TOKEN_PATH } from './account.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import { TOKEN_PATH } from './token.js'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
 
-/** Every error code sidegate answers with over HTTP: status, detail as sent, and when it happens. */
-export const ERROR_CODES: Record<string, { status: number, detail: string, when: string }> = {
-  not_authenticated: { status: 401, detail: 'Authentication credentials were not provided.', when: 'No Authorization header and no session cookie.' },
-  authentication_failed: { status: 401, detail: 'Unable to log in with provided credentials.', when: 'Wrong username or password, unknown user or disabled account (one answer for all), or a credential whose user no longer exists.' },
-  invalid_token: { status: 401, detail: 'Invalid or expired token.', when: 'Unknown, expired or already used bearer token; unknown private token.' },
-  malformed_authorization: { status: 401, detail: 'Malformed Authorization header: token missing.', when: 'The Authorization header cannot be parsed for its scheme.' },
-  unsupported_scheme: { status: 401, detail: 'Unsupported authorization scheme.', when: 'An Authorization scheme other than Bearer, Token, PrivateToken or Signature.' },
-  invalid_signature: { status: 401, detail: 'Signature verification failed.', when: 'Unknown or disabled access key, a signature that is not the canonical Base64 of 32 bytes, or one that does not match.' },
-  signature_expired: { status: 401, detail: 'Date header is missing, malformed or outside the allowed clock skew.', when: 'The signed Date is further than auth.signature.clock_skew from now.' },
-  signature_replayed: { status: 401, detail: 'This signature was already used.', when: 'auth.signature.replay_cache is on and the same signature (same key, same MAC) came again.' },
-  invalid_session: { status: 401, detail: 'Session is invalid or expired.', when: 'Unknown, logged-out, idle-expired or too old session cookie.' },
-  user_inactive: { status: 401, detail: 'User account is disabled.', when: 'The credential is valid but its user is disabled.' },
-  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or (detail "Cross-site request refused.") a browser\'s request from another site (Sec-Fetch-Site, else Origin, else Referer) to the token endpoint, /login or /logout, or a WebSocket upgrade authenticated by the session cookie.' },
-  org_forbidden: { status: 403, detail: 'You are not a member of this organization.', when: 'The requested organization is not one of the user\'s (superusers excepted; root is for superusers only).' },
-  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key.' },
-  password_required: { status: 403, detail: 'Confirm with your password (field "password") to create or replace a permanent credential.', when: `Creating an access key, or creating or resetting the private token, without \`password\` in the body, by any caller but a browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` },
-  password_incorrect: { status: 403, detail: 'The password is incorrect.', when: 'The `password` sent to confirm creating an access key or a private token is wrong (counted by the login lockout).' },
-  invalid_org: { status: 400, detail: 'Organization header must be a UUID, "default" or "root".', when: 'A malformed organization header or ?oid=, or several ?oid= naming different organizations.' },
-  required: { status: 400, detail: 'username: This field is required.', when: 'A required body field is missing or empty.' },
-  parse_error: { status: 400, detail: 'JSON parse error: the body is not valid JSON.', when: 'A JSON body that does not parse, or is not an object.' },
-  bad_request: { status: 400, detail: 'Malformed HTTP request.', when: 'A field with a wrong type or length, or an HTTP request that does not parse.' },
-  too_many_keys: { status: 400, detail: `A user can have at most ${MAX_ACCESS_KEYS} access keys; delete one first.`, when: `Creating an access key when the user already has ${MAX_ACCESS_KEYS}.` },
-  not_found: { status: 404, detail: 'Not found.', when: 'No such path (without an upstream), or no such access key of the caller.' },
-  method_not_allowed: { status: 405, detail: 'Method not allowed.', when: 'A method the endpoint does not have; see the Allow header.' },
-  request_timeout: { status: 408, detail: 'Request timed out.', when: 'The client did not send its request within server.request_timeout.' },
-  expectation_failed: { status: 417, detail: 'Only "Expect: 100-continue" is supported.', when: 'An Expect header other than 100-continue.' },
-  payload_too_large: { status: 413, detail: 'Request body is too large.', when: 'A body larger than server.body_limit on sidegate\'s own endpoints.' },
-  unsupported_media_type: { status: 415, detail: 'Content-Type must be application/json or application/x-www-form-urlencoded.', when: 'Any other body type on sidegate\'s own endpoints.' },
-  too_many_attempts: { status: 429, detail: 'Too many failed login attempts; try again later.', when: 'auth.lockout.max_failures failed passwords for this username from this client IP within auth.lockout.window; see Retry-After.' },
-  headers_too_large: { status: 431, detail: 'Request headers are too large.', when: 'The request line and headers exceed server.max_header_size bytes.' },
-  internal_error: { status: 500, detail: 'Internal error.', when: 'A bug; logged with the request id.' },
-  upstream_unavailable: { status: 502, detail: 'The upstream service is unavailable.', when: 'The protected service refused or dropped the connection.' },
-  store_unavailable: { status: 503, detail: 'The credential store is unavailable; try again shortly.', when: 'Redis does not answer within redis.command_timeout.' },
-  shutting_down: { status: 503, detail: 'The gateway is shutting down.', when: 'The gateway is draining after SIGTERM.' },
-  upstream_timeout: { status: 504, detail: 'The upstream service did not answer in time.', when: 'No answer from the protected service within upstream.timeout.' }
+/**
+ * The README's error table (section Errors), from the catalogue: every code an
+ * HTTP client can get, by status. `npm run docs:errors` writes it into the
+ * README; test/docs.test.ts fails when the README's copy differs.
+ */
+export function errorTable (): string {
+  const rows = [...HTTP_ERROR_CODES].sort((a, b) => ERRORS[a].status - ERRORS[b].status)
+    .map((c) => `| ${ERRORS[c].status} | \`${c}\` | ${ERRORS[c].when.replace(/\|/g, '\\|')} |`)
+  return ['| status | code | when |', '| ---: | --- | --- |', ...rows].join('\n')
 }
 
 const schemaName = (code: string): string => code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error'
 const ref = (kind: string, name: string): { $ref: string } => ({ $ref: `#/components/${kind}/${name}` })
 
 /** A response whose body is one of the given error codes. */
-function errorResponse (description: string, codes: string[], headers?: Record<string, unknown>): Record<string, unknown> {
+function errorResponse (description: string, codes: ErrorCode[], headers?: Record<string, unknown>): Record<string, unknown> {
   const schema = codes.length === 1 ? ref('schemas', schemaName(codes[0])) : { oneOf: codes.map((c) => ref('schemas', schemaName(c))) }
   return {
     description: `${description} Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
     ...(headers === undefined ? {} : { headers }),
-    content: { 'application/json': { schema, example: { detail: ERROR_CODES[codes[0]].detail, code: codes[0] } } }
+    content: { 'application/json': { schema, example: { detail: ERRORS[codes[0]].detail, code: codes[0] } } }
   }
 }
 
 export function buildOpenApi (config: Config): Record<string, unknown> {
   const n = config.names
-  const codesWith = (status: number): string[] => Object.keys(ERROR_CODES).filter((c) => ERROR_CODES[c].status === status)
+  const codesWith = (status: number): ErrorCode[] => HTTP_ERROR_CODES.filter((c) => ERRORS[c].status === status)
   const anyCredential = [{ Bearer: [] }, { PrivateToken: [] }, { AccessKey: [] }, { Session: [] }]
   const r = (name: string): { $ref: string } => ref('responses', name)
   const json = (schema: unknown, example?: unknown): Record<string, unknown> => ({ 'application/json': { schema, ...(example === undefined ? {} : { example }) } })
@@ -104,7 +80,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
     : 'Forwarded to the protected service with the resolved identity; sidegate answers only its own errors.'
   const proxyErrors = config.upstream.url === null ? {} : { 502: r('UpstreamUnavailable'), 504: r('UpstreamTimeout') }
 
-  const errorSchemas = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, e]) => [schemaName(code), {
+  const errorSchemas = Object.fromEntries(HTTP_ERROR_CODES.map((code) => [code, ERRORS[code]] as const).map(([code, e]) => [schemaName(code), {
     type: 'object',
     description: `HTTP ${e.status}. ${e.when}`,
     required: ['detail', 'code'],
@@ -459,7 +435,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
       responses: {
         BadRequest: errorResponse('Bad request body.', ['required', 'parse_error', 'bad_request']),
         BadOrg: errorResponse('Malformed organization.', ['invalid_org']),
-        Unauthorized: errorResponse('Not authenticated.', codesWith(401).filter((c) => c !== 'authentication_failed').concat('authentication_failed'), { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }),
+        Unauthorized: errorResponse('Not authenticated.', [...codesWith(401).filter((c) => c !== 'authentication_failed'), 'authentication_failed'], { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }),
         LoginFailed: errorResponse('Wrong credentials.', ['authentication_failed'], { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }),
         Forbidden: errorResponse('Forbidden.', ['org_forbidden', 'permission_denied', 'csrf_failed']),
         CsrfFailed: errorResponse('CSRF check failed.', ['csrf_failed']),
@@ -548,8 +524,8 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
         },
         ErrorCode: {
           type: 'string',
-          enum: Object.keys(ERROR_CODES),
-          description: Object.entries(ERROR_CODES).map(([c, e]) => `- \`${c}\` (${e.status}): ${e.when}`).join('\n')
+          enum: HTTP_ERROR_CODES,
+          description: HTTP_ERROR_CODES.map((c) => `- \`${c}\` (${ERRORS[c].status}): ${ERRORS[c].when}`).join('\n')
         },
         ...errorSchemas
       }
