@@ -17,7 +17,6 @@
  * private token back (403 permission_denied).
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
-import type { AuthPipeline } from '../auth/index.js'
 import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
@@ -29,14 +28,14 @@ import { esc, page, redirect, sendHtml } from './html.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
-import type { Route, RouteContext } from './types.js'
+import type { Route, RequestContext } from './types.js'
 
 export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
 export const PRIVATE_TOKEN_PATH = '/api/v1/authentication/private-token/'
 export const ACCOUNT_PAGE_PATH = '/account/keys'
 
 /** Milliseconds the caller's session stays fresh enough to create credentials without the password; 0 for other credentials. */
-export function freshFor (ctx: RouteContext): number {
+export function freshFor (ctx: RequestContext): number {
   const s = ctx.identity?.method === 'session' ? ctx.identity.session : undefined
   return s === undefined ? 0 : Math.max(0, FRESH_LOGIN_MS - (Date.now() - s.created))
 }
@@ -51,7 +50,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
    * fresh browser session. A password that is sent is always checked (and
    * counted by the lockout, like a login), also by a fresh session.
    */
-  const confirm = async (ctx: RouteContext): Promise<void> => {
+  const confirm = async (ctx: RequestContext): Promise<void> => {
     const body = await readBody(ctx.req, bodyLimit)
     const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
     const password = fields.password
@@ -69,7 +68,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   }
 
   /** The caller's key with this id, or 404 (also for another user's key). */
-  const ownKey = async (ctx: RouteContext, id: string): Promise<AccessKey> => {
+  const ownKey = async (ctx: RequestContext, id: string): Promise<AccessKey> => {
     if (!isUuid(id)) throw E.notFound()
     const k = (await store.listAccessKeys(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
     if (k === undefined) throw E.notFound()
@@ -79,8 +78,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   return [{
     methods: ['GET', 'HEAD', 'POST'],
     path: ACCESS_KEYS_PATH,
-    public: false,
-    noOrg: true,
+    auth: 'user',
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       if (ctx.req.method === 'POST') {
@@ -95,8 +93,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
     methods: ['GET', 'HEAD', 'PATCH', 'DELETE'],
     path: ACCESS_KEYS_PATH,
     prefix: true,
-    public: false,
-    noOrg: true,
+    auth: 'user',
     async handle (ctx) {
       const m = /^([^/]+)\/$/.exec(ctx.path.slice(ACCESS_KEYS_PATH.length))
       if (m === null) throw E.notFound()
@@ -121,8 +118,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   }, {
     methods: ['GET', 'HEAD', 'POST', 'DELETE'],
     path: PRIVATE_TOKEN_PATH,
-    public: false,
-    noOrg: true,
+    auth: 'user',
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       const method = ctx.identity!.method
@@ -141,24 +137,18 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   }]
 }
 
-/** The page: a shell the static script fills from the JSON endpoints above. Needs a browser session. */
-export function accountPageRoute (config: Config, auth: AuthPipeline, assets: AssetSet): Route {
+/** The page: a shell the static script fills from the JSON endpoints above. Without a browser session: to sign in. */
+export function accountPageRoute (config: Config, assets: AssetSet): Route {
   return {
     methods: ['GET', 'HEAD'],
     path: ACCOUNT_PAGE_PATH,
-    public: true,
-    async handle (ctx) {
-      const toLogin = (): void => redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ctx.req.url ?? ACCOUNT_PAGE_PATH)}`)
-      if (ctx.req.headers.authorization !== undefined) { toLogin(); return }
-      let who
-      try {
-        who = await auth.authenticate(ctx.req)
-      } catch (err) {
-        if (err instanceof GatewayError && err.status === 401) { toLogin(); return }
-        throw err
+    auth: 'session-page',
+    handle (ctx) {
+      const who = ctx.identity
+      if (who === undefined || who.session === undefined) {
+        redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ctx.req.url ?? ACCOUNT_PAGE_PATH)}`)
+        return
       }
-      if (who.method !== 'session' || who.session === undefined) { toLogin(); return }
-      ctx.identity = who
       const u = who.user
       const html = page({
         title: 'API keys · sidegate',

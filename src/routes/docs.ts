@@ -32,7 +32,7 @@ export function docsRoutes (config: Config, assets: AssetSet): Route[] {
   return [{
     methods: ['GET', 'HEAD'],
     path: DOCS_PATH,
-    public: true,
+    auth: 'none',
     handle (ctx) {
       sendHtml(ctx.res, 200, page({
         title: 'sidegate API',
@@ -47,22 +47,22 @@ export function docsRoutes (config: Config, assets: AssetSet): Route[] {
   }, {
     methods: ['GET', 'HEAD'],
     path: `${DOCS_PATH}openapi.json`,
-    public: true,
+    auth: 'none',
     handle: serveDoc('application/json; charset=utf-8', jsonBody)
   }, {
     methods: ['GET', 'HEAD'],
     path: `${DOCS_PATH}openapi.yaml`,
-    public: true,
+    auth: 'none',
     handle: serveDoc('application/yaml; charset=utf-8', yamlBody)
   }, {
     methods: ['GET', 'HEAD'],
     path: '/docs',
-    public: true,
+    auth: 'none',
     handle: toDocs
   }, {
     methods: ['GET', 'HEAD'],
     path: '/api/docs',
-    public: true,
+    auth: 'none',
     handle: toDocs
   }, assets.route()]
 }

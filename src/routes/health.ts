@@ -8,12 +8,12 @@ export function healthRoutes (store: Store, isDraining: () => boolean, ready?: (
   return [{
     methods: ['GET', 'HEAD'],
     path: '/healthz',
-    public: true,
+    auth: 'none',
     handle (ctx) { sendJson(ctx.res, 200, { status: 'ok' }) }
   }, {
     methods: ['GET', 'HEAD'],
     path: '/readyz',
-    public: true,
+    auth: 'none',
     async handle (ctx) {
       if (isDraining()) throw E.shuttingDown()
       await store.ping()

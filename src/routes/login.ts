@@ -24,7 +24,7 @@ import { esc, page, redirect, sendHtml } from './html.js'
 import { profile } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
-import type { Route, RouteContext } from './types.js'
+import type { Route, RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
@@ -70,14 +70,14 @@ export interface LoginDeps {
 export function loginRoutes (d: LoginDeps): Route[] {
   const { config, store, auth, passwords, assets, crossSite } = d
   const names = config.names
-  const secure = (ctx: RouteContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
+  const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
   const docsLink = config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''
 
-  const sessionCookies = (ctx: RouteContext, id: string, csrf: string): string[] => [
+  const sessionCookies = (ctx: RequestContext, id: string, csrf: string): string[] => [
     `${names.sessionCookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure(ctx)}`,
     `${names.csrfCookie}=${csrf}; Path=/; SameSite=Lax${secure(ctx)}`
   ]
-  const clearCookies = (ctx: RouteContext): string[] => [
+  const clearCookies = (ctx: RequestContext): string[] => [
     `${names.sessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`,
     `${names.csrfCookie}=; Path=/; Max-Age=0; SameSite=Lax${secure(ctx)}`,
     ...(config.session.accept_legacy_cookie ? [`${names.legacySessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`] : [])
@@ -114,22 +114,20 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const getLogin: Route = {
     methods: ['GET', 'HEAD'],
     path: LOGIN_PATH,
-    public: true,
-    async handle (ctx) {
+    auth: 'session-page',
+    handle (ctx) {
       const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
-      if (currentSessionId(ctx.req) !== undefined && ctx.req.headers.authorization === undefined) {
-        // already signed in: go on
-        const who = await auth.authenticate(ctx.req).catch(() => null)
-        if (who !== null) { redirect(ctx.res, 302, next); return }
-      }
-      sendHtml(ctx.res, 200, loginPage({ next }))
+      // already signed in: go on
+      if (ctx.identity !== undefined) redirect(ctx.res, 302, next)
+      else sendHtml(ctx.res, 200, loginPage({ next }))
     }
   }
 
   const postLogin: Route = {
     methods: ['POST'],
     path: LOGIN_PATH,
-    public: true,
+    // checks the password itself (with the lockout)
+    auth: 'none',
     async handle (ctx) {
       if (crossSite(ctx.req)) throw E.crossSite()
       const json = isJson(ctx.req)
@@ -176,7 +174,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const postLogout: Route = {
     methods: ['POST'],
     path: LOGOUT_PATH,
-    public: true,
+    // ends the session its cookie names, with its own CSRF check (the header or the form field)
+    auth: 'none',
     async handle (ctx) {
       if (crossSite(ctx.req)) throw E.crossSite()
       const form = isForm(ctx.req)
@@ -199,4 +198,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
   }
 
   return [getLogin, postLogin, postLogout]
+}
+
+/** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */
+export function homeRoute (): Route {
+  return {
+    methods: ['GET', 'HEAD'],
+    path: '/',
+    auth: 'none',
+    handle (ctx) { redirect(ctx.res, 302, HOME) }
+  }
 }

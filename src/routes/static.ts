@@ -14,7 +14,7 @@ import { promisify } from 'node:util'
 import { gzip as gzipCb } from 'node:zlib'
 import { E } from '../errors.js'
 import { queryParam } from '../http/query.js'
-import type { Route, RouteContext } from './types.js'
+import type { Route, RequestContext } from './types.js'
 
 const gzip = promisify(gzipCb)
 
@@ -84,12 +84,12 @@ export class AssetSet {
       methods: ['GET', 'HEAD'],
       path: this.prefix,
       prefix: true,
-      public: true,
+      auth: 'none',
       handle: async (ctx) => { await this.serve(ctx, ctx.path.slice(this.prefix.length)) }
     }
   }
 
-  async serve (ctx: RouteContext, name: string): Promise<void> {
+  async serve (ctx: RequestContext, name: string): Promise<void> {
     const a = this.get(name)
     if (a === undefined) throw E.notFound()
     const headers: Record<string, string | number> = {

@@ -14,7 +14,7 @@ import { sendJson } from '../respond.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { profile } from './profile.js'
-import type { Route, RouteContext } from './types.js'
+import type { Route, RequestContext } from './types.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
 
@@ -26,7 +26,7 @@ export function jmsDate (d: Date): string {
 
 export interface LoginFields { username: string, password: string }
 
-export async function readLogin (ctx: RouteContext, limit: number): Promise<LoginFields> {
+export async function readLogin (ctx: RequestContext, limit: number): Promise<LoginFields> {
   const fields = decodeFields(ctx.req.headers['content-type'], await readBody(ctx.req, limit))
   return { username: requireString(fields, 'username', 150), password: requireString(fields, 'password', 1024) }
 }
@@ -42,7 +42,7 @@ export function tokenRoute (store: Store, passwords: PasswordChecker, opts: Toke
   return {
     methods: ['POST'],
     path: TOKEN_PATH,
-    public: true,
+    auth: 'none',
     async handle (ctx) {
       // A form post needs no CORS preflight: without this, any page could
       // spend the lockout's failures for a username and lock its owner out.

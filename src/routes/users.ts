@@ -14,14 +14,14 @@ export function userRoutes (store: Store): Route[] {
   return [{
     methods: ['GET', 'HEAD'],
     path: '/api/v1/users/profile/',
-    public: false,
+    auth: 'user+org',
     handle (ctx) {
       sendJson(ctx.res, 200, profile(ctx.identity!.user, ctx.orgId))
     }
   }, {
     methods: ['GET', 'HEAD'],
     path: '/api/v1/users/users/',
-    public: false,
+    auth: 'user+org',
     async handle (ctx) {
       const u = ctx.identity!.user
       const orgId = ctx.orgId!
