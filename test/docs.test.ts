@@ -84,6 +84,33 @@ t.test('it describes every route sidegate serves', async (t) => {
   t.ok(profile.parameters.some((p: any) => p.$ref === '#/components/parameters/OrgHeader'), 'the org header is a parameter')
 })
 
+t.test('each operation\'s credentials, org parameters and authentication errors follow its route\'s auth mode', async (t) => {
+  const doc = await getDoc()
+  const any = ['Bearer', 'PrivateToken', 'AccessKey', 'Session']
+  const modes = new Set<string>()
+  for (const route of g.gw.routes) {
+    if (route.docs === null) continue
+    const path = route.docs.path ?? route.path
+    for (const m of route.methods.filter((x) => x !== 'HEAD')) {
+      const op = doc.paths[path][m.toLowerCase()]
+      const schemes = op.security.map((s: any) => Object.keys(s)[0])
+      const params = (op.parameters ?? []).map((p: any) => p.$ref)
+      modes.add(route.auth)
+      if (route.auth === 'user' || route.auth === 'user+org') {
+        t.same(schemes, any, `${m} ${path}: any credential`)
+        t.equal(op.responses['401'].$ref, '#/components/responses/Unauthorized', `${m} ${path}: 401`)
+        t.equal(params.includes('#/components/parameters/OrgHeader'), route.auth === 'user+org', `${m} ${path}: the org header only when it acts in an org`)
+        t.equal(params.includes('#/components/parameters/CsrfToken'), m !== 'GET', `${m} ${path}: X-CSRFToken on unsafe methods`)
+      } else if (route.auth === 'session-page') {
+        t.ok(schemes.length === 0 || (schemes.length === 1 && schemes[0] === 'Session'), `${m} ${path}: a browser session or nothing`)
+      } else {
+        t.notOk(schemes.includes('Bearer'), `${m} ${path}: takes no API credential`)
+      }
+    }
+  }
+  t.same([...modes].sort(), ['none', 'session-page', 'user', 'user+org'], 'every auth mode seen')
+})
+
 t.test('the four security schemes with their exact header formats; the org header', async (t) => {
   const c = (await getDoc()).components
   const s = c.securitySchemes

@@ -14,6 +14,7 @@ import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
+import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoute } from './token.js'
@@ -49,6 +50,8 @@ export function createRouter (o: RouterOptions): Router {
   const passwords = new PasswordChecker(store, config.auth.lockout)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
+  const users = userRoutes(store, upstream)
+  let document: Record<string, unknown> | undefined
   const routes: Route[] = [
     ...healthRoutes(store, o.draining, o.ready),
     tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit, crossSite }),
@@ -56,10 +59,12 @@ export function createRouter (o: RouterOptions): Router {
     accountPageRoute(config, assets),
     ...accountApiRoutes(store, bodyLimit, passwords),
     assets.route(),
-    ...(config.docs.enabled ? docsRoutes(config, docsAssets()) : []),
+    ...(config.docs.enabled ? docsRoutes(config, docsAssets(), () => document!) : []),
     // without an upstream: a small built-in API, and the gateway's address leads a person to sign in
-    ...(upstream ? [] : [...userRoutes(store), homeRoute()])
+    ...(upstream ? [] : [...users, homeRoute()])
   ]
+  // The document: every route, and with an upstream the JumpServer paths it serves (forwarded, not sidegate's).
+  if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...routes, ...users] : routes)
 
   // Lookup: exact paths first, then the longest matching prefix; several routes may share a path with different methods.
   const exact = new Map<string, Route[]>()

@@ -21,9 +21,10 @@ import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
-import { profile } from './profile.js'
+import { PROFILE_SCHEMAS, profile } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
+import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef } from './spec.js'
 import type { Route, RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
@@ -115,6 +116,21 @@ export function loginRoutes (d: LoginDeps): Route[] {
     methods: ['GET', 'HEAD'],
     path: LOGIN_PATH,
     auth: 'session-page',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Browser'],
+          operationId: 'loginPage',
+          summary: 'The login page',
+          security: 'none',
+          parameters: [ref('parameters', 'Next')],
+          responses: {
+            200: html('The login form.'),
+            302: redirectTo('Already signed in: to `next`.')
+          }
+        }
+      }
+    },
     handle (ctx) {
       const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
       // already signed in: go on
@@ -128,6 +144,48 @@ export function loginRoutes (d: LoginDeps): Route[] {
     path: LOGIN_PATH,
     // checks the password itself (with the lockout)
     auth: 'none',
+    docs: {
+      operations: {
+        post: {
+          tags: ['Browser'],
+          operationId: 'login',
+          summary: 'Sign in and start a browser session',
+          description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
+            'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
+          requestBody: {
+            required: true,
+            content: {
+              'application/x-www-form-urlencoded': { schema: schemaRef('LoginRequest') },
+              'application/json': { schema: schemaRef('LoginRequest') }
+            }
+          },
+          responses: {
+            200: { description: 'JSON login succeeded.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) },
+            303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
+            // not only an error: a form post gets the form again
+            401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: schemaRef('AuthenticationFailedError') } } }
+          },
+          errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+        }
+      },
+      schemas: {
+        LoginRequest: {
+          type: 'object',
+          required: ['username', 'password'],
+          properties: {
+            username: { type: 'string', maxLength: 150 },
+            password: { type: 'string', maxLength: 1024, format: 'password' },
+            next: { type: 'string', description: 'A path on this gateway to go to afterwards.' }
+          }
+        },
+        LoginResult: {
+          type: 'object',
+          required: ['user', 'next'],
+          properties: { user: schemaRef('Profile'), next: { type: 'string', description: '`next`, made safe.' } }
+        },
+        ...PROFILE_SCHEMAS
+      }
+    },
     async handle (ctx) {
       if (crossSite(ctx.req)) throw E.crossSite()
       const json = isJson(ctx.req)
@@ -176,6 +234,25 @@ export function loginRoutes (d: LoginDeps): Route[] {
     path: LOGOUT_PATH,
     // ends the session its cookie names, with its own CSRF check (the header or the form field)
     auth: 'none',
+    docs: {
+      operations: {
+        post: {
+          tags: ['Browser'],
+          operationId: 'logout',
+          summary: 'End the browser session',
+          description: 'Deletes the session and clears the cookies. Needs the CSRF token in `X-CSRFToken`, or in the form field `csrfmiddlewaretoken`.',
+          security: 'session',
+          parameters: [ref('parameters', 'CsrfToken')],
+          requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: schemaRef('LogoutForm') } } },
+          responses: {
+            200: { description: 'Logged out (JSON or empty body).', content: json({ type: 'object', properties: { detail: { type: 'string' } } }) },
+            303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
+          },
+          errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
+        }
+      },
+      schemas: { LogoutForm: { type: 'object', properties: { csrfmiddlewaretoken: { type: 'string' } } } }
+    },
     async handle (ctx) {
       if (crossSite(ctx.req)) throw E.crossSite()
       const form = isForm(ctx.req)
@@ -206,6 +283,11 @@ export function homeRoute (): Route {
     methods: ['GET', 'HEAD'],
     path: '/',
     auth: 'none',
+    docs: {
+      operations: {
+        get: { tags: ['Browser'], operationId: 'home', summary: 'Without an upstream: to the API keys page (and so to sign-in)', responses: { 302: redirectTo('To /account/keys.') } }
+      }
+    },
     handle (ctx) { redirect(ctx.res, 302, HOME) }
   }
 }

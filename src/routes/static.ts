@@ -85,6 +85,8 @@ export class AssetSet {
       path: this.prefix,
       prefix: true,
       auth: 'none',
+      // static files are not API
+      docs: null,
       handle: async (ctx) => { await this.serve(ctx, ctx.path.slice(this.prefix.length)) }
     }
   }

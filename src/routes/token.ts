@@ -13,7 +13,8 @@ import { decodeFields, readBody, requireString } from '../body.js'
 import { sendJson } from '../respond.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
-import { profile } from './profile.js'
+import { PROFILE_SCHEMAS, profile } from './profile.js'
+import { BODY_ERRORS, bodyOf, json, schemaRef } from './spec.js'
 import type { Route, RequestContext } from './types.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
@@ -42,7 +43,40 @@ export function tokenRoute (store: Store, passwords: PasswordChecker, opts: Toke
   return {
     methods: ['POST'],
     path: TOKEN_PATH,
+    // the password is the credential, checked in the handler
     auth: 'none',
+    docs: {
+      operations: {
+        post: {
+          tags: ['Authentication'],
+          operationId: 'createBearerToken',
+          summary: 'Exchange a username and password for a one-time bearer token',
+          description: `The token is valid for ${opts.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401. ` +
+            'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
+          requestBody: bodyOf('Credentials'),
+          responses: { 201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) } },
+          errors: { ...BODY_ERRORS, 401: 'LoginFailed', 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+        }
+      },
+      schemas: {
+        Credentials: {
+          type: 'object',
+          required: ['username', 'password'],
+          properties: { username: { type: 'string', maxLength: 150 }, password: { type: 'string', maxLength: 1024, format: 'password' } }
+        },
+        TokenResult: {
+          type: 'object',
+          required: ['token', 'keyword', 'date_expired', 'user'],
+          properties: {
+            token: { type: 'string', description: 'The one-time bearer token.' },
+            keyword: { const: 'Bearer' },
+            date_expired: { type: 'string', description: '`%Y/%m/%d %H:%M:%S %z`, UTC.', examples: ['2026/11/23 10:25:33 +0000'] },
+            user: schemaRef('Profile')
+          }
+        },
+        ...PROFILE_SCHEMAS
+      }
+    },
     async handle (ctx) {
       // A form post needs no CORS preflight: without this, any page could
       // spend the lockout's failures for a username and lock its owner out.

@@ -1,4 +1,5 @@
 import type { RequestContext } from '../context.js'
+import type { RouteDocs } from './spec.js'
 
 export type { RequestContext }
 
@@ -27,5 +28,7 @@ export interface Route {
   /** `path` is a prefix (ending in "/"): the route serves every path under it */
   prefix?: boolean
   auth: RouteAuth
+  /** its OpenAPI operations and schemas (src/routes/spec.ts); null for what is not API (static files) */
+  docs: RouteDocs | null
   handle (ctx: RequestContext): Promise<void> | void
 }
