@@ -8,7 +8,8 @@
  *
  * 1. receive: the context (path, request id, client IP, HTTPS); the access log
  *    line and the metrics once the answer is done; a request without Host is 400.
- * 2. route: one of sidegate's own routes (src/routes/index.ts), else the upstream.
+ * 2. route: one of sidegate's own routes (src/routes/index.ts; a known path
+ *    with another method is 405), else the upstream (404 without one).
  * 3. authenticate: the first authenticator that claims the request decides
  *    (src/auth/): an own route as its `auth` mode says ('none', 'user',
  *    'user+org', 'session-page'); an upstream path always, unless it is in
@@ -21,8 +22,13 @@
  *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
- * forwarded by forwarder.ws. Any step may throw a GatewayError (src/errors.ts):
- * `fail` answers it as JSON, `rejectUpgrade` on the socket.
+ * forwarded by forwarder.ws; a forward-auth decision endpoint would take
+ * steps 1 to 4 and answer with the identity instead of forwarding. Any step
+ * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
+ * `rejectUpgrade` on the socket.
+ *
+ * The steps are small functions made once per gateway: a request costs no
+ * closure or promise beyond what the work needs.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
