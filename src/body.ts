@@ -1,6 +1,7 @@
 /** Reads a small request body with a hard size limit, and decodes JSON or form bodies. */
 import type { IncomingMessage } from 'node:http'
 import { E, GatewayError } from './errors.js'
+import { FORM_TYPE, isJsonType, mediaType } from './http/content-type.js'
 
 /**
  * Called (once) on a request just before its body is first read: the server
@@ -37,15 +38,15 @@ export async function readBody (req: IncomingMessage, limit: number): Promise<Bu
 
 /** A flat object of strings from `application/json` or `application/x-www-form-urlencoded`. */
 export function decodeFields (contentType: string | undefined, body: Buffer): Record<string, unknown> {
-  const type = (contentType ?? '').split(';')[0].trim().toLowerCase()
+  const type = mediaType(contentType)
   const text = body.toString('utf8')
-  if (type === 'application/json' || type.endsWith('+json') || (type === '' && text.trimStart().startsWith('{'))) {
+  if (isJsonType(type) || (type === '' && text.trimStart().startsWith('{'))) {
     let v: unknown
-    try { v = JSON.parse(text) } catch { throw new GatewayError(400, 'parse_error', 'JSON parse error: the body is not valid JSON.') }
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new GatewayError(400, 'parse_error', 'The JSON body must be an object.')
+    try { v = JSON.parse(text) } catch { throw E.notJson() }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw E.notJsonObject()
     return v as Record<string, unknown>
   }
-  if (type === 'application/x-www-form-urlencoded' || (type === '' && text === '')) {
+  if (type === FORM_TYPE || (type === '' && text === '')) {
     return Object.fromEntries(new URLSearchParams(text))
   }
   throw E.unsupportedMediaType()

@@ -2,22 +2,89 @@
  * Every error a client can see is a GatewayError: an HTTP status, a stable
  * machine-readable `code` and a human `detail`. Nothing else (no stack, no
  * internal message) ever reaches a response body.
+ *
+ * ERRORS is the one catalogue of codes: status, the detail as sent (an example
+ * where the detail carries a value) and when it happens. A GatewayError can
+ * only carry a catalogue code, and takes its status from there; the `E`
+ * factories below are the only place one is made (test/architecture.test.ts).
+ * The OpenAPI document (src/routes/openapi.ts) and the README's error table
+ * (test/docs.test.ts) are built from the catalogue.
  */
+import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS } from './limits.js'
+
+export interface ErrorSpec {
+  status: number
+  /** the detail as sent; for a detail that carries a value, an example */
+  detail: string
+  /** when a client gets it */
+  when: string
+  /** only the command line meets it (the store's conflicts and lookups), never an HTTP client */
+  cliOnly?: true
+}
+
+/** Every error code sidegate answers with, in the order the documentation lists them. Clients may switch on these strings. */
+export const ERRORS = {
+  not_authenticated: { status: 401, detail: 'Authentication credentials were not provided.', when: 'No Authorization header and no session cookie.' },
+  authentication_failed: { status: 401, detail: 'Unable to log in with provided credentials.', when: 'Wrong username or password, unknown user or disabled account (one answer for all), or a credential whose user no longer exists.' },
+  invalid_token: { status: 401, detail: 'Invalid or expired token.', when: 'Unknown, expired or already used bearer token; unknown private token.' },
+  malformed_authorization: { status: 401, detail: 'Malformed Authorization header: token missing.', when: 'The Authorization header cannot be parsed for its scheme.' },
+  unsupported_scheme: { status: 401, detail: 'Unsupported authorization scheme.', when: 'An Authorization scheme other than Bearer, Token, PrivateToken or Signature.' },
+  invalid_signature: { status: 401, detail: 'Signature verification failed.', when: 'Unknown or disabled access key, a signature that is not the canonical Base64 of 32 bytes, or one that does not match.' },
+  signature_expired: { status: 401, detail: 'Date header is missing, malformed or outside the allowed clock skew.', when: 'The signed Date is further than auth.signature.clock_skew from now.' },
+  signature_replayed: { status: 401, detail: 'This signature was already used.', when: 'auth.signature.replay_cache is on and the same signature (same key, same MAC) came again.' },
+  invalid_session: { status: 401, detail: 'Session is invalid or expired.', when: 'Unknown, logged-out, idle-expired or too old session cookie.' },
+  user_inactive: { status: 401, detail: 'User account is disabled.', when: 'The credential is valid but its user is disabled.' },
+  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or (detail "Cross-site request refused.") a browser\'s request from another site (Sec-Fetch-Site, else Origin, else Referer) to the token endpoint, /login or /logout, or a WebSocket upgrade authenticated by the session cookie.' },
+  org_forbidden: { status: 403, detail: 'You are not a member of this organization.', when: 'The requested organization is not one of the user\'s (superusers excepted; root is for superusers only).' },
+  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key.' },
+  password_required: { status: 403, detail: 'Confirm with your password (field "password") to create or replace a permanent credential.', when: `Creating an access key, or creating or resetting the private token, without \`password\` in the body, by any caller but a browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` },
+  password_incorrect: { status: 403, detail: 'The password is incorrect.', when: 'The `password` sent to confirm creating an access key or a private token is wrong (counted by the login lockout).' },
+  invalid_org: { status: 400, detail: 'Organization header must be a UUID, "default" or "root".', when: 'A malformed organization header or ?oid=, or several ?oid= naming different organizations.' },
+  required: { status: 400, detail: 'username: This field is required.', when: 'A required body field is missing or empty.' },
+  parse_error: { status: 400, detail: 'JSON parse error: the body is not valid JSON.', when: 'A JSON body that does not parse, or is not an object.' },
+  bad_request: { status: 400, detail: 'Malformed HTTP request.', when: 'A field with a wrong type or length, or an HTTP request that does not parse.' },
+  too_many_keys: { status: 400, detail: `A user can have at most ${MAX_ACCESS_KEYS} access keys; delete one first.`, when: `Creating an access key when the user already has ${MAX_ACCESS_KEYS}.` },
+  org_not_found: { status: 404, detail: 'No such organization.', when: 'The requested organization (a well-formed UUID) does not exist.' },
+  not_found: { status: 404, detail: 'Not found.', when: 'No such path (without an upstream), or no such access key of the caller.' },
+  method_not_allowed: { status: 405, detail: 'Method not allowed.', when: 'A method the endpoint does not have; see the Allow header.' },
+  request_timeout: { status: 408, detail: 'Request timed out.', when: 'The client did not send its request within server.request_timeout.' },
+  expectation_failed: { status: 417, detail: 'Only "Expect: 100-continue" is supported.', when: 'An Expect header other than 100-continue.' },
+  payload_too_large: { status: 413, detail: 'Request body is too large.', when: 'A body larger than server.body_limit on sidegate\'s own endpoints.' },
+  unsupported_media_type: { status: 415, detail: 'Content-Type must be application/json or application/x-www-form-urlencoded.', when: 'Any other body type on sidegate\'s own endpoints.' },
+  too_many_attempts: { status: 429, detail: 'Too many failed login attempts; try again later.', when: 'auth.lockout.max_failures failed passwords for this username from this client IP within auth.lockout.window; see Retry-After.' },
+  headers_too_large: { status: 431, detail: 'Request headers are too large.', when: 'The request line and headers exceed server.max_header_size bytes.' },
+  internal_error: { status: 500, detail: 'Internal error.', when: 'A bug; logged with the request id.' },
+  upstream_unavailable: { status: 502, detail: 'The upstream service is unavailable.', when: 'The protected service refused or dropped the connection.' },
+  store_unavailable: { status: 503, detail: 'The credential store is unavailable; try again shortly.', when: 'Redis does not answer within redis.command_timeout.' },
+  shutting_down: { status: 503, detail: 'The gateway is shutting down.', when: 'The gateway is draining after SIGTERM.' },
+  upstream_timeout: { status: 504, detail: 'The upstream service did not answer in time.', when: 'No answer from the protected service within upstream.timeout.' },
+  user_exists: { status: 409, detail: 'A user named alice already exists.', when: 'sidegate user create with a username that is taken.', cliOnly: true },
+  org_exists: { status: 409, detail: 'An organization with id 00000000-0000-0000-0000-000000000002 already exists.', when: 'Creating an organization with an id that is taken.', cliOnly: true },
+  user_not_found: { status: 404, detail: 'No such user.', when: 'Changing or deleting a user that does not exist.', cliOnly: true }
+} as const satisfies Record<string, ErrorSpec>
+
+export type ErrorCode = keyof typeof ERRORS
+
+/** The codes an HTTP client can get, in catalogue order. */
+export const HTTP_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERRORS) as ErrorCode[]).filter((c) => !(ERRORS[c] as ErrorSpec).cliOnly)
+
 export class GatewayError extends Error {
   readonly status: number
-  readonly code: string
+  readonly code: ErrorCode
   readonly headers: Record<string, string | string[]> | undefined
 
-  constructor (status: number, code: string, detail: string, headers?: Record<string, string | string[]>) {
+  /** Made only by the `E` factories below: a catalogue code, its status, the catalogue's detail unless the factory gives one. */
+  constructor (code: ErrorCode, detail?: string, headers?: Record<string, string | string[]>) {
     // No stack trace: these are expected outcomes (a wrong token, a missing
     // header), created on every rejected request, and a stack never reaches a
     // response or a log. Capturing one is most of the cost of an Error.
     const limit = Error.stackTraceLimit
     Error.stackTraceLimit = 0
-    super(detail)
+    const spec: ErrorSpec = ERRORS[code]
+    super(detail ?? spec.detail)
     Error.stackTraceLimit = limit
     this.name = 'GatewayError'
-    this.status = status
+    this.status = spec.status
     this.code = code
     this.headers = headers
   }
@@ -29,39 +96,49 @@ export class GatewayError extends Error {
   }
 }
 
-/** Stable error codes, one place. Clients may switch on these strings. */
+/** One factory per way sidegate refuses; those with a parameter put it into the detail (or a header). */
 export const E = {
-  notAuthenticated: () => new GatewayError(401, 'not_authenticated', 'Authentication credentials were not provided.'),
-  authenticationFailed: () => new GatewayError(401, 'authentication_failed', 'Unable to log in with provided credentials.'),
-  invalidToken: () => new GatewayError(401, 'invalid_token', 'Invalid or expired token.'),
-  malformedAuthorization: (why: string) => new GatewayError(401, 'malformed_authorization', `Malformed Authorization header: ${why}.`),
-  unsupportedScheme: () => new GatewayError(401, 'unsupported_scheme', 'Unsupported authorization scheme.'),
-  invalidSignature: () => new GatewayError(401, 'invalid_signature', 'Signature verification failed.'),
-  signatureExpired: () => new GatewayError(401, 'signature_expired', 'Date header is missing, malformed or outside the allowed clock skew.'),
-  signatureReplayed: () => new GatewayError(401, 'signature_replayed', 'This signature was already used.'),
-  invalidSession: () => new GatewayError(401, 'invalid_session', 'Session is invalid or expired.'),
-  invalidOrg: () => new GatewayError(400, 'invalid_org', 'Organization header must be a UUID, "default" or "root".'),
-  orgForbidden: () => new GatewayError(403, 'org_forbidden', 'You are not a member of this organization.'),
-  orgNotFound: () => new GatewayError(404, 'org_not_found', 'No such organization.'),
-  permissionDenied: () => new GatewayError(403, 'permission_denied', 'You do not have permission to perform this action.'),
-  badRequest: (detail: string) => new GatewayError(400, 'bad_request', detail),
-  missingField: (field: string) => new GatewayError(400, 'required', `${field}: This field is required.`),
-  expectationFailed: () => new GatewayError(417, 'expectation_failed', 'Only "Expect: 100-continue" is supported.'),
-  payloadTooLarge: () => new GatewayError(413, 'payload_too_large', 'Request body is too large.'),
-  unsupportedMediaType: () => new GatewayError(415, 'unsupported_media_type', 'Content-Type must be application/json or application/x-www-form-urlencoded.'),
-  tooManyAttempts: (retryAfter: number) => new GatewayError(429, 'too_many_attempts', 'Too many failed login attempts; try again later.', { 'retry-after': String(Math.max(1, retryAfter)) }),
-  csrfFailed: () => new GatewayError(403, 'csrf_failed', 'CSRF token missing or incorrect.'),
-  crossSite: () => new GatewayError(403, 'csrf_failed', 'Cross-site request refused.'),
-  passwordRequired: () => new GatewayError(403, 'password_required', 'Confirm with your password (field "password") to create or replace a permanent credential.'),
-  passwordIncorrect: () => new GatewayError(403, 'password_incorrect', 'The password is incorrect.'),
-  tooManyKeys: (max: number) => new GatewayError(400, 'too_many_keys', `A user can have at most ${max} access keys; delete one first.`),
-  notFound: () => new GatewayError(404, 'not_found', 'Not found.'),
-  methodNotAllowed: (allow: string) => new GatewayError(405, 'method_not_allowed', 'Method not allowed.', { allow }),
-  storeUnavailable: () => new GatewayError(503, 'store_unavailable', 'The credential store is unavailable; try again shortly.'),
-  upstreamUnavailable: () => new GatewayError(502, 'upstream_unavailable', 'The upstream service is unavailable.'),
-  upstreamTimeout: () => new GatewayError(504, 'upstream_timeout', 'The upstream service did not answer in time.'),
-  shuttingDown: () => new GatewayError(503, 'shutting_down', 'The gateway is shutting down.'),
-  internal: () => new GatewayError(500, 'internal_error', 'Internal error.')
+  notAuthenticated: () => new GatewayError('not_authenticated'),
+  authenticationFailed: () => new GatewayError('authentication_failed'),
+  invalidToken: () => new GatewayError('invalid_token'),
+  malformedAuthorization: (why: string) => new GatewayError('malformed_authorization', `Malformed Authorization header: ${why}.`),
+  unsupportedScheme: () => new GatewayError('unsupported_scheme'),
+  invalidSignature: () => new GatewayError('invalid_signature'),
+  signatureExpired: () => new GatewayError('signature_expired'),
+  signatureReplayed: () => new GatewayError('signature_replayed'),
+  invalidSession: () => new GatewayError('invalid_session'),
+  userInactive: () => new GatewayError('user_inactive'),
+  invalidOrg: () => new GatewayError('invalid_org'),
+  orgForbidden: () => new GatewayError('org_forbidden'),
+  orgNotFound: () => new GatewayError('org_not_found'),
+  permissionDenied: () => new GatewayError('permission_denied'),
+  badRequest: (detail: string) => new GatewayError('bad_request', detail),
+  /** a request Node could not parse (answered on the raw socket) */
+  malformedRequest: () => new GatewayError('bad_request'),
+  missingField: (field: string) => new GatewayError('required', `${field}: This field is required.`),
+  notJson: () => new GatewayError('parse_error'),
+  notJsonObject: () => new GatewayError('parse_error', 'The JSON body must be an object.'),
+  expectationFailed: () => new GatewayError('expectation_failed'),
+  payloadTooLarge: () => new GatewayError('payload_too_large'),
+  unsupportedMediaType: () => new GatewayError('unsupported_media_type'),
+  tooManyAttempts: (retryAfter: number) => new GatewayError('too_many_attempts', undefined, { 'retry-after': String(Math.max(1, retryAfter)) }),
+  csrfFailed: () => new GatewayError('csrf_failed'),
+  crossSite: () => new GatewayError('csrf_failed', 'Cross-site request refused.'),
+  passwordRequired: () => new GatewayError('password_required'),
+  passwordIncorrect: () => new GatewayError('password_incorrect'),
+  tooManyKeys: (max: number) => new GatewayError('too_many_keys', `A user can have at most ${max} access keys; delete one first.`),
+  notFound: () => new GatewayError('not_found'),
+  methodNotAllowed: (allow: string) => new GatewayError('method_not_allowed', undefined, { allow }),
+  requestTimeout: () => new GatewayError('request_timeout'),
+  headersTooLarge: () => new GatewayError('headers_too_large'),
+  storeUnavailable: () => new GatewayError('store_unavailable'),
+  upstreamUnavailable: () => new GatewayError('upstream_unavailable'),
+  upstreamTimeout: () => new GatewayError('upstream_timeout'),
+  shuttingDown: () => new GatewayError('shutting_down'),
+  internal: () => new GatewayError('internal_error'),
+  userExists: (username: string) => new GatewayError('user_exists', `A user named ${username} already exists.`),
+  orgExists: (id: string) => new GatewayError('org_exists', `An organization with id ${id} already exists.`),
+  userNotFound: () => new GatewayError('user_not_found')
 } as const
 
 /**

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import type { Config } from './config.js'
 import type { Identity } from './auth/index.js'
-import { withoutCookies } from './auth/parse.js'
+import { withoutCookies } from './http/cookies.js'
 import { withResolvedOid } from './org.js'
 
 export interface HeaderPolicy {

@@ -7,7 +7,8 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { E } from './errors.js'
-import { isUuid } from './auth/parse.js'
+import { isUuid } from './http/uuid.js'
+import { decodeQueryPart, eachParam } from './http/query.js'
 import type { Store, User } from './store/types.js'
 
 export const ROOT_ORG_ID = '00000000-0000-0000-0000-000000000000'
@@ -58,49 +59,6 @@ function isOidName (decoded: string): boolean {
   n = n.trim()
   if (n.length > 3 && n[3] === '[') n = n.slice(0, 3)
   return n.length === 3 && (n[0] === 'o' || n[0] === 'O') && 'iIıİ'.includes(n[1]) && (n[2] === 'd' || n[2] === 'D')
-}
-
-const HEX = /^[0-9a-fA-F]{2}$/
-
-/**
- * A query name or value as a server decodes it (Python's unquote_plus, and
- * the like): `+` is a space, `%XX` a byte, an invalid escape stays as it is,
- * characters are the request's bytes (Node gives the target as latin1), and
- * the bytes are read as UTF-8.
- */
-export function decodeQueryPart (s: string): string {
-  if (!/[%+\x80-\uffff]/.test(s)) return s
-  const bytes: number[] = []
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c === 0x25 && HEX.test(s.slice(i + 1, i + 3))) {
-      bytes.push(parseInt(s.slice(i + 1, i + 3), 16))
-      i += 2
-    } else if (c === 0x2b) bytes.push(0x20)
-    else if (c <= 0xff) bytes.push(c)
-    else {
-      const cp = s.codePointAt(i)!
-      if (cp > 0xffff) i++
-      for (const b of Buffer.from(String.fromCodePoint(cp), 'utf8')) bytes.push(b)
-    }
-  }
-  return Buffer.from(bytes).toString('utf8')
-}
-
-/** Calls fn for each parameter of a query (`&` and `;` both separate, as several frameworks read them). */
-function eachParam (query: string, fn: (segment: string, name: string, value: string, sepBefore: string) => void): void {
-  let i = 0
-  let sep = ''
-  for (;;) {
-    let j = i
-    while (j < query.length && query.charCodeAt(j) !== 0x26 && query.charCodeAt(j) !== 0x3b) j++
-    const seg = query.slice(i, j)
-    const eq = seg.indexOf('=')
-    fn(seg, eq === -1 ? seg : seg.slice(0, eq), eq === -1 ? '' : seg.slice(eq + 1), sep)
-    if (j >= query.length) return
-    sep = query[j]
-    i = j + 1
-  }
 }
 
 /**

@@ -10,8 +10,8 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { startRedis } from './fixtures/redis.js'
 import { request, startEcho } from './fixtures/http.js'
 import { startGateway, ROOT } from './fixtures/gateway.js'
-import { E, GatewayError } from '../src/errors.js'
-import { ERROR_CODES } from '../src/routes/openapi.js'
+import { E, ERRORS, GatewayError, HTTP_ERROR_CODES, type ErrorSpec } from '../src/errors.js'
+import { errorTable } from '../src/routes/openapi.js'
 import { swaggerUiDir } from '../src/routes/static.js'
 
 const redis = await startRedis()
@@ -84,6 +84,33 @@ t.test('it describes every route sidegate serves', async (t) => {
   t.ok(profile.parameters.some((p: any) => p.$ref === '#/components/parameters/OrgHeader'), 'the org header is a parameter')
 })
 
+t.test('each operation\'s credentials, org parameters and authentication errors follow its route\'s auth mode', async (t) => {
+  const doc = await getDoc()
+  const any = ['Bearer', 'PrivateToken', 'AccessKey', 'Session']
+  const modes = new Set<string>()
+  for (const route of g.gw.routes) {
+    if (route.docs === null) continue
+    const path = route.docs.path ?? route.path
+    for (const m of route.methods.filter((x) => x !== 'HEAD')) {
+      const op = doc.paths[path][m.toLowerCase()]
+      const schemes = op.security.map((s: any) => Object.keys(s)[0])
+      const params = (op.parameters ?? []).map((p: any) => p.$ref)
+      modes.add(route.auth)
+      if (route.auth === 'user' || route.auth === 'user+org') {
+        t.same(schemes, any, `${m} ${path}: any credential`)
+        t.equal(op.responses['401'].$ref, '#/components/responses/Unauthorized', `${m} ${path}: 401`)
+        t.equal(params.includes('#/components/parameters/OrgHeader'), route.auth === 'user+org', `${m} ${path}: the org header only when it acts in an org`)
+        t.equal(params.includes('#/components/parameters/CsrfToken'), m !== 'GET', `${m} ${path}: X-CSRFToken on unsafe methods`)
+      } else if (route.auth === 'session-page') {
+        t.ok(schemes.length === 0 || (schemes.length === 1 && schemes[0] === 'Session'), `${m} ${path}: a browser session or nothing`)
+      } else {
+        t.notOk(schemes.includes('Bearer'), `${m} ${path}: takes no API credential`)
+      }
+    }
+  }
+  t.same([...modes].sort(), ['none', 'session-page', 'user', 'user+org'], 'every auth mode seen')
+})
+
 t.test('the four security schemes with their exact header formats; the org header', async (t) => {
   const c = (await getDoc()).components
   const s = c.securitySchemes
@@ -105,30 +132,39 @@ t.test('the four security schemes with their exact header formats; the org heade
 
 t.test('every error code sidegate can answer is a schema, with its real status', async (t) => {
   const doc = await getDoc()
-  const found = new Map<string, number>()
-  // the E catalogue
-  for (const f of Object.values(E) as Array<(...a: any[]) => unknown>) {
+  // what the E factories make: the only way to a GatewayError (test/architecture.test.ts)
+  const made = new Map<string, number>()
+  for (const [name, f] of Object.entries(E) as Array<[string, (...a: any[]) => unknown]>) {
     const e = f('x', 1)
-    if (e instanceof GatewayError) found.set(e.code, e.status)
+    t.type(e, GatewayError, `E.${name} makes a GatewayError`)
+    if (e instanceof GatewayError) {
+      t.equal(e.status, ERRORS[e.code].status, `E.${name}: ${e.code} with the catalogue's status`)
+      made.set(e.code, e.status)
+    }
   }
-  // literal GatewayErrors anywhere in src/
-  const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) => d.isDirectory() ? files(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : [])
-  for (const f of files(join(ROOT, 'src'))) {
-    for (const m of readFileSync(f, 'utf8').matchAll(/new GatewayError\((\d+), '([a-z_]+)'/g)) found.set(m[2], Number(m[1]))
-  }
-  // malformed HTTP is answered from server.ts's clientError handler
-  found.set('headers_too_large', 431).set('request_timeout', 408)
-  // the store's conflicts and lookups reach only the CLI, never an HTTP client
-  for (const cliOnly of ['user_exists', 'org_exists', 'user_not_found']) found.delete(cliOnly)
-  t.ok(found.size >= 25, `${found.size} codes found in the sources`)
+  t.same([...made.keys()].sort(), Object.keys(ERRORS).sort(), 'the factories make every code of the catalogue, and no other')
+  const http = Object.keys(ERRORS).filter((c) => (ERRORS as Record<string, ErrorSpec>)[c].cliOnly !== true)
+  t.same(HTTP_ERROR_CODES, http)
+  t.ok(http.length >= 30, `${http.length} codes an HTTP client can get`)
   const schemas = doc.components.schemas
-  for (const [code, status] of found) {
-    t.equal(ERROR_CODES[code]?.status, status, `${code}: documented with status ${status}`)
+  for (const code of http) {
     const name = code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error'
     t.equal(schemas[name]?.properties?.code?.const, code, `${code}: schema ${name}`)
+    t.match(schemas[name]?.description, `HTTP ${made.get(code)}.`, `${code}: documented with status ${made.get(code)}`)
   }
-  t.same(schemas.ErrorCode.enum.sort(), [...found.keys()].sort(), 'ErrorCode lists exactly these')
+  t.same(schemas.ErrorCode.enum, http, 'ErrorCode lists exactly these')
+  for (const cliOnly of ['user_exists', 'org_exists', 'user_not_found']) {
+    t.equal((ERRORS as Record<string, ErrorSpec>)[cliOnly]?.cliOnly, true, `${cliOnly}: the command line's only`)
+    t.notOk(schemas.ErrorCode.enum.includes(cliOnly), `${cliOnly}: not in the HTTP document`)
+  }
   t.same(schemas.Error.required, ['detail', 'code'])
+})
+
+t.test('the README\'s error table is the catalogue (npm run docs:errors writes it)', async (t) => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const table = /<!-- errors:begin -->\n([\s\S]*?)\n<!-- errors:end -->/.exec(readme)?.[1]
+  t.equal(table, errorTable(), 'README.md, section Errors: run npm run docs:errors')
+  for (const code of HTTP_ERROR_CODES) t.match(table, `| \`${code}\` |`, `${code} in the README`)
 })
 
 t.test('the document uses the configured names (X-<ABBREV>-ORG, <abbrev>_sessionid)', async (t) => {

@@ -1,9 +1,13 @@
 /**
- * Unit tests of the credential parsers (src/auth/parse.ts) and of the
+ * Unit tests of the credential parsers (src/auth/parse.ts), the HTTP parsers
+ * they use (src/http/: cookies, dates, UUIDs) and of the
  * signature's string to sign (src/auth/signature.ts).
  */
 import t from 'tap'
-import { isUuid, parseAuthorization, parseCookies, parseHttpDate, parseSignatureParams, parseTokenCredential, withoutCookies } from '../src/auth/parse.js'
+import { parseAuthorization, parseSignatureParams, parseTokenCredential } from '../src/auth/parse.js'
+import { parseCookies, withoutCookies } from '../src/http/cookies.js'
+import { parseHttpDate } from '../src/http/date.js'
+import { isUuid } from '../src/http/uuid.js'
 import { sign, stringToSign } from '../src/auth/signature.js'
 import { GatewayError } from '../src/errors.js'
 

@@ -8,7 +8,8 @@ import { E, GatewayError } from '../errors.js'
 import type { Config } from '../config.js'
 import type { Store, User } from '../store/types.js'
 import { BearerAuthenticator } from './bearer.js'
-import { parseAuthorization, parseCookies } from './parse.js'
+import { parseCookies } from '../http/cookies.js'
+import { parseAuthorization } from './parse.js'
 import { PrivateTokenAuthenticator } from './private-token.js'
 import { SessionAuthenticator } from './session.js'
 import { SignatureAuthenticator } from './signature.js'
@@ -73,7 +74,7 @@ export class AuthPipeline {
     const claim = await a.authenticate(c)
     const user = await this.store.getUser(claim.userId)
     if (user === null) throw E.authenticationFailed()
-    if (!user.is_active) throw new GatewayError(401, 'user_inactive', 'User account is disabled.')
+    if (!user.is_active) throw E.userInactive()
     return { ...claim, user }
   }
 }

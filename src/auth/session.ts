@@ -4,7 +4,7 @@
  * in one request (the name twice, or both names) are refused, never chosen from. Unsafe methods need
  * the CSRF token (header `X-CSRFToken`, equal to the session's token).
  */
-import { E, GatewayError } from '../errors.js'
+import { E } from '../errors.js'
 import { safeEqual } from '../crypto.js'
 import type { Names } from '../config.js'
 import type { Store } from '../store/types.js'
@@ -64,9 +64,7 @@ export class SessionAuthenticator implements Authenticator {
     }
     if (!SAFE.has(c.method)) {
       const header = c.headers['x-csrftoken']
-      if (typeof header !== 'string' || !safeEqual(header, s.csrf)) {
-        throw new GatewayError(403, 'csrf_failed', 'CSRF token missing or incorrect.')
-      }
+      if (typeof header !== 'string' || !safeEqual(header, s.csrf)) throw E.csrfFailed()
     }
     if (this.#touched.get(id) === undefined) {
       this.#touched.set(id, true)

@@ -7,7 +7,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { E } from '../errors.js'
 import type { Store } from '../store/types.js'
-import { isUuid, parseHttpDate, parseSignatureParams } from './parse.js'
+import { parseHttpDate } from '../http/date.js'
+import { isUuid } from '../http/uuid.js'
+import { parseSignatureParams } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
 
 export interface SignatureOptions {

@@ -17,29 +17,26 @@
  * private token back (403 permission_denied).
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
-import type { AuthPipeline } from '../auth/index.js'
-import { isUuid } from '../auth/parse.js'
+import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { E, GatewayError } from '../errors.js'
+import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS } from '../limits.js'
 import { sendJson } from '../respond.js'
 import type { AccessKey, Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
-import type { PasswordChecker } from './token.js'
-import type { Route, RouteContext } from './types.js'
+import type { PasswordChecker } from '../auth/passwords.js'
+import { BODY_ERRORS, bodyOf, html, json, redirectTo, ref, schemaRef, type ErrorAnswer, type Json } from './spec.js'
+import type { Route, RequestContext } from './types.js'
 
 export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
 export const PRIVATE_TOKEN_PATH = '/api/v1/authentication/private-token/'
 export const ACCOUNT_PAGE_PATH = '/account/keys'
-/** Access keys one user may hold at once. */
-export const MAX_ACCESS_KEYS = 10
-/** A browser session this young (since its login) may create permanent credentials without the password again. */
-export const FRESH_LOGIN_MS = 5 * 60_000
 
 /** Milliseconds the caller's session stays fresh enough to create credentials without the password; 0 for other credentials. */
-export function freshFor (ctx: RouteContext): number {
+export function freshFor (ctx: RequestContext): number {
   const s = ctx.identity?.method === 'session' ? ctx.identity.session : undefined
   return s === undefined ? 0 : Math.max(0, FRESH_LOGIN_MS - (Date.now() - s.created))
 }
@@ -48,13 +45,55 @@ function keyJson (k: AccessKey): Record<string, unknown> {
   return { id: k.id, is_active: k.is_active, date_created: k.date_created, date_last_used: k.date_last_used }
 }
 
+const fresh = `${FRESH_LOGIN_MS / 60_000} minutes`
+
+/** Creating a permanent credential: the password again, unless a fresh browser session. */
+const CONFIRM_BODY: Json = {
+  required: false,
+  description: `\`password\`: the caller's password. Required unless the request is authenticated by a browser session signed in less than ${fresh} ago; a password sent is always checked, and counted by the login lockout.`,
+  content: {
+    // empty by default: Swagger UI's "Try it out" then works for a fresh session as is
+    'application/json': { schema: schemaRef('PasswordConfirmation'), example: {} },
+    'application/x-www-form-urlencoded': { schema: schemaRef('PasswordConfirmation') }
+  }
+}
+const CONFIRM_ERRORS: Record<number, ErrorAnswer> = {
+  400: 'BadRequest',
+  403: { description: 'No or a wrong password, or a CSRF failure.', codes: ['password_required', 'password_incorrect', 'csrf_failed'] },
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  429: 'TooManyAttempts'
+}
+const NO_STORE = { 'Cache-Control': ref('headers', 'NoStore') }
+
+const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
+  AccessKey: {
+    type: 'object',
+    required: ['id', 'is_active', 'date_created', 'date_last_used'],
+    properties: {
+      id: { type: 'string', format: 'uuid', description: 'The AccessKeyID (`keyId` in signatures).' },
+      is_active: { type: 'boolean' },
+      date_created: { type: 'string', format: 'date-time' },
+      date_last_used: { type: ['string', 'null'], format: 'date-time', description: 'Updated at most once a minute.' }
+    }
+  },
+  AccessKeyCreated: {
+    allOf: [schemaRef('AccessKey')],
+    type: 'object',
+    required: ['secret'],
+    properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this response.' } }
+  },
+  AccessKeyUpdate: { type: 'object', required: ['is_active'], properties: { is_active: { type: 'boolean' } } },
+  PasswordConfirmation: { type: 'object', properties: { password: { type: 'string', maxLength: 1024, format: 'password' } } }
+}
+
 export function accountApiRoutes (store: Store, bodyLimit: number, passwords: PasswordChecker): Route[] {
   /**
    * Before a permanent credential is made: the password in the body, or a
    * fresh browser session. A password that is sent is always checked (and
    * counted by the lockout, like a login), also by a fresh session.
    */
-  const confirm = async (ctx: RouteContext): Promise<void> => {
+  const confirm = async (ctx: RequestContext): Promise<void> => {
     const body = await readBody(ctx.req, bodyLimit)
     const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
     const password = fields.password
@@ -72,7 +111,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   }
 
   /** The caller's key with this id, or 404 (also for another user's key). */
-  const ownKey = async (ctx: RouteContext, id: string): Promise<AccessKey> => {
+  const ownKey = async (ctx: RequestContext, id: string): Promise<AccessKey> => {
     if (!isUuid(id)) throw E.notFound()
     const k = (await store.listAccessKeys(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
     if (k === undefined) throw E.notFound()
@@ -82,8 +121,28 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   return [{
     methods: ['GET', 'HEAD', 'POST'],
     path: ACCESS_KEYS_PATH,
-    public: false,
-    noOrg: true,
+    auth: 'user',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Authentication'],
+          operationId: 'listAccessKeys',
+          summary: 'The caller\'s access keys',
+          responses: { 200: { description: 'Oldest first; secrets are never listed.', content: json({ type: 'array', items: schemaRef('AccessKey') }) } }
+        },
+        post: {
+          tags: ['Authentication'],
+          operationId: 'createAccessKey',
+          summary: 'Create an access key',
+          description: `The response is the only time the secret is shown (\`Cache-Control: no-store\`). At most ${MAX_ACCESS_KEYS} keys per user. ` +
+            `Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
+          requestBody: CONFIRM_BODY,
+          responses: { 201: { description: 'Created.', headers: NO_STORE, content: json(schemaRef('AccessKeyCreated')) } },
+          errors: { ...CONFIRM_ERRORS, 400: { description: 'Limit reached, or a bad body.', codes: ['too_many_keys', 'required', 'parse_error', 'bad_request'] } }
+        }
+      },
+      schemas: ACCESS_KEY_SCHEMAS
+    },
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       if (ctx.req.method === 'POST') {
@@ -98,8 +157,37 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
     methods: ['GET', 'HEAD', 'PATCH', 'DELETE'],
     path: ACCESS_KEYS_PATH,
     prefix: true,
-    public: false,
-    noOrg: true,
+    auth: 'user',
+    docs: {
+      path: `${ACCESS_KEYS_PATH}{id}/`,
+      parameters: [{ name: 'id', in: 'path', required: true, description: 'The AccessKeyID.', schema: { type: 'string', format: 'uuid' } }],
+      operations: {
+        get: {
+          tags: ['Authentication'],
+          operationId: 'getAccessKey',
+          summary: 'One of the caller\'s access keys',
+          responses: { 200: { description: 'The key.', content: json(schemaRef('AccessKey')) } },
+          errors: { 404: 'NotFound' }
+        },
+        patch: {
+          tags: ['Authentication'],
+          operationId: 'updateAccessKey',
+          summary: 'Enable or disable an access key',
+          requestBody: bodyOf('AccessKeyUpdate'),
+          responses: { 200: { description: 'The key, updated.', content: json(schemaRef('AccessKey')) } },
+          errors: { 404: 'NotFound', ...BODY_ERRORS }
+        },
+        delete: {
+          tags: ['Authentication'],
+          operationId: 'deleteAccessKey',
+          summary: 'Delete an access key',
+          description: 'Every replica refuses the key at once.',
+          responses: { 204: { description: 'Deleted.' } },
+          errors: { 404: 'NotFound' }
+        }
+      },
+      schemas: ACCESS_KEY_SCHEMAS
+    },
     async handle (ctx) {
       const m = /^([^/]+)\/$/.exec(ctx.path.slice(ACCESS_KEYS_PATH.length))
       if (m === null) throw E.notFound()
@@ -124,8 +212,40 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   }, {
     methods: ['GET', 'HEAD', 'POST', 'DELETE'],
     path: PRIVATE_TOKEN_PATH,
-    public: false,
-    noOrg: true,
+    auth: 'user',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Authentication'],
+          operationId: 'getPrivateToken',
+          summary: 'Read the caller\'s private token',
+          description: 'Not with a bearer token or an access key (403 `permission_denied`): those could otherwise turn into the permanent token.',
+          responses: { 200: { description: '`token` is null when the caller has none.', headers: NO_STORE, content: json(schemaRef('PrivateTokenOrNone')) } },
+          errors: { 403: { description: 'A bearer token or an access key.', codes: ['permission_denied'] } }
+        },
+        post: {
+          tags: ['Authentication'],
+          operationId: 'createPrivateToken',
+          summary: 'Create or reset the caller\'s private token',
+          description: `A previous token stops working. Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
+          requestBody: CONFIRM_BODY,
+          responses: { 201: { description: 'The new token.', headers: NO_STORE, content: json(schemaRef('PrivateToken')) } },
+          errors: CONFIRM_ERRORS
+        },
+        delete: {
+          tags: ['Authentication'],
+          operationId: 'revokePrivateToken',
+          summary: 'Revoke the caller\'s private token',
+          responses: { 204: { description: 'Revoked.' } },
+          errors: { 404: 'NotFound' }
+        }
+      },
+      schemas: {
+        PasswordConfirmation: ACCESS_KEY_SCHEMAS.PasswordConfirmation,
+        PrivateToken: { type: 'object', required: ['token'], properties: { token: { type: 'string' } } },
+        PrivateTokenOrNone: { type: 'object', required: ['token'], properties: { token: { type: ['string', 'null'] } } }
+      }
+    },
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       const method = ctx.identity!.method
@@ -144,24 +264,31 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
   }]
 }
 
-/** The page: a shell the static script fills from the JSON endpoints above. Needs a browser session. */
-export function accountPageRoute (config: Config, auth: AuthPipeline, assets: AssetSet): Route {
+/** The page: a shell the static script fills from the JSON endpoints above. Without a browser session: to sign in. */
+export function accountPageRoute (config: Config, assets: AssetSet): Route {
   return {
     methods: ['GET', 'HEAD'],
     path: ACCOUNT_PAGE_PATH,
-    public: true,
-    async handle (ctx) {
-      const toLogin = (): void => redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ctx.req.url ?? ACCOUNT_PAGE_PATH)}`)
-      if (ctx.req.headers.authorization !== undefined) { toLogin(); return }
-      let who
-      try {
-        who = await auth.authenticate(ctx.req)
-      } catch (err) {
-        if (err instanceof GatewayError && err.status === 401) { toLogin(); return }
-        throw err
+    auth: 'session-page',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Browser'],
+          operationId: 'accountKeysPage',
+          summary: 'The API keys page (access keys and private token)',
+          responses: {
+            200: html('The page.'),
+            302: redirectTo('No session: to `/login?next=/account/keys`.')
+          }
+        }
       }
-      if (who.method !== 'session' || who.session === undefined) { toLogin(); return }
-      ctx.identity = who
+    },
+    handle (ctx) {
+      const who = ctx.identity
+      if (who === undefined || who.session === undefined) {
+        redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ctx.req.url ?? ACCOUNT_PAGE_PATH)}`)
+        return
+      }
       const u = who.user
       const html = page({
         title: 'API keys · sidegate',

@@ -2,22 +2,30 @@
  * API documentation: `/api/docs/` is Swagger UI (from swagger-ui-dist, served
  * by us, started by our own initializer script), `/api/docs/openapi.json`
  * and `.yaml` the document, `/docs` (the pre-2.0 location) and `/api/docs`
- * redirect. All public; registered only when `docs.enabled`.
+ * redirect. All public; registered only when `docs.enabled`. The document
+ * is src/routes/openapi.ts's, built from every route's docs (these included).
  */
 import { stringify } from 'yaml'
 import type { Config } from '../config.js'
 import { esc, page, redirect, sendHtml } from './html.js'
-import { buildOpenApi } from './openapi.js'
 import type { AssetSet } from './static.js'
+import { html, json, redirectTo, type RouteDocs } from './spec.js'
 import type { Route } from './types.js'
 
 export const DOCS_PATH = '/api/docs/'
 
-export function docsRoutes (config: Config, assets: AssetSet): Route[] {
-  const doc = buildOpenApi(config)
-  const jsonBody = Buffer.from(JSON.stringify(doc, null, 2))
-  const yamlBody = Buffer.from(stringify(doc, { aliasDuplicateObjects: false, lineWidth: 0 }))
-  const serveDoc = (type: string, body: Buffer): Route['handle'] => (ctx) => {
+const toDocsDocs = (operationId: string, summary: string): RouteDocs =>
+  ({ operations: { get: { tags: ['Documentation'], operationId, summary, responses: { 302: redirectTo('To /api/docs/.') } } } })
+
+/** `document`: the OpenAPI document, built once every route exists (src/routes/index.ts); serialized on first use. */
+export function docsRoutes (config: Config, assets: AssetSet, document: () => Record<string, unknown>): Route[] {
+  let bodies: { json: Buffer, yaml: Buffer } | undefined
+  const serialized = (): { json: Buffer, yaml: Buffer } => (bodies ??= {
+    json: Buffer.from(JSON.stringify(document(), null, 2)),
+    yaml: Buffer.from(stringify(document(), { aliasDuplicateObjects: false, lineWidth: 0 }))
+  })
+  const serveDoc = (type: string, kind: 'json' | 'yaml'): Route['handle'] => (ctx) => {
+    const body = serialized()[kind]
     ctx.res.writeHead(200, {
       'content-type': type,
       'content-length': body.length,
@@ -32,7 +40,8 @@ export function docsRoutes (config: Config, assets: AssetSet): Route[] {
   return [{
     methods: ['GET', 'HEAD'],
     path: DOCS_PATH,
-    public: true,
+    auth: 'none',
+    docs: { operations: { get: { tags: ['Documentation'], operationId: 'docsPage', summary: 'This documentation (Swagger UI)', responses: { 200: html('Swagger UI.') } } } },
     handle (ctx) {
       sendHtml(ctx.res, 200, page({
         title: 'sidegate API',
@@ -47,22 +56,26 @@ export function docsRoutes (config: Config, assets: AssetSet): Route[] {
   }, {
     methods: ['GET', 'HEAD'],
     path: `${DOCS_PATH}openapi.json`,
-    public: true,
-    handle: serveDoc('application/json; charset=utf-8', jsonBody)
+    auth: 'none',
+    docs: { operations: { get: { tags: ['Documentation'], operationId: 'openapiJson', summary: 'This document, JSON', responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object' }) } } } } },
+    handle: serveDoc('application/json; charset=utf-8', 'json')
   }, {
     methods: ['GET', 'HEAD'],
     path: `${DOCS_PATH}openapi.yaml`,
-    public: true,
-    handle: serveDoc('application/yaml; charset=utf-8', yamlBody)
-  }, {
-    methods: ['GET', 'HEAD'],
-    path: '/docs',
-    public: true,
-    handle: toDocs
+    auth: 'none',
+    docs: { operations: { get: { tags: ['Documentation'], operationId: 'openapiYaml', summary: 'This document, YAML', responses: { 200: { description: 'OpenAPI 3.1.', content: { 'application/yaml': { schema: { type: 'string' } } } } } } } },
+    handle: serveDoc('application/yaml; charset=utf-8', 'yaml')
   }, {
     methods: ['GET', 'HEAD'],
     path: '/api/docs',
-    public: true,
+    auth: 'none',
+    docs: toDocsDocs('docsNoSlash', 'Redirects to /api/docs/'),
+    handle: toDocs
+  }, {
+    methods: ['GET', 'HEAD'],
+    path: '/docs',
+    auth: 'none',
+    docs: toDocsDocs('docsLegacy', 'The pre-2.0 location: redirects to /api/docs/'),
     handle: toDocs
   }, assets.route()]
 }

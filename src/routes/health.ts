@@ -2,18 +2,35 @@
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
+import { json } from './spec.js'
 import type { Route } from './types.js'
 
 export function healthRoutes (store: Store, isDraining: () => boolean, ready?: () => Promise<void>): Route[] {
   return [{
     methods: ['GET', 'HEAD'],
     path: '/healthz',
-    public: true,
+    auth: 'none',
+    docs: {
+      operations: {
+        get: { tags: ['Health'], operationId: 'healthz', summary: 'Liveness', responses: { 200: { description: 'The process answers.', content: json({ type: 'object', properties: { status: { const: 'ok' } } }) } } }
+      }
+    },
     handle (ctx) { sendJson(ctx.res, 200, { status: 'ok' }) }
   }, {
     methods: ['GET', 'HEAD'],
     path: '/readyz',
-    public: true,
+    auth: 'none',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Health'],
+          operationId: 'readyz',
+          summary: 'Readiness: the store answers and the gateway is not draining',
+          responses: { 200: { description: 'Ready.', content: json({ type: 'object', properties: { status: { const: 'ready' } } }) } },
+          errors: { 503: 'Unavailable' }
+        }
+      }
+    },
     async handle (ctx) {
       if (isDraining()) throw E.shuttingDown()
       await store.ping()

@@ -11,7 +11,9 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { AuthPipeline } from '../auth/index.js'
-import { parseCookies } from '../auth/parse.js'
+import { parseCookies } from '../http/cookies.js'
+import { FORM_TYPE, isJsonType, mediaType } from '../http/content-type.js'
+import { queryParam } from '../http/query.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { safeEqual } from '../crypto.js'
@@ -19,10 +21,11 @@ import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
-import { profile } from './profile.js'
+import { PROFILE_SCHEMAS, profile } from './profile.js'
 import type { AssetSet } from './static.js'
-import type { PasswordChecker } from './token.js'
-import type { Route, RouteContext } from './types.js'
+import type { PasswordChecker } from '../auth/passwords.js'
+import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef } from './spec.js'
+import type { Route, RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
@@ -48,12 +51,11 @@ export function safeNext (v: unknown, fallback = HOME): string {
 }
 
 function isJson (req: IncomingMessage): boolean {
-  const t = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
-  return t === 'application/json' || t.endsWith('+json')
+  return isJsonType(mediaType(req.headers['content-type']))
 }
 
 function isForm (req: IncomingMessage): boolean {
-  return (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
+  return mediaType(req.headers['content-type']) === FORM_TYPE
 }
 
 export interface LoginDeps {
@@ -69,14 +71,14 @@ export interface LoginDeps {
 export function loginRoutes (d: LoginDeps): Route[] {
   const { config, store, auth, passwords, assets, crossSite } = d
   const names = config.names
-  const secure = (ctx: RouteContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
+  const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
   const docsLink = config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''
 
-  const sessionCookies = (ctx: RouteContext, id: string, csrf: string): string[] => [
+  const sessionCookies = (ctx: RequestContext, id: string, csrf: string): string[] => [
     `${names.sessionCookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure(ctx)}`,
     `${names.csrfCookie}=${csrf}; Path=/; SameSite=Lax${secure(ctx)}`
   ]
-  const clearCookies = (ctx: RouteContext): string[] => [
+  const clearCookies = (ctx: RequestContext): string[] => [
     `${names.sessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`,
     `${names.csrfCookie}=; Path=/; Max-Age=0; SameSite=Lax${secure(ctx)}`,
     ...(config.session.accept_legacy_cookie ? [`${names.legacySessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`] : [])
@@ -113,22 +115,77 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const getLogin: Route = {
     methods: ['GET', 'HEAD'],
     path: LOGIN_PATH,
-    public: true,
-    async handle (ctx) {
-      const next = safeNext(new URLSearchParams((ctx.req.url ?? '').split('?')[1] ?? '').get('next'))
-      if (currentSessionId(ctx.req) !== undefined && ctx.req.headers.authorization === undefined) {
-        // already signed in: go on
-        const who = await auth.authenticate(ctx.req).catch(() => null)
-        if (who !== null) { redirect(ctx.res, 302, next); return }
+    auth: 'session-page',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Browser'],
+          operationId: 'loginPage',
+          summary: 'The login page',
+          security: 'none',
+          parameters: [ref('parameters', 'Next')],
+          responses: {
+            200: html('The login form.'),
+            302: redirectTo('Already signed in: to `next`.')
+          }
+        }
       }
-      sendHtml(ctx.res, 200, loginPage({ next }))
+    },
+    handle (ctx) {
+      const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
+      // already signed in: go on
+      if (ctx.identity !== undefined) redirect(ctx.res, 302, next)
+      else sendHtml(ctx.res, 200, loginPage({ next }))
     }
   }
 
   const postLogin: Route = {
     methods: ['POST'],
     path: LOGIN_PATH,
-    public: true,
+    // checks the password itself (with the lockout)
+    auth: 'none',
+    docs: {
+      operations: {
+        post: {
+          tags: ['Browser'],
+          operationId: 'login',
+          summary: 'Sign in and start a browser session',
+          description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
+            'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
+          requestBody: {
+            required: true,
+            content: {
+              'application/x-www-form-urlencoded': { schema: schemaRef('LoginRequest') },
+              'application/json': { schema: schemaRef('LoginRequest') }
+            }
+          },
+          responses: {
+            200: { description: 'JSON login succeeded.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) },
+            303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
+            // not only an error: a form post gets the form again
+            401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: schemaRef('AuthenticationFailedError') } } }
+          },
+          errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+        }
+      },
+      schemas: {
+        LoginRequest: {
+          type: 'object',
+          required: ['username', 'password'],
+          properties: {
+            username: { type: 'string', maxLength: 150 },
+            password: { type: 'string', maxLength: 1024, format: 'password' },
+            next: { type: 'string', description: 'A path on this gateway to go to afterwards.' }
+          }
+        },
+        LoginResult: {
+          type: 'object',
+          required: ['user', 'next'],
+          properties: { user: schemaRef('Profile'), next: { type: 'string', description: '`next`, made safe.' } }
+        },
+        ...PROFILE_SCHEMAS
+      }
+    },
     async handle (ctx) {
       if (crossSite(ctx.req)) throw E.crossSite()
       const json = isJson(ctx.req)
@@ -175,7 +232,27 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const postLogout: Route = {
     methods: ['POST'],
     path: LOGOUT_PATH,
-    public: true,
+    // ends the session its cookie names, with its own CSRF check (the header or the form field)
+    auth: 'none',
+    docs: {
+      operations: {
+        post: {
+          tags: ['Browser'],
+          operationId: 'logout',
+          summary: 'End the browser session',
+          description: 'Deletes the session and clears the cookies. Needs the CSRF token in `X-CSRFToken`, or in the form field `csrfmiddlewaretoken`.',
+          security: 'session',
+          parameters: [ref('parameters', 'CsrfToken')],
+          requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: schemaRef('LogoutForm') } } },
+          responses: {
+            200: { description: 'Logged out (JSON or empty body).', content: json({ type: 'object', properties: { detail: { type: 'string' } } }) },
+            303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
+          },
+          errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
+        }
+      },
+      schemas: { LogoutForm: { type: 'object', properties: { csrfmiddlewaretoken: { type: 'string' } } } }
+    },
     async handle (ctx) {
       if (crossSite(ctx.req)) throw E.crossSite()
       const form = isForm(ctx.req)
@@ -198,4 +275,19 @@ export function loginRoutes (d: LoginDeps): Route[] {
   }
 
   return [getLogin, postLogin, postLogout]
+}
+
+/** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */
+export function homeRoute (): Route {
+  return {
+    methods: ['GET', 'HEAD'],
+    path: '/',
+    auth: 'none',
+    docs: {
+      operations: {
+        get: { tags: ['Browser'], operationId: 'home', summary: 'Without an upstream: to the API keys page (and so to sign-in)', responses: { 302: redirectTo('To /account/keys.') } }
+      }
+    },
+    handle (ctx) { redirect(ctx.res, 302, HOME) }
+  }
 }

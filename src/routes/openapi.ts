@@ -1,112 +1,143 @@
 /**
- * The OpenAPI 3.1 document of everything sidegate serves, built from the
- * configuration (header and cookie names follow `names.abbrev`). Served as
- * JSON and YAML under /api/docs/ and rendered there by Swagger UI.
+ * The OpenAPI 3.1 document of everything sidegate serves, assembled from the
+ * routes (each declares its operations and schemas beside its handler:
+ * Route.docs, src/routes/spec.ts) and the error catalogue (src/errors.ts).
+ * What a route's `auth` mode implies is added here, the same for every route:
+ * the security requirement, the org header and ?oid= ('user+org'),
+ * X-CSRFToken (unsafe methods), and the authentication errors. Names follow
+ * the configuration (`names.abbrev`). Served as JSON and YAML under
+ * /api/docs/ and rendered there by Swagger UI.
  */
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config.js'
-import { ACCESS_KEYS_PATH, ACCOUNT_PAGE_PATH, FRESH_LOGIN_MS, MAX_ACCESS_KEYS, PRIVATE_TOKEN_PATH } from './account.js'
-import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
+import { ERRORS, HTTP_ERROR_CODES, type ErrorCode } from '../errors.js'
+import { LOGIN_PATH } from './login.js'
+import { ref, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'
 import { TOKEN_PATH } from './token.js'
+import type { Route, RouteAuth } from './types.js'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
 
-/** Every error code sidegate answers with over HTTP: status, detail as sent, and when it happens. */
-export const ERROR_CODES: Record<string, { status: number, detail: string, when: string }> = {
-  not_authenticated: { status: 401, detail: 'Authentication credentials were not provided.', when: 'No Authorization header and no session cookie.' },
-  authentication_failed: { status: 401, detail: 'Unable to log in with provided credentials.', when: 'Wrong username or password, unknown user or disabled account (one answer for all), or a credential whose user no longer exists.' },
-  invalid_token: { status: 401, detail: 'Invalid or expired token.', when: 'Unknown, expired or already used bearer token; unknown private token.' },
-  malformed_authorization: { status: 401, detail: 'Malformed Authorization header: token missing.', when: 'The Authorization header cannot be parsed for its scheme.' },
-  unsupported_scheme: { status: 401, detail: 'Unsupported authorization scheme.', when: 'An Authorization scheme other than Bearer, Token, PrivateToken or Signature.' },
-  invalid_signature: { status: 401, detail: 'Signature verification failed.', when: 'Unknown or disabled access key, a signature that is not the canonical Base64 of 32 bytes, or one that does not match.' },
-  signature_expired: { status: 401, detail: 'Date header is missing, malformed or outside the allowed clock skew.', when: 'The signed Date is further than auth.signature.clock_skew from now.' },
-  signature_replayed: { status: 401, detail: 'This signature was already used.', when: 'auth.signature.replay_cache is on and the same signature (same key, same MAC) came again.' },
-  invalid_session: { status: 401, detail: 'Session is invalid or expired.', when: 'Unknown, logged-out, idle-expired or too old session cookie.' },
-  user_inactive: { status: 401, detail: 'User account is disabled.', when: 'The credential is valid but its user is disabled.' },
-  csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or (detail "Cross-site request refused.") a browser\'s request from another site (Sec-Fetch-Site, else Origin, else Referer) to the token endpoint, /login or /logout, or a WebSocket upgrade authenticated by the session cookie.' },
-  org_forbidden: { status: 403, detail: 'You are not a member of this organization.', when: 'The requested organization is not one of the user\'s (superusers excepted; root is for superusers only).' },
-  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key.' },
-  password_required: { status: 403, detail: 'Confirm with your password (field "password") to create or replace a permanent credential.', when: `Creating an access key, or creating or resetting the private token, without \`password\` in the body, by any caller but a browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` },
-  password_incorrect: { status: 403, detail: 'The password is incorrect.', when: 'The `password` sent to confirm creating an access key or a private token is wrong (counted by the login lockout).' },
-  invalid_org: { status: 400, detail: 'Organization header must be a UUID, "default" or "root".', when: 'A malformed organization header or ?oid=, or several ?oid= naming different organizations.' },
-  required: { status: 400, detail: 'username: This field is required.', when: 'A required body field is missing or empty.' },
-  parse_error: { status: 400, detail: 'JSON parse error: the body is not valid JSON.', when: 'A JSON body that does not parse, or is not an object.' },
-  bad_request: { status: 400, detail: 'Malformed HTTP request.', when: 'A field with a wrong type or length, or an HTTP request that does not parse.' },
-  too_many_keys: { status: 400, detail: `A user can have at most ${MAX_ACCESS_KEYS} access keys; delete one first.`, when: `Creating an access key when the user already has ${MAX_ACCESS_KEYS}.` },
-  org_not_found: { status: 404, detail: 'No such organization.', when: 'The requested organization (a well-formed UUID) does not exist.' },
-  not_found: { status: 404, detail: 'Not found.', when: 'No such path (without an upstream), or no such access key of the caller.' },
-  method_not_allowed: { status: 405, detail: 'Method not allowed.', when: 'A method the endpoint does not have; see the Allow header.' },
-  request_timeout: { status: 408, detail: 'Request timed out.', when: 'The client did not send its request within server.request_timeout.' },
-  expectation_failed: { status: 417, detail: 'Only "Expect: 100-continue" is supported.', when: 'An Expect header other than 100-continue.' },
-  payload_too_large: { status: 413, detail: 'Request body is too large.', when: 'A body larger than server.body_limit on sidegate\'s own endpoints.' },
-  unsupported_media_type: { status: 415, detail: 'Content-Type must be application/json or application/x-www-form-urlencoded.', when: 'Any other body type on sidegate\'s own endpoints.' },
-  too_many_attempts: { status: 429, detail: 'Too many failed login attempts; try again later.', when: 'auth.lockout.max_failures failed passwords for this username from this client IP within auth.lockout.window; see Retry-After.' },
-  headers_too_large: { status: 431, detail: 'Request headers are too large.', when: 'The request line and headers exceed server.max_header_size bytes.' },
-  internal_error: { status: 500, detail: 'Internal error.', when: 'A bug; logged with the request id.' },
-  upstream_unavailable: { status: 502, detail: 'The upstream service is unavailable.', when: 'The protected service refused or dropped the connection.' },
-  store_unavailable: { status: 503, detail: 'The credential store is unavailable; try again shortly.', when: 'Redis does not answer within redis.command_timeout.' },
-  shutting_down: { status: 503, detail: 'The gateway is shutting down.', when: 'The gateway is draining after SIGTERM.' },
-  upstream_timeout: { status: 504, detail: 'The upstream service did not answer in time.', when: 'No answer from the protected service within upstream.timeout.' }
+/**
+ * The README's error table (section Errors), from the catalogue: every code an
+ * HTTP client can get, by status. `npm run docs:errors` writes it into the
+ * README; test/docs.test.ts fails when the README's copy differs.
+ */
+export function errorTable (): string {
+  const rows = [...HTTP_ERROR_CODES].sort((a, b) => ERRORS[a].status - ERRORS[b].status)
+    .map((c) => `| ${ERRORS[c].status} | \`${c}\` | ${ERRORS[c].when.replace(/\|/g, '\\|')} |`)
+  return ['| status | code | when |', '| ---: | --- | --- |', ...rows].join('\n')
 }
 
 const schemaName = (code: string): string => code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error'
-const ref = (kind: string, name: string): { $ref: string } => ({ $ref: `#/components/${kind}/${name}` })
 
 /** A response whose body is one of the given error codes. */
-function errorResponse (description: string, codes: string[], headers?: Record<string, unknown>): Record<string, unknown> {
+function errorResponse (description: string, codes: ErrorCode[], headers?: Json): Json {
   const schema = codes.length === 1 ? ref('schemas', schemaName(codes[0])) : { oneOf: codes.map((c) => ref('schemas', schemaName(c))) }
   return {
     description: `${description} Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
     ...(headers === undefined ? {} : { headers }),
-    content: { 'application/json': { schema, example: { detail: ERROR_CODES[codes[0]].detail, code: codes[0] } } }
+    content: { 'application/json': { schema, example: { detail: ERRORS[codes[0]].detail, code: codes[0] } } }
   }
 }
 
-export function buildOpenApi (config: Config): Record<string, unknown> {
-  const n = config.names
-  const codesWith = (status: number): string[] => Object.keys(ERROR_CODES).filter((c) => ERROR_CODES[c].status === status)
-  const anyCredential = [{ Bearer: [] }, { PrivateToken: [] }, { AccessKey: [] }, { Session: [] }]
-  const r = (name: string): { $ref: string } => ref('responses', name)
-  const json = (schema: unknown, example?: unknown): Record<string, unknown> => ({ 'application/json': { schema, ...(example === undefined ? {} : { example }) } })
-  const html = (description: string): Record<string, unknown> => ({ description, content: { 'text/html': { schema: { type: 'string' } } } })
-  /** the errors every authenticated operation can answer */
-  const authErrors = (unsafe: boolean, org: boolean): Record<string, unknown> => ({
-    ...(org ? { 400: r('BadOrg') } : {}),
-    401: r('Unauthorized'),
-    403: org ? r('Forbidden') : unsafe ? r('CsrfFailed') : undefined,
-    404: org ? r('OrgNotFound') : undefined,
-    503: r('Unavailable')
-  })
-  const clean = (o: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
-  const bodyErrors = { 400: r('BadRequest'), 413: r('PayloadTooLarge'), 415: r('UnsupportedMediaType') }
-  const keyId = { name: 'id', in: 'path', required: true, description: 'The AccessKeyID.', schema: { type: 'string', format: 'uuid' } }
-  const fresh = `${FRESH_LOGIN_MS / 60_000} minutes`
-  /** creating a permanent credential: the password again, unless a fresh browser session */
-  const confirmBody = {
-    required: false,
-    description: `\`password\`: the caller's password. Required unless the request is authenticated by a browser session signed in less than ${fresh} ago; a password sent is always checked, and counted by the login lockout.`,
-    content: {
-      // empty by default: Swagger UI's "Try it out" then works for a fresh session as is
-      'application/json': { schema: ref('schemas', 'PasswordConfirmation'), example: {} },
-      'application/x-www-form-urlencoded': { schema: ref('schemas', 'PasswordConfirmation') }
+const codesWith = (status: number): ErrorCode[] => HTTP_ERROR_CODES.filter((c) => ERRORS[c].status === status)
+
+/** The shared error answers (components/responses), with the catalogue codes each may carry. */
+function sharedErrors (): Record<SharedErrors, Json> {
+  const wwwAuthenticate = { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }
+  const retryAfter = { 'Retry-After': ref('headers', 'RetryAfter') }
+  return {
+    BadRequest: errorResponse('Bad request body.', ['required', 'parse_error', 'bad_request']),
+    BadOrg: errorResponse('Malformed organization.', ['invalid_org']),
+    Unauthorized: errorResponse('Not authenticated.', [...codesWith(401).filter((c) => c !== 'authentication_failed'), 'authentication_failed'], wwwAuthenticate),
+    LoginFailed: errorResponse('Wrong credentials.', ['authentication_failed'], wwwAuthenticate),
+    Forbidden: errorResponse('Forbidden.', ['org_forbidden', 'permission_denied', 'csrf_failed']),
+    CsrfFailed: errorResponse('CSRF check failed.', ['csrf_failed']),
+    NotFound: errorResponse('No such resource of the caller.', ['not_found']),
+    OrgNotFound: errorResponse('No such organization.', ['org_not_found']),
+    PayloadTooLarge: errorResponse('Body too large.', ['payload_too_large']),
+    UnsupportedMediaType: errorResponse('Unsupported body type.', ['unsupported_media_type']),
+    TooManyAttempts: errorResponse('Locked out for a while.', ['too_many_attempts'], retryAfter),
+    Unavailable: errorResponse('Try again shortly.', ['store_unavailable', 'shutting_down'], retryAfter),
+    UpstreamUnavailable: errorResponse('The protected service is down.', ['upstream_unavailable']),
+    UpstreamTimeout: errorResponse('The protected service is slow.', ['upstream_timeout'])
+  }
+}
+
+const ANY_CREDENTIAL = [{ Bearer: [] }, { PrivateToken: [] }, { AccessKey: [] }, { Session: [] }]
+const SAFE = new Set(['get', 'head', 'options'])
+
+/** What a route's auth mode implies for one of its operations: security, parameters, errors. */
+function implied (auth: RouteAuth, method: string, op: Operation): { security: unknown[], parameters: Json[], errors: Record<number, SharedErrors> } {
+  const user = auth === 'user' || auth === 'user+org'
+  const unsafe = !SAFE.has(method)
+  const security = op.security === 'none'
+    ? []
+    : op.security === 'session' || auth === 'session-page' ? [{ Session: [] }] : user ? ANY_CREDENTIAL : []
+  const parameters = [
+    ...(auth === 'user+org' ? [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')] : []),
+    ...(user && unsafe ? [ref('parameters', 'CsrfToken')] : [])
+  ]
+  const errors: Record<number, SharedErrors> = {}
+  if (user) {
+    if (auth === 'user+org') errors[400] = 'BadOrg'
+    errors[401] = 'Unauthorized'
+    if (auth === 'user+org') errors[403] = 'Forbidden'
+    else if (unsafe) errors[403] = 'CsrfFailed'
+    if (auth === 'user+org') errors[404] = 'OrgNotFound'
+    errors[503] = 'Unavailable'
+  }
+  return { security, parameters, errors }
+}
+
+/** The document's `paths` and the schemas the routes declare. */
+function assemble (routes: readonly Route[]): { paths: Record<string, Json>, schemas: Record<string, Json> } {
+  const paths: Record<string, Json> = {}
+  const schemas: Record<string, Json> = {}
+  const answer = (e: ErrorAnswer): Json => typeof e === 'string' ? ref('responses', e) : errorResponse(e.description, e.codes, e.headers)
+  for (const route of routes) {
+    const docs = route.docs
+    if (docs === null) continue
+    const path = docs.path ?? route.path
+    const item: Json = paths[path] ??= {}
+    if (docs.parameters !== undefined) item.parameters = docs.parameters
+    for (const [method, op] of Object.entries(docs.operations) as Array<[string, Operation]>) {
+      if (!route.methods.includes(method.toUpperCase())) throw new Error(`${path}: ${method} is documented but not a method of the route`)
+      if (item[method] !== undefined) throw new Error(`${path}: ${method} documented twice`)
+      const i = implied(route.auth, method, op)
+      const parameters = [...i.parameters, ...(op.parameters ?? [])]
+      const errors = { ...i.errors, ...op.errors }
+      item[method] = {
+        tags: op.tags,
+        operationId: op.operationId,
+        summary: op.summary,
+        ...(op.description === undefined ? {} : { description: op.description }),
+        security: i.security,
+        ...(parameters.length === 0 ? {} : { parameters }),
+        ...(op.requestBody === undefined ? {} : { requestBody: op.requestBody }),
+        responses: { ...op.responses, ...Object.fromEntries(Object.entries(errors).map(([status, e]) => [status, answer(e)])) }
+      }
+    }
+    for (const [name, schema] of Object.entries(docs.schemas ?? {})) {
+      if (schemas[name] !== undefined && JSON.stringify(schemas[name]) !== JSON.stringify(schema)) throw new Error(`schema ${name}: two routes declare it differently`)
+      schemas[name] = schema
     }
   }
-  const confirmErrors = {
-    400: r('BadRequest'),
-    403: errorResponse('No or a wrong password, or a CSRF failure.', ['password_required', 'password_incorrect', 'csrf_failed']),
-    413: r('PayloadTooLarge'),
-    415: r('UnsupportedMediaType'),
-    429: r('TooManyAttempts')
-  }
-  const orgParams = [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')]
+  return { paths, schemas }
+}
+
+/** `routes`: every route to document, in order (src/routes/index.ts: the served ones and, with an upstream, the JumpServer paths it serves). */
+export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
+  const n = config.names
   const builtIn = config.upstream.url === null
     ? 'Served by sidegate\'s built-in demo API (no upstream is configured).'
     : 'Forwarded to the protected service with the resolved identity; sidegate answers only its own errors.'
-  const proxyErrors = config.upstream.url === null ? {} : { 502: r('UpstreamUnavailable'), 504: r('UpstreamTimeout') }
+  const { paths, schemas } = assemble(routes)
 
-  const errorSchemas = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, e]) => [schemaName(code), {
+  const errorSchemas = Object.fromEntries(HTTP_ERROR_CODES.map((code) => [code, ERRORS[code]] as const).map(([code, e]) => [schemaName(code), {
     type: 'object',
     description: `HTTP ${e.status}. ${e.when}`,
     required: ['detail', 'code'],
@@ -142,246 +173,7 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
       { name: 'Health' },
       { name: 'Documentation' }
     ],
-    paths: {
-      [TOKEN_PATH]: {
-        post: {
-          tags: ['Authentication'],
-          operationId: 'createBearerToken',
-          summary: 'Exchange a username and password for a one-time bearer token',
-          description: `The token is valid for ${config.auth.bearer.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401. ` +
-            'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
-          security: [],
-          requestBody: {
-            required: true,
-            content: {
-              'application/json': { schema: ref('schemas', 'Credentials') },
-              'application/x-www-form-urlencoded': { schema: ref('schemas', 'Credentials') }
-            }
-          },
-          responses: {
-            201: { description: 'Token issued.', content: json(ref('schemas', 'TokenResult')) },
-            ...bodyErrors,
-            401: r('LoginFailed'),
-            403: r('CsrfFailed'),
-            429: r('TooManyAttempts'),
-            503: r('Unavailable')
-          }
-        }
-      },
-      '/api/v1/users/profile/': {
-        get: {
-          tags: ['Users'],
-          operationId: 'getProfile',
-          summary: 'The calling user\'s profile',
-          description: builtIn,
-          security: anyCredential,
-          parameters: orgParams,
-          responses: clean({ 200: { description: 'The profile.', content: json(ref('schemas', 'Profile')) }, ...authErrors(false, true), ...proxyErrors })
-        }
-      },
-      '/api/v1/users/users/': {
-        get: {
-          tags: ['Users'],
-          operationId: 'listUsers',
-          summary: 'Users of the organization',
-          description: `${builtIn} Superusers and organization admins only; in the root organization, every user.`,
-          security: anyCredential,
-          parameters: orgParams,
-          responses: clean({ 200: { description: 'The users.', content: json({ type: 'array', items: ref('schemas', 'Profile') }) }, ...authErrors(false, true), ...proxyErrors })
-        }
-      },
-      [ACCESS_KEYS_PATH]: {
-        get: {
-          tags: ['Authentication'],
-          operationId: 'listAccessKeys',
-          summary: 'The caller\'s access keys',
-          security: anyCredential,
-          responses: clean({ 200: { description: 'Oldest first; secrets are never listed.', content: json({ type: 'array', items: ref('schemas', 'AccessKey') }) }, ...authErrors(false, false) })
-        },
-        post: {
-          tags: ['Authentication'],
-          operationId: 'createAccessKey',
-          summary: 'Create an access key',
-          description: `The response is the only time the secret is shown (\`Cache-Control: no-store\`). At most ${MAX_ACCESS_KEYS} keys per user. ` +
-            `Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
-          security: anyCredential,
-          parameters: [ref('parameters', 'CsrfToken')],
-          requestBody: confirmBody,
-          responses: clean({
-            201: { description: 'Created.', headers: { 'Cache-Control': ref('headers', 'NoStore') }, content: json(ref('schemas', 'AccessKeyCreated')) },
-            ...authErrors(true, false),
-            ...confirmErrors,
-            400: errorResponse('Limit reached, or a bad body.', ['too_many_keys', 'required', 'parse_error', 'bad_request'])
-          })
-        }
-      },
-      [`${ACCESS_KEYS_PATH}{id}/`]: {
-        parameters: [keyId],
-        get: {
-          tags: ['Authentication'],
-          operationId: 'getAccessKey',
-          summary: 'One of the caller\'s access keys',
-          security: anyCredential,
-          responses: clean({ 200: { description: 'The key.', content: json(ref('schemas', 'AccessKey')) }, 404: r('NotFound'), ...authErrors(false, false) })
-        },
-        patch: {
-          tags: ['Authentication'],
-          operationId: 'updateAccessKey',
-          summary: 'Enable or disable an access key',
-          security: anyCredential,
-          parameters: [ref('parameters', 'CsrfToken')],
-          requestBody: {
-            required: true,
-            content: {
-              'application/json': { schema: ref('schemas', 'AccessKeyUpdate') },
-              'application/x-www-form-urlencoded': { schema: ref('schemas', 'AccessKeyUpdate') }
-            }
-          },
-          responses: clean({ 200: { description: 'The key, updated.', content: json(ref('schemas', 'AccessKey')) }, 404: r('NotFound'), ...bodyErrors, ...authErrors(true, false) })
-        },
-        delete: {
-          tags: ['Authentication'],
-          operationId: 'deleteAccessKey',
-          summary: 'Delete an access key',
-          description: 'Every replica refuses the key at once.',
-          security: anyCredential,
-          parameters: [ref('parameters', 'CsrfToken')],
-          responses: clean({ 204: { description: 'Deleted.' }, 404: r('NotFound'), ...authErrors(true, false) })
-        }
-      },
-      [PRIVATE_TOKEN_PATH]: {
-        get: {
-          tags: ['Authentication'],
-          operationId: 'getPrivateToken',
-          summary: 'Read the caller\'s private token',
-          description: 'Not with a bearer token or an access key (403 `permission_denied`): those could otherwise turn into the permanent token.',
-          security: anyCredential,
-          responses: clean({
-            200: { description: '`token` is null when the caller has none.', headers: { 'Cache-Control': ref('headers', 'NoStore') }, content: json(ref('schemas', 'PrivateTokenOrNone')) },
-            ...authErrors(false, false),
-            403: errorResponse('A bearer token or an access key.', ['permission_denied'])
-          })
-        },
-        post: {
-          tags: ['Authentication'],
-          operationId: 'createPrivateToken',
-          summary: 'Create or reset the caller\'s private token',
-          description: `A previous token stops working. Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
-          security: anyCredential,
-          parameters: [ref('parameters', 'CsrfToken')],
-          requestBody: confirmBody,
-          responses: clean({
-            201: { description: 'The new token.', headers: { 'Cache-Control': ref('headers', 'NoStore') }, content: json(ref('schemas', 'PrivateToken')) },
-            ...authErrors(true, false),
-            ...confirmErrors
-          })
-        },
-        delete: {
-          tags: ['Authentication'],
-          operationId: 'revokePrivateToken',
-          summary: 'Revoke the caller\'s private token',
-          security: anyCredential,
-          parameters: [ref('parameters', 'CsrfToken')],
-          responses: clean({ 204: { description: 'Revoked.' }, 404: r('NotFound'), ...authErrors(true, false) })
-        }
-      },
-      [LOGIN_PATH]: {
-        get: {
-          tags: ['Browser'],
-          operationId: 'loginPage',
-          summary: 'The login page',
-          security: [],
-          parameters: [ref('parameters', 'Next')],
-          responses: {
-            200: html('The login form.'),
-            302: { description: 'Already signed in: to `next`.', headers: { Location: ref('headers', 'Location') } }
-          }
-        },
-        post: {
-          tags: ['Browser'],
-          operationId: 'login',
-          summary: 'Sign in and start a browser session',
-          description: `Sets \`${n.sessionCookie}\` (HttpOnly) and \`${n.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
-            `A form post redirects to \`next\` (a same-origin path; anything else becomes \`/account/keys\`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.`,
-          security: [],
-          requestBody: {
-            required: true,
-            content: {
-              'application/x-www-form-urlencoded': { schema: ref('schemas', 'LoginRequest') },
-              'application/json': { schema: ref('schemas', 'LoginRequest') }
-            }
-          },
-          responses: {
-            200: { description: 'JSON login succeeded.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(ref('schemas', 'LoginResult')) },
-            303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
-            ...bodyErrors,
-            401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: ref('schemas', 'AuthenticationFailedError') } } },
-            403: r('CsrfFailed'),
-            429: r('TooManyAttempts'),
-            503: r('Unavailable')
-          }
-        }
-      },
-      [LOGOUT_PATH]: {
-        post: {
-          tags: ['Browser'],
-          operationId: 'logout',
-          summary: 'End the browser session',
-          description: 'Deletes the session and clears the cookies. Needs the CSRF token in `X-CSRFToken`, or in the form field `csrfmiddlewaretoken`.',
-          security: [{ Session: [] }],
-          parameters: [ref('parameters', 'CsrfToken')],
-          requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: ref('schemas', 'LogoutForm') } } },
-          responses: {
-            200: { description: 'Logged out (JSON or empty body).', content: json({ type: 'object', properties: { detail: { type: 'string' } } }) },
-            303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } },
-            403: r('CsrfFailed'),
-            503: r('Unavailable')
-          }
-        }
-      },
-      [ACCOUNT_PAGE_PATH]: {
-        get: {
-          tags: ['Browser'],
-          operationId: 'accountKeysPage',
-          summary: 'The API keys page (access keys and private token)',
-          security: [{ Session: [] }],
-          responses: {
-            200: html('The page.'),
-            302: { description: 'No session: to `/login?next=/account/keys`.', headers: { Location: ref('headers', 'Location') } }
-          }
-        }
-      },
-      '/healthz': {
-        get: { tags: ['Health'], operationId: 'healthz', summary: 'Liveness', security: [], responses: { 200: { description: 'The process answers.', content: json({ type: 'object', properties: { status: { const: 'ok' } } }) } } }
-      },
-      '/readyz': {
-        get: {
-          tags: ['Health'],
-          operationId: 'readyz',
-          summary: 'Readiness: the store answers and the gateway is not draining',
-          security: [],
-          responses: { 200: { description: 'Ready.', content: json({ type: 'object', properties: { status: { const: 'ready' } } }) }, 503: r('Unavailable') }
-        }
-      },
-      '/api/docs/': {
-        get: { tags: ['Documentation'], operationId: 'docsPage', summary: 'This documentation (Swagger UI)', security: [], responses: { 200: html('Swagger UI.') } }
-      },
-      '/api/docs/openapi.json': {
-        get: { tags: ['Documentation'], operationId: 'openapiJson', summary: 'This document, JSON', security: [], responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object' }) } } }
-      },
-      '/api/docs/openapi.yaml': {
-        get: { tags: ['Documentation'], operationId: 'openapiYaml', summary: 'This document, YAML', security: [], responses: { 200: { description: 'OpenAPI 3.1.', content: { 'application/yaml': { schema: { type: 'string' } } } } } }
-      },
-      '/api/docs': {
-        get: { tags: ['Documentation'], operationId: 'docsNoSlash', summary: 'Redirects to /api/docs/', security: [], responses: { 302: { description: 'To /api/docs/.', headers: { Location: ref('headers', 'Location') } } } }
-      },
-      '/docs': {
-        get: { tags: ['Documentation'], operationId: 'docsLegacy', summary: 'The pre-2.0 location: redirects to /api/docs/', security: [], responses: { 302: { description: 'To /api/docs/.', headers: { Location: ref('headers', 'Location') } } } }
-      },
-      ...(config.upstream.url === null
-        ? { '/': { get: { tags: ['Browser'], operationId: 'home', summary: 'Without an upstream: to the API keys page (and so to sign-in)', security: [], responses: { 302: { description: 'To /account/keys.', headers: { Location: ref('headers', 'Location') } } } } } }
-        : {})
-    },
+    paths,
     components: {
       securitySchemes: {
         Bearer: {
@@ -458,91 +250,9 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
           schema: { type: 'string' }
         }
       },
-      responses: {
-        BadRequest: errorResponse('Bad request body.', ['required', 'parse_error', 'bad_request']),
-        BadOrg: errorResponse('Malformed organization.', ['invalid_org']),
-        Unauthorized: errorResponse('Not authenticated.', codesWith(401).filter((c) => c !== 'authentication_failed').concat('authentication_failed'), { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }),
-        LoginFailed: errorResponse('Wrong credentials.', ['authentication_failed'], { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }),
-        Forbidden: errorResponse('Forbidden.', ['org_forbidden', 'permission_denied', 'csrf_failed']),
-        CsrfFailed: errorResponse('CSRF check failed.', ['csrf_failed']),
-        NotFound: errorResponse('No such resource of the caller.', ['not_found']),
-        OrgNotFound: errorResponse('No such organization.', ['org_not_found']),
-        PayloadTooLarge: errorResponse('Body too large.', ['payload_too_large']),
-        UnsupportedMediaType: errorResponse('Unsupported body type.', ['unsupported_media_type']),
-        TooManyAttempts: errorResponse('Locked out for a while.', ['too_many_attempts'], { 'Retry-After': ref('headers', 'RetryAfter') }),
-        Unavailable: errorResponse('Try again shortly.', ['store_unavailable', 'shutting_down'], { 'Retry-After': ref('headers', 'RetryAfter') }),
-        UpstreamUnavailable: errorResponse('The protected service is down.', ['upstream_unavailable']),
-        UpstreamTimeout: errorResponse('The protected service is slow.', ['upstream_timeout'])
-      },
+      responses: sharedErrors(),
       schemas: {
-        Credentials: {
-          type: 'object',
-          required: ['username', 'password'],
-          properties: { username: { type: 'string', maxLength: 150 }, password: { type: 'string', maxLength: 1024, format: 'password' } }
-        },
-        TokenResult: {
-          type: 'object',
-          required: ['token', 'keyword', 'date_expired', 'user'],
-          properties: {
-            token: { type: 'string', description: 'The one-time bearer token.' },
-            keyword: { const: 'Bearer' },
-            date_expired: { type: 'string', description: '`%Y/%m/%d %H:%M:%S %z`, UTC.', examples: ['2026/11/23 10:25:33 +0000'] },
-            user: ref('schemas', 'Profile')
-          }
-        },
-        Profile: {
-          type: 'object',
-          properties: {
-            id: { type: 'string', format: 'uuid' },
-            name: { type: 'string' },
-            username: { type: 'string' },
-            email: { type: 'string' },
-            source: { type: 'string', examples: ['local'] },
-            is_active: { type: 'boolean' },
-            is_valid: { type: 'boolean' },
-            is_superuser: { type: 'boolean' },
-            last_login: { type: ['string', 'null'], format: 'date-time' },
-            date_joined: { type: 'string', format: 'date-time' },
-            system_roles: { type: 'array', items: ref('schemas', 'Role') },
-            org_roles: { type: 'array', items: ref('schemas', 'Role') }
-          }
-        },
-        Role: { type: 'object', properties: { name: { type: 'string', examples: ['SystemAdmin', 'User', 'OrgAdmin', 'OrgUser'] } } },
-        AccessKey: {
-          type: 'object',
-          required: ['id', 'is_active', 'date_created', 'date_last_used'],
-          properties: {
-            id: { type: 'string', format: 'uuid', description: 'The AccessKeyID (`keyId` in signatures).' },
-            is_active: { type: 'boolean' },
-            date_created: { type: 'string', format: 'date-time' },
-            date_last_used: { type: ['string', 'null'], format: 'date-time', description: 'Updated at most once a minute.' }
-          }
-        },
-        AccessKeyCreated: {
-          allOf: [ref('schemas', 'AccessKey')],
-          type: 'object',
-          required: ['secret'],
-          properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this response.' } }
-        },
-        AccessKeyUpdate: { type: 'object', required: ['is_active'], properties: { is_active: { type: 'boolean' } } },
-        PasswordConfirmation: { type: 'object', properties: { password: { type: 'string', maxLength: 1024, format: 'password' } } },
-        PrivateToken: { type: 'object', required: ['token'], properties: { token: { type: 'string' } } },
-        PrivateTokenOrNone: { type: 'object', required: ['token'], properties: { token: { type: ['string', 'null'] } } },
-        LoginRequest: {
-          type: 'object',
-          required: ['username', 'password'],
-          properties: {
-            username: { type: 'string', maxLength: 150 },
-            password: { type: 'string', maxLength: 1024, format: 'password' },
-            next: { type: 'string', description: 'A path on this gateway to go to afterwards.' }
-          }
-        },
-        LoginResult: {
-          type: 'object',
-          required: ['user', 'next'],
-          properties: { user: ref('schemas', 'Profile'), next: { type: 'string', description: '`next`, made safe.' } }
-        },
-        LogoutForm: { type: 'object', properties: { csrfmiddlewaretoken: { type: 'string' } } },
+        ...schemas,
         Error: {
           type: 'object',
           description: 'Every error sidegate itself returns.',
@@ -551,8 +261,8 @@ export function buildOpenApi (config: Config): Record<string, unknown> {
         },
         ErrorCode: {
           type: 'string',
-          enum: Object.keys(ERROR_CODES),
-          description: Object.entries(ERROR_CODES).map(([c, e]) => `- \`${c}\` (${e.status}): ${e.when}`).join('\n')
+          enum: HTTP_ERROR_CODES,
+          description: HTTP_ERROR_CODES.map((c) => `- \`${c}\` (${ERRORS[c].status}): ${ERRORS[c].when}`).join('\n')
         },
         ...errorSchemas
       }

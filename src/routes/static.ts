@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { gzip as gzipCb } from 'node:zlib'
 import { E } from '../errors.js'
-import type { Route, RouteContext } from './types.js'
+import { queryParam } from '../http/query.js'
+import type { Route, RequestContext } from './types.js'
 
 const gzip = promisify(gzipCb)
 
@@ -83,19 +84,20 @@ export class AssetSet {
       methods: ['GET', 'HEAD'],
       path: this.prefix,
       prefix: true,
-      public: true,
+      auth: 'none',
+      // static files are not API
+      docs: null,
       handle: async (ctx) => { await this.serve(ctx, ctx.path.slice(this.prefix.length)) }
     }
   }
 
-  async serve (ctx: RouteContext, name: string): Promise<void> {
+  async serve (ctx: RequestContext, name: string): Promise<void> {
     const a = this.get(name)
     if (a === undefined) throw E.notFound()
-    const q = new URLSearchParams((ctx.req.url ?? '').split('?')[1] ?? '')
     const headers: Record<string, string | number> = {
       'content-type': a.type,
       'x-content-type-options': 'nosniff',
-      'cache-control': q.get('v') === a.version ? IMMUTABLE : 'no-cache',
+      'cache-control': queryParam(ctx.req.url ?? '', 'v') === a.version ? IMMUTABLE : 'no-cache',
       etag: a.etag,
       vary: 'Accept-Encoding'
     }

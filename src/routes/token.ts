@@ -9,12 +9,13 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { E } from '../errors.js'
-import { hashPassword, verifyPassword } from '../crypto.js'
 import { decodeFields, readBody, requireString } from '../body.js'
 import { sendJson } from '../respond.js'
-import type { Store, User } from '../store/types.js'
-import { profile } from './profile.js'
-import type { Route, RouteContext } from './types.js'
+import type { PasswordChecker } from '../auth/passwords.js'
+import type { Store } from '../store/types.js'
+import { PROFILE_SCHEMAS, profile } from './profile.js'
+import { BODY_ERRORS, bodyOf, json, schemaRef } from './spec.js'
+import type { Route, RequestContext } from './types.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
 
@@ -24,52 +25,9 @@ export function jmsDate (d: Date): string {
   return `${d.getUTCFullYear()}/${p(d.getUTCMonth() + 1)}/${p(d.getUTCDate())} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`
 }
 
-export interface LockoutOptions {
-  /** failures per (username, client IP) before 429; 0 turns the lockout off */
-  max_failures: number
-  /** seconds */
-  window: number
-}
-
-export class PasswordChecker {
-  #dummy: Promise<string> | undefined
-  constructor (private readonly store: Store, private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 }) {}
-
-  /**
-   * The password check behind the login form and the token endpoint, with
-   * the lockout: after `max_failures` failures for one (username, client IP)
-   * within `window` seconds, attempts get 429 too_many_attempts with
-   * Retry-After, even with the right password, until a full window has
-   * passed; a success resets the count. Each attempt is counted before its
-   * password is checked, so a burst of parallel guesses gets no more than
-   * `max_failures` checks. The counter does not depend on whether the user exists.
-   */
-  async login (username: string, password: string, clientIp: string): Promise<User> {
-    const { max_failures: max, window } = this.lockout
-    const subject = `${username.toLowerCase()}\n${clientIp}`
-    if (max > 0) {
-      const a = await this.store.countLoginAttempt(subject, window, max)
-      if (a.count > max) throw E.tooManyAttempts(a.retryAfter)
-    }
-    const user = await this.check(username, password)
-    if (user === null) throw E.authenticationFailed()
-    if (max > 0) await this.store.resetLoginFailures(subject)
-    return user
-  }
-
-  /** The user when username and password match an active account, else null, in about the same time. */
-  async check (username: string, password: string): Promise<User | null> {
-    this.#dummy ??= hashPassword('sidegate-dummy-password')
-    const user = await this.store.getUserByUsername(username)
-    const hash = user === null ? null : await this.store.getPasswordHash(user.id)
-    const ok = await verifyPassword(password, hash ?? await this.#dummy)
-    return ok && hash !== null && user !== null && user.is_active ? user : null
-  }
-}
-
 export interface LoginFields { username: string, password: string }
 
-export async function readLogin (ctx: RouteContext, limit: number): Promise<LoginFields> {
+export async function readLogin (ctx: RequestContext, limit: number): Promise<LoginFields> {
   const fields = decodeFields(ctx.req.headers['content-type'], await readBody(ctx.req, limit))
   return { username: requireString(fields, 'username', 150), password: requireString(fields, 'password', 1024) }
 }
@@ -85,7 +43,40 @@ export function tokenRoute (store: Store, passwords: PasswordChecker, opts: Toke
   return {
     methods: ['POST'],
     path: TOKEN_PATH,
-    public: true,
+    // the password is the credential, checked in the handler
+    auth: 'none',
+    docs: {
+      operations: {
+        post: {
+          tags: ['Authentication'],
+          operationId: 'createBearerToken',
+          summary: 'Exchange a username and password for a one-time bearer token',
+          description: `The token is valid for ${opts.ttl} s and for exactly one request. Unknown user, wrong password and disabled account give the same 401. ` +
+            'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
+          requestBody: bodyOf('Credentials'),
+          responses: { 201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) } },
+          errors: { ...BODY_ERRORS, 401: 'LoginFailed', 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+        }
+      },
+      schemas: {
+        Credentials: {
+          type: 'object',
+          required: ['username', 'password'],
+          properties: { username: { type: 'string', maxLength: 150 }, password: { type: 'string', maxLength: 1024, format: 'password' } }
+        },
+        TokenResult: {
+          type: 'object',
+          required: ['token', 'keyword', 'date_expired', 'user'],
+          properties: {
+            token: { type: 'string', description: 'The one-time bearer token.' },
+            keyword: { const: 'Bearer' },
+            date_expired: { type: 'string', description: '`%Y/%m/%d %H:%M:%S %z`, UTC.', examples: ['2026/11/23 10:25:33 +0000'] },
+            user: schemaRef('Profile')
+          }
+        },
+        ...PROFILE_SCHEMAS
+      }
+    },
     async handle (ctx) {
       // A form post needs no CORS preflight: without this, any page could
       // spend the lockout's failures for a username and lock its owner out.

@@ -1,28 +1,34 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Identity } from '../auth/index.js'
+import type { RequestContext } from '../context.js'
+import type { RouteDocs } from './spec.js'
 
-export interface RouteContext {
-  req: IncomingMessage
-  res: ServerResponse
-  /** path without the query string */
-  path: string
-  requestId: string
-  clientIp: string
-  /** the client reached us over HTTPS (own TLS, or a trusted proxy said so) */
-  https: boolean
-  /** set on protected routes */
-  identity?: Identity
-  orgId?: string
-}
+export type { RequestContext }
+
+/**
+ * What the pipeline does before a route's handler runs (src/pipeline.ts):
+ * - `none`: nothing; no credential is looked at. Health checks, the token
+ *   endpoint and `POST /login` (they check a password), `POST /logout` (it
+ *   ends the session its cookie names, with its own CSRF check), the
+ *   documentation and static files.
+ * - `user`: the authenticate step: one of the four credentials, else 401
+ *   (403 for a session's missing CSRF token); `ctx.identity` is set.
+ *   The caller's own credentials: no organization is involved.
+ * - `user+org`: `user`, then the resolveOrg step (400 or 403 when the
+ *   requested organization is malformed or not the user's); `ctx.orgId` is set.
+ * - `session-page`: an HTML page for browsers. Only a browser session counts
+ *   (a request with an Authorization header has none); `ctx.identity` is set
+ *   when the session is valid and left unset otherwise, and the page decides
+ *   (the keys page sends the browser to sign in, the sign-in page goes on when
+ *   already signed in). Only a failing store refuses the request.
+ */
+export type RouteAuth = 'none' | 'user' | 'user+org' | 'session-page'
 
 export interface Route {
   methods: string[]
   path: string
   /** `path` is a prefix (ending in "/"): the route serves every path under it */
   prefix?: boolean
-  /** public routes run before authentication */
-  public: boolean
-  /** protected routes that do not act in an organization skip org resolution (ctx.orgId stays unset) */
-  noOrg?: boolean
-  handle (ctx: RouteContext): Promise<void> | void
+  auth: RouteAuth
+  /** its OpenAPI operations and schemas (src/routes/spec.ts); null for what is not API (static files) */
+  docs: RouteDocs | null
+  handle (ctx: RequestContext): Promise<void> | void
 }

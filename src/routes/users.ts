@@ -1,27 +1,61 @@
 /**
  * Built-in demo API, served when no upstream is configured, so that
  * `npm start` works end to end: the caller's profile, and the users of the
- * resolved org (superusers and org admins only).
+ * resolved org (superusers and org admins only). With an upstream these are
+ * JumpServer's paths on the protected service: not served, but documented
+ * (src/routes/index.ts), as forwarded.
  */
 import { E } from '../errors.js'
 import { sendJson } from '../respond.js'
 import { ROOT_ORG_ID } from '../org.js'
 import type { Store } from '../store/types.js'
-import { profile } from './profile.js'
+import { PROFILE_SCHEMAS, profile } from './profile.js'
+import { json, schemaRef, type ErrorAnswer } from './spec.js'
 import type { Route } from './types.js'
 
-export function userRoutes (store: Store): Route[] {
+/** `forwarded`: an upstream is configured and these paths are its (for the documentation). */
+export function userRoutes (store: Store, forwarded = false): Route[] {
+  const builtIn = forwarded
+    ? 'Forwarded to the protected service with the resolved identity; sidegate answers only its own errors.'
+    : 'Served by sidegate\'s built-in demo API (no upstream is configured).'
+  const upstreamErrors: Record<number, ErrorAnswer> = forwarded ? { 502: 'UpstreamUnavailable', 504: 'UpstreamTimeout' } : {}
   return [{
     methods: ['GET', 'HEAD'],
     path: '/api/v1/users/profile/',
-    public: false,
+    auth: 'user+org',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Users'],
+          operationId: 'getProfile',
+          summary: 'The calling user\'s profile',
+          description: builtIn,
+          responses: { 200: { description: 'The profile.', content: json(schemaRef('Profile')) } },
+          errors: upstreamErrors
+        }
+      },
+      schemas: PROFILE_SCHEMAS
+    },
     handle (ctx) {
       sendJson(ctx.res, 200, profile(ctx.identity!.user, ctx.orgId))
     }
   }, {
     methods: ['GET', 'HEAD'],
     path: '/api/v1/users/users/',
-    public: false,
+    auth: 'user+org',
+    docs: {
+      operations: {
+        get: {
+          tags: ['Users'],
+          operationId: 'listUsers',
+          summary: 'Users of the organization',
+          description: `${builtIn} Superusers and organization admins only; in the root organization, every user.`,
+          responses: { 200: { description: 'The users.', content: json({ type: 'array', items: schemaRef('Profile') }) } },
+          errors: upstreamErrors
+        }
+      },
+      schemas: PROFILE_SCHEMAS
+    },
     async handle (ctx) {
       const u = ctx.identity!.user
       const orgId = ctx.orgId!

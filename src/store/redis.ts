@@ -243,7 +243,7 @@ export class RedisStore implements Store {
   async createOrg (name: string, id: string = randomUUID()): Promise<Org> {
     const org: Org = { id: id.toLowerCase(), name, date_created: new Date().toISOString() }
     const ok = await this.#run(() => this.redis.set(this.#k('org', org.id), JSON.stringify(org), 'NX'))
-    if (ok === null) throw new GatewayError(409, 'org_exists', `An organization with id ${org.id} already exists.`)
+    if (ok === null) throw E.orgExists(org.id)
     await this.#run(() => this.redis.sadd(this.#k('orgs'), org.id))
     return org
   }
@@ -276,7 +276,7 @@ export class RedisStore implements Store {
     }
     const unameKey = this.#k('uname', u.username.toLowerCase())
     const claimed = await this.#run(() => this.redis.set(unameKey, id, 'NX'))
-    if (claimed === null) throw new GatewayError(409, 'user_exists', `A user named ${u.username} already exists.`)
+    if (claimed === null) throw E.userExists(u.username)
     try {
       await this.#run(() => this.redis.set(this.#k('user', id), JSON.stringify(user)))
       await this.#run(() => this.redis.sadd(this.#k('users'), id))
@@ -321,7 +321,7 @@ export class RedisStore implements Store {
 
   async #setField (userId: string, field: string, value: unknown): Promise<void> {
     const n = await this.#run(() => (this.redis as any).setField(this.#k('user', userId), field, JSON.stringify(value)) as Promise<number>)
-    if (n === 0) throw new GatewayError(404, 'user_not_found', 'No such user.')
+    if (n === 0) throw E.userNotFound()
   }
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
@@ -356,7 +356,7 @@ export class RedisStore implements Store {
 
   async setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> {
     const n = await this.#run(() => (this.redis as any).setMember(this.#k('user', userId), orgId, role ?? '') as Promise<number>)
-    if (n === 0) throw new GatewayError(404, 'user_not_found', 'No such user.')
+    if (n === 0) throw E.userNotFound()
     await this.#invalidate(`user:${userId}`)
   }
 

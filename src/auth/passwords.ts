@@ -1,0 +1,50 @@
+/**
+ * Passwords: the one check behind the token endpoint, the login form and the
+ * password confirmation of the account endpoints, with the login lockout.
+ */
+import { E } from '../errors.js'
+import { hashPassword, verifyPassword } from '../crypto.js'
+import type { Store, User } from '../store/types.js'
+
+export interface LockoutOptions {
+  /** failures per (username, client IP) before 429; 0 turns the lockout off */
+  max_failures: number
+  /** seconds */
+  window: number
+}
+
+export class PasswordChecker {
+  #dummy: Promise<string> | undefined
+  constructor (private readonly store: Store, private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 }) {}
+
+  /**
+   * The password check behind the login form and the token endpoint, with
+   * the lockout: after `max_failures` failures for one (username, client IP)
+   * within `window` seconds, attempts get 429 too_many_attempts with
+   * Retry-After, even with the right password, until a full window has
+   * passed; a success resets the count. Each attempt is counted before its
+   * password is checked, so a burst of parallel guesses gets no more than
+   * `max_failures` checks. The counter does not depend on whether the user exists.
+   */
+  async login (username: string, password: string, clientIp: string): Promise<User> {
+    const { max_failures: max, window } = this.lockout
+    const subject = `${username.toLowerCase()}\n${clientIp}`
+    if (max > 0) {
+      const a = await this.store.countLoginAttempt(subject, window, max)
+      if (a.count > max) throw E.tooManyAttempts(a.retryAfter)
+    }
+    const user = await this.check(username, password)
+    if (user === null) throw E.authenticationFailed()
+    if (max > 0) await this.store.resetLoginFailures(subject)
+    return user
+  }
+
+  /** The user when username and password match an active account, else null, in about the same time. */
+  async check (username: string, password: string): Promise<User | null> {
+    this.#dummy ??= hashPassword('sidegate-dummy-password')
+    const user = await this.store.getUserByUsername(username)
+    const hash = user === null ? null : await this.store.getPasswordHash(user.id)
+    const ok = await verifyPassword(password, hash ?? await this.#dummy)
+    return ok && hash !== null && user !== null && user.is_active ? user : null
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * The one per-request state, made when a request arrives (src/pipeline.ts,
+ * receive) and filled in by the steps: the route's handler and the access
+ * log read it. A WebSocket upgrade has the same fields but no `res` (it is
+ * answered on the socket): StepContext, which is what the steps take.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Identity } from './auth/index.js'
+
+export interface RequestContext {
+  req: IncomingMessage
+  res: ServerResponse
+  /** path without the query string */
+  path: string
+  requestId: string
+  clientIp: string
+  /** the client reached us over HTTPS (own TLS, or a trusted proxy said so) */
+  https: boolean
+  /** set by the authenticate step (routes with auth 'user', 'user+org', a valid session on 'session-page'; the upstream's protected paths) */
+  identity?: Identity
+  /** set by the resolveOrg step (routes with auth 'user+org'; the upstream's protected paths) */
+  orgId?: string
+  /** the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet */
+  expectsContinue?: boolean
+}
+
+/** What the pipeline's steps read and write: a RequestContext without the response, all a WebSocket upgrade has. */
+export type StepContext = Omit<RequestContext, 'res' | 'expectsContinue'>

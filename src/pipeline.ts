@@ -1,0 +1,270 @@
+/**
+ * The request path, top to bottom. Every request sidegate receives takes
+ * these steps, in this order; each is a named function below, over the one
+ * request context (src/context.ts):
+ *
+ *   receive ─▶ route ─┬─ own route ─▶ authenticate ─▶ resolveOrg ─▶ the route's handler
+ *                     └─ upstream ──▶ authenticate ─▶ resolveOrg ─▶ stripAndInject ─▶ setForwarded ─▶ forward
+ *
+ * 1. receive: the context (path, request id, client IP, HTTPS); the access log
+ *    line and the metrics once the answer is done; a request without Host is 400.
+ * 2. route: one of sidegate's own routes (src/routes/index.ts; a known path
+ *    with another method is 405), else the upstream (404 without one).
+ * 3. authenticate: the first authenticator that claims the request decides
+ *    (src/auth/): an own route as its `auth` mode says ('none', 'user',
+ *    'user+org', 'session-page'); an upstream path always, unless it is in
+ *    upstream.public_paths.
+ * 4. resolveOrg: `?oid=`, the org header or the user's default (src/org.ts),
+ *    for 'user+org' routes and every authenticated upstream path.
+ * 5. An own route's handler answers. For the upstream: stripAndInject (the
+ *    client's copies of the identity headers and sidegate's own credentials
+ *    go, the resolved identity is set; src/headers.ts), setForwarded
+ *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
+ *
+ * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
+ * forwarded by forwarder.ws; a forward-auth decision endpoint would take
+ * steps 1 to 4 and answer with the identity instead of forwarding. Any step
+ * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
+ * `rejectUpgrade` on the socket.
+ *
+ * The steps are small functions made once per gateway: a request costs no
+ * closure or promise beyond what the work needs.
+ */
+import type http from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { AuthPipeline, Identity } from './auth/index.js'
+import { BEFORE_BODY } from './body.js'
+import type { Config } from './config.js'
+import type { RequestContext, StepContext } from './context.js'
+import { E, GatewayError } from './errors.js'
+import { clientIp, injectIdentity, isHttps, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
+import { pathOf } from './http/query.js'
+import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
+import type { RequestObserver } from './metrics.js'
+import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
+import type { Forwarder } from './proxy.js'
+import { rawErrorResponse, sendError } from './respond.js'
+import type { Router } from './routes/index.js'
+import type { Store } from './store/types.js'
+
+export interface PipelineOptions {
+  config: Config
+  store: Store
+  log: Logger
+  auth: AuthPipeline
+  router: Router
+  policy: HeaderPolicy
+  /** src/origin.ts: a browser's request from another site */
+  crossSite: (req: http.IncomingMessage) => boolean
+  /** null without upstream.url: only sidegate's own routes */
+  forwarder: Forwarder | null
+  /** the gateway is draining: connections close after their answer, upgrades are refused */
+  draining: () => boolean
+  /** called once per finished request (Prometheus metrics) */
+  metrics?: RequestObserver
+}
+
+export interface Pipeline {
+  /** A request; `expectsContinue` when it came as `checkContinue` (`Expect: 100-continue`). */
+  request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue?: boolean): void
+  /** A WebSocket upgrade. */
+  upgrade (req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void>
+}
+
+export function createPipeline (o: PipelineOptions): Pipeline {
+  const { store, log, auth, router, policy, crossSite, forwarder } = o
+  const orgHeader = o.config.names.orgHeader.toLowerCase()
+  const access = accessLogger(log)
+
+  // ── 1. receive ──────────────────────────────────────────────────────────
+
+  function request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
+    const start = process.hrtime.bigint()
+    const url = req.url ?? '/'
+    const ctx: RequestContext = {
+      req,
+      res,
+      path: pathOf(url),
+      requestId: requestId(req),
+      clientIp: clientIp(req, policy),
+      https: isHttps(req, policy),
+      expectsContinue
+    }
+    res.setHeader('x-request-id', ctx.requestId)
+    if (o.draining() || expectsContinue) res.setHeader('connection', 'close')
+    // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
+    if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
+    res.once('close', () => done(ctx, start))
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); Node would answer plain text, we answer JSON.
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      fail(ctx, E.badRequest('The Host header is required.'))
+      return
+    }
+    handle(ctx).catch((err) => fail(ctx, err))
+  }
+
+  /** The answer is done (or the client left): metrics and the access log line. */
+  function done (ctx: RequestContext, start: bigint): void {
+    const res = ctx.res
+    // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
+    const status = res.headersSent ? res.statusCode : 499
+    o.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
+    if (!access.isLevelEnabled('info')) return
+    // only these fields: the access logger does not redact (no credential may be added here)
+    access.info({
+      reqId: ctx.requestId,
+      method: ctx.req.method,
+      path: ctx.path,
+      status,
+      ms: Number(process.hrtime.bigint() - start) / 1e6,
+      userId: ctx.identity?.user.id,
+      authMethod: ctx.identity?.method,
+      code: (res as ResWithCode).errorCode,
+      ip: ctx.clientIp,
+      aborted: !res.writableFinished || undefined
+    }, 'request')
+  }
+
+  /** Steps 2 to 5 of a plain request. */
+  async function handle (ctx: RequestContext): Promise<void> {
+    // ── 2. route ──
+    const route = router.find(ctx.path, ctx.req.method ?? '')
+    if (route !== null) {
+      // ── 3., 4. as the route's auth mode says ──
+      if (route.auth === 'user' || route.auth === 'user+org') {
+        ctx.identity = await authenticate(ctx)
+        if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
+      } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
+      // 100 Continue when the route starts reading the body (readBody), after its own checks
+      if (ctx.expectsContinue === true) (ctx.req as ContinueHook)[BEFORE_BODY] = () => proceed(ctx)
+      // ── 5. the handler answers ──
+      await route.handle(ctx)
+      return
+    }
+    if (forwarder === null) throw E.notFound()
+    // ── 3., 4. a credential and an org, except on upstream.public_paths ──
+    if (!router.isPublicUpstream(ctx.path)) {
+      ctx.identity = await authenticate(ctx)
+      ctx.orgId = await resolveOrg(ctx)
+    }
+    // ── 5. to the upstream ──
+    stripAndInject(ctx)
+    setForwarded(ctx)
+    forward(ctx)
+  }
+
+  // ── 3. authenticate ─────────────────────────────────────────────────────
+
+  /** The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store). */
+  function authenticate (ctx: StepContext): Promise<Identity> {
+    return auth.authenticate(ctx.req)
+  }
+
+  /**
+   * `session-page` routes: the browser's session when it has a valid one,
+   * else undefined (the page decides); a request with an Authorization
+   * header is not a browser's. Only a failing store is an error.
+   */
+  async function browserSession (ctx: StepContext): Promise<Identity | undefined> {
+    if (ctx.req.headers.authorization !== undefined) return undefined
+    try {
+      const who = await auth.authenticate(ctx.req)
+      return who.method === 'session' ? who : undefined
+    } catch (err) {
+      if (err instanceof GatewayError && err.status === 401) return undefined
+      throw err
+    }
+  }
+
+  // ── 4. resolveOrg ───────────────────────────────────────────────────────
+
+  /** The organization the authenticated caller acts in, or 400 invalid_org / 403 org_forbidden. */
+  function resolveOrg (ctx: StepContext): Promise<string> {
+    return resolveOrgOf(store, ctx.identity!.user, requestedOrg(ctx.req, orgHeader))
+  }
+
+  // ── 5. to the upstream ──────────────────────────────────────────────────
+
+  /** The upstream sees exactly the resolved identity (none on a public path) and none of sidegate's credentials. */
+  function stripAndInject (ctx: StepContext): void {
+    if (ctx.identity === undefined) stripInjected(ctx.req, policy)
+    else injectIdentity(ctx.req, policy, ctx.identity, ctx.orgId!)
+  }
+
+  /** X-Forwarded-For, -Proto, -Host (a trusted proxy's kept) and X-Request-Id. */
+  function setForwarded (ctx: StepContext): void {
+    setForwardedHeaders(ctx.req, policy, ctx.requestId)
+  }
+
+  /** The request and its body to the upstream, its answer back; 502/504 when it fails. */
+  function forward (ctx: RequestContext): void {
+    proceed(ctx)
+    forwarder!.web(ctx.req, ctx.res, (err) => fail(ctx, err))
+  }
+
+  /**
+   * `Expect: 100-continue`: the client waits for `100 Continue` before it sends
+   * the body. Sent once the request is routed and authenticated: before it is
+   * forwarded, or when one of sidegate's routes starts reading the body (the
+   * token endpoint's and /login's body is the credential), so a refused client
+   * never uploads its body; Node would send it at once. Until then the answer
+   * carries `Connection: close` (set in request): answered without 100, the
+   * client may or may not send the body, so the connection cannot be reused
+   * (RFC 9110 10.1.1).
+   */
+  function proceed (ctx: RequestContext): void {
+    if (ctx.expectsContinue !== true) return
+    ctx.expectsContinue = false
+    if (ctx.res.headersSent || ctx.res.destroyed) return
+    if (!o.draining()) ctx.res.removeHeader('connection')
+    ctx.res.writeContinue()
+  }
+
+  /** Any error of any step: its JSON answer; logged when it is a bug (or a 5xx). */
+  function fail (ctx: RequestContext, err: unknown): void {
+    const e = sendError(ctx.res, err)
+    if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
+    else if (e.status >= 500) log.warn({ reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail)
+    ;(ctx.res as ResWithCode).errorCode = e.code
+  }
+
+  // ── WebSocket upgrades: the same steps, to the upstream only ────────────
+
+  async function upgrade (req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const start = process.hrtime.bigint()
+    socket.on('error', () => socket.destroy())
+    const ctx: StepContext = { req, path: pathOf(req.url ?? '/'), requestId: requestId(req), clientIp: clientIp(req, policy), https: isHttps(req, policy) }
+    try {
+      if (forwarder === null) throw E.notFound()
+      if (o.draining()) throw E.shuttingDown()
+      if (!router.isPublicUpstream(ctx.path)) {
+        ctx.identity = await authenticate(ctx)
+        ctx.orgId = await resolveOrg(ctx)
+        // Browsers send cookies with a cross-origin WebSocket handshake and no
+        // CORS applies; SameSite does not help against a sibling sub-domain.
+        // Header credentials cannot be sent by another site's page.
+        if (ctx.identity.method === 'session' && crossSite(req)) throw E.crossSite()
+      }
+      stripAndInject(ctx)
+      setForwarded(ctx)
+      // counted like any request: 101 once the upstream switched protocols, else the error
+      forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err, start, ctx.identity?.method),
+        () => o.metrics?.request(101, ctx.identity?.method, undefined, start))
+      log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
+    } catch (err) {
+      rejectUpgrade(socket, err, start, ctx.identity?.method)
+    }
+  }
+
+  function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, authMethod: string | undefined): void {
+    const e = err instanceof GatewayError ? err : E.internal()
+    o.metrics?.request(e.status, authMethod, e.code, start)
+    socket.end(rawErrorResponse(e))
+  }
+
+  return { request, upgrade }
+}
+
+/** The error code a response was answered with, for the access log and the metrics. */
+export type ResWithCode = http.ServerResponse & { errorCode?: string }
+type ContinueHook = http.IncomingMessage & { [BEFORE_BODY]?: () => void }

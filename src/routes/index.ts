@@ -1,0 +1,119 @@
+/**
+ * The router: sidegate's own routes, in one list, and the lookup. A path is
+ * one of three things: one of these routes (its `auth` mode says what the
+ * pipeline checks first), an upstream path in `upstream.public_paths` (no
+ * credential), or any other upstream path (a credential and an organization).
+ * Without an upstream, a path that is none of the routes is 404.
+ */
+import type { IncomingMessage } from 'node:http'
+import type { Config } from '../config.js'
+import { E } from '../errors.js'
+import type { AuthPipeline } from '../auth/index.js'
+import { PasswordChecker } from '../auth/passwords.js'
+import type { Store } from '../store/types.js'
+import { accountApiRoutes, accountPageRoute } from './account.js'
+import { docsRoutes } from './docs.js'
+import { healthRoutes } from './health.js'
+import { buildOpenApi } from './openapi.js'
+import { homeRoute, loginRoutes } from './login.js'
+import { docsAssets, ownAssets } from './static.js'
+import { tokenRoute } from './token.js'
+import type { Route } from './types.js'
+import { userRoutes } from './users.js'
+
+export type { Route, RouteAuth, RequestContext } from './types.js'
+
+export interface RouterOptions {
+  config: Config
+  store: Store
+  auth: AuthPipeline
+  /** src/origin.ts: a browser's request from another site */
+  crossSite: (req: IncomingMessage) => boolean
+  /** the gateway is draining (/readyz answers 503) */
+  draining: () => boolean
+  /** a further condition of /readyz (the first-start bootstrap) */
+  ready?: () => Promise<void>
+}
+
+export interface Router {
+  /** sidegate's own routes, in lookup order */
+  readonly routes: readonly Route[]
+  /** The route for this path and method; null when sidegate does not serve the path; throws 405 for a known path and another method. */
+  find (path: string, method: string): Route | null
+  /** An upstream path that needs no credential (upstream.public_paths, and no dot segment). */
+  isPublicUpstream (path: string): boolean
+}
+
+export function createRouter (o: RouterOptions): Router {
+  const { config, store, auth, crossSite } = o
+  const upstream = config.upstream.url !== null
+  const passwords = new PasswordChecker(store, config.auth.lockout)
+  const assets = ownAssets()
+  const bodyLimit = config.server.body_limit
+  const users = userRoutes(store, upstream)
+  let document: Record<string, unknown> | undefined
+  const routes: Route[] = [
+    ...healthRoutes(store, o.draining, o.ready),
+    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit, crossSite }),
+    ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
+    accountPageRoute(config, assets),
+    ...accountApiRoutes(store, bodyLimit, passwords),
+    assets.route(),
+    ...(config.docs.enabled ? docsRoutes(config, docsAssets(), () => document!) : []),
+    // without an upstream: a small built-in API, and the gateway's address leads a person to sign in
+    ...(upstream ? [] : [...users, homeRoute()])
+  ]
+  // The document: every route, and with an upstream the JumpServer paths it serves (forwarded, not sidegate's).
+  if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...routes, ...users] : routes)
+
+  // Lookup: exact paths first, then the longest matching prefix; several routes may share a path with different methods.
+  const exact = new Map<string, Route[]>()
+  const prefixes: Route[] = []
+  for (const r of routes) {
+    if (r.prefix === true) prefixes.push(r)
+    else exact.set(r.path, [...(exact.get(r.path) ?? []), r])
+  }
+  prefixes.sort((a, b) => b.path.length - a.path.length)
+  const publicPaths = publicPathMatcher(config.upstream.public_paths)
+
+  return {
+    routes,
+    find (path, method) {
+      let group = exact.get(path)
+      if (group === undefined) {
+        const p = prefixes.find((r) => path.startsWith(r.path))
+        if (p === undefined) return null
+        group = prefixes.filter((r) => r.path === p.path)
+      }
+      const r = group.find((x) => x.methods.includes(method))
+      if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.methods))].join(', '))
+      return r
+    },
+    isPublicUpstream: (path) => publicPaths(path) && !hasDotSegment(path)
+  }
+}
+
+/**
+ * upstream.public_paths, matched by whole segments: `/status` covers `/status`
+ * and `/status/…` (not `/status-admin`), `/static/` covers `/static/…`. Case
+ * and bytes as sent: `/Status` and `/status%2F…` are not covered.
+ */
+export function publicPathMatcher (entries: readonly string[]): (path: string) => boolean {
+  const under = entries.map((e) => e.endsWith('/') ? e : e + '/')
+  const exact = new Set(entries.filter((e) => !e.endsWith('/')))
+  if (entries.length === 0) return () => false
+  return (path) => exact.has(path) || under.some((p) => path.startsWith(p))
+}
+
+/**
+ * A `.` or `..` path segment, also percent-encoded, after a backslash or with
+ * `;` parameters: upstreams may resolve `/public/../api/` to `/api/`, so such a
+ * path never counts as public and needs a credential like any other.
+ */
+function hasDotSegment (path: string): boolean {
+  let p = path
+  for (let i = 0; i < 3 && p.includes('%'); i++) {
+    try { p = decodeURIComponent(p) } catch { return true }
+  }
+  return p.split(/[/\\]/).some((s) => { const seg = s.split(';')[0]; return seg === '.' || seg === '..' })
+}
