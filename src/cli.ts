@@ -14,10 +14,8 @@ import { isUuid } from './auth/parse.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
-import { KeyCheckError, verifyStoreKey } from './store/keycheck.js'
-import { UNREADABLE, type RedisStore } from './store/redis.js'
-import type { AccessKey, Org, OrgRole, User } from './store/types.js'
-import { rotateSecretKey } from './rotate.js'
+import { KeyCheckError } from './store/keycheck.js'
+import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type OrgRole, type RunningStore, type Store, type User } from './store/types.js'
 
 interface Io {
   out: (s: string) => void
@@ -209,7 +207,7 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
 
   const log = createLogger('warn', { write: (s: string) => io.err(s) })
-  let store: RedisStore | undefined
+  let store: ManagedStore | undefined
   try {
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
@@ -218,14 +216,9 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
     store = openStore(config, log, keyring, undefined, { quiet: true, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) })
     store.setGate(E.storeUnavailable())
     await connectWithin(store, config, io)
-    if (newKey !== null) {
-      if (config.redis.db !== 0) {
-        try { await store.redis.select(config.redis.db) } catch (err) { throw new KeyCheckError('redis_db_unavailable', `cannot select database ${config.redis.db} at ${storeWhere(config)}: ${(err as Error).message}`) }
-      }
-      return await rotate(store, config, keyring, newKey, io, values)
-    }
+    if (newKey !== null) return await rotate(store, config, newKey, io, values)
     try {
-      await verifyStoreKey(store.redis, keyring, { mode: 'cli', prefix: config.redis.prefix, where: storeWhere(config), source: secret.source, db: config.redis.db })
+      await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
     } catch (err) {
       if (err instanceof KeyCheckError) throw err
       throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
@@ -244,7 +237,7 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
  * Connects within CLI_CONNECT_MS (a Redis that accepts but never answers
  * included); on a terminal, says so if it takes a moment.
  */
-async function connectWithin (store: RedisStore, config: Config, io: Io): Promise<void> {
+async function connectWithin (store: RunningStore, config: Config, io: Io): Promise<void> {
   const target = redisTarget(config)
   let said = false
   const slow = io.isTTY === true ? setTimeout(() => { said = true; io.err(`sidegate: connecting to Redis at ${target} …`) }, 250) : undefined
@@ -277,14 +270,15 @@ async function readNewKey (v: Values, io: Io, current: SecretKey): Promise<strin
   return key
 }
 
-async function rotate (store: RedisStore, config: Config, oldKeys: Keyring, newKey: string, io: Io, v: Values): Promise<number> {
+async function rotate (store: ManagedStore, config: Config, newKey: string, io: Io, v: Values): Promise<number> {
   const limit = v.limit === undefined ? null : Number(v.limit)
   if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new UsageError(`--limit must be a whole number of at least 1, got "${v.limit}"`)
   const json = v.json === true
   const dryRun = v['dry-run'] === true
-  const r = await rotateSecretKey(store.redis, config.redis.prefix, oldKeys, new Keyring(newKey), {
+  const r = await store.rotateKey(new Keyring(newKey), {
     dryRun,
     limit,
+    db: config.redis.db,
     where: storeWhere(config),
     progress: (line) => { if (!json) io.err(`sidegate: ${line}\n`) }
   })
@@ -312,8 +306,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     return report(io, false, err)
   }
   const keyring = new Keyring(secret.key)
-  const verify = { mode: 'start' as const, prefix: config.redis.prefix, where: storeWhere(config), source: secret.source, db: config.redis.db }
-  let store: RedisStore
+  const verify = { mode: 'start' as const, where: storeWhere(config), source: secret.source, db: config.redis.db }
+  let store: ManagedStore
   let fatal: ((err: KeyCheckError) => void) | null = null
   // Ready (/readyz) only once the key check passed and the Default org and the first
   // superuser exist. Redone on every (re)connect, since Redis may come back empty (or
@@ -321,7 +315,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   let prepared: Promise<void> | null = null
   const prepare = async (): Promise<void> => {
     prepared ??= (async () => {
-      const { notes } = await verifyStoreKey(store.redis, keyring, verify)
+      const { notes } = await store.verifyKey(verify)
       for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
       store.setGate(null)
       await ensureDefaults(store, config, log, io.err)
@@ -447,7 +441,7 @@ function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
 }
 
 class Admin {
-  constructor (private readonly store: RedisStore, private readonly io: Io, private readonly v: Values) {}
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values) {}
 
   #print (json: unknown, text: string): number {
     this.io.out(this.v.json === true ? JSON.stringify(json, null, 2) + '\n' : text + '\n')

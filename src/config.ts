@@ -11,8 +11,6 @@ import { UsageError } from './errors.js'
 import { ENV, Schema, type Doc } from './config/schema.js'
 import { HOST_PORT, validate, type Problem } from './config/validate.js'
 
-export { maskUrl } from './http/mask.js'
-
 export interface Names {
   abbrev: string
   orgHeader: string

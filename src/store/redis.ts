@@ -24,7 +24,10 @@ import { E, GatewayError } from '../errors.js'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
 import { defineScripts, type Scripts } from './scripts.js'
-import type { AccessKey, LoginFailures, NewUser, Org, OrgRole, Session, Store, User } from './types.js'
+import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
+import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
+import { UNREADABLE, type AccessKey, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -46,9 +49,6 @@ export interface RedisStoreOptions {
   onUnreadable?: (record: string) => void
 }
 
-/** What readPrivateToken returns for a token stored under another secret key. */
-export const UNREADABLE = Symbol('unreadable')
-
 const THROTTLE_LAST_USED_MS = 60_000
 /**
  * Sessions are cached in process for at most this long (or auth.cache.ttl if
@@ -59,9 +59,7 @@ const SESSION_CACHE_MAX_MS = 5_000
 
 interface StoredSession { user_id: string, created: number }
 
-export { redisOptions } from './connect.js'
-
-export class RedisStore implements Store {
+export class RedisStore implements ManagedStore {
   readonly redis: RedisClient
   readonly #sub: RedisClient
   readonly #scripts: Scripts
@@ -180,6 +178,15 @@ export class RedisStore implements Store {
   async #getJson<T> (key: string): Promise<T | null> {
     const v = await this.#run(() => this.redis.get(key))
     return v === null ? null : JSON.parse(v) as T
+  }
+
+  async verifyKey (o: Omit<VerifyOptions, 'prefix'>): Promise<Verified> {
+    return await verifyStoreKey(this.redis, this.#keys, { ...o, prefix: this.#p })
+  }
+
+  async rotateKey (newKeys: Keyring, o: RotateOptions & { db: number }): Promise<RotateResult> {
+    await selectDb(this.redis, o.db, o.where)
+    return await rotateSecretKey(this.redis, this.#p, this.#keys, newKeys, o)
   }
 
   async ping (): Promise<void> { await this.#run(() => this.redis.ping()) }
@@ -560,16 +567,6 @@ export class RedisStore implements Store {
     const ok = await this.#run(() => this.redis.set(this.#k('once', kind, this.#keys.lookup(value)), '1', 'EX', ttlSeconds, 'NX'))
     return ok !== null
   }
-}
-
-/**
- * A stored private token: `<lookup hash>:<encrypted token>`, so revoking it
- * needs no decryption. Values written before the hash was kept have none.
- */
-export function sealPrivateToken (hash: string, sealed: string): string { return `${hash}:${sealed}` }
-export function openPrivateToken (stored: string): { hash: string | null, sealed: string } {
-  const i = stored.indexOf(':')
-  return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
 }
 
 /** Every key matching the pattern: SCAN on a standalone server, on each primary of a cluster. */
