@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { loadConfig, type Config } from './config.js'
+import { ConfigError, configWarnings, loadConfig, type Config } from './config.js'
+import { defaultsYaml } from './config/defaults.js'
+import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
@@ -57,8 +59,9 @@ Commands:
   key create|list|revoke             access keys (HMAC signatures)
   token create|show|revoke           private tokens
   secret rotate                      re-encrypt the store under a new secret key
+  config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
-Run \`sidegate <command> --help\` for details. Every command but start needs the
+Run \`sidegate <command> --help\` for details. Every command but start and config needs the
 gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
 config): run them where the gateway runs.
 
@@ -123,6 +126,19 @@ Private tokens, sessions and bearer tokens issued under the old key keep working
   --limit N    stop after re-encrypting N records; run the command again to go on
 Interrupted (or stopped by --limit), the same command continues where it stopped.
 
+${GLOBAL}`,
+  config: `Usage:
+  sidegate config check [--config FILE]
+                       validates the file as \`sidegate start\` would (environment overrides
+                       included): prints "ok: FILE" and any warning start would log, exit 0;
+                       or every problem, one line each, exit 2. Needs no secret key and no Redis.
+  sidegate config defaults
+                       prints the default gateway.yml, every key with its default and its
+                       comment: exactly the shipped file
+  sidegate config schema
+                       prints the JSON Schema (draft 2020-12) of gateway.yml, for editors and CI;
+                       rules across keys are config check's alone
+
 ${GLOBAL}`
 }
 
@@ -132,7 +148,8 @@ const SUBCOMMANDS: Record<string, string[]> = {
   org: ['add', 'list'],
   key: ['create', 'list', 'revoke'],
   token: ['create', 'show', 'revoke'],
-  secret: ['rotate']
+  secret: ['rotate'],
+  config: ['check', 'defaults', 'schema']
 }
 
 const OPTIONS = {
@@ -195,6 +212,8 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
   if (subs !== undefined && !subs.includes(sub!)) return report(io, json, new UsageError(`unknown command "${cmd} ${sub}"; see \`sidegate ${cmd} --help\``))
 
+  if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
+
   let config: Config
   try {
     config = loadConfig(values.config, env)
@@ -231,6 +250,29 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   } finally {
     await store?.close()
   }
+}
+
+/** `sidegate config check|defaults|schema`: the configuration file, without a key or a store. */
+function configCommand (sub: string, rest: string[], v: Values, io: Io, env: NodeJS.ProcessEnv): number {
+  const json = v.json === true
+  if (rest.length > 0) return report(io, json, new UsageError(`config ${sub} takes no arguments`))
+  if (sub === 'defaults') { io.out(defaultsYaml()); return 0 }
+  if (sub === 'schema') { io.out(JSON.stringify(jsonSchema(), null, 2) + '\n'); return 0 }
+  let config: Config
+  try {
+    config = loadConfig(v.config, env)
+  } catch (err) {
+    if (json && err instanceof ConfigError) {
+      io.err(JSON.stringify({ detail: err.message, code: err.code, problems: err.problems }) + '\n')
+      return err.exitCode
+    }
+    return report(io, json, err)
+  }
+  const file = config.file ?? '(no config file: the defaults)'
+  const warnings = configWarnings(config)
+  if (json) io.out(JSON.stringify({ ok: true, file: config.file, warnings }, null, 2) + '\n')
+  else io.out([`ok: ${file}`, ...warnings.map((w) => `warning: ${w}`)].join('\n') + '\n')
+  return 0
 }
 
 /**
