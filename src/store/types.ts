@@ -4,7 +4,7 @@
  * contract in process (test/fixtures/store-contract.ts runs against both).
  * `ManagedStore` adds what a process's composition root needs around it:
  * connecting, the gate, the secret key's check and rotation, the caches'
- * counters for metrics. Only src/runtime.ts constructs a RedisStore.
+ * counters for metrics. In src/, only runtime.ts constructs a RedisStore.
  */
 import type { Keyring } from '../crypto.js'
 import type { GatewayError } from '../errors.js'
