@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { loadConfig, type Config } from './config.js'
+import { ConfigError, configWarnings, loadConfig, type Config } from './config.js'
+import { defaultsYaml } from './config/defaults.js'
+import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
@@ -14,10 +16,8 @@ import { isUuid } from './http/uuid.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
-import { KeyCheckError, verifyStoreKey } from './store/keycheck.js'
-import { UNREADABLE, type RedisStore } from './store/redis.js'
-import type { AccessKey, Org, OrgRole, User } from './store/types.js'
-import { rotateSecretKey } from './rotate.js'
+import { KeyCheckError } from './store/keycheck.js'
+import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type OrgRole, type RunningStore, type Store, type User } from './store/types.js'
 
 interface Io {
   out: (s: string) => void
@@ -59,8 +59,9 @@ Commands:
   key create|list|revoke             access keys (HMAC signatures)
   token create|show|revoke           private tokens
   secret rotate                      re-encrypt the store under a new secret key
+  config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
-Run \`sidegate <command> --help\` for details. Every command but start needs the
+Run \`sidegate <command> --help\` for details. Every command but start and config needs the
 gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
 config): run them where the gateway runs.
 
@@ -125,6 +126,19 @@ Private tokens, sessions and bearer tokens issued under the old key keep working
   --limit N    stop after re-encrypting N records; run the command again to go on
 Interrupted (or stopped by --limit), the same command continues where it stopped.
 
+${GLOBAL}`,
+  config: `Usage:
+  sidegate config check [--config FILE]
+                       validates the file as \`sidegate start\` would (environment overrides
+                       included): prints "ok: FILE" and any warning start would log, exit 0;
+                       or every problem, one line each, exit 2. Needs no secret key and no Redis.
+  sidegate config defaults
+                       prints the default gateway.yml, every key with its default and its
+                       comment: exactly the shipped file
+  sidegate config schema
+                       prints the JSON Schema (draft 2020-12) of gateway.yml, for editors and CI;
+                       rules across keys are config check's alone
+
 ${GLOBAL}`
 }
 
@@ -134,7 +148,8 @@ const SUBCOMMANDS: Record<string, string[]> = {
   org: ['add', 'list'],
   key: ['create', 'list', 'revoke'],
   token: ['create', 'show', 'revoke'],
-  secret: ['rotate']
+  secret: ['rotate'],
+  config: ['check', 'defaults', 'schema']
 }
 
 const OPTIONS = {
@@ -197,6 +212,8 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
   if (subs !== undefined && !subs.includes(sub!)) return report(io, json, new UsageError(`unknown command "${cmd} ${sub}"; see \`sidegate ${cmd} --help\``))
 
+  if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
+
   let config: Config
   try {
     config = loadConfig(values.config, env)
@@ -209,7 +226,7 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
 
   const log = createLogger('warn', { write: (s: string) => io.err(s) })
-  let store: RedisStore | undefined
+  let store: ManagedStore | undefined
   try {
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
@@ -218,14 +235,9 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
     store = openStore(config, log, keyring, undefined, { quiet: true, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) })
     store.setGate(E.storeUnavailable())
     await connectWithin(store, config, io)
-    if (newKey !== null) {
-      if (config.redis.db !== 0) {
-        try { await store.redis.select(config.redis.db) } catch (err) { throw new KeyCheckError('redis_db_unavailable', `cannot select database ${config.redis.db} at ${storeWhere(config)}: ${(err as Error).message}`) }
-      }
-      return await rotate(store, config, keyring, newKey, io, values)
-    }
+    if (newKey !== null) return await rotate(store, config, newKey, io, values)
     try {
-      await verifyStoreKey(store.redis, keyring, { mode: 'cli', prefix: config.redis.prefix, where: storeWhere(config), source: secret.source, db: config.redis.db })
+      await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
     } catch (err) {
       if (err instanceof KeyCheckError) throw err
       throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
@@ -240,11 +252,34 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
 }
 
+/** `sidegate config check|defaults|schema`: the configuration file, without a key or a store. */
+function configCommand (sub: string, rest: string[], v: Values, io: Io, env: NodeJS.ProcessEnv): number {
+  const json = v.json === true
+  if (rest.length > 0) return report(io, json, new UsageError(`config ${sub} takes no arguments`))
+  if (sub === 'defaults') { io.out(defaultsYaml()); return 0 }
+  if (sub === 'schema') { io.out(JSON.stringify(jsonSchema(), null, 2) + '\n'); return 0 }
+  let config: Config
+  try {
+    config = loadConfig(v.config, env)
+  } catch (err) {
+    if (json && err instanceof ConfigError) {
+      io.err(JSON.stringify({ detail: err.message, code: err.code, problems: err.problems }) + '\n')
+      return err.exitCode
+    }
+    return report(io, json, err)
+  }
+  const file = config.file ?? '(no config file: the defaults)'
+  const warnings = configWarnings(config)
+  if (json) io.out(JSON.stringify({ ok: true, file: config.file, warnings }, null, 2) + '\n')
+  else io.out([`ok: ${file}`, ...warnings.map((w) => `warning: ${w}`)].join('\n') + '\n')
+  return 0
+}
+
 /**
  * Connects within CLI_CONNECT_MS (a Redis that accepts but never answers
  * included); on a terminal, says so if it takes a moment.
  */
-async function connectWithin (store: RedisStore, config: Config, io: Io): Promise<void> {
+async function connectWithin (store: RunningStore, config: Config, io: Io): Promise<void> {
   const target = redisTarget(config)
   let said = false
   const slow = io.isTTY === true ? setTimeout(() => { said = true; io.err(`sidegate: connecting to Redis at ${target} …`) }, 250) : undefined
@@ -277,14 +312,15 @@ async function readNewKey (v: Values, io: Io, current: SecretKey): Promise<strin
   return key
 }
 
-async function rotate (store: RedisStore, config: Config, oldKeys: Keyring, newKey: string, io: Io, v: Values): Promise<number> {
+async function rotate (store: ManagedStore, config: Config, newKey: string, io: Io, v: Values): Promise<number> {
   const limit = v.limit === undefined ? null : Number(v.limit)
   if (limit !== null && (!Number.isInteger(limit) || limit < 1)) throw new UsageError(`--limit must be a whole number of at least 1, got "${v.limit}"`)
   const json = v.json === true
   const dryRun = v['dry-run'] === true
-  const r = await rotateSecretKey(store.redis, config.redis.prefix, oldKeys, new Keyring(newKey), {
+  const r = await store.rotateKey(new Keyring(newKey), {
     dryRun,
     limit,
+    db: config.redis.db,
     where: storeWhere(config),
     progress: (line) => { if (!json) io.err(`sidegate: ${line}\n`) }
   })
@@ -312,8 +348,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     return report(io, false, err)
   }
   const keyring = new Keyring(secret.key)
-  const verify = { mode: 'start' as const, prefix: config.redis.prefix, where: storeWhere(config), source: secret.source, db: config.redis.db }
-  let store: RedisStore
+  const verify = { mode: 'start' as const, where: storeWhere(config), source: secret.source, db: config.redis.db }
+  let store: ManagedStore
   let fatal: ((err: KeyCheckError) => void) | null = null
   // Ready (/readyz) only once the key check passed and the Default org and the first
   // superuser exist. Redone on every (re)connect, since Redis may come back empty (or
@@ -321,7 +357,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   let prepared: Promise<void> | null = null
   const prepare = async (): Promise<void> => {
     prepared ??= (async () => {
-      const { notes } = await verifyStoreKey(store.redis, keyring, verify)
+      const { notes } = await store.verifyKey(verify)
       for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
       store.setGate(null)
       await ensureDefaults(store, config, log, io.err)
@@ -447,7 +483,7 @@ function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
 }
 
 class Admin {
-  constructor (private readonly store: RedisStore, private readonly io: Io, private readonly v: Values) {}
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values) {}
 
   #print (json: unknown, text: string): number {
     this.io.out(this.v.json === true ? JSON.stringify(json, null, 2) + '\n' : text + '\n')

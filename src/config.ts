@@ -11,7 +11,7 @@ import { UsageError } from './errors.js'
 import { ENV, Schema, type Doc } from './config/schema.js'
 import { HOST_PORT, validate, type Problem } from './config/validate.js'
 
-export { maskUrl } from './http/mask.js'
+export type { Problem } from './config/validate.js'
 
 export interface Names {
   abbrev: string
@@ -134,10 +134,30 @@ function applyEnv (doc: Record<string, any>, env: Env): void {
   }
 }
 
-/** Every problem as one line each: `config: <key>: <what is wrong>`. */
-function fail (problems: Problem[]): never {
-  throw new UsageError(problems.map((p) => `config: ${p.key}: ${p.message}`).join('\n'))
+/** A config that cannot be used: every problem, one line each (`config: <key>: <what is wrong>`); exit 2. */
+export class ConfigError extends UsageError {
+  constructor (readonly problems: Problem[]) {
+    super(problems.map((p) => `config: ${p.key}: ${p.message}`).join('\n'))
+  }
 }
+
+function fail (problems: Problem[]): never {
+  throw new ConfigError(problems)
+}
+
+/**
+ * What `sidegate start` warns about in a valid config: the same lines
+ * `sidegate config check` prints. (The gateway logs the public-paths warning
+ * with the entries as a field: test/config-cli.test.ts keeps the two equal.)
+ */
+export function configWarnings (c: Config): string[] {
+  const out: string[] = []
+  const bare = c.upstream.public_paths.filter((p) => !p.endsWith('/'))
+  if (c.upstream.url !== null && bare.length > 0) out.push(`${PUBLIC_PATHS_WARNING} (${bare.join(', ')})`)
+  return out
+}
+
+export const PUBLIC_PATHS_WARNING = 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it'
 
 /**
  * Builds a validated Config from a parsed document. `file` decides where

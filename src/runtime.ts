@@ -1,4 +1,8 @@
-/** Wiring shared by `sidegate start` and the admin CLI: config → key → store. */
+/**
+ * Wiring shared by `sidegate start` and the admin CLI: config → key → store.
+ * The composition root of the store: the one place a RedisStore is built;
+ * everything else sees the interfaces of ./store/types.ts.
+ */
 import type { Config } from './config.js'
 import { Keyring } from './crypto.js'
 import { UsageError } from './errors.js'
@@ -7,20 +11,12 @@ import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, typ
 import { RedisStore } from './store/redis.js'
 import { createRedisClient, describeRedis } from './store/connect.js'
 import { KEY_CHECK, storeIsEmpty } from './store/keycheck.js'
+import type { ManagedStore } from './store/types.js'
 
 /** Optional observers of the store's connections (metrics). */
 export interface StoreHooks {
   onConnectionError?: (err: Error) => void
   onCommandError?: (err: unknown) => void
-}
-
-/** A URL safe to print: the password, if any, masked. */
-export function safeUrl (url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch { return '(invalid url)' }
 }
 
 /** The Redis target for logs and messages: the URL without password, or the sentinel/cluster topology. */
@@ -48,7 +44,7 @@ const UNREADABLE_REPORT_MS = 60_000
  * themselves (the admin CLI); `hooks` observe the store (metrics);
  * `connectTimeout` overrides redis.connect_timeout.
  */
-export function openStore (config: Config, log: Logger, keyring: Keyring, onReady?: () => void, o: { quiet?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}): RedisStore {
+export function openStore (config: Config, log: Logger, keyring: Keyring, onReady?: () => void, o: { quiet?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}): ManagedStore {
   const hooks = o.hooks ?? {}
   const target = redisTarget(config)
   let lastError = ''

@@ -3,7 +3,7 @@ import { startCluster, replicasCaughtUp } from './fixtures/topologies.js'
 import { spawnGateway } from './fixtures/gateway.js'
 import { request } from './fixtures/http.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
-import { openTestStore, storeContract } from './fixtures/store-contract.js'
+import { openTestStore, redisStores, storeContract } from './fixtures/store-contract.js'
 import { eventually, bootstrappedAdmin } from './fixtures/wait.js'
 import { failoverRounds, describeFailures, describeRecovery } from './fixtures/failover.js'
 
@@ -12,7 +12,7 @@ t.teardown(async () => { await cluster.stop() })
 // seed with one node only: the client discovers the rest
 const redis = { mode: 'cluster', nodes: [`127.0.0.1:${cluster.nodes[0].port}`] }
 
-t.test('store contract on a six-node Redis Cluster', async (t) => { storeContract(t, redis) })
+t.test('store contract on a six-node Redis Cluster', async (t) => { storeContract(t, redisStores(redis)) })
 
 t.test('a gateway in cluster mode: every credential kind, readiness, keys spread over the slots', async (t) => {
   const prefix = 'gw-cluster:'

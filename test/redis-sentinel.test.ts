@@ -1,6 +1,6 @@
 import t from 'tap'
 import { startSentinel, replicasCaughtUp } from './fixtures/topologies.js'
-import { openTestStore, storeContract } from './fixtures/store-contract.js'
+import { openTestStore, redisStores, storeContract } from './fixtures/store-contract.js'
 import { spawnGateway } from './fixtures/gateway.js'
 import { request } from './fixtures/http.js'
 import { eventually, bootstrappedAdmin } from './fixtures/wait.js'
@@ -10,7 +10,7 @@ const sentinel = await startSentinel()
 t.teardown(async () => { await sentinel.stop() })
 const redis = { mode: 'sentinel', name: sentinel.name, sentinels: sentinel.sentinels.map((s) => `${s.host}:${s.port}`), command_timeout: 1000, connect_timeout: 1000 }
 
-t.test('store contract through Sentinel (primary + replica + three sentinels)', async (t) => { storeContract(t, redis) })
+t.test('store contract through Sentinel (primary + replica + three sentinels)', async (t) => { storeContract(t, redisStores(redis)) })
 
 t.test('the primary dies mid-run: the gateway keeps serving, fails only during the failover, recovers without restart', async (t) => {
   const prefix = 'gw-sentinel:'

@@ -10,6 +10,7 @@ import type { ConnectionOptions } from 'node:tls'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { RedisTls, RedisTopology } from '../config.js'
 import { UsageError } from '../errors.js'
+import { maskUrl } from '../http/mask.js'
 
 /** Both client kinds speak the same commands; typed as Redis so the store has one code path. */
 export type RedisClient = Redis
@@ -165,9 +166,5 @@ export function describeRedis (o: RedisConnectOptions): string {
   const t = o.topology ?? STANDALONE
   if (t.mode === 'sentinel') return `sentinel ${t.name} via ${t.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`
   if (t.mode === 'cluster') return `cluster ${t.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`
-  try {
-    const u = new URL(o.url)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch { return '(invalid url)' }
+  return maskUrl(o.url)
 }

@@ -10,7 +10,7 @@
  */
 import type { Keyring, KeyGeneration } from '../crypto.js'
 import type { RedisClient } from './connect.js'
-import { openPrivateToken } from './redis.js'
+import { openPrivateToken } from './layout.js'
 
 export const KEY_CHECK = 'key-check'
 export const KEY_ROTATION = 'key-rotation'
@@ -90,14 +90,7 @@ export async function readMarker (redis: RedisClient, prefix: string): Promise<R
 export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: VerifyOptions): Promise<Verified> {
   const notes: Verified['notes'] = []
   const warnings: string[] = []
-  if (o.db !== 0) {
-    // ioredis reports a failed SELECT as an error and carries on with database 0
-    try {
-      await redis.select(o.db)
-    } catch (err) {
-      throw new KeyCheckError('redis_db_unavailable', `cannot select database ${o.db} at ${o.where}: ${(err as Error).message}`)
-    }
-  }
+  await selectDb(redis, o.db, o.where)
   const mine = keyring.checkValue()
   const [check, markerRaw] = await Promise.all([redis.get(o.prefix + KEY_CHECK), redis.get(o.prefix + KEY_ROTATION)])
   const marker = parseMarker(markerRaw)
@@ -130,6 +123,20 @@ export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: V
   keyring.setLegacy(await readLegacy(redis, keyring, o.prefix, warnings))
   for (const msg of warnings) notes.push({ level: 'warn', msg })
   return { notes }
+}
+
+/**
+ * Selects the configured database (0: nothing to do). ioredis reports a
+ * failed SELECT as an error and carries on with database 0: here it is a
+ * KeyCheckError, so nothing is read or written in the wrong database.
+ */
+export async function selectDb (redis: RedisClient, db: number, where: string): Promise<void> {
+  if (db === 0) return
+  try {
+    await redis.select(db)
+  } catch (err) {
+    throw new KeyCheckError('redis_db_unavailable', `cannot select database ${db} at ${where}: ${(err as Error).message}`)
+  }
 }
 
 /** The generations this key's store was rotated away from (encrypted under this key), or none. */

@@ -23,7 +23,11 @@ import { createRedisClient, type RedisClient } from './connect.js'
 import { E, GatewayError } from '../errors.js'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
-import type { AccessKey, LoginFailures, NewUser, Org, OrgRole, Session, Store, User } from './types.js'
+import { defineScripts, type Scripts } from './scripts.js'
+import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
+import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
+import { UNREADABLE, type AccessKey, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -45,54 +49,6 @@ export interface RedisStoreOptions {
   onUnreadable?: (record: string) => void
 }
 
-/** What readPrivateToken returns for a token stored under another secret key. */
-export const UNREADABLE = Symbol('unreadable')
-
-// Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value.
-const SET_FIELD = `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local o = cjson.decode(v)
-o[ARGV[1]] = cjson.decode(ARGV[2])
-redis.call('SET', KEYS[1], cjson.encode(o))
-return 1`
-
-// Adds ARGV[1] to the set KEYS[1] unless it already has ARGV[2] members (0: no cap); 1 if added.
-const ADD_CAPPED = `
-local max = tonumber(ARGV[2])
-if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
-return redis.call('SADD', KEYS[1], ARGV[1])`
-
-// Sets or clears a membership: ARGV[1] org id, ARGV[2] role or '' to remove.
-const SET_MEMBER = `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local o = cjson.decode(v)
-if type(o.orgs) ~= 'table' then o.orgs = {} end
-if ARGV[2] == '' then o.orgs[ARGV[1]] = nil else o.orgs[ARGV[1]] = ARGV[2] end
-if o.default_org == cjson.null or o.default_org == nil or o.orgs[o.default_org] == nil then
-  o.default_org = cjson.null
-  for k, _ in pairs(o.orgs) do o.default_org = k; break end
-end
-redis.call('SET', KEYS[1], cjson.encode(o))
-return 1`
-
-// Counts a login attempt. KEYS[1] counter, ARGV[1] window seconds, ARGV[2] max. Returns {count, ttl}.
-const COUNT_ATTEMPT = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 or n == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('TTL', KEYS[1])
-if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {n, ttl}`
-
-// Indexes one bearer token of a user. KEYS[1] the user's index (sorted set: hash → expiry, epoch ms);
-// ARGV[1] now, ARGV[2] token hash, ARGV[3] its expiry, ARGV[4] its ttl in ms. Expired entries are dropped.
-const INDEX_BEARER = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
-return 1`
-
 const THROTTLE_LAST_USED_MS = 60_000
 /**
  * Sessions are cached in process for at most this long (or auth.cache.ttl if
@@ -103,11 +59,10 @@ const SESSION_CACHE_MAX_MS = 5_000
 
 interface StoredSession { user_id: string, created: number }
 
-export { redisOptions } from './connect.js'
-
-export class RedisStore implements Store {
+export class RedisStore implements ManagedStore {
   readonly redis: RedisClient
   readonly #sub: RedisClient
+  readonly #scripts: Scripts
   readonly #onCommandError: ((err: unknown) => void) | undefined
   readonly #p: string
   readonly #keys: Keyring
@@ -137,11 +92,7 @@ export class RedisStore implements Store {
     this.redis = createRedisClient(opts, 'command')
     this.redis.on('error', (err: Error) => opts.onError?.(err))
     this.redis.on('ready', () => opts.onReady?.())
-    this.redis.defineCommand('setField', { numberOfKeys: 1, lua: SET_FIELD })
-    this.redis.defineCommand('setMember', { numberOfKeys: 1, lua: SET_MEMBER })
-    this.redis.defineCommand('countAttempt', { numberOfKeys: 1, lua: COUNT_ATTEMPT })
-    this.redis.defineCommand('addCapped', { numberOfKeys: 1, lua: ADD_CAPPED })
-    this.redis.defineCommand('indexBearer', { numberOfKeys: 1, lua: INDEX_BEARER })
+    this.#scripts = defineScripts(this.redis)
     // The subscriber may queue its SUBSCRIBE until connected; it never serves requests.
     this.#sub = createRedisClient(opts, 'subscriber')
     this.#sub.on('error', (err: Error) => opts.onError?.(err))
@@ -227,6 +178,15 @@ export class RedisStore implements Store {
   async #getJson<T> (key: string): Promise<T | null> {
     const v = await this.#run(() => this.redis.get(key))
     return v === null ? null : JSON.parse(v) as T
+  }
+
+  async verifyKey (o: Omit<VerifyOptions, 'prefix'>): Promise<Verified> {
+    return await verifyStoreKey(this.redis, this.#keys, { ...o, prefix: this.#p })
+  }
+
+  async rotateKey (newKeys: Keyring, o: RotateOptions & { db: number }): Promise<RotateResult> {
+    await selectDb(this.redis, o.db, o.where)
+    return await rotateSecretKey(this.redis, this.#p, this.#keys, newKeys, o)
   }
 
   async ping (): Promise<void> { await this.#run(() => this.redis.ping()) }
@@ -320,8 +280,8 @@ export class RedisStore implements Store {
   }
 
   async #setField (userId: string, field: string, value: unknown): Promise<void> {
-    const n = await this.#run(() => (this.redis as any).setField(this.#k('user', userId), field, JSON.stringify(value)) as Promise<number>)
-    if (n === 0) throw E.userNotFound()
+    const found = await this.#run(() => this.#scripts.setField(this.#k('user', userId), field, JSON.stringify(value)))
+    if (!found) throw E.userNotFound()
   }
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
@@ -355,8 +315,8 @@ export class RedisStore implements Store {
   }
 
   async setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> {
-    const n = await this.#run(() => (this.redis as any).setMember(this.#k('user', userId), orgId, role ?? '') as Promise<number>)
-    if (n === 0) throw E.userNotFound()
+    const found = await this.#run(() => this.#scripts.setMember(this.#k('user', userId), orgId, role ?? ''))
+    if (!found) throw E.userNotFound()
     await this.#invalidate(`user:${userId}`)
   }
 
@@ -373,8 +333,8 @@ export class RedisStore implements Store {
     const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
     // the id is reserved in the user's set first, atomically against the cap, so
     // concurrent creations can never exceed it; a listing skips an id without a record yet
-    const added = await this.#run(() => (this.redis as any).addCapped(this.#k('user-aks', userId), key.id, String(max)) as Promise<number>)
-    if (added !== 1) throw E.tooManyKeys(max)
+    const added = await this.#run(() => this.#scripts.addCapped(this.#k('user-aks', userId), key.id, max))
+    if (!added) throw E.tooManyKeys(max)
     await this.#run(() => this.redis.set(this.#k('ak', key.id), JSON.stringify(stored)))
     return { key, secret }
   }
@@ -412,9 +372,9 @@ export class RedisStore implements Store {
   }
 
   async setAccessKeyActive (id: string, active: boolean): Promise<boolean> {
-    const n = await this.#run(() => (this.redis as any).setField(this.#k('ak', id), 'is_active', JSON.stringify(active)) as Promise<number>)
+    const found = await this.#run(() => this.#scripts.setField(this.#k('ak', id), 'is_active', JSON.stringify(active)))
     await this.#invalidate(`ak:${id}`)
-    return n === 1
+    return found
   }
 
   async deleteAccessKey (id: string): Promise<boolean> {
@@ -525,7 +485,7 @@ export class RedisStore implements Store {
       const ok = await this.#run(() => this.redis.set(this.#k('bt', h), userId, 'EX', ttlSeconds, 'NX'))
       if (ok === null) continue
       // indexed for a password change; a used token's entry stays until it would have expired
-      await this.#run(() => (this.redis as any).indexBearer(this.#k('user-bt', userId), now, h, now + ttlSeconds * 1000, ttlSeconds * 1000) as Promise<number>)
+      await this.#run(() => this.#scripts.indexBearer(this.#k('user-bt', userId), now, h, now + ttlSeconds * 1000, ttlSeconds * 1000))
       return { token, expires: new Date(now + ttlSeconds * 1000) }
     }
   }
@@ -595,7 +555,7 @@ export class RedisStore implements Store {
   // ---- login lockout
 
   async countLoginAttempt (subject: string, windowSeconds: number, max: number): Promise<LoginFailures> {
-    const [count, retryAfter] = await this.#run(() => (this.redis as any).countAttempt(this.#k('fail', this.#keys.lookup(subject)), windowSeconds, max) as Promise<[number, number]>)
+    const [count, retryAfter] = await this.#run(() => this.#scripts.countAttempt(this.#k('fail', this.#keys.lookup(subject)), windowSeconds, max))
     return { count, retryAfter }
   }
 
@@ -607,16 +567,6 @@ export class RedisStore implements Store {
     const ok = await this.#run(() => this.redis.set(this.#k('once', kind, this.#keys.lookup(value)), '1', 'EX', ttlSeconds, 'NX'))
     return ok !== null
   }
-}
-
-/**
- * A stored private token: `<lookup hash>:<encrypted token>`, so revoking it
- * needs no decryption. Values written before the hash was kept have none.
- */
-export function sealPrivateToken (hash: string, sealed: string): string { return `${hash}:${sealed}` }
-export function openPrivateToken (stored: string): { hash: string | null, sealed: string } {
-  const i = stored.indexOf(':')
-  return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
 }
 
 /** Every key matching the pattern: SCAN on a standalone server, on each primary of a cluster. */

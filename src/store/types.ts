@@ -1,4 +1,16 @@
-/** The one storage interface. Everything persistent goes through it. */
+/**
+ * The one storage interface. Everything persistent goes through `Store`:
+ * RedisStore (./redis.ts) is the gateway's, MemoryStore (./memory.ts) the same
+ * contract in process (test/fixtures/store-contract.ts runs against both).
+ * `ManagedStore` adds what a process's composition root needs around it:
+ * connecting, the gate, the secret key's check and rotation, the caches'
+ * counters for metrics. In src/, only runtime.ts constructs a RedisStore.
+ */
+import type { Keyring } from '../crypto.js'
+import type { GatewayError } from '../errors.js'
+import type { LruCache } from './cache.js'
+import type { VerifyOptions, Verified } from './keycheck.js'
+import type { RotateOptions, RotateResult } from './rotate.js'
 
 export type OrgRole = 'admin' | 'user'
 
@@ -55,6 +67,9 @@ export interface NewUser {
   orgs?: Record<string, OrgRole>
 }
 
+/** What readPrivateToken returns for a token stored under another secret key. */
+export const UNREADABLE = Symbol('unreadable')
+
 export interface Store {
   /** Round trip to the backing store; throws a 503 GatewayError when unreachable. */
   ping(): Promise<void>
@@ -92,8 +107,13 @@ export interface Store {
 
   /** Creates (or replaces) the user's private token and returns it. */
   createPrivateToken(userId: string): Promise<string>
-  /** Reads the private token back, or null when none exists. */
+  /** Reads the private token back, or null when none exists (or it cannot be read: readPrivateToken tells). */
   getPrivateToken(userId: string): Promise<string | null>
+  /**
+   * The private token; null when there is none; UNREADABLE (and reported)
+   * when it was stored under another secret key: never garbage.
+   */
+  readPrivateToken(userId: string): Promise<string | null | typeof UNREADABLE>
   revokePrivateToken(userId: string): Promise<boolean>
   userIdForPrivateToken(token: string): Promise<string | null>
 
@@ -122,3 +142,37 @@ export interface Store {
   /** True the first time a value is seen within ttl; false on replay. */
   markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>
 }
+
+/** A store as a process runs it: connected once, and gated until its secret key is checked. */
+export interface RunningStore extends Store {
+  /** Resolves when the store answers; rejects on the first failure (a Redis client keeps retrying). */
+  connect(): Promise<void>
+  /** The connection is up (metrics, /readyz). */
+  readonly isReady: boolean
+  /**
+   * Closes (an error) or opens (null) the store for every call: a process
+   * whose secret key has not been checked against the store's, or failed the
+   * check, neither reads nor writes anything; while closed, every call fails
+   * with that error and nothing cached is used.
+   */
+  setGate(err: GatewayError | null): void
+}
+
+/** The secret key as the store records it (./keycheck.ts) and its rotation (./rotate.ts). */
+export interface KeyAdmin {
+  /** Compares this process's key with the store's key check value; throws KeyCheckError when it may not use the store. */
+  verifyKey(o: Omit<VerifyOptions, 'prefix'>): Promise<Verified>
+  /** Re-encrypts every encrypted record under `newKeys`, resumably; `db` is selected first (a refusal is a KeyCheckError). */
+  rotateKey(newKeys: Keyring, o: RotateOptions & { db: number }): Promise<RotateResult>
+}
+
+/** The in-process caches, read by the metrics at scrape time. */
+export interface StoreCaches {
+  readonly users: LruCache<unknown>
+  readonly accessKeys: LruCache<unknown>
+  readonly privateTokens: LruCache<unknown>
+  readonly sessions: LruCache<unknown>
+}
+
+/** What src/runtime.ts openStore gives `sidegate start` and the admin commands. */
+export interface ManagedStore extends RunningStore, KeyAdmin, StoreCaches {}

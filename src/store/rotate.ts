@@ -13,10 +13,10 @@
  * key, encrypted under it (`key-legacy:<new check value>`): with the new key a
  * process still accepts what the old one issued. See crypto.ts KeyGeneration.
  */
-import type { Keyring, KeyGeneration } from './crypto.js'
-import type { RedisClient } from './store/connect.js'
-import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './store/keycheck.js'
-import { openPrivateToken, sealPrivateToken } from './store/redis.js'
+import type { Keyring, KeyGeneration } from '../crypto.js'
+import type { RedisClient } from './connect.js'
+import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './keycheck.js'
+import { openPrivateToken, sealPrivateToken } from './layout.js'
 
 export interface RotateOptions {
   /** count what would be converted; write nothing */

@@ -1,0 +1,461 @@
+/**
+ * The Store contract in process memory: what RedisStore does, without Redis
+ * (test/fixtures/store-contract.ts runs the same suite against both). For
+ * tests that need a store but no sockets (test/unit-auth.test.ts), and for
+ * tooling.
+ *
+ * - Replicas: `replica()` gives another store on the same data, as another
+ *   process shares one Redis. There is no cache, so every replica sees a
+ *   change at once (what RedisStore reaches through pub/sub invalidation).
+ * - Time: every expiry (bearer tokens, sessions, login counters, replay
+ *   marks) and every date comes from one injectable clock (`now`), so tests
+ *   step it instead of sleeping. An entry expires when the clock reaches its
+ *   expiry, as a Redis key does.
+ * - Secrets: access-key secrets and private tokens are sealed with the
+ *   Keyring as in Redis, and tokens and session ids are kept only as lookup
+ *   hashes with their check tags verified first: a replica with another
+ *   secret key sees the same unreadable records and refuses the same
+ *   credentials.
+ * - Atomicity: every check-and-set runs without an await in between, so
+ *   concurrent callers (a bearer token consumed twice, two creations of one
+ *   username, the access-key cap) get what Redis's single commands give.
+ */
+import { randomUUID } from 'node:crypto'
+import { hashPassword, type Keyring } from '../crypto.js'
+import { E, GatewayError } from '../errors.js'
+import { UNREADABLE, type AccessKey, type LoginFailures, type NewUser, type Org, type OrgRole, type RunningStore, type Session, type User } from './types.js'
+
+export interface MemoryStoreOptions {
+  /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
+  now?: () => number
+  /** Called with the record's name (never its content) when a sealed value cannot be opened with this store's key. */
+  onUnreadable?: (record: string) => void
+}
+
+interface StoredUser extends User { password_hash: string | null }
+interface StoredKey { id: string, user_id: string, is_active: boolean, date_created: string, secret: string }
+interface Expiring<V> { v: V, exp: number }
+
+/** RedisStore's throttle of last-use writes per key and process. */
+const THROTTLE_LAST_USED_MS = 60_000
+/** Expired entries nobody reads again are dropped at most this often (clock time). */
+const SWEEP_EVERY_MS = 60_000
+
+// The store's own refusals, worded as RedisStore words them.
+const userExists = (username: string): GatewayError => E.userExists(username)
+const orgExists = (id: string): GatewayError => E.orgExists(id)
+const userNotFound = (): GatewayError => E.userNotFound()
+
+/** What replicas share: the records, the indexes, the clock. */
+class Data {
+  readonly orgs = new Map<string, Org>()
+  readonly users = new Map<string, StoredUser>()
+  /** lowercase username → user id */
+  readonly usernames = new Map<string, string>()
+  readonly keys = new Map<string, StoredKey>()
+  readonly keyUsed = new Map<string, string>()
+  readonly userKeys = new Map<string, Set<string>>()
+  /** hash(private token) → user id */
+  readonly privateTokens = new Map<string, string>()
+  readonly userPrivateToken = new Map<string, { hash: string, sealed: string }>()
+  /** hash(bearer token) → user id */
+  readonly bearer = new Map<string, Expiring<string>>()
+  readonly userBearer = new Map<string, Set<string>>()
+  /** hash(session id) → session */
+  readonly sessions = new Map<string, Expiring<{ user_id: string, created: number }>>()
+  readonly userSessions = new Map<string, Set<string>>()
+  /** hash(subject) → attempts */
+  readonly attempts = new Map<string, Expiring<number>>()
+  /** kind:hash(value) → expiry */
+  readonly once = new Map<string, Expiring<true>>()
+  #nextSweep = 0
+
+  constructor (readonly now: () => number) {}
+
+  /** The live entry, or undefined (an expired one is dropped). */
+  alive<V> (map: Map<string, Expiring<V>>, key: string): Expiring<V> | undefined {
+    const e = map.get(key)
+    if (e === undefined) return undefined
+    if (e.exp <= this.now()) { map.delete(key); return undefined }
+    return e
+  }
+
+  /** Drops every expired entry, at most once per SWEEP_EVERY_MS: memory does not grow with what nobody reads again. */
+  sweep (): void {
+    const now = this.now()
+    if (now < this.#nextSweep) return
+    this.#nextSweep = now + SWEEP_EVERY_MS
+    for (const map of [this.bearer, this.sessions, this.attempts, this.once] as Array<Map<string, Expiring<unknown>>>) {
+      for (const [k, e] of map) if (e.exp <= now) map.delete(k)
+    }
+    for (const [index, records] of [[this.userBearer, this.bearer], [this.userSessions, this.sessions]] as const) {
+      for (const [user, hashes] of index) {
+        for (const h of hashes) if (!records.has(h)) hashes.delete(h)
+        if (hashes.size === 0) index.delete(user)
+      }
+    }
+  }
+}
+
+function addTo (index: Map<string, Set<string>>, key: string, member: string): void {
+  let set = index.get(key)
+  if (set === undefined) index.set(key, (set = new Set()))
+  set.add(member)
+}
+
+function publicUser (s: StoredUser): User {
+  const { password_hash: _, ...u } = s
+  return structuredClone(u)
+}
+
+export class MemoryStore implements RunningStore {
+  readonly #data: Data
+  readonly #keys: Keyring
+  readonly #onUnreadable: ((record: string) => void) | undefined
+  readonly #lastTouched = new Map<string, number>()
+  #gate: GatewayError | null = null
+  #closed = false
+
+  constructor (keyring: Keyring, o: MemoryStoreOptions & { shareWith?: MemoryStore } = {}) {
+    this.#keys = keyring
+    this.#onUnreadable = o.onUnreadable
+    this.#data = o.shareWith === undefined ? new Data(o.now ?? Date.now) : o.shareWith.#data
+  }
+
+  /** Another store on the same data (another process on the same Redis), with this key or another. */
+  replica (o: { keyring?: Keyring, onUnreadable?: (record: string) => void } = {}): MemoryStore {
+    return new MemoryStore(o.keyring ?? this.#keys, { shareWith: this, onUnreadable: o.onUnreadable })
+  }
+
+  #now (): number { return this.#data.now() }
+  #iso (): string { return new Date(this.#now()).toISOString() }
+
+  /** Every call starts here: a closed gate or a closed store refuses it, as RedisStore does. */
+  #open (): Data {
+    if (this.#gate !== null) throw this.#gate
+    if (this.#closed) throw E.storeUnavailable()
+    return this.#data
+  }
+
+  // ---- lifecycle
+
+  async connect (): Promise<void> { this.#open() }
+  get isReady (): boolean { return !this.#closed }
+  setGate (err: GatewayError | null): void { this.#gate = err }
+  async ping (): Promise<void> { this.#open() }
+  async close (): Promise<void> { this.#closed = true }
+
+  /** Entries held, expired ones included until swept: what a long-running process keeps in memory. */
+  stats (): { bearer: number, sessions: number, attempts: number, once: number, indexed: number } {
+    const d = this.#data
+    let indexed = 0
+    for (const index of [d.userBearer, d.userSessions]) for (const set of index.values()) indexed += set.size
+    return { bearer: d.bearer.size, sessions: d.sessions.size, attempts: d.attempts.size, once: d.once.size, indexed }
+  }
+
+  // ---- orgs
+
+  async createOrg (name: string, id: string = randomUUID()): Promise<Org> {
+    const d = this.#open()
+    const org: Org = { id: id.toLowerCase(), name, date_created: this.#iso() }
+    if (d.orgs.has(org.id)) throw orgExists(org.id)
+    d.orgs.set(org.id, org)
+    return { ...org }
+  }
+
+  async getOrg (id: string): Promise<Org | null> {
+    const o = this.#open().orgs.get(id)
+    return o === undefined ? null : { ...o }
+  }
+
+  async listOrgs (): Promise<Org[]> {
+    return [...this.#open().orgs.values()].map((o) => ({ ...o })).sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  // ---- users
+
+  async createUser (u: NewUser): Promise<User> {
+    this.#open()
+    const hash = u.password === null ? null : await hashPassword(u.password)
+    const d = this.#open()
+    const lower = u.username.toLowerCase()
+    if (d.usernames.has(lower)) throw userExists(u.username)
+    const orgs = { ...(u.orgs ?? {}) }
+    const user: StoredUser = {
+      id: randomUUID(),
+      username: u.username,
+      name: u.name ?? u.username,
+      email: u.email ?? '',
+      is_active: true,
+      is_superuser: u.superuser === true,
+      orgs,
+      default_org: Object.keys(orgs)[0] ?? null,
+      date_joined: this.#iso(),
+      last_login: null,
+      password_hash: hash
+    }
+    d.usernames.set(lower, user.id)
+    d.users.set(user.id, user)
+    return publicUser(user)
+  }
+
+  async getUser (id: string): Promise<User | null> {
+    const s = this.#open().users.get(id)
+    return s === undefined ? null : publicUser(s)
+  }
+
+  async getUserByUsername (username: string): Promise<User | null> {
+    const id = this.#open().usernames.get(username.toLowerCase())
+    return id === undefined ? null : await this.getUser(id)
+  }
+
+  async getPasswordHash (userId: string): Promise<string | null> {
+    return this.#open().users.get(userId)?.password_hash ?? null
+  }
+
+  async listUsers (orgId?: string): Promise<User[]> {
+    return [...this.#open().users.values()]
+      .filter((u) => orgId === undefined || orgId in u.orgs)
+      .map(publicUser)
+      .sort((a, b) => a.username.localeCompare(b.username))
+  }
+
+  async countUsers (): Promise<number> { return this.#open().users.size }
+
+  #user (userId: string): StoredUser {
+    const u = this.#open().users.get(userId)
+    if (u === undefined) throw userNotFound()
+    return u
+  }
+
+  async setUserActive (userId: string, active: boolean): Promise<void> {
+    this.#user(userId).is_active = active
+    if (!active) this.#endSessions(userId)
+  }
+
+  async setPassword (userId: string, password: string): Promise<void> {
+    this.#user(userId)
+    const hash = await hashPassword(password)
+    this.#user(userId).password_hash = hash
+    // whoever held the old password may hold these; private tokens and access keys stay
+    this.#endSessions(userId)
+    const d = this.#data
+    for (const h of d.userBearer.get(userId) ?? []) d.bearer.delete(h)
+    d.userBearer.delete(userId)
+  }
+
+  #endSessions (userId: string): void {
+    const d = this.#data
+    for (const h of d.userSessions.get(userId) ?? []) d.sessions.delete(h)
+    d.userSessions.delete(userId)
+  }
+
+  async setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> {
+    const u = this.#user(userId)
+    if (role === null) delete u.orgs[orgId]
+    else u.orgs[orgId] = role
+    if (u.default_org === null || !(u.default_org in u.orgs)) u.default_org = Object.keys(u.orgs)[0] ?? null
+  }
+
+  async recordLogin (userId: string): Promise<void> {
+    this.#user(userId).last_login = this.#iso()
+  }
+
+  // ---- access keys
+
+  async createAccessKey (userId: string, max = 0): Promise<{ key: AccessKey, secret: string }> {
+    const d = this.#open()
+    if (max > 0 && (d.userKeys.get(userId)?.size ?? 0) >= max) throw E.tooManyKeys(max)
+    const id = randomUUID()
+    const secret = randomUUID()
+    const stored: StoredKey = { id, user_id: userId, is_active: true, date_created: this.#iso(), secret: this.#keys.encrypt(secret, `ak:${id}`) }
+    d.keys.set(id, stored)
+    addTo(d.userKeys, userId, id)
+    return { key: this.#keyOf(stored), secret }
+  }
+
+  #keyOf (s: StoredKey): AccessKey {
+    return { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: this.#data.keyUsed.get(s.id) ?? null }
+  }
+
+  /** The key and its secret; `secret` null (and reported) when it cannot be opened with this store's key. */
+  #readKey (id: string): { key: AccessKey, secret: string | null } | null {
+    const s = this.#open().keys.get(id)
+    if (s === undefined) return null
+    const key = this.#keyOf(s)
+    const secret = this.#keys.tryDecrypt(s.secret, `ak:${s.id}`)
+    if (secret === null) {
+      this.#onUnreadable?.(`ak:${s.id}`)
+      key.unreadable = true
+    }
+    return { key, secret }
+  }
+
+  async getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
+    const v = this.#readKey(id)
+    // a key whose secret cannot be read verifies nothing: refused like an unknown one
+    return v === null || v.secret === null ? null : { key: v.key, secret: v.secret }
+  }
+
+  async listAccessKeys (userId: string): Promise<AccessKey[]> {
+    const ids = [...(this.#open().userKeys.get(userId) ?? [])]
+    return ids.map((id) => this.#readKey(id)).filter((k) => k !== null).map((k) => k.key)
+      .sort((a, b) => a.date_created.localeCompare(b.date_created))
+  }
+
+  async setAccessKeyActive (id: string, active: boolean): Promise<boolean> {
+    const s = this.#open().keys.get(id)
+    if (s === undefined) return false
+    s.is_active = active
+    return true
+  }
+
+  async deleteAccessKey (id: string): Promise<boolean> {
+    const d = this.#open()
+    const s = d.keys.get(id)
+    if (s === undefined) return false
+    d.keys.delete(id)
+    d.keyUsed.delete(id)
+    d.userKeys.get(s.user_id)?.delete(id)
+    return true
+  }
+
+  touchAccessKey (id: string): void {
+    if (this.#gate !== null || this.#closed) return
+    const now = this.#now()
+    if (now - (this.#lastTouched.get(id) ?? -Infinity) < THROTTLE_LAST_USED_MS) return
+    this.#lastTouched.set(id, now)
+    this.#data.keyUsed.set(id, new Date(now).toISOString())
+  }
+
+  // ---- private tokens
+
+  async createPrivateToken (userId: string): Promise<string> {
+    const d = this.#open()
+    const token = this.#keys.issue('private token')
+    const hash = this.#keys.lookup(token)
+    const old = d.userPrivateToken.get(userId)
+    d.privateTokens.set(hash, userId)
+    d.userPrivateToken.set(userId, { hash, sealed: this.#keys.encrypt(token, `pt:${userId}`) })
+    if (old !== undefined) d.privateTokens.delete(old.hash)
+    return token
+  }
+
+  async getPrivateToken (userId: string): Promise<string | null> {
+    const t = await this.readPrivateToken(userId)
+    return t === UNREADABLE ? null : t
+  }
+
+  async readPrivateToken (userId: string): Promise<string | null | typeof UNREADABLE> {
+    const stored = this.#open().userPrivateToken.get(userId)
+    if (stored === undefined) return null
+    const token = this.#keys.tryDecrypt(stored.sealed, `pt:${userId}`)
+    if (token !== null) return token
+    this.#onUnreadable?.(`user-pt:${userId}`)
+    return UNREADABLE
+  }
+
+  async revokePrivateToken (userId: string): Promise<boolean> {
+    const d = this.#open()
+    const stored = d.userPrivateToken.get(userId)
+    if (stored === undefined) return false
+    d.userPrivateToken.delete(userId)
+    d.privateTokens.delete(stored.hash)
+    return true
+  }
+
+  async userIdForPrivateToken (token: string): Promise<string | null> {
+    if (!this.#keys.tagged('private token', token)) return null
+    return this.#open().privateTokens.get(this.#keys.lookup(token)) ?? null
+  }
+
+  // ---- one-time bearer tokens
+
+  async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {
+    const d = this.#open()
+    d.sweep()
+    const token = this.#keys.issue('bearer token')
+    const hash = this.#keys.lookup(token)
+    const exp = this.#now() + ttlSeconds * 1000
+    d.bearer.set(hash, { v: userId, exp })
+    addTo(d.userBearer, userId, hash)
+    return { token, expires: new Date(exp) }
+  }
+
+  async consumeBearerToken (token: string): Promise<string | null> {
+    if (!this.#keys.tagged('bearer token', token)) return null
+    const d = this.#open()
+    const hash = this.#keys.lookup(token)
+    const e = d.alive(d.bearer, hash)
+    if (e === undefined) return null
+    d.bearer.delete(hash)
+    d.userBearer.get(e.v)?.delete(hash)
+    return e.v
+  }
+
+  // ---- sessions
+
+  async createSession (userId: string, ttlSeconds: number, _lifetimeSeconds = ttlSeconds): Promise<Session> {
+    const d = this.#open()
+    d.sweep()
+    const id = this.#keys.issue('session id')
+    const hash = this.#keys.lookup(id)
+    const s = { user_id: userId, created: this.#now() }
+    d.sessions.set(hash, { v: s, exp: s.created + ttlSeconds * 1000 })
+    addTo(d.userSessions, userId, hash)
+    return { id, ...s, csrf: this.#keys.lookup(`csrf:${id}`) }
+  }
+
+  async getSession (id: string): Promise<Session | null> {
+    if (!this.#keys.tagged('session id', id)) return null
+    const d = this.#open()
+    const e = d.alive(d.sessions, this.#keys.lookup(id))
+    if (e === undefined) return null
+    return { id, user_id: e.v.user_id, created: e.v.created, csrf: this.#keys.lookup(`csrf:${id}`) }
+  }
+
+  async touchSession (id: string, ttlSeconds: number): Promise<void> {
+    if (!this.#keys.tagged('session id', id)) return
+    const d = this.#open()
+    const e = d.alive(d.sessions, this.#keys.lookup(id))
+    if (e !== undefined) e.exp = this.#now() + ttlSeconds * 1000
+  }
+
+  async deleteSession (id: string): Promise<void> {
+    if (!this.#keys.tagged('session id', id)) return
+    const d = this.#open()
+    const hash = this.#keys.lookup(id)
+    const e = d.sessions.get(hash)
+    d.sessions.delete(hash)
+    if (e !== undefined) d.userSessions.get(e.v.user_id)?.delete(hash)
+  }
+
+  // ---- login lockout
+
+  async countLoginAttempt (subject: string, windowSeconds: number, max: number): Promise<LoginFailures> {
+    const d = this.#open()
+    d.sweep()
+    const key = this.#keys.lookup(subject)
+    const now = this.#now()
+    const e = d.alive(d.attempts, key) ?? { v: 0, exp: now + windowSeconds * 1000 }
+    e.v++
+    // as the Redis script: the window starts at the first attempt and again at the max-th
+    if (e.v === 1 || e.v === max) e.exp = now + windowSeconds * 1000
+    d.attempts.set(key, e)
+    // Redis's TTL: the remaining time rounded to whole seconds
+    return { count: e.v, retryAfter: Math.floor((e.exp - now + 500) / 1000) }
+  }
+
+  async resetLoginFailures (subject: string): Promise<void> {
+    this.#open().attempts.delete(this.#keys.lookup(subject))
+  }
+
+  async markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> {
+    const d = this.#open()
+    d.sweep()
+    const key = `${kind}:${this.#keys.lookup(value)}`
+    if (d.alive(d.once, key) !== undefined) return false
+    d.once.set(key, { v: true, exp: this.#now() + ttlSeconds * 1000 })
+    return true
+  }
+}

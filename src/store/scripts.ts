@@ -1,0 +1,108 @@
+/**
+ * The store's Lua scripts, each declared once with its arguments and its
+ * reply: `defineScripts(client)` registers them on a client (EVALSHA, EVAL
+ * when the server does not have the script yet) and returns one typed
+ * function per script, so no call site needs a cast. A reply of another
+ * shape than declared throws (the store turns it into a 503, like any failed
+ * command). Every script touches exactly one key, KEYS[1]: cluster-safe.
+ */
+import type { RedisClient } from './connect.js'
+
+type Arg = string | number
+
+interface Script<A extends Arg[], R> {
+  lua: string
+  /** checks and converts the raw reply */
+  reply: (raw: unknown) => R
+  /** never set: carries the argument types */
+  args?: A
+}
+
+const script = <A extends Arg[], R>(lua: string, reply: (raw: unknown) => R): Script<A, R> => ({ lua, reply })
+
+function int (raw: unknown): number {
+  if (typeof raw !== 'number' || !Number.isInteger(raw)) throw new TypeError(`a script replied ${typeof raw}, not an integer`)
+  return raw
+}
+const flag = (raw: unknown): boolean => int(raw) === 1
+function pair (raw: unknown): [number, number] {
+  if (!Array.isArray(raw) || raw.length !== 2) throw new TypeError('a script replied something other than two integers')
+  return [int(raw[0]), int(raw[1])]
+}
+
+export const SCRIPTS = {
+  /** Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value. False: no record. */
+  setField: script<[field: string, json: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+o[ARGV[1]] = cjson.decode(ARGV[2])
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`, flag),
+
+  /**
+   * Sets or clears a membership in the user record KEYS[1]: ARGV[1] org id,
+   * ARGV[2] role or '' to remove; default_org moves to another org (or null)
+   * when it is no longer one of the user's. False: no record.
+   */
+  setMember: script<[orgId: string, role: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+if type(o.orgs) ~= 'table' then o.orgs = {} end
+if ARGV[2] == '' then o.orgs[ARGV[1]] = nil else o.orgs[ARGV[1]] = ARGV[2] end
+if o.default_org == cjson.null or o.default_org == nil or o.orgs[o.default_org] == nil then
+  o.default_org = cjson.null
+  for k, _ in pairs(o.orgs) do o.default_org = k; break end
+end
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`, flag),
+
+  /** Adds ARGV[1] to the set KEYS[1] unless it already has ARGV[2] members (0: no cap). True: added. */
+  addCapped: script<[member: string, max: number], boolean>(`
+local max = tonumber(ARGV[2])
+if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
+return redis.call('SADD', KEYS[1], ARGV[1])`, flag),
+
+  /**
+   * Counts a login attempt. KEYS[1] counter, ARGV[1] window seconds, ARGV[2]
+   * max. The window starts at the first attempt and again when the count
+   * reaches max. Replies [count, seconds until the counter expires].
+   */
+  countAttempt: script<[windowSeconds: number, max: number], [count: number, ttl: number]>(`
+local n = redis.call('INCR', KEYS[1])
+if n == 1 or n == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('TTL', KEYS[1])
+if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+return {n, ttl}`, pair),
+
+  /**
+   * Indexes one bearer token of a user. KEYS[1] the user's index (sorted set:
+   * hash → expiry, epoch ms); ARGV[1] now, ARGV[2] token hash, ARGV[3] its
+   * expiry, ARGV[4] its ttl in ms. Expired entries are dropped.
+   */
+  indexBearer: script<[now: number, hash: string, expiry: number, ttlMs: number], void>(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1`, (raw) => { int(raw) })
+}
+
+type Declared = typeof SCRIPTS
+
+/** One function per script: its key, then its arguments; resolves to its checked reply. */
+export type Scripts = {
+  [K in keyof Declared]: Declared[K] extends Script<infer A, infer R> ? (key: string, ...args: A) => Promise<R> : never
+}
+
+/** Registers every script on the client and returns the typed functions. */
+export function defineScripts (client: RedisClient): Scripts {
+  const out: Record<string, (key: string, ...args: Arg[]) => Promise<unknown>> = {}
+  for (const [name, s] of Object.entries(SCRIPTS) as Array<[string, Script<Arg[], unknown>]>) {
+    client.defineCommand(name, { numberOfKeys: 1, lua: s.lua })
+    const fn: unknown = Reflect.get(client, name)
+    if (typeof fn !== 'function') throw new Error(`ioredis did not define the script ${name}`)
+    out[name] = async (key, ...args) => s.reply(await fn.call(client, key, ...args))
+  }
+  return out as Scripts
+}
