@@ -297,7 +297,7 @@ t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
   // port 1 (privileged): nothing listens there, connections are refused (a free port could be taken meanwhile)
   const cfg = writeConfig('down.yml', { redis: { url: 'redis://127.0.0.1:1', prefix: PREFIX, connect_timeout: 1000 } })
   const cases = [['user', 'list'], ['org', 'list', '--json'], ['token', 'create', 'bob']]
-  const runs = await Promise.all(cases.map(async (args) => await spawnCli(args, { config: cfg, timeout: 15_000 })))
+  const runs = await Promise.all(cases.map(async (args) => await spawnCli(args, { config: cfg, timeout: 60_000 })))
   for (const [i, args] of cases.entries()) {
     const r = runs[i]
     t.equal(r.code, 1, `${args.join(' ')}: exit 1 (null means it hung and was killed)`)

@@ -292,7 +292,7 @@ t.test('`sidegate start --config bad.yml` exits 2 with one line naming the key',
   const run = (file: string): ReturnType<typeof spawnSync> => spawnSync(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', join(dir, file)], {
     env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET },
     encoding: 'utf8',
-    timeout: 10_000
+    timeout: 60_000
   })
   const bad = run('bad.yml')
   t.equal(bad.status, 2, 'exit 2')

@@ -74,10 +74,10 @@ t.test('a database the server does not have: fatal at start (exit 2), and for th
   const file = join(dir, 'gateway.yml')
   writeFileSync(file, `listen: {host: 127.0.0.1, port: ${await freePort()}}\nmetrics: {enabled: false}\nredis: {url: "${small.url}/9"}\n`)
   const env = { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: 'x'.repeat(40), SIDEGATE_ADMIN_PASSWORD: 'admin-password-1' }
-  const start = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], { env, timeout: 20_000 }).then(() => ({ code: 0, stderr: '' }), (e) => ({ code: e.code as number, stderr: e.stderr as string }))
+  const start = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], { env, timeout: 60_000 }).then(() => ({ code: 0, stderr: '' }), (e) => ({ code: e.code as number, stderr: e.stderr as string }))
   t.equal(start.code, 2, 'start exits 2 instead of running on database 0')
   t.match(start.stderr, /^sidegate: cannot select database 9 at redis:\/\/127\.0\.0\.1:\d+\/9 \(prefix sidegate:\): ERR DB index is out of range\n$/, 'one line saying so')
-  const cli = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'user', 'list', '--config', file], { env, timeout: 20_000 }).then(() => ({ code: 0, stderr: '' }), (e) => ({ code: e.code as number, stderr: e.stderr as string }))
+  const cli = await run(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'user', 'list', '--config', file], { env, timeout: 60_000 }).then(() => ({ code: 0, stderr: '' }), (e) => ({ code: e.code as number, stderr: e.stderr as string }))
   t.equal(cli.code, 2, 'the CLI too')
   t.match(cli.stderr, /cannot select database 9/)
   const c = await openTestStore({ url: small.url }, 'probe:')
