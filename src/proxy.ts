@@ -74,11 +74,20 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         },
         onHeaders (statusCode, raw, resume, statusText) {
           if (res.destroyed) { cancel(); return false }
-          const out: string[] = []
+          // res already holds X-Request-Id (setHeader), so writeHead sets these one by one, and a
+          // repeated name (two Set-Cookie) would keep only its last value: repeated names become
+          // one list, in order, under the spelling the upstream used first
+          const out: Record<string, string | string[]> = {}
+          const seen = new Map<string, string>()
           for (let i = 0; i < raw.length; i += 2) {
             const name = raw[i].toString('latin1')
             const lower = name.toLowerCase()
-            if (!HOP_BY_HOP.has(lower) && lower !== 'x-request-id') out.push(name, raw[i + 1].toString('latin1'))
+            if (HOP_BY_HOP.has(lower) || lower === 'x-request-id') continue
+            const value = raw[i + 1].toString('latin1')
+            const first = seen.get(lower)
+            if (first === undefined) { seen.set(lower, name); out[name] = value; continue }
+            const prev = out[first]
+            out[first] = Array.isArray(prev) ? [...prev, value] : [prev, value]
           }
           if (statusText) res.writeHead(statusCode, statusText, out)
           else res.writeHead(statusCode, out)

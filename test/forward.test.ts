@@ -614,3 +614,24 @@ t.test('WebSocket upgrade to an upstream that never answers: 504 after upstream.
   t.ok(await eventually(async () => held.every((s) => s.destroyed || s.readableEnded)), 'the upstream connection was closed')
   t.equal((await request(g2.url, '/healthz')).status, 200)
 })
+
+t.test('the upstream\'s repeated response headers (two Set-Cookie) all reach the client, in order', async (t) => {
+  const up = http.createServer((req, res) => {
+    res.writeHead(req.url === '/204' ? 204 : 200, ['Set-Cookie', 'a=1; Path=/', 'Set-Cookie', 'b=2; Path=/', 'X-Multi', 'one', 'x-multi', 'two', 'Content-Type', 'text/plain', 'X-Request-Id', 'upstream-id'])
+    res.end(req.url === '/204' ? undefined : 'body')
+  })
+  await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
+  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, public_paths: ['/pub/'] } })
+  t.teardown(async () => { await g2.close(); up.closeAllConnections(); up.close() })
+  const u = await makeUser(g2, 'cookies')
+  const tok = await g2.store.createPrivateToken(u.id)
+  for (const [path, headers] of [['/pub/x', {}], ['/x', { authorization: `Token ${tok}` }], ['/204', { authorization: `Token ${tok}` }]] as const) {
+    const raw = await rawRequest(g2.url, `GET ${path} HTTP/1.1\r\nHost: ${host(g2)}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}X-Request-Id: dup-${path.length}\r\nConnection: close\r\n\r\n`)
+    const head = raw.raw.subarray(0, raw.raw.indexOf('\r\n\r\n')).toString('latin1').split('\r\n')
+    const values = (name: RegExp): string[] => head.filter((l) => name.test(l)).map((l) => l.slice(l.indexOf(':') + 1).trim())
+    t.same(values(/^set-cookie:/i), ['a=1; Path=/', 'b=2; Path=/'], `${path}: both cookies, in order`)
+    t.same(values(/^x-multi:/i), ['one', 'two'], `${path}: a repeated header, every copy`)
+    t.same(values(/^x-request-id:/i), [`dup-${path.length}`], `${path}: the gateway's request id only`)
+    t.equal(raw.body, path === '/204' ? '' : 'body')
+  }
+})
