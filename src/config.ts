@@ -145,16 +145,24 @@ function fail (problems: Problem[]): never {
   throw new ConfigError(problems)
 }
 
+/** A warning about a valid config: a message and the entries it is about. */
+export interface ConfigWarning { msg: string, entries: string[] }
+
 /**
- * What `sidegate start` warns about in a valid config: the same lines
- * `sidegate config check` prints. (The gateway logs the public-paths warning
- * with the entries as a field: test/config-cli.test.ts keeps the two equal.)
+ * What `sidegate start` warns about in a valid config. The gateway logs each
+ * with its entries as a field; `sidegate config check` prints the lines of
+ * configWarnings below.
  */
-export function configWarnings (c: Config): string[] {
-  const out: string[] = []
+export function configWarningList (c: Config): ConfigWarning[] {
+  const out: ConfigWarning[] = []
   const bare = c.upstream.public_paths.filter((p) => !p.endsWith('/'))
-  if (c.upstream.url !== null && bare.length > 0) out.push(`${PUBLIC_PATHS_WARNING} (${bare.join(', ')})`)
+  if (c.upstream.url !== null && bare.length > 0) out.push({ msg: PUBLIC_PATHS_WARNING, entries: bare })
   return out
+}
+
+/** The same warnings as one line each. */
+export function configWarnings (c: Config): string[] {
+  return configWarningList(c).map((w) => `${w.msg} (${w.entries.join(', ')})`)
 }
 
 export const PUBLIC_PATHS_WARNING = 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it'

@@ -8,7 +8,7 @@ import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { AuthPipeline } from './auth/index.js'
-import type { Config } from './config.js'
+import { configWarningList, type Config } from './config.js'
 import { E } from './errors.js'
 import { headerPolicy, requestId } from './headers.js'
 import type { Logger } from './log.js'
@@ -53,10 +53,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const policy = headerPolicy(config)
   const crossSite = crossSiteCheck(policy, config.session.cookie_secure)
   const forwarder = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
-  const bare = config.upstream.public_paths.filter((p) => !p.endsWith('/'))
-  if (forwarder !== null && bare.length > 0) {
-    log.warn({ entries: bare }, 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it')
-  }
+  for (const w of configWarningList(config)) log.warn({ entries: w.entries }, w.msg)
   let draining = false
   const isDraining = (): boolean => draining
   const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready: opts.ready })
