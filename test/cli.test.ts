@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
-import { removeDir, tempDir } from './fixtures/cleanup.js'
+import { removeDir, tempDir, track } from './fixtures/cleanup.js'
 import { startRedis } from './fixtures/redis.js'
 import { startEcho, request, post } from './fixtures/http.js'
 import { ROOT, SECRET, startGateway } from './fixtures/gateway.js'
@@ -39,11 +39,11 @@ interface Run { code: number | null, stdout: string, stderr: string, ms: number 
 async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
   const started = Date.now()
-  const p = spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), ...full], {
+  const p = track(spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), ...full], {
     env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET },
     cwd: dir,
     stdio: ['pipe', 'pipe', 'pipe']
-  })
+  }))
   let stdout = ''
   let stderr = ''
   p.stdout.on('data', (c: Buffer) => { stdout += c.toString() })

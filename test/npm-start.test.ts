@@ -14,6 +14,7 @@ import { request } from './fixtures/http.js'
 import { ROOT, SECRET } from './fixtures/gateway.js'
 import { workdir } from './fixtures/procs.js'
 import { eventually } from './fixtures/wait.js'
+import { trackGroup } from './fixtures/cleanup.js'
 
 const hasNpm = spawnSync('npm', ['--version'], { encoding: 'utf8' }).status === 0
 const redis = await startRedis()
@@ -29,6 +30,7 @@ async function npmStart (prefix: string): Promise<{ p: ReturnType<typeof spawn>,
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SIDEGATE_') && v !== undefined) env[k] = v
   // its own process group, as a terminal's foreground job is
   const p = spawn('npm', ['start'], { cwd: W.dir, env: { ...env, SIDEGATE_SECRET_KEY: SECRET, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+  trackGroup(p.pid!)
   let out = ''
   p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
   p.stderr!.on('data', (c: Buffer) => { out += c.toString() })

@@ -11,6 +11,7 @@ import { startRedis } from './fixtures/redis.js'
 import { BIN, cliIn, startIn, workdir } from './fixtures/procs.js'
 import { Keyring } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
+import { track } from './fixtures/cleanup.js'
 
 const K2 = 'the-second-secret-key-after-rotation-0123456789'
 const K3 = 'the-third-secret-key-after-two-rotations-98765'
@@ -40,7 +41,7 @@ t.test('killed mid-pass, the same command continues; nothing is lost', async (t)
   writeFileSync(newKey, K2)
 
   // stopped (SIGSTOP) at its first progress line, then killed: certainly mid-pass
-  const p = spawn(process.execPath, [BIN, 'secret', 'rotate', '--new-key-file', newKey], { cwd: D.dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const p = track(spawn(process.execPath, [BIN, 'secret', 'rotate', '--new-key-file', newKey], { cwd: D.dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
   await new Promise<void>((resolve) => p.stderr.on('data', (c: Buffer) => { if (c.toString().includes('records checked')) { p.kill('SIGSTOP'); resolve() } }))
   p.kill('SIGKILL')
   await new Promise((resolve) => p.once('exit', resolve))

@@ -13,6 +13,7 @@ import { request } from './fixtures/http.js'
 import { ROOT, SECRET } from './fixtures/gateway.js'
 import { BIN, workdir } from './fixtures/procs.js'
 import { sleep } from './fixtures/wait.js'
+import { track } from './fixtures/cleanup.js'
 
 const redis = await startRedis()
 t.teardown(() => redis.stop())
@@ -36,7 +37,7 @@ t.test('the logger alone: a line pending when the process exits on a broken pipe
     const log = createLogger('info')
     setTimeout(() => { accessLogger(log).info('pending'); process.exit(0) }, 50)`
   for (let i = 0; i < 3; i++) {
-    const p = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const p = track(spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }))
     p.stdout!.destroy() // the reader is gone before the first line
     t.equal(await exitWithin(p, MARGIN_MS), 0, `run ${i + 1}: exits`)
   }
@@ -45,7 +46,7 @@ t.test('the logger alone: a line pending when the process exits on a broken pipe
 t.test('sidegate start | head: SIGTERM ends it within the grace, 10 times out of 10', async (t) => {
   const W = await workdir({ redis: { url: redis.url, prefix: 'pipe:' }, server: { drain_delay: 0, shutdown_grace: GRACE } }, 'sidegate-pipe-')
   for (let i = 0; i < 10; i++) {
-    const p = spawn(process.execPath, [BIN, 'start'], { cwd: W.dir, env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET }, stdio: ['ignore', 'pipe', 'ignore'] })
+    const p = track(spawn(process.execPath, [BIN, 'start'], { cwd: W.dir, env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET }, stdio: ['ignore', 'pipe', 'ignore'] }))
     // a reader that closes after its first few bytes, as `head -c 100` does
     let got = 0
     await new Promise<void>((resolve) => p.stdout!.on('data', (c: Buffer) => { got += c.length; if (got >= 100) { p.stdout!.destroy(); resolve() } }))
@@ -60,7 +61,7 @@ t.test('sidegate start | head: SIGTERM ends it within the grace, 10 times out of
 
 t.test('a pipe nobody reads any more (full): SIGTERM still ends it', async (t) => {
   const W = await workdir({ redis: { url: redis.url, prefix: 'full:' }, server: { drain_delay: 0, shutdown_grace: GRACE } }, 'sidegate-full-')
-  const p = spawn(process.execPath, [BIN, 'start'], { cwd: W.dir, env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET }, stdio: ['ignore', 'pipe', 'ignore'] })
+  const p = track(spawn(process.execPath, [BIN, 'start'], { cwd: W.dir, env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET }, stdio: ['ignore', 'pipe', 'ignore'] }))
   await new Promise<void>((resolve) => p.stdout!.once('data', () => { p.stdout!.pause(); resolve() }))
   // far more log lines than a pipe holds (64 KiB): the gateway's writes block
   for (let n = 0; n < 300; n++) { try { await request(W.url, `/no-such-path/${'x'.repeat(2000)}`) } catch { await sleep(50) } }
