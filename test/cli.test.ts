@@ -35,7 +35,7 @@ const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PRE
 
 interface Run { code: number | null, stdout: string, stderr: string, ms: number }
 
-/** Runs the CLI; killed (and reported as code null) if it takes longer than `timeout` ms. */
+/** Runs the CLI; killed (and reported as code null) if it takes longer than `timeout` ms (default 60 s: a deadline for a hang, not a speed limit; a start took over 15 s at a load average of 16). */
 async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
   const started = Date.now()
@@ -49,7 +49,7 @@ async function spawnCli (args: string[], o: { stdin?: string, config?: string | 
   p.stdout.on('data', (c: Buffer) => { stdout += c.toString() })
   p.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
   p.stdin.end(o.stdin ?? '')
-  const timer = setTimeout(() => p.kill('SIGKILL'), o.timeout ?? 20_000)
+  const timer = setTimeout(() => p.kill('SIGKILL'), o.timeout ?? 60_000)
   const code = await new Promise<number | null>((resolve) => p.once('close', (c) => resolve(c)))
   clearTimeout(timer)
   return { code, stdout, stderr, ms: Date.now() - started }
