@@ -273,10 +273,10 @@ t.test('Redis killed: /readyz 503, protected requests 503 store_unavailable fast
   t.equal(g.proc.exitCode, null, 'still running')
 
   await redis.restart() // same port, empty data
-  t.ok(await until(g.url, '/readyz', (r) => r.status === 200, 10_000), 'ready again without a restart')
+  t.ok(await until(g.url, '/readyz', (r) => r.status === 200, 30_000), 'ready again without a restart')
   // the store came back empty: the gateway bootstrapped it again on reconnect
   let status = 0
-  const end = Date.now() + 10_000
+  const end = Date.now() + 30_000
   while (Date.now() < end && (status = await useBearer(g.url, ADMIN_PASSWORD)) !== 200) await sleep(100)
   t.equal(status, 200, 'authenticates again')
   t.equal(await g.stop(), 0)
@@ -296,9 +296,9 @@ t.test('started while Redis is down: listens, /readyz 503, ready once Redis star
   await sleep(1500)
   t.equal(g.proc.exitCode, null, 'keeps running while Redis is down')
   await redis.restart()
-  t.ok(await until(g.url, '/readyz', (r) => r.status === 200, 10_000), 'becomes ready')
+  t.ok(await until(g.url, '/readyz', (r) => r.status === 200, 30_000), 'becomes ready')
   let status = 0
-  const end = Date.now() + 10_000
+  const end = Date.now() + 30_000
   while (Date.now() < end && (status = await useBearer(g.url, ADMIN_PASSWORD)) !== 200) await sleep(100)
   t.equal(status, 200, 'bootstrapped and authenticating')
   t.equal(await g.stop(), 0)

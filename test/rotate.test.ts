@@ -74,7 +74,7 @@ t.test('rotation keeps every credential working, through two rotations', async (
   t.match(cliOld.stderr, /is being rotated from this secret key/)
   const O = await workdir({ redis: { url: redis.url } }, 'sidegate-rot-old-')
   const gOld = await startIn(O.dir, O.url, { env: { SIDEGATE_SECRET_KEY: K1 }, wait: 'listening' })
-  t.ok(await eventually(async () => gOld.out().includes('is being rotated'), 10_000), 'a gateway started with the old key says why…')
+  t.ok(await eventually(async () => gOld.out().includes('is being rotated'), 60_000), 'a gateway started with the old key says why…')
   t.equal((await request(O.url, '/readyz')).status, 503, '…and is not ready')
   t.equal(await gOld.stop(), 0)
   const N = await workdir({ redis: { url: redis.url } }, 'sidegate-rot-new-')

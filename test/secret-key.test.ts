@@ -84,7 +84,7 @@ t.test('two working directories, two keys: only the gateway\'s key touches the s
   // a gateway started in B (another key): up, but not ready and serving nothing that needs the store
   const gB = await startIn(B.dir, B.url, { wait: 'listening' })
   t.teardown(() => gB.stop('SIGKILL'))
-  t.ok(await eventually(async () => gB.out().includes('is not the key of the store'), 10_000), 'it says why once connected')
+  t.ok(await eventually(async () => gB.out().includes('is not the key of the store'), 60_000), 'it says why once connected')
   const ready = await request(gB.url, '/readyz')
   t.equal(ready.status, 503, '/readyz 503')
   t.equal(ready.json.code, 'store_unavailable')
@@ -125,7 +125,7 @@ t.test('replicas starting at once on an empty store without a key: exactly one k
   t.teardown(() => { for (const p of procs) void p.stop('SIGKILL') })
   // one becomes ready; the other exits 2 (the store already has a key, or it lost the race for it)
   const ready = async (i: number): Promise<boolean> => { try { return (await request(dirs[i].url, '/readyz')).status === 200 } catch { return false } }
-  t.ok(await eventually(async () => (await ready(0)) || (await ready(1)), 20_000), 'one is ready')
+  t.ok(await eventually(async () => (await ready(0)) || (await ready(1)), 60_000), 'one is ready')
   const winner = (await ready(0)) ? 0 : 1
   const loser = 1 - winner
   t.equal(await procs[loser].exited, 2, 'the other exits 2')
