@@ -19,35 +19,21 @@ export function profile (u: User, orgId?: string, jumpserver = false): Record<st
   const orgRole = orgId === undefined ? undefined : u.orgs[orgId]
   const systemRole: RoleName = u.is_superuser ? 'SystemAdmin' : 'User'
   const orgRoles: RoleName[] = orgRole === undefined ? [] : [orgRole === 'admin' ? 'OrgAdmin' : 'OrgUser']
-  if (jumpserver) {
-    return {
-      id: u.id,
-      name: u.name,
-      username: u.username,
-      email: u.email,
-      source: { value: 'local', label: 'Local' },
-      is_active: u.is_active,
-      is_valid: u.is_active,
-      is_superuser: u.is_superuser,
-      last_login: jmsTime(u.last_login),
-      date_joined: jmsTime(u.date_joined),
-      system_roles: [jmsRole(systemRole)],
-      org_roles: orgRoles.map(jmsRole)
-    }
-  }
+  const role: (name: RoleName) => Record<string, string> = jumpserver ? jmsRole : (name) => ({ name })
+  const time = jumpserver ? jmsTime : (iso: string | null) => iso
   return {
     id: u.id,
     name: u.name,
     username: u.username,
     email: u.email,
-    source: 'local',
+    source: jumpserver ? { value: 'local', label: 'Local' } : 'local',
     is_active: u.is_active,
     is_valid: u.is_active,
     is_superuser: u.is_superuser,
-    last_login: u.last_login,
-    date_joined: u.date_joined,
-    system_roles: [{ name: systemRole }],
-    org_roles: orgRoles.map((name) => ({ name }))
+    last_login: time(u.last_login),
+    date_joined: time(u.date_joined),
+    system_roles: [role(systemRole)],
+    org_roles: orgRoles.map(role)
   }
 }
 
@@ -56,50 +42,45 @@ export function profileSchemas (jumpserver: boolean): Record<string, Json> {
   return jumpserver ? JMS_PROFILE_SCHEMAS : PROFILE_SCHEMAS
 }
 
-const JMS_PROFILE_SCHEMAS: Record<string, Json> = {
-  Profile: {
-    type: 'object',
-    properties: {
-      id: { type: 'string', format: 'uuid' },
-      name: { type: 'string' },
-      username: { type: 'string' },
-      email: { type: 'string' },
-      source: { type: 'object', properties: { value: { type: 'string', examples: ['local'] }, label: { type: 'string', examples: ['Local'] } } },
-      is_active: { type: 'boolean' },
-      is_valid: { type: 'boolean' },
-      is_superuser: { type: 'boolean' },
-      last_login: { type: ['string', 'null'], description: '`%Y/%m/%d %H:%M:%S %z`', examples: ['2026/11/23 10:25:33 +0000'] },
-      date_joined: { type: 'string', description: '`%Y/%m/%d %H:%M:%S %z`', examples: ['2026/11/23 10:25:33 +0000'] },
-      system_roles: { type: 'array', items: schemaRef('Role') },
-      org_roles: { type: 'array', items: schemaRef('Role') }
-    }
-  },
-  Role: {
-    type: 'object',
-    properties: {
-      id: { type: 'string', format: 'uuid', description: 'JumpServer\'s built-in role id' },
-      display_name: { type: 'string', examples: ['SystemAdmin', 'User', 'OrgAdmin', 'OrgUser'] }
-    }
+function profileSchema (o: { source: Json, time: Json, role: Json }): Record<string, Json> {
+  return {
+    Profile: {
+      type: 'object',
+      properties: {
+        id: { type: 'string', format: 'uuid' },
+        name: { type: 'string' },
+        username: { type: 'string' },
+        email: { type: 'string' },
+        source: o.source,
+        is_active: { type: 'boolean' },
+        is_valid: { type: 'boolean' },
+        is_superuser: { type: 'boolean' },
+        last_login: { ...(o.time as object), type: ['string', 'null'] },
+        date_joined: { ...(o.time as object), type: 'string' },
+        system_roles: { type: 'array', items: schemaRef('Role') },
+        org_roles: { type: 'array', items: schemaRef('Role') }
+      }
+    },
+    Role: o.role
   }
 }
 
-const PROFILE_SCHEMAS: Record<string, Json> = {
-  Profile: {
+const ROLE_NAMES = ['SystemAdmin', 'User', 'OrgAdmin', 'OrgUser']
+
+const PROFILE_SCHEMAS = profileSchema({
+  source: { type: 'string', examples: ['local'] },
+  time: { format: 'date-time' },
+  role: { type: 'object', properties: { name: { type: 'string', examples: ROLE_NAMES } } }
+})
+
+const JMS_PROFILE_SCHEMAS = profileSchema({
+  source: { type: 'object', properties: { value: { type: 'string', examples: ['local'] }, label: { type: 'string', examples: ['Local'] } } },
+  time: { description: '`%Y/%m/%d %H:%M:%S %z`', examples: ['2026/11/23 10:25:33 +0000'] },
+  role: {
     type: 'object',
     properties: {
-      id: { type: 'string', format: 'uuid' },
-      name: { type: 'string' },
-      username: { type: 'string' },
-      email: { type: 'string' },
-      source: { type: 'string', examples: ['local'] },
-      is_active: { type: 'boolean' },
-      is_valid: { type: 'boolean' },
-      is_superuser: { type: 'boolean' },
-      last_login: { type: ['string', 'null'], format: 'date-time' },
-      date_joined: { type: 'string', format: 'date-time' },
-      system_roles: { type: 'array', items: schemaRef('Role') },
-      org_roles: { type: 'array', items: schemaRef('Role') }
+      id: { type: 'string', format: 'uuid', description: 'JumpServer\'s built-in role id' },
+      display_name: { type: 'string', examples: ROLE_NAMES }
     }
-  },
-  Role: { type: 'object', properties: { name: { type: 'string', examples: ['SystemAdmin', 'User', 'OrgAdmin', 'OrgUser'] } } }
-}
+  }
+})
