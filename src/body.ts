@@ -1,7 +1,7 @@
 /** Reads a small request body with a hard size limit, and decodes JSON or form bodies. */
 import type { IncomingMessage } from 'node:http'
 import { E, GatewayError } from './errors.js'
-import { FORM_TYPE, isJsonType, mediaType } from './http/content-type.js'
+import { FORM_TYPE, MULTIPART_TYPE, isJsonType, mediaType } from './http/content-type.js'
 
 /**
  * Called (once) on a request just before its body is first read: the server
@@ -50,6 +50,25 @@ export function decodeFields (contentType: string | undefined, body: Buffer): Re
     return Object.fromEntries(new URLSearchParams(text))
   }
   throw E.unsupportedMediaType()
+}
+
+/**
+ * decodeFields, and `multipart/form-data` as well (JumpServer's token endpoint
+ * takes it; parsed by undici's FormData, the fetch implementation in Node):
+ * its text fields, files ignored. A multipart body that does not parse is 400.
+ */
+export async function decodeFieldsOf (contentType: string | undefined, body: Buffer): Promise<Record<string, unknown>> {
+  if (mediaType(contentType) !== MULTIPART_TYPE) return decodeFields(contentType, body)
+  let form: FormData
+  try {
+    form = await new Response(body.buffer.slice(body.byteOffset, body.byteOffset + body.length) as ArrayBuffer, { headers: { 'content-type': contentType! } }).formData()
+  } catch {
+    throw E.badRequest('The multipart body does not parse.')
+  }
+  // own properties only (a field named __proto__ stays a field), the first of a repeated name
+  const fields = new Map<string, string>()
+  for (const [name, value] of form) if (typeof value === 'string' && !fields.has(name)) fields.set(name, value)
+  return Object.fromEntries(fields)
 }
 
 export function requireString (fields: Record<string, unknown>, name: string, max = 1024): string {

@@ -15,6 +15,8 @@ export type { Problem } from './config/validate.js'
 
 export interface Names {
   abbrev: string
+  /** abbrev JMS: JumpServer's wire shapes where they differ (profile fields, the token endpoint's failures) */
+  jumpserver: boolean
   orgHeader: string
   sessionCookie: string
   legacySessionCookie: string
@@ -58,6 +60,7 @@ export function namesFor (abbrev: string): Names {
   const low = abbrev.toLowerCase()
   return {
     abbrev: up,
+    jumpserver: up === 'JMS',
     orgHeader: `X-${up}-ORG`,
     sessionCookie: `${low}_sessionid`,
     legacySessionCookie: 'sessionid',
@@ -146,7 +149,7 @@ function fail (problems: Problem[]): never {
 }
 
 /** A warning about a valid config: a message and the entries it is about. */
-export interface ConfigWarning { msg: string, entries: string[] }
+export interface ConfigWarning { code: string, msg: string, entries: string[] }
 
 /**
  * What `sidegate start` warns about in a valid config. The gateway logs each
@@ -156,15 +159,20 @@ export interface ConfigWarning { msg: string, entries: string[] }
 export function configWarningList (c: Config): ConfigWarning[] {
   const out: ConfigWarning[] = []
   const bare = c.upstream.public_paths.filter((p) => !p.endsWith('/'))
-  if (c.upstream.url !== null && bare.length > 0) out.push({ msg: PUBLIC_PATHS_WARNING, entries: bare })
+  if (c.upstream.url !== null && bare.length > 0) out.push({ code: 'public_path_without_slash', msg: PUBLIC_PATHS_WARNING, entries: bare })
+  if (c.auth.signature.clock_skew === 0) out.push({ code: 'signature_freshness_off', msg: NO_FRESHNESS_WARNING, entries: [] })
+  if (c.auth.signature.algorithms.includes('hmac-sha1')) out.push({ code: 'signature_sha1_accepted', msg: SHA1_WARNING, entries: [] })
   return out
 }
 
 /** The same warnings as one line each. */
 export function configWarnings (c: Config): string[] {
-  return configWarningList(c).map((w) => `${w.msg} (${w.entries.join(', ')})`)
+  return configWarningList(c).map((w) => w.entries.length === 0 ? w.msg : `${w.msg} (${w.entries.join(', ')})`)
 }
 
+export const NO_FRESHNESS_WARNING = 'auth.signature.clock_skew is 0: signed requests are accepted whatever their Date, so a captured request can be replayed forever' +
+  ' (JumpServer\'s behaviour; turn on auth.signature.replay_cache, and go back to a skew once clients send a current Date)'
+export const SHA1_WARNING = 'auth.signature.algorithms lists hmac-sha1: accepted for old JumpServer clients; SHA-1 is weak, drop it once they sign with hmac-sha256'
 export const PUBLIC_PATHS_WARNING = 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it'
 
 /**

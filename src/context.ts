@@ -16,9 +16,9 @@ export interface RequestContext {
   clientIp: string
   /** the client reached us over HTTPS (own TLS, or a trusted proxy said so) */
   https: boolean
-  /** set by the authenticate step (routes with auth 'user', 'user+org', a valid session on 'session-page'; the upstream's protected paths) */
+  /** set by the authenticate step (routes with auth 'user', 'user+org', 'user+org-if-member', a valid session on 'session-page'; the upstream's protected paths) */
   identity?: Identity
-  /** set by the resolveOrg step (routes with auth 'user+org'; the upstream's protected paths) */
+  /** set by the resolveOrg step (routes with auth 'user+org', 'user+org-if-member' when a member; the upstream's protected paths) */
   orgId?: string
   /** the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet */
   expectsContinue?: boolean

@@ -39,7 +39,7 @@ export const ERRORS = {
   permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key.' },
   password_required: { status: 403, detail: 'Confirm with your password (field "password") to create or replace a permanent credential.', when: `Creating an access key, or creating or resetting the private token, without \`password\` in the body, by any caller but a browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` },
   password_incorrect: { status: 403, detail: 'The password is incorrect.', when: 'The `password` sent to confirm creating an access key or a private token is wrong (counted by the login lockout).' },
-  invalid_org: { status: 400, detail: 'Organization header must be a UUID, "default" or "root".', when: 'A malformed organization header or ?oid=, or several ?oid= naming different organizations.' },
+  invalid_org: { status: 400, detail: 'Organization must be a UUID, "default", "root" or "system".', when: 'A malformed organization header, cookie or ?oid=, several ?oid= naming different organizations, or two different organization cookies.' },
   required: { status: 400, detail: 'username: This field is required.', when: 'A required body field is missing or empty.' },
   parse_error: { status: 400, detail: 'JSON parse error: the body is not valid JSON.', when: 'A JSON body that does not parse, or is not an object.' },
   bad_request: { status: 400, detail: 'Malformed HTTP request.', when: 'A field with a wrong type or length, or an HTTP request that does not parse.' },

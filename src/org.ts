@@ -1,26 +1,35 @@
 /**
- * Organization resolution: `?oid=` then the `X-<ABBREV>-ORG` header, then the
- * user's default org. Literals `default` and `root`; any other non-UUID is 400;
- * an org that does not exist is 404, a non-member is 403 (superusers may act
- * in any existing org, and alone in root).
+ * Organization resolution, in JumpServer's order: `?oid=`, then the
+ * `X-<ABBREV>-ORG` header, then a cookie of that name, then the user's default
+ * org. Literals `default`, `root` (and `global`), `system`; any other non-UUID
+ * is 400; an org that does not exist is 404 (or, with `org.unknown: default`,
+ * the user's default org, as JumpServer does), a non-member is 403 (superusers
+ * may act in any existing org, and alone in root and system).
  * And the `oid` the upstream sees: the resolved org (withResolvedOid).
  */
 import type { IncomingMessage } from 'node:http'
 import { E } from './errors.js'
+import { parseCookies } from './http/cookies.js'
 import { isUuid } from './http/uuid.js'
 import { decodeQueryPart, eachParam } from './http/query.js'
 import type { Store, User } from './store/types.js'
 
 export const ROOT_ORG_ID = '00000000-0000-0000-0000-000000000000'
 export const DEFAULT_ORG_ID = '00000000-0000-0000-0000-000000000002'
+/** JumpServer's built-in org of its own components: like root, superusers only */
+export const SYSTEM_ORG_ID = '00000000-0000-0000-0000-000000000004'
+
+/** What an org that does not exist gives (`org.unknown`): 404, or the user's default org. */
+export type UnknownOrg = 'reject' | 'default'
 
 /**
  * The org a request asked for: its `oid` query parameters (oidParams) if any
- * is non-empty, else the org header. Several `oid` parameters naming
- * different orgs are 400 invalid_org: an upstream may read another one than
- * sidegate did (Django reads the last).
+ * is non-empty, else the org header, else a cookie named like the header
+ * (`orgCookie`, as JumpServer's web pages set it). Several `oid` parameters
+ * naming different orgs are 400 invalid_org: an upstream may read another one
+ * than sidegate did (Django reads the last).
  */
-export function requestedOrg (req: IncomingMessage, orgHeaderLower: string): string | undefined {
+export function requestedOrg (req: IncomingMessage, orgHeaderLower: string, orgCookie?: string): string | undefined {
   const values = oidParams(req.url ?? '/')
   if (values !== null) {
     let first: string | undefined
@@ -36,7 +45,13 @@ export function requestedOrg (req: IncomingMessage, orgHeaderLower: string): str
     if (first !== undefined) return first
   }
   const h = req.headers[orgHeaderLower]
-  return Array.isArray(h) ? h[0] : h
+  if (h !== undefined) return Array.isArray(h) ? h[0] : h
+  const cookie = req.headers.cookie
+  if (orgCookie === undefined || cookie === undefined || !cookie.includes(orgCookie)) return undefined
+  const v = parseCookies(cookie)[orgCookie]
+  // two different values (a sibling sub-domain can add one): which is the user's cannot be told
+  if (v === null) throw E.invalidOrg()
+  return v
 }
 
 /**
@@ -114,21 +129,26 @@ export function parseOrgValue (requested: string | undefined): string | null {
   const v = requested?.trim().toLowerCase()
   if (v === undefined || v === '') return null
   if (v === 'default') return DEFAULT_ORG_ID
-  if (v === 'root') return ROOT_ORG_ID
+  if (v === 'root' || v === 'global') return ROOT_ORG_ID
+  if (v === 'system') return SYSTEM_ORG_ID
   if (isUuid(v)) return v
   throw E.invalidOrg()
 }
 
-export async function resolveOrg (store: Store, user: User, requested: string | undefined): Promise<string> {
-  const id = parseOrgValue(requested) ?? user.default_org ?? DEFAULT_ORG_ID
+export async function resolveOrg (store: Store, user: User, requested: string | undefined, unknown: UnknownOrg = 'reject'): Promise<string> {
+  const own = user.default_org ?? DEFAULT_ORG_ID
+  const id = parseOrgValue(requested) ?? own
 
   if (id in user.orgs) return id
-  if (id === ROOT_ORG_ID) {
+  if (id === ROOT_ORG_ID || id === SYSTEM_ORG_ID) {
     if (user.is_superuser) return id
     throw E.orgForbidden()
   }
   // an org that does not exist is not found (for anyone), not one "you are not a member of"
-  if ((await store.getOrg(id)) === null) throw E.orgNotFound()
+  if ((await store.getOrg(id)) === null) {
+    if (unknown === 'default' && id !== own) return await resolveOrg(store, user, undefined)
+    throw E.orgNotFound()
+  }
   if (!user.is_superuser) throw E.orgForbidden()
   return id
 }

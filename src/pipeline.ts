@@ -12,10 +12,11 @@
  *    with another method is 405), else the upstream (404 without one).
  * 3. authenticate: the first authenticator that claims the request decides
  *    (src/auth/): an own route as its `auth` mode says ('none', 'user',
- *    'user+org', 'session-page'); an upstream path always, unless it is in
+ *    'user+org', 'user+org-if-member', 'session-page'); an upstream path always, unless it is in
  *    upstream.public_paths.
  * 4. resolveOrg: `?oid=`, the org header or the user's default (src/org.ts),
- *    for 'user+org' routes and every authenticated upstream path.
+ *    for 'user+org' routes and every authenticated upstream path (the profile
+ *    needs no membership: 'user+org-if-member', and the user's own org upstream).
  * 5. An own route's handler answers. For the upstream: stripAndInject (the
  *    client's copies of the identity headers and sidegate's own credentials
  *    go, the resolved identity is set; src/headers.ts), setForwarded
@@ -45,6 +46,7 @@ import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import type { Router } from './routes/index.js'
+import { PROFILE_PATH } from './routes/users.js'
 import type { Store } from './store/types.js'
 
 export interface PipelineOptions {
@@ -73,7 +75,9 @@ export interface Pipeline {
 
 export function createPipeline (o: PipelineOptions): Pipeline {
   const { store, log, auth, router, policy, crossSite, forwarder } = o
-  const orgHeader = o.config.names.orgHeader.toLowerCase()
+  const orgHeader = o.config.names.orgHeader
+  const orgHeaderLower = orgHeader.toLowerCase()
+  const unknownOrg = o.config.org.unknown
   const access = accessLogger(log)
 
   // ── 1. receive ──────────────────────────────────────────────────────────
@@ -131,9 +135,10 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     const route = router.find(ctx.path, ctx.req.method ?? '')
     if (route !== null) {
       // ── 3., 4. as the route's auth mode says ──
-      if (route.auth === 'user' || route.auth === 'user+org') {
+      if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
         ctx.identity = await authenticate(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
+        else if (route.auth === 'user+org-if-member') ctx.orgId = await orgIfMember(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
       // 100 Continue when the route starts reading the body (readBody), after its own checks
       if (ctx.expectsContinue === true) (ctx.req as ContinueHook)[BEFORE_BODY] = () => proceed(ctx)
@@ -145,7 +150,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
-      ctx.orgId = await resolveOrg(ctx)
+      // the profile needs no org membership (as in JumpServer): the user's own org is injected instead
+      ctx.orgId = ctx.path === PROFILE_PATH ? await orgIfMember(ctx) ?? await resolveOrg(ctx, true) : await resolveOrg(ctx)
     }
     // ── 5. to the upstream ──
     stripAndInject(ctx)
@@ -178,9 +184,23 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   // ── 4. resolveOrg ───────────────────────────────────────────────────────
 
-  /** The organization the authenticated caller acts in, or 400 invalid_org / 403 org_forbidden. */
-  function resolveOrg (ctx: StepContext): Promise<string> {
-    return resolveOrgOf(store, ctx.identity!.user, requestedOrg(ctx.req, orgHeader))
+  /**
+   * The organization the authenticated caller acts in, or 400 invalid_org /
+   * 403 org_forbidden / 404 org_not_found. `own`: the user's default org,
+   * whatever the request asked for.
+   */
+  function resolveOrg (ctx: StepContext, own = false): Promise<string> {
+    return resolveOrgOf(store, ctx.identity!.user, own ? undefined : requestedOrg(ctx.req, orgHeaderLower, orgHeader), unknownOrg)
+  }
+
+  /** resolveOrg, but undefined where it would be 403 or 404 (a malformed org is still 400). */
+  async function orgIfMember (ctx: StepContext): Promise<string | undefined> {
+    try {
+      return await resolveOrg(ctx)
+    } catch (err) {
+      if (err instanceof GatewayError && (err.status === 403 || err.status === 404)) return undefined
+      throw err
+    }
   }
 
   // ── 5. to the upstream ──────────────────────────────────────────────────

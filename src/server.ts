@@ -53,7 +53,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const policy = headerPolicy(config)
   const crossSite = crossSiteCheck(policy, config.session.cookie_secure)
   const forwarder = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
-  for (const w of configWarningList(config)) log.warn({ entries: w.entries }, w.msg)
+  for (const w of configWarningList(config)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
   let draining = false
   const isDraining = (): boolean => draining
   const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready: opts.ready })

@@ -177,7 +177,9 @@ t.test('no credential: 401; no organization needed for one\'s own credentials', 
   }
   const loner = await g.store.createUser({ username: 'loner', password: 'loner-password', orgs: {} })
   const pt = await g.store.createPrivateToken(loner.id)
-  t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${pt}` } })).json.code, 'org_forbidden', 'in no organization')
+  t.equal((await request(g.url, '/api/v1/users/users/', { headers: { authorization: `Token ${pt}` } })).json.code, 'org_forbidden', 'in no organization')
+  const own = await request(g.url, PROFILE, { headers: { authorization: `Token ${pt}` } })
+  t.same([own.status, own.json.org_roles], [200, []], 'the profile needs none (as in JumpServer)')
   t.equal((await request(g.url, KEYS, { method: 'POST', body: '{"password":"loner-password"}', headers: { authorization: `Token ${pt}`, 'x-svc-org': 'not-an-org', 'content-type': 'application/json' } })).status, 201, 'still manages own keys')
 })
 

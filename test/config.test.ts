@@ -37,6 +37,7 @@ t.test('defaults', async (t) => {
     upstream: { url: null, timeout: 30, public_paths: [] },
     names: {
       abbrev: 'SVC',
+      jumpserver: false,
       orgHeader: 'X-SVC-ORG',
       sessionCookie: 'svc_sessionid',
       legacySessionCookie: 'sessionid',
@@ -64,11 +65,12 @@ t.test('defaults', async (t) => {
     secret_key_file: resolve(process.cwd(), 'sidegate.key'),
     admin_password: null,
     auth: {
-      bearer: { ttl: 3600 },
-      signature: { clock_skew: 300, required_headers: ['(request-target)', 'date'], replay_cache: false },
+      bearer: { ttl: 3600, single_use: true },
+      signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false },
       cache: { max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800 }
     },
+    org: { unknown: 'reject' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
     docs: { enabled: true },
@@ -107,10 +109,10 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, session, server, metrics, docs, log)',
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, session, server, metrics, docs, log)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
-    'config: auth.bearer.tll: unknown key (known: ttl)',
+    'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
     'config: log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'
   ])
 })
@@ -134,7 +136,7 @@ t.test('file values are read and typed', async (t) => {
   t.equal(c.redis.prefix, 'sg{1}:')
   t.equal(c.secret_key, SECRET)
   t.equal(c.admin_password, 'first-start-pw')
-  t.same(c.auth.signature, { clock_skew: 30, required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true })
+  t.same(c.auth.signature, { clock_skew: 30, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true })
   t.equal(c.auth.bearer.ttl, 60)
   t.equal(c.session.cookie_secure, true)
   t.same(c.server.trusted_proxies, ['10.0.0.1'])
@@ -181,6 +183,7 @@ t.test('environment overrides win over the file', async (t) => {
 t.test('namesFor', async (t) => {
   t.same(namesFor('JMS'), {
     abbrev: 'JMS',
+    jumpserver: true,
     orgHeader: 'X-JMS-ORG',
     sessionCookie: 'jms_sessionid',
     legacySessionCookie: 'sessionid',
@@ -197,7 +200,7 @@ t.test('namesFor', async (t) => {
 t.test('one clear error per bad value, naming the key', async (t) => {
   fails(t, () => buildConfig({ listne: {} }), /^config: listne: unknown key \(known: listen, /)
   fails(t, () => buildConfig({ listen: { prot: 1 } }), /^config: listen\.prot: unknown key \(known: host, port\)$/)
-  fails(t, () => buildConfig({ auth: { bearer: { tll: 60 } } }), /^config: auth\.bearer\.tll: unknown key \(known: ttl\)$/, 'a typo one level deeper')
+  fails(t, () => buildConfig({ auth: { bearer: { tll: 60 } } }), /^config: auth\.bearer\.tll: unknown key \(known: ttl, single_use\)$/, 'a typo one level deeper')
   fails(t, () => buildConfig({ auth: { signature: { clockskew: 60 } } }), /^config: auth\.signature\.clockskew: unknown key/)
   fails(t, () => buildConfig({ auth: { cache: { size: 1 } } }), /^config: auth\.cache\.size: unknown key \(known: max, ttl\)$/)
   fails(t, () => buildConfig({ auth: { bearer: 3600 } }), /^config: auth\.bearer: must be a mapping$/)
@@ -301,7 +304,7 @@ t.test('`sidegate start --config bad.yml` exits 2 with one line naming the key',
 
   const typo = run('typo.yml')
   t.equal(typo.status, 2)
-  t.match(typo.stderr, /^sidegate: config: auth\.bearer\.tll: unknown key \(known: ttl\)\n$/)
+  t.match(typo.stderr, /^sidegate: config: auth\.bearer\.tll: unknown key \(known: ttl, single_use\)\n$/)
 
   const broken = run('broken.yml')
   t.equal(broken.status, 2)

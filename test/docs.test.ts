@@ -96,10 +96,10 @@ t.test('each operation\'s credentials, org parameters and authentication errors 
       const schemes = op.security.map((s: any) => Object.keys(s)[0])
       const params = (op.parameters ?? []).map((p: any) => p.$ref)
       modes.add(route.auth)
-      if (route.auth === 'user' || route.auth === 'user+org') {
+      if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
         t.same(schemes, any, `${m} ${path}: any credential`)
         t.equal(op.responses['401'].$ref, '#/components/responses/Unauthorized', `${m} ${path}: 401`)
-        t.equal(params.includes('#/components/parameters/OrgHeader'), route.auth === 'user+org', `${m} ${path}: the org header only when it acts in an org`)
+        t.equal(params.includes('#/components/parameters/OrgHeader'), route.auth !== 'user', `${m} ${path}: the org header only when it acts in an org`)
         t.equal(params.includes('#/components/parameters/CsrfToken'), m !== 'GET', `${m} ${path}: X-CSRFToken on unsafe methods`)
       } else if (route.auth === 'session-page') {
         t.ok(schemes.length === 0 || (schemes.length === 1 && schemes[0] === 'Session'), `${m} ${path}: a browser session or nothing`)
@@ -108,7 +108,7 @@ t.test('each operation\'s credentials, org parameters and authentication errors 
       }
     }
   }
-  t.same([...modes].sort(), ['none', 'session-page', 'user', 'user+org'], 'every auth mode seen')
+  t.same([...modes].sort(), ['none', 'session-page', 'user', 'user+org', 'user+org-if-member'], 'every auth mode seen')
 })
 
 t.test('the four security schemes with their exact header formats; the org header', async (t) => {

@@ -20,7 +20,7 @@ const ORG_C = 'cccccccc-3333-4333-8333-cccccccccccc'
 const NO_ORG = 'dddddddd-4444-4444-8444-dddddddddddd'
 const FORBIDDEN = { detail: 'You are not a member of this organization.', code: 'org_forbidden' }
 const NOT_FOUND = { detail: 'No such organization.', code: 'org_not_found' }
-const INVALID = { detail: 'Organization header must be a UUID, "default" or "root".', code: 'invalid_org' }
+const INVALID = { detail: 'Organization must be a UUID, "default", "root" or "system".', code: 'invalid_org' }
 
 const redis = await startRedis()
 const echo = await startEcho()
@@ -101,7 +101,7 @@ t.test('literal "root": superusers only', async (t) => {
 })
 
 t.test('not a UUID: 400 invalid_org', async (t) => {
-  for (const v of ['abc', 'system', 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaa', 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaaa', 'zzzzzzzz-1111-4111-8111-aaaaaaaaaaaa', `{${ORG_A}}`, `${ORG_A},${ORG_B}`]) {
+  for (const v of ['abc', 'systems', 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaa', 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaaa', 'zzzzzzzz-1111-4111-8111-aaaaaaaaaaaa', `{${ORG_A}}`, `${ORG_A},${ORG_B}`]) {
     await refused(t, as(g, 'alice', '/x', { 'x-svc-org': v }), 400, INVALID)
   }
   // two copies of the header are joined by node ("A, B"): ambiguous, refused
@@ -111,6 +111,11 @@ t.test('not a UUID: 400 invalid_org', async (t) => {
   t.equal(r.json.code, 'invalid_org')
   t.equal(echo.seen.length, n)
   await refused(t, as(g, 'alice', '/x?oid=nope'), 400, INVALID)
+})
+
+t.test('the literal system: JumpServer\'s system org, superusers only', async (t) => {
+  await refused(t, as(g, 'alice', '/x', { 'x-svc-org': 'system' }), 403, FORBIDDEN)
+  await refused(t, as(g, 'alice', '/x', { 'x-svc-org': 'SYSTEM' }), 403, FORBIDDEN)
 })
 
 t.test('a member of A asking for B: 403 org_forbidden', async (t) => {
@@ -294,8 +299,10 @@ t.test('built-in API (no upstream): profile and users', async (t) => {
     const none = await request(gb.url, '/api/v1/users/profile/')
     t.equal(none.status, 401)
     t.equal(none.json.code, 'not_authenticated')
-    const forbidden = await as(gb, 'pat', '/api/v1/users/profile/', { 'x-svc-org': ORG_B })
+    const forbidden = await as(gb, 'pat', '/api/v1/users/users/', { 'x-svc-org': ORG_B })
     t.same(forbidden.json, FORBIDDEN, 'org checks apply to built-in routes too')
+    const elsewhere = await as(gb, 'pat', '/api/v1/users/profile/', { 'x-svc-org': ORG_B })
+    t.same([elsewhere.status, elsewhere.json.id, elsewhere.json.org_roles], [200, pat.id, []], 'but the profile needs no membership (as JumpServer): no roles in an org the user is not in')
   })
 
   t.test('users: plain user 403 permission_denied', async (t) => {

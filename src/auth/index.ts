@@ -12,7 +12,7 @@ import { parseCookies } from '../http/cookies.js'
 import { parseAuthorization } from './parse.js'
 import { PrivateTokenAuthenticator } from './private-token.js'
 import { SessionAuthenticator } from './session.js'
-import { SignatureAuthenticator } from './signature.js'
+import { SignatureAuthenticator, type Algorithm } from './signature.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
 
 export interface Identity extends Claim {
@@ -52,11 +52,12 @@ export class AuthPipeline {
     this.authenticators = [
       new SignatureAuthenticator(store, {
         clockSkew: config.auth.signature.clock_skew,
+        algorithms: config.auth.signature.algorithms as Algorithm[],
         requiredHeaders: config.auth.signature.required_headers,
         replayCache: config.auth.signature.replay_cache
       }),
       new PrivateTokenAuthenticator(store),
-      new BearerAuthenticator(store),
+      new BearerAuthenticator(store, config.auth.bearer.single_use),
       this.session
     ]
   }

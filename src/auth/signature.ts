@@ -3,17 +3,27 @@
  * access-key HTTP signatures (draft-cavage, as JumpServer verifies them). The
  * string to sign is one `name: value` line per declared header, joined by
  * "\n"; `(request-target)` is `<lowercase method> <path and query as sent>`.
+ * Algorithms hmac-sha256 and hmac-sha512, hmac-sha1 only when listed in
+ * auth.signature.algorithms (JumpServer accepts all three). A keyId is the
+ * access key's UUID in any case, with or without hyphens.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { E } from '../errors.js'
 import type { Store } from '../store/types.js'
-import { parseHttpDate } from '../http/date.js'
+import { parseDateHeader } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
 import { parseSignatureParams } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
 
+/** The HMAC algorithms a signature may name, and the length of their MACs. */
+export const ALGORITHMS = { 'hmac-sha1': { hash: 'sha1', bytes: 20 }, 'hmac-sha256': { hash: 'sha256', bytes: 32 }, 'hmac-sha512': { hash: 'sha512', bytes: 64 } } as const
+export type Algorithm = keyof typeof ALGORITHMS
+
 export interface SignatureOptions {
+  /** seconds the signed Date may be off; 0: no freshness check (as JumpServer) */
   clockSkew: number
+  /** accepted algorithms (default hmac-sha256, hmac-sha512) */
+  algorithms?: readonly Algorithm[]
   requiredHeaders: string[]
   replayCache: boolean
   now?: () => number
@@ -29,16 +39,18 @@ export function stringToSign (c: Pick<Credentials, 'method' | 'url' | 'headers'>
   }).join('\n')
 }
 
-export function sign (secret: string, text: string): string {
-  return createHmac('sha256', secret).update(text).digest('base64')
+export function sign (secret: string, text: string, algorithm: Algorithm = 'hmac-sha256'): string {
+  return createHmac(ALGORITHMS[algorithm].hash, secret).update(text).digest('base64')
 }
 
 export class SignatureAuthenticator implements Authenticator {
   readonly method = 'access_key' as const
   readonly #now: () => number
+  readonly #algorithms: ReadonlySet<string>
 
   constructor (private readonly store: Store, private readonly opts: SignatureOptions) {
     this.#now = opts.now ?? Date.now
+    this.#algorithms = new Set(opts.algorithms ?? ['hmac-sha256', 'hmac-sha512'])
   }
 
   claims (c: Credentials): boolean { return c.authorization?.scheme === 'signature' }
@@ -49,25 +61,27 @@ export class SignatureAuthenticator implements Authenticator {
     const signature = p.get('signature')
     if (!keyId || !signature) throw E.malformedAuthorization('keyId and signature are required')
     const algorithm = (p.get('algorithm') ?? 'hmac-sha256').toLowerCase()
-    if (algorithm !== 'hmac-sha256') throw E.malformedAuthorization('only algorithm "hmac-sha256" is supported')
+    if (!this.#algorithms.has(algorithm)) throw E.malformedAuthorization(`algorithm must be one of ${[...this.#algorithms].join(', ')}`)
+    const alg = ALGORITHMS[algorithm as Algorithm]
     const declared = (p.get('headers') ?? 'date').toLowerCase().split(/\s+/).filter(Boolean)
     if (declared.length > 32 || new Set(declared).size !== declared.length) throw E.malformedAuthorization('bad headers list')
     for (const h of this.opts.requiredHeaders) {
       if (!declared.includes(h)) throw E.malformedAuthorization(`headers must include ${h}`)
     }
-    if (declared.includes('date')) {
-      const t = parseHttpDate(firstValue(c.headers.date))
+    if (declared.includes('date') && this.opts.clockSkew > 0) {
+      const t = parseDateHeader(firstValue(c.headers.date))
       if (t === null || Math.abs(this.#now() - t) > this.opts.clockSkew * 1000) throw E.signatureExpired()
     }
-    // the MAC as sent: 32 bytes in canonical Base64 only, checked before any store lookup
-    const mac = decodeMac(signature)
-    if (!isUuid(keyId) || mac === null) throw E.invalidSignature()
-    const found = await this.store.getAccessKey(keyId.toLowerCase())
+    // the MAC as sent: the algorithm's length in canonical Base64 only, checked before any store lookup
+    const mac = decodeMac(signature, alg.bytes)
+    const id = normalizeKeyId(keyId)
+    if (id === null || mac === null) throw E.invalidSignature()
+    const found = await this.store.getAccessKey(id)
     if (found === null || !found.key.is_active) throw E.invalidSignature()
-    if (!macMatches(found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
+    if (!macMatches(alg.hash, found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
     // so a case-changed keyId or another spelling of the same MAC is the same signature
-    if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew * 2))) {
+    if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew > 0 ? this.opts.clockSkew * 2 : REPLAY_WITHOUT_SKEW))) {
       throw E.signatureReplayed()
     }
     this.store.touchAccessKey(found.key.id)
@@ -75,18 +89,31 @@ export class SignatureAuthenticator implements Authenticator {
   }
 }
 
-const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/
+/** seconds a replay mark lasts when no freshness is checked (clock_skew 0) */
+export const REPLAY_WITHOUT_SKEW = 86400
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 
 /**
- * A signature as sent → its 32 bytes, or null unless it is the canonical
- * Base64 of 32 bytes: 43 characters and one `=`, the 2 spare bits of the last
- * character zero. Decoding ignores those bits, so without this one MAC would
- * have four spellings (and four entries in the replay cache).
+ * A signature as sent → its bytes, or null unless it is the canonical Base64
+ * of `bytes` bytes (32: 43 characters and one `=`, the 2 spare bits of the
+ * last character zero). Decoding ignores those bits, so without this one MAC
+ * would have four spellings (and four entries in the replay cache).
  */
-export function decodeMac (sent: string): Buffer | null {
-  if (!BASE64_SHA256.test(sent)) return null
+export function decodeMac (sent: string, bytes = 32): Buffer | null {
+  if (sent.length !== Math.ceil(bytes / 3) * 4 || !BASE64.test(sent)) return null
   const mac = Buffer.from(sent, 'base64')
-  return mac.length === 32 && mac.toString('base64') === sent ? mac : null
+  return mac.length === bytes && mac.toString('base64') === sent ? mac : null
+}
+
+const HEX32 = /^[0-9a-f]{32}$/
+
+/** A keyId → the key's UUID (lowercase, hyphenated): any case, hyphens or none (as Django's UUIDField reads it); else null. */
+export function normalizeKeyId (keyId: string): string | null {
+  const v = keyId.toLowerCase()
+  if (isUuid(v)) return v
+  if (!HEX32.test(v)) return null
+  return `${v.slice(0, 8)}-${v.slice(8, 12)}-${v.slice(12, 16)}-${v.slice(16, 20)}-${v.slice(20)}`
 }
 
 /**
@@ -94,8 +121,8 @@ export function decodeMac (sent: string): Buffer | null {
  * (public) format of what the client sent was checked before (decodeMac), so
  * nothing about the expected value leaks.
  */
-function macMatches (secret: string, text: string, sent: Buffer): boolean {
-  return timingSafeEqual(createHmac('sha256', secret).update(text).digest(), sent)
+function macMatches (hash: string, secret: string, text: string, sent: Buffer): boolean {
+  return timingSafeEqual(createHmac(hash, secret).update(text).digest(), sent)
 }
 
 function firstValue (v: string | string[] | undefined): string | undefined {

@@ -27,6 +27,7 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   groupName: { pattern: '^[\\w.-]{1,64}$' },
   prefix: { pattern: '^[\\w:.{}-]{1,64}$' },
   secretKey: { minLength: 32 },
+  signatureAlgorithm: { enum: ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'] },
   ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' }
 }
 

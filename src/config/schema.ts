@@ -74,12 +74,14 @@ export const Schema = T.Object({
   secret_key_file: str('sidegate.key'),
   auth: section({
     bearer: section({
-      ttl: int(1, 31 * 86400, 3600, 'seconds a one-time bearer token stays valid')
+      ttl: int(1, 31 * 86400, 3600, 'seconds a bearer token stays valid (date_expired in the token reply)'),
+      single_use: bool(true, 'true: each token is accepted once (the spec). false: reusable until it expires,\nas JumpServer\'s are (for migrating clients that cache one token); a password\nchange still revokes it at once')
     }),
     signature: section({
-      clock_skew: int(1, 86400, 300, 'seconds the Date header may differ from now'),
+      clock_skew: int(0, 86400, 300, 'seconds the signed Date may differ from now (any RFC 9110 or RFC 5322 date form,\nany zone). 0: no freshness check, as JumpServer (whose documentation signs a\nfixed 2014 date): a captured request can be replayed forever, so sidegate warns at\nstart and in /readyz; pair it with replay_cache'),
+      algorithms: list(['hmac-sha256', 'hmac-sha512'], { check: 'signatureAlgorithm', description: 'accepted signature algorithms: hmac-sha256, hmac-sha512, and hmac-sha1 only if\nlisted here (JumpServer accepts all three; SHA-1 is weak)' }),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
-      replay_cache: bool(false, 'true: each signature is accepted once')
+      replay_cache: bool(false, 'true: each signature is accepted once (remembered for twice clock_skew; with\nclock_skew 0, for 24 hours)')
     }),
     cache: section({
       max: int(0, 10_000_000, 10000, 'in-process entries per cache (access keys, users, private tokens, sessions)'),
@@ -90,6 +92,9 @@ export const Schema = T.Object({
       window: int(1, 7 * 86400, 1800, 'seconds')
     }, 'After max_failures wrong passwords for one username from one client IP within\n`window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in Redis, so across replicas.')
   }),
+  org: section({
+    unknown: oneOf(['reject', 'default'] as const, 'reject', 'An organization (?oid=, X-SVC-ORG header or cookie) that does not exist:\nreject answers 404 org_not_found; default acts in the user\'s default org\ninstead, as JumpServer does (for migrating clients).')
+  }, 'Which organization a request acts in: ?oid=, then the X-<abbrev>-ORG header, then\na cookie of that name, then the user\'s default organization.'),
   session: section({
     accept_legacy_cookie: bool(true, 'also accept the pre-2.x cookie name "sessionid"'),
     idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),

@@ -46,6 +46,7 @@ export const CHECKS: Record<string, Check> = {
   groupName: (v) => /^[\w.-]{1,64}$/.test(v) ? null : 'must be 1 to 64 letters, digits and _ . -',
   prefix: (v) => /^[\w:.{}-]{1,64}$/.test(v) ? null : 'must be 1 to 64 characters of letters, digits and _ : . { } -',
   secretKey: (v) => v.length >= 32 ? null : 'must be at least 32 characters (use `openssl rand -base64 48`)',
+  signatureAlgorithm: (v) => ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'].includes(v) ? null : 'each entry must be hmac-sha1, hmac-sha256 or hmac-sha512',
   ipOrCidr: (v) => isIpOrCidr(v) ? null : 'each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8)'
 }
 

@@ -11,3 +11,5 @@ export function isJsonType (type: string): boolean {
 }
 
 export const FORM_TYPE = 'application/x-www-form-urlencoded'
+
+export const MULTIPART_TYPE = 'multipart/form-data'

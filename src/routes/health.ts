@@ -1,11 +1,16 @@
-/** /healthz: the process answers. /readyz: the store answers, `ready` holds and we are not draining. */
+/**
+ * /healthz: the process answers. /readyz: the store answers, `ready` holds and
+ * we are not draining; `warnings` names settings that weaken security
+ * (signature_freshness_off, signature_sha1_accepted), never their values.
+ */
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { json } from './spec.js'
 import type { Route } from './types.js'
 
-export function healthRoutes (store: Store, isDraining: () => boolean, ready?: () => Promise<void>): Route[] {
+export function healthRoutes (store: Store, isDraining: () => boolean, ready?: () => Promise<void>, warnings: readonly string[] = []): Route[] {
+  const readyBody = warnings.length === 0 ? { status: 'ready' } : { status: 'ready', warnings }
   return [{
     methods: ['GET', 'HEAD'],
     path: '/healthz',
@@ -26,7 +31,7 @@ export function healthRoutes (store: Store, isDraining: () => boolean, ready?: (
           tags: ['Health'],
           operationId: 'readyz',
           summary: 'Readiness: the store answers and the gateway is not draining',
-          responses: { 200: { description: 'Ready.', content: json({ type: 'object', properties: { status: { const: 'ready' } } }) } },
+          responses: { 200: { description: 'Ready. `warnings` (only when there are any) names settings that weaken security, as the start-up log does.', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ready' }, warnings: { type: 'array', items: { enum: ['signature_freshness_off', 'signature_sha1_accepted'] } } } }) } },
           errors: { 503: 'Unavailable' }
         }
       }
@@ -37,7 +42,7 @@ export function healthRoutes (store: Store, isDraining: () => boolean, ready?: (
       if (ready !== undefined) {
         await ready().catch((err: unknown) => { throw err instanceof GatewayError && err.status === 503 ? err : E.storeUnavailable() })
       }
-      sendJson(ctx.res, 200, { status: 'ready' })
+      sendJson(ctx.res, 200, readyBody)
     }
   }]
 }

@@ -6,7 +6,7 @@
  * Without an upstream, a path that is none of the routes is 404.
  */
 import type { IncomingMessage } from 'node:http'
-import type { Config } from '../config.js'
+import { configWarningList, type Config } from '../config.js'
 import { E } from '../errors.js'
 import type { AuthPipeline } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
@@ -17,7 +17,7 @@ import { healthRoutes } from './health.js'
 import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
-import { tokenRoute } from './token.js'
+import { tokenRoutes } from './token.js'
 import type { Route } from './types.js'
 import { userRoutes } from './users.js'
 
@@ -50,11 +50,11 @@ export function createRouter (o: RouterOptions): Router {
   const passwords = new PasswordChecker(store, config.auth.lockout)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
-  const users = userRoutes(store, upstream)
+  const users = userRoutes(store, upstream, config.names.jumpserver)
   let document: Record<string, unknown> | undefined
   const routes: Route[] = [
-    ...healthRoutes(store, o.draining, o.ready),
-    tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit, crossSite }),
+    ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
+    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, bodyLimit, crossSite }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
     accountPageRoute(config, assets),
     ...accountApiRoutes(store, bodyLimit, passwords),

@@ -21,7 +21,7 @@ import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
-import { PROFILE_SCHEMAS, profile } from './profile.js'
+import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef } from './spec.js'
@@ -183,7 +183,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
           required: ['user', 'next'],
           properties: { user: schemaRef('Profile'), next: { type: 'string', description: '`next`, made safe.' } }
         },
-        ...PROFILE_SCHEMAS
+        ...profileSchemas(config.names.jumpserver)
       }
     },
     async handle (ctx) {
@@ -224,7 +224,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (config.session.accept_legacy_cookie && legacy in parseCookies(ctx.req.headers.cookie)) {
         cookies.push(`${legacy}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`)
       }
-      if (json) sendJson(ctx.res, 200, { user: profile(user), next }, { 'set-cookie': cookies })
+      if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
   }

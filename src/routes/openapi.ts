@@ -72,18 +72,19 @@ const SAFE = new Set(['get', 'head', 'options'])
 
 /** What a route's auth mode implies for one of its operations: security, parameters, errors. */
 function implied (auth: RouteAuth, method: string, op: Operation): { security: unknown[], parameters: Json[], errors: Record<number, SharedErrors> } {
-  const user = auth === 'user' || auth === 'user+org'
+  const withOrg = auth === 'user+org' || auth === 'user+org-if-member'
+  const user = auth === 'user' || withOrg
   const unsafe = !SAFE.has(method)
   const security = op.security === 'none'
     ? []
     : op.security === 'session' || auth === 'session-page' ? [{ Session: [] }] : user ? ANY_CREDENTIAL : []
   const parameters = [
-    ...(auth === 'user+org' ? [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')] : []),
+    ...(withOrg ? [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')] : []),
     ...(user && unsafe ? [ref('parameters', 'CsrfToken')] : [])
   ]
   const errors: Record<number, SharedErrors> = {}
   if (user) {
-    if (auth === 'user+org') errors[400] = 'BadOrg'
+    if (withOrg) errors[400] = 'BadOrg'
     errors[401] = 'Unauthorized'
     if (auth === 'user+org') errors[403] = 'Forbidden'
     else if (unsafe) errors[403] = 'CsrfFailed'
@@ -195,9 +196,9 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
             'Access-key HTTP signature:',
             '`Authorization: Signature keyId="<AccessKeyID>",algorithm="hmac-sha256",headers="(request-target) accept date",signature="<base64>"`,',
             'with `Accept` and `Date` (`%a, %d %b %Y %H:%M:%S GMT`, UTC) headers.',
-            'The signature is Base64(HMAC-SHA256(AccessKeySecret, string to sign)); the string to sign has one line per listed header, joined by `\\n`:',
+            `The signature is Base64(HMAC(AccessKeySecret, string to sign)) with the named algorithm (accepted: ${config.auth.signature.algorithms.join(', ')}); the string to sign has one line per listed header, joined by \`\\n\`:`,
             '`(request-target): <lowercase method> <path and query>`, `accept: <Accept>`, `date: <Date>`.',
-            `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; \`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.`,
+            `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; ${config.auth.signature.clock_skew > 0 ? `\`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.` : '`Date` is not checked for freshness (auth.signature.clock_skew: 0).'}`,
             'Swagger UI cannot compute signatures: use a client.'
           ].join(' ')
         },

@@ -14,13 +14,17 @@ export type { RequestContext }
  *   The caller's own credentials: no organization is involved.
  * - `user+org`: `user`, then the resolveOrg step (400 or 403 when the
  *   requested organization is malformed or not the user's); `ctx.orgId` is set.
+ * - `user+org-if-member`: `user`, then the org as `user+org` resolves it when
+ *   the user may act in it; an org the user may not act in (403) or that does
+ *   not exist (404) leaves `ctx.orgId` unset instead (the profile, which
+ *   JumpServer serves in any org).
  * - `session-page`: an HTML page for browsers. Only a browser session counts
  *   (a request with an Authorization header has none); `ctx.identity` is set
  *   when the session is valid and left unset otherwise, and the page decides
  *   (the keys page sends the browser to sign in, the sign-in page goes on when
  *   already signed in). Only a failing store refuses the request.
  */
-export type RouteAuth = 'none' | 'user' | 'user+org' | 'session-page'
+export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 'session-page'
 
 export interface Route {
   methods: string[]

@@ -9,20 +9,23 @@ import { E } from '../errors.js'
 import { sendJson } from '../respond.js'
 import { ROOT_ORG_ID } from '../org.js'
 import type { Store } from '../store/types.js'
-import { PROFILE_SCHEMAS, profile } from './profile.js'
+import { profile, profileSchemas } from './profile.js'
 import { json, schemaRef, type ErrorAnswer } from './spec.js'
 import type { Route } from './types.js'
 
+export const PROFILE_PATH = '/api/v1/users/profile/'
+
 /** `forwarded`: an upstream is configured and these paths are its (for the documentation). */
-export function userRoutes (store: Store, forwarded = false): Route[] {
+export function userRoutes (store: Store, forwarded = false, jumpserver = false): Route[] {
   const builtIn = forwarded
     ? 'Forwarded to the protected service with the resolved identity; sidegate answers only its own errors.'
     : 'Served by sidegate\'s built-in demo API (no upstream is configured).'
   const upstreamErrors: Record<number, ErrorAnswer> = forwarded ? { 502: 'UpstreamUnavailable', 504: 'UpstreamTimeout' } : {}
   return [{
     methods: ['GET', 'HEAD'],
-    path: '/api/v1/users/profile/',
-    auth: 'user+org',
+    path: PROFILE_PATH,
+    // as JumpServer: any user may read their profile in any org (org_roles are those of the org, if a member)
+    auth: 'user+org-if-member',
     docs: {
       operations: {
         get: {
@@ -34,10 +37,10 @@ export function userRoutes (store: Store, forwarded = false): Route[] {
           errors: upstreamErrors
         }
       },
-      schemas: PROFILE_SCHEMAS
+      schemas: profileSchemas(jumpserver)
     },
     handle (ctx) {
-      sendJson(ctx.res, 200, profile(ctx.identity!.user, ctx.orgId))
+      sendJson(ctx.res, 200, profile(ctx.identity!.user, ctx.orgId, jumpserver))
     }
   }, {
     methods: ['GET', 'HEAD'],
@@ -54,14 +57,14 @@ export function userRoutes (store: Store, forwarded = false): Route[] {
           errors: upstreamErrors
         }
       },
-      schemas: PROFILE_SCHEMAS
+      schemas: profileSchemas(jumpserver)
     },
     async handle (ctx) {
       const u = ctx.identity!.user
       const orgId = ctx.orgId!
       if (!u.is_superuser && u.orgs[orgId] !== 'admin') throw E.permissionDenied()
       const users = await store.listUsers(orgId === ROOT_ORG_ID ? undefined : orgId)
-      sendJson(ctx.res, 200, users.map((x) => profile(x, orgId)))
+      sendJson(ctx.res, 200, users.map((x) => profile(x, orgId, jumpserver)))
     }
   }]
 }

@@ -393,6 +393,11 @@ export class MemoryStore implements RunningStore {
     return e.v
   }
 
+  async readBearerToken (token: string): Promise<string | null> {
+    if (!this.#keys.tagged('bearer token', token)) return null
+    return this.#open().alive(this.#open().bearer, this.#keys.lookup(token))?.v ?? null
+  }
+
   // ---- sessions
 
   async createSession (userId: string, ttlSeconds: number, _lifetimeSeconds = ttlSeconds): Promise<Session> {

@@ -495,6 +495,11 @@ export class RedisStore implements ManagedStore {
     return await this.#run(() => this.redis.getdel(this.#k('bt', this.#keys.lookup(token))))
   }
 
+  async readBearerToken (token: string): Promise<string | null> {
+    if (!this.#keys.tagged('bearer token', token)) return null
+    return await this.#run(() => this.redis.get(this.#k('bt', this.#keys.lookup(token))))
+  }
+
   // ---- sessions
 
   async createSession (userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds): Promise<Session> {

@@ -120,6 +120,12 @@ export interface Store {
   issueBearerToken(userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }>
   /** Atomically consumes a one-time token: exactly one caller gets the user id. */
   consumeBearerToken(token: string): Promise<string | null>
+  /**
+   * A bearer token's user without consuming it (`auth.bearer.single_use:
+   * false`): valid until it expires or is revoked (password change); never
+   * cached, so a revocation counts at once on every replica.
+   */
+  readBearerToken(token: string): Promise<string | null>
 
   /** `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout). */
   createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session>
