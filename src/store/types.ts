@@ -67,6 +67,35 @@ export interface NewUser {
   orgs?: Record<string, OrgRole>
 }
 
+/** The algorithms of the identity JWT's signing keys (src/identity.ts). */
+export type SigningAlgorithm = 'EdDSA' | 'ES256'
+
+/**
+ * One key of the identity JWT's key set (src/identity.ts): published in the
+ * JWKS from `created`, used for signing from `active_from` (the newest key
+ * whose `active_from` has come signs). Its private half is stored encrypted
+ * with the secret key.
+ */
+export interface SigningKey {
+  kid: string
+  alg: SigningAlgorithm
+  /** epoch ms: added to the set (published from then) */
+  created: number
+  /** epoch ms: signs from then */
+  active_from: number
+  /** the public JWK (kty, crv, x[, y]), without kid/alg/use */
+  public: Record<string, string>
+  /** the private JWK (the public members and d); null when it was stored under another secret key */
+  private: Record<string, string> | null
+}
+
+/** The key set and its revision: a write names the revision it replaces (compare-and-set). */
+export interface SigningKeySet {
+  /** 0 while there is no set */
+  rev: number
+  keys: SigningKey[]
+}
+
 /** What readPrivateToken returns for a token stored under another secret key. */
 export const UNREADABLE = Symbol('unreadable')
 
@@ -141,6 +170,16 @@ export interface Store {
 
   /** True the first time a value is seen within ttl; false on replay. */
   markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>
+
+  /** The identity JWT's key set (rev 0, no keys, when none was written); private halves decrypted. */
+  getSigningKeys(): Promise<SigningKeySet>
+  /**
+   * Writes the key set (private halves encrypted) as revision `rev` + 1, only
+   * if the stored set is still at `rev` (atomic compare-and-set): false when
+   * another process wrote first. A key whose private half is null (unreadable)
+   * keeps its stored encrypted value.
+   */
+  putSigningKeys(rev: number, keys: SigningKey[]): Promise<boolean>
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */
