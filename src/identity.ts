@@ -62,6 +62,15 @@ export function thumbprint (pub: Record<string, string>): string {
   return createHash('sha256').update(json).digest('base64url')
 }
 
+/** The key that signs at `now`: the newest whose active_from has come (keyView's `signing`, without sorting). */
+export function signingKey (keys: readonly SigningKey[], now: number): SigningKey | null {
+  let best: SigningKey | null = null
+  for (const k of keys) {
+    if (k.active_from <= now && (best === null || k.active_from > best.active_from || (k.active_from === best.active_from && k.created >= best.created))) best = k
+  }
+  return best
+}
+
 export interface KeyView {
   /** the key that signs now: the newest whose active_from has come; null when none has */
   signing: SigningKey | null
@@ -78,8 +87,7 @@ export interface KeyView {
  */
 export function keyView (keys: readonly SigningKey[], now: number, ttlMs: number): KeyView {
   const ordered = [...keys].sort((a, b) => a.active_from - b.active_from || a.created - b.created)
-  let signing: SigningKey | null = null
-  for (const k of ordered) if (k.active_from <= now) signing = k
+  const signing = signingKey(keys, now)
   const published: SigningKey[] = []
   const retired: SigningKey[] = []
   for (const k of ordered) {
@@ -253,7 +261,7 @@ export class IdentitySigner {
       this.load().catch(() => {})
       throw E.storeUnavailable()
     }
-    const current = keyView(this.#keys, now, this.#ttlMs).signing
+    const current = signingKey(this.#keys, now)
     if (current === null) throw E.storeUnavailable()
     const s = this.#signer(current)
     const ck = cacheKey(s.kid, id, orgId)

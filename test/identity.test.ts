@@ -20,7 +20,7 @@ import { Keyring } from '../src/crypto.js'
 import { buildConfig, defaultIssuer } from '../src/config.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { ensureKeySet, keyStates, keyView, newSigningKey, RETIRE_MARGIN_MS, rotateKeySet } from '../src/identity.js'
-import { JWKS_KEY } from '../src/store/layout.js'
+import { JWKS_KEY } from '../src/store/keyset.js'
 import { rotateSecretKey } from '../src/store/rotate.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'

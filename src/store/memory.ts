@@ -23,7 +23,7 @@
 import { randomUUID } from 'node:crypto'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
-import { openKeySet, sealKeySet, type StoredKeySet } from './layout.js'
+import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type LoginFailures, type NewUser, type Org, type OrgRole, type RunningStore, type Session, type User } from './types.js'
 
 export interface MemoryStoreOptions {

@@ -16,7 +16,8 @@
 import type { Keyring, KeyGeneration } from '../crypto.js'
 import type { RedisClient } from './connect.js'
 import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './keycheck.js'
-import { JWKS_KEY, openPrivateToken, parseKeySet, sealPrivateToken, signingKeyAad } from './layout.js'
+import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { JWKS_KEY, parseKeySet, signingKeyAad } from './keyset.js'
 
 export interface RotateOptions {
   /** count what would be converted; write nothing */

@@ -11,6 +11,9 @@ import type { GatewayError } from '../errors.js'
 import type { LruCache } from './cache.js'
 import type { VerifyOptions, Verified } from './keycheck.js'
 import type { RotateOptions, RotateResult } from './rotate.js'
+import type { SigningKey, SigningKeySet } from './keyset.js'
+
+export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
 
 export type OrgRole = 'admin' | 'user'
 
@@ -65,35 +68,6 @@ export interface NewUser {
   email?: string
   superuser?: boolean
   orgs?: Record<string, OrgRole>
-}
-
-/** The algorithms of the identity JWT's signing keys (src/identity.ts). */
-export type SigningAlgorithm = 'EdDSA' | 'ES256'
-
-/**
- * One key of the identity JWT's key set (src/identity.ts): published in the
- * JWKS from `created`, used for signing from `active_from` (the newest key
- * whose `active_from` has come signs). Its private half is stored encrypted
- * with the secret key.
- */
-export interface SigningKey {
-  kid: string
-  alg: SigningAlgorithm
-  /** epoch ms: added to the set (published from then) */
-  created: number
-  /** epoch ms: signs from then */
-  active_from: number
-  /** the public JWK (kty, crv, x[, y]), without kid/alg/use */
-  public: Record<string, string>
-  /** the private JWK (the public members and d); null when it was stored under another secret key */
-  private: Record<string, string> | null
-}
-
-/** The key set and its revision: a write names the revision it replaces (compare-and-set). */
-export interface SigningKeySet {
-  /** 0 while there is no set */
-  rev: number
-  keys: SigningKey[]
 }
 
 /** What readPrivateToken returns for a token stored under another secret key. */
