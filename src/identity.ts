@@ -215,7 +215,8 @@ export class IdentitySigner {
         for (const kid of this.#signers.keys()) if (!set.keys.some((k) => k.kid === kid)) this.#signers.delete(kid)
       } catch (err) {
         const msg = (err as Error).message
-        if (msg !== this.#lastError) this.#log.warn({ err: msg }, 'identity.jwt: cannot read the signing keys')
+        // an unreachable or not yet opened store is logged by the store itself; anything else here, once
+        if (msg !== this.#lastError && !(err instanceof GatewayError)) this.#log.warn({ err: msg }, 'identity.jwt: cannot read the signing keys')
         this.#lastError = msg
         throw err instanceof GatewayError ? err : E.storeUnavailable()
       } finally {

@@ -9,6 +9,7 @@
  * test/identity-replicas.test.ts.
  */
 import t from 'tap'
+import { Validator } from '@seriousme/openapi-schema-validator'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose'
 import { startRedis } from './fixtures/redis.js'
 import { startEcho, request, type Res } from './fixtures/http.js'
@@ -16,6 +17,9 @@ import { SECRET, startGateway, type TestGateway } from './fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
 import { login } from './fixtures/session.js'
 import { upgrade } from './fixtures/raw.js'
+import { cliIn, workdir } from './fixtures/procs.js'
+import { removeDir } from './fixtures/cleanup.js'
+import { eventually } from './fixtures/wait.js'
 import { Keyring } from '../src/crypto.js'
 import { buildConfig, defaultIssuer } from '../src/config.js'
 import { MemoryStore } from '../src/store/memory.js'
@@ -33,9 +37,10 @@ const g = await startGateway(redis.url, { upstream: { url: echo.url }, identity:
 const gPublic = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] }, identity: { jwt: { enabled: true } } })
 const off = await startGateway(redis.url, { upstream: { url: echo.url } })
 const offBare = await startGateway(redis.url, {})
+const jms = await startGateway(redis.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' }, identity: { jwt: { enabled: true } } })
 const es = await startGateway(redis.url, { upstream: { url: echo.url }, identity: { jwt: { enabled: true, algorithm: 'ES256', issuer: 'https://gw.example.test' } } })
 t.teardown(async () => {
-  for (const x of [g, gPublic, off, offBare, es]) await x.close()
+  for (const x of [g, gPublic, off, offBare, es, jms]) await x.close()
   await echo.close()
   await redis.stop()
 })
@@ -148,6 +153,8 @@ t.test('the JWKS: public keys only, kid and alg, short Cache-Control; in the Ope
   t.equal((await request(g.url, '/.well-known/jwks.json', { method: 'POST' })).status, 405)
   const doc = (await request(g.url, '/api/docs/openapi.json')).json
   t.ok(doc.paths['/.well-known/jwks.json']?.get, 'documented when enabled')
+  const valid = await new Validator().validate(doc)
+  t.same(valid.errors, undefined, 'still a valid OpenAPI 3.1 document')
   t.notOk((await request(offBare.url, '/api/docs/openapi.json')).json.paths['/.well-known/jwks.json'], 'not when disabled')
 })
 
@@ -157,6 +164,43 @@ t.test('disabled: no JWKS (404 without an upstream; with one the path is the ups
   t.equal(r.json.code, 'not_found')
   t.equal((await request(off.url, '/.well-known/jwks.json')).status, 401)
   t.equal(off.gw.identity, null)
+})
+
+t.test('names.abbrev JMS: X-JMS-Identity; a client\'s X-SVC-Identity is stripped there too', async (t) => {
+  const u = await makeUser(jms, 'erin')
+  const tok = await jms.store.createPrivateToken(u.id)
+  const r = await request(jms.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-svc-identity': 'forged', 'x-jms-identity': 'forged' } })
+  t.equal(r.status, 200)
+  t.equal(r.json.headers['x-svc-identity'], undefined)
+  const { payload } = await jwtVerify(r.json.headers['x-jms-identity'], jwksOf(jms))
+  t.equal(payload.sub, u.id)
+  t.equal(JSON.stringify(r.json.headers).includes('forged'), false)
+})
+
+t.test('`sidegate jwk list` and `jwk rotate` (text): the new key is published at once, the old one goes on signing', async (t) => {
+  const { dir } = await workdir({ redis: { url: redis.url, prefix: g.config.redis.prefix }, identity: { jwt: { enabled: true } } }, 'sidegate-jwk-')
+  t.teardown(() => removeDir(dir))
+  const env = { SIDEGATE_SECRET_KEY: SECRET }
+  const before = (await request(g.url, '/.well-known/jwks.json')).json.keys[0].kid
+  const list = await cliIn(dir, ['jwk', 'list'], { env })
+  t.equal(list.code, 0, list.stderr)
+  t.match(list.stdout, new RegExp(`^${before.replace(/[-]/g, '\\-')}  EdDSA  signing\\s*\\n$`))
+  const rot = await cliIn(dir, ['jwk', 'rotate'], { env })
+  t.equal(rot.code, 0, rot.stderr)
+  const kid = /^added key (\S+) \(EdDSA\): published now, signs from (\S+)$/m.exec(rot.stdout)
+  t.ok(kid, rot.stdout)
+  const listed = await cliIn(dir, ['jwk', 'list'], { env })
+  t.match(listed.stdout, `${kid![1]}  EdDSA  next      signs from ${kid![2]}`)
+  // the running gateway reads the set within its poll interval (10 s here): published, not yet signing
+  t.ok(await eventually(async () => (await request(g.url, '/.well-known/jwks.json')).json.keys.length === 2, 60_000), 'published by the running gateway')
+  const token = received(await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${aliceToken}` } }))
+  t.equal(decodeProtectedHeader(token!).kid, before, 'still signed with the old key: publish_ahead (300 s) has not passed')
+  await jwtVerify(token!, gJwks)
+  const help = await cliIn(dir, ['jwk', '--help'])
+  t.equal(help.code, 0)
+  t.match(help.stdout, 'sidegate jwk rotate')
+  const bad = await cliIn(dir, ['jwk', 'rotate', 'extra'], { env })
+  t.equal(bad.code, 2)
 })
 
 t.test('ES256 (identity.jwt.algorithm) and a configured issuer', async (t) => {
@@ -195,8 +239,8 @@ t.test('the key set in Redis: private halves encrypted with the secret key, neve
   const raw = await g.store.redis.get(g.config.redis.prefix + JWKS_KEY)
   t.ok(raw)
   const doc = JSON.parse(raw!)
-  t.equal(doc.keys.length, 1)
-  t.match(doc.keys[0].private, /^v1\./, 'sealed')
+  t.ok(doc.keys.length >= 1)
+  for (const k of doc.keys) t.match(k.private, /^v1\./, 'sealed')
   t.notOk(raw!.includes('"d"'), 'no private JWK member in the clear')
   const set = await g.store.getSigningKeys()
   t.type(set.keys[0].private?.d, 'string', 'readable with the key')

@@ -63,7 +63,7 @@ export function createRouter (o: RouterOptions): Router {
     accountPageRoute(config, assets),
     ...accountApiRoutes(store, bodyLimit, passwords),
     assets.route(),
-    ...(o.identity != null ? [jwksRoute(o.identity)] : []),
+    ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),
     ...(config.docs.enabled ? docsRoutes(config, docsAssets(), () => document!) : []),
     // without an upstream: a small built-in API, and the gateway's address leads a person to sign in
     ...(upstream ? [] : [...users, homeRoute()])

@@ -27,7 +27,8 @@ const JWK = {
   }
 }
 
-export function jwksRoute (signer: IdentitySigner): Route {
+/** `header`: the token's header name (X-SVC-Identity, or as names.abbrev says). */
+export function jwksRoute (signer: IdentitySigner, header: string): Route {
   return {
     methods: ['GET', 'HEAD'],
     path: JWKS_PATH,
@@ -37,8 +38,8 @@ export function jwksRoute (signer: IdentitySigner): Route {
         get: {
           tags: ['Identity'],
           operationId: 'jwks',
-          summary: 'Public keys of the identity JWT (X-SVC-Identity)',
-          description: 'Served when identity.jwt.enabled. Verify the token in X-SVC-Identity (X-JMS-Identity with names.abbrev JMS) against these keys: ' +
+          summary: `Public keys of the identity JWT (${header})`,
+          description: `Served when identity.jwt.enabled. Verify the token in ${header} against these keys: ` +
             'every key whose tokens may still be valid, and a new key from `sidegate jwk rotate` for identity.jwt.publish_ahead seconds before it signs. ' +
             'Cache-Control max-age is at most 60 s and under half of publish_ahead.',
           responses: {
