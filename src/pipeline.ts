@@ -18,7 +18,8 @@
  *    for 'user+org' routes and every authenticated upstream path.
  * 5. An own route's handler answers. For the upstream: stripAndInject (the
  *    client's copies of the identity headers and sidegate's own credentials
- *    go, the resolved identity is set; src/headers.ts), setForwarded
+ *    go, the resolved identity is set, with identity.jwt also as a signed
+ *    token: src/headers.ts, src/identity.ts), setForwarded
  *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
