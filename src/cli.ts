@@ -13,6 +13,7 @@ import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
+import { keyStates, rotateKeySet, type KeyState } from './identity.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
@@ -59,6 +60,7 @@ Commands:
   key create|list|revoke             access keys (HMAC signatures)
   token create|show|revoke           private tokens
   secret rotate                      re-encrypt the store under a new secret key
+  jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
 Run \`sidegate <command> --help\` for details. Every command but start and config needs the
@@ -116,8 +118,8 @@ ${GLOBAL}`,
   secret: `Usage:
   sidegate secret rotate (--new-key-file FILE | --new-key-stdin) [--dry-run] [--limit N]
 
-Re-encrypts every access-key secret and private token under a new secret key, in
-one pass, then moves the store's key check value to the new key (last). The current
+Re-encrypts every access-key secret, private token and identity signing key under a
+new secret key, in one pass, then moves the store's key check value to the new key (last). The current
 key comes from the usual place (SIDEGATE_SECRET_KEY, secret_key, the key file); the
 new one from FILE or standard input (at least 32 characters, e.g.
 \`openssl rand -base64 48\`). Then give every replica the new key and restart it.
@@ -125,6 +127,21 @@ Private tokens, sessions and bearer tokens issued under the old key keep working
   --dry-run    count what would be re-encrypted; write nothing
   --limit N    stop after re-encrypting N records; run the command again to go on
 Interrupted (or stopped by --limit), the same command continues where it stopped.
+
+${GLOBAL}`,
+  jwk: `Usage:
+  sidegate jwk list                    every signing key of the identity JWT: its kid, algorithm
+                                       and state (signing, next, replaced, retired) and when that
+                                       changes
+  sidegate jwk rotate                  adds a key of identity.jwt.algorithm: published in the JWKS
+                                       at once, signing from identity.jwt.publish_ahead seconds on
+                                       (at once when there is no key yet). The key it replaces stays
+                                       published until its tokens have expired (identity.jwt.ttl +
+                                       60 s after the switch); keys retired by then are removed.
+
+Every replica reads the key set at least every 10 s (a quarter of publish_ahead when
+that is shorter) and switches keys at the same moment, by the clock. Run the commands
+with the gateway's gateway.yml: publish_ahead, ttl and algorithm are read from it.
 
 ${GLOBAL}`,
   config: `Usage:
@@ -149,6 +166,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   key: ['create', 'list', 'revoke'],
   token: ['create', 'show', 'revoke'],
   secret: ['rotate'],
+  jwk: ['rotate', 'list'],
   config: ['check', 'defaults', 'schema']
 }
 
@@ -243,7 +261,7 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
       throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    const admin = new Admin(store, io, values)
+    const admin = new Admin(store, io, values, config)
     return await admin.run(cmd, sub, rest)
   } catch (err) {
     return report(io, json, err)
@@ -483,7 +501,7 @@ function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
 }
 
 class Admin {
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values) {}
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config) {}
 
   #print (json: unknown, text: string): number {
     this.io.out(this.v.json === true ? JSON.stringify(json, null, 2) + '\n' : text + '\n')
@@ -592,6 +610,24 @@ class Admin {
         const u = await this.#user(this.#one(args, 'username'))
         if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
         return this.#print({ username: u.username, revoked: true }, `revoked the private token of ${u.username}`)
+      }
+      case 'jwk rotate': {
+        if (args.length > 0) throw new UsageError('jwk rotate takes no arguments')
+        const c = this.config.identity.jwt
+        const { key: k, removed } = await rotateKeySet(this.store, c)
+        const from = new Date(k.active_from).toISOString()
+        return this.#print({ kid: k.kid, alg: k.alg, published: new Date(k.created).toISOString(), signs_from: from, removed },
+          [`added key ${k.kid} (${k.alg}): published now, signs from ${from}`, ...removed.map((r) => `removed retired key ${r}`),
+            ...(c.enabled ? [] : ['note: identity.jwt.enabled is false in this configuration: no gateway signs with it until it is turned on'])].join('\n'))
+      }
+      case 'jwk list': {
+        if (args.length > 0) throw new UsageError('jwk list takes no arguments')
+        const set = await this.store.getSigningKeys()
+        const states = keyStates(set.keys, Date.now(), this.config.identity.jwt.ttl * 1000)
+        const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
+        const WHEN: Record<KeyState, string> = { signing: 'until', next: 'signs from', replaced: 'published until', retired: '' }
+        return this.#print(states.map(({ key: k, state, until }) => ({ kid: k.kid, alg: k.alg, state, created: iso(k.created), active_from: iso(k.active_from), until: iso(until), ...(k.private === null ? { unreadable: true } : {}) })),
+          states.map(({ key: k, state, until }) => `${k.kid}  ${k.alg.padEnd(5)}  ${state.padEnd(8)}${until === null ? '' : `  ${WHEN[state]} ${iso(until)}`}${k.private === null ? '  UNREADABLE (stored under another secret key)' : ''}`).join('\n') || '(no keys: the first gateway started with identity.jwt.enabled creates one)')
       }
       default:
         throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)

@@ -24,6 +24,8 @@ export interface Names {
   userIdHeader: string
   usernameHeader: string
   authMethodHeader: string
+  /** the signed identity (identity.jwt) */
+  identityHeader: string
 }
 
 export type RedisMode = Doc['redis']['mode']
@@ -40,8 +42,13 @@ export type RedisTopology = Omit<Doc['redis'], 'url' | 'prefix' | 'command_timeo
 
 export type MetricsConfig = Doc['metrics']
 
+export type JwtAlgorithm = Doc['identity']['jwt']['algorithm']
+/** identity.jwt, with the issuer decided (defaultIssuer when the file leaves it empty). */
+export type JwtConfig = Omit<Doc['identity']['jwt'], 'issuer'> & { issuer: string }
+
 /** The validated configuration every module reads: the document, plus what is derived from it. */
-export interface Config extends Omit<Doc, 'names' | 'redis'> {
+export interface Config extends Omit<Doc, 'names' | 'redis' | 'identity'> {
+  identity: { jwt: JwtConfig }
   /** The config file this came from, or null when running on defaults. */
   file: string | null
   names: Names
@@ -67,8 +74,20 @@ export function namesFor (abbrev: string): Names {
     csrfCookie: `${low}_csrftoken`,
     userIdHeader: `X-${up}-User-Id`,
     usernameHeader: `X-${up}-Username`,
-    authMethodHeader: `X-${up}-Auth-Method`
+    authMethodHeader: `X-${up}-Auth-Method`,
+    identityHeader: `X-${up}-Identity`
   }
+}
+
+/**
+ * identity.jwt.issuer when the file leaves it empty: the gateway's own URL as a
+ * service beside it reaches it, the same on every replica: http://localhost:<port>
+ * when it listens on every interface, else http://<listen.host>:<port>.
+ */
+export function defaultIssuer (listen: Doc['listen']): string {
+  const h = listen.host.trim()
+  const host = h === '' || h === '0.0.0.0' || h === '::' || h === '[::]' ? 'localhost' : h.includes(':') && !h.startsWith('[') ? `[${h}]` : h
+  return `http://${host}:${listen.port}`
 }
 
 function hostPorts (entries: string[], defPort: number): HostPort[] {
@@ -207,6 +226,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
       // TLS files, like the key file, are relative to the config file
       tls: { ...d.redis.tls, ca_file: path(d.redis.tls.ca_file), cert_file: path(d.redis.tls.cert_file), key_file: path(d.redis.tls.key_file) }
     },
+    identity: { jwt: { ...d.identity.jwt, issuer: d.identity.jwt.issuer ?? defaultIssuer(d.listen) } },
     secret_key_file: resolve(base, d.secret_key_file),
     admin_password: env.SIDEGATE_ADMIN_PASSWORD || null,
     auth: { ...d.auth, signature: { ...d.auth.signature, required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase()) } }

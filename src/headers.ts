@@ -24,6 +24,10 @@ export interface HeaderPolicy {
   userIdHeader: string
   usernameHeader: string
   authMethodHeader: string
+  /** X-<abbrev>-Identity, lowercase */
+  identityHeader: string
+  /** identity.jwt enabled: the signed identity token of a caller in an org (src/identity.ts) */
+  identityToken?: (id: Identity, orgId: string) => string
   credentialCookies: Set<string>
   /** whether a peer (or an X-Forwarded-For hop) is one of server.trusted_proxies */
   trusted: (ip: string) => boolean
@@ -32,12 +36,13 @@ export interface HeaderPolicy {
 /** The identity headers sidegate injects under an abbreviation, lowercase (as config.ts namesFor names them). */
 function identityHeaders (abbrev: string): string[] {
   const a = abbrev.toLowerCase()
-  return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`]
+  return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-identity`]
 }
 
-export function headerPolicy (config: Config): HeaderPolicy {
+/** `identityToken`: identity.jwt's signer, when enabled (the header is stripped from clients either way). */
+export function headerPolicy (config: Config, identityToken?: HeaderPolicy['identityToken']): HeaderPolicy {
   const n = config.names
-  const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader].map((h) => h.toLowerCase())
+  const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client
   const injected = new Set([...lower, ...identityHeaders('SVC'), ...identityHeaders('JMS'), 'x-csrftoken'])
@@ -48,6 +53,8 @@ export function headerPolicy (config: Config): HeaderPolicy {
     userIdHeader: lower[1],
     usernameHeader: lower[2],
     authMethodHeader: lower[3],
+    identityHeader: lower[4],
+    identityToken,
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie]),
     trusted: trustedProxies(config.server.trusted_proxies)
   }
@@ -186,7 +193,9 @@ export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: stri
 
 /**
  * Strip, then inject: the upstream request carries exactly the resolved
- * identity, and a query `oid` (any spelling) names the resolved org. Called
+ * identity (with identity.jwt, also as a signed token: src/identity.ts; it
+ * throws 503 when the signing keys cannot be read), and a query `oid` (any
+ * spelling) names the resolved org. Called
  * after authentication: a signature covers the target as the client sent it.
  */
 export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, id: Identity, orgId: string): void {
@@ -197,6 +206,7 @@ export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, id: Ident
   h[p.usernameHeader] = encodeHeaderValue(id.user.username)
   h[p.orgHeader] = orgId
   h[p.authMethodHeader] = id.method
+  if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId)
 }
 
 /** Usernames may hold non-ASCII: percent-encode what a header cannot carry. */

@@ -19,7 +19,8 @@
  *    needs no membership: 'user+org-if-member', and the user's own org upstream).
  * 5. An own route's handler answers. For the upstream: stripAndInject (the
  *    client's copies of the identity headers and sidegate's own credentials
- *    go, the resolved identity is set; src/headers.ts), setForwarded
+ *    go, the resolved identity is set, with identity.jwt also as a signed
+ *    token: src/headers.ts, src/identity.ts), setForwarded
  *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
@@ -43,6 +44,7 @@ import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
 import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
+import type { IdentitySigner } from './identity.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import type { Router } from './routes/index.js'
@@ -64,6 +66,8 @@ export interface PipelineOptions {
   draining: () => boolean
   /** called once per finished request (Prometheus metrics) */
   metrics?: RequestObserver
+  /** identity.jwt enabled: its signer (the token itself is set by injectIdentity) */
+  identity?: IdentitySigner | null
 }
 
 export interface Pipeline {
@@ -154,6 +158,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       ctx.orgId = ctx.path === PROFILE_PATH ? await orgIfMember(ctx) ?? await resolveOrg(ctx, true) : await resolveOrg(ctx)
     }
     // ── 5. to the upstream ──
+    await signingKeys(ctx)
     stripAndInject(ctx)
     setForwarded(ctx)
     forward(ctx)
@@ -204,6 +209,11 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   }
 
   // ── 5. to the upstream ──────────────────────────────────────────────────
+
+  /** identity.jwt: the signing keys read recently enough to sign (a store read only at start or when stale; 503 when it fails). */
+  async function signingKeys (ctx: StepContext): Promise<void> {
+    if (ctx.identity !== undefined && o.identity != null && !o.identity.fresh) await o.identity.ready()
+  }
 
   /** The upstream sees exactly the resolved identity (none on a public path) and none of sidegate's credentials. */
   function stripAndInject (ctx: StepContext): void {
@@ -265,6 +275,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
         // Header credentials cannot be sent by another site's page.
         if (ctx.identity.method === 'session' && crossSite(req)) throw E.crossSite()
       }
+      await signingKeys(ctx)
       stripAndInject(ctx)
       setForwarded(ctx)
       // counted like any request: 101 once the upstream switched protocols, else the error

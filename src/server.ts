@@ -11,6 +11,7 @@ import { AuthPipeline } from './auth/index.js'
 import { configWarningList, type Config } from './config.js'
 import { E } from './errors.js'
 import { headerPolicy, requestId } from './headers.js'
+import { IdentitySigner } from './identity.js'
 import type { Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
 import { crossSiteCheck } from './origin.js'
@@ -33,6 +34,8 @@ export interface GatewayOptions {
 export interface Gateway {
   server: http.Server
   auth: AuthPipeline
+  /** identity.jwt's signer; null when disabled */
+  identity: IdentitySigner | null
   /** sidegate's own routes, in lookup order */
   readonly routes: readonly Route[]
   listen (port?: number, host?: string): Promise<AddressInfo>
@@ -50,14 +53,18 @@ export interface Gateway {
 export function createGateway (opts: GatewayOptions): Gateway {
   const { config, store, log } = opts
   const auth = new AuthPipeline(store, config)
-  const policy = headerPolicy(config)
+  const identity = config.identity.jwt.enabled ? new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max }) : null
+  identity?.start()
+  const policy = headerPolicy(config, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
+  // ready only once the signing keys are read (or created, on the first start)
+  const ready = identity === null ? opts.ready : async () => { await opts.ready?.(); await identity.ready() }
   const crossSite = crossSiteCheck(policy, config.session.cookie_secure)
   const forwarder = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
   for (const w of configWarningList(config)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
   let draining = false
   const isDraining = (): boolean => draining
-  const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready: opts.ready })
-  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics })
+  const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready, identity })
+  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity })
 
   const server = http.createServer({
     headersTimeout: config.server.headers_timeout * 1000,
@@ -98,6 +105,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   return {
     server,
     auth,
+    identity,
     routes: router.routes,
     get draining () { return draining },
     listen (port = config.listen.port, host = config.listen.host) {
@@ -121,6 +129,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
       await closed
       clearTimeout(timer)
       forwarder?.close()
+      identity?.close()
     }
   }
 }

@@ -44,7 +44,8 @@ t.test('defaults', async (t) => {
       csrfCookie: 'svc_csrftoken',
       userIdHeader: 'X-SVC-User-Id',
       usernameHeader: 'X-SVC-Username',
-      authMethodHeader: 'X-SVC-Auth-Method'
+      authMethodHeader: 'X-SVC-Auth-Method',
+      identityHeader: 'X-SVC-Identity'
     },
     redis: {
       url: 'redis://127.0.0.1:6379',
@@ -72,6 +73,7 @@ t.test('defaults', async (t) => {
     },
     org: { unknown: 'reject' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
+    identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, algorithm: 'EdDSA', publish_ahead: 300 } },
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
     docs: { enabled: true },
     log: { level: 'info' },
@@ -109,7 +111,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, session, server, metrics, docs, log)',
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, session, identity, server, metrics, docs, log)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
@@ -190,7 +192,8 @@ t.test('namesFor', async (t) => {
     csrfCookie: 'jms_csrftoken',
     userIdHeader: 'X-JMS-User-Id',
     usernameHeader: 'X-JMS-Username',
-    authMethodHeader: 'X-JMS-Auth-Method'
+    authMethodHeader: 'X-JMS-Auth-Method',
+    identityHeader: 'X-JMS-Identity'
   })
   t.same(namesFor('jms'), namesFor('JMS'))
   t.equal(namesFor('Acme2').orgHeader, 'X-ACME2-ORG')

@@ -85,7 +85,7 @@ export class SignatureAuthenticator implements Authenticator {
       throw E.signatureReplayed()
     }
     this.store.touchAccessKey(found.key.id)
-    return { userId: found.key.user_id, method: this.method }
+    return { userId: found.key.user_id, method: this.method, keyId: found.key.id }
   }
 }
 

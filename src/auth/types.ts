@@ -20,6 +20,8 @@ export interface Claim {
   userId: string
   method: AuthMethod
   session?: Session
+  /** access_key: the access key id the request was signed with */
+  keyId?: string
 }
 
 /**

@@ -16,6 +16,7 @@ import { Type as T, type Static, type TSchema, type TProperties } from '@sinclai
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
+export const JWT_ALGORITHMS = ['EdDSA', 'ES256'] as const
 
 const int = (min: number, max: number, def: number, description?: string) =>
   T.Integer({ minimum: min, maximum: max, default: def, ...(description === undefined ? {} : { description }) })
@@ -42,7 +43,7 @@ export const Schema = T.Object({
     public_paths: list([], { check: 'absolutePath', description: 'Paths forwarded without authentication, matched by whole segments: "/status"\ncovers /status and /status/… (not /status-admin; start-up warns once about entries\nwithout a trailing slash), "/static/" covers /static/…. Identity headers and\nsidegate\'s credentials are still stripped; a path with . or .. segments is never public.' })
   }),
   names: section({
-    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method.\nJMS gives the names JumpServer clients use.' })
+    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Identity.\nJMS gives the names JumpServer clients use.' })
   }),
   redis: section({
     mode: oneOf(REDIS_MODES, 'standalone', 'standalone: one Redis at `url`. sentinel: ask `sentinels` for the primary of\nthe group `name` and follow its failovers. cluster: Redis Cluster, seeded\nfrom `nodes` (any few; the rest are discovered).'),
@@ -101,6 +102,16 @@ export const Schema = T.Object({
     absolute_timeout: int(1, 365 * 86400, 86400, 'seconds after login a session ends regardless (>= idle_timeout)'),
     cookie_secure: bool(false, 'Mark the cookies Secure. They are also Secure whenever the request came over TLS\nor a trusted proxy (server.trusted_proxies) said X-Forwarded-Proto: https.\nOn, it also says browsers reach the gateway over https: its own origin, against\nwhich Origin and Referer of the login and token posts are checked, is https://.')
   }, 'Browser sessions: POST /login sets <abbrev>_sessionid (HttpOnly) and <abbrev>_csrftoken\n(echoed in X-CSRFToken on unsafe methods), both SameSite=Lax; POST /logout ends them.'),
+  identity: section({
+    jwt: section({
+      enabled: bool(false, 'true: every forwarded request carries X-<abbrev>-Identity, a JWT naming the\ncaller, signed by sidegate; its public keys are served at /.well-known/jwks.json.'),
+      issuer: optStr({ description: 'The iss claim. Empty: http://localhost:<listen.port>, or http://<listen.host>:<listen.port>\nwhen listen.host is a specific address: where a service in the same pod or host\nreaches the gateway. Set it to the URL your services use to reach sidegate; every\nreplica must have the same.' }),
+      audience: optStr({ description: 'The aud claim; empty: no aud claim' }),
+      ttl: int(1, 3600, 60, 'seconds from iat to exp'),
+      algorithm: oneOf(JWT_ALGORITHMS, 'EdDSA', 'EdDSA (Ed25519) or ES256 (P-256) for the key created at the first start and\nby `sidegate jwk rotate`; a change takes effect at the next rotation.'),
+      publish_ahead: int(1, 86400, 300, 'seconds a new key (sidegate jwk rotate) is published in the JWKS before it signs;\nmore than your verifiers cache the JWKS (the JWKS says max-age=60 at most).')
+    }, 'A signed identity for the upstream (README, "Verifying sidegate\'s identity in your service").')
+  }),
   server: section({
     trusted_proxies: list([], {
       check: 'ipOrCidr',

@@ -14,6 +14,8 @@ import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
+import type { IdentitySigner } from '../identity.js'
+import { jwksRoute } from './jwks.js'
 import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
@@ -33,6 +35,8 @@ export interface RouterOptions {
   draining: () => boolean
   /** a further condition of /readyz (the first-start bootstrap) */
   ready?: () => Promise<void>
+  /** identity.jwt enabled: its signer (the JWKS route) */
+  identity?: IdentitySigner | null
 }
 
 export interface Router {
@@ -59,6 +63,7 @@ export function createRouter (o: RouterOptions): Router {
     accountPageRoute(config, assets),
     ...accountApiRoutes(store, bodyLimit, passwords),
     assets.route(),
+    ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),
     ...(config.docs.enabled ? docsRoutes(config, docsAssets(), () => document!) : []),
     // without an upstream: a small built-in API, and the gateway's address leads a person to sign in
     ...(upstream ? [] : [...users, homeRoute()])

@@ -172,7 +172,8 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
       { name: 'Users', description: builtIn },
       { name: 'Browser', description: 'Pages and the session login.' },
       { name: 'Health' },
-      { name: 'Documentation' }
+      { name: 'Documentation' },
+      ...(config.identity.jwt.enabled ? [{ name: 'Identity', description: `The signed identity (${n.identityHeader}) every forwarded request carries, and its public keys.` }] : [])
     ],
     paths,
     components: {

@@ -23,7 +23,8 @@
 import { randomUUID } from 'node:crypto'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
-import { UNREADABLE, type AccessKey, type LoginFailures, type NewUser, type Org, type OrgRole, type RunningStore, type Session, type User } from './types.js'
+import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
+import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type LoginFailures, type NewUser, type Org, type OrgRole, type RunningStore, type Session, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -68,6 +69,8 @@ class Data {
   readonly attempts = new Map<string, Expiring<number>>()
   /** kind:hash(value) → expiry */
   readonly once = new Map<string, Expiring<true>>()
+  /** the identity JWT's signing keys, sealed as RedisStore stores them */
+  jwks: StoredKeySet = { rev: 0, keys: [] }
   #nextSweep = 0
 
   constructor (readonly now: () => number) {}
@@ -461,6 +464,19 @@ export class MemoryStore implements RunningStore {
     const key = `${kind}:${this.#keys.lookup(value)}`
     if (d.alive(d.once, key) !== undefined) return false
     d.once.set(key, { v: true, exp: this.#now() + ttlSeconds * 1000 })
+    return true
+  }
+
+  // ---- the identity JWT's signing keys
+
+  async getSigningKeys (): Promise<SigningKeySet> {
+    return openKeySet(structuredClone(this.#open().jwks), this.#keys, this.#onUnreadable)
+  }
+
+  async putSigningKeys (rev: number, keys: SigningKey[]): Promise<boolean> {
+    const d = this.#open()
+    if (d.jwks.rev !== rev) return false
+    d.jwks = sealKeySet(rev + 1, keys, this.#keys, d.jwks)
     return true
   }
 }

@@ -7,6 +7,7 @@
  * token hashes by expiry) index what a password change or disabling ends;
  * both are pruned when added to and expire with their longest-lived member.
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
+ *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/identity.ts)
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
  * Private tokens, bearer tokens and session ids carry a keyed check tag
@@ -25,9 +26,10 @@ import { hashPassword, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
 import { defineScripts, type Scripts } from './scripts.js'
 import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
-import { UNREADABLE, type AccessKey, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
+import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -571,6 +573,20 @@ export class RedisStore implements ManagedStore {
   async markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> {
     const ok = await this.#run(() => this.redis.set(this.#k('once', kind, this.#keys.lookup(value)), '1', 'EX', ttlSeconds, 'NX'))
     return ok !== null
+  }
+
+  // ---- the identity JWT's signing keys
+
+  async getSigningKeys (): Promise<SigningKeySet> {
+    const raw = await this.#run(() => this.redis.get(this.#k(JWKS_KEY)))
+    return openKeySet(parseKeySet(raw), this.#keys, this.#onUnreadable)
+  }
+
+  async putSigningKeys (rev: number, keys: SigningKey[]): Promise<boolean> {
+    const prior = parseKeySet(await this.#run(() => this.redis.get(this.#k(JWKS_KEY))))
+    if (prior.rev !== rev) return false
+    const doc = JSON.stringify(sealKeySet(rev + 1, keys, this.#keys, prior))
+    return await this.#run(() => this.#scripts.putIfRev(this.#k(JWKS_KEY), rev, doc))
   }
 }
 

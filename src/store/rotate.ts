@@ -1,6 +1,6 @@
 /**
  * `sidegate secret rotate`: re-encrypts every encrypted record (access-key
- * secrets, private tokens) under a new secret key in one pass, then moves the
+ * secrets, private tokens, the identity JWT's private signing keys) under a new secret key in one pass, then moves the
  * store's key check value to the new key, last. Resumable: the pass starts by
  * recording a marker (`key-rotation`: both check values) and converts each
  * record only if it is still under the old key, so running the same command
@@ -17,6 +17,7 @@ import type { Keyring, KeyGeneration } from '../crypto.js'
 import type { RedisClient } from './connect.js'
 import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './keycheck.js'
 import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { JWKS_KEY, parseKeySet, signingKeyAad } from './keyset.js'
 
 export interface RotateOptions {
   /** count what would be converted; write nothing */
@@ -139,6 +140,29 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
       return sealPrivateToken(hash, newKeys.encrypt(plain, aad))
     }), `user-pt:${uid}`)
   }
+  /** The key set is one record holding several sealed private keys: each is counted, the record written once. */
+  const convertKeySet = async (): Promise<Array<{ what: Outcome, record: string }>> => {
+    const key = prefix + JWKS_KEY
+    for (let i = 0; i < MAX_CAS_TRIES; i++) {
+      const stored = await redis.get(key)
+      if (stored === null) return []
+      const set = parseKeySet(stored)
+      const out: Array<{ what: Outcome, record: string }> = []
+      const keys = set.keys.map((k) => {
+        const aad = signingKeyAad(k.kid)
+        const record = `${JWKS_KEY}:${k.kid}`
+        if (newKeys.tryDecrypt(k.private, aad) !== null) { out.push({ what: 'already', record }); return k }
+        const plain = oldKeys.tryDecrypt(k.private, aad)
+        if (plain === null) { out.push({ what: 'unreadable', record }); return k }
+        out.push({ what: 'converted', record })
+        return { ...k, private: newKeys.encrypt(plain, aad) }
+      })
+      if (o.dryRun || !out.some((x) => x.what === 'converted')) return out
+      if (await redis.eval(COMPARE_AND_SET, 1, key, stored, JSON.stringify({ ...set, keys })) === 1) return out
+    }
+    throw new Error(`${key} kept changing while being re-encrypted; run the command again`)
+  }
+  if (!full()) for (const { what, record } of await convertKeySet()) count(what, record)
   const stopped = full()
   report()
   if (o.dryRun || stopped) return result

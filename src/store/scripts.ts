@@ -86,6 +86,20 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1`, (raw) => { int(raw) })
+,
+
+  /**
+   * Compare-and-set of a JSON document with a `rev` field: KEYS[1] the
+   * document, ARGV[1] the revision it must still be at (0: absent), ARGV[2]
+   * the new document. True: written.
+   */
+  putIfRev: script<[rev: number, json: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+local rev = 0
+if v then rev = tonumber(cjson.decode(v).rev) or 0 end
+if rev ~= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1`, flag)
 }
 
 type Declared = typeof SCRIPTS

@@ -11,6 +11,9 @@ import type { GatewayError } from '../errors.js'
 import type { LruCache } from './cache.js'
 import type { VerifyOptions, Verified } from './keycheck.js'
 import type { RotateOptions, RotateResult } from './rotate.js'
+import type { SigningKey, SigningKeySet } from './keyset.js'
+
+export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
 
 export type OrgRole = 'admin' | 'user'
 
@@ -147,6 +150,16 @@ export interface Store {
 
   /** True the first time a value is seen within ttl; false on replay. */
   markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>
+
+  /** The identity JWT's key set (rev 0, no keys, when none was written); private halves decrypted. */
+  getSigningKeys(): Promise<SigningKeySet>
+  /**
+   * Writes the key set (private halves encrypted) as revision `rev` + 1, only
+   * if the stored set is still at `rev` (atomic compare-and-set): false when
+   * another process wrote first. A key whose private half is null (unreadable)
+   * keeps its stored encrypted value.
+   */
+  putSigningKeys(rev: number, keys: SigningKey[]): Promise<boolean>
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */
