@@ -18,10 +18,11 @@ export const DEFAULT_ORG_ID = '00000000-0000-0000-0000-000000000002'
  * The org a request asked for: its `oid` query parameters (oidParams) if any
  * is non-empty, else the org header. Several `oid` parameters naming
  * different orgs are 400 invalid_org: an upstream may read another one than
- * sidegate did (Django reads the last).
+ * sidegate did (Django reads the last). `url`: the target whose query counts
+ * (a forward-auth decision's is the original request's).
  */
-export function requestedOrg (req: IncomingMessage, orgHeaderLower: string): string | undefined {
-  const values = oidParams(req.url ?? '/')
+export function requestedOrg (req: IncomingMessage, orgHeaderLower: string, url = req.url ?? '/'): string | undefined {
+  const values = oidParams(url)
   if (values !== null) {
     let first: string | undefined
     let id: string | null = null

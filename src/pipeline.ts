@@ -22,8 +22,11 @@
  *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
- * forwarded by forwarder.ws; a forward-auth decision endpoint would take
- * steps 1 to 4 and answer with the identity instead of forwarding. Any step
+ * forwarded by forwarder.ws. The forward-auth decision endpoint
+ * (/_sidegate/auth, route auth mode 'decision') takes steps 3 and 4 over the
+ * original request the proxy in front describes (decide below) and answers
+ * with the identity headers instead of forwarding: the same headers
+ * (identityHeadersOf) a forwarded request gets. Any step
  * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
  * `rejectUpgrade` on the socket.
  *
@@ -37,13 +40,14 @@ import { BEFORE_BODY } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, injectIdentity, isHttps, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
+import { clientIp, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
 import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
+import { DECISION_PATH } from './routes/decision.js'
 import type { Router } from './routes/index.js'
 import type { Store } from './store/types.js'
 
@@ -135,6 +139,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
         ctx.identity = await authenticate(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
+      else if (route.auth === 'decision') await decide(ctx)
       // 100 Continue when the route starts reading the body (readBody), after its own checks
       if (ctx.expectsContinue === true) (ctx.req as ContinueHook)[BEFORE_BODY] = () => proceed(ctx)
       // ── 5. the handler answers ──
@@ -155,9 +160,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   // ── 3. authenticate ─────────────────────────────────────────────────────
 
-  /** The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store). */
-  function authenticate (ctx: StepContext): Promise<Identity> {
-    return auth.authenticate(ctx.req)
+  /**
+   * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
+   * `original`: a decision's original method and URI (decide).
+   */
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
+    return auth.authenticate(ctx.req, original)
   }
 
   /**
@@ -178,17 +186,46 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   // ── 4. resolveOrg ───────────────────────────────────────────────────────
 
-  /** The organization the authenticated caller acts in, or 400 invalid_org / 403 org_forbidden. */
-  function resolveOrg (ctx: StepContext): Promise<string> {
-    return resolveOrgOf(store, ctx.identity!.user, requestedOrg(ctx.req, orgHeader))
+  /** The organization the authenticated caller acts in, or 400 invalid_org / 403 org_forbidden. `url`: whose `?oid=` counts. */
+  function resolveOrg (ctx: StepContext, url?: string): Promise<string> {
+    return resolveOrgOf(store, ctx.identity!.user, requestedOrg(ctx.req, orgHeader, url))
+  }
+
+  // ── 3., 4. for a forward-auth decision ──────────────────────────────────
+
+  /**
+   * The request the proxy in front received (its method and URI from a
+   * trusted proxy's X-Forwarded-Method and -Uri or X-Original-Method and -URI, else this request's
+   * own; src/headers.ts originalRequest): on a public path (upstream.public_paths)
+   * no credential is looked at and the answer carries no identity; else
+   * authenticate over its method and URI (a signature's (request-target)), the
+   * org from its `?oid=` or the org header. ctx.decision: the identity headers.
+   */
+  async function decide (ctx: RequestContext): Promise<void> {
+    const original = originalRequest(ctx.req, policy, DECISION_PATH)
+    if (router.isPublicUpstream(pathOf(original.url))) {
+      ctx.decision = {}
+      return
+    }
+    ctx.identity = await authenticate(ctx, original)
+    ctx.orgId = await resolveOrg(ctx, original.url)
+    ctx.decision = identityHeadersOf(ctx)
   }
 
   // ── 5. to the upstream ──────────────────────────────────────────────────
 
+  /**
+   * The identity headers of the authenticated caller in its resolved org: what
+   * a forwarded request carries and what a decision answers with.
+   */
+  function identityHeadersOf (ctx: StepContext): Record<string, string> {
+    return identityHeaders(policy, ctx.identity!, ctx.orgId!)
+  }
+
   /** The upstream sees exactly the resolved identity (none on a public path) and none of sidegate's credentials. */
   function stripAndInject (ctx: StepContext): void {
     if (ctx.identity === undefined) stripInjected(ctx.req, policy)
-    else injectIdentity(ctx.req, policy, ctx.identity, ctx.orgId!)
+    else injectIdentity(ctx.req, policy, identityHeadersOf(ctx), ctx.orgId!)
   }
 
   /** X-Forwarded-For, -Proto, -Host (a trusted proxy's kept) and X-Request-Id. */

@@ -12,6 +12,7 @@ import type { AuthPipeline } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
+import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
 import { buildOpenApi } from './openapi.js'
@@ -54,6 +55,7 @@ export function createRouter (o: RouterOptions): Router {
   let document: Record<string, unknown> | undefined
   const routes: Route[] = [
     ...healthRoutes(store, o.draining, o.ready),
+    ...decisionRoutes(config),
     tokenRoute(store, passwords, { ttl: config.auth.bearer.ttl, bodyLimit, crossSite }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
     accountPageRoute(config, assets),
@@ -85,7 +87,7 @@ export function createRouter (o: RouterOptions): Router {
         if (p === undefined) return null
         group = prefixes.filter((r) => r.path === p.path)
       }
-      const r = group.find((x) => x.methods.includes(method))
+      const r = group.find((x) => x.methods.includes(method) || x.methods[0] === '*')
       if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.methods))].join(', '))
       return r
     },
