@@ -26,6 +26,7 @@ import { BENCH, parseFlags, runJson } from './lib.mjs'
 import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startStack } from './stack.mjs'
 import { renderChart } from './chart.mjs'
 import { findNginx, startNginxPeer } from './peers/nginx.mjs'
+import { startNginxDecision } from './peers/nginx-decision.mjs'
 
 const flags = parseFlags(process.argv.slice(2), {
   duration: 10, warmup: 2, connections: 50, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info'
@@ -45,6 +46,8 @@ const SCENARIOS = [
   { name: 'private_token', label: 'sidegate, private token', target: 'gateway', kind: 'token', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   // the peer: nginx (1 worker) + auth_request to a minimal in-memory token service, both counted
   { name: 'nginx_auth', label: 'nginx + auth_request (peer), token', target: 'nginx', kind: 'token', path: API_PATH, peer: true },
+  // sidegate in decision mode: nginx (1 worker, deploy/forward-auth/nginx.conf) + auth_request to /_sidegate/auth, both counted
+  { name: 'nginx_decision', label: 'nginx + auth_request → sidegate decision, token', target: 'nginx_decision', kind: 'token', path: API_PATH },
   { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
@@ -80,6 +83,7 @@ const results = []
 /** scenarios that could not run here, with the reason */
 const skipped = []
 let nginx = null
+let nginxDecision = null
 let exitCode = 0
 try {
   const creds = await seedCredentials(store, 10)
@@ -95,6 +99,18 @@ try {
       urls.nginx = nginx.url
       pids.nginx = nginx.pids
       machine.nginx = nginx.version
+    }
+  }
+  if (scenarios.some((s) => s.target === 'nginx_decision')) {
+    const found = findNginx()
+    if (found.bin === null) {
+      skipped.push({ name: 'nginx_decision', why: found.why })
+      log(`  nginx_decision skipped: ${found.why}`)
+    } else {
+      nginxDecision = await startNginxDecision({ dir: stack.dir, sidegateUrl: stack.gatewayUrl, sidegatePid: stack.pids.sidegate, upstreamUrl: stack.upstreamUrl })
+      urls.nginx_decision = nginxDecision.url
+      pids.nginx_decision = nginxDecision.pids
+      machine.nginx ??= nginxDecision.version
     }
   }
 
@@ -128,6 +144,7 @@ try {
 } finally {
   await store.close()
   await nginx?.stop()
+  await nginxDecision?.stop()
   await stack.stop()
 }
 

@@ -62,7 +62,8 @@ export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'i
     upstream: { url: upstreamUrl, public_paths: [PUBLIC_PREFIX] },
     redis: { url: redisUrl, prefix: PREFIX },
     metrics: { host: '127.0.0.1', port: metricsPort },
-    server: { drain_delay: 0 },
+    // the bench's nginx in decision mode (bench/peers/nginx-decision.mjs) describes the original request
+    server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
     log: { level: logLevel }
   }))
   const logFile = join(dir, `${name}.log`)

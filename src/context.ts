@@ -20,9 +20,15 @@ export interface RequestContext {
   identity?: Identity
   /** set by the resolveOrg step (routes with auth 'user+org', 'user+org-if-member' when a member; the upstream's protected paths) */
   orgId?: string
+  /**
+   * set by the pipeline for a forward-auth decision ('decision' routes): the
+   * identity headers to answer with (src/headers.ts identityHeaders), empty
+   * when the original request is on a public path
+   */
+  decision?: Record<string, string>
   /** the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet */
   expectsContinue?: boolean
 }
 
 /** What the pipeline's steps read and write: a RequestContext without the response, all a WebSocket upgrade has. */
-export type StepContext = Omit<RequestContext, 'res' | 'expectsContinue'>
+export type StepContext = Omit<RequestContext, 'res' | 'expectsContinue' | 'decision'>

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import type { Config } from './config.js'
 import type { Identity } from './auth/index.js'
+import { E } from './errors.js'
 import { withoutCookies } from './http/cookies.js'
 import { withResolvedOid } from './org.js'
 
@@ -34,7 +35,7 @@ export interface HeaderPolicy {
 }
 
 /** The identity headers sidegate injects under an abbreviation, lowercase (as config.ts namesFor names them). */
-function identityHeaders (abbrev: string): string[] {
+function identityHeaderNames (abbrev: string): string[] {
   const a = abbrev.toLowerCase()
   return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-identity`]
 }
@@ -45,7 +46,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
   const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client
-  const injected = new Set([...lower, ...identityHeaders('SVC'), ...identityHeaders('JMS'), 'x-csrftoken'])
+  const injected = new Set([...lower, ...identityHeaderNames('SVC'), ...identityHeaderNames('JMS'), 'x-csrftoken'])
   return {
     injected,
     owned: new Set([...injected, 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'x-real-ip']),
@@ -192,21 +193,74 @@ export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: stri
 }
 
 /**
+ * The identity headers of a resolved caller, lowercase name → value: what a
+ * forwarded request carries (injectIdentity) and what a forward-auth decision
+ * answers with (src/routes/decision.ts), built here once for both.
+ */
+export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string): Record<string, string> {
+  const h: Record<string, string> = {
+    [p.userIdHeader]: id.user.id,
+    [p.usernameHeader]: encodeHeaderValue(id.user.username),
+    [p.orgHeader]: orgId,
+    [p.authMethodHeader]: id.method
+  }
+  // identity.jwt: the signed token (src/identity.ts; 503 when the signing keys cannot be read)
+  if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId)
+  return h
+}
+
+/**
  * Strip, then inject: the upstream request carries exactly the resolved
  * identity (with identity.jwt, also as a signed token: src/identity.ts; it
  * throws 503 when the signing keys cannot be read), and a query `oid` (any
  * spelling) names the resolved org. Called
  * after authentication: a signature covers the target as the client sent it.
  */
-export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, id: Identity, orgId: string): void {
+export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, identity: Record<string, string>, orgId: string): void {
   stripInjected(req, p)
   if (req.url !== undefined) req.url = withResolvedOid(req.url, orgId)
+  Object.assign(req.headers, identity)
+}
+
+/** The request a forward-auth decision is about: the one the proxy in front received. */
+export interface OriginalRequest {
+  method: string
+  /** path and query as the client sent them */
+  url: string
+}
+
+/** RFC 9110 token (an HTTP method), bounded */
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/
+/** origin-form request target: "/" then visible ASCII (no space, no control), bounded */
+const ORIGIN_FORM = /^\/[\x21-\x7e]{0,8191}$/
+
+function single (v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v
+}
+
+/**
+ * The original request of a forward-auth decision (`/_sidegate/auth`):
+ * - from a peer in server.trusted_proxies: the method from X-Forwarded-Method
+ *   (Traefik, Caddy) or X-Original-Method, the path and query from
+ *   X-Forwarded-Uri (Traefik, Caddy) or X-Original-URI (nginx);
+ * - else, and for whatever the proxy did not send, the request's own: its
+ *   method, and its target with `ownPrefix` removed when the target goes on
+ *   below it (Envoy's ext_authz appends the original path to its path_prefix:
+ *   `/_sidegate/auth/api/v1/x?y` is about `/api/v1/x?y`).
+ * From any other peer these headers are ignored. A method that is not an HTTP
+ * token or a URI that is not an origin-form target is 400 bad_request.
+ */
+export function originalRequest (req: IncomingMessage, p: HeaderPolicy, ownPrefix: string): OriginalRequest {
   const h = req.headers
-  h[p.userIdHeader] = id.user.id
-  h[p.usernameHeader] = encodeHeaderValue(id.user.username)
-  h[p.orgHeader] = orgId
-  h[p.authMethodHeader] = id.method
-  if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId)
+  const trusted = p.trusted(normalizeIp(req.socket.remoteAddress ?? ''))
+  const sentMethod = trusted ? single(h['x-forwarded-method']) ?? single(h['x-original-method']) : undefined
+  const sentUrl = trusted ? single(h['x-forwarded-uri']) ?? single(h['x-original-uri']) : undefined
+  const own = req.url ?? '/'
+  const method = sentMethod?.trim() ?? req.method ?? 'GET'
+  const url = sentUrl ?? (own.startsWith(ownPrefix + '/') ? own.slice(ownPrefix.length) : own)
+  if (!METHOD.test(method)) throw E.badRequest('The original method (X-Forwarded-Method, X-Original-Method) is not an HTTP method.')
+  if (!ORIGIN_FORM.test(url)) throw E.badRequest('The original URI (X-Forwarded-Uri, X-Original-URI) must be a path and query starting with "/".')
+  return { method, url }
 }
 
 /** Usernames may hold non-ASCII: percent-encode what a header cannot carry. */

@@ -27,10 +27,11 @@ export type UnknownOrg = 'reject' | 'default'
  * is non-empty, else the org header, else a cookie named like the header
  * (`orgCookie`, as JumpServer's web pages set it). Several `oid` parameters
  * naming different orgs are 400 invalid_org: an upstream may read another one
- * than sidegate did (Django reads the last).
+ * than sidegate did (Django reads the last). `url`: the target whose query
+ * counts (a forward-auth decision's is the original request's).
  */
-export function requestedOrg (req: IncomingMessage, orgHeaderLower: string, orgCookie?: string): string | undefined {
-  const values = oidParams(req.url ?? '/')
+export function requestedOrg (req: IncomingMessage, orgHeaderLower: string, orgCookie?: string, url = req.url ?? '/'): string | undefined {
+  const values = oidParams(url)
   if (values !== null) {
     let first: string | undefined
     let id: string | null = null

@@ -24,8 +24,11 @@
  *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
- * forwarded by forwarder.ws; a forward-auth decision endpoint would take
- * steps 1 to 4 and answer with the identity instead of forwarding. Any step
+ * forwarded by forwarder.ws. The forward-auth decision endpoint
+ * (/_sidegate/auth, route auth mode 'decision') takes steps 3 and 4 over the
+ * original request the proxy in front describes (decide below) and answers
+ * with the identity headers instead of forwarding: the same headers
+ * (identityHeadersOf) a forwarded request gets. Any step
  * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
  * `rejectUpgrade` on the socket.
  *
@@ -39,7 +42,7 @@ import { BEFORE_BODY } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, injectIdentity, isHttps, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
+import { clientIp, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -47,6 +50,7 @@ import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
 import type { IdentitySigner } from './identity.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
+import { DECISION_PATH } from './routes/decision.js'
 import type { Router } from './routes/index.js'
 import { PROFILE_PATH } from './routes/users.js'
 import type { Store } from './store/types.js'
@@ -144,6 +148,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
         else if (route.auth === 'user+org-if-member') ctx.orgId = await orgIfMember(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
+      else if (route.auth === 'decision') await decide(ctx)
       // 100 Continue when the route starts reading the body (readBody), after its own checks
       if (ctx.expectsContinue === true) (ctx.req as ContinueHook)[BEFORE_BODY] = () => proceed(ctx)
       // ── 5. the handler answers ──
@@ -154,8 +159,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
-      // the profile needs no org membership (as in JumpServer): the user's own org is injected instead
-      ctx.orgId = ctx.path === PROFILE_PATH ? await orgIfMember(ctx) ?? await resolveOrg(ctx, true) : await resolveOrg(ctx)
+      ctx.orgId = await upstreamOrg(ctx, ctx.path)
     }
     // ── 5. to the upstream ──
     await signingKeys(ctx)
@@ -166,9 +170,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   // ── 3. authenticate ─────────────────────────────────────────────────────
 
-  /** The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store). */
-  function authenticate (ctx: StepContext): Promise<Identity> {
-    return auth.authenticate(ctx.req)
+  /**
+   * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
+   * `original`: a decision's original method and URI (decide).
+   */
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
+    return auth.authenticate(ctx.req, original)
   }
 
   /**
@@ -192,20 +199,49 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /**
    * The organization the authenticated caller acts in, or 400 invalid_org /
    * 403 org_forbidden / 404 org_not_found. `own`: the user's default org,
-   * whatever the request asked for.
+   * whatever the request asked for; `url`: whose `?oid=` counts (a decision's
+   * original request).
    */
-  function resolveOrg (ctx: StepContext, own = false): Promise<string> {
-    return resolveOrgOf(store, ctx.identity!.user, own ? undefined : requestedOrg(ctx.req, orgHeaderLower, orgHeader), unknownOrg)
+  function resolveOrg (ctx: StepContext, o: { own?: boolean, url?: string } = {}): Promise<string> {
+    return resolveOrgOf(store, ctx.identity!.user, o.own === true ? undefined : requestedOrg(ctx.req, orgHeaderLower, orgHeader, o.url), unknownOrg)
   }
 
   /** resolveOrg, but undefined where it would be 403 or 404 (a malformed org is still 400). */
-  async function orgIfMember (ctx: StepContext): Promise<string | undefined> {
+  async function orgIfMember (ctx: StepContext, url?: string): Promise<string | undefined> {
     try {
-      return await resolveOrg(ctx)
+      return await resolveOrg(ctx, { url })
     } catch (err) {
       if (err instanceof GatewayError && (err.status === 403 || err.status === 404)) return undefined
       throw err
     }
+  }
+
+  /** The org of an upstream path: the profile needs no membership (as in JumpServer), the user's own org is injected instead. */
+  async function upstreamOrg (ctx: StepContext, path: string, url?: string): Promise<string> {
+    return path === PROFILE_PATH ? await orgIfMember(ctx, url) ?? await resolveOrg(ctx, { own: true }) : await resolveOrg(ctx, { url })
+  }
+
+  // ── 3., 4. for a forward-auth decision ──────────────────────────────────
+
+  /**
+   * The request the proxy in front received (its method and URI from a
+   * trusted proxy's X-Forwarded-Method and -Uri or X-Original-Method and -URI, else this request's
+   * own; src/headers.ts originalRequest): on a public path (upstream.public_paths)
+   * no credential is looked at and the answer carries no identity; else
+   * authenticate over its method and URI (a signature's (request-target)), the
+   * org from its `?oid=` or the org header. ctx.decision: the identity headers.
+   */
+  async function decide (ctx: RequestContext): Promise<void> {
+    const original = originalRequest(ctx.req, policy, DECISION_PATH)
+    const path = pathOf(original.url)
+    if (router.isPublicUpstream(path)) {
+      ctx.decision = {}
+      return
+    }
+    ctx.identity = await authenticate(ctx, original)
+    ctx.orgId = await upstreamOrg(ctx, path, original.url)
+    await signingKeys(ctx)
+    ctx.decision = identityHeadersOf(ctx)
   }
 
   // ── 5. to the upstream ──────────────────────────────────────────────────
@@ -215,10 +251,19 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     if (ctx.identity !== undefined && o.identity != null && !o.identity.fresh) await o.identity.ready()
   }
 
+  /**
+   * The identity headers of the authenticated caller in its resolved org
+   * (with the signed identity token when identity.jwt is on): what a
+   * forwarded request carries and what a decision answers with.
+   */
+  function identityHeadersOf (ctx: StepContext): Record<string, string> {
+    return identityHeaders(policy, ctx.identity!, ctx.orgId!)
+  }
+
   /** The upstream sees exactly the resolved identity (none on a public path) and none of sidegate's credentials. */
   function stripAndInject (ctx: StepContext): void {
     if (ctx.identity === undefined) stripInjected(ctx.req, policy)
-    else injectIdentity(ctx.req, policy, ctx.identity, ctx.orgId!)
+    else injectIdentity(ctx.req, policy, identityHeadersOf(ctx), ctx.orgId!)
   }
 
   /** X-Forwarded-For, -Proto, -Host (a trusted proxy's kept) and X-Request-Id. */

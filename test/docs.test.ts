@@ -62,14 +62,19 @@ t.test('openapi.yaml is the same document', async (t) => {
   t.same(parseYaml(r.text), await getDoc())
 })
 
+/** The documented methods of a route: HEAD goes with GET; any method (`*`, the decision endpoint) is documented as the five usual ones. */
+function methodsOf (route: { methods: string[] }): string[] {
+  return route.methods[0] === '*' ? ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] : route.methods.filter((x) => x !== 'HEAD')
+}
+
 t.test('it describes every route sidegate serves', async (t) => {
   const doc = await getDoc()
-  const assetPrefixes = ['/api/docs/', '/_sidegate/static/']
+  const assetPrefixes = ['/api/docs/', '/_sidegate/static/', '/_sidegate/auth/']
   for (const route of g.gw.routes) {
     if (route.prefix === true && assetPrefixes.includes(route.path)) continue
     const path = route.prefix === true ? `${route.path}{id}/` : route.path
     t.ok(doc.paths[path], `${path} documented`)
-    for (const m of route.methods.filter((x) => x !== 'HEAD')) {
+    for (const m of methodsOf(route)) {
       t.ok(doc.paths[path]?.[m.toLowerCase()], `${m} ${path} documented`)
     }
   }
@@ -91,12 +96,12 @@ t.test('each operation\'s credentials, org parameters and authentication errors 
   for (const route of g.gw.routes) {
     if (route.docs === null) continue
     const path = route.docs.path ?? route.path
-    for (const m of route.methods.filter((x) => x !== 'HEAD')) {
+    for (const m of methodsOf(route)) {
       const op = doc.paths[path][m.toLowerCase()]
       const schemes = op.security.map((s: any) => Object.keys(s)[0])
       const params = (op.parameters ?? []).map((p: any) => p.$ref)
       modes.add(route.auth)
-      if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
+      if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member' || route.auth === 'decision') {
         t.same(schemes, any, `${m} ${path}: any credential`)
         t.equal(op.responses['401'].$ref, '#/components/responses/Unauthorized', `${m} ${path}: 401`)
         t.equal(params.includes('#/components/parameters/OrgHeader'), route.auth !== 'user', `${m} ${path}: the org header only when it acts in an org`)
@@ -108,7 +113,7 @@ t.test('each operation\'s credentials, org parameters and authentication errors 
       }
     }
   }
-  t.same([...modes].sort(), ['none', 'session-page', 'user', 'user+org', 'user+org-if-member'], 'every auth mode seen')
+  t.same([...modes].sort(), ['decision', 'none', 'session-page', 'user', 'user+org', 'user+org-if-member'], 'every auth mode seen')
 })
 
 t.test('the four security schemes with their exact header formats; the org header', async (t) => {

@@ -25,12 +25,17 @@ export const CHALLENGES = [
   'Signature realm="sidegate",headers="(request-target) date"'
 ]
 
-export function readCredentials (req: IncomingMessage): Credentials {
+/**
+ * `target`: the method and URI the credentials are checked against, when not
+ * the request's own (a forward-auth decision is about the request the proxy in
+ * front received; src/headers.ts originalRequest).
+ */
+export function readCredentials (req: IncomingMessage, target?: { method: string, url: string }): Credentials {
   const h = req.headers.authorization
   let cookies: Record<string, string | null> | undefined
   return {
-    method: req.method ?? 'GET',
-    url: req.url ?? '/',
+    method: target?.method ?? req.method ?? 'GET',
+    url: target?.url ?? req.url ?? '/',
     headers: req.headers,
     authorization: h === undefined ? null : parseAuthorization(h),
     // parsed on first use: with an Authorization header no authenticator reads them
@@ -62,11 +67,14 @@ export class AuthPipeline {
     ]
   }
 
-  /** Resolves the caller or throws a GatewayError (401, 403 for CSRF, 503 when the store is down). */
-  async authenticate (req: IncomingMessage): Promise<Identity> {
+  /**
+   * Resolves the caller or throws a GatewayError (401, 403 for CSRF, 503 when the store is down).
+   * `target`: another method and URI than the request's own (readCredentials).
+   */
+  async authenticate (req: IncomingMessage, target?: { method: string, url: string }): Promise<Identity> {
     let c: Credentials
     try {
-      c = readCredentials(req)
+      c = readCredentials(req, target)
     } catch (err) {
       throw err instanceof GatewayError ? err : E.malformedAuthorization('unreadable')
     }

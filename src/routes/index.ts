@@ -12,6 +12,7 @@ import type { AuthPipeline } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
+import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
 import type { IdentitySigner } from '../identity.js'
@@ -58,6 +59,7 @@ export function createRouter (o: RouterOptions): Router {
   let document: Record<string, unknown> | undefined
   const routes: Route[] = [
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
+    ...decisionRoutes(config),
     ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, bodyLimit, crossSite }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
     accountPageRoute(config, assets),
@@ -90,7 +92,7 @@ export function createRouter (o: RouterOptions): Router {
         if (p === undefined) return null
         group = prefixes.filter((r) => r.path === p.path)
       }
-      const r = group.find((x) => x.methods.includes(method))
+      const r = group.find((x) => x.methods.includes(method) || x.methods[0] === '*')
       if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.methods))].join(', '))
       return r
     },

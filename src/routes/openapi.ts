@@ -72,23 +72,26 @@ const SAFE = new Set(['get', 'head', 'options'])
 
 /** What a route's auth mode implies for one of its operations: security, parameters, errors. */
 function implied (auth: RouteAuth, method: string, op: Operation): { security: unknown[], parameters: Json[], errors: Record<number, SharedErrors> } {
-  const withOrg = auth === 'user+org' || auth === 'user+org-if-member'
+  // the org is asked for (?oid= and the header; a decision: the header, ?oid= being in the original URI)
+  const withOrg = auth === 'user+org' || auth === 'user+org-if-member' || auth === 'decision'
+  // …and refused when the user may not act in it (the profile's is not: user+org-if-member)
+  const orgRefused = auth === 'user+org' || auth === 'decision'
   const user = auth === 'user' || withOrg
   const unsafe = !SAFE.has(method)
   const security = op.security === 'none'
     ? []
     : op.security === 'session' || auth === 'session-page' ? [{ Session: [] }] : user ? ANY_CREDENTIAL : []
   const parameters = [
-    ...(withOrg ? [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')] : []),
+    ...(withOrg ? (auth === 'decision' ? [ref('parameters', 'OrgHeader')] : [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')]) : []),
     ...(user && unsafe ? [ref('parameters', 'CsrfToken')] : [])
   ]
   const errors: Record<number, SharedErrors> = {}
   if (user) {
     if (withOrg) errors[400] = 'BadOrg'
     errors[401] = 'Unauthorized'
-    if (auth === 'user+org') errors[403] = 'Forbidden'
+    if (orgRefused) errors[403] = 'Forbidden'
     else if (unsafe) errors[403] = 'CsrfFailed'
-    if (auth === 'user+org') errors[404] = 'OrgNotFound'
+    if (orgRefused) errors[404] = 'OrgNotFound'
     errors[503] = 'Unavailable'
   }
   return { security, parameters, errors }
@@ -106,7 +109,7 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
     const item: Json = paths[path] ??= {}
     if (docs.parameters !== undefined) item.parameters = docs.parameters
     for (const [method, op] of Object.entries(docs.operations) as Array<[string, Operation]>) {
-      if (!route.methods.includes(method.toUpperCase())) throw new Error(`${path}: ${method} is documented but not a method of the route`)
+      if (!route.methods.includes(method.toUpperCase()) && route.methods[0] !== '*') throw new Error(`${path}: ${method} is documented but not a method of the route`)
       if (item[method] !== undefined) throw new Error(`${path}: ${method} documented twice`)
       const i = implied(route.auth, method, op)
       const parameters = [...i.parameters, ...(op.parameters ?? [])]
@@ -171,6 +174,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
       { name: 'Authentication', description: 'Tokens and the caller\'s own credentials.' },
       { name: 'Users', description: builtIn },
       { name: 'Browser', description: 'Pages and the session login.' },
+      { name: 'Forward auth', description: 'Decisions for a proxy in front (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth, Envoy ext_authz).' },
       { name: 'Health' },
       { name: 'Documentation' },
       ...(config.identity.jwt.enabled ? [{ name: 'Identity', description: `The signed identity (${n.identityHeader}) every forwarded request carries, and its public keys.` }] : [])

@@ -23,10 +23,14 @@ export type { RequestContext }
  *   when the session is valid and left unset otherwise, and the page decides
  *   (the keys page sends the browser to sign in, the sign-in page goes on when
  *   already signed in). Only a failing store refuses the request.
+ * - `decision`: a forward-auth decision (/_sidegate/auth): `user+org` over
+ *   the original request the proxy in front describes (its method and URI;
+ *   nothing on a public path); `ctx.decision` is set to the identity headers.
  */
-export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 'session-page'
+export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 'session-page' | 'decision'
 
 export interface Route {
+  /** `['*']`: any method */
   methods: string[]
   path: string
   /** `path` is a prefix (ending in "/"): the route serves every path under it */

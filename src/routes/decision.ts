@@ -1,0 +1,69 @@
+/**
+ * /_sidegate/auth: the forward-auth (decision) endpoint, for nginx
+ * `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth and Envoy
+ * `ext_authz` (configurations in deploy/forward-auth/). Any method, with or
+ * without upstream.url. The pipeline (src/pipeline.ts, decide) authenticates
+ * the original request the proxy describes and resolves its org, as for a
+ * proxied request; this handler answers 200 with no body and the identity
+ * headers (the same ones a forwarded request carries: src/headers.ts
+ * identityHeaders), for the proxy to copy to its upstream. Refusals are the
+ * pipeline's usual JSON errors. No decision may be cached (a one-time bearer
+ * token is used up by it): every answer says `Cache-Control: no-store`.
+ *
+ * Below the path (`/_sidegate/auth/api/v1/x?y`) the rest is the original URI
+ * when the proxy sends no X-Forwarded-Uri or X-Original-URI: Envoy's
+ * ext_authz HTTP service appends the original path to its `path_prefix`.
+ */
+import type { Config } from '../config.js'
+import type { DocumentedMethod, Json, Operation } from './spec.js'
+import type { Route } from './types.js'
+
+export const DECISION_PATH = '/_sidegate/auth'
+
+const header = (name: string, description: string): Json => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })
+
+function docs (config: Config): Route['docs'] {
+  const n = config.names
+  const parameters = [
+    header('X-Forwarded-Method', 'The original request\'s method (Traefik, Caddy). Only from server.trusted_proxies; else this request\'s own method.'),
+    header('X-Original-Method', 'The original method, when X-Forwarded-Method is absent (nginx, set in its configuration).'),
+    header('X-Forwarded-Uri', 'The original path and query (Traefik, Caddy). Only from server.trusted_proxies; else this request\'s own target, or what follows /_sidegate/auth in it (Envoy).'),
+    header('X-Original-URI', 'The original path and query, when X-Forwarded-Uri is absent (nginx\'s `$request_uri`).')
+  ]
+  const identity = (description: string): Json => ({ description, schema: { type: 'string' } })
+  const ok = {
+    description: 'Allowed. No body. The identity headers are for the proxy to copy to its upstream; on a path in upstream.public_paths none are sent (no credential is looked at).',
+    headers: {
+      [n.userIdHeader]: identity('The user\'s id.'),
+      [n.usernameHeader]: identity('The username, percent-encoded when not printable ASCII.'),
+      [n.orgHeader]: identity('The resolved organization id (from `?oid=` in the original URI, the org header, or the user\'s default).'),
+      [n.authMethodHeader]: identity('`session`, `bearer`, `private_token` or `access_key`.'),
+      'Cache-Control': identity('`no-store`: a decision must never be cached (a one-time bearer token is used up by it).')
+    }
+  }
+  const op = (method: DocumentedMethod): Operation => ({
+    tags: ['Forward auth'],
+    operationId: `forwardAuth${method[0].toUpperCase()}${method.slice(1)}`,
+    summary: 'Forward-auth decision about the request a proxy in front received',
+    description: 'Any method (the original method may also come as this request\'s own). The credential (any of the four) and the org header ' +
+      'are those of the original request, sent along by the proxy; a signature is verified over the original method and URI as ' +
+      '`(request-target)` and the other signed headers as received. See the README, "Behind nginx / Traefik / Envoy / Caddy".',
+    parameters,
+    responses: { 200: ok },
+    errors: { 400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] } }
+  })
+  const methods: DocumentedMethod[] = ['get', 'post', 'put', 'patch', 'delete']
+  return { operations: Object.fromEntries(methods.map((m) => [m, op(m)])) }
+}
+
+export function decisionRoutes (config: Config): Route[] {
+  const handle: Route['handle'] = (ctx) => {
+    ctx.res.writeHead(200, { ...ctx.decision, 'cache-control': 'no-store', 'content-length': 0 })
+    ctx.res.end()
+  }
+  return [
+    { methods: ['*'], path: DECISION_PATH, auth: 'decision', docs: docs(config), handle },
+    // Envoy: the original path appended (not documented as a path of its own)
+    { methods: ['*'], path: DECISION_PATH + '/', prefix: true, auth: 'decision', docs: null, handle }
+  ]
+}

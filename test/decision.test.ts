@@ -1,0 +1,177 @@
+/**
+ * The forward-auth decision endpoint /_sidegate/auth, asked directly as a
+ * proxy in front would ask it: the original method and URI from a trusted
+ * peer's X-Forwarded-* / X-Original-* headers (ignored from anyone else), the
+ * request's own, or what follows the path (Envoy); every credential kind, a
+ * signature over the original method and URI, the org rules, public paths,
+ * the identity headers of a 200, the JSON errors, `Cache-Control: no-store`.
+ * Through real nginx and Caddy: test/forward-auth.test.ts.
+ */
+import t from 'tap'
+import { startRedis } from './fixtures/redis.js'
+import { request, startEcho, type Res } from './fixtures/http.js'
+import { startGateway } from './fixtures/gateway.js'
+import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
+import { login } from './fixtures/session.js'
+
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+const ORG_A = 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa'
+const ORG_B = 'bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb'
+const AUTH = '/_sidegate/auth'
+
+const redis = await startRedis()
+const echo = await startEcho()
+// g: no upstream at all, the test client (127.0.0.1) is a trusted proxy. u: an upstream, no trusted proxy.
+const g = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] }, upstream: { public_paths: ['/public'] } })
+const u = await startGateway(redis.url, { upstream: { url: echo.url } })
+t.teardown(async () => { await g.close(); await u.close(); await echo.close(); await redis.stop() })
+
+await g.store.createOrg('Org A', ORG_A)
+await g.store.createOrg('Org B', ORG_B)
+const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
+const aliceToken = await g.store.createPrivateToken(alice.id)
+const key = await g.store.createAccessKey(alice.id)
+
+const identity = (r: Res): Record<string, unknown> => ({
+  id: r.headers['x-svc-user-id'], username: r.headers['x-svc-username'], org: r.headers['x-svc-org'], method: r.headers['x-svc-auth-method']
+})
+
+async function decide (headers: Record<string, string>, o: { method?: string, path?: string, base?: string } = {}): Promise<Res> {
+  return await request(o.base ?? g.url, o.path ?? AUTH, { method: o.method ?? 'GET', headers })
+}
+
+t.test('200: no body, the identity headers, Cache-Control: no-store; served without upstream.url', async (t) => {
+  const r = await decide({ authorization: `Token ${aliceToken}`, 'x-original-uri': '/api/v1/things/?a=1', 'x-original-method': 'GET' })
+  t.equal(r.status, 200)
+  t.equal(r.text, '')
+  t.equal(r.headers['content-length'], '0')
+  t.equal(r.headers['cache-control'], 'no-store')
+  t.same(identity(r), { id: alice.id, username: 'alice', org: DEFAULT_ORG, method: 'private_token' })
+})
+
+t.test('any method of its own; every answer is no-store; 401 is the JSON error with WWW-Authenticate', async (t) => {
+  for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PROPFIND']) {
+    const r = await decide({ authorization: `Token ${aliceToken}` }, { method })
+    t.equal(r.status, 200, method)
+    t.equal(r.headers['x-svc-user-id'], alice.id, method)
+  }
+  const r = await decide({ 'x-forwarded-uri': '/api/x', 'x-forwarded-method': 'GET' })
+  t.equal(r.status, 401)
+  t.same(r.json, { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' })
+  t.match(r.headers['www-authenticate'], /Bearer realm="sidegate"/)
+  t.equal(r.headers['cache-control'], 'no-store')
+  t.equal(r.headers['x-svc-user-id'], undefined)
+  const bad = await decide({ authorization: 'Token nope', 'x-forwarded-uri': '/api/x' })
+  t.equal(bad.status, 401)
+  t.equal(bad.json.code, 'invalid_token')
+})
+
+t.test('a one-time bearer token is used up by the decision', async (t) => {
+  const tok = await bearer(g.url, 'alice', 'alice-password')
+  const first = await decide({ authorization: `Bearer ${tok}`, 'x-forwarded-uri': '/api/x' })
+  t.equal(first.status, 200)
+  t.equal(first.headers['x-svc-auth-method'], 'bearer')
+  const again = await decide({ authorization: `Bearer ${tok}`, 'x-forwarded-uri': '/api/x' })
+  t.equal(again.status, 401)
+  t.equal(again.json.code, 'invalid_token')
+})
+
+t.test('a session: the original method decides whether X-CSRFToken is needed', async (t) => {
+  const s = await login(g.url, 'alice', 'alice-password')
+  const get = await decide({ cookie: s.cookie, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/api/x' }, { method: 'GET' })
+  t.equal(get.status, 200)
+  t.equal(get.headers['x-svc-auth-method'], 'session')
+  // nginx's subrequest may come as GET for an original POST: the original method counts
+  const post = await decide({ cookie: s.cookie, 'x-original-method': 'POST', 'x-original-uri': '/api/x' }, { method: 'GET' })
+  t.equal(post.status, 403)
+  t.equal(post.json.code, 'csrf_failed')
+  const withToken = await decide({ cookie: s.cookie, 'x-csrftoken': s.csrf, 'x-original-method': 'POST', 'x-original-uri': '/api/x' })
+  t.equal(withToken.status, 200)
+})
+
+t.test('a signature is verified over the original method and URI', async (t) => {
+  const path = '/api/v1/assets/?limit=5'
+  const ok = await decide({ ...signedHeaders(key.key.id, key.secret, 'PATCH', path), 'x-forwarded-method': 'PATCH', 'x-forwarded-uri': path })
+  t.equal(ok.status, 200, ok.text)
+  t.same(identity(ok), { id: alice.id, username: 'alice', org: DEFAULT_ORG, method: 'access_key' })
+  // signed for the original request, but the proxy describes another one: refused
+  const otherUri = await decide({ ...signedHeaders(key.key.id, key.secret, 'PATCH', path), 'x-forwarded-method': 'PATCH', 'x-forwarded-uri': '/api/v1/assets/?limit=6' })
+  t.equal(otherUri.status, 401)
+  t.equal(otherUri.json.code, 'invalid_signature')
+  const otherMethod = await decide({ ...signedHeaders(key.key.id, key.secret, 'PATCH', path), 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': path })
+  t.equal(otherMethod.json.code, 'invalid_signature')
+  // signed over the decision request itself: not what the original request was
+  const own = await decide({ ...signedHeaders(key.key.id, key.secret, 'GET', AUTH), 'x-forwarded-method': 'PATCH', 'x-forwarded-uri': path })
+  t.equal(own.json.code, 'invalid_signature')
+  // X-Forwarded-* first, then X-Original-*
+  const both = await decide({ ...signedHeaders(key.key.id, key.secret, 'PUT', '/a'), 'x-forwarded-method': 'PUT', 'x-original-method': 'GET', 'x-forwarded-uri': '/a', 'x-original-uri': '/b' })
+  t.equal(both.status, 200)
+})
+
+t.test('Envoy: below the path is the original URI; the request\'s own method', async (t) => {
+  const path = '/api/v1/assets/?x=1'
+  const r = await decide(signedHeaders(key.key.id, key.secret, 'DELETE', path), { method: 'DELETE', path: AUTH + path })
+  t.equal(r.status, 200, r.text)
+  t.equal(r.headers['x-svc-auth-method'], 'access_key')
+  const org = await decide({ authorization: `Token ${aliceToken}` }, { path: `${AUTH}/api/x?oid=${ORG_A}` })
+  t.equal(org.headers['x-svc-org'], ORG_A)
+})
+
+t.test('the org rules of the original request: ?oid= in its URI, the org header, 403, 400, 404', async (t) => {
+  const tok = { authorization: `Token ${aliceToken}` }
+  t.equal((await decide({ ...tok, 'x-forwarded-uri': `/api/x?oid=${ORG_A}` })).headers['x-svc-org'], ORG_A)
+  t.equal((await decide({ ...tok, 'x-forwarded-uri': '/api/x', 'x-svc-org': ORG_A })).headers['x-svc-org'], ORG_A)
+  t.equal((await decide({ ...tok, 'x-forwarded-uri': '/api/x?oid=default', 'x-svc-org': ORG_A })).headers['x-svc-org'], DEFAULT_ORG, '?oid= before the header')
+  // ?oid= on the decision request's own URI does not count when the proxy sent the original URI
+  t.equal((await decide({ ...tok, 'x-forwarded-uri': '/api/x' }, { path: `${AUTH}?oid=${ORG_A}` })).headers['x-svc-org'], DEFAULT_ORG)
+  const forbidden = await decide({ ...tok, 'x-forwarded-uri': `/api/x?oid=${ORG_B}` })
+  t.equal(forbidden.status, 403)
+  t.same(forbidden.json, { detail: 'You are not a member of this organization.', code: 'org_forbidden' })
+  t.equal(forbidden.headers['cache-control'], 'no-store')
+  const invalid = await decide({ ...tok, 'x-forwarded-uri': '/api/x', 'x-svc-org': 'nope' })
+  t.equal(invalid.status, 400)
+  t.equal(invalid.json.code, 'invalid_org')
+  const missing = await decide({ ...tok, 'x-forwarded-uri': '/api/x?oid=dddddddd-4444-4444-8444-dddddddddddd' })
+  t.equal(missing.status, 404)
+  t.equal(missing.json.code, 'org_not_found')
+})
+
+t.test('a public path of the original URI: 200 without identity, no credential looked at', async (t) => {
+  const tok = await bearer(g.url, 'alice', 'alice-password')
+  const r = await decide({ authorization: `Bearer ${tok}`, 'x-forwarded-uri': '/public/logo.png' })
+  t.equal(r.status, 200)
+  t.equal(r.headers['x-svc-user-id'], undefined)
+  t.equal(r.headers['x-svc-org'], undefined)
+  t.equal(r.headers['cache-control'], 'no-store')
+  t.equal((await decide({ 'x-forwarded-uri': '/public' })).status, 200, 'no credential needed')
+  t.equal((await decide({ 'x-forwarded-uri': '/public/../api/x' })).status, 401, 'a dot segment is never public')
+  t.equal((await decide({ 'x-forwarded-uri': '/publicity' })).status, 401, 'whole segments')
+  // the token was not used up
+  t.equal((await decide({ authorization: `Bearer ${tok}`, 'x-forwarded-uri': '/api/x' })).status, 200)
+})
+
+t.test('a malformed original method or URI is 400 bad_request', async (t) => {
+  const cases: Array<Record<string, string>> = [{ 'x-forwarded-method': 'GE T' }, { 'x-forwarded-method': 'x'.repeat(40) }, { 'x-forwarded-uri': 'http://evil/' }, { 'x-forwarded-uri': 'api/x' }, { 'x-original-uri': '' }]
+  for (const h of cases) {
+    const r = await decide({ authorization: `Token ${aliceToken}`, ...h })
+    t.equal(r.status, 400, JSON.stringify(h))
+    t.equal(r.json.code, 'bad_request')
+    t.equal(r.headers['cache-control'], 'no-store')
+  }
+})
+
+t.test('from a peer that is not a trusted proxy, X-Forwarded-* and X-Original-* are ignored', async (t) => {
+  const bob = await makeUser(u, 'bob')
+  const k = await u.store.createAccessKey(bob.id)
+  // signed for what the headers claim: ignored, so the signature is checked over the request's own target and fails
+  const path = '/api/v1/x/'
+  const forged = await decide({ ...signedHeaders(k.key.id, k.secret, 'POST', path), 'x-forwarded-method': 'POST', 'x-forwarded-uri': path, 'x-original-uri': path }, { base: u.url })
+  t.equal(forged.status, 401)
+  t.equal(forged.json.code, 'invalid_signature')
+  const own = await decide(signedHeaders(k.key.id, k.secret, 'GET', AUTH), { base: u.url })
+  t.equal(own.status, 200, 'signed over its own method and URI')
+  const tok = await u.store.createPrivateToken(bob.id)
+  const bad = await decide({ authorization: `Token ${tok}`, 'x-forwarded-method': 'GE T' }, { base: u.url })
+  t.equal(bad.status, 200, 'a malformed header of an untrusted peer is not even looked at')
+  t.equal(echo.seen.length, 0, 'with an upstream configured, a decision is never forwarded')
+})
