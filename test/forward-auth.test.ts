@@ -41,7 +41,7 @@ t.test('Traefik: a ForwardAuth middleware to /_sidegate/auth that copies the ide
   const fa = doc.http.middlewares.sidegate.forwardAuth
   t.equal(fa.address, 'http://127.0.0.1:8081/_sidegate/auth')
   t.equal(fa.trustForwardHeader, false)
-  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method'])
+  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Identity'])
   t.equal(fa.authRequestHeaders, undefined, 'every header of the request goes to sidegate (a signature may cover any)')
   t.equal(doc.http.middlewares['sidegate-strip'].headers.customRequestHeaders.Authorization, '', 'the credential is removed')
   const router = doc.http.routers.app
@@ -58,7 +58,7 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   t.same(filters.map((f: any) => f.name), ['envoy.filters.http.header_mutation', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router'], 'strip, decide, route')
   for (const f of filters) t.match(f.typed_config['@type'], /^type\.googleapis\.com\/envoy\.extensions\.filters\.http\.\w+\.v3\.\w+$/)
   const removed = filters[0].typed_config.mutations.request_mutations.map((m: any) => m.remove)
-  for (const h of ['x-svc-user-id', 'x-svc-username', 'x-svc-auth-method']) t.ok(removed.includes(h), `client's ${h} removed`)
+  for (const h of ['x-svc-user-id', 'x-svc-username', 'x-svc-auth-method', 'x-svc-identity', 'x-jms-identity']) t.ok(removed.includes(h), `client's ${h} removed`)
   t.notOk(removed.includes('x-svc-org'), 'the org the client asks for goes to sidegate')
   const authz = filters[1].typed_config
   t.equal(authz.transport_api_version, 'V3')
@@ -67,7 +67,7 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   t.equal(authz.http_service.server_uri.cluster, 'sidegate')
   const allowed = authz.allowed_headers.patterns.map((p: any) => p.exact)
   for (const h of ['cookie', 'x-csrftoken', 'date', 'accept', 'x-svc-org']) t.ok(allowed.includes(h), `${h} goes to sidegate`)
-  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method'])
+  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-identity'])
   t.ok(authz.http_service.authorization_response.allowed_client_headers.patterns.some((p: any) => p.exact === 'www-authenticate'))
   const clusters = Object.fromEntries(doc.static_resources.clusters.map((c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]))
   t.same(clusters, { sidegate: { address: '127.0.0.1', port_value: 8081 }, app: { address: '127.0.0.1', port_value: 3000 } })
