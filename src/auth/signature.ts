@@ -53,12 +53,10 @@ export class SignatureAuthenticator implements Authenticator {
     const declared = (p.get('headers') ?? 'date').toLowerCase().split(/\s+/).filter(Boolean)
     if (declared.length > 32 || new Set(declared).size !== declared.length) throw E.malformedAuthorization('bad headers list')
     for (const h of this.opts.requiredHeaders) {
-      if (!declared.includes(h)) throw E.malformedAuthorization(`headers must include ${h}`)
+      // x-date stands in for date (clients that cannot set Date, as browsers)
+      if (!declared.includes(h) && !(h === 'date' && declared.includes('x-date'))) throw E.malformedAuthorization(`headers must include ${h}`)
     }
-    if (declared.includes('date')) {
-      const t = parseHttpDate(firstValue(c.headers.date))
-      if (t === null || Math.abs(this.#now() - t) > this.opts.clockSkew * 1000) throw E.signatureExpired()
-    }
+    checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
     // the MAC as sent: 32 bytes in canonical Base64 only, checked before any store lookup
     const mac = decodeMac(signature)
     if (!isUuid(keyId) || mac === null) throw E.invalidSignature()
@@ -72,6 +70,24 @@ export class SignatureAuthenticator implements Authenticator {
     }
     this.store.touchAccessKey(found.key.id)
     return { userId: found.key.user_id, method: this.method }
+  }
+}
+
+/**
+ * The freshness rule over whichever of `date` and `x-date` the signature
+ * lists: each one listed must be a valid HTTP date within `skew` seconds of
+ * `now`, and when both are listed they must name the same instant (else 401
+ * signature_expired). One that is sent but not listed is not looked at: it is
+ * not covered by the MAC, so it proves nothing.
+ */
+export function checkSignedDate (headers: Credentials['headers'], declared: readonly string[], now: number, skew: number): void {
+  let seen: number | null = null
+  for (const name of ['date', 'x-date'] as const) {
+    if (!declared.includes(name)) continue
+    const t = parseHttpDate(firstValue(headers[name]))
+    if (t === null || Math.abs(now - t) > skew * 1000) throw E.signatureExpired()
+    if (seen !== null && seen !== t) throw E.signatureExpired('The signed Date and X-Date headers differ.')
+    seen = t
   }
 }
 

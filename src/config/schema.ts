@@ -77,7 +77,7 @@ export const Schema = T.Object({
       ttl: int(1, 31 * 86400, 3600, 'seconds a one-time bearer token stays valid')
     }),
     signature: section({
-      clock_skew: int(1, 86400, 300, 'seconds the Date header may differ from now'),
+      clock_skew: int(1, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now'),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
       replay_cache: bool(false, 'true: each signature is accepted once')
     }),

@@ -198,6 +198,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
             'The signature is Base64(HMAC-SHA256(AccessKeySecret, string to sign)); the string to sign has one line per listed header, joined by `\\n`:',
             '`(request-target): <lowercase method> <path and query>`, `accept: <Accept>`, `date: <Date>`.',
             `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; \`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.`,
+            '`x-date` (an `X-Date` header in the same format) may be signed instead of `date`, for clients that cannot set `Date`; whichever is signed must be within the skew, and when both are signed they must be equal.',
             'Swagger UI cannot compute signatures: use a client.'
           ].join(' ')
         },
