@@ -20,7 +20,7 @@
  */
 import { cpus, loadavg, release, totalmem, arch, platform } from 'node:os'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createHmac } from 'node:crypto'
+import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
 import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startStack } from './stack.mjs'
@@ -46,6 +46,7 @@ const SCENARIOS = [
   // the peer: nginx (1 worker) + auth_request to a minimal in-memory token service, both counted
   { name: 'nginx_auth', label: 'nginx + auth_request (peer), token', target: 'nginx', kind: 'token', path: API_PATH, peer: true },
   { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
+  { name: 'digest', label: 'sidegate, signature + body digest (1 KiB POST)', target: 'gateway', kind: 'signature_digest', path: API_PATH, auth: true },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
   { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0, maxCpuUs: 25 },
@@ -103,7 +104,7 @@ try {
     const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
     if (s.kind === 'token') job.creds.tokens = creds.tokens
     if (s.kind === 'session') job.creds.sessions = creds.sessions
-    if (s.kind === 'signature') job.creds.keys = creds.keys
+    if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = creds.keys
     if (s.kind === 'bearer') {
       // enough for the fastest authenticated rate seen so far, plus a margin; each used once
       const fastest = Math.max(1000, ...results.filter((r) => r.auth || r.name === 'bare').map((r) => r.rps))
@@ -221,8 +222,16 @@ async function probe (s, job, creds) {
     const sig = createHmac('sha256', creds.keys[0].secret).update(`(request-target): get ${s.path}\naccept: application/json\ndate: ${date}`).digest('base64')
     Object.assign(headers, { accept: 'application/json', date, authorization: `Signature keyId="${creds.keys[0].id}",algorithm="hmac-sha256",headers="(request-target) accept date",signature="${sig}"` })
   }
+  let body
+  if (s.kind === 'signature_digest') {
+    const date = new Date().toUTCString()
+    body = '{"probe":true}'
+    const digest = `SHA-256=${createHash('sha256').update(body).digest('base64')}`
+    const sig = createHmac('sha256', creds.keys[0].secret).update(`(request-target): post ${s.path}\ndate: ${date}\ndigest: ${digest}`).digest('base64')
+    Object.assign(headers, { 'content-type': 'application/json', date, digest, authorization: `Signature keyId="${creds.keys[0].id}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${sig}"` })
+  }
   if (s.kind === 'bearer') return // every issued token is for the load; the zero-error rule covers it
-  const res = await fetch(job.url, { headers })
+  const res = await fetch(job.url, { headers, method: body === undefined ? 'GET' : 'POST', body })
   const text = await res.text()
   const want = s.expect ?? 200
   if (res.status !== want || (want === 200 && !text.includes('"bench-item"'))) {

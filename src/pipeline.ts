@@ -33,7 +33,8 @@
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AuthPipeline, Identity } from './auth/index.js'
-import { BEFORE_BODY } from './body.js'
+import { bodyMatches } from './auth/digest.js'
+import { BEFORE_BODY, keepBody } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
@@ -75,6 +76,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   const { store, log, auth, router, policy, crossSite, forwarder } = o
   const orgHeader = o.config.names.orgHeader.toLowerCase()
   const access = accessLogger(log)
+  const maxBody = o.config.auth.signature.max_body
 
   // ── 1. receive ──────────────────────────────────────────────────────────
 
@@ -133,6 +135,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org') {
         ctx.identity = await authenticate(ctx)
+        await checkDigest(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
       // 100 Continue when the route starts reading the body (readBody), after its own checks
@@ -145,6 +148,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
+      await checkDigest(ctx)
       ctx.orgId = await resolveOrg(ctx)
     }
     // ── 5. to the upstream ──
@@ -158,6 +162,21 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /** The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store). */
   function authenticate (ctx: StepContext): Promise<Identity> {
     return auth.authenticate(ctx.req)
+  }
+
+  /**
+   * A signature that covers Digest or Content-Digest (src/auth/digest.ts):
+   * the body is read whole, at most auth.signature.max_body bytes (413 above,
+   * never buffered past that), checked (401 invalid_digest), and kept for the
+   * route or the forwarder, which send these same bytes. The client that
+   * waits for `100 Continue` gets it now: it is authenticated.
+   */
+  async function checkDigest (ctx: RequestContext): Promise<void> {
+    const digests = ctx.identity?.digests
+    if (digests === undefined) return
+    proceed(ctx)
+    const body = await keepBody(ctx.req, maxBody)
+    if (!bodyMatches(body, digests)) throw E.invalidDigest()
   }
 
   /**
@@ -239,6 +258,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       if (o.draining()) throw E.shuttingDown()
       if (!router.isPublicUpstream(ctx.path)) {
         ctx.identity = await authenticate(ctx)
+        // an upgrade has no body: a signed digest must be the empty body's
+        if (ctx.identity.digests !== undefined && !bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest()
         ctx.orgId = await resolveOrg(ctx)
         // Browsers send cookies with a cross-origin WebSocket handshake and no
         // CORS applies; SameSite does not help against a sibling sub-domain.

@@ -65,7 +65,7 @@ t.test('defaults', async (t) => {
     admin_password: null,
     auth: {
       bearer: { ttl: 3600 },
-      signature: { clock_skew: 300, required_headers: ['(request-target)', 'date'], replay_cache: false },
+      signature: { clock_skew: 300, required_headers: ['(request-target)', 'date'], replay_cache: false, max_body: 1048576, require_digest: false },
       cache: { max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800 }
     },
@@ -134,7 +134,7 @@ t.test('file values are read and typed', async (t) => {
   t.equal(c.redis.prefix, 'sg{1}:')
   t.equal(c.secret_key, SECRET)
   t.equal(c.admin_password, 'first-start-pw')
-  t.same(c.auth.signature, { clock_skew: 30, required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true })
+  t.same(c.auth.signature, { clock_skew: 30, required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true, max_body: 1048576, require_digest: false })
   t.equal(c.auth.bearer.ttl, 60)
   t.equal(c.session.cookie_secure, true)
   t.same(c.server.trusted_proxies, ['10.0.0.1'])

@@ -53,7 +53,8 @@ export class AuthPipeline {
       new SignatureAuthenticator(store, {
         clockSkew: config.auth.signature.clock_skew,
         requiredHeaders: config.auth.signature.required_headers,
-        replayCache: config.auth.signature.replay_cache
+        replayCache: config.auth.signature.replay_cache,
+        requireDigest: config.auth.signature.require_digest
       }),
       new PrivateTokenAuthenticator(store),
       new BearerAuthenticator(store),

@@ -9,6 +9,7 @@ import { E } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { parseHttpDate } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
+import { signedDigests } from './digest.js'
 import { parseSignatureParams } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
 
@@ -16,6 +17,8 @@ export interface SignatureOptions {
   clockSkew: number
   requiredHeaders: string[]
   replayCache: boolean
+  /** a signed request with a body must sign Digest or Content-Digest */
+  requireDigest?: boolean
   now?: () => number
 }
 
@@ -63,13 +66,15 @@ export class SignatureAuthenticator implements Authenticator {
     const found = await this.store.getAccessKey(keyId.toLowerCase())
     if (found === null || !found.key.is_active) throw E.invalidSignature()
     if (!macMatches(found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
+    // only now: a digest header proves something only when the MAC covers it
+    const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
     // so a case-changed keyId or another spelling of the same MAC is the same signature
     if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew * 2))) {
       throw E.signatureReplayed()
     }
     this.store.touchAccessKey(found.key.id)
-    return { userId: found.key.user_id, method: this.method }
+    return digests === null ? { userId: found.key.user_id, method: this.method } : { userId: found.key.user_id, method: this.method, digests }
   }
 }
 

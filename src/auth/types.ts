@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Session } from '../store/types.js'
+import type { ExpectedDigest } from './digest.js'
 
 export type AuthMethod = 'session' | 'bearer' | 'private_token' | 'access_key'
 
@@ -20,6 +21,8 @@ export interface Claim {
   userId: string
   method: AuthMethod
   session?: Session
+  /** an access-key signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
+  digests?: ExpectedDigest[]
 }
 
 /**

@@ -79,7 +79,9 @@ export const Schema = T.Object({
     signature: section({
       clock_skew: int(1, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now'),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
-      replay_cache: bool(false, 'true: each signature is accepted once')
+      replay_cache: bool(false, 'true: each signature is accepted once'),
+      max_body: int(0, 1024 * 1024 * 1024, 1048576, 'bytes of body read to check a signed Digest or Content-Digest (413 above)'),
+      require_digest: bool(false, 'true: a signed request with a body must sign Digest or Content-Digest')
     }),
     cache: section({
       max: int(0, 10_000_000, 10000, 'in-process entries per cache (access keys, users, private tokens, sessions)'),

@@ -198,6 +198,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
             'The signature is Base64(HMAC-SHA256(AccessKeySecret, string to sign)); the string to sign has one line per listed header, joined by `\\n`:',
             '`(request-target): <lowercase method> <path and query>`, `accept: <Accept>`, `date: <Date>`.',
             `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; \`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.`,
+            'Listing `digest` (RFC 3230, `SHA-256=<base64>`) or `content-digest` (RFC 9530, `sha-256=:<base64>:`) in `headers` makes the gateway check the body against it (at most ' + `${config.auth.signature.max_body} bytes, 413 above; 401 \`invalid_digest\` on a mismatch)` + (config.auth.signature.require_digest ? '; a signed request with a body must list one.' : '.') + ' An unlisted digest header is not checked.',
             '`x-date` (an `X-Date` header in the same format) may be signed instead of `date`, for clients that cannot set `Date`; whichever is signed must be within the skew, and when both are signed they must be equal.',
             'Swagger UI cannot compute signatures: use a client.'
           ].join(' ')
