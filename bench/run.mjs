@@ -23,7 +23,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
-import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startStack } from './stack.mjs'
+import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startSidegate, startStack } from './stack.mjs'
 import { renderChart } from './chart.mjs'
 import { findNginx, startNginxPeer } from './peers/nginx.mjs'
 
@@ -47,6 +47,7 @@ const SCENARIOS = [
   { name: 'nginx_auth', label: 'nginx + auth_request (peer), token', target: 'nginx', kind: 'token', path: API_PATH, peer: true },
   { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'digest', label: 'sidegate, signature + body digest (1 KiB POST)', target: 'gateway', kind: 'signature_digest', path: API_PATH, auth: true },
+  { name: 'rate_limited', label: 'sidegate, private token + rate limit (counted, never reached)', target: 'gateway_rl', kind: 'token', path: API_PATH, auth: true },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
   { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0, maxCpuUs: 25 },
@@ -81,11 +82,18 @@ const results = []
 /** scenarios that could not run here, with the reason */
 const skipped = []
 let nginx = null
+/** a second gateway with rate_limit on (a limit no scenario reaches: the cost of counting, one Redis script per request) */
+let limited = null
 let exitCode = 0
 try {
   const creds = await seedCredentials(store, 10)
   const urls = { upstream: stack.upstreamUrl, bare: stack.bareUrl, gateway: stack.gatewayUrl }
   const pids = { upstream: () => [stack.pids.upstream], bare: () => [stack.pids.bare], gateway: () => [stack.pids.sidegate] }
+  if (scenarios.some((s) => s.target === 'gateway_rl')) {
+    limited = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-rl', extra: { rate_limit: { enabled: true, limit: 100000, window: 1 } } })
+    urls.gateway_rl = limited.url
+    pids.gateway_rl = () => [limited.pid]
+  }
   if (scenarios.some((s) => s.target === 'nginx')) {
     const found = findNginx()
     if (found.bin === null) {
@@ -129,6 +137,7 @@ try {
 } finally {
   await store.close()
   await nginx?.stop()
+  await limited?.stop()
   await stack.stop()
 }
 

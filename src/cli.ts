@@ -13,11 +13,12 @@ import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
+import { formatPolicy, parsePolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
-import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type OrgRole, type RunningStore, type Store, type User } from './store/types.js'
+import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type OrgRole, type RateLimitPolicy, type RunningStore, type Store, type User } from './store/types.js'
 
 interface Io {
   out: (s: string) => void
@@ -58,6 +59,7 @@ Commands:
   org add|list
   key create|list|revoke             access keys (HMAC signatures)
   token create|show|revoke           private tokens
+  limit set|list|clear               rate limits of a user or an access key
   secret rotate                      re-encrypt the store under a new secret key
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
@@ -113,6 +115,17 @@ ${GLOBAL}`,
   sidegate token revoke <username>
 
 ${GLOBAL}`,
+  limit: `Usage:
+  sidegate limit set <username|key id> <requests>/<window>
+                                       e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day):
+                                       the user's or the access key's own limit, instead of gateway.yml's
+                                       rate_limit (a key's wins over its user's); every replica applies it
+                                       at once. Counted only while rate_limit.enabled is true.
+  sidegate limit list                  the configured limits, then every user and key with its own
+  sidegate limit clear <username|key id>
+                                       back to gateway.yml's rate_limit
+
+${GLOBAL}`,
   secret: `Usage:
   sidegate secret rotate (--new-key-file FILE | --new-key-stdin) [--dry-run] [--limit N]
 
@@ -148,6 +161,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   org: ['add', 'list'],
   key: ['create', 'list', 'revoke'],
   token: ['create', 'show', 'revoke'],
+  limit: ['set', 'list', 'clear'],
   secret: ['rotate'],
   config: ['check', 'defaults', 'schema']
 }
@@ -243,7 +257,7 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
       throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    const admin = new Admin(store, io, values)
+    const admin = new Admin(store, io, values, config)
     return await admin.run(cmd, sub, rest)
   } catch (err) {
     return report(io, json, err)
@@ -483,7 +497,16 @@ function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
 }
 
 class Admin {
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values) {}
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config?: Config) {}
+
+  /** `limit set|clear`: an access key's id, else a username. */
+  async #setLimit (target: string, policy: RateLimitPolicy | null): Promise<{ kind: 'key' | 'user', id: string, name: string }> {
+    if (isUuid(target) && await this.store.setRateLimit({ key: target.toLowerCase() }, policy)) return { kind: 'key', id: target.toLowerCase(), name: target.toLowerCase() }
+    const u = await this.store.getUserByUsername(target)
+    if (u === null) throw new UsageError(`no user or access key "${target}"`, 1, 'not_found')
+    await this.store.setRateLimit({ user: u.id }, policy)
+    return { kind: 'user', id: u.id, name: u.username }
+  }
 
   #print (json: unknown, text: string): number {
     this.io.out(this.v.json === true ? JSON.stringify(json, null, 2) + '\n' : text + '\n')
@@ -592,6 +615,36 @@ class Admin {
         const u = await this.#user(this.#one(args, 'username'))
         if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
         return this.#print({ username: u.username, revoked: true }, `revoked the private token of ${u.username}`)
+      }
+      case 'limit set': {
+        if (args.length !== 2) throw new UsageError('expected a username or key id and a limit, e.g. `sidegate limit set alice 100/60s`')
+        const policy = parsePolicy(args[1])
+        if (policy === null) throw new UsageError(`"${args[1]}" is not a limit: <requests>/<window>, e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day)`)
+        const t = await this.#setLimit(args[0], policy)
+        const off = this.config?.rate_limit.enabled === false ? ' (rate_limit.enabled is false: not counted until it is on)' : ''
+        return this.#print({ [t.kind]: t.name, id: t.id, limit: policy.limit, window: policy.window }, `${t.kind} ${t.name}: ${formatPolicy(policy)}${off}`)
+      }
+      case 'limit clear': {
+        const t = await this.#setLimit(this.#one(args, 'username or key id'), null)
+        return this.#print({ [t.kind]: t.name, id: t.id, cleared: true }, `${t.kind} ${t.name}: back to gateway.yml's rate_limit`)
+      }
+      case 'limit list': {
+        if (args.length !== 0) throw new UsageError('limit list takes no arguments')
+        const rl = this.config?.rate_limit
+        const rows: Array<Record<string, unknown>> = []
+        for (const u of await this.store.listUsers()) {
+          if (u.rate_limit != null) rows.push({ kind: 'user', username: u.username, id: u.id, limit: u.rate_limit.limit, window: u.rate_limit.window })
+          for (const k of await this.store.listAccessKeys(u.id)) {
+            if (k.rate_limit != null) rows.push({ kind: 'key', username: u.username, id: k.id, limit: k.rate_limit.limit, window: k.rate_limit.window })
+          }
+        }
+        const configured = rl === undefined ? null : { enabled: rl.enabled, default: { limit: rl.limit, window: rl.window }, methods: Object.fromEntries(Object.entries(rl.methods).filter(([, v]) => v !== null)) }
+        const head = configured === null
+          ? []
+          : [`rate_limit ${configured.enabled ? 'enabled' : 'disabled (nothing is counted)'}; default ${formatPolicy(configured.default)} per user` +
+             Object.entries(configured.methods).map(([m, v]) => `; ${m} ${String(v)}`).join('')]
+        const lines = rows.map((r) => `${String(r.kind).padEnd(4)}  ${String(r.id)}  ${String(r.username)}  ${formatPolicy(r as unknown as RateLimitPolicy)}`)
+        return this.#print({ configured, overrides: rows }, [...head, ...(lines.length === 0 ? ['(no user or key has its own limit)'] : lines)].join('\n'))
       }
       default:
         throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)

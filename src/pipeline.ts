@@ -45,6 +45,7 @@ import type { RequestObserver } from './metrics.js'
 import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
+import { RateLimiter } from './ratelimit.js'
 import type { Router } from './routes/index.js'
 import type { Store } from './store/types.js'
 
@@ -77,6 +78,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   const orgHeader = o.config.names.orgHeader.toLowerCase()
   const access = accessLogger(log)
   const maxBody = o.config.auth.signature.max_body
+  const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
 
   // ── 1. receive ──────────────────────────────────────────────────────────
 
@@ -135,6 +137,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org') {
         ctx.identity = await authenticate(ctx)
+        await rateLimit(ctx)
         await checkDigest(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
@@ -148,6 +151,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
+      await rateLimit(ctx)
       await checkDigest(ctx)
       ctx.orgId = await resolveOrg(ctx)
     }
@@ -162,6 +166,16 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /** The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store). */
   function authenticate (ctx: StepContext): Promise<Identity> {
     return auth.authenticate(ctx.req)
+  }
+
+  /**
+   * rate_limit (src/ratelimit.ts): one store call counts the request; the
+   * RateLimit fields go on the answer, whatever it is; over the limit, 429.
+   */
+  async function rateLimit (ctx: RequestContext): Promise<void> {
+    if (limiter === null) return
+    const headers = await limiter.check(ctx.identity!)
+    for (const name in headers) ctx.res.setHeader(name, headers[name])
   }
 
   /**
@@ -258,6 +272,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       if (o.draining()) throw E.shuttingDown()
       if (!router.isPublicUpstream(ctx.path)) {
         ctx.identity = await authenticate(ctx)
+        // counted like any request; the RateLimit fields cannot go on the upstream's 101
+        if (limiter !== null) await limiter.check(ctx.identity)
         // an upgrade has no body: a signed digest must be the empty body's
         if (ctx.identity.digests !== undefined && !bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest()
         ctx.orgId = await resolveOrg(ctx)

@@ -74,7 +74,10 @@ export class SignatureAuthenticator implements Authenticator {
       throw E.signatureReplayed()
     }
     this.store.touchAccessKey(found.key.id)
-    return digests === null ? { userId: found.key.user_id, method: this.method } : { userId: found.key.user_id, method: this.method, digests }
+    const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
+    if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
+    if (digests !== null) claim.digests = digests
+    return claim
   }
 }
 

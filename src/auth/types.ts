@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Session } from '../store/types.js'
+import type { RateLimitPolicy, Session } from '../store/types.js'
 import type { ExpectedDigest } from './digest.js'
 
 export type AuthMethod = 'session' | 'bearer' | 'private_token' | 'access_key'
@@ -21,6 +21,9 @@ export interface Claim {
   userId: string
   method: AuthMethod
   session?: Session
+  /** access keys: the key's id and its own rate limit (src/ratelimit.ts) */
+  keyId?: string
+  keyLimit?: RateLimitPolicy
   /** an access-key signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
   digests?: ExpectedDigest[]
 }

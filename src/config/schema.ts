@@ -92,6 +92,18 @@ export const Schema = T.Object({
       window: int(1, 7 * 86400, 1800, 'seconds')
     }, 'After max_failures wrong passwords for one username from one client IP within\n`window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in Redis, so across replicas.')
   }),
+  rate_limit: section({
+    enabled: bool(false, 'count every authenticated request (upstream and sidegate\'s own API)'),
+    limit: int(1, 100_000, 600, 'requests per window, per user (the default policy)'),
+    window: int(1, 86_400, 60, 'seconds'),
+    methods: section({
+      session: optStr({ check: 'ratePolicy' }),
+      bearer: optStr({ check: 'ratePolicy' }),
+      private_token: optStr({ check: 'ratePolicy' }),
+      access_key: optStr({ check: 'ratePolicy' })
+    }, 'Per authentication method, instead of limit/window: "100/60s", "5/s", "1000/1h";\nempty: the default. Counted per user and method.'),
+    on_store_error: oneOf(['allow', 'deny'] as const, 'allow', 'Redis unreachable: allow lets requests through uncounted, deny answers 503;\neither is logged once per outage and counted in sidegate_rate_limit_store_errors_total.')
+  }, 'Rate limits per authenticated caller, exact across replicas: a sliding window in Redis\n(one script per request, Redis\'s clock). `sidegate limit set <username|key id> 100/60s`\nsets a user\'s or an access key\'s own limit (the key\'s wins, then the user\'s, then\nmethods, then limit/window). Answers carry RateLimit-Policy and RateLimit; over the\nlimit: 429 rate_limited with Retry-After. A Redis sorted set per active caller holds\nup to `limit` entries.'),
   session: section({
     accept_legacy_cookie: bool(true, 'also accept the pre-2.x cookie name "sessionid"'),
     idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),

@@ -161,7 +161,9 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
         '',
         `**Errors.** Every error sidegate returns is JSON \`{"detail": "…", "code": "…"}\`; 401s carry \`WWW-Authenticate\`. Each code is a schema under components.`,
         '',
-        `**Lockout.** ${config.auth.lockout.max_failures > 0 ? `${config.auth.lockout.max_failures} failed passwords for one username from one client IP within ${config.auth.lockout.window} s` : 'Off in this deployment; when on, repeated failed passwords for one username from one client IP'} give \`429 too_many_attempts\` with \`Retry-After\`, on the token endpoint and on \`/login\`.`
+        `**Lockout.** ${config.auth.lockout.max_failures > 0 ? `${config.auth.lockout.max_failures} failed passwords for one username from one client IP within ${config.auth.lockout.window} s` : 'Off in this deployment; when on, repeated failed passwords for one username from one client IP'} give \`429 too_many_attempts\` with \`Retry-After\`, on the token endpoint and on \`/login\`.`,
+        '',
+        `**Rate limits.** ${config.rate_limit.enabled ? `On: ${config.rate_limit.limit} requests per ${config.rate_limit.window} s per user unless the auth method, the user or the access key has its own limit.` : 'Off in this deployment; when on, authenticated requests are counted per user (or access key) across all replicas.'} Counted answers carry \`RateLimit-Policy: "<policy>";q=<quota>;w=<window>\` and \`RateLimit: "<policy>";r=<remaining>;t=<seconds>\` (draft-ietf-httpapi-ratelimit-headers); over the limit, \`429 rate_limited\` with \`Retry-After\`.`
       ].join('\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' }
     },

@@ -26,6 +26,23 @@ export interface User {
   default_org: string | null
   date_joined: string
   last_login: string | null
+  /** a per-user rate limit set with `sidegate limit set` (wins over rate_limit in gateway.yml) */
+  rate_limit?: RateLimitPolicy | null
+}
+
+/** `limit` requests per `window` seconds (src/ratelimit.ts). */
+export interface RateLimitPolicy {
+  limit: number
+  window: number
+}
+
+/** One counted request (Store.hitRateLimit). */
+export interface RateLimitHit {
+  allowed: boolean
+  /** requests left in the window after this one */
+  remaining: number
+  /** seconds (rounded up, at least 1 when something is counted) until the oldest counted request leaves the window */
+  reset: number
 }
 
 export interface Org {
@@ -40,6 +57,8 @@ export interface AccessKey {
   is_active: boolean
   date_created: string
   date_last_used: string | null
+  /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
+  rate_limit?: RateLimitPolicy | null
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
   unreadable?: true
 }
@@ -141,6 +160,16 @@ export interface Store {
 
   /** True the first time a value is seen within ttl; false on replay. */
   markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>
+
+  /**
+   * Counts one request against a bucket, a sliding window log: allowed when
+   * fewer than `limit` requests were counted within the last `windowSeconds`
+   * (a refused request is not counted). One key, one atomic script, the
+   * store's clock (Redis TIME): every replica sees the same count.
+   */
+  hitRateLimit(bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit>
+  /** Sets (or with null removes) the rate limit of a user or an access key; false: no such record. Every replica sees it at once. */
+  setRateLimit(subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean>
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */
