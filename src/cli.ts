@@ -13,12 +13,13 @@ import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
+import { trustedProxies } from './headers.js'
 import { formatPolicy, parsePolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
-import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type OrgRole, type RateLimitPolicy, type RunningStore, type Store, type User } from './store/types.js'
+import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type NewKeyOptions, type OrgRole, type RateLimitPolicy, type RunningStore, type Store, type User } from './store/types.js'
 
 interface Io {
   out: (s: string) => void
@@ -104,8 +105,13 @@ ${GLOBAL}`,
 
 ${GLOBAL}`,
   key: `Usage:
-  sidegate key create <username>       prints the AccessKeyID and AccessKeySecret (shown once)
-  sidegate key list <username>
+  sidegate key create <username> [--expires 90d|2027-01-31] [--allow-ip CIDR]... [--name TEXT]
+                                       prints the AccessKeyID and AccessKeySecret (shown once).
+                                       --expires: N days from now, or through that day (UTC); after it the
+                                       key is refused (401 key_expired). --allow-ip: addresses or CIDR ranges
+                                       the key may be used from (the client address as server.trusted_proxies
+                                       resolves it; 403 ip_not_allowed from others), repeatable. --name: a label.
+  sidegate key list <username>         with name, expiry, allow-list and when each key was last used
   sidegate key revoke <id>             deletes the key; every replica refuses it within a second
 
 ${GLOBAL}`,
@@ -180,7 +186,9 @@ const OPTIONS = {
   'new-key-file': { type: 'string' },
   'new-key-stdin': { type: 'boolean' },
   'dry-run': { type: 'boolean' },
-  limit: { type: 'string' }
+  limit: { type: 'string' },
+  expires: { type: 'string' },
+  'allow-ip': { type: 'string', multiple: true }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -475,7 +483,29 @@ const STDOUT_FLUSH_MS = 1000
 /** Fields of each kind of record in --json output, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'is_active', 'date_created', 'date_last_used', 'unreadable']
+const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'allow_ips', 'rate_limit', 'unreadable']
+
+/** `--expires`: `90d` (from now) or `2027-01-31` (through that day, UTC) → the ISO time the key stops working. */
+export function parseExpiry (v: string, now = Date.now()): string {
+  const days = /^(\d{1,5})d$/.exec(v)
+  if (days !== null && Number(days[1]) >= 1) return new Date(now + Number(days[1]) * 86_400_000).toISOString()
+  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v)
+  if (day !== null) {
+    const start = Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]))
+    if (new Date(start).toISOString().slice(0, 10) === v) {
+      const end = start + 86_400_000
+      if (end <= now) throw new UsageError(`--expires: ${v} is in the past`)
+      return new Date(end).toISOString()
+    }
+  }
+  throw new UsageError(`--expires: "${v}" is neither a number of days (90d) nor a date (2027-01-31)`)
+}
+
+function parseAllowIps (list: string[]): string[] {
+  const out = list.map((v) => v.trim())
+  try { trustedProxies(out) } catch { throw new UsageError(`--allow-ip: each must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got ${out.map((x) => JSON.stringify(x)).join(', ')}`) }
+  return out
+}
 
 function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -586,13 +616,22 @@ class Admin {
       }
       case 'key create': {
         const u = await this.#user(this.#one(args, 'username'))
-        const { key, secret } = await this.store.createAccessKey(u.id)
-        return this.#print({ ...keyJson(key), secret }, `AccessKeyID:     ${key.id}\nAccessKeySecret: ${secret}\n(the secret is shown once)`)
+        const o: NewKeyOptions = {}
+        if (this.v.expires !== undefined) o.date_expired = parseExpiry(this.v.expires)
+        if (this.v['allow-ip'] !== undefined) o.allow_ips = parseAllowIps(this.v['allow-ip'])
+        if (this.v.name !== undefined) {
+          if (this.v.name.length > 128) throw new UsageError('--name: at most 128 characters')
+          o.name = this.v.name
+        }
+        const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
+        const extra = [key.name === undefined ? '' : `Name:            ${key.name}`, key.date_expired === undefined ? '' : `Expires:         ${key.date_expired}`, key.allow_ips === undefined ? '' : `Allowed from:    ${key.allow_ips.join(', ')}`].filter(Boolean)
+        return this.#print({ ...keyJson(key), secret }, [`AccessKeyID:     ${key.id}`, `AccessKeySecret: ${secret}`, ...extra, '(the secret is shown once)'].join('\n'))
       }
       case 'key list': {
         const u = await this.#user(this.#one(args, 'username'))
         const keys = await this.store.listAccessKeys(u.id)
-        return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
+        const now = Date.now()
+        return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
       }
       case 'key revoke': {
         const id = this.#one(args, 'key id')

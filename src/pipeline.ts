@@ -38,7 +38,7 @@ import { BEFORE_BODY, keepBody } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, injectIdentity, isHttps, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
+import { clientIp, trustedProxies, injectIdentity, isHttps, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -78,6 +78,18 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   const orgHeader = o.config.names.orgHeader.toLowerCase()
   const access = accessLogger(log)
   const maxBody = o.config.auth.signature.max_body
+  /** allow-lists as matchers, by their text (a key's list is fixed when it is created) */
+  const allowLists = new Map<string, (ip: string) => boolean>()
+  const allowList = (entries: string[]): ((ip: string) => boolean) => {
+    const k = entries.join(',')
+    let m = allowLists.get(k)
+    if (m === undefined) {
+      if (allowLists.size > 10_000) allowLists.clear()
+      m = trustedProxies(entries)
+      allowLists.set(k, m)
+    }
+    return m
+  }
   const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
 
   // ── 1. receive ──────────────────────────────────────────────────────────
@@ -137,6 +149,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org') {
         ctx.identity = await authenticate(ctx)
+        checkKeyIp(ctx)
         await rateLimit(ctx)
         await checkDigest(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
@@ -151,6 +164,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
+      checkKeyIp(ctx)
       await rateLimit(ctx)
       await checkDigest(ctx)
       ctx.orgId = await resolveOrg(ctx)
@@ -166,6 +180,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /** The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store). */
   function authenticate (ctx: StepContext): Promise<Identity> {
     return auth.authenticate(ctx.req)
+  }
+
+  /** An access key with an allow-list (`--allow-ip`): the real client address (trusted_proxies) must be in it, else 403 ip_not_allowed. */
+  function checkKeyIp (ctx: StepContext): void {
+    const allow = ctx.identity?.keyAllowIps
+    if (allow !== undefined && !allowList(allow)(ctx.clientIp)) throw E.ipNotAllowed()
   }
 
   /**
@@ -272,6 +292,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       if (o.draining()) throw E.shuttingDown()
       if (!router.isPublicUpstream(ctx.path)) {
         ctx.identity = await authenticate(ctx)
+        checkKeyIp(ctx)
         // counted like any request; the RateLimit fields cannot go on the upstream's 101
         if (limiter !== null) await limiter.check(ctx.identity)
         // an upgrade has no body: a signed digest must be the empty body's

@@ -66,6 +66,8 @@ export class SignatureAuthenticator implements Authenticator {
     const found = await this.store.getAccessKey(keyId.toLowerCase())
     if (found === null || !found.key.is_active) throw E.invalidSignature()
     if (!macMatches(found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
+    // after the MAC: only the key's holder learns that it expired
+    if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
     // only now: a digest header proves something only when the MAC covers it
     const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
@@ -76,6 +78,7 @@ export class SignatureAuthenticator implements Authenticator {
     this.store.touchAccessKey(found.key.id)
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
+    if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips
     if (digests !== null) claim.digests = digests
     return claim
   }

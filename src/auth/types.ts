@@ -24,6 +24,8 @@ export interface Claim {
   /** access keys: the key's id and its own rate limit (src/ratelimit.ts) */
   keyId?: string
   keyLimit?: RateLimitPolicy
+  /** the key's allow-list (addresses, CIDR ranges): checked against the client address by the pipeline */
+  keyAllowIps?: string[]
   /** an access-key signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
   digests?: ExpectedDigest[]
 }

@@ -23,7 +23,8 @@
 import { randomUUID } from 'node:crypto'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
-import { UNREADABLE, type AccessKey, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type User } from './types.js'
+import { lifecycle } from './layout.js'
+import { UNREADABLE, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -33,7 +34,7 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredUser extends User { password_hash: string | null }
-interface StoredKey { id: string, user_id: string, is_active: boolean, date_created: string, secret: string, rate_limit?: RateLimitPolicy | null }
+interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, secret: string, rate_limit?: RateLimitPolicy | null }
 interface Expiring<V> { v: V, exp: number }
 
 /** RedisStore's throttle of last-use writes per key and process. */
@@ -267,12 +268,12 @@ export class MemoryStore implements RunningStore {
 
   // ---- access keys
 
-  async createAccessKey (userId: string, max = 0): Promise<{ key: AccessKey, secret: string }> {
+  async createAccessKey (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
     const d = this.#open()
     if (max > 0 && (d.userKeys.get(userId)?.size ?? 0) >= max) throw E.tooManyKeys(max)
     const id = randomUUID()
     const secret = randomUUID()
-    const stored: StoredKey = { id, user_id: userId, is_active: true, date_created: this.#iso(), secret: this.#keys.encrypt(secret, `ak:${id}`) }
+    const stored: StoredKey = { id, user_id: userId, is_active: true, date_created: this.#iso(), ...lifecycle(o), secret: this.#keys.encrypt(secret, `ak:${id}`) }
     d.keys.set(id, stored)
     addTo(d.userKeys, userId, id)
     return { key: this.#keyOf(stored), secret }
@@ -281,6 +282,7 @@ export class MemoryStore implements RunningStore {
   #keyOf (s: StoredKey): AccessKey {
     const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: this.#data.keyUsed.get(s.id) ?? null }
     if (s.rate_limit !== undefined && s.rate_limit !== null) key.rate_limit = { ...s.rate_limit }
+    Object.assign(key, structuredClone(lifecycle(s)))
     return key
   }
 
@@ -331,6 +333,9 @@ export class MemoryStore implements RunningStore {
     const now = this.#now()
     if (now - (this.#lastTouched.get(id) ?? -Infinity) < THROTTLE_LAST_USED_MS) return
     this.#lastTouched.set(id, now)
+    // as the Redis script: not over a time less than a minute old, whichever replica wrote it
+    const last = this.#data.keyUsed.get(id)
+    if (last !== undefined && last > new Date(now - THROTTLE_LAST_USED_MS).toISOString()) return
     this.#data.keyUsed.set(id, new Date(now).toISOString())
   }
 

@@ -28,7 +28,8 @@ import { defineScripts, type Scripts } from './scripts.js'
 import { openPrivateToken, sealPrivateToken } from './layout.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
-import { UNREADABLE, type AccessKey, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
+import { lifecycle } from './layout.js'
+import { UNREADABLE, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -328,10 +329,10 @@ export class RedisStore implements ManagedStore {
 
   // ---- access keys
 
-  async createAccessKey (userId: string, max = 0): Promise<{ key: AccessKey, secret: string }> {
-    const key: AccessKey = { id: randomUUID(), user_id: userId, is_active: true, date_created: new Date().toISOString(), date_last_used: null }
+  async createAccessKey (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
+    const key: AccessKey = { id: randomUUID(), user_id: userId, is_active: true, date_created: new Date().toISOString(), date_last_used: null, ...lifecycle(o) }
     const secret = randomUUID()
-    const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
+    const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, ...lifecycle(o), secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
     // the id is reserved in the user's set first, atomically against the cap, so
     // concurrent creations can never exceed it; a listing skips an id without a record yet
     const added = await this.#run(() => this.#scripts.addCapped(this.#k('user-aks', userId), key.id, max))
@@ -348,6 +349,7 @@ export class RedisStore implements ManagedStore {
     const s = JSON.parse(raw) as StoredKey
     const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: used }
     if (s.rate_limit !== undefined && s.rate_limit !== null) key.rate_limit = s.rate_limit
+    Object.assign(key, lifecycle(s))
     const secret = this.#keys.tryDecrypt(s.secret, `ak:${s.id}`)
     if (secret === null) {
       this.#onUnreadable?.(`ak:${s.id}`)
@@ -396,7 +398,8 @@ export class RedisStore implements ManagedStore {
     if (now - last < THROTTLE_LAST_USED_MS) return
     if (this.#lastTouched.size > 100_000) this.#lastTouched.clear()
     this.#lastTouched.set(id, now)
-    this.redis.set(this.#k('ak-used', id), new Date(now).toISOString()).catch(() => {})
+    // and across replicas: the script writes only over a time older than a minute
+    this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString()).catch(() => {})
   }
 
   // ---- private tokens

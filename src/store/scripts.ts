@@ -81,6 +81,18 @@ if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) 
 return {n, ttl}`, pair),
 
   /**
+   * An access key's last use. KEYS[1] its ak-used record (an ISO time);
+   * ARGV[1] now, ARGV[2] now minus a minute (both ISO, which order as
+   * strings). Written only when not newer than ARGV[2]: at most one write per key
+   * per minute across all replicas. True: written.
+   */
+  touchIfOlder: script<[now: string, olderThan: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if v and v > ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1`, flag),
+
+  /**
    * Counts one request in a sliding window log (issue 15). KEYS[1] the
    * bucket's sorted set (member: a unique request id, score: when, ms);
    * ARGV[1] limit, ARGV[2] window ms, ARGV[3] the request's unique member.

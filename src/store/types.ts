@@ -36,6 +36,14 @@ export interface RateLimitPolicy {
   window: number
 }
 
+/** What a new access key may have besides its secret. */
+export interface NewKeyOptions {
+  name?: string
+  /** ISO time */
+  date_expired?: string
+  allow_ips?: string[]
+}
+
 /** One counted request (Store.hitRateLimit). */
 export interface RateLimitHit {
   allowed: boolean
@@ -57,6 +65,12 @@ export interface AccessKey {
   is_active: boolean
   date_created: string
   date_last_used: string | null
+  /** a label of the owner's choosing */
+  name?: string
+  /** ISO time after which the key is refused (401 key_expired); absent: never */
+  date_expired?: string
+  /** addresses and CIDR ranges the key may be used from (403 ip_not_allowed from any other); absent: anywhere */
+  allow_ips?: string[]
   /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
   rate_limit?: RateLimitPolicy | null
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
@@ -116,7 +130,7 @@ export interface Store {
   countUsers(): Promise<number>
 
   /** `max` > 0: refused with `too_many_keys` when the user already has that many (atomic) */
-  createAccessKey(userId: string, max?: number): Promise<{ key: AccessKey, secret: string }>
+  createAccessKey(userId: string, max?: number, o?: NewKeyOptions): Promise<{ key: AccessKey, secret: string }>
   /** Cached in process; invalidated on every replica when the key or its user changes. */
   getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
   listAccessKeys(userId: string): Promise<AccessKey[]>
