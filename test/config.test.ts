@@ -69,6 +69,7 @@ t.test('defaults', async (t) => {
       cache: { max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800 }
     },
+    rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
     docs: { enabled: true },
@@ -107,7 +108,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, session, server, metrics, docs, log)',
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, rate_limit, session, server, metrics, docs, log)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl)',
