@@ -8,11 +8,12 @@
  *   plain      fixed request, no credential
  *   token      Authorization: Token <private token>, one credential per connection
  *   signature  access-key HTTP signature, a fresh Date and HMAC for every request
+ *   signature_digest  POST of a 1 KiB JSON body, signed over (request-target) date digest (SHA-256): the gateway reads and checks the body
  *   session    Cookie: svc_sessionid=…, one session per connection
  *   bearer     Authorization: Bearer <token>, every token used exactly once (creds.tokensFile)
  *   rejected   Authorization: Token <well-formed, unknown, wrong tag>: every request a new guess
  */
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHash, createHmac, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 
@@ -43,6 +44,20 @@ function signatureHeaders (key, headers) {
   headers.authorization = `Signature keyId="${key.id}",algorithm="hmac-sha256",headers="(request-target) accept date",signature="${sig}"`
 }
 
+/** The 1 KiB body of signature_digest and its Digest header (the same for every request; the Date and MAC change). */
+const DIGEST_BODY = JSON.stringify({ items: Array.from({ length: 24 }, (_, i) => ({ id: i, name: `item-${i}`, tag: 'bench' })) }).padEnd(1024, ' ')
+const DIGEST = `SHA-256=${createHash('sha256').update(DIGEST_BODY).digest('base64')}`
+
+function digestHeaders (key, headers) {
+  const date = new Date().toUTCString()
+  const text = `(request-target): post ${path}\ndate: ${date}\ndigest: ${DIGEST}`
+  const sig = createHmac('sha256', key.secret).update(text).digest('base64')
+  headers['content-type'] = 'application/json'
+  headers.date = date
+  headers.digest = DIGEST
+  headers.authorization = `Signature keyId="${key.id}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${sig}"`
+}
+
 /** What each connection sends: a request (with setupRequest when every request differs), or a list cycled. */
 function requestFor (clientIndex) {
   const pick = (list) => list[clientIndex % list.length]
@@ -60,6 +75,10 @@ function requestFor (clientIndex) {
     case 'signature': {
       const key = pick(creds.keys)
       return { method: 'GET', path, setupRequest (req) { signatureHeaders(key, req.headers); return req } }
+    }
+    case 'signature_digest': {
+      const key = pick(creds.keys)
+      return { method: 'POST', path, body: DIGEST_BODY, setupRequest (req) { digestHeaders(key, req.headers); return req } }
     }
     case 'bearer':
       return {

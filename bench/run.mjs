@@ -20,10 +20,10 @@
  */
 import { cpus, loadavg, release, totalmem, arch, platform } from 'node:os'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createHmac } from 'node:crypto'
+import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
-import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startStack } from './stack.mjs'
+import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startSidegate, startStack } from './stack.mjs'
 import { renderChart } from './chart.mjs'
 import { findNginx, startNginxPeer } from './peers/nginx.mjs'
 import { startNginxDecision } from './peers/nginx-decision.mjs'
@@ -49,6 +49,8 @@ const SCENARIOS = [
   // sidegate in decision mode: nginx (1 worker, deploy/forward-auth/nginx.conf) + auth_request to /_sidegate/auth, both counted
   { name: 'nginx_decision', label: 'nginx + auth_request → sidegate decision, token', target: 'nginx_decision', kind: 'token', path: API_PATH },
   { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
+  { name: 'digest', label: 'sidegate, signature + body digest (1 KiB POST)', target: 'gateway', kind: 'signature_digest', path: API_PATH, auth: true },
+  { name: 'rate_limited', label: 'sidegate, private token + rate limit (counted, never reached)', target: 'gateway_rl', kind: 'token', path: API_PATH, auth: true },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
   { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0, maxCpuUs: 25 },
@@ -84,11 +86,18 @@ const results = []
 const skipped = []
 let nginx = null
 let nginxDecision = null
+/** a second gateway with rate_limit on (a limit no scenario reaches: the cost of counting, one Redis script per request) */
+let limited = null
 let exitCode = 0
 try {
   const creds = await seedCredentials(store, 10)
   const urls = { upstream: stack.upstreamUrl, bare: stack.bareUrl, gateway: stack.gatewayUrl }
   const pids = { upstream: () => [stack.pids.upstream], bare: () => [stack.pids.bare], gateway: () => [stack.pids.sidegate] }
+  if (scenarios.some((s) => s.target === 'gateway_rl')) {
+    limited = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-rl', extra: { rate_limit: { enabled: true, limit: 100000, window: 1 } } })
+    urls.gateway_rl = limited.url
+    pids.gateway_rl = () => [limited.pid]
+  }
   if (scenarios.some((s) => s.target === 'nginx')) {
     const found = findNginx()
     if (found.bin === null) {
@@ -119,7 +128,7 @@ try {
     const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
     if (s.kind === 'token') job.creds.tokens = creds.tokens
     if (s.kind === 'session') job.creds.sessions = creds.sessions
-    if (s.kind === 'signature') job.creds.keys = creds.keys
+    if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = creds.keys
     if (s.kind === 'bearer') {
       // enough for the fastest authenticated rate seen so far, plus a margin; each used once
       const fastest = Math.max(1000, ...results.filter((r) => r.auth || r.name === 'bare').map((r) => r.rps))
@@ -145,6 +154,7 @@ try {
   await store.close()
   await nginx?.stop()
   await nginxDecision?.stop()
+  await limited?.stop()
   await stack.stop()
 }
 
@@ -238,8 +248,16 @@ async function probe (s, job, creds) {
     const sig = createHmac('sha256', creds.keys[0].secret).update(`(request-target): get ${s.path}\naccept: application/json\ndate: ${date}`).digest('base64')
     Object.assign(headers, { accept: 'application/json', date, authorization: `Signature keyId="${creds.keys[0].id}",algorithm="hmac-sha256",headers="(request-target) accept date",signature="${sig}"` })
   }
+  let body
+  if (s.kind === 'signature_digest') {
+    const date = new Date().toUTCString()
+    body = '{"probe":true}'
+    const digest = `SHA-256=${createHash('sha256').update(body).digest('base64')}`
+    const sig = createHmac('sha256', creds.keys[0].secret).update(`(request-target): post ${s.path}\ndate: ${date}\ndigest: ${digest}`).digest('base64')
+    Object.assign(headers, { 'content-type': 'application/json', date, digest, authorization: `Signature keyId="${creds.keys[0].id}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${sig}"` })
+  }
   if (s.kind === 'bearer') return // every issued token is for the load; the zero-error rule covers it
-  const res = await fetch(job.url, { headers })
+  const res = await fetch(job.url, { headers, method: body === undefined ? 'GET' : 'POST', body })
   const text = await res.text()
   const want = s.expect ?? 200
   if (res.status !== want || (want === 200 && !text.includes('"bench-item"'))) {

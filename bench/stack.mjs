@@ -53,7 +53,8 @@ export async function startStack (o = {}) {
 }
 
 /** `sidegate start` from dist/, its JSON log appended to a file (as a container runtime would collect it). */
-export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate' }) {
+/** `extra`: more gateway.yml (the rate-limited scenario's second gateway). */
+export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate', extra = {} }) {
   const port = await freePort()
   const metricsPort = await freePort()
   const file = join(dir, `${name}.yml`)
@@ -64,7 +65,8 @@ export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'i
     metrics: { host: '127.0.0.1', port: metricsPort },
     // the bench's nginx in decision mode (bench/peers/nginx-decision.mjs) describes the original request
     server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
-    log: { level: logLevel }
+    log: { level: logLevel },
+    ...extra
   }))
   const logFile = join(dir, `${name}.log`)
   const fd = openSync(logFile, 'a')

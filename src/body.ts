@@ -10,12 +10,29 @@ import { FORM_TYPE, MULTIPART_TYPE, isJsonType, mediaType } from './http/content
 export const BEFORE_BODY = Symbol('sidegate.beforeBody')
 
 /**
+ * A body already read whole (to check a signed digest, src/pipeline.ts):
+ * readBody returns it, the forwarder sends these same bytes.
+ */
+export const READ_BODY = Symbol('sidegate.readBody')
+type WithBody = IncomingMessage & { [READ_BODY]?: Buffer }
+
+/** The body read whole before, or undefined. */
+export function bufferedBody (req: IncomingMessage): Buffer | undefined {
+  return (req as WithBody)[READ_BODY]
+}
+
+/**
  * The whole body, at most `limit` bytes: a larger declared or streamed body is
  * 413 payload_too_large (a declared one before `100 Continue`); a body cut off
  * before its end (the client aborted or reset the connection) is 400
  * bad_request, never an internal error.
  */
 export async function readBody (req: IncomingMessage, limit: number): Promise<Buffer> {
+  const read = bufferedBody(req)
+  if (read !== undefined) {
+    if (read.length > limit) throw E.payloadTooLarge()
+    return read
+  }
   const declared = Number(req.headers['content-length'])
   if (declared > limit) throw E.payloadTooLarge()
   const hook = (req as IncomingMessage & { [BEFORE_BODY]?: () => void })[BEFORE_BODY]
@@ -34,6 +51,13 @@ export async function readBody (req: IncomingMessage, limit: number): Promise<Bu
   }
   if (req.complete === false) throw E.badRequest('The request body was cut off.')
   return Buffer.concat(chunks)
+}
+
+/** Reads the body whole (readBody's limits) and keeps it on the request for readBody and the forwarder. */
+export async function keepBody (req: IncomingMessage, limit: number): Promise<Buffer> {
+  const body = await readBody(req, limit)
+  ;(req as WithBody)[READ_BODY] = body
+  return body
 }
 
 /** A flat object of strings from `application/json` or `application/x-www-form-urlencoded`. */

@@ -14,11 +14,13 @@ import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
 import { keyStates, rotateKeySet, type KeyState } from './identity.js'
+import { trustedProxies } from './headers.js'
+import { formatPolicy, parsePolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
-import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type OrgRole, type RunningStore, type Store, type User } from './store/types.js'
+import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type NewKeyOptions, type OrgRole, type RateLimitPolicy, type RunningStore, type Store, type User } from './store/types.js'
 
 interface Io {
   out: (s: string) => void
@@ -59,6 +61,7 @@ Commands:
   org add|list
   key create|list|revoke             access keys (HMAC signatures)
   token create|show|revoke           private tokens
+  limit set|list|clear               rate limits of a user or an access key
   secret rotate                      re-encrypt the store under a new secret key
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
@@ -104,8 +107,13 @@ ${GLOBAL}`,
 
 ${GLOBAL}`,
   key: `Usage:
-  sidegate key create <username>       prints the AccessKeyID and AccessKeySecret (shown once)
-  sidegate key list <username>
+  sidegate key create <username> [--expires 90d|2027-01-31] [--allow-ip CIDR]... [--name TEXT]
+                                       prints the AccessKeyID and AccessKeySecret (shown once).
+                                       --expires: N days from now, or through that day (UTC); after it the
+                                       key is refused (401 key_expired). --allow-ip: addresses or CIDR ranges
+                                       the key may be used from (the client address as server.trusted_proxies
+                                       resolves it; 403 ip_not_allowed from others), repeatable. --name: a label.
+  sidegate key list <username>         with name, expiry, allow-list and when each key was last used
   sidegate key revoke <id>             deletes the key; every replica refuses it within a second
 
 ${GLOBAL}`,
@@ -113,6 +121,17 @@ ${GLOBAL}`,
   sidegate token create <username>     creates or replaces the user's private token and prints it
   sidegate token show <username>       prints the current private token
   sidegate token revoke <username>
+
+${GLOBAL}`,
+  limit: `Usage:
+  sidegate limit set <username|key id> <requests>/<window>
+                                       e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day):
+                                       the user's or the access key's own limit, instead of gateway.yml's
+                                       rate_limit (a key's wins over its user's); every replica applies it
+                                       at once. Counted only while rate_limit.enabled is true.
+  sidegate limit list                  the configured limits, then every user and key with its own
+  sidegate limit clear <username|key id>
+                                       back to gateway.yml's rate_limit
 
 ${GLOBAL}`,
   secret: `Usage:
@@ -165,6 +184,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   org: ['add', 'list'],
   key: ['create', 'list', 'revoke'],
   token: ['create', 'show', 'revoke'],
+  limit: ['set', 'list', 'clear'],
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
   config: ['check', 'defaults', 'schema']
@@ -184,7 +204,9 @@ const OPTIONS = {
   'new-key-file': { type: 'string' },
   'new-key-stdin': { type: 'boolean' },
   'dry-run': { type: 'boolean' },
-  limit: { type: 'string' }
+  limit: { type: 'string' },
+  expires: { type: 'string' },
+  'allow-ip': { type: 'string', multiple: true }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -479,7 +501,29 @@ const STDOUT_FLUSH_MS = 1000
 /** Fields of each kind of record in --json output, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'is_active', 'date_created', 'date_last_used', 'unreadable']
+const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'allow_ips', 'rate_limit', 'unreadable']
+
+/** `--expires`: `90d` (from now) or `2027-01-31` (through that day, UTC) → the ISO time the key stops working. */
+export function parseExpiry (v: string, now = Date.now()): string {
+  const days = /^(\d{1,5})d$/.exec(v)
+  if (days !== null && Number(days[1]) >= 1) return new Date(now + Number(days[1]) * 86_400_000).toISOString()
+  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v)
+  if (day !== null) {
+    const start = Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]))
+    if (new Date(start).toISOString().slice(0, 10) === v) {
+      const end = start + 86_400_000
+      if (end <= now) throw new UsageError(`--expires: ${v} is in the past`)
+      return new Date(end).toISOString()
+    }
+  }
+  throw new UsageError(`--expires: "${v}" is neither a number of days (90d) nor a date (2027-01-31)`)
+}
+
+function parseAllowIps (list: string[]): string[] {
+  const out = list.map((v) => v.trim())
+  try { trustedProxies(out) } catch { throw new UsageError(`--allow-ip: each must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got ${out.map((x) => JSON.stringify(x)).join(', ')}`) }
+  return out
+}
 
 function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -502,6 +546,15 @@ function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
 
 class Admin {
   constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config) {}
+
+  /** `limit set|clear`: an access key's id, else a username. */
+  async #setLimit (target: string, policy: RateLimitPolicy | null): Promise<{ kind: 'key' | 'user', id: string, name: string }> {
+    if (isUuid(target) && await this.store.setRateLimit({ key: target.toLowerCase() }, policy)) return { kind: 'key', id: target.toLowerCase(), name: target.toLowerCase() }
+    const u = await this.store.getUserByUsername(target)
+    if (u === null) throw new UsageError(`no user or access key "${target}"`, 1, 'not_found')
+    await this.store.setRateLimit({ user: u.id }, policy)
+    return { kind: 'user', id: u.id, name: u.username }
+  }
 
   #print (json: unknown, text: string): number {
     this.io.out(this.v.json === true ? JSON.stringify(json, null, 2) + '\n' : text + '\n')
@@ -581,13 +634,22 @@ class Admin {
       }
       case 'key create': {
         const u = await this.#user(this.#one(args, 'username'))
-        const { key, secret } = await this.store.createAccessKey(u.id)
-        return this.#print({ ...keyJson(key), secret }, `AccessKeyID:     ${key.id}\nAccessKeySecret: ${secret}\n(the secret is shown once)`)
+        const o: NewKeyOptions = {}
+        if (this.v.expires !== undefined) o.date_expired = parseExpiry(this.v.expires)
+        if (this.v['allow-ip'] !== undefined) o.allow_ips = parseAllowIps(this.v['allow-ip'])
+        if (this.v.name !== undefined) {
+          if (this.v.name.length > 128) throw new UsageError('--name: at most 128 characters')
+          o.name = this.v.name
+        }
+        const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
+        const extra = [key.name === undefined ? '' : `Name:            ${key.name}`, key.date_expired === undefined ? '' : `Expires:         ${key.date_expired}`, key.allow_ips === undefined ? '' : `Allowed from:    ${key.allow_ips.join(', ')}`].filter(Boolean)
+        return this.#print({ ...keyJson(key), secret }, [`AccessKeyID:     ${key.id}`, `AccessKeySecret: ${secret}`, ...extra, '(the secret is shown once)'].join('\n'))
       }
       case 'key list': {
         const u = await this.#user(this.#one(args, 'username'))
         const keys = await this.store.listAccessKeys(u.id)
-        return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
+        const now = Date.now()
+        return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
       }
       case 'key revoke': {
         const id = this.#one(args, 'key id')
@@ -628,6 +690,36 @@ class Admin {
         const WHEN: Record<KeyState, string> = { signing: 'until', next: 'signs from', replaced: 'published until', retired: '' }
         return this.#print(states.map(({ key: k, state, until }) => ({ kid: k.kid, alg: k.alg, state, created: iso(k.created), active_from: iso(k.active_from), until: iso(until), ...(k.private === null ? { unreadable: true } : {}) })),
           states.map(({ key: k, state, until }) => `${k.kid}  ${k.alg.padEnd(5)}  ${state.padEnd(8)}${until === null ? '' : `  ${WHEN[state]} ${iso(until)}`}${k.private === null ? '  UNREADABLE (stored under another secret key)' : ''}`).join('\n') || '(no keys: the first gateway started with identity.jwt.enabled creates one)')
+      }
+      case 'limit set': {
+        if (args.length !== 2) throw new UsageError('expected a username or key id and a limit, e.g. `sidegate limit set alice 100/60s`')
+        const policy = parsePolicy(args[1])
+        if (policy === null) throw new UsageError(`"${args[1]}" is not a limit: <requests>/<window>, e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day)`)
+        const t = await this.#setLimit(args[0], policy)
+        const off = this.config?.rate_limit.enabled === false ? ' (rate_limit.enabled is false: not counted until it is on)' : ''
+        return this.#print({ [t.kind]: t.name, id: t.id, limit: policy.limit, window: policy.window }, `${t.kind} ${t.name}: ${formatPolicy(policy)}${off}`)
+      }
+      case 'limit clear': {
+        const t = await this.#setLimit(this.#one(args, 'username or key id'), null)
+        return this.#print({ [t.kind]: t.name, id: t.id, cleared: true }, `${t.kind} ${t.name}: back to gateway.yml's rate_limit`)
+      }
+      case 'limit list': {
+        if (args.length !== 0) throw new UsageError('limit list takes no arguments')
+        const rl = this.config?.rate_limit
+        const rows: Array<Record<string, unknown>> = []
+        for (const u of await this.store.listUsers()) {
+          if (u.rate_limit != null) rows.push({ kind: 'user', username: u.username, id: u.id, limit: u.rate_limit.limit, window: u.rate_limit.window })
+          for (const k of await this.store.listAccessKeys(u.id)) {
+            if (k.rate_limit != null) rows.push({ kind: 'key', username: u.username, id: k.id, limit: k.rate_limit.limit, window: k.rate_limit.window })
+          }
+        }
+        const configured = rl === undefined ? null : { enabled: rl.enabled, default: { limit: rl.limit, window: rl.window }, methods: Object.fromEntries(Object.entries(rl.methods).filter(([, v]) => v !== null)) }
+        const head = configured === null
+          ? []
+          : [`rate_limit ${configured.enabled ? 'enabled' : 'disabled (nothing is counted)'}; default ${formatPolicy(configured.default)} per user` +
+             Object.entries(configured.methods).map(([m, v]) => `; ${m} ${String(v)}`).join('')]
+        const lines = rows.map((r) => `${String(r.kind).padEnd(4)}  ${String(r.id)}  ${String(r.username)}  ${formatPolicy(r as unknown as RateLimitPolicy)}`)
+        return this.#print({ configured, overrides: rows }, [...head, ...(lines.length === 0 ? ['(no user or key has its own limit)'] : lines)].join('\n'))
       }
       default:
         throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)

@@ -38,11 +38,12 @@
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AuthPipeline, Identity } from './auth/index.js'
-import { BEFORE_BODY } from './body.js'
+import { bodyMatches } from './auth/digest.js'
+import { BEFORE_BODY, keepBody } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, type HeaderPolicy } from './headers.js'
+import { clientIp, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, type HeaderPolicy } from './headers.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -51,6 +52,7 @@ import type { IdentitySigner } from './identity.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import { DECISION_PATH } from './routes/decision.js'
+import { RateLimiter } from './ratelimit.js'
 import type { Router } from './routes/index.js'
 import { PROFILE_PATH } from './routes/users.js'
 import type { Store } from './store/types.js'
@@ -87,6 +89,20 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   const orgHeaderLower = orgHeader.toLowerCase()
   const unknownOrg = o.config.org.unknown
   const access = accessLogger(log)
+  const maxBody = o.config.auth.signature.max_body
+  /** allow-lists as matchers, by their text (a key's list is fixed when it is created) */
+  const allowLists = new Map<string, (ip: string) => boolean>()
+  const allowList = (entries: string[]): ((ip: string) => boolean) => {
+    const k = entries.join(',')
+    let m = allowLists.get(k)
+    if (m === undefined) {
+      if (allowLists.size > 10_000) allowLists.clear()
+      m = trustedProxies(entries)
+      allowLists.set(k, m)
+    }
+    return m
+  }
+  const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
 
   // ── 1. receive ──────────────────────────────────────────────────────────
 
@@ -145,6 +161,9 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
         ctx.identity = await authenticate(ctx)
+        checkKeyIp(ctx)
+        await rateLimit(ctx)
+        await checkDigest(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
         else if (route.auth === 'user+org-if-member') ctx.orgId = await orgIfMember(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
@@ -159,6 +178,9 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
+      checkKeyIp(ctx)
+      await rateLimit(ctx)
+      await checkDigest(ctx)
       ctx.orgId = await upstreamOrg(ctx, ctx.path)
     }
     // ── 5. to the upstream ──
@@ -176,6 +198,37 @@ export function createPipeline (o: PipelineOptions): Pipeline {
    */
   function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
     return auth.authenticate(ctx.req, original)
+  }
+
+  /** An access key with an allow-list (`--allow-ip`): the real client address (trusted_proxies) must be in it, else 403 ip_not_allowed. */
+  function checkKeyIp (ctx: StepContext): void {
+    const allow = ctx.identity?.keyAllowIps
+    if (allow !== undefined && !allowList(allow)(ctx.clientIp)) throw E.ipNotAllowed()
+  }
+
+  /**
+   * rate_limit (src/ratelimit.ts): one store call counts the request; the
+   * RateLimit fields go on the answer, whatever it is; over the limit, 429.
+   */
+  async function rateLimit (ctx: RequestContext): Promise<void> {
+    if (limiter === null) return
+    const headers = await limiter.check(ctx.identity!)
+    for (const name in headers) ctx.res.setHeader(name, headers[name])
+  }
+
+  /**
+   * A signature that covers Digest or Content-Digest (src/auth/digest.ts):
+   * the body is read whole, at most auth.signature.max_body bytes (413 above,
+   * never buffered past that), checked (401 invalid_digest), and kept for the
+   * route or the forwarder, which send these same bytes. The client that
+   * waits for `100 Continue` gets it now: it is authenticated.
+   */
+  async function checkDigest (ctx: RequestContext): Promise<void> {
+    const digests = ctx.identity?.digests
+    if (digests === undefined) return
+    proceed(ctx)
+    const body = await keepBody(ctx.req, maxBody)
+    if (!bodyMatches(body, digests)) throw E.invalidDigest()
   }
 
   /**
@@ -239,6 +292,10 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       return
     }
     ctx.identity = await authenticate(ctx, original)
+    checkKeyIp(ctx)
+    // the proxy in front keeps the body: a signed digest cannot be checked here, so it is not accepted unchecked
+    if (ctx.identity.digests !== undefined) throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
+    await rateLimit(ctx)
     ctx.orgId = await upstreamOrg(ctx, path, original.url)
     await signingKeys(ctx)
     ctx.decision = identityHeadersOf(ctx)
@@ -314,6 +371,11 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       if (o.draining()) throw E.shuttingDown()
       if (!router.isPublicUpstream(ctx.path)) {
         ctx.identity = await authenticate(ctx)
+        checkKeyIp(ctx)
+        // counted like any request; the RateLimit fields cannot go on the upstream's 101
+        if (limiter !== null) await limiter.check(ctx.identity)
+        // an upgrade has no body: a signed digest must be the empty body's
+        if (ctx.identity.digests !== undefined && !bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest()
         ctx.orgId = await resolveOrg(ctx)
         // Browsers send cookies with a cross-origin WebSocket handshake and no
         // CORS applies; SameSite does not help against a sibling sub-domain.

@@ -14,6 +14,7 @@
  * are in bench/forwarders/; see README, Performance).
  */
 import { Pool, type Dispatcher } from 'undici'
+import { bufferedBody } from './body.js'
 import { HOP_BY_HOP, createUpgrader, markTimedOut, pathMapper, upstreamError, type Forwarder } from './upstream.js'
 
 export type { Forwarder }
@@ -117,7 +118,8 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         path: pathOf(req.url ?? '/'),
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         headers: headers as unknown as string[],
-        body: hasBody ? req : null
+        // a body read whole to check its signed digest (src/pipeline.ts) goes as those same bytes
+        body: hasBody ? bufferedBody(req) ?? req : null
       }, handler as unknown as Dispatcher.DispatchHandler)
     },
     ws: upgrader.ws,

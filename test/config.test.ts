@@ -67,11 +67,12 @@ t.test('defaults', async (t) => {
     admin_password: null,
     auth: {
       bearer: { ttl: 3600, single_use: true },
-      signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false },
+      signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, max_body: 1048576, require_digest: false },
       cache: { max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800 }
     },
     org: { unknown: 'reject' },
+    rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, algorithm: 'EdDSA', publish_ahead: 300 } },
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
@@ -111,7 +112,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, session, identity, server, metrics, docs, log)',
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, docs, log)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
@@ -138,7 +139,7 @@ t.test('file values are read and typed', async (t) => {
   t.equal(c.redis.prefix, 'sg{1}:')
   t.equal(c.secret_key, SECRET)
   t.equal(c.admin_password, 'first-start-pw')
-  t.same(c.auth.signature, { clock_skew: 30, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true })
+  t.same(c.auth.signature, { clock_skew: 30, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true, max_body: 1048576, require_digest: false })
   t.equal(c.auth.bearer.ttl, 60)
   t.equal(c.session.cookie_secure, true)
   t.same(c.server.trusted_proxies, ['10.0.0.1'])

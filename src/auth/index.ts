@@ -59,7 +59,8 @@ export class AuthPipeline {
         clockSkew: config.auth.signature.clock_skew,
         algorithms: config.auth.signature.algorithms as Algorithm[],
         requiredHeaders: config.auth.signature.required_headers,
-        replayCache: config.auth.signature.replay_cache
+        replayCache: config.auth.signature.replay_cache,
+        requireDigest: config.auth.signature.require_digest
       }),
       new PrivateTokenAuthenticator(store),
       new BearerAuthenticator(store, config.auth.bearer.single_use),

@@ -12,6 +12,7 @@ import { E } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { parseDateHeader } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
+import { signedDigests } from './digest.js'
 import { parseSignatureParams } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
 
@@ -26,6 +27,8 @@ export interface SignatureOptions {
   algorithms?: readonly Algorithm[]
   requiredHeaders: string[]
   replayCache: boolean
+  /** a signed request with a body must sign Digest or Content-Digest */
+  requireDigest?: boolean
   now?: () => number
 }
 
@@ -66,12 +69,10 @@ export class SignatureAuthenticator implements Authenticator {
     const declared = (p.get('headers') ?? 'date').toLowerCase().split(/\s+/).filter(Boolean)
     if (declared.length > 32 || new Set(declared).size !== declared.length) throw E.malformedAuthorization('bad headers list')
     for (const h of this.opts.requiredHeaders) {
-      if (!declared.includes(h)) throw E.malformedAuthorization(`headers must include ${h}`)
+      // x-date stands in for date (clients that cannot set Date, as browsers)
+      if (!declared.includes(h) && !(h === 'date' && declared.includes('x-date'))) throw E.malformedAuthorization(`headers must include ${h}`)
     }
-    if (declared.includes('date') && this.opts.clockSkew > 0) {
-      const t = parseDateHeader(firstValue(c.headers.date))
-      if (t === null || Math.abs(this.#now() - t) > this.opts.clockSkew * 1000) throw E.signatureExpired()
-    }
+    checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
     // the MAC as sent: the algorithm's length in canonical Base64 only, checked before any store lookup
     const mac = decodeMac(signature, alg.bytes)
     const id = normalizeKeyId(keyId)
@@ -79,13 +80,41 @@ export class SignatureAuthenticator implements Authenticator {
     const found = await this.store.getAccessKey(id)
     if (found === null || !found.key.is_active) throw E.invalidSignature()
     if (!macMatches(alg.hash, found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
+    // after the MAC: only the key's holder learns that it expired
+    if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
+    // only now: a digest header proves something only when the MAC covers it
+    const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
     // so a case-changed keyId or another spelling of the same MAC is the same signature
     if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew > 0 ? this.opts.clockSkew * 2 : REPLAY_WITHOUT_SKEW))) {
       throw E.signatureReplayed()
     }
     this.store.touchAccessKey(found.key.id)
-    return { userId: found.key.user_id, method: this.method, keyId: found.key.id }
+    const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
+    if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
+    if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips
+    if (digests !== null) claim.digests = digests
+    return claim
+  }
+}
+
+/**
+ * The freshness rule over whichever of `date` and `x-date` the signature
+ * lists: each one listed must be a valid HTTP date within `skew` seconds of
+ * `now`, and when both are listed they must name the same instant (else 401
+ * signature_expired). One that is sent but not listed is not looked at: it is
+ * not covered by the MAC, so it proves nothing. Any RFC 9110 or RFC 5322 form
+ * and zone (parseDateHeader). `skew` 0: nothing is checked (as JumpServer).
+ */
+export function checkSignedDate (headers: Credentials['headers'], declared: readonly string[], now: number, skew: number): void {
+  if (skew === 0) return
+  let seen: number | null = null
+  for (const name of ['date', 'x-date'] as const) {
+    if (!declared.includes(name)) continue
+    const t = parseDateHeader(firstValue(headers[name]))
+    if (t === null || Math.abs(now - t) > skew * 1000) throw E.signatureExpired()
+    if (seen !== null && seen !== t) throw E.signatureExpired('The signed Date and X-Date headers differ.')
+    seen = t
   }
 }
 

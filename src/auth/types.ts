@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Session } from '../store/types.js'
+import type { RateLimitPolicy, Session } from '../store/types.js'
+import type { ExpectedDigest } from './digest.js'
 
 export type AuthMethod = 'session' | 'bearer' | 'private_token' | 'access_key'
 
@@ -20,8 +21,13 @@ export interface Claim {
   userId: string
   method: AuthMethod
   session?: Session
-  /** access_key: the access key id the request was signed with */
+  /** access keys: the key's id (the identity token's akid) and its own rate limit (src/ratelimit.ts) */
   keyId?: string
+  keyLimit?: RateLimitPolicy
+  /** the key's allow-list (addresses, CIDR ranges): checked against the client address by the pipeline */
+  keyAllowIps?: string[]
+  /** an access-key signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
+  digests?: ExpectedDigest[]
 }
 
 /**

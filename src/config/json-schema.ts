@@ -28,7 +28,8 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   prefix: { pattern: '^[\\w:.{}-]{1,64}$' },
   secretKey: { minLength: 32 },
   signatureAlgorithm: { enum: ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'] },
-  ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' }
+  ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' },
+  ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' }
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */

@@ -79,10 +79,12 @@ export const Schema = T.Object({
       single_use: bool(true, 'true: each token is accepted once (the spec). false: reusable until it expires,\nas JumpServer\'s are (for migrating clients that cache one token); a password\nchange still revokes it at once')
     }),
     signature: section({
-      clock_skew: int(0, 86400, 300, 'seconds the signed Date may differ from now (any RFC 9110 or RFC 5322 date form,\nany zone). 0: no freshness check, as JumpServer (whose documentation signs a\nfixed 2014 date): a captured request can be replayed forever, so sidegate warns at\nstart and in /readyz; pair it with replay_cache'),
+      clock_skew: int(0, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now (any RFC 9110 or RFC 5322\ndate form, any zone). 0: no freshness check, as JumpServer (whose documentation signs\na fixed 2014 date): a captured request can be replayed forever, so sidegate warns at\nstart and in /readyz; pair it with replay_cache'),
       algorithms: list(['hmac-sha256', 'hmac-sha512'], { check: 'signatureAlgorithm', description: 'accepted signature algorithms: hmac-sha256, hmac-sha512, and hmac-sha1 only if\nlisted here (JumpServer accepts all three; SHA-1 is weak)' }),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
-      replay_cache: bool(false, 'true: each signature is accepted once (remembered for twice clock_skew; with\nclock_skew 0, for 24 hours)')
+      replay_cache: bool(false, 'true: each signature is accepted once (remembered for twice clock_skew; with\nclock_skew 0, for 24 hours)'),
+      max_body: int(0, 1024 * 1024 * 1024, 1048576, 'bytes of body read to check a signed Digest or Content-Digest (413 above)'),
+      require_digest: bool(false, 'true: a signed request with a body must sign Digest or Content-Digest')
     }),
     cache: section({
       max: int(0, 10_000_000, 10000, 'in-process entries per cache (access keys, users, private tokens, sessions)'),
@@ -96,6 +98,18 @@ export const Schema = T.Object({
   org: section({
     unknown: oneOf(['reject', 'default'] as const, 'reject', 'An organization (?oid=, X-SVC-ORG header or cookie) that does not exist:\nreject answers 404 org_not_found; default acts in the user\'s default org\ninstead, as JumpServer does (for migrating clients).')
   }, 'Which organization a request acts in: ?oid=, then the X-<abbrev>-ORG header, then\na cookie of that name, then the user\'s default organization.'),
+  rate_limit: section({
+    enabled: bool(false, 'count every authenticated request (upstream and sidegate\'s own API)'),
+    limit: int(1, 100_000, 600, 'requests per window, per user (the default policy)'),
+    window: int(1, 86_400, 60, 'seconds'),
+    methods: section({
+      session: optStr({ check: 'ratePolicy' }),
+      bearer: optStr({ check: 'ratePolicy' }),
+      private_token: optStr({ check: 'ratePolicy' }),
+      access_key: optStr({ check: 'ratePolicy' })
+    }, 'Per authentication method, instead of limit/window: "100/60s", "5/s", "1000/1h";\nempty: the default. Counted per user and method.'),
+    on_store_error: oneOf(['allow', 'deny'] as const, 'allow', 'Redis unreachable: allow lets requests through uncounted, deny answers 503;\neither is logged once per outage and counted in sidegate_rate_limit_store_errors_total.')
+  }, 'Rate limits per authenticated caller, exact across replicas: a sliding window in Redis\n(one script per request, Redis\'s clock). `sidegate limit set <username|key id> 100/60s`\nsets a user\'s or an access key\'s own limit (the key\'s wins, then the user\'s, then\nmethods, then limit/window). Answers carry RateLimit-Policy and RateLimit; over the\nlimit: 429 rate_limited with Retry-After. A Redis sorted set per active caller holds\nup to `limit` entries.'),
   session: section({
     accept_legacy_cookie: bool(true, 'also accept the pre-2.x cookie name "sessionid"'),
     idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),

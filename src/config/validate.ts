@@ -6,6 +6,7 @@
  * Secrets are never shown; passwords in URLs are masked.
  */
 import { isIP } from 'node:net'
+import { parsePolicy } from '../ratelimit-policy.js'
 import type { TSchema } from '@sinclair/typebox'
 import { maskUrl } from '../http/mask.js'
 
@@ -47,6 +48,7 @@ export const CHECKS: Record<string, Check> = {
   prefix: (v) => /^[\w:.{}-]{1,64}$/.test(v) ? null : 'must be 1 to 64 characters of letters, digits and _ : . { } -',
   secretKey: (v) => v.length >= 32 ? null : 'must be at least 32 characters (use `openssl rand -base64 48`)',
   signatureAlgorithm: (v) => ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'].includes(v) ? null : 'each entry must be hmac-sha1, hmac-sha256 or hmac-sha512',
+  ratePolicy: (v) => parsePolicy(v) !== null ? null : 'must be <requests>/<window>, e.g. "100/60s", "5/s", "1000/1h" (1 to 100000 requests, 1 s to 1 day)',
   ipOrCidr: (v) => isIpOrCidr(v) ? null : 'each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8)'
 }
 

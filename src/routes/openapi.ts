@@ -165,7 +165,9 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
         '',
         `**Errors.** Every error sidegate returns is JSON \`{"detail": "…", "code": "…"}\`; 401s carry \`WWW-Authenticate\`. Each code is a schema under components.`,
         '',
-        `**Lockout.** ${config.auth.lockout.max_failures > 0 ? `${config.auth.lockout.max_failures} failed passwords for one username from one client IP within ${config.auth.lockout.window} s` : 'Off in this deployment; when on, repeated failed passwords for one username from one client IP'} give \`429 too_many_attempts\` with \`Retry-After\`, on the token endpoint and on \`/login\`.`
+        `**Lockout.** ${config.auth.lockout.max_failures > 0 ? `${config.auth.lockout.max_failures} failed passwords for one username from one client IP within ${config.auth.lockout.window} s` : 'Off in this deployment; when on, repeated failed passwords for one username from one client IP'} give \`429 too_many_attempts\` with \`Retry-After\`, on the token endpoint and on \`/login\`.`,
+        '',
+        `**Rate limits.** ${config.rate_limit.enabled ? `On: ${config.rate_limit.limit} requests per ${config.rate_limit.window} s per user unless the auth method, the user or the access key has its own limit.` : 'Off in this deployment; when on, authenticated requests are counted per user (or access key) across all replicas.'} Counted answers carry \`RateLimit-Policy: "<policy>";q=<quota>;w=<window>\` and \`RateLimit: "<policy>";r=<remaining>;t=<seconds>\` (draft-ietf-httpapi-ratelimit-headers); over the limit, \`429 rate_limited\` with \`Retry-After\`.`
       ].join('\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' }
     },
@@ -204,6 +206,8 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
             `The signature is Base64(HMAC(AccessKeySecret, string to sign)) with the named algorithm (accepted: ${config.auth.signature.algorithms.join(', ')}); the string to sign has one line per listed header, joined by \`\\n\`:`,
             '`(request-target): <lowercase method> <path and query>`, `accept: <Accept>`, `date: <Date>`.',
             `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; ${config.auth.signature.clock_skew > 0 ? `\`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.` : '`Date` is not checked for freshness (auth.signature.clock_skew: 0).'}`,
+            'Listing `digest` (RFC 3230, `SHA-256=<base64>`) or `content-digest` (RFC 9530, `sha-256=:<base64>:`) in `headers` makes the gateway check the body against it (at most ' + `${config.auth.signature.max_body} bytes, 413 above; 401 \`invalid_digest\` on a mismatch)` + (config.auth.signature.require_digest ? '; a signed request with a body must list one.' : '.') + ' An unlisted digest header is not checked.',
+            '`x-date` (an `X-Date` header in the same format) may be signed instead of `date`, for clients that cannot set `Date`; whichever is signed must be within the skew, and when both are signed they must be equal.',
             'Swagger UI cannot compute signatures: use a client.'
           ].join(' ')
         },

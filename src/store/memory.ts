@@ -24,7 +24,8 @@ import { randomUUID } from 'node:crypto'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type LoginFailures, type NewUser, type Org, type OrgRole, type RunningStore, type Session, type User } from './types.js'
+import { lifecycle } from './layout.js'
+import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -34,7 +35,7 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredUser extends User { password_hash: string | null }
-interface StoredKey { id: string, user_id: string, is_active: boolean, date_created: string, secret: string }
+interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, secret: string, rate_limit?: RateLimitPolicy | null }
 interface Expiring<V> { v: V, exp: number }
 
 /** RedisStore's throttle of last-use writes per key and process. */
@@ -71,6 +72,8 @@ class Data {
   readonly once = new Map<string, Expiring<true>>()
   /** the identity JWT's signing keys, sealed as RedisStore stores them */
   jwks: StoredKeySet = { rev: 0, keys: [] }
+  /** rate-limit bucket → the times (ms, ascending) of the requests counted, and when the last one leaves the window */
+  readonly rates = new Map<string, Expiring<number[]>>()
   #nextSweep = 0
 
   constructor (readonly now: () => number) {}
@@ -88,7 +91,7 @@ class Data {
     const now = this.now()
     if (now < this.#nextSweep) return
     this.#nextSweep = now + SWEEP_EVERY_MS
-    for (const map of [this.bearer, this.sessions, this.attempts, this.once] as Array<Map<string, Expiring<unknown>>>) {
+    for (const map of [this.bearer, this.sessions, this.attempts, this.once, this.rates] as Array<Map<string, Expiring<unknown>>>) {
       for (const [k, e] of map) if (e.exp <= now) map.delete(k)
     }
     for (const [index, records] of [[this.userBearer, this.bearer], [this.userSessions, this.sessions]] as const) {
@@ -108,7 +111,9 @@ function addTo (index: Map<string, Set<string>>, key: string, member: string): v
 
 function publicUser (s: StoredUser): User {
   const { password_hash: _, ...u } = s
-  return structuredClone(u)
+  const out = structuredClone(u)
+  if (out.rate_limit === null) delete out.rate_limit
+  return out
 }
 
 export class MemoryStore implements RunningStore {
@@ -266,19 +271,22 @@ export class MemoryStore implements RunningStore {
 
   // ---- access keys
 
-  async createAccessKey (userId: string, max = 0): Promise<{ key: AccessKey, secret: string }> {
+  async createAccessKey (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
     const d = this.#open()
     if (max > 0 && (d.userKeys.get(userId)?.size ?? 0) >= max) throw E.tooManyKeys(max)
     const id = randomUUID()
     const secret = randomUUID()
-    const stored: StoredKey = { id, user_id: userId, is_active: true, date_created: this.#iso(), secret: this.#keys.encrypt(secret, `ak:${id}`) }
+    const stored: StoredKey = { id, user_id: userId, is_active: true, date_created: this.#iso(), ...lifecycle(o), secret: this.#keys.encrypt(secret, `ak:${id}`) }
     d.keys.set(id, stored)
     addTo(d.userKeys, userId, id)
     return { key: this.#keyOf(stored), secret }
   }
 
   #keyOf (s: StoredKey): AccessKey {
-    return { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: this.#data.keyUsed.get(s.id) ?? null }
+    const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: this.#data.keyUsed.get(s.id) ?? null }
+    if (s.rate_limit !== undefined && s.rate_limit !== null) key.rate_limit = { ...s.rate_limit }
+    Object.assign(key, structuredClone(lifecycle(s)))
+    return key
   }
 
   /** The key and its secret; `secret` null (and reported) when it cannot be opened with this store's key. */
@@ -328,6 +336,9 @@ export class MemoryStore implements RunningStore {
     const now = this.#now()
     if (now - (this.#lastTouched.get(id) ?? -Infinity) < THROTTLE_LAST_USED_MS) return
     this.#lastTouched.set(id, now)
+    // as the Redis script: not over a time less than a minute old, whichever replica wrote it
+    const last = this.#data.keyUsed.get(id)
+    if (last !== undefined && last > new Date(now - THROTTLE_LAST_USED_MS).toISOString()) return
     this.#data.keyUsed.set(id, new Date(now).toISOString())
   }
 
@@ -477,6 +488,32 @@ export class MemoryStore implements RunningStore {
     const d = this.#open()
     if (d.jwks.rev !== rev) return false
     d.jwks = sealKeySet(rev + 1, keys, this.#keys, d.jwks)
+    return true
+  }
+
+  // ---- rate limits
+
+  async hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> {
+    const d = this.#open()
+    d.sweep()
+    // as the Redis script: whole milliseconds, (now - window, now] counts
+    const now = Math.floor(this.#now())
+    const win = windowSeconds * 1000
+    const times = (d.alive(d.rates, bucket)?.v ?? []).filter((t) => t > now - win)
+    if (times.length < limit) {
+      times.push(now)
+      d.rates.set(bucket, { v: times, exp: now + win })
+      return { allowed: true, remaining: limit - times.length, reset: Math.max(1, Math.ceil((times[0] + win - now) / 1000)) }
+    }
+    d.rates.set(bucket, { v: times, exp: times[times.length - 1] + win })
+    return { allowed: false, remaining: 0, reset: Math.max(1, Math.ceil((times[times.length - limit] + win - now) / 1000)) }
+  }
+
+  async setRateLimit (subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean> {
+    const d = this.#open()
+    const rec = 'user' in subject ? d.users.get(subject.user) : d.keys.get(subject.key)
+    if (rec === undefined) return false
+    rec.rate_limit = policy === null ? null : { ...policy }
     return true
   }
 }

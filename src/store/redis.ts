@@ -3,6 +3,7 @@
  *   org:<id>  user:<id>  uname:<lowercase username>  ak:<id>  ak-used:<id>
  *   pt:<hash(token)>  user-pt:<user id>  bt:<hash(token)>  sess:<hash(id)>
  *   user-aks:<user id>  user-sess:<user id>  user-bt:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
+ *   rl:<policy>:<user or key id>   (rate-limit buckets: a sorted set per bucket, one script per request)
  * user-sess (a set of session hashes) and user-bt (a sorted set of bearer
  * token hashes by expiry) index what a password change or disabling ends;
  * both are pruned when added to and expire with their longest-lived member.
@@ -29,7 +30,8 @@ import { openPrivateToken, sealPrivateToken } from './layout.js'
 import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
+import { lifecycle } from './layout.js'
+import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -329,10 +331,10 @@ export class RedisStore implements ManagedStore {
 
   // ---- access keys
 
-  async createAccessKey (userId: string, max = 0): Promise<{ key: AccessKey, secret: string }> {
-    const key: AccessKey = { id: randomUUID(), user_id: userId, is_active: true, date_created: new Date().toISOString(), date_last_used: null }
+  async createAccessKey (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
+    const key: AccessKey = { id: randomUUID(), user_id: userId, is_active: true, date_created: new Date().toISOString(), date_last_used: null, ...lifecycle(o) }
     const secret = randomUUID()
-    const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
+    const stored: StoredKey = { id: key.id, user_id: userId, is_active: true, date_created: key.date_created, ...lifecycle(o), secret: this.#keys.encrypt(secret, `ak:${key.id}`) }
     // the id is reserved in the user's set first, atomically against the cap, so
     // concurrent creations can never exceed it; a listing skips an id without a record yet
     const added = await this.#run(() => this.#scripts.addCapped(this.#k('user-aks', userId), key.id, max))
@@ -348,6 +350,8 @@ export class RedisStore implements ManagedStore {
     if (raw === null) return null
     const s = JSON.parse(raw) as StoredKey
     const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: used }
+    if (s.rate_limit !== undefined && s.rate_limit !== null) key.rate_limit = s.rate_limit
+    Object.assign(key, lifecycle(s))
     const secret = this.#keys.tryDecrypt(s.secret, `ak:${s.id}`)
     if (secret === null) {
       this.#onUnreadable?.(`ak:${s.id}`)
@@ -396,7 +400,8 @@ export class RedisStore implements ManagedStore {
     if (now - last < THROTTLE_LAST_USED_MS) return
     if (this.#lastTouched.size > 100_000) this.#lastTouched.clear()
     this.#lastTouched.set(id, now)
-    this.redis.set(this.#k('ak-used', id), new Date(now).toISOString()).catch(() => {})
+    // and across replicas: the script writes only over a time older than a minute
+    this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString()).catch(() => {})
   }
 
   // ---- private tokens
@@ -588,6 +593,25 @@ export class RedisStore implements ManagedStore {
     const doc = JSON.stringify(sealKeySet(rev + 1, keys, this.#keys, prior))
     return await this.#run(() => this.#scripts.putIfRev(this.#k(JWKS_KEY), rev, doc))
   }
+
+  // ---- rate limits
+
+  /** unique per process and request: the sorted set's member */
+  readonly #rlNonce = randomUUID().slice(0, 8)
+  #rlSeq = 0
+
+  async hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> {
+    const member = `${this.#rlNonce}:${(this.#rlSeq++).toString(36)}`
+    const [allowed, remaining, resetMs] = await this.#run(() => this.#scripts.rateLimit(this.#k('rl', bucket), limit, windowSeconds * 1000, member))
+    return { allowed: allowed === 1, remaining, reset: Math.max(1, Math.ceil(resetMs / 1000)) }
+  }
+
+  async setRateLimit (subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean> {
+    const [key, msg] = 'user' in subject ? [this.#k('user', subject.user), `user:${subject.user}`] : [this.#k('ak', subject.key), `ak:${subject.key}`]
+    const found = await this.#run(() => this.#scripts.setField(key, 'rate_limit', JSON.stringify(policy)))
+    if (found) await this.#invalidate(msg)
+    return found
+  }
 }
 
 /** Every key matching the pattern: SCAN on a standalone server, on each primary of a cluster. */
@@ -610,5 +634,6 @@ function publicUser (s: StoredUser): User {
   const { password_hash: _, ...u } = s
   // cjson encodes an empty table as {} but may return [] after edits; normalise
   if (Array.isArray(u.orgs)) u.orgs = {}
+  if (u.rate_limit === null) delete u.rate_limit
   return u
 }

@@ -24,6 +24,10 @@ function int (raw: unknown): number {
   if (typeof raw !== 'number' || !Number.isInteger(raw)) throw new TypeError(`a script replied ${typeof raw}, not an integer`)
   return raw
 }
+function triple (raw: unknown): [number, number, number] {
+  if (!Array.isArray(raw) || raw.length !== 3) throw new TypeError('a script replied something other than three integers')
+  return [int(raw[0]), int(raw[1]), int(raw[2])]
+}
 const flag = (raw: unknown): boolean => int(raw) === 1
 function pair (raw: unknown): [number, number] {
   if (!Array.isArray(raw) || raw.length !== 2) throw new TypeError('a script replied something other than two integers')
@@ -75,6 +79,43 @@ if n == 1 or n == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) 
 local ttl = redis.call('TTL', KEYS[1])
 if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`, pair),
+
+  /**
+   * An access key's last use. KEYS[1] its ak-used record (an ISO time);
+   * ARGV[1] now, ARGV[2] now minus a minute (both ISO, which order as
+   * strings). Written only when not newer than ARGV[2]: at most one write per key
+   * per minute across all replicas. True: written.
+   */
+  touchIfOlder: script<[now: string, olderThan: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if v and v > ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1`, flag),
+
+  /**
+   * Counts one request in a sliding window log (issue 15). KEYS[1] the
+   * bucket's sorted set (member: a unique request id, score: when, ms);
+   * ARGV[1] limit, ARGV[2] window ms, ARGV[3] the request's unique member.
+   * The clock is the server's (TIME), so replicas with skewed clocks count
+   * alike. Entries older than the window go; below the limit the request is
+   * added. Replies [1 allowed | 0 refused, remaining, ms until the oldest
+   * counted request that matters leaves the window].
+   */
+  rateLimit: script<[limit: number, windowMs: number, member: string], [allowed: number, remaining: number, resetMs: number]>(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local win = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
+local n = redis.call('ZCARD', KEYS[1])
+if n < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], win)
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {1, limit - n - 1, tonumber(first[2]) + win - now}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], n - limit, n - limit, 'WITHSCORES')
+return {0, 0, tonumber(oldest[2]) + win - now}`, triple),
 
   /**
    * Indexes one bearer token of a user. KEYS[1] the user's index (sorted set:

@@ -29,6 +29,31 @@ export interface User {
   default_org: string | null
   date_joined: string
   last_login: string | null
+  /** a per-user rate limit set with `sidegate limit set` (wins over rate_limit in gateway.yml) */
+  rate_limit?: RateLimitPolicy | null
+}
+
+/** `limit` requests per `window` seconds (src/ratelimit.ts). */
+export interface RateLimitPolicy {
+  limit: number
+  window: number
+}
+
+/** What a new access key may have besides its secret. */
+export interface NewKeyOptions {
+  name?: string
+  /** ISO time */
+  date_expired?: string
+  allow_ips?: string[]
+}
+
+/** One counted request (Store.hitRateLimit). */
+export interface RateLimitHit {
+  allowed: boolean
+  /** requests left in the window after this one */
+  remaining: number
+  /** seconds (rounded up, at least 1 when something is counted) until the oldest counted request leaves the window */
+  reset: number
 }
 
 export interface Org {
@@ -43,6 +68,14 @@ export interface AccessKey {
   is_active: boolean
   date_created: string
   date_last_used: string | null
+  /** a label of the owner's choosing */
+  name?: string
+  /** ISO time after which the key is refused (401 key_expired); absent: never */
+  date_expired?: string
+  /** addresses and CIDR ranges the key may be used from (403 ip_not_allowed from any other); absent: anywhere */
+  allow_ips?: string[]
+  /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
+  rate_limit?: RateLimitPolicy | null
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
   unreadable?: true
 }
@@ -100,7 +133,7 @@ export interface Store {
   countUsers(): Promise<number>
 
   /** `max` > 0: refused with `too_many_keys` when the user already has that many (atomic) */
-  createAccessKey(userId: string, max?: number): Promise<{ key: AccessKey, secret: string }>
+  createAccessKey(userId: string, max?: number, o?: NewKeyOptions): Promise<{ key: AccessKey, secret: string }>
   /** Cached in process; invalidated on every replica when the key or its user changes. */
   getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
   listAccessKeys(userId: string): Promise<AccessKey[]>
@@ -160,6 +193,15 @@ export interface Store {
    * keeps its stored encrypted value.
    */
   putSigningKeys(rev: number, keys: SigningKey[]): Promise<boolean>
+  /**
+   * Counts one request against a bucket, a sliding window log: allowed when
+   * fewer than `limit` requests were counted within the last `windowSeconds`
+   * (a refused request is not counted). One key, one atomic script, the
+   * store's clock (Redis TIME): every replica sees the same count.
+   */
+  hitRateLimit(bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit>
+  /** Sets (or with null removes) the rate limit of a user or an access key; false: no such record. Every replica sees it at once. */
+  setRateLimit(subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean>
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */

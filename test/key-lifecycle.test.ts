@@ -1,0 +1,86 @@
+/**
+ * Issue 15, part 4 (the parts done): access keys with an expiry, an IP
+ * allow-list and a name, made with `sidegate key create` (a process), used
+ * over real HTTP on two gateways sharing one Redis: one behind a trusted
+ * proxy (X-Forwarded-For believed from 127.0.0.1), one not.
+ */
+import t from 'tap'
+import { startRedis } from './fixtures/redis.js'
+import { startEcho, request } from './fixtures/http.js'
+import { SECRET, startGateway } from './fixtures/gateway.js'
+import { cliIn, workdir } from './fixtures/procs.js'
+import { makeUser, signedHeaders } from './fixtures/creds.js'
+import { removeDir } from './fixtures/cleanup.js'
+import { parseExpiry } from '../src/cli.js'
+
+const redis = await startRedis()
+const echo = await startEcho()
+const prefix = `kl${process.pid}:`
+const proxied = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
+const direct = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix } })
+const wd = await workdir({ redis: { url: redis.url, prefix } })
+t.teardown(async () => { await proxied.close(); await direct.close(); await echo.close(); await redis.stop(); removeDir(wd.dir) })
+await makeUser(proxied, 'alice')
+const cli = async (...args: string[]) => await cliIn(wd.dir, args, { env: { SIDEGATE_SECRET_KEY: SECRET } })
+const create = async (...flags: string[]): Promise<{ id: string, secret: string, [k: string]: unknown }> => {
+  const r = await cli('key', 'create', 'alice', ...flags, '--json')
+  if (r.code !== 0) throw new Error(r.stderr)
+  return JSON.parse(r.stdout)
+}
+const call = async (base: string, k: { id: string, secret: string }, xff?: string) =>
+  await request(base, '/k', { headers: { ...signedHeaders(k.id, k.secret, 'GET', '/k'), ...(xff === undefined ? {} : { 'x-forwarded-for': xff }) } })
+
+t.test('key create --expires --allow-ip --name: stored and shown; a key without them works anywhere, forever', async (t) => {
+  const k = await create('--expires', '90d', '--allow-ip', '10.1.0.0/16', '--allow-ip', '127.0.0.1', '--name', 'ci deploy')
+  t.equal(k.name, 'ci deploy')
+  t.same(k.allow_ips, ['10.1.0.0/16', '127.0.0.1'])
+  const days = (Date.parse(String(k.date_expired)) - Date.now()) / 86_400_000
+  t.ok(days > 89.9 && days <= 90, `expires in ${days} days`)
+  for (const g of [proxied, direct]) t.equal((await call(g.url, k)).status, 200)
+  const text = await cli('key', 'list', 'alice')
+  t.match(text.stdout, new RegExp(`${k.id}  "ci deploy"  created \\S+  last used 20\\S+  expires \\S+  from 10.1.0.0/16,127.0.0.1`), 'key list shows name, last use, expiry, allow-list')
+  const plain = await create()
+  t.equal(plain.date_expired, undefined)
+  t.equal((await call(direct.url, plain, '203.0.113.9')).status, 200)
+})
+
+t.test('allow-list: the real client address decides (X-Forwarded-For only from a trusted proxy): 403 ip_not_allowed otherwise', async (t) => {
+  const k = await create('--allow-ip', '10.1.0.0/16')
+  const denied = await call(direct.url, k)
+  t.same([denied.status, denied.json], [403, { detail: 'This access key may not be used from this address.', code: 'ip_not_allowed' }], 'from 127.0.0.1')
+  t.equal((await call(direct.url, k, '10.1.2.3')).status, 403, 'X-Forwarded-For from an untrusted peer is not believed')
+  t.equal((await call(proxied.url, k, '10.1.2.3')).status, 200, 'behind the trusted proxy: the client 10.1.2.3 is in the list')
+  t.equal((await call(proxied.url, k, '10.2.0.1')).status, 403, 'and 10.2.0.1 is not')
+  t.equal((await call(proxied.url, k, '10.1.2.3, 10.9.9.9')).status, 403, 'the rightmost untrusted entry is the client')
+  const v6 = await create('--allow-ip', '::1', '--allow-ip', '127.0.0.0/8')
+  t.equal((await call(direct.url, v6)).status, 200, 'an IPv4 range matches 127.0.0.1')
+})
+
+t.test('expired: 401 key_expired after a correct signature; a wrong one is still invalid_signature', async (t) => {
+  const u = await proxied.store.getUserByUsername('alice')
+  const { key, secret } = await proxied.store.createAccessKey(u!.id, 0, { date_expired: new Date(Date.now() - 1000).toISOString() })
+  for (const g of [proxied, direct]) {
+    const r = await call(g.url, { id: key.id, secret })
+    t.same([r.status, r.json], [401, { detail: 'This access key has expired.', code: 'key_expired' }])
+    const wrong = await call(g.url, { id: key.id, secret: secret + 'x' })
+    t.equal(wrong.json.code, 'invalid_signature', 'no expiry news without the secret')
+  }
+  const list = await cli('key', 'list', 'alice')
+  t.match(list.stdout, new RegExp(`${key.id}.*EXPIRED`))
+})
+
+t.test('bad flags: usage errors (exit 2), nothing created', async (t) => {
+  const before = (await proxied.store.listAccessKeys((await proxied.store.getUserByUsername('alice'))!.id)).length
+  for (const flags of [['--expires', '0d'], ['--expires', '2027-02-30'], ['--expires', '2001-01-01'], ['--expires', 'soon'], ['--allow-ip', '10.0.0.0/33'], ['--allow-ip', 'example.com']]) {
+    const r = await cli('key', 'create', 'alice', ...flags)
+    t.equal(r.code, 2, `${flags.join(' ')}: ${r.stderr.trim()}`)
+  }
+  t.equal((await proxied.store.listAccessKeys((await proxied.store.getUserByUsername('alice'))!.id)).length, before)
+})
+
+t.test('parseExpiry: days from now, a date through its end (UTC)', async (t) => {
+  const now = Date.UTC(2026, 10, 23, 21, 0, 0)
+  t.equal(parseExpiry('90d', now), new Date(now + 90 * 86_400_000).toISOString())
+  t.equal(parseExpiry('2027-01-31', now), '2027-02-01T00:00:00.000Z')
+  t.throws(() => parseExpiry('2026-11-22', now))
+})
