@@ -3,12 +3,12 @@
  * Redis, with its effects checked through a running gateway on the same store.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
-import { removeDir, tempDir, track } from './fixtures/cleanup.js'
+import { removeDir, tempDir } from './fixtures/cleanup.js'
+import { cliIn, type CliRun } from './fixtures/procs.js'
 import { startRedis } from './fixtures/redis.js'
 import { startEcho, request, post } from './fixtures/http.js'
 import { ROOT, SECRET, startGateway } from './fixtures/gateway.js'
@@ -33,26 +33,12 @@ function writeConfig (name: string, doc: Record<string, unknown>): string {
 }
 const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PREFIX }, log: { level: 'warn' } })
 
-interface Run { code: number | null, stdout: string, stderr: string, ms: number }
+type Run = CliRun
 
-/** Runs the CLI; killed (and reported as code null) if it takes longer than `timeout` ms (default 60 s: a deadline for a hang, not a speed limit; a start took over 15 s at a load average of 16). */
+/** Runs the CLI (test/fixtures/procs.ts cliIn) on this file's config unless `config` says otherwise (null: none). */
 async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
-  const started = Date.now()
-  const p = track(spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), ...full], {
-    env: { PATH: process.env.PATH, SIDEGATE_SECRET_KEY: SECRET },
-    cwd: dir,
-    stdio: ['pipe', 'pipe', 'pipe']
-  }))
-  let stdout = ''
-  let stderr = ''
-  p.stdout.on('data', (c: Buffer) => { stdout += c.toString() })
-  p.stderr.on('data', (c: Buffer) => { stderr += c.toString() })
-  p.stdin.end(o.stdin ?? '')
-  const timer = setTimeout(() => p.kill('SIGKILL'), o.timeout ?? 60_000)
-  const code = await new Promise<number | null>((resolve) => p.once('close', (c) => resolve(c)))
-  clearTimeout(timer)
-  return { code, stdout, stderr, ms: Date.now() - started }
+  return await cliIn(dir, full, { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin, timeout: o.timeout })
 }
 
 /**

@@ -5,11 +5,10 @@
  * `auth_request` and proxying to the upstream itself. The CPU of every process
  * of the pair counts (nginx master and worker, sidegate).
  */
-import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ROOT, freePort, stopProc, track, waitForPort } from '../lib.mjs'
-import { findNginx } from './nginx.mjs'
+import { ROOT, freePort, stopProc } from '../lib.mjs'
+import { childPids, findNginx, runNginx } from './nginx.mjs'
 
 /** deploy/forward-auth/nginx.conf with its ${NAME} placeholders filled. */
 export function decisionConf (vars) {
@@ -29,46 +28,12 @@ export async function startNginxDecision ({ dir, sidegateUrl, sidegatePid, upstr
   writeFileSync(join(home, 'sidegate.conf'), decisionConf({
     LISTEN_PORT: `127.0.0.1:${port}`, SIDEGATE_HOST: sg.hostname, SIDEGATE_PORT: sg.port, UPSTREAM_HOST: up.hostname, UPSTREAM_PORT: up.port
   }))
-  const conf = join(home, 'nginx.conf')
   // as bench/peers/nginx.mjs: one worker, the access log buffered to a file
-  writeFileSync(conf, `
-worker_processes 1;
-user root;
-pid ${home}/nginx.pid;
-error_log ${home}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log ${home}/access.log combined buffer=64k flush=1s;
-  client_body_temp_path ${home}/tmp/body;
-  proxy_temp_path ${home}/tmp/proxy;
-  fastcgi_temp_path ${home}/tmp/fastcgi;
-  uwsgi_temp_path ${home}/tmp/uwsgi;
-  scgi_temp_path ${home}/tmp/scgi;
-  keepalive_requests 100000;
-  include ${home}/sidegate.conf;
-}
-`)
-  const proc = track(spawn(found.bin, ['-c', conf, '-p', home, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }))
-  let err = ''
-  proc.stderr.setEncoding('utf8')
-  proc.stderr.on('data', (c) => { err += c })
-  proc.once('exit', (code) => { if (code !== 0 && code !== null) err += `\nnginx exited ${code}` })
-  try {
-    await waitForPort(port)
-  } catch (e) {
-    await stopProc(proc, 'SIGKILL')
-    throw new Error(`nginx (decision) did not start: ${err || e.message}`)
-  }
+  const { proc } = await runNginx(found.bin, home, port, `  include ${home}/sidegate.conf;`)
   return {
     url: `http://127.0.0.1:${port}`,
     version: found.version,
     pids: () => [proc.pid, ...childPids(proc.pid), sidegatePid],
     async stop () { await stopProc(proc, 'SIGQUIT') }
   }
-}
-
-function childPids (pid) {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-  } catch { return [] }
 }

@@ -37,21 +37,9 @@ export async function startNginxPeer ({ dir, upstreamUrl, tokens }) {
   const auth = await spawnNode(join(BENCH, 'peers', 'token-service.mjs'), [tokensFile])
   const port = await freePort()
   const up = new URL(upstreamUrl)
-  const conf = join(home, 'nginx.conf')
-  writeFileSync(conf, `
-worker_processes 1;
-user root;
-pid ${home}/nginx.pid;
-error_log ${home}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log ${home}/access.log combined buffer=64k flush=1s;
-  client_body_temp_path ${home}/tmp/body;
-  proxy_temp_path ${home}/tmp/proxy;
-  fastcgi_temp_path ${home}/tmp/fastcgi;
-  uwsgi_temp_path ${home}/tmp/uwsgi;
-  scgi_temp_path ${home}/tmp/scgi;
-  keepalive_requests 100000;
+  let n
+  try {
+    n = await runNginx(found.bin, home, port, `
   upstream app { server ${up.hostname}:${up.port}; keepalive 128; }
   upstream authsvc { server 127.0.0.1:${auth.info.port}; keepalive 128; }
   server {
@@ -75,19 +63,12 @@ http {
       proxy_pass http://app;
     }
   }
-}
 `)
-  const proc = track(spawn(found.bin, ['-c', conf, '-p', home, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }))
-  let err = ''
-  proc.stderr.setEncoding('utf8')
-  proc.stderr.on('data', (c) => { err += c })
-  proc.once('exit', (code) => { if (code !== 0 && code !== null) err += `\nnginx exited ${code}` })
-  try {
-    await waitForPort(port)
   } catch (e) {
     await auth.stop()
-    throw new Error(`nginx did not start: ${err || e.message}`)
+    throw e
   }
+  const proc = n.proc
   return {
     url: `http://127.0.0.1:${port}`,
     version: found.version,
@@ -100,7 +81,47 @@ http {
   }
 }
 
-function childPids (pid) {
+/**
+ * nginx with one worker, its access log buffered to a file, and `http`: the
+ * server-specific lines of its http block; waits for it to listen on `port`.
+ * Shared by the auth_request peer and the decision row (./nginx-decision.mjs).
+ */
+export async function runNginx (bin, home, port, http) {
+  mkdirSync(join(home, 'tmp'), { recursive: true })
+  const conf = join(home, 'nginx.conf')
+  writeFileSync(conf, `
+worker_processes 1;
+user root;
+pid ${home}/nginx.pid;
+error_log ${home}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log ${home}/access.log combined buffer=64k flush=1s;
+  client_body_temp_path ${home}/tmp/body;
+  proxy_temp_path ${home}/tmp/proxy;
+  fastcgi_temp_path ${home}/tmp/fastcgi;
+  uwsgi_temp_path ${home}/tmp/uwsgi;
+  scgi_temp_path ${home}/tmp/scgi;
+  keepalive_requests 100000;
+${http}
+}
+`)
+  const proc = track(spawn(bin, ['-c', conf, '-p', home, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }))
+  let err = ''
+  proc.stderr.setEncoding('utf8')
+  proc.stderr.on('data', (c) => { err += c })
+  proc.once('exit', (code) => { if (code !== 0 && code !== null) err += `\nnginx exited ${code}` })
+  try {
+    await waitForPort(port)
+  } catch (e) {
+    await stopProc(proc, 'SIGKILL')
+    throw new Error(`nginx did not start: ${err || e.message}`)
+  }
+  return { proc }
+}
+
+/** The processes nginx's master started (its workers). */
+export function childPids (pid) {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
   } catch { return [] }
