@@ -1,3 +1,5 @@
+import type { Keyring } from '../crypto.js'
+
 /**
  * How RedisStore lays out a private token's record (shared with the key
  * check and the secret rotation, which read records without a store).
@@ -18,4 +20,19 @@ export function lifecycle (o: { name?: string, date_expired?: string, allow_ips?
   if (typeof o.date_expired === 'string') out.date_expired = o.date_expired
   if (Array.isArray(o.allow_ips) && o.allow_ips.length > 0) out.allow_ips = [...o.allow_ips]
   return out
+}
+
+/**
+ * An access key's secret opened with the store's key. One sealed under
+ * another key is null, reported (`onUnreadable`, named `ak:<id>`) and marks
+ * the key unreadable: listed as such, and refused like an unknown key.
+ */
+export function openKeySecret<K extends { id: string, unreadable?: boolean }> (keys: Pick<Keyring, 'tryDecrypt'>, key: K, sealed: string, onUnreadable?: (record: string) => void): { key: K, secret: string | null } {
+  const record = `ak:${key.id}`
+  const secret = keys.tryDecrypt(sealed, record)
+  if (secret === null) {
+    onUnreadable?.(record)
+    key.unreadable = true
+  }
+  return { key, secret }
 }

@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
-import { lifecycle } from './layout.js'
+import { lifecycle, openKeySecret } from './layout.js'
 import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type User } from './types.js'
 
 export interface MemoryStoreOptions {
@@ -294,12 +294,7 @@ export class MemoryStore implements RunningStore {
     const s = this.#open().keys.get(id)
     if (s === undefined) return null
     const key = this.#keyOf(s)
-    const secret = this.#keys.tryDecrypt(s.secret, `ak:${s.id}`)
-    if (secret === null) {
-      this.#onUnreadable?.(`ak:${s.id}`)
-      key.unreadable = true
-    }
-    return { key, secret }
+    return openKeySecret(this.#keys, key, s.secret, this.#onUnreadable)
   }
 
   async getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {

@@ -26,11 +26,10 @@ import { E, GatewayError } from '../errors.js'
 import { hashPassword, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
 import { defineScripts, type Scripts } from './scripts.js'
-import { openPrivateToken, sealPrivateToken } from './layout.js'
 import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
-import { lifecycle } from './layout.js'
+import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
 import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
@@ -352,12 +351,7 @@ export class RedisStore implements ManagedStore {
     const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: used }
     if (s.rate_limit !== undefined && s.rate_limit !== null) key.rate_limit = s.rate_limit
     Object.assign(key, lifecycle(s))
-    const secret = this.#keys.tryDecrypt(s.secret, `ak:${s.id}`)
-    if (secret === null) {
-      this.#onUnreadable?.(`ak:${s.id}`)
-      key.unreadable = true
-    }
-    return { key, secret }
+    return openKeySecret(this.#keys, key, s.secret, this.#onUnreadable)
   }
 
   async getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
