@@ -175,3 +175,30 @@ t.test('from a peer that is not a trusted proxy, X-Forwarded-* and X-Original-* 
   t.equal(bad.status, 200, 'a malformed header of an untrusted peer is not even looked at')
   t.equal(echo.seen.length, 0, 'with an upstream configured, a decision is never forwarded')
 })
+
+t.test('the caller\'s rate limit and key rules apply to decisions; a signed body digest is refused, not decided unchecked', async (t) => {
+  const rl = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] }, rate_limit: { enabled: true, limit: 2, window: 60 } })
+  t.teardown(async () => { await rl.close() })
+  const bob = await makeUser(rl, 'bob-rl')
+  const tok = { authorization: `Token ${await rl.store.createPrivateToken(bob.id)}` }
+  const codes = []
+  for (let i = 0; i < 3; i++) codes.push((await decide(tok, { base: rl.url })).status)
+  t.same(codes, [200, 200, 429], 'limit 2 per 60 s: the third decision is 429')
+  const last = await decide(tok, { base: rl.url })
+  t.equal(last.json?.code, 'rate_limited')
+  t.ok(Number(last.headers['retry-after']) > 0, 'with Retry-After')
+
+  const k = await g.store.createAccessKey(alice.id, 0, { allow_ips: ['10.9.9.9'] })
+  const outside = await decide({ ...signedHeaders(k.key.id, k.secret, 'GET', '/api/v1/x/'), 'x-forwarded-uri': '/api/v1/x/', 'x-forwarded-method': 'GET' })
+  t.same([outside.status, outside.json?.code], [403, 'ip_not_allowed'], 'a key\'s IP allow-list')
+
+  const date = new Date().toUTCString()
+  const text = ['(request-target): post /api/v1/upload/', `date: ${date}`, 'digest: SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='].join('\n')
+  const { createHmac } = await import('node:crypto')
+  const mac = createHmac('sha256', key.secret).update(text).digest('base64')
+  const digest = await decide({
+    date, digest: 'SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=', 'x-forwarded-uri': '/api/v1/upload/', 'x-forwarded-method': 'POST',
+    authorization: `Signature keyId="${key.key.id}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${mac}"`
+  })
+  t.same([digest.status, digest.json?.code], [400, 'bad_request'], 'a signed digest: 400, the body stays at the proxy')
+})
