@@ -10,7 +10,8 @@ import { defaultsYaml } from './config/defaults.js'
 import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
-import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
+import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from './log.js'
+import { Reloader } from './reload.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
 import { keyStates, rotateKeySet, type KeyState } from './identity.js'
@@ -85,6 +86,13 @@ Prometheus metrics are served on metrics.host:metrics.port
 server.drain_delay seconds while requests are still served (SIGINT skips this
 delay); then the listener closes, in-flight requests get server.shutdown_grace
 seconds, and sidegate exits 0.
+
+On SIGHUP, and when the config file changes (its directory is watched, so a
+Kubernetes ConfigMap update is seen), gateway.yml is read again: a valid file
+that changes only keys that can change live (README, "Live reload") applies to
+new requests at once; one that changes any other key is refused, and one that is
+not valid is reported; either way the config in force stays. One log line tells
+which.
 
 ${GLOBAL}`,
   user: `Usage:
@@ -428,6 +436,21 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
   const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined })
   metrics?.observe(store, () => gw.draining)
+  const reloader = new Reloader({
+    current: () => gw.config,
+    apply (next) {
+      gw.apply(next)
+      setLevel(log, next.log.level)
+      if (next.reload.watch) reloader.watch()
+      else reloader.close()
+    },
+    env,
+    log,
+    count: metrics?.configReload
+  })
+  // from now on SIGHUP reloads (without a handler it would end the process)
+  process.on('SIGHUP', () => { if (!gw.draining) reloader.reload('SIGHUP') })
+  if (config.reload.watch) reloader.watch()
   try {
     const addr = await gw.listen()
     log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
@@ -459,6 +482,9 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
         process.exit(signal === 'SIGINT' ? 130 : 143)
       }
       stoppingSince = Date.now()
+      reloader.close()
+      // the config in force: the start's, or the last one a live reload applied
+      const config = gw.config
       // 1. readiness false, still serving; 2. stop accepting, finish in-flight within the grace; 3. exit 0.
       // Ctrl-C (SIGINT) is a person at a terminal, not a load balancer: no drain delay.
       const delay = signal === 'SIGINT' || code !== 0 ? 0 : config.server.drain_delay

@@ -244,9 +244,14 @@ export function loadConfig (explicit: string | undefined, env: Env = process.env
     if (named) throw new UsageError(`config: file not found: ${path}`)
     return buildConfig({}, env, null)
   }
+  return configFromText(readFileSync(path, 'utf8'), path, env)
+}
+
+/** The Config of gateway.yml's text, read from `path` (a live reload reads the file once and hashes that text). */
+export function configFromText (text: string, path: string, env: Env): Config {
   let doc: unknown
   try {
-    doc = parseYaml(readFileSync(path, 'utf8'))
+    doc = parseYaml(text)
   } catch (err) {
     throw new UsageError(`config: ${path}: not valid YAML: ${yamlError((err as Error).message)}`)
   }

@@ -192,3 +192,10 @@ export async function flushStdout (ms: number): Promise<void> { await stdout?.dr
 export function accessLogger (log: Logger): Logger {
   return (log as Logger & { [ACCESS]?: Logger })[ACCESS] ?? log
 }
+
+/** A new level for the logger and its access log line at once (log.level changed by a live reload). */
+export function setLevel (log: Logger, level: string): void {
+  log.level = level
+  const access = accessLogger(log)
+  if (access !== log) access.level = level
+}

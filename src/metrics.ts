@@ -41,6 +41,7 @@ export class Metrics implements RequestObserver {
   readonly #upstreamErrors: Counter<'code'>
   readonly #redisErrors: Counter<'kind'>
   readonly #rateLimitStoreErrors: Counter
+  readonly #configReloads: Counter<'result'>
   readonly #children = new Map<number, Counter.Internal>()
   readonly #failureChildren = new Map<string, Counter.Internal>()
   #server: http.Server | null = null
@@ -58,6 +59,9 @@ export class Metrics implements RequestObserver {
     this.#upstreamErrors = new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers })
     this.#rateLimitStoreErrors = new Counter({ name: 'sidegate_rate_limit_store_errors_total', help: 'Requests the rate limit could not count because Redis was unavailable (let through or refused as rate_limit.on_store_error says).', registers })
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
+    this.#configReloads = new Counter({ name: 'sidegate_config_reloads_total', help: 'Live reloads of gateway.yml (SIGHUP or the file changing): success (applied, or nothing changed) or failure (not valid, or a key that cannot change live).', labelNames: ['result'], registers })
+    this.#configReloads.inc({ result: 'success' }, 0)
+    this.#configReloads.inc({ result: 'failure' }, 0)
     this.#redisErrors.inc({ kind: 'connection' }, 0)
     this.#redisErrors.inc({ kind: 'command' }, 0)
     if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry })
@@ -86,6 +90,9 @@ export class Metrics implements RequestObserver {
   }
 
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }
+
+  /** A live reload's outcome (src/reload.ts). */
+  readonly configReload = (result: 'success' | 'failure'): void => { this.#configReloads.inc({ result }) }
 
   /** Hooks for openStore: connection and command errors. */
   storeHooks (): { onConnectionError: () => void, onCommandError: () => void } {

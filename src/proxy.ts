@@ -31,10 +31,12 @@ interface RawHandler {
   onError (err: Error & { code?: string }): void
 }
 
-export function createForwarder (target: string, timeoutSeconds: number): Forwarder {
+/** `timeoutSeconds`: upstream.timeout, or a function that reads it per request (a live reload changes it). */
+export function createForwarder (target: string, timeoutSeconds: number | (() => number)): Forwarder {
   const url = new URL(target)
   const isHttps = url.protocol === 'https:'
-  const timeoutMs = timeoutSeconds * 1000
+  const timeoutOf = typeof timeoutSeconds === 'function' ? () => timeoutSeconds() * 1000 : () => timeoutSeconds * 1000
+  const timeoutMs = timeoutOf()
   const pool = new Pool(url.origin, {
     connections: 1024,
     pipelining: 1,
@@ -48,7 +50,7 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
     connect: isHttps ? { rejectUnauthorized: true, servername: url.hostname } : undefined
   })
   const pathOf = pathMapper(url)
-  const upgrader = createUpgrader(target, timeoutMs)
+  const upgrader = createUpgrader(target, timeoutOf)
 
   return {
     web (req, res, onError) {
@@ -114,8 +116,11 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
       // Client gone before the answer was delivered: end the upstream request now.
       res.once('close', () => { if (!res.writableFinished) cancel() })
       if (hasBody) req.once('aborted', cancel)
+      const timeout = timeoutOf()
       pool.dispatch({
         path: pathOf(req.url ?? '/'),
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         headers: headers as unknown as string[],
         // a body read whole to check its signed digest (src/pipeline.ts) goes as those same bytes

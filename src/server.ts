@@ -15,10 +15,10 @@ import { IdentitySigner } from './identity.js'
 import type { Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
 import { crossSiteCheck } from './origin.js'
-import { createPipeline, type ResWithCode } from './pipeline.js'
+import { createPipeline, type Pipeline, type ResWithCode } from './pipeline.js'
 import { createForwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
-import { createRouter, type Route } from './routes/index.js'
+import { createRouter, type Route, type Router } from './routes/index.js'
 import type { Store } from './store/types.js'
 
 export interface GatewayOptions {
@@ -33,11 +33,23 @@ export interface GatewayOptions {
 
 export interface Gateway {
   server: http.Server
-  auth: AuthPipeline
+  /** the authentication pipeline of the config in force */
+  readonly auth: AuthPipeline
   /** identity.jwt's signer; null when disabled */
   identity: IdentitySigner | null
   /** sidegate's own routes, in lookup order */
   readonly routes: readonly Route[]
+  /** The config in force: the start's, or the last one a live reload applied. */
+  readonly config: Config
+  /**
+   * A live reload (src/reload.ts): requests from now on are handled under
+   * `next`. Only keys the schema marks `live` may differ from the config in
+   * force (src/config/live.ts); the caller checks that. What is derived from
+   * the config (the authenticators, the header policy, the routes, the public
+   * paths, the rate limiter) is built anew and swapped in as one reference;
+   * requests already in flight finish under the config they started with.
+   */
+  apply (next: Config): void
   listen (port?: number, host?: string): Promise<AddressInfo>
   /**
    * First step of a graceful stop: readiness turns false (/readyz 503) at once
@@ -50,21 +62,35 @@ export interface Gateway {
   readonly draining: boolean
 }
 
+/** What is built from the config for the request path: swapped whole by a live reload. */
+interface Handlers {
+  auth: AuthPipeline
+  router: Router
+  pipeline: Pipeline
+}
+
 export function createGateway (opts: GatewayOptions): Gateway {
   const { config, store, log } = opts
-  const auth = new AuthPipeline(store, config)
   const identity = config.identity.jwt.enabled ? new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max }) : null
   identity?.start()
-  const policy = headerPolicy(config, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
   // ready only once the signing keys are read (or created, on the first start)
   const ready = identity === null ? opts.ready : async () => { await opts.ready?.(); await identity.ready() }
-  const crossSite = crossSiteCheck(policy, config.session.cookie_secure)
-  const forwarder = config.upstream.url ? createForwarder(config.upstream.url, config.upstream.timeout) : null
-  for (const w of configWarningList(config)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
+  /** the config in force (a live reload replaces it, with `current`) */
+  let inForce = config
+  // upstream.url is fixed for the process; upstream.timeout is read per request
+  const forwarder = config.upstream.url ? createForwarder(config.upstream.url, () => inForce.upstream.timeout) : null
   let draining = false
   const isDraining = (): boolean => draining
-  const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready, identity })
-  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity })
+  const build = (c: Config): Handlers => {
+    for (const w of configWarningList(c)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
+    const auth = new AuthPipeline(store, c)
+    const policy = headerPolicy(c, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
+    const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
+    const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity })
+    const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity })
+    return { auth, router, pipeline }
+  }
+  let current = build(config)
 
   const server = http.createServer({
     headersTimeout: config.server.headers_timeout * 1000,
@@ -76,15 +102,15 @@ export function createGateway (opts: GatewayOptions): Gateway {
     maxHeaderSize: config.server.max_header_size,
     // a request without Host gets our JSON 400 (pipeline, receive), not Node's plain-text one
     requireHostHeader: false
-  }, pipeline.request)
+  }, (req, res) => current.pipeline.request(req, res))
   // `Expect: 100-continue`: Node would answer 100 before sidegate looked at the request (pipeline.ts, proceed)
-  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => pipeline.request(req, res, true))
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => current.pipeline.request(req, res, true))
   // Node answers an unknown Expect with an empty 417 of its own: answer JSON like every other error
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     res.setHeader('x-request-id', requestId(req))
     ;(res as ResWithCode).errorCode = sendError(res, E.expectationFailed()).code
   })
-  server.on('upgrade', (req, socket, head) => { pipeline.upgrade(req, socket, head).catch(() => socket.destroy()) })
+  server.on('upgrade', (req, socket, head) => { current.pipeline.upgrade(req, socket, head).catch(() => socket.destroy()) })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) { socket.destroy(); return }
     const e = err.code === 'HPE_HEADER_OVERFLOW' ? E.headersTooLarge() : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? E.requestTimeout() : E.malformedRequest()
@@ -104,9 +130,17 @@ export function createGateway (opts: GatewayOptions): Gateway {
 
   return {
     server,
-    auth,
+    get auth () { return current.auth },
     identity,
-    routes: router.routes,
+    get routes () { return current.router.routes },
+    get config () { return inForce },
+    apply (next: Config) {
+      const built = build(next)
+      server.headersTimeout = next.server.headers_timeout * 1000
+      server.requestTimeout = next.server.request_timeout * 1000
+      inForce = next
+      current = built
+    },
     get draining () { return draining },
     listen (port = config.listen.port, host = config.listen.host) {
       return new Promise((resolve, reject) => {
@@ -117,11 +151,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
         })
       })
     },
-    async drain (seconds = config.server.drain_delay) {
+    async drain (seconds = inForce.server.drain_delay) {
       draining = true
       if (seconds > 0) await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
     },
-    async shutdown (graceSeconds = config.server.shutdown_grace) {
+    async shutdown (graceSeconds = inForce.server.shutdown_grace) {
       draining = true
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()

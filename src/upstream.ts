@@ -62,7 +62,8 @@ function pathFromAbsolute (reqUrl: string): string {
  * must answer the upgrade within upstream.timeout (504 otherwise); once
  * upgraded, the connection lives as long as both sides keep it.
  */
-export function createUpgrader (target: string, timeoutMs: number): Pick<Forwarder, 'ws' | 'close'> {
+export function createUpgrader (target: string, timeout: number | (() => number)): Pick<Forwarder, 'ws' | 'close'> {
+  const timeoutMs = typeof timeout === 'function' ? timeout : () => timeout
   const agent = new (target.startsWith('https:') ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
   const proxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
   proxy.on('proxyReqWs', (proxyReq, req, socket) => {
@@ -70,7 +71,7 @@ export function createUpgrader (target: string, timeoutMs: number): Pick<Forward
     const timer = setTimeout(() => {
       markTimedOut(req)
       proxyReq.destroy(new Error('upstream timeout'))
-    }, timeoutMs)
+    }, timeoutMs())
     const done = (): void => { answered = true; clearTimeout(timer) }
     proxyReq.once('upgrade', () => { done(); (req as Req)[ON_UPGRADE]?.() })
     proxyReq.once('response', done)

@@ -33,7 +33,7 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */
-const OWN = new Set(['check', 'optional', 'secret', 'url'])
+const OWN = new Set(['check', 'optional', 'secret', 'url', 'live'])
 
 /** Keys first in this order (a person reads the printed schema too); the rest after. */
 const ORDER = ['type', 'description', 'default', 'enum', 'minimum', 'maximum', 'additionalProperties']

@@ -11,6 +11,9 @@
  * - `check`: the name of a value check in CHECKS (./validate.ts) with its own message
  * - `optional`: an empty string or null means "unset" and becomes null
  * - `secret`: an error never shows the value; `url`: a password in it is masked
+ * - `live`: a change applies on a reload (SIGHUP, or the file changing) to the
+ *   next request; on a section, to every key in it. A reload that changes any
+ *   other key is refused (./live.ts, ../reload.ts).
  */
 import { Type as T, type Static, type TSchema, type TProperties } from '@sinclair/typebox'
 
@@ -29,6 +32,8 @@ const list = (def: string[], o: { description?: string, check?: string } = {}) =
   T.Array(T.String(o.check === undefined ? {} : { check: o.check }), { default: def, ...(o.description === undefined ? {} : { description: o.description }) })
 const oneOf = <V extends string>(values: readonly V[], def: V, description?: string) =>
   T.Union(values.map((v) => T.Literal(v)), { default: def, ...(description === undefined ? {} : { description }) })
+/** Marks a key (or a whole section) as changeable by a live reload. */
+const live = <S extends TSchema>(s: S): S => Object.assign(s, { live: true })
 const section = <P extends TProperties>(props: P, description?: string) =>
   T.Object(props, { additionalProperties: false, default: {}, ...(description === undefined ? {} : { description }) })
 
@@ -39,8 +44,8 @@ export const Schema = T.Object({
   }),
   upstream: section({
     url: optStr({ check: 'httpUrl', url: true, description: 'The service sidegate protects. Empty: sidegate serves its built-in demo API\n(/api/v1/users/users/ and /api/v1/users/profile/) from its own store.' }),
-    timeout: int(1, 3600, 30, 'Seconds to wait for the upstream to answer before replying 504.'),
-    public_paths: list([], { check: 'absolutePath', description: 'Paths forwarded without authentication, matched by whole segments: "/status"\ncovers /status and /status/… (not /status-admin; start-up warns once about entries\nwithout a trailing slash), "/static/" covers /static/…. Identity headers and\nsidegate\'s credentials are still stripped; a path with . or .. segments is never public.' })
+    timeout: live(int(1, 3600, 30, 'Seconds to wait for the upstream to answer before replying 504.')),
+    public_paths: live(list([], { check: 'absolutePath', description: 'Paths forwarded without authentication, matched by whole segments: "/status"\ncovers /status and /status/… (not /status-admin; start-up warns once about entries\nwithout a trailing slash), "/static/" covers /static/…. Identity headers and\nsidegate\'s credentials are still stripped; a path with . or .. segments is never public.' }))
   }),
   names: section({
     abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Identity.\nJMS gives the names JumpServer clients use.' })
@@ -74,31 +79,31 @@ export const Schema = T.Object({
   }),
   secret_key_file: str('sidegate.key'),
   auth: section({
-    bearer: section({
+    bearer: live(section({
       ttl: int(1, 31 * 86400, 3600, 'seconds a bearer token stays valid (date_expired in the token reply)'),
       single_use: bool(true, 'true: each token is accepted once (the spec). false: reusable until it expires,\nas JumpServer\'s are (for migrating clients that cache one token); a password\nchange still revokes it at once')
-    }),
-    signature: section({
+    })),
+    signature: live(section({
       clock_skew: int(0, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now (any RFC 9110 or RFC 5322\ndate form, any zone). 0: no freshness check, as JumpServer (whose documentation signs\na fixed 2014 date): a captured request can be replayed forever, so sidegate warns at\nstart and in /readyz; pair it with replay_cache'),
       algorithms: list(['hmac-sha256', 'hmac-sha512'], { check: 'signatureAlgorithm', description: 'accepted signature algorithms: hmac-sha256, hmac-sha512, and hmac-sha1 only if\nlisted here (JumpServer accepts all three; SHA-1 is weak)' }),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
       replay_cache: bool(false, 'true: each signature is accepted once (remembered for twice clock_skew; with\nclock_skew 0, for 24 hours)'),
       max_body: int(0, 1024 * 1024 * 1024, 1048576, 'bytes of body read to check a signed Digest or Content-Digest (413 above)'),
       require_digest: bool(false, 'true: a signed request with a body must sign Digest or Content-Digest')
-    }),
+    })),
     cache: section({
       max: int(0, 10_000_000, 10000, 'in-process entries per cache (access keys, users, private tokens, sessions)'),
       ttl: int(1, 3600, 30, 'seconds (sessions: 5 at most); changes also reach every replica at once via Redis pub/sub')
     }),
-    lockout: section({
+    lockout: live(section({
       max_failures: int(0, 1000, 7, '0 turns the lockout off'),
       window: int(1, 7 * 86400, 1800, 'seconds')
-    }, 'After max_failures wrong passwords for one username from one client IP within\n`window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in Redis, so across replicas.')
+    }, 'After max_failures wrong passwords for one username from one client IP within\n`window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in Redis, so across replicas.'))
   }),
-  org: section({
+  org: live(section({
     unknown: oneOf(['reject', 'default'] as const, 'reject', 'An organization (?oid=, X-SVC-ORG header or cookie) that does not exist:\nreject answers 404 org_not_found; default acts in the user\'s default org\ninstead, as JumpServer does (for migrating clients).')
-  }, 'Which organization a request acts in: ?oid=, then the X-<abbrev>-ORG header, then\na cookie of that name, then the user\'s default organization.'),
-  rate_limit: section({
+  }, 'Which organization a request acts in: ?oid=, then the X-<abbrev>-ORG header, then\na cookie of that name, then the user\'s default organization.')),
+  rate_limit: live(section({
     enabled: bool(false, 'count every authenticated request (upstream and sidegate\'s own API)'),
     limit: int(1, 100_000, 600, 'requests per window, per user (the default policy)'),
     window: int(1, 86_400, 60, 'seconds'),
@@ -109,13 +114,13 @@ export const Schema = T.Object({
       access_key: optStr({ check: 'ratePolicy' })
     }, 'Per authentication method, instead of limit/window: "100/60s", "5/s", "1000/1h";\nempty: the default. Counted per user and method.'),
     on_store_error: oneOf(['allow', 'deny'] as const, 'allow', 'Redis unreachable: allow lets requests through uncounted, deny answers 503;\neither is logged once per outage and counted in sidegate_rate_limit_store_errors_total.')
-  }, 'Rate limits per authenticated caller, exact across replicas: a sliding window in Redis\n(one script per request, Redis\'s clock). `sidegate limit set <username|key id> 100/60s`\nsets a user\'s or an access key\'s own limit (the key\'s wins, then the user\'s, then\nmethods, then limit/window). Answers carry RateLimit-Policy and RateLimit; over the\nlimit: 429 rate_limited with Retry-After. A Redis sorted set per active caller holds\nup to `limit` entries.'),
-  session: section({
+  }, 'Rate limits per authenticated caller, exact across replicas: a sliding window in Redis\n(one script per request, Redis\'s clock). `sidegate limit set <username|key id> 100/60s`\nsets a user\'s or an access key\'s own limit (the key\'s wins, then the user\'s, then\nmethods, then limit/window). Answers carry RateLimit-Policy and RateLimit; over the\nlimit: 429 rate_limited with Retry-After. A Redis sorted set per active caller holds\nup to `limit` entries.')),
+  session: live(section({
     accept_legacy_cookie: bool(true, 'also accept the pre-2.x cookie name "sessionid"'),
     idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),
     absolute_timeout: int(1, 365 * 86400, 86400, 'seconds after login a session ends regardless (>= idle_timeout)'),
     cookie_secure: bool(false, 'Mark the cookies Secure. They are also Secure whenever the request came over TLS\nor a trusted proxy (server.trusted_proxies) said X-Forwarded-Proto: https.\nOn, it also says browsers reach the gateway over https: its own origin, against\nwhich Origin and Referer of the login and token posts are checked, is https://.')
-  }, 'Browser sessions: POST /login sets <abbrev>_sessionid (HttpOnly) and <abbrev>_csrftoken\n(echoed in X-CSRFToken on unsafe methods), both SameSite=Lax; POST /logout ends them.'),
+  }, 'Browser sessions: POST /login sets <abbrev>_sessionid (HttpOnly) and <abbrev>_csrftoken\n(echoed in X-CSRFToken on unsafe methods), both SameSite=Lax; POST /logout ends them.')),
   identity: section({
     jwt: section({
       enabled: bool(false, 'true: every forwarded request carries X-<abbrev>-Identity, a JWT naming the\ncaller, signed by sidegate; its public keys are served at /.well-known/jwks.json.'),
@@ -127,15 +132,15 @@ export const Schema = T.Object({
     }, 'A signed identity for the upstream (README, "Verifying sidegate\'s identity in your service").')
   }),
   server: section({
-    trusted_proxies: list([], {
+    trusted_proxies: live(list([], {
       check: 'ipOrCidr',
       description: 'Peers (addresses or CIDR ranges: ["10.0.0.0/8", "fd00::/8", "127.0.0.1"]) whose\nX-Forwarded-For/-Proto/-Host are believed. The client address is the rightmost\nX-Forwarded-For entry that is not itself a trusted proxy (used for the lockout\nand the logs). From any other peer these headers are replaced, and every other\nforwarding header (Forwarded, X-Real-IP, any X-Forwarded-*, X-Auth-Request-*,\nTrue-Client-IP, X-Original-URL, Remote-User, …: README, Security) is removed.'
-    }),
-    drain_delay: int(0, 300, 5, 'SIGTERM: /readyz answers 503 at once while requests are still served for\ndrain_delay seconds (so Kubernetes or a load balancer stops sending traffic),\nthen the listener closes and in-flight requests get shutdown_grace seconds.\nStop timeouts (terminationGracePeriodSeconds, docker stop -t) must exceed the sum.\nSIGINT (Ctrl-C) skips the delay.'),
-    shutdown_grace: int(0, 600, 10, 'seconds in-flight requests get after the listener closes'),
-    body_limit: int(64, 10 * 1024 * 1024, 8192, 'bytes accepted on sidegate\'s own endpoints (413 above)'),
-    headers_timeout: int(1, 600, 10, 'seconds a client has to send its headers (408 and close after)'),
-    request_timeout: int(1, 3600, 60, 'seconds a client has to send its whole request (408 and close after)'),
+    })),
+    drain_delay: live(int(0, 300, 5, 'SIGTERM: /readyz answers 503 at once while requests are still served for\ndrain_delay seconds (so Kubernetes or a load balancer stops sending traffic),\nthen the listener closes and in-flight requests get shutdown_grace seconds.\nStop timeouts (terminationGracePeriodSeconds, docker stop -t) must exceed the sum.\nSIGINT (Ctrl-C) skips the delay.')),
+    shutdown_grace: live(int(0, 600, 10, 'seconds in-flight requests get after the listener closes')),
+    body_limit: live(int(64, 10 * 1024 * 1024, 8192, 'bytes accepted on sidegate\'s own endpoints (413 above)')),
+    headers_timeout: live(int(1, 600, 10, 'seconds a client has to send its headers (408 and close after)')),
+    request_timeout: live(int(1, 3600, 60, 'seconds a client has to send its whole request (408 and close after)')),
     max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)')
   }),
   metrics: section({
@@ -143,12 +148,15 @@ export const Schema = T.Object({
     host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
     port: int(0, 65535, 9090)
   }, 'Prometheus text at GET /metrics on a separate admin listener, so it is not\nreachable through the port your Service or load balancer exposes.'),
-  docs: section({
+  docs: live(section({
     enabled: bool(true)
-  }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).'),
-  log: section({
+  }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),
+  log: live(section({
     level: oneOf(LEVELS, 'info', 'fatal, error, warn, info, debug, trace or silent')
-  })
+  })),
+  reload: live(section({
+    watch: bool(true, 'true: a change of this file on disk reloads it too (its directory is watched, so a\nKubernetes ConfigMap update is seen); false: only SIGHUP reloads')
+  }, 'SIGHUP reads this file again: keys that can change live (README, "Live reload")\napply to new requests at once; a file that changes any other key is refused, one\nthat is not valid is reported, and the config in force stays. One log line tells which.'))
 }, { additionalProperties: false })
 
 /** gateway.yml as validated, defaults filled in, before anything is derived from it. */
