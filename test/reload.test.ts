@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 
 import { dirname, join } from 'node:path'
 import { parse, stringify } from 'yaml'
 import { startRedis, freePort } from './fixtures/redis.js'
-import { startEcho, request, type Res } from './fixtures/http.js'
+import { startEcho, post, request, type Res } from './fixtures/http.js'
 import { spawnGateway, startGateway, type SpawnedGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { eventually } from './fixtures/wait.js'
@@ -124,6 +124,29 @@ t.test('upstream.timeout changes by a reload: a slow upstream becomes a 504', as
   edit(g, (d) => { d.upstream.timeout = 30 })
   await hup(g)
   t.equal((await get('/slow/1500')).status, 200, 'back to 30 s')
+})
+
+t.test('docs, the lockout and trusted proxies change by one reload', async (t) => {
+  t.equal((await request(g.url, '/api/docs/openapi.json')).status, 200, 'docs on')
+  await makeUser(admin, 'lockme', { password: 'right-password-1' })
+  const login = async (password: string): Promise<Res> => await post(g.url, '/api/v1/authentication/auth/', { username: 'lockme', password })
+  t.equal((await login('wrong-1')).status, 401)
+  t.equal((await login('right-password-1')).status, 201, 'one failure is below the default lockout')
+  const forwarded = async (): Promise<unknown> => (await request(g.url, '/api/x', { headers: { authorization: `Token ${token}`, 'x-forwarded-for': '203.0.113.9' } })).json.headers['x-forwarded-for']
+  t.equal(await forwarded(), '127.0.0.1', 'an untrusted peer\'s X-Forwarded-For is replaced')
+
+  edit(g, (d) => { d.docs = { enabled: false }; d.auth = { lockout: { max_failures: 1 } }; d.server.trusted_proxies = ['127.0.0.1'] })
+  t.same((await hup(g)).changed, ['auth.lockout.max_failures', 'server.trusted_proxies', 'docs.enabled'])
+  t.equal((await request(g.url, '/api/docs/openapi.json')).status, 401, 'docs off: the path is the upstream\'s, protected')
+  t.equal((await login('wrong-2')).status, 401)
+  const locked = await login('right-password-1')
+  t.equal(locked.status, 429, 'locked out after one failure now')
+  t.equal(locked.json.code, 'too_many_attempts')
+  t.equal(await forwarded(), '203.0.113.9, 127.0.0.1', 'a trusted peer\'s X-Forwarded-For is kept')
+
+  edit(g, (d) => { delete d.docs; delete d.auth; d.server.trusted_proxies = [] })
+  t.same((await hup(g)).changed, ['auth.lockout.max_failures', 'server.trusted_proxies', 'docs.enabled'])
+  t.equal((await request(g.url, '/api/docs/openapi.json')).status, 200, 'docs on again')
 })
 
 t.test('a change of listen.port is refused: nothing of the file applies, the old port keeps serving', async (t) => {
