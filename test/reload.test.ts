@@ -11,10 +11,10 @@ import { dirname, join } from 'node:path'
 import { parse, stringify } from 'yaml'
 import { startRedis, freePort } from './fixtures/redis.js'
 import { startEcho, post, request, type Res } from './fixtures/http.js'
-import { spawnGateway, startGateway, type SpawnedGateway } from './fixtures/gateway.js'
+import { ROOT, spawnGateway, startGateway, type SpawnedGateway } from './fixtures/gateway.js'
 import { makeUser } from './fixtures/creds.js'
 import { eventually } from './fixtures/wait.js'
-import { leafKeys, liveKeys } from '../src/config/live.js'
+import { leafKeys, liveKeys, liveSections } from '../src/config/live.js'
 
 const redis = await startRedis()
 const echo = await startEcho()
@@ -225,4 +225,11 @@ t.test('the schema marks which keys are live', async (t) => {
   for (const k of ['log.level', 'upstream.public_paths', 'upstream.timeout', 'rate_limit.limit', 'rate_limit.methods.bearer', 'rate_limit.on_store_error', 'auth.lockout.max_failures', 'server.trusted_proxies', 'docs.enabled', 'server.headers_timeout']) t.ok(live.includes(k), `${k} is live`)
   for (const k of ['listen.port', 'listen.host', 'redis.url', 'redis.mode', 'secret_key', 'names.abbrev', 'metrics.port', 'upstream.url', 'auth.cache.max', 'identity.jwt.enabled']) t.notOk(live.includes(k), `${k} is not`)
   t.ok(leafKeys().length > live.length)
+})
+
+t.test('the README lists exactly the live keys of the schema', async (t) => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const para = /^Live keys \(the schema marks them[\s\S]*?\n\n/m.exec(readme)?.[0] ?? ''
+  const listed = [...para.split('):')[1].matchAll(/`([a-z_.]+)`/g)].map((m) => m[1])
+  t.same(listed, liveSections())
 })
