@@ -1,0 +1,56 @@
+{{- define "sidegate.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sidegate.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sidegate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sidegate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "sidegate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "sidegate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- /* The Secret with SIDEGATE_SECRET_KEY (and the Redis and admin passwords): the chart's, or existingSecret. */ -}}
+{{- define "sidegate.secretName" -}}
+{{- .Values.existingSecret | default (include "sidegate.fullname" .) -}}
+{{- end -}}
+
+{{- define "sidegate.requireSecret" -}}
+{{- if and (not .Values.existingSecret) (not .Values.secretKey) -}}
+{{- fail "set secretKey (at least 32 characters: openssl rand -base64 48) or existingSecret (a Secret with SIDEGATE_SECRET_KEY): the config is mounted read-only, so sidegate cannot write a key file" -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* gateway.yml as the ConfigMap holds it */ -}}
+{{- define "sidegate.gatewayYml" -}}
+{{- toYaml .Values.config -}}
+{{- end -}}
+
+{{- /*
+The config without the keys a live reload may change (_live.tpl): its checksum
+changes, and the pods roll, only when a key that needs a restart changed.
+*/ -}}
+{{- define "sidegate.restartConfig" -}}
+{{- $c := deepCopy .Values.config -}}
+{{- range $key := splitList " " (include "sidegate.liveKeys" .) -}}
+{{- $parts := splitList "." $key -}}
+{{- $m := $c -}}
+{{- range $p := initial $parts -}}
+{{- $m = get $m $p | default dict -}}
+{{- end -}}
+{{- $_ := unset $m (last $parts) -}}
+{{- end -}}
+{{- toYaml $c -}}
+{{- end -}}
