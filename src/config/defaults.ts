@@ -6,6 +6,7 @@
  */
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
+import { liveSections } from './live.js'
 import { ENV, Schema } from './schema.js'
 
 const HEADER = [
@@ -13,6 +14,7 @@ const HEADER = [
   ...wrap(`Environment variables override the file: ${ENV.map(([name]) => name).join(', ')}.`, 86),
   'A bad key or value stops `sidegate start` naming each problem (exit 2);',
   '`sidegate config check --config FILE` checks a file without starting.',
+  ...wrap(`SIGHUP, or a change of this file, reloads it: a change of ${liveSections().join(', ')} applies at once; a change of any other key is refused (restart for those).`, 86),
   'This file is generated: `sidegate config defaults` prints it.'
 ]
 
