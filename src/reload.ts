@@ -80,12 +80,20 @@ export class Reloader {
       log.error({ trigger, file, keys: fixed }, `config reload refused: ${fixed.join(', ')} cannot change while sidegate runs (restart it to apply them); the config in force stays, none of the file's changes apply`)
       return 'refused'
     }
-    this.#o.count?.('success')
     if (live.length === 0) {
+      this.#o.count?.('success')
       log.info({ trigger, file }, 'config reload: nothing changed')
       return 'unchanged'
     }
-    this.#o.apply(next)
+    try {
+      this.#o.apply(next)
+    } catch (err) {
+      // a bug, not the file: the config in force stays, the process keeps serving
+      this.#o.count?.('failure')
+      log.error({ trigger, file, err }, 'config reload failed while applying it; the config in force stays')
+      return 'invalid'
+    }
+    this.#o.count?.('success')
     log.info({ trigger, file, changed: live }, `config reloaded: ${live.join(', ')}`)
     return 'applied'
   }
