@@ -33,7 +33,9 @@
  * `rejectUpgrade` on the socket.
  *
  * The steps are small functions made once per gateway: a request costs no
- * closure or promise beyond what the work needs.
+ * closure or promise beyond what the work needs. A live reload (src/reload.ts)
+ * makes them anew from the new config and the server swaps one reference
+ * (src/server.ts apply): what they derive from the config is fixed per pipeline.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
