@@ -19,6 +19,7 @@ import { createPipeline, type ResWithCode } from './pipeline.js'
 import { createForwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import { createRouter, type Route } from './routes/index.js'
+import { UnusedKeys } from './unused-keys.js'
 import type { Store } from './store/types.js'
 
 export interface GatewayOptions {
@@ -55,6 +56,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const auth = new AuthPipeline(store, config)
   const identity = config.identity.jwt.enabled ? new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max }) : null
   identity?.start()
+  // auth.keys.disable_after: off (no timer) at 0
+  const unusedKeys = new UnusedKeys(store, log, { days: config.auth.keys.disable_after, intervalSeconds: config.auth.keys.check_interval, onPass: opts.metrics?.unusedKeysPass })
+  unusedKeys.start()
   const policy = headerPolicy(config, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
   // ready only once the signing keys are read (or created, on the first start)
   const ready = identity === null ? opts.ready : async () => { await opts.ready?.(); await identity.ready() }
@@ -130,6 +134,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
       clearTimeout(timer)
       forwarder?.close()
       identity?.close()
+      await unusedKeys.close()
     }
   }
 }

@@ -11,7 +11,7 @@ import { SECRET, startGateway } from './fixtures/gateway.js'
 import { cliIn, workdir } from './fixtures/procs.js'
 import { makeUser, signedHeaders } from './fixtures/creds.js'
 import { removeDir } from './fixtures/cleanup.js'
-import { parseExpiry } from '../src/cli.js'
+import { parseExpiry } from '../src/keyopts.js'
 
 const redis = await startRedis()
 const echo = await startEcho()

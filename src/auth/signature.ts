@@ -78,9 +78,10 @@ export class SignatureAuthenticator implements Authenticator {
     const id = normalizeKeyId(keyId)
     if (id === null || mac === null) throw E.invalidSignature()
     const found = await this.store.getAccessKey(id)
-    if (found === null || !found.key.is_active) throw E.invalidSignature()
+    if (found === null) throw E.invalidSignature()
     if (!macMatches(alg.hash, found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
-    // after the MAC: only the key's holder learns that it expired
+    // after the MAC: only the key's holder learns that it is disabled or expired
+    if (!found.key.is_active) throw E.keyDisabled()
     if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
     // only now: a digest header proves something only when the MAC covers it
     const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
