@@ -142,7 +142,7 @@ if (browser === null) {
 
     await row.getByRole('button', { name: /^Disable/ }).click()
     await row.getByText('Disabled').waitFor()
-    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature', 'disabled in the page: refused')
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'key_disabled', 'disabled in the page: refused')
     await row.getByRole('button', { name: /^Enable/ }).click()
     await row.getByText('Active').waitFor()
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')
