@@ -57,6 +57,18 @@ t.test('allow-list: the real client address decides (X-Forwarded-For only from a
   t.equal((await call(direct.url, v6)).status, 200, 'an IPv4 range matches 127.0.0.1')
 })
 
+t.test('a request refused by the allow-list is not a use: date_last_used stays unset (auth.keys.disable_after reads it)', async (t) => {
+  const blocked = await create('--allow-ip', '10.1.0.0/16')
+  const open = await create()
+  t.equal((await call(direct.url, blocked)).status, 403)
+  t.equal((await call(direct.url, open)).status, 200)
+  // both writes go over the same connection, the refused key's first if there were one
+  const u = (await direct.store.getUserByUsername('alice'))!
+  const used = async (id: string) => (await direct.store.listAccessKeys(u.id)).find((k) => k.id === id)?.date_last_used
+  t.ok(await eventually(async () => typeof (await used(open.id)) === 'string'), 'the accepted key\'s use is recorded')
+  t.equal(await used(blocked.id), null, 'the refused one has none')
+})
+
 t.test('expired: 401 key_expired after a correct signature; a wrong one is still invalid_signature', async (t) => {
   const u = await proxied.store.getUserByUsername('alice')
   const { key, secret } = await proxied.store.createAccessKey(u!.id, 0, { date_expired: new Date(Date.now() - 1000).toISOString() })
@@ -89,9 +101,9 @@ t.test('parseExpiry: days from now, a date through its end (UTC)', async (t) => 
 const KEYS = '/api/v1/authentication/access-keys/'
 
 t.test('the self-service endpoint takes the same options: expiry (days or a date), name, allow-list; listed with last use', async (t) => {
-  const u = (await proxied.store.getUserByUsername('alice'))!
+  const u = await makeUser(proxied, 'dave')
   const auth = { authorization: `Token ${await proxied.store.createPrivateToken(u.id)}` }
-  const post = async (body: Record<string, unknown>) => await request(proxied.url, KEYS, { method: 'POST', body: JSON.stringify({ password: 'alice-password', ...body }), headers: { ...auth, 'content-type': 'application/json' } })
+  const post = async (body: Record<string, unknown>) => await request(proxied.url, KEYS, { method: 'POST', body: JSON.stringify({ password: 'dave-password', ...body }), headers: { ...auth, 'content-type': 'application/json' } })
   const r = await post({ expires: '30d', name: 'deploy bot', allow_ips: ['10.1.0.0/16', '2001:db8::/32', ' 127.0.0.1 '] })
   t.equal(r.status, 201, JSON.stringify(r.json))
   t.match(r.json, { id: String, secret: String, name: 'deploy bot', is_active: true, date_last_used: null })
@@ -105,7 +117,7 @@ t.test('the self-service endpoint takes the same options: expiry (days or a date
   const dated = await post({ expires: '2099-12-31' })
   t.equal(dated.json.date_expired, '2100-01-01T00:00:00.000Z', 'a date: through its end (UTC)')
   t.same([dated.json.name, dated.json.allow_ips], [null, []], 'no name, anywhere')
-  const form = await request(proxied.url, KEYS, { method: 'POST', body: new URLSearchParams({ password: 'alice-password', allow_ips: '10.0.0.0/8, ::1 192.0.2.7', name: 'from a form' }).toString(), headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' } })
+  const form = await request(proxied.url, KEYS, { method: 'POST', body: new URLSearchParams({ password: 'dave-password', allow_ips: '10.0.0.0/8, ::1 192.0.2.7', name: 'from a form' }).toString(), headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' } })
   t.equal(form.status, 201)
   t.same([form.json.name, form.json.allow_ips], ['from a form', ['10.0.0.0/8', '::1', '192.0.2.7']], 'a form field: entries separated by commas or spaces')
 
@@ -115,11 +127,11 @@ t.test('the self-service endpoint takes the same options: expiry (days or a date
   t.same([listed.name, listed.date_expired, listed.allow_ips, listed.secret], ['deploy bot', r.json.date_expired, r.json.allow_ips, undefined])
   t.match((await request(proxied.url, `${KEYS}${k.id}/`, { headers: auth })).json, { name: 'deploy bot', date_expired: r.json.date_expired, allow_ips: r.json.allow_ips })
   // and the CLI sees the same key
-  t.match((await cli('key', 'list', 'alice')).stdout, new RegExp(`${k.id}  "deploy bot"  created \\S+  last used 20\\S+  expires ${r.json.date_expired}  from 10.1.0.0/16,2001:db8::/32,127.0.0.1`))
+  t.match((await cli('key', 'list', 'dave')).stdout, new RegExp(`${k.id}  "deploy bot"  created \\S+  last used 20\\S+  expires ${r.json.date_expired}  from 10.1.0.0/16,2001:db8::/32,127.0.0.1`))
 })
 
 t.test('bad options: 400 bad_request naming the field, the CLI\'s own message, before the password is checked; nothing created', async (t) => {
-  const u = (await proxied.store.getUserByUsername('alice'))!
+  const u = await makeUser(proxied, 'erin')
   const auth = { authorization: `Token ${await proxied.store.createPrivateToken(u.id)}` }
   const count = async () => (await proxied.store.listAccessKeys(u.id)).length
   const before = await count()
@@ -152,6 +164,6 @@ t.test('bad options: 400 bad_request naming the field, the CLI\'s own message, b
     }
   }
   t.equal(await count(), before, 'nothing created')
-  const ok = await request(proxied.url, KEYS, { method: 'POST', body: JSON.stringify({ password: 'alice-password', name: 'n'.repeat(128) }), headers: { ...auth, 'content-type': 'application/json' } })
+  const ok = await request(proxied.url, KEYS, { method: 'POST', body: JSON.stringify({ password: 'erin-password', name: 'n'.repeat(128) }), headers: { ...auth, 'content-type': 'application/json' } })
   t.equal(ok.status, 201, '128 characters are fine, and the lockout did not count the refused ones')
 })

@@ -399,11 +399,29 @@ export function accountPageRoute (config: Config, assets: AssetSet): Route {
     </div>
     <table id="ak-table">
       <caption class="sr-only">Your access keys</caption>
-      <thead><tr><th scope="col">AccessKeyID</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <thead><tr><th scope="col">Name</th><th scope="col">AccessKeyID</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Allowed from</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody></tbody>
     </table>
     <p id="ak-empty" class="muted" hidden>You have no access keys.</p>
-    <button type="button" class="primary" id="ak-create">Create access key</button>
+    <fieldset class="new-key">
+      <legend>New access key <span class="muted">(every field optional)</span></legend>
+      <div class="field">
+        <label for="ak-name">Name</label>
+        <input id="ak-name" type="text" maxlength="${MAX_KEY_NAME}" autocomplete="off" aria-describedby="ak-name-help">
+        <p class="muted hint" id="ak-name-help">A label for you, at most ${MAX_KEY_NAME} characters.</p>
+      </div>
+      <div class="field">
+        <label for="ak-expires">Expires</label>
+        <input id="ak-expires" type="text" maxlength="32" autocomplete="off" placeholder="90d or 2027-01-31" aria-describedby="ak-expires-help">
+        <p class="muted hint" id="ak-expires-help">A number of days from now (<code>90d</code>), or a date: the key works through that day (UTC). Empty: never.</p>
+      </div>
+      <div class="field">
+        <label for="ak-allow-ips">Allowed from</label>
+        <input id="ak-allow-ips" type="text" autocomplete="off" placeholder="10.0.0.0/8, 2001:db8::/32" aria-describedby="ak-allow-ips-help">
+        <p class="muted hint" id="ak-allow-ips-help">IP addresses or CIDR ranges, IPv4 or IPv6, separated by commas or spaces (at most ${MAX_KEY_ALLOW_IPS}). Requests signed with the key from any other address are refused. Empty: anywhere.</p>
+      </div>
+      <button type="button" class="primary" id="ak-create">Create access key</button>
+    </fieldset>
   </section>
 
   <section aria-labelledby="pt-title" class="panel">
