@@ -1,6 +1,7 @@
 /**
- * Issue 15, part 4 (the parts done): access keys with an expiry, an IP
- * allow-list and a name, made with `sidegate key create` (a process), used
+ * Issue 15, part 4: access keys with an expiry, an IP allow-list and a name,
+ * made with `sidegate key create` (a process) and with the self-service
+ * endpoint (the same parser: the same refusals in the same words), used
  * over real HTTP on two gateways sharing one Redis: one behind a trusted
  * proxy (X-Forwarded-For believed from 127.0.0.1), one not.
  */
