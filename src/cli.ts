@@ -15,7 +15,7 @@ import { Reloader } from './reload.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
 import { keyStates, rotateKeySet, type KeyState } from './identity.js'
-import { trustedProxies } from './headers.js'
+import { KeyOptionError, keyOptions } from './keyopts.js'
 import { formatPolicy, parsePolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
@@ -60,7 +60,8 @@ Commands:
   start                              run the gateway
   user add|list|disable|enable|passwd|grant
   org add|list
-  key create|list|revoke             access keys (HMAC signatures)
+  key create|list|disable|enable|revoke
+                                     access keys (HMAC signatures)
   token create|show|revoke           private tokens
   limit set|list|clear               rate limits of a user or an access key
   secret rotate                      re-encrypt the store under a new secret key
@@ -121,7 +122,12 @@ ${GLOBAL}`,
                                        key is refused (401 key_expired). --allow-ip: addresses or CIDR ranges
                                        the key may be used from (the client address as server.trusted_proxies
                                        resolves it; 403 ip_not_allowed from others), repeatable. --name: a label.
-  sidegate key list <username>         with name, expiry, allow-list and when each key was last used
+  sidegate key list <username>         with name, expiry, allow-list, when each key was last used, and
+                                       "disabled" for a disabled one
+  sidegate key disable <id>            every replica refuses the key at once (401 key_disabled); kept
+  sidegate key enable <id>             turns a disabled key back on (disabled by its owner, by this
+                                       command, or by auth.keys.disable_after for being unused: it then
+                                       has disable_after days again from now)
   sidegate key revoke <id>             deletes the key; every replica refuses it within a second
 
 ${GLOBAL}`,
@@ -190,7 +196,7 @@ ${GLOBAL}`
 const SUBCOMMANDS: Record<string, string[]> = {
   user: ['add', 'list', 'disable', 'enable', 'passwd', 'grant'],
   org: ['add', 'list'],
-  key: ['create', 'list', 'revoke'],
+  key: ['create', 'list', 'disable', 'enable', 'revoke'],
   token: ['create', 'show', 'revoke'],
   limit: ['set', 'list', 'clear'],
   secret: ['rotate'],
@@ -527,29 +533,10 @@ const STDOUT_FLUSH_MS = 1000
 /** Fields of each kind of record in --json output, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'allow_ips', 'rate_limit', 'unreadable']
+const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'allow_ips', 'rate_limit', 'unreadable']
 
-/** `--expires`: `90d` (from now) or `2027-01-31` (through that day, UTC) → the ISO time the key stops working. */
-export function parseExpiry (v: string, now = Date.now()): string {
-  const days = /^(\d{1,5})d$/.exec(v)
-  if (days !== null && Number(days[1]) >= 1) return new Date(now + Number(days[1]) * 86_400_000).toISOString()
-  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v)
-  if (day !== null) {
-    const start = Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]))
-    if (new Date(start).toISOString().slice(0, 10) === v) {
-      const end = start + 86_400_000
-      if (end <= now) throw new UsageError(`--expires: ${v} is in the past`)
-      return new Date(end).toISOString()
-    }
-  }
-  throw new UsageError(`--expires: "${v}" is neither a number of days (90d) nor a date (2027-01-31)`)
-}
-
-function parseAllowIps (list: string[]): string[] {
-  const out = list.map((v) => v.trim())
-  try { trustedProxies(out) } catch { throw new UsageError(`--allow-ip: each must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got ${out.map((x) => JSON.stringify(x)).join(', ')}`) }
-  return out
-}
+/** The `key create` flag of each key option. */
+const CLI_FLAG = { expires: 'expires', name: 'name', allow_ips: 'allow-ip' } as const
 
 function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -660,12 +647,12 @@ class Admin {
       }
       case 'key create': {
         const u = await this.#user(this.#one(args, 'username'))
-        const o: NewKeyOptions = {}
-        if (this.v.expires !== undefined) o.date_expired = parseExpiry(this.v.expires)
-        if (this.v['allow-ip'] !== undefined) o.allow_ips = parseAllowIps(this.v['allow-ip'])
-        if (this.v.name !== undefined) {
-          if (this.v.name.length > 128) throw new UsageError('--name: at most 128 characters')
-          o.name = this.v.name
+        let o: NewKeyOptions
+        try {
+          o = keyOptions({ expires: this.v.expires, name: this.v.name, allowIps: this.v['allow-ip'] })
+        } catch (err) {
+          if (err instanceof KeyOptionError) throw new UsageError(`--${CLI_FLAG[err.option]}: ${err.message}`)
+          throw err
         }
         const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
         const extra = [key.name === undefined ? '' : `Name:            ${key.name}`, key.date_expired === undefined ? '' : `Expires:         ${key.date_expired}`, key.allow_ips === undefined ? '' : `Allowed from:    ${key.allow_ips.join(', ')}`].filter(Boolean)
@@ -676,6 +663,12 @@ class Admin {
         const keys = await this.store.listAccessKeys(u.id)
         const now = Date.now()
         return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
+      }
+      case 'key disable':
+      case 'key enable': {
+        const id = this.#one(args, 'key id')
+        if (!isUuid(id) || !(await this.store.setAccessKeyActive(id.toLowerCase(), sub === 'enable'))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
+        return this.#print({ id: id.toLowerCase(), is_active: sub === 'enable' }, `${sub}d access key ${id.toLowerCase()}`)
       }
       case 'key revoke': {
         const id = this.#one(args, 'key id')

@@ -4,3 +4,7 @@
 export const MAX_ACCESS_KEYS = 10
 /** A browser session this young (since its login) may create permanent credentials without the password again. */
 export const FRESH_LOGIN_MS = 5 * 60_000
+/** Characters of an access key's name. */
+export const MAX_KEY_NAME = 128
+/** Entries of an access key's IP allow-list. */
+export const MAX_KEY_ALLOW_IPS = 64

@@ -16,6 +16,8 @@ export interface RequestObserver {
   request (status: number, authMethod: string | undefined, code: string | undefined, startNs: bigint): void
   /** a request the rate limit could not count: the store was unavailable (src/ratelimit.ts) */
   rateLimitStoreError?: () => void
+  /** a pass of auth.keys.disable_after that this replica ran, and the keys it disabled (src/unused-keys.ts) */
+  unusedKeysPass?: (disabled: number) => void
 }
 
 /** The parts of the store the metrics read at scrape time. */
@@ -42,6 +44,8 @@ export class Metrics implements RequestObserver {
   readonly #redisErrors: Counter<'kind'>
   readonly #rateLimitStoreErrors: Counter
   readonly #configReloads: Counter<'result'>
+  readonly #unusedKeyPasses: Counter
+  readonly #unusedKeysDisabled: Counter
   readonly #children = new Map<number, Counter.Internal>()
   readonly #failureChildren = new Map<string, Counter.Internal>()
   #server: http.Server | null = null
@@ -58,6 +62,8 @@ export class Metrics implements RequestObserver {
     this.#authFailures = new Counter({ name: 'sidegate_auth_failures_total', help: 'Requests refused with 401 or 403, by error code.', labelNames: ['code'], registers })
     this.#upstreamErrors = new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers })
     this.#rateLimitStoreErrors = new Counter({ name: 'sidegate_rate_limit_store_errors_total', help: 'Requests the rate limit could not count because Redis was unavailable (let through or refused as rate_limit.on_store_error says).', registers })
+    this.#unusedKeyPasses = new Counter({ name: 'sidegate_unused_key_passes_total', help: 'Passes of auth.keys.disable_after this replica ran (one replica runs each pass).', registers })
+    this.#unusedKeysDisabled = new Counter({ name: 'sidegate_unused_keys_disabled_total', help: 'Access keys this replica disabled because they were unused for auth.keys.disable_after days.', registers })
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
     this.#configReloads = new Counter({ name: 'sidegate_config_reloads_total', help: 'Live reloads of gateway.yml (SIGHUP or the file changing): success (applied, or nothing changed) or failure (not valid, or a key that cannot change live).', labelNames: ['result'], registers })
     this.#configReloads.inc({ result: 'success' }, 0)
@@ -90,6 +96,7 @@ export class Metrics implements RequestObserver {
   }
 
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }
+  readonly unusedKeysPass = (disabled: number): void => { this.#unusedKeyPasses.inc(); this.#unusedKeysDisabled.inc(disabled) }
 
   /** A live reload's outcome (src/reload.ts). */
   readonly configReload = (result: 'success' | 'failure'): void => { this.#configReloads.inc({ result }) }

@@ -202,10 +202,19 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     return auth.authenticate(ctx.req, original)
   }
 
-  /** An access key with an allow-list (`--allow-ip`): the real client address (trusted_proxies) must be in it, else 403 ip_not_allowed. */
+  /**
+   * An access key with an allow-list (`--allow-ip`): the real client address
+   * (trusted_proxies) must be in it, else 403 ip_not_allowed. Then, and only
+   * then, the key counts as used (date_last_used, which auth.keys.disable_after
+   * reads): a request refused here does not keep a key alive. No Redis round
+   * trip on the request: the store writes at most once per key a minute, after.
+   */
   function checkKeyIp (ctx: StepContext): void {
-    const allow = ctx.identity?.keyAllowIps
+    const keyId = ctx.identity?.keyId
+    if (keyId === undefined) return
+    const allow = ctx.identity!.keyAllowIps
     if (allow !== undefined && !allowList(allow)(ctx.clientIp)) throw E.ipNotAllowed()
+    store.touchAccessKey(keyId)
   }
 
   /**

@@ -19,6 +19,7 @@ import { createPipeline, type Pipeline, type ResWithCode } from './pipeline.js'
 import { createForwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import { createRouter, type Route, type Router } from './routes/index.js'
+import { UnusedKeys } from './unused-keys.js'
 import type { Store } from './store/types.js'
 
 export interface GatewayOptions {
@@ -73,6 +74,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const { config, store, log } = opts
   const identity = config.identity.jwt.enabled ? new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max }) : null
   identity?.start()
+  // auth.keys.disable_after: off (no timer) at 0
+  const unusedKeys = new UnusedKeys(store, log, { days: config.auth.keys.disable_after, intervalSeconds: config.auth.keys.check_interval, onPass: opts.metrics?.unusedKeysPass })
+  unusedKeys.start()
   // ready only once the signing keys are read (or created, on the first start)
   const ready = identity === null ? opts.ready : async () => { await opts.ready?.(); await identity.ready() }
   /** the config in force (a live reload replaces it, with `current`) */
@@ -164,6 +168,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
       clearTimeout(timer)
       forwarder?.close()
       identity?.close()
+      await unusedKeys.close()
     }
   }
 }

@@ -1,5 +1,6 @@
-// The API keys page: lists, creates, disables and deletes the user's access
-// keys, and shows, creates, resets and revokes the private token, through
+// The API keys page: lists, creates (with a name, an expiry and an IP
+// allow-list, as `sidegate key create` takes them), disables and deletes the
+// user's access keys, and shows, creates, resets and revokes the private token, through
 // sidegate's JSON endpoints with the session cookie and the CSRF token.
 // Creating a key or a token needs the password once the sign-in is older than
 // data-fresh-ms allows: the page then shows a password field and sends it.
@@ -111,8 +112,17 @@
     throw err
   }
 
-  function createWithConfirmation (url) {
-    return confirmation().then(function (data) { return api('POST', url, data) }).then(confirmed, notConfirmed)
+  // `extra`: more fields of the body (a new key's options)
+  function createWithConfirmation (url, extra) {
+    return confirmation().then(function (data) {
+      var body = data
+      if (extra) {
+        body = {}
+        Object.keys(extra).forEach(function (k) { body[k] = extra[k] })
+        if (data) body.password = data.password
+      }
+      return api('POST', url, body)
+    }).then(confirmed, notConfirmed)
   }
 
   // ---- access keys
@@ -138,11 +148,16 @@
           return loadKeys()
         }).catch(function () {})
       })
+      var expired = k.date_expired && new Date(k.date_expired).getTime() <= Date.now()
+      var state = !k.is_active ? 'Disabled' : expired ? 'Expired' : 'Active'
       var row = el('tr', { 'data-key-id': k.id }, [
+        el('td', { class: 'key-name', text: k.name || '' }),
         el('td', {}, [el('code', { text: k.id })]),
         el('td', {}, [el('time', { datetime: k.date_created, text: fmt(k.date_created) })]),
         el('td', {}, [k.date_last_used ? el('time', { datetime: k.date_last_used, text: fmt(k.date_last_used) }) : document.createTextNode('never')]),
-        el('td', {}, [el('span', { class: 'badge ' + (k.is_active ? 'on' : 'off'), text: k.is_active ? 'Active' : 'Disabled' })]),
+        el('td', { class: 'key-expires' }, [k.date_expired ? el('time', { datetime: k.date_expired, text: fmt(k.date_expired) }) : document.createTextNode('never')]),
+        el('td', { class: 'key-allow-ips' }, k.allow_ips && k.allow_ips.length ? k.allow_ips.map(function (a) { return el('code', { class: 'ip', text: a }) }) : [document.createTextNode('anywhere')]),
+        el('td', {}, [el('span', { class: 'badge ' + (state === 'Active' ? 'on' : 'off'), text: state })]),
         el('td', { class: 'actions-cell' }, [toggle, del])
       ])
       tbody.appendChild(row)
@@ -153,8 +168,34 @@
     return api('GET', keysUrl).then(renderKeys).catch(function (err) { say(err.message, true) })
   }
 
+  // the new key's options: sent as typed; the server parses them as the command line does
+  var optionFields = { name: $('ak-name'), expires: $('ak-expires'), allow_ips: $('ak-allow-ips') }
+
+  function keyOptions () {
+    var out = {}
+    Object.keys(optionFields).forEach(function (k) {
+      var f = optionFields[k]
+      f.removeAttribute('aria-invalid')
+      var v = f.value.trim()
+      if (v !== '') out[k] = v
+    })
+    return out
+  }
+
+  // a 400 names the field first ("expires: …"): mark that one
+  function optionRefused (err) {
+    var m = err && err.code === 'bad_request' && /^(\w+):/.exec(err.message)
+    var f = m && optionFields[m[1]]
+    if (f) {
+      f.setAttribute('aria-invalid', 'true')
+      f.focus()
+    }
+    throw err
+  }
+
   $('ak-create').addEventListener('click', function () {
-    busy($('ak-create'), createWithConfirmation(keysUrl)).then(function (k) {
+    busy($('ak-create'), createWithConfirmation(keysUrl, keyOptions()).catch(optionRefused)).then(function (k) {
+      Object.keys(optionFields).forEach(function (n) { optionFields[n].value = '' })
       $('ak-new-id').textContent = k.id
       $('ak-new-secret').textContent = k.secret
       $('ak-new').hidden = false

@@ -61,12 +61,15 @@ t.test('every credential kind lists, creates, disables and deletes its own acces
     const mine = list.json.find((k: any) => k.id === id)
     t.ok(mine, `${kind}: listed`)
     t.equal(mine.secret, undefined, 'never listed with its secret')
-    t.same(Object.keys(mine).sort(), ['date_created', 'date_last_used', 'id', 'is_active'])
+    t.same(Object.keys(mine).sort(), ['allow_ips', 'date_created', 'date_expired', 'date_last_used', 'id', 'is_active', 'name'])
+    t.same([mine.name, mine.date_expired, mine.allow_ips], [null, null, []], 'no name, no expiry, anywhere')
 
     const off = await call(auth, 'PATCH', `${KEYS}${id}/`, { is_active: false })
     t.equal(off.status, 200, `${kind}: disable`)
     t.equal(off.json.is_active, false)
-    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature', 'a disabled key is refused')
+    const refused = await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })
+    t.same([refused.status, refused.json], [401, { detail: 'This access key is disabled.', code: 'key_disabled' }], 'a disabled key is refused')
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret + 'x', 'GET', PROFILE) })).json.code, 'invalid_signature', 'only its holder learns that it is disabled')
     t.equal((await call(auth, 'PATCH', `${KEYS}${id}/`, { is_active: true })).json.is_active, true)
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')
 

@@ -145,7 +145,8 @@ t.test('access-key signature as in the spec (request-target, accept, date)', asy
   t.equal((await request(g.url, '/p', { headers: within })).status, 200)
 
   await g.store.setAccessKeyActive(key.id, false)
-  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).json.code, 'invalid_signature', 'inactive key')
+  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).json.code, 'key_disabled', 'inactive key')
+  t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, 'not-the-secret', 'GET', '/p') })).json.code, 'invalid_signature', 'inactive key, wrong secret')
 })
 
 t.test('signature parameters: spaces after commas, unknown params, any order; duplicates rejected', async (t) => {

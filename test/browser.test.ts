@@ -142,7 +142,7 @@ if (browser === null) {
 
     await row.getByRole('button', { name: /^Disable/ }).click()
     await row.getByText('Disabled').waitFor()
-    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature', 'disabled in the page: refused')
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'key_disabled', 'disabled in the page: refused')
     await row.getByRole('button', { name: /^Enable/ }).click()
     await row.getByText('Active').waitFor()
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')
@@ -150,6 +150,64 @@ if (browser === null) {
     await row.waitFor({ state: 'detached' })
     t.same(await g.store.listAccessKeys(alice.id), [], 'deleted in the store')
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature')
+  })
+
+  t.test('a key with a name, an expiry and an allow-list from the page; a value the server refuses is marked, nothing made', async (t) => {
+    const name = page.getByLabel('Name')
+    const expires = page.getByLabel('Expires')
+    const allow = page.getByLabel('Allowed from')
+    await expires.fill('soon')
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.getByText(/^expires: "soon" is neither a number of days/).waitFor()
+    t.equal(await expires.getAttribute('aria-invalid'), 'true', 'the field is marked')
+    t.ok(await expires.evaluate((e) => e === document.activeElement), 'and focused')
+    t.same(await g.store.listAccessKeys(alice.id), [], 'nothing created')
+    await allow.fill('10.0.0.0/33')
+    await expires.fill('30d')
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.getByText(/^allow_ips: Each must be an IP address or a CIDR range/).waitFor()
+    t.equal(await allow.getAttribute('aria-invalid'), 'true')
+    t.equal(await expires.getAttribute('aria-invalid'), null, 'the other field is no longer marked')
+
+    await name.fill('laptop')
+    await allow.fill('127.0.0.1, 2001:db8::/32')
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.locator('#ak-new').waitFor({ state: 'visible' })
+    const id = (await page.locator('#ak-new-id').textContent())!.trim()
+    const secret = (await page.locator('#ak-new-secret').textContent())!.trim()
+    t.same([await name.inputValue(), await expires.inputValue(), await allow.inputValue()], ['', '', ''], 'the fields are cleared')
+    const [stored] = await g.store.listAccessKeys(alice.id)
+    t.match(stored, { id, name: 'laptop', allow_ips: ['127.0.0.1', '2001:db8::/32'] })
+    const days = (Date.parse(stored.date_expired!) - Date.now()) / 86_400_000
+    t.ok(days > 29.9 && days <= 30, `expires in ${days} days`)
+    const row = page.locator(`tr[data-key-id="${id}"]`)
+    await row.waitFor()
+    t.equal(await row.locator('.key-name').textContent(), 'laptop')
+    t.equal(await row.locator('.key-expires time').getAttribute('datetime'), stored.date_expired, 'the expiry shown')
+    t.same(await row.locator('.key-allow-ips code').allTextContents(), ['127.0.0.1', '2001:db8::/32'], 'the allow-list shown')
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'usable from 127.0.0.1')
+    await page.getByRole('button', { name: 'Done' }).click()
+
+    // only from elsewhere
+    await allow.fill('10.0.0.0/8')
+    await page.getByRole('button', { name: 'Create access key' }).click()
+    await page.locator('#ak-new').waitFor({ state: 'visible' })
+    const other = { id: (await page.locator('#ak-new-id').textContent())!.trim(), secret: (await page.locator('#ak-new-secret').textContent())!.trim() }
+    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(other.id, other.secret, 'GET', PROFILE) })).json.code, 'ip_not_allowed', 'a key for 10.0.0.0/8 only: refused from 127.0.0.1')
+    await page.getByRole('button', { name: 'Done' }).click()
+    await page.locator(`tr[data-key-id="${other.id}"] .key-expires`).getByText('never').waitFor()
+
+    // the last use appears once the gateway wrote it
+    for (let i = 0; ; i++) {
+      await page.reload()
+      await row.waitFor()
+      if (!/never/.test((await row.locator('td').nth(3).textContent()) ?? '')) break
+      if (i === 100) { t.fail('last use not shown'); break }
+      await page.waitForTimeout(100)
+    }
+    t.pass('last use shown')
+    await page.screenshot({ path: join(ARTIFACTS, 'account-key-options.png'), fullPage: true })
+    for (const k of [id, other.id]) await g.store.deleteAccessKey(k)
   })
 
   t.test('create, show and reset the private token in the page', async (t) => {

@@ -75,13 +75,13 @@ t.test('the real binary: --help exits 0; an unknown command or flag exits 2', as
 
 t.test('--help for every command: exit 0 and names its subcommands', async (t) => {
   const cases: Array<[string[], RegExp[]]> = [
-    [['--help'], [/start/, /user add\|list\|disable\|enable\|passwd\|grant/, /org add\|list/, /key create\|list\|revoke/, /token create\|show\|revoke/]],
+    [['--help'], [/start/, /user add\|list\|disable\|enable\|passwd\|grant/, /org add\|list/, /key create\|list\|disable\|enable\|revoke/, /token create\|show\|revoke/]],
     [['help'], [/Commands:/]],
     [['start', '--help'], [/sidegate start/, /SIGTERM/]],
     [['user', '--help'], ['add', 'list', 'disable', 'enable', 'passwd', 'grant'].map((s) => new RegExp(`sidegate user ${s}`))],
     [['user', 'add', '--help'], [/sidegate user add <username> --password-stdin/]],
     [['org', '--help'], [/sidegate org add/, /sidegate org list/]],
-    [['key', '-h'], [/sidegate key create/, /sidegate key list/, /sidegate key revoke/]],
+    [['key', '-h'], [/sidegate key create/, /sidegate key list/, /sidegate key disable/, /sidegate key enable/, /sidegate key revoke/]],
     [['token', '--help'], [/sidegate token create/, /sidegate token show/, /sidegate token revoke/]],
     [['help', 'token'], [/sidegate token create/]]
   ]

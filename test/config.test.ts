@@ -68,6 +68,7 @@ t.test('defaults', async (t) => {
     auth: {
       bearer: { ttl: 3600, single_use: true },
       signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, max_body: 1048576, require_digest: false },
+      keys: { disable_after: 0, check_interval: 3600 },
       cache: { max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800 }
     },

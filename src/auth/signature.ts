@@ -78,9 +78,10 @@ export class SignatureAuthenticator implements Authenticator {
     const id = normalizeKeyId(keyId)
     if (id === null || mac === null) throw E.invalidSignature()
     const found = await this.store.getAccessKey(id)
-    if (found === null || !found.key.is_active) throw E.invalidSignature()
+    if (found === null) throw E.invalidSignature()
     if (!macMatches(alg.hash, found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
-    // after the MAC: only the key's holder learns that it expired
+    // after the MAC: only the key's holder learns that it is disabled or expired
+    if (!found.key.is_active) throw E.keyDisabled()
     if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
     // only now: a digest header proves something only when the MAC covers it
     const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
@@ -89,7 +90,7 @@ export class SignatureAuthenticator implements Authenticator {
     if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew > 0 ? this.opts.clockSkew * 2 : REPLAY_WITHOUT_SKEW))) {
       throw E.signatureReplayed()
     }
-    this.store.touchAccessKey(found.key.id)
+    // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline.ts, checkKeyIp)
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
     if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips

@@ -91,6 +91,10 @@ export const Schema = T.Object({
       max_body: int(0, 1024 * 1024 * 1024, 1048576, 'bytes of body read to check a signed Digest or Content-Digest (413 above)'),
       require_digest: bool(false, 'true: a signed request with a body must sign Digest or Content-Digest')
     })),
+    keys: section({
+      disable_after: int(0, 36500, 0, 'days: an access key unused this long (counted from its last use, else from its\ncreation or from when it was last enabled again) is disabled, not deleted: a\ncorrectly signed request is then 401 key_disabled until `sidegate key enable <id>`\n(or its owner, on the API keys page) turns it back on. 0: never.'),
+      check_interval: int(1, 86400, 3600, 'seconds between two passes of that check. Every replica schedules them at the\nsame times (multiples of the interval); a Redis lock and a mark per pass let one\nreplica run each. Only with disable_after above 0.')
+    }, 'Access keys (`sidegate key create`, the API keys page).'),
     cache: section({
       max: int(0, 10_000_000, 10000, 'in-process entries per cache (access keys, users, private tokens, sessions)'),
       ttl: int(1, 3600, 30, 'seconds (sessions: 5 at most); changes also reach every replica at once via Redis pub/sub')

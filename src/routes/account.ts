@@ -21,9 +21,10 @@ import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { E, GatewayError } from '../errors.js'
-import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS } from '../limits.js'
+import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS, MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from '../limits.js'
+import { KeyOptionError, keyOptions } from '../keyopts.js'
 import { sendJson } from '../respond.js'
-import type { AccessKey, Store } from '../store/types.js'
+import type { AccessKey, NewKeyOptions, Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
@@ -42,19 +43,53 @@ export function freshFor (ctx: RequestContext): number {
 }
 
 function keyJson (k: AccessKey): Record<string, unknown> {
-  return { id: k.id, is_active: k.is_active, date_created: k.date_created, date_last_used: k.date_last_used }
+  return { id: k.id, name: k.name ?? null, is_active: k.is_active, date_created: k.date_created, date_last_used: k.date_last_used, date_expired: k.date_expired ?? null, allow_ips: k.allow_ips ?? [] }
+}
+
+/**
+ * The key options of a create (`expires`, `name`, `allow_ips`), parsed as
+ * `sidegate key create` parses its flags (src/keyopts.ts): 400 bad_request
+ * naming the field otherwise. `allow_ips` is a JSON list of strings, or one
+ * string of entries separated by commas or spaces (a form field).
+ */
+function newKeyOptions (fields: Record<string, unknown>): NewKeyOptions {
+  const text = (name: string): string | undefined => {
+    const v = fields[name]
+    if (v === undefined || v === null || v === '') return undefined
+    if (typeof v !== 'string') throw E.badRequest(`${name}: Must be a string.`)
+    return v
+  }
+  let ips = fields.allow_ips
+  if (typeof ips === 'string') ips = ips.split(/[\s,]+/).filter(Boolean)
+  if (ips === null) ips = undefined
+  if (ips !== undefined && (!Array.isArray(ips) || !ips.every((x) => typeof x === 'string' && x.length <= 64))) throw E.badRequest('allow_ips: Must be a list of IP addresses or CIDR ranges (strings).')
+  try {
+    return keyOptions({ expires: text('expires'), name: text('name'), allowIps: ips as string[] | undefined })
+  } catch (err) {
+    if (err instanceof KeyOptionError) throw E.badRequest(`${err.option}: ${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`)
+    throw err
+  }
 }
 
 const fresh = `${FRESH_LOGIN_MS / 60_000} minutes`
 
 /** Creating a permanent credential: the password again, unless a fresh browser session. */
+const PASSWORD_HELP = `\`password\`: the caller's password. Required unless the request is authenticated by a browser session signed in less than ${fresh} ago; a password sent is always checked, and counted by the login lockout.`
 const CONFIRM_BODY: Json = {
   required: false,
-  description: `\`password\`: the caller's password. Required unless the request is authenticated by a browser session signed in less than ${fresh} ago; a password sent is always checked, and counted by the login lockout.`,
+  description: PASSWORD_HELP,
   content: {
     // empty by default: Swagger UI's "Try it out" then works for a fresh session as is
     'application/json': { schema: schemaRef('PasswordConfirmation'), example: {} },
     'application/x-www-form-urlencoded': { schema: schemaRef('PasswordConfirmation') }
+  }
+}
+const NEW_KEY_BODY: Json = {
+  required: false,
+  description: `${PASSWORD_HELP} \`expires\`, \`name\` and \`allow_ips\`, all optional, as \`sidegate key create\` takes them; a value that does not parse is 400 \`bad_request\` naming the field, and nothing is created.`,
+  content: {
+    'application/json': { schema: schemaRef('AccessKeyCreate'), example: {} },
+    'application/x-www-form-urlencoded': { schema: schemaRef('AccessKeyCreate') }
   }
 }
 const CONFIRM_ERRORS: Record<number, ErrorAnswer> = {
@@ -69,12 +104,28 @@ const NO_STORE = { 'Cache-Control': ref('headers', 'NoStore') }
 const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
   AccessKey: {
     type: 'object',
-    required: ['id', 'is_active', 'date_created', 'date_last_used'],
+    required: ['id', 'name', 'is_active', 'date_created', 'date_last_used', 'date_expired', 'allow_ips'],
     properties: {
       id: { type: 'string', format: 'uuid', description: 'The AccessKeyID (`keyId` in signatures).' },
-      is_active: { type: 'boolean' },
+      name: { type: ['string', 'null'], maxLength: MAX_KEY_NAME, description: 'A label of the owner\'s choosing; null: none.' },
+      is_active: { type: 'boolean', description: 'false: disabled by its owner, an operator (`sidegate key disable`) or auth.keys.disable_after (unused too long); a correctly signed request is then 401 `key_disabled`.' },
       date_created: { type: 'string', format: 'date-time' },
-      date_last_used: { type: ['string', 'null'], format: 'date-time', description: 'Updated at most once a minute.' }
+      date_last_used: { type: ['string', 'null'], format: 'date-time', description: 'Updated at most once a minute.' },
+      date_expired: { type: ['string', 'null'], format: 'date-time', description: 'From then on a correctly signed request is 401 `key_expired`; null: never.' },
+      allow_ips: { type: 'array', maxItems: MAX_KEY_ALLOW_IPS, items: { type: 'string' }, description: 'Addresses and CIDR ranges (IPv4, IPv6) the key may be used from (the client address as server.trusted_proxies resolves it; 403 `ip_not_allowed` from any other); empty: anywhere.' }
+    }
+  },
+  AccessKeyCreate: {
+    type: 'object',
+    properties: {
+      password: { type: 'string', maxLength: 1024, format: 'password' },
+      expires: { type: 'string', maxLength: 32, description: '`90d`: that many days from now (1 to 99999); `2027-01-31`: through that day (until the next 00:00 UTC; not in the past). Absent: never.', examples: ['90d', '2027-01-31'] },
+      name: { type: 'string', maxLength: MAX_KEY_NAME },
+      allow_ips: {
+        description: 'IP addresses or CIDR ranges, IPv4 or IPv6; as a form field, one string with the entries separated by commas or spaces. Absent or empty: anywhere.',
+        oneOf: [{ type: 'array', maxItems: MAX_KEY_ALLOW_IPS, items: { type: 'string', maxLength: 64 } }, { type: 'string' }],
+        examples: [['10.1.0.0/16', '2001:db8::/32', '192.0.2.7']]
+      }
     }
   },
   AccessKeyCreated: {
@@ -93,9 +144,8 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
    * fresh browser session. A password that is sent is always checked (and
    * counted by the lockout, like a login), also by a fresh session.
    */
-  const confirm = async (ctx: RequestContext): Promise<void> => {
-    const body = await readBody(ctx.req, bodyLimit)
-    const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
+  const confirm = async (ctx: RequestContext, fields?: Record<string, unknown>): Promise<void> => {
+    fields ??= await fieldsOf(ctx)
     const password = fields.password
     if (password === undefined || password === '') {
       if (freshFor(ctx) > 0) return
@@ -108,6 +158,11 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
       if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
       throw err
     }
+  }
+
+  const fieldsOf = async (ctx: RequestContext): Promise<Record<string, unknown>> => {
+    const body = await readBody(ctx.req, bodyLimit)
+    return body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
   }
 
   /** The caller's key with this id, or 404 (also for another user's key). */
@@ -136,9 +191,9 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
           summary: 'Create an access key',
           description: `The response is the only time the secret is shown (\`Cache-Control: no-store\`). At most ${MAX_ACCESS_KEYS} keys per user. ` +
             `Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
-          requestBody: CONFIRM_BODY,
+          requestBody: NEW_KEY_BODY,
           responses: { 201: { description: 'Created.', headers: NO_STORE, content: json(schemaRef('AccessKeyCreated')) } },
-          errors: { ...CONFIRM_ERRORS, 400: { description: 'Limit reached, or a bad body.', codes: ['too_many_keys', 'required', 'parse_error', 'bad_request'] } }
+          errors: { ...CONFIRM_ERRORS, 400: { description: 'Limit reached, a bad body, or an `expires`, `name` or `allow_ips` that does not parse (`bad_request`, the detail names the field).', codes: ['too_many_keys', 'required', 'parse_error', 'bad_request'] } }
         }
       },
       schemas: ACCESS_KEY_SCHEMAS
@@ -146,8 +201,11 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
     async handle (ctx) {
       const userId = ctx.identity!.user.id
       if (ctx.req.method === 'POST') {
-        await confirm(ctx)
-        const { key, secret } = await store.createAccessKey(userId, MAX_ACCESS_KEYS)
+        const fields = await fieldsOf(ctx)
+        // the options first: a typo in them costs no password attempt
+        const options = newKeyOptions(fields)
+        await confirm(ctx, fields)
+        const { key, secret } = await store.createAccessKey(userId, MAX_ACCESS_KEYS, options)
         sendJson(ctx.res, 201, { ...keyJson(key), secret })
         return
       }
@@ -341,11 +399,29 @@ export function accountPageRoute (config: Config, assets: AssetSet): Route {
     </div>
     <table id="ak-table">
       <caption class="sr-only">Your access keys</caption>
-      <thead><tr><th scope="col">AccessKeyID</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <thead><tr><th scope="col">Name</th><th scope="col">AccessKeyID</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Allowed from</th><th scope="col">Status</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody></tbody>
     </table>
     <p id="ak-empty" class="muted" hidden>You have no access keys.</p>
-    <button type="button" class="primary" id="ak-create">Create access key</button>
+    <fieldset class="new-key">
+      <legend>New access key <span class="muted">(every field optional)</span></legend>
+      <div class="field">
+        <label for="ak-name">Name</label>
+        <input id="ak-name" type="text" maxlength="${MAX_KEY_NAME}" autocomplete="off" aria-describedby="ak-name-help">
+        <p class="muted hint" id="ak-name-help">A label for you, at most ${MAX_KEY_NAME} characters.</p>
+      </div>
+      <div class="field">
+        <label for="ak-expires">Expires</label>
+        <input id="ak-expires" type="text" maxlength="32" autocomplete="off" placeholder="90d or 2027-01-31" aria-describedby="ak-expires-help">
+        <p class="muted hint" id="ak-expires-help">A number of days from now (<code>90d</code>), or a date: the key works through that day (UTC). Empty: never.</p>
+      </div>
+      <div class="field">
+        <label for="ak-allow-ips">Allowed from</label>
+        <input id="ak-allow-ips" type="text" autocomplete="off" placeholder="10.0.0.0/8, 2001:db8::/32" aria-describedby="ak-allow-ips-help">
+        <p class="muted hint" id="ak-allow-ips-help">IP addresses or CIDR ranges, IPv4 or IPv6, separated by commas or spaces (at most ${MAX_KEY_ALLOW_IPS}). Requests signed with the key from any other address are refused. Empty: anywhere.</p>
+      </div>
+      <button type="button" class="primary" id="ak-create">Create access key</button>
+    </fieldset>
   </section>
 
   <section aria-labelledby="pt-title" class="panel">

@@ -208,6 +208,8 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
             `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; ${config.auth.signature.clock_skew > 0 ? `\`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.` : '`Date` is not checked for freshness (auth.signature.clock_skew: 0).'}`,
             'Listing `digest` (RFC 3230, `SHA-256=<base64>`) or `content-digest` (RFC 9530, `sha-256=:<base64>:`) in `headers` makes the gateway check the body against it (at most ' + `${config.auth.signature.max_body} bytes, 413 above; 401 \`invalid_digest\` on a mismatch)` + (config.auth.signature.require_digest ? '; a signed request with a body must list one.' : '.') + ' An unlisted digest header is not checked.',
             '`x-date` (an `X-Date` header in the same format) may be signed instead of `date`, for clients that cannot set `Date`; whichever is signed must be within the skew, and when both are signed they must be equal.',
+            'A correctly signed request with a disabled key is 401 `key_disabled`, with one past its expiry 401 `key_expired`, and from an address outside the key\'s allow-list 403 `ip_not_allowed`' +
+              (config.auth.keys.disable_after > 0 ? `; a key unused for ${config.auth.keys.disable_after} days is disabled.` : '.'),
             'Swagger UI cannot compute signatures: use a client.'
           ].join(' ')
         },

@@ -13,12 +13,15 @@ export function openPrivateToken (stored: string): { hash: string | null, sealed
   return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
 }
 
-/** An access key's lifecycle fields as stored: only those that are set (name, date_expired, allow_ips). */
-export function lifecycle (o: { name?: string, date_expired?: string, allow_ips?: string[] }): { name?: string, date_expired?: string, allow_ips?: string[] } {
-  const out: { name?: string, date_expired?: string, allow_ips?: string[] } = {}
+interface Lifecycle { name?: string, date_expired?: string, allow_ips?: string[], date_enabled?: string }
+
+/** An access key's lifecycle fields as stored: only those that are set (name, date_expired, allow_ips, date_enabled). */
+export function lifecycle (o: Lifecycle): Lifecycle {
+  const out: Lifecycle = {}
   if (typeof o.name === 'string' && o.name !== '') out.name = o.name
   if (typeof o.date_expired === 'string') out.date_expired = o.date_expired
   if (Array.isArray(o.allow_ips) && o.allow_ips.length > 0) out.allow_ips = [...o.allow_ips]
+  if (typeof o.date_enabled === 'string') out.date_enabled = o.date_enabled
   return out
 }
 

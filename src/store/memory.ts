@@ -35,7 +35,7 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredUser extends User { password_hash: string | null }
-interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, secret: string, rate_limit?: RateLimitPolicy | null }
+interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, date_enabled?: string, secret: string, rate_limit?: RateLimitPolicy | null }
 interface Expiring<V> { v: V, exp: number }
 
 /** RedisStore's throttle of last-use writes per key and process. */
@@ -70,6 +70,8 @@ class Data {
   readonly attempts = new Map<string, Expiring<number>>()
   /** kind:hash(value) → expiry */
   readonly once = new Map<string, Expiring<true>>()
+  /** lock name → its owner's token */
+  readonly locks = new Map<string, Expiring<string>>()
   /** the identity JWT's signing keys, sealed as RedisStore stores them */
   jwks: StoredKeySet = { rev: 0, keys: [] }
   /** rate-limit bucket → the times (ms, ascending) of the requests counted, and when the last one leaves the window */
@@ -91,7 +93,7 @@ class Data {
     const now = this.now()
     if (now < this.#nextSweep) return
     this.#nextSweep = now + SWEEP_EVERY_MS
-    for (const map of [this.bearer, this.sessions, this.attempts, this.once, this.rates] as Array<Map<string, Expiring<unknown>>>) {
+    for (const map of [this.bearer, this.sessions, this.attempts, this.once, this.rates, this.locks] as Array<Map<string, Expiring<unknown>>>) {
       for (const [k, e] of map) if (e.exp <= now) map.delete(k)
     }
     for (const [index, records] of [[this.userBearer, this.bearer], [this.userSessions, this.sessions]] as const) {
@@ -313,6 +315,7 @@ export class MemoryStore implements RunningStore {
     const s = this.#open().keys.get(id)
     if (s === undefined) return false
     s.is_active = active
+    if (active) s.date_enabled = this.#iso()
     return true
   }
 
@@ -462,6 +465,21 @@ export class MemoryStore implements RunningStore {
 
   async resetLoginFailures (subject: string): Promise<void> {
     this.#open().attempts.delete(this.#keys.lookup(subject))
+  }
+
+  async acquireLock (name: string, ttlMs: number): Promise<string | null> {
+    const d = this.#open()
+    if (d.alive(d.locks, name) !== undefined) return null
+    const token = randomUUID()
+    d.locks.set(name, { v: token, exp: this.#now() + ttlMs })
+    return token
+  }
+
+  async releaseLock (name: string, token: string): Promise<boolean> {
+    const d = this.#open()
+    if (d.alive(d.locks, name)?.v !== token) return false
+    d.locks.delete(name)
+    return true
   }
 
   async markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> {

@@ -4,6 +4,7 @@
  *   pt:<hash(token)>  user-pt:<user id>  bt:<hash(token)>  sess:<hash(id)>
  *   user-aks:<user id>  user-sess:<user id>  user-bt:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
  *   rl:<policy>:<user or key id>   (rate-limit buckets: a sorted set per bucket, one script per request)
+ *   lock:<name>   (a periodic job's lock: a random token, SET NX PX; freed by its owner only: src/jobs.ts)
  * user-sess (a set of session hashes) and user-bt (a sorted set of bearer
  * token hashes by expiry) index what a password change or disabling ends;
  * both are pruned when added to and expire with their longest-lived member.
@@ -373,6 +374,7 @@ export class RedisStore implements ManagedStore {
 
   async setAccessKeyActive (id: string, active: boolean): Promise<boolean> {
     const found = await this.#run(() => this.#scripts.setField(this.#k('ak', id), 'is_active', JSON.stringify(active)))
+    if (found && active) await this.#run(() => this.#scripts.setField(this.#k('ak', id), 'date_enabled', JSON.stringify(new Date().toISOString())))
     await this.#invalidate(`ak:${id}`)
     return found
   }
@@ -605,6 +607,18 @@ export class RedisStore implements ManagedStore {
     const found = await this.#run(() => this.#scripts.setField(key, 'rate_limit', JSON.stringify(policy)))
     if (found) await this.#invalidate(msg)
     return found
+  }
+
+  // ---- locks
+
+  async acquireLock (name: string, ttlMs: number): Promise<string | null> {
+    const token = randomUUID()
+    const ok = await this.#run(() => this.redis.set(this.#k('lock', name), token, 'PX', ttlMs, 'NX'))
+    return ok === null ? null : token
+  }
+
+  async releaseLock (name: string, token: string): Promise<boolean> {
+    return await this.#run(() => this.#scripts.releaseLock(this.#k('lock', name), token))
   }
 }
 

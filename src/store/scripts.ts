@@ -129,6 +129,12 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KE
 return 1`, (raw) => { int(raw) })
 ,
 
+  /** Frees a lock (Store.releaseLock): KEYS[1] the lock, deleted only while it holds ARGV[1], its owner's token. True: freed. */
+  releaseLock: script<[token: string], boolean>(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`, flag),
+
   /**
    * Compare-and-set of a JSON document with a `rev` field: KEYS[1] the
    * document, ARGV[1] the revision it must still be at (0: absent), ARGV[2]

@@ -74,6 +74,8 @@ export interface AccessKey {
   date_expired?: string
   /** addresses and CIDR ranges the key may be used from (403 ip_not_allowed from any other); absent: anywhere */
   allow_ips?: string[]
+  /** when it was last enabled again (setAccessKeyActive true): auth.keys.disable_after counts unused days from the latest of this, the last use and the creation */
+  date_enabled?: string
   /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
   rate_limit?: RateLimitPolicy | null
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
@@ -137,6 +139,7 @@ export interface Store {
   /** Cached in process; invalidated on every replica when the key or its user changes. */
   getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
   listAccessKeys(userId: string): Promise<AccessKey[]>
+  /** Enabling also records `date_enabled` (now): a key enabled again is not at once disabled again for being unused. */
   setAccessKeyActive(id: string, active: boolean): Promise<boolean>
   deleteAccessKey(id: string): Promise<boolean>
   touchAccessKey(id: string): void
@@ -202,6 +205,15 @@ export interface Store {
   hitRateLimit(bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit>
   /** Sets (or with null removes) the rate limit of a user or an access key; false: no such record. Every replica sees it at once. */
   setRateLimit(subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean>
+
+  /**
+   * A lock shared by every replica (periodic jobs: src/jobs.ts): a new random
+   * token when `name` was free (held for `ttlMs` at most), null when another
+   * holds it. One key, SET NX PX: cluster-safe.
+   */
+  acquireLock(name: string, ttlMs: number): Promise<string | null>
+  /** Frees the lock only if `token` still holds it (a script compares and deletes); false otherwise. */
+  releaseLock(name: string, token: string): Promise<boolean>
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */
