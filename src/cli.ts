@@ -11,6 +11,7 @@ import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
+import { maskUrl } from './http/mask.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
 import { keyStates, rotateKeySet, type KeyState } from './identity.js'
@@ -426,13 +427,17 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   }
   store.setGate(E.storeUnavailable())
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
-  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined })
+  // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/otel.ts)
+  const tracer = config.tracing.url === null ? null : (await import('./otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
+  if (tracer !== null) log.info({ endpoint: maskUrl(config.tracing.url!), sampler: config.tracing.sampler.name }, 'tracing on')
+  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, tracer })
   metrics?.observe(store, () => gw.draining)
   try {
     const addr = await gw.listen()
     log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
   } catch (err) {
     io.err(`sidegate: cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}\n`)
+    await tracer?.shutdown()
     await store.close()
     return 1
   }
@@ -443,6 +448,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     } catch (err) {
       io.err(`sidegate: cannot listen for metrics on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false)\n`)
       await gw.shutdown(0)
+      await tracer?.shutdown()
       await store.close()
       return 1
     }
@@ -475,6 +481,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
         return gw.shutdown()
       }).then(async () => {
         await metrics?.close()
+        // the spans still queued go to the collector (bounded by the exporter's timeout)
+        await tracer?.shutdown()
         await store.close()
         log.info('stopped')
         // the last lines, if anyone still reads them: bounded, never a reason to stay alive

@@ -20,6 +20,7 @@ import { createForwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import { createRouter, type Route } from './routes/index.js'
 import type { Store } from './store/types.js'
+import type { Tracer } from './tracing.js'
 
 export interface GatewayOptions {
   config: Config
@@ -29,6 +30,8 @@ export interface GatewayOptions {
   ready?: () => Promise<void>
   /** Called once per finished request (Prometheus metrics). */
   metrics?: RequestObserver
+  /** tracing on (src/otel.ts); absent or null: off */
+  tracer?: Tracer | null
 }
 
 export interface Gateway {
@@ -64,7 +67,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   let draining = false
   const isDraining = (): boolean => draining
   const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready, identity })
-  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity })
+  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, tracer: opts.tracer })
 
   const server = http.createServer({
     headersTimeout: config.server.headers_timeout * 1000,
