@@ -18,7 +18,7 @@ import { UsageError } from '../src/errors.js'
 import { ADMIN_PASSWORD } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { startEcho, type Res } from './fixtures/http.js'
-import { startRedis } from './fixtures/redis.js'
+import { REFUSED_URL, startRedis } from './fixtures/redis.js'
 import { cliIn, startIn, workdir } from './fixtures/procs.js'
 import { eventually } from './fixtures/wait.js'
 
@@ -340,4 +340,24 @@ t.test('tracing on: a server span per request with its Redis and upstream childr
     t.notOk(exported.includes(value), `${what} is not exported`)
   }
   t.notMatch(exported, /authorization|cookie|access_token/i, 'no credential-bearing header or parameter name either')
+})
+
+t.test('a stopping gateway sends the spans still queued; a collector that cannot be reached is logged, never waited for', async (t) => {
+  // a batch delay of ten minutes: only the shutdown can have sent this span
+  const D = await workdir(gatewayDoc('flush:'), 'sidegate-trace-flush-')
+  const gw = await startIn(D.dir, D.url, { env: { SIDEGATE_SECRET_KEY: SECRET_KEY, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'sidegate-flush', OTEL_BSP_SCHEDULE_DELAY: '600000' } })
+  t.teardown(() => gw.stop('SIGKILL'))
+  t.equal((await from(UNTRUSTED, D.url, '/flush/me')).status, 401)
+  t.equal(await gw.stop(), 0)
+  const flushed = receiver.spans.filter((s) => s.resource['service.name'] === 'sidegate-flush')
+  t.ok(flushed.some((s) => s.name === 'GET upstream' && attrs(s.attributes)['url.path'] === '/flush/me' && attrs(s.attributes)['http.response.status_code'] === 401), 'the queued span was exported at the stop')
+  t.equal(flushed.find((s) => attrs(s.attributes)['url.path'] === '/flush/me')?.resource['service.name'], 'sidegate-flush')
+
+  const E = await workdir(gatewayDoc('refused:'), 'sidegate-trace-refused-')
+  const down = await startIn(E.dir, E.url, { env: { SIDEGATE_SECRET_KEY: SECRET_KEY, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: REFUSED_URL, OTEL_BSP_SCHEDULE_DELAY: '20' } })
+  t.teardown(() => down.stop('SIGKILL'))
+  t.equal((await from(UNTRUSTED, E.url, '/refused')).status, 401, 'requests are answered')
+  t.ok(await eventually(async () => /tracing: spans could not be exported/.test(down.out()), 30_000), 'the failed export is logged')
+  t.equal((await from(UNTRUSTED, E.url, '/refused')).status, 401, 'and still answered')
+  t.equal(await down.stop(), 0, 'and the gateway stops cleanly')
 })
