@@ -82,7 +82,9 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090). On SIGTERM /readyz answers 503 for
+(/metrics, default 0.0.0.0:9090). OpenTelemetry traces go to tracing.endpoint or
+OTEL_EXPORTER_OTLP_ENDPOINT when one is set (the OTEL_* variables apply; README,
+"Tracing"), else tracing is off. On SIGTERM /readyz answers 503 for
 server.drain_delay seconds while requests are still served (SIGINT skips this
 delay); then the listener closes, in-flight requests get server.shutdown_grace
 seconds, and sidegate exits 0.

@@ -140,7 +140,7 @@ export function createTracer (c: TracingConfig, log: Logger, o: TracerOptions): 
       },
       end (status, ctx, code) {
         // still open: the answer failed (its error code), or the client left before the upstream answered
-        call?.end(0, Object.assign(new Error(code ?? 'client gone'), { code: code ?? 'client_gone' }))
+        if (call?.open === true) call.end(0, Object.assign(new Error(code ?? 'client gone'), { code: code ?? 'client_gone' }))
         span.updateName(route === null ? method : `${method} ${route}`)
         span.setAttributes({
           'url.path': ctx.path,

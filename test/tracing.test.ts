@@ -8,18 +8,20 @@
  * OTEL_* environment is read by the config layer: its rules are checked on
  * buildConfig.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import http from 'node:http'
 import net from 'node:net'
 import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { buildConfig } from '../src/config.js'
 import { UsageError } from '../src/errors.js'
-import { ADMIN_PASSWORD } from './fixtures/gateway.js'
+import { ADMIN_PASSWORD, ROOT } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { startEcho, type Res } from './fixtures/http.js'
 import { REFUSED_URL, startRedis } from './fixtures/redis.js'
-import { cliIn, startIn, workdir } from './fixtures/procs.js'
+import { cliIn, startIn, workdir, type Started } from './fixtures/procs.js'
 import { eventually } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
@@ -74,6 +76,19 @@ t.test('tracing is off unless an endpoint is given; the OTEL_* variables are hon
     t.notMatch((err as Error).message, /secret/, 'a header value is never shown')
   }
   t.same(buildConfig({}, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }).tracing.url, null, 'http/protobuf is accepted (the same OTLP/HTTP port takes JSON)')
+})
+
+t.test('the SDK is loaded only when tracing is on: src/otel.ts alone imports it, and only cli.ts imports otel.ts, dynamically', async (t) => {
+  const src = join(ROOT, 'src')
+  const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
+  for (const f of files) {
+    const text = readFileSync(join(src, f), 'utf8')
+    // every static import but `import type` (which is erased), multi-line ones too
+    const runtime = [...text.matchAll(/^import (?!type )[\s\S]*?from '([^']+)'/gm)].map((m) => m[1]).filter((m) => m.startsWith('@opentelemetry/') || /(^|\/)otel\.js$/.test(m))
+    if (f === 'otel.ts') t.ok(runtime.some((m) => m.startsWith('@opentelemetry/')), 'otel.ts imports the SDK')
+    else t.same(runtime, [], `${f} imports neither the SDK nor otel.ts statically`)
+  }
+  t.match(readFileSync(join(src, 'cli.ts'), 'utf8'), /await import\('\.\/otel\.js'\)/, 'start imports it when tracing is on')
 })
 
 // ── over real processes ───────────────────────────────────────────────────
@@ -159,27 +174,23 @@ t.teardown(() => receiver.close())
 const echo = await startEcho()
 t.teardown(() => echo.close())
 
-const gatewayDoc = (prefix: string): Record<string, unknown> => ({
-  redis: { url: redis.url, prefix },
-  upstream: { url: echo.url },
-  server: { trusted_proxies: [TRUSTED] }
-})
+/** `sidegate start` on its own key prefix, the echo upstream, TRUSTED as its trusted proxy, with `env` (exports every 20 ms unless it says otherwise). */
+async function gateway (t: Test, prefix: string, env: Record<string, string>): Promise<{ dir: string, url: string, gw: Started }> {
+  const D = await workdir({ redis: { url: redis.url, prefix }, upstream: { url: echo.url }, server: { trusted_proxies: [TRUSTED] } }, `sidegate-trace-${prefix.slice(0, -1)}-`)
+  const gw = await startIn(D.dir, D.url, { env: { SIDEGATE_SECRET_KEY: SECRET_KEY, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, OTEL_BSP_SCHEDULE_DELAY: '20', ...env } })
+  t.teardown(() => gw.stop('SIGKILL'))
+  return { dir: D.dir, url: D.url, gw }
+}
+
+/** A bearer token for admin (single-use: one per request). */
+const newToken = async (base: string): Promise<string> =>
+  (await from(UNTRUSTED, base, '/api/v1/authentication/auth/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json.token
 
 t.test('tracing off (OTEL_SDK_DISABLED with an endpoint): nothing is exported, no traceparent is added, no trace id is logged', async (t) => {
-  const D = await workdir(gatewayDoc('off:'), 'sidegate-trace-off-')
-  const env = {
-    SIDEGATE_SECRET_KEY: SECRET_KEY,
-    SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD,
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_SDK_DISABLED: 'true',
-    OTEL_SERVICE_NAME: 'sidegate-off',
-    OTEL_BSP_SCHEDULE_DELAY: '20'
-  }
-  const gw = await startIn(D.dir, D.url, { env })
-  t.teardown(() => gw.stop('SIGKILL'))
-  const token = (await from(UNTRUSTED, D.url, '/api/v1/authentication/auth/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json.token
+  const { url, gw } = await gateway(t, 'off:', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SDK_DISABLED: 'true', OTEL_SERVICE_NAME: 'sidegate-off' })
+  const token = await newToken(url)
   const before = echo.seen.length
-  const r = await from(UNTRUSTED, D.url, '/off/plain', { headers: { authorization: `Bearer ${token}` } })
+  const r = await from(UNTRUSTED, url, '/off/plain', { headers: { authorization: `Bearer ${token}` } })
   t.equal(r.status, 200)
   const seen = echo.seen.slice(before)
   t.equal(seen.length, 1)
@@ -194,26 +205,19 @@ t.test('tracing off (OTEL_SDK_DISABLED with an endpoint): nothing is exported, n
 })
 
 t.test('tracing on: a server span per request with its Redis and upstream children; traceparent trusted only from trusted peers; no credential exported', async (t) => {
-  const D = await workdir(gatewayDoc('on:'), 'sidegate-trace-on-')
-  const env = {
-    SIDEGATE_SECRET_KEY: SECRET_KEY,
-    SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD,
+  const { dir, url, gw } = await gateway(t, 'on:', {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_EXPORTER_OTLP_HEADERS: `x-collector-token=${COLLECTOR_TOKEN}`,
     OTEL_SERVICE_NAME: 'sidegate-on',
-    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
-    OTEL_BSP_SCHEDULE_DELAY: '20'
-  }
-  const gw = await startIn(D.dir, D.url, { env })
-  t.teardown(() => gw.stop('SIGKILL'))
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test'
+  })
+  const D = { dir, url }
   t.match(gw.out(), /"msg":"tracing on"/)
 
   // the credentials, to search the exported JSON for
   const tokenAnswer = await from(UNTRUSTED, D.url, '/api/v1/authentication/auth/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })
   t.equal(tokenAnswer.status, 201)
   const token: string = tokenAnswer.json.token
-  // bearer tokens are single-use: one per request
-  const newToken = async (): Promise<string> => (await from(UNTRUSTED, D.url, '/api/v1/authentication/auth/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) })).json.token
   const made = await cliIn(D.dir, ['key', 'create', 'admin', '--json'], { env: { SIDEGATE_SECRET_KEY: SECRET_KEY } })
   t.equal(made.code, 0, made.stderr)
   const key = JSON.parse(made.stdout) as { id: string, secret: string }
@@ -238,7 +242,7 @@ t.test('tracing on: a server span per request with its Redis and upstream childr
   const trustedParent = hex(8)
   before = echo.seen.length
   const r2 = await from(TRUSTED, D.url, '/things/2', {
-    headers: { authorization: `Bearer ${await newToken()}`, traceparent: `00-${trustedTrace}-${trustedParent}-01`, tracestate: 'vendor=trusted' }
+    headers: { authorization: `Bearer ${await newToken(D.url)}`, traceparent: `00-${trustedTrace}-${trustedParent}-01`, tracestate: 'vendor=trusted' }
   })
   t.equal(r2.status, 200)
   const up2 = echo.seen.slice(before)[0]
@@ -301,7 +305,7 @@ t.test('tracing on: a server span per request with its Redis and upstream childr
   t.equal(receiver.spans.filter((s) => s.resource['service.name'] === 'sidegate-off').length, 0, 'the receiver got nothing from the gateway with tracing off (which ran first)')
 
   // a WebSocket upgrade: the same trust rule, a server span answered 101, the upstream call's traceparent
-  const wsToken = await newToken()
+  const wsToken = await newToken(D.url)
   before = echo.seen.length
   const forged = hex(16)
   const sock = net.connect({ host: '127.0.0.1', port: Number(new URL(D.url).port), localAddress: UNTRUSTED })
@@ -344,20 +348,16 @@ t.test('tracing on: a server span per request with its Redis and upstream childr
 
 t.test('a stopping gateway sends the spans still queued; a collector that cannot be reached is logged, never waited for', async (t) => {
   // a batch delay of ten minutes: only the shutdown can have sent this span
-  const D = await workdir(gatewayDoc('flush:'), 'sidegate-trace-flush-')
-  const gw = await startIn(D.dir, D.url, { env: { SIDEGATE_SECRET_KEY: SECRET_KEY, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'sidegate-flush', OTEL_BSP_SCHEDULE_DELAY: '600000' } })
-  t.teardown(() => gw.stop('SIGKILL'))
-  t.equal((await from(UNTRUSTED, D.url, '/flush/me')).status, 401)
+  const { url: D, gw } = await gateway(t, 'flush:', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'sidegate-flush', OTEL_BSP_SCHEDULE_DELAY: '600000' })
+  t.equal((await from(UNTRUSTED, D, '/flush/me')).status, 401)
   t.equal(await gw.stop(), 0)
   const flushed = receiver.spans.filter((s) => s.resource['service.name'] === 'sidegate-flush')
   t.ok(flushed.some((s) => s.name === 'GET upstream' && attrs(s.attributes)['url.path'] === '/flush/me' && attrs(s.attributes)['http.response.status_code'] === 401), 'the queued span was exported at the stop')
   t.equal(flushed.find((s) => attrs(s.attributes)['url.path'] === '/flush/me')?.resource['service.name'], 'sidegate-flush')
 
-  const E = await workdir(gatewayDoc('refused:'), 'sidegate-trace-refused-')
-  const down = await startIn(E.dir, E.url, { env: { SIDEGATE_SECRET_KEY: SECRET_KEY, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: REFUSED_URL, OTEL_BSP_SCHEDULE_DELAY: '20' } })
-  t.teardown(() => down.stop('SIGKILL'))
-  t.equal((await from(UNTRUSTED, E.url, '/refused')).status, 401, 'requests are answered')
+  const { url: E, gw: down } = await gateway(t, 'refused:', { OTEL_EXPORTER_OTLP_ENDPOINT: REFUSED_URL })
+  t.equal((await from(UNTRUSTED, E, '/refused')).status, 401, 'requests are answered')
   t.ok(await eventually(async () => /tracing: spans could not be exported/.test(down.out()), 30_000), 'the failed export is logged')
-  t.equal((await from(UNTRUSTED, E.url, '/refused')).status, 401, 'and still answered')
+  t.equal((await from(UNTRUSTED, E, '/refused')).status, 401, 'and still answered')
   t.equal(await down.stop(), 0, 'and the gateway stops cleanly')
 })
