@@ -34,6 +34,11 @@
  *
  * The steps are small functions made once per gateway: a request costs no
  * closure or promise beyond what the work needs.
+ *
+ * Tracing (src/tracing.ts, on only with an endpoint): receive starts the
+ * request's server span and runs the steps in its context, route names it,
+ * forward starts the upstream call's span, done ends it and logs its trace id.
+ * Off, each of these is a null check.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
