@@ -6,15 +6,16 @@
  *
  *   node bench/ab.mjs --a /path/to/checkout-a --b . --scenario private_token --rounds 6
  *   node bench/ab.mjs --a-log info --b-log warn --scenario public
+ *   node bench/ab.mjs --b-tracing --scenario private_token     (tracing off vs on: B exports every span to a sink)
  *
  * A checkout is any directory with bin/sidegate.js and a built dist/ (and node_modules).
  */
 import { join, resolve } from 'node:path'
 import { readFileSync } from 'node:fs'
 import { BENCH, ROOT, parseFlags, runJson } from './lib.mjs'
-import { API_PATH, PUBLIC_PATH, openStore, seedCredentials, startSidegate, startStack } from './stack.mjs'
+import { API_PATH, PUBLIC_PATH, openStore, seedCredentials, startSidegate, startSpanSink, startStack } from './stack.mjs'
 
-const f = parseFlags(process.argv.slice(2), { a: ROOT, b: ROOT, aLog: 'info', bLog: 'info', scenario: 'private_token', rounds: 6, duration: 3, warmup: 1, connections: 50 })
+const f = parseFlags(process.argv.slice(2), { a: ROOT, b: ROOT, aLog: 'info', bLog: 'info', aTracing: false, bTracing: false, scenario: 'private_token', rounds: 6, duration: 3, warmup: 1, connections: 50 })
 const kinds = { public: ['plain', PUBLIC_PATH], private_token: ['token', API_PATH], access_key: ['signature', API_PATH], session: ['session', API_PATH], rejected: ['rejected', API_PATH], bare: ['plain', API_PATH] }
 const [kind, path] = kinds[f.scenario] ?? (() => { throw new Error(`scenario: one of ${Object.keys(kinds).join(', ')}`) })()
 
@@ -22,10 +23,12 @@ const cpu = (pid) => { const s = readFileSync(`/proc/${pid}/stat`, 'utf8'); cons
 const stack = await startStack({ logLevel: 'warn' })
 const store = await openStore(stack.redis.url)
 const gws = {}
+const sink = f.aTracing || f.bTracing ? await startSpanSink() : null
+const tracing = (on) => on ? { tracing: { endpoint: sink.url } } : {}
 try {
   const creds = await seedCredentials(store, 10)
-  gws.A = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: f.aLog, root: resolve(f.a), name: 'a' })
-  gws.B = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: f.bLog, root: resolve(f.b), name: 'b' })
+  gws.A = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: f.aLog, root: resolve(f.a), name: 'a', extra: tracing(f.aTracing) })
+  gws.B = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: f.bLog, root: resolve(f.b), name: 'b', extra: tracing(f.bTracing) })
   if (f.scenario === 'bare') { gws.A = { url: stack.bareUrl, pid: stack.pids.bare, stop: async () => {} } }
   const out = { A: [], B: [] }
   for (let i = 0; i < f.rounds; i++) {
@@ -44,4 +47,5 @@ try {
   for (const g of Object.values(gws)) await g.stop()
   await store.close()
   await stack.stop()
+  await sink?.stop()
 }

@@ -23,7 +23,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
-import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startSidegate, startStack } from './stack.mjs'
+import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startSidegate, startSpanSink, startStack } from './stack.mjs'
 import { renderChart } from './chart.mjs'
 import { findNginx, startNginxPeer } from './peers/nginx.mjs'
 import { startNginxDecision } from './peers/nginx-decision.mjs'
@@ -50,6 +50,8 @@ const SCENARIOS = [
   { name: 'nginx_decision', label: 'nginx + auth_request → sidegate decision, token', target: 'nginx_decision', kind: 'token', path: API_PATH },
   { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'digest', label: 'sidegate, signature + body digest (1 KiB POST)', target: 'gateway', kind: 'signature_digest', path: API_PATH, auth: true },
+  // a second gateway with tracing on, every request sampled (a server span, its Redis and upstream spans), exported to a sink that discards
+  { name: 'traced', label: 'sidegate, private token, tracing on (all sampled)', target: 'gateway_traced', kind: 'token', path: API_PATH, auth: true },
   { name: 'rate_limited', label: 'sidegate, private token + rate limit (counted, never reached)', target: 'gateway_rl', kind: 'token', path: API_PATH, auth: true },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
@@ -88,6 +90,9 @@ let nginx = null
 let nginxDecision = null
 /** a second gateway with rate_limit on (a limit no scenario reaches: the cost of counting, one Redis script per request) */
 let limited = null
+/** a gateway with tracing on, and where its spans go */
+let traced = null
+let sink = null
 let exitCode = 0
 try {
   const creds = await seedCredentials(store, 10)
@@ -97,6 +102,12 @@ try {
     limited = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-rl', extra: { rate_limit: { enabled: true, limit: 100000, window: 1 } } })
     urls.gateway_rl = limited.url
     pids.gateway_rl = () => [limited.pid]
+  }
+  if (scenarios.some((s) => s.target === 'gateway_traced')) {
+    sink = await startSpanSink()
+    traced = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-traced', extra: { tracing: { endpoint: sink.url } } })
+    urls.gateway_traced = traced.url
+    pids.gateway_traced = () => [traced.pid]
   }
   if (scenarios.some((s) => s.target === 'nginx')) {
     const found = findNginx()
@@ -155,6 +166,9 @@ try {
   await nginx?.stop()
   await nginxDecision?.stop()
   await limited?.stop()
+  await traced?.stop()
+  if (sink !== null) log(`  span sink: ${sink.exports} exports, ${(sink.bytes / 1e6).toFixed(1)} MB of OTLP JSON`)
+  await sink?.stop()
   await stack.stop()
 }
 

@@ -5,6 +5,7 @@
  * API from dist/ against the bench's own Redis.
  */
 import { spawn } from 'node:child_process'
+import http from 'node:http'
 import { mkdtempSync, openSync, closeSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -97,6 +98,27 @@ export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'i
     logBytes: () => statSync(logFile).size,
     stop: () => stopProc(proc, 'SIGINT')
   }
+}
+
+/**
+ * A span sink for a gateway with tracing on (`extra: { tracing: { endpoint: sink.url } }`):
+ * an OTLP/HTTP endpoint in this process that reads each export and discards it, so the
+ * gateway pays the whole cost of tracing (spans, batching, JSON, the POST) and nothing more.
+ */
+export async function startSpanSink () {
+  const server = http.createServer((req, res) => {
+    let bytes = 0
+    req.on('data', (c) => { bytes += c.length })
+    req.on('end', () => { sink.exports++; sink.bytes += bytes; res.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const sink = {
+    url: `http://127.0.0.1:${server.address().port}`,
+    exports: 0,
+    bytes: 0,
+    stop: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()) })
+  }
+  return sink
 }
 
 /** The store API of dist/, on the bench's Redis and prefix: what `sidegate user add` etc. use. */

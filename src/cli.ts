@@ -12,6 +12,7 @@ import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from './log.js'
 import { Reloader } from './reload.js'
+import { maskUrl } from './http/mask.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
 import { keyStates, rotateKeySet, type KeyState } from './identity.js'
@@ -83,7 +84,9 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090). On SIGTERM /readyz answers 503 for
+(/metrics, default 0.0.0.0:9090). OpenTelemetry traces go to tracing.endpoint or
+OTEL_EXPORTER_OTLP_ENDPOINT when one is set (the OTEL_* variables apply; README,
+"Tracing"), else tracing is off. On SIGTERM /readyz answers 503 for
 server.drain_delay seconds while requests are still served (SIGINT skips this
 delay); then the listener closes, in-flight requests get server.shutdown_grace
 seconds, and sidegate exits 0.
@@ -440,7 +443,10 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   }
   store.setGate(E.storeUnavailable())
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
-  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined })
+  // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/otel.ts)
+  const tracer = config.tracing.url === null ? null : (await import('./otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
+  if (tracer !== null) log.info({ endpoint: maskUrl(config.tracing.url!), sampler: config.tracing.sampler.name }, 'tracing on')
+  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, tracer })
   metrics?.observe(store, () => gw.draining)
   const reloader = new Reloader({
     current: () => gw.config,
@@ -462,6 +468,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
   } catch (err) {
     io.err(`sidegate: cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}\n`)
+    await tracer?.shutdown()
     await store.close()
     return 1
   }
@@ -472,6 +479,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     } catch (err) {
       io.err(`sidegate: cannot listen for metrics on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false)\n`)
       await gw.shutdown(0)
+      await tracer?.shutdown()
       await store.close()
       return 1
     }
@@ -507,6 +515,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
         return gw.shutdown()
       }).then(async () => {
         await metrics?.close()
+        // the spans still queued go to the collector (bounded by the exporter's timeout)
+        await tracer?.shutdown()
         await store.close()
         log.info('stopped')
         // the last lines, if anyone still reads them: bounded, never a reason to stay alive

@@ -10,8 +10,10 @@ import { parse as parseYaml } from 'yaml'
 import { UsageError } from './errors.js'
 import { ENV, Schema, type Doc } from './config/schema.js'
 import { HOST_PORT, validate, type Problem } from './config/validate.js'
+import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './config/otel.js'
 
 export type { Problem } from './config/validate.js'
+export type { TracingConfig } from './config/otel.js'
 
 export interface Names {
   abbrev: string
@@ -47,7 +49,7 @@ export type JwtAlgorithm = Doc['identity']['jwt']['algorithm']
 export type JwtConfig = Omit<Doc['identity']['jwt'], 'issuer'> & { issuer: string }
 
 /** The validated configuration every module reads: the document, plus what is derived from it. */
-export interface Config extends Omit<Doc, 'names' | 'redis' | 'identity'> {
+export interface Config extends Omit<Doc, 'names' | 'redis' | 'identity' | 'tracing'> {
   identity: { jwt: JwtConfig }
   /** The config file this came from, or null when running on defaults. */
   file: string | null
@@ -55,12 +57,14 @@ export interface Config extends Omit<Doc, 'names' | 'redis' | 'identity'> {
   redis: Pick<Doc['redis'], 'url' | 'prefix' | 'command_timeout' | 'connect_timeout'> & RedisTopology
   /** SIDEGATE_ADMIN_PASSWORD: the first start's admin password (environment only) */
   admin_password: string | null
+  /** the tracing section with the OTEL_* environment applied (./config/otel.ts); url null: off */
+  tracing: TracingConfig
 }
 
 type Env = Record<string, string | undefined>
 
-/** Every environment variable sidegate reads (all of them here): the overrides, the file's name, the first start's password. */
-export const ENV_VARIABLES: readonly string[] = [...ENV.map(([name]) => name), 'SIDEGATE_CONFIG', 'SIDEGATE_ADMIN_PASSWORD']
+/** Every environment variable sidegate reads (all of them here): the overrides, the file's name, the first start's password, OpenTelemetry's. */
+export const ENV_VARIABLES: readonly string[] = [...ENV.map(([name]) => name), 'SIDEGATE_CONFIG', 'SIDEGATE_ADMIN_PASSWORD', ...OTEL_VARIABLES]
 
 export function namesFor (abbrev: string): Names {
   const up = abbrev.toUpperCase()
@@ -210,7 +214,8 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
   if (problems.length > 0) fail(problems)
   const d = value as Doc
   const rawRedis = raw.redis as Record<string, unknown> | undefined
-  const cross = crossKeyProblems(d, rawRedis?.db !== undefined && rawRedis?.db !== null)
+  const tracing = tracingConfig(d.tracing, env)
+  const cross = [...crossKeyProblems(d, rawRedis?.db !== undefined && rawRedis?.db !== null), ...tracing.problems]
   if (cross.length > 0) fail(cross)
   const base = file ? dirname(file) : process.cwd()
   const path = (v: string | null): string | null => v === null ? null : resolve(base, v)
@@ -229,6 +234,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     identity: { jwt: { ...d.identity.jwt, issuer: d.identity.jwt.issuer ?? defaultIssuer(d.listen) } },
     secret_key_file: resolve(base, d.secret_key_file),
     admin_password: env.SIDEGATE_ADMIN_PASSWORD || null,
+    tracing: tracing.value,
     auth: { ...d.auth, signature: { ...d.auth.signature, required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase()) } }
   }
 }

@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Identity } from './auth/index.js'
+import type { RequestTrace } from './tracing.js'
 
 export interface RequestContext {
   req: IncomingMessage
@@ -28,6 +29,8 @@ export interface RequestContext {
   decision?: Record<string, string>
   /** the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet */
   expectsContinue?: boolean
+  /** the request's server span when tracing is on (src/tracing.ts) */
+  trace?: RequestTrace
 }
 
 /** What the pipeline's steps read and write: a RequestContext without the response, all a WebSocket upgrade has. */

@@ -128,6 +128,11 @@ export function clientIp (req: IncomingMessage, p: HeaderPolicy): string {
   return nearest
 }
 
+/** Whether the connection comes from one of server.trusted_proxies (the peer itself, not X-Forwarded-For). */
+export function fromTrustedPeer (req: IncomingMessage, p: HeaderPolicy): boolean {
+  return p.trusted(normalizeIp(req.socket.remoteAddress ?? ''))
+}
+
 /** Whether the client reached us over HTTPS: our own TLS, or a trusted proxy's `X-Forwarded-Proto: https`. */
 export function isHttps (req: IncomingMessage, p: HeaderPolicy): boolean {
   if ((req.socket as TLSSocket).encrypted === true) return true
@@ -159,7 +164,7 @@ export function requestId (req: IncomingMessage): string {
  */
 export function stripInjected (req: IncomingMessage, p: HeaderPolicy): void {
   const h = req.headers
-  const trusted = p.trusted(normalizeIp(req.socket.remoteAddress ?? ''))
+  const trusted = fromTrustedPeer(req, p)
   for (const name of Object.keys(h)) {
     if (p.injected.has(name)) delete h[name]
     else if (name.includes('_')) {
@@ -252,7 +257,7 @@ function single (v: string | string[] | undefined): string | undefined {
  */
 export function originalRequest (req: IncomingMessage, p: HeaderPolicy, ownPrefix: string): OriginalRequest {
   const h = req.headers
-  const trusted = p.trusted(normalizeIp(req.socket.remoteAddress ?? ''))
+  const trusted = fromTrustedPeer(req, p)
   const sentMethod = trusted ? single(h['x-forwarded-method']) ?? single(h['x-original-method']) : undefined
   const sentUrl = trusted ? single(h['x-forwarded-uri']) ?? single(h['x-original-uri']) : undefined
   const own = req.url ?? '/'

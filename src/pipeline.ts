@@ -36,6 +36,11 @@
  * closure or promise beyond what the work needs. A live reload (src/reload.ts)
  * makes them anew from the new config and the server swaps one reference
  * (src/server.ts apply): what they derive from the config is fixed per pipeline.
+ *
+ * Tracing (src/tracing.ts, on only with an endpoint): receive starts the
+ * request's server span and runs the steps in its context, route names it,
+ * forward starts the upstream call's span, done ends it and logs its trace id.
+ * Off, each of these is a null check.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -45,7 +50,7 @@ import { BEFORE_BODY, keepBody } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, type HeaderPolicy } from './headers.js'
+import { clientIp, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, type HeaderPolicy } from './headers.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -58,6 +63,7 @@ import { RateLimiter } from './ratelimit.js'
 import type { Router } from './routes/index.js'
 import { PROFILE_PATH } from './routes/users.js'
 import type { Store } from './store/types.js'
+import type { Tracer } from './tracing.js'
 
 export interface PipelineOptions {
   config: Config
@@ -76,6 +82,8 @@ export interface PipelineOptions {
   metrics?: RequestObserver
   /** identity.jwt enabled: its signer (the token itself is set by injectIdentity) */
   identity?: IdentitySigner | null
+  /** tracing on (src/otel.ts); null or absent: off, and each step below checks only this */
+  tracer?: Tracer | null
 }
 
 export interface Pipeline {
@@ -87,6 +95,7 @@ export interface Pipeline {
 
 export function createPipeline (o: PipelineOptions): Pipeline {
   const { store, log, auth, router, policy, crossSite, forwarder } = o
+  const tracer = o.tracer ?? null
   const orgHeader = o.config.names.orgHeader
   const orgHeaderLower = orgHeader.toLowerCase()
   const unknownOrg = o.config.org.unknown
@@ -121,6 +130,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       expectsContinue
     }
     res.setHeader('x-request-id', ctx.requestId)
+    // tracing: the server span (an incoming traceparent is continued only from a trusted peer)
+    const trace = tracer === null ? undefined : (ctx.trace = tracer.request(req, fromTrustedPeer(req, policy)))
     if (o.draining() || expectsContinue) res.setHeader('connection', 'close')
     // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
     if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
@@ -130,7 +141,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       fail(ctx, E.badRequest('The Host header is required.'))
       return
     }
-    handle(ctx).catch((err) => fail(ctx, err))
+    if (trace === undefined) handle(ctx).catch((err) => fail(ctx, err))
+    else trace.run(() => handle(ctx).catch((err) => fail(ctx, err)))
   }
 
   /** The answer is done (or the client left): metrics and the access log line. */
@@ -139,6 +151,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
     const status = res.headersSent ? res.statusCode : 499
     o.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
+    ctx.trace?.end(status, ctx, (res as ResWithCode).errorCode)
     if (!access.isLevelEnabled('info')) return
     // only these fields: the access logger does not redact (no credential may be added here)
     access.info({
@@ -151,7 +164,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       authMethod: ctx.identity?.method,
       code: (res as ResWithCode).errorCode,
       ip: ctx.clientIp,
-      aborted: !res.writableFinished || undefined
+      aborted: !res.writableFinished || undefined,
+      trace_id: ctx.trace?.traceId
     }, 'request')
   }
 
@@ -160,6 +174,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 2. route ──
     const route = router.find(ctx.path, ctx.req.method ?? '')
     if (route !== null) {
+      ctx.trace?.route(route.path)
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
         ctx.identity = await authenticate(ctx)
@@ -177,6 +192,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       return
     }
     if (forwarder === null) throw E.notFound()
+    ctx.trace?.route('upstream')
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
       ctx.identity = await authenticate(ctx)
@@ -342,7 +358,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /** The request and its body to the upstream, its answer back; 502/504 when it fails. */
   function forward (ctx: RequestContext): void {
     proceed(ctx)
-    forwarder!.web(ctx.req, ctx.res, (err) => fail(ctx, err))
+    // tracing: the upstream call's span, whose traceparent the upstream gets
+    forwarder!.web(ctx.req, ctx.res, (err) => fail(ctx, err), ctx.trace?.upstream(ctx.req))
   }
 
   /**
@@ -374,11 +391,18 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   // ── WebSocket upgrades: the same steps, to the upstream only ────────────
 
   async function upgrade (req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const trace = tracer?.request(req, fromTrustedPeer(req, policy))
+    if (trace === undefined) return await upgradeSteps(req, socket, head)
+    return await trace.run(async () => await upgradeSteps(req, socket, head, trace))
+  }
+
+  async function upgradeSteps (req: http.IncomingMessage, socket: Duplex, head: Buffer, trace?: StepContext['trace']): Promise<void> {
     const start = process.hrtime.bigint()
     socket.on('error', () => socket.destroy())
-    const ctx: StepContext = { req, path: pathOf(req.url ?? '/'), requestId: requestId(req), clientIp: clientIp(req, policy), https: isHttps(req, policy) }
+    const ctx: StepContext = { req, path: pathOf(req.url ?? '/'), requestId: requestId(req), clientIp: clientIp(req, policy), https: isHttps(req, policy), trace }
     try {
       if (forwarder === null) throw E.notFound()
+      trace?.route('upstream')
       if (o.draining()) throw E.shuttingDown()
       if (!router.isPublicUpstream(ctx.path)) {
         ctx.identity = await authenticate(ctx)
@@ -396,18 +420,22 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       await signingKeys(ctx)
       stripAndInject(ctx)
       setForwarded(ctx)
+      const call = trace?.upstream(req)
       // counted like any request: 101 once the upstream switched protocols, else the error
-      forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err, start, ctx.identity?.method),
-        () => o.metrics?.request(101, ctx.identity?.method, undefined, start))
+      forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err, start, ctx), () => {
+        o.metrics?.request(101, ctx.identity?.method, undefined, start)
+        if (call !== undefined) { call.end(101); trace!.end(101, ctx, undefined) }
+      })
       log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
     } catch (err) {
-      rejectUpgrade(socket, err, start, ctx.identity?.method)
+      rejectUpgrade(socket, err, start, ctx)
     }
   }
 
-  function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, authMethod: string | undefined): void {
+  function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, ctx: StepContext): void {
     const e = err instanceof GatewayError ? err : E.internal()
-    o.metrics?.request(e.status, authMethod, e.code, start)
+    o.metrics?.request(e.status, ctx.identity?.method, e.code, start)
+    ctx.trace?.end(e.status, ctx, e.code)
     socket.end(rawErrorResponse(e))
   }
 

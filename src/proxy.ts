@@ -53,7 +53,7 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
   const upgrader = createUpgrader(target, timeoutOf)
 
   return {
-    web (req, res, onError) {
+    web (req, res, onError, call) {
       const h = req.headers
       const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
       const headers: Array<string | string[]> = []
@@ -102,11 +102,13 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
         },
         onComplete () {
           done = true
+          call?.end(res.statusCode)
           res.end()
         },
         onError (err) {
           if (done) return
           done = true
+          call?.end(res.headersSent ? res.statusCode : 0, err)
           // the upstream dropped the connection mid-response, or the client left
           if (res.headersSent || res.destroyed) { res.destroy(); return }
           if (err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') markTimedOut(req)

@@ -21,6 +21,7 @@ import { rawErrorResponse, sendError } from './respond.js'
 import { createRouter, type Route, type Router } from './routes/index.js'
 import { UnusedKeys } from './unused-keys.js'
 import type { Store } from './store/types.js'
+import type { Tracer } from './tracing.js'
 
 export interface GatewayOptions {
   config: Config
@@ -30,6 +31,8 @@ export interface GatewayOptions {
   ready?: () => Promise<void>
   /** Called once per finished request (Prometheus metrics). */
   metrics?: RequestObserver
+  /** tracing on (src/otel.ts); absent or null: off */
+  tracer?: Tracer | null
 }
 
 export interface Gateway {
@@ -91,7 +94,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
     const policy = headerPolicy(c, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity })
-    const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity })
+    const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, tracer: opts.tracer })
     return { auth, router, pipeline }
   }
   let current = build(config)

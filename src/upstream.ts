@@ -9,9 +9,11 @@ import https from 'node:https'
 import type { Duplex } from 'node:stream'
 import httpProxy from 'http-proxy'
 import { E, type GatewayError } from './errors.js'
+import type { UpstreamCall } from './tracing.js'
 
 export interface Forwarder {
-  web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void): void
+  /** `call`: tracing's span of this upstream call (src/tracing.ts), ended when the upstream's answer is complete or fails */
+  web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void, call?: UpstreamCall): void
   /** `onUpgrade`: the upstream accepted the upgrade (101). */
   ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void
   close (): void

@@ -152,6 +152,10 @@ export const Schema = T.Object({
     host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
     port: int(0, 65535, 9090)
   }, 'Prometheus text at GET /metrics on a separate admin listener, so it is not\nreachable through the port your Service or load balancer exposes.'),
+  tracing: section({
+    endpoint: optStr({ check: 'httpUrl', url: true, description: 'OTLP/HTTP base URL of the collector (http://otel-collector:4318); spans are POSTed\nas JSON to <endpoint>/v1/traces. OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) and\nOTEL_EXPORTER_OTLP_ENDPOINT (like this key) win over it. Empty and neither set: tracing\nis off, and costs nothing.' }),
+    service_name: str('sidegate', { description: 'service.name of every span; OTEL_SERVICE_NAME wins' })
+  }, 'OpenTelemetry traces (README, "Tracing"): one server span per request, with child spans\nfor its Redis commands and its upstream call; W3C traceparent/tracestate accepted only from\nserver.trusted_proxies. The standard OTEL_* variables apply (sampler, headers, resource\nattributes, batch delays).'),
   docs: live(section({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),
