@@ -143,6 +143,9 @@ export const Schema = T.Object({
     host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
     port: int(0, 65535, 9090)
   }, 'Prometheus text at GET /metrics on a separate admin listener, so it is not\nreachable through the port your Service or load balancer exposes.'),
+  admin: section({
+    enabled: bool(false, 'true: serve the admin API under /admin/v1/ on the admin listener\n(metrics.host:metrics.port, never listen.port), also when metrics.enabled is false\n(the listener then serves only the admin API).')
+  }, 'The admin API (README, "Admin API"): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s access-key signature or private token; the OpenAPI document is\nat GET /admin/v1/openapi.json. Keep metrics.host off public networks (127.0.0.1, or a\nNetworkPolicy).'),
   docs: section({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).'),
