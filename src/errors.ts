@@ -152,9 +152,7 @@ export const E = {
   /** the admin API: a user who is not a superuser */
   notSuperuser: () => new GatewayError('permission_denied', 'The admin API is for superusers.'),
   /** an administration operation's refusal (src/admin/ops.ts, a UsageError) as the admin API answers it */
-  fromUsage: (err: UsageError) => err.exitCode === 2
-    ? new GatewayError('bad_request', err.message)
-    : err.code === 'org_not_found' || err.code === 'not_found' ? new GatewayError(err.code, err.message) : new GatewayError('internal_error')
+  fromUsage: (err: UsageError) => new GatewayError(err.code === 'org_not_found' || err.code === 'not_found' ? err.code : 'bad_request', err.message)
 } as const
 
 /**
