@@ -68,6 +68,8 @@ t.test('credentials: a superuser\'s private token or access key; others 401 or 4
   const signed = await api('GET', 'orgs', undefined, signedHeaders(key.id, key.secret, 'GET', '/admin/v1/orgs'))
   t.equal(signed.status, 200, 'the superuser\'s access-key signature')
   t.ok(signed.json.some((o: any) => o.id === DEFAULT_ORG))
+  const made = await api('POST', 'orgs', { name: 'Signed' }, signedHeaders(key.id, key.secret, 'POST', '/admin/v1/orgs'))
+  t.same([made.status, made.json.name], [201, 'Signed'], 'a signed change')
   const forged = await api('GET', 'orgs', undefined, signedHeaders(key.id, key.secret + 'x', 'GET', '/admin/v1/orgs'))
   t.same([forged.status, forged.json.code], [401, 'invalid_signature'])
   const none = await api('GET', 'users', undefined, null)
@@ -237,6 +239,10 @@ t.test('bad input: 400 with catalogue codes, nothing changed', async (t) => {
     ['POST', 'users/bob/access-keys', { allow_ips: ['10.0.0.0/33'] }, 400, 'bad_request', /^allow_ips:/],
     ['POST', 'users/bob/access-keys', { allow_ips: '10.0.0.1' }, 400, 'bad_request', /^allow_ips:/],
     ['POST', 'orgs', { name: 'X', id: 'nope' }, 400, 'bad_request', /^id must be a UUID$/],
+    ['POST', 'orgs', { name: ' ' }, 400, 'bad_request', /^org name: 1 to 128 characters$/],
+    ['POST', 'users/bob/access-keys', { name: 'x'.repeat(129) }, 400, 'bad_request', /^name: at most 128 characters$/],
+    ['PUT', 'rate-limits/bob', { policy: 5 }, 400, 'bad_request', /^policy:/],
+    ['PUT', 'users/bob/password', {}, 400, 'required', /^password: This field is required\.$/],
     ['GET', 'users?org=nope', undefined, 400, 'bad_request'],
     ['GET', 'users/%E0%A4%A', undefined, 400, 'bad_request']
   ]

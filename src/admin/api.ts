@@ -23,7 +23,7 @@ import type { AuthPipeline, Identity } from '../auth/index.js'
 import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
 import type { Config } from '../config.js'
-import { E, GatewayError, UsageError, type ErrorCode } from '../errors.js'
+import { E, GatewayError, UsageError } from '../errors.js'
 import { clientIp, headerPolicy, requestId, trustedProxies } from '../headers.js'
 import { isJsonType, mediaType } from '../http/content-type.js'
 import { pathOf } from '../http/query.js'
@@ -50,30 +50,19 @@ const API_LABELS: Labels = {
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
-/** One operation: its method and path template (`{name}` segments), its documentation, and what it does. */
+/** One operation: its method, path template and documentation (DocumentedRoute), and what it does. */
 export interface AdminRoute extends DocumentedRoute {
   method: Method
-  path: string
   /** 201 for what creates a record, else 200 */
   status: 200 | 201
   tag: 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Rate limits'
-  operationId: string
-  summary: string
-  description?: string
-  /** the JSON body (a TypeBox object schema: validated, and published as is) */
-  body?: TSchema
-  /** query parameters: name → description */
-  query?: Record<string, string>
-  /** the answer's schema (components/schemas name) */
-  answer: string
-  /** errors besides those every call can get (400 bad body, 401, 403, 503) */
-  errors: ErrorCode[]
   run: (ops: AdminOps, p: Record<string, string>, body: Record<string, any>, query: URLSearchParams) => Promise<unknown>
 }
 
 const obj = (props: Record<string, TSchema>, description?: string): TSchema =>
   T.Object(props, { additionalProperties: false, ...(description === undefined ? {} : { description }) })
-const text = (description: string, o: { min?: number, max?: number } = {}): TSchema => T.String({ description, ...(o.min === undefined ? {} : { minLength: o.min }), ...(o.max === undefined ? {} : { maxLength: o.max }) })
+/** A string; its content is AdminOps's to check (the CLI's checks and messages). */
+const text = (description: string): TSchema => T.String({ description })
 
 /** Every operation, in the order the document lists them. */
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
@@ -86,7 +75,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: 'POST', path: 'users', status: 201, tag: 'Users', operationId: 'createUser', summary: 'Create a user (`sidegate user add`)',
     body: obj({
-      username: text('1 to 150 letters (any script), digits and @ . + - _.', { min: 1 }),
+      username: text('1 to 150 letters (any script), digits and @ . + - _.'),
       password: text('At least 8 characters.'),
       email: T.Optional(T.String()),
       name: T.Optional(T.String()),
@@ -133,7 +122,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   },
   {
     method: 'POST', path: 'orgs', status: 201, tag: 'Organizations', operationId: 'createOrg', summary: 'Create an organization (`sidegate org add`)',
-    body: obj({ name: text('Its name.', { min: 1, max: 128 }), id: T.Optional(text('A UUID of your choosing; default: a new one.')) }),
+    body: obj({ name: text('Its name: 1 to 128 characters.'), id: T.Optional(text('A UUID of your choosing; default: a new one.')) }),
     answer: 'Org', errors: ['org_exists'],
     run: async (ops, _p, b) => await ops.createOrg(b.name, b.id)
   },
@@ -149,7 +138,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     body: obj({
       expires: T.Optional(text('`90d` (days from now) or `2027-01-31` (through that day, UTC); after it the key is refused (401 key_expired). Absent: never.')),
       allow_ips: T.Optional(T.Array(T.String(), { description: 'Addresses or CIDR ranges the key may be used from (403 ip_not_allowed from others). Absent: anywhere.' })),
-      name: T.Optional(text('A label.', { max: 128 }))
+      name: T.Optional(text('A label, at most 128 characters.'))
     }),
     answer: 'AccessKeyCreated', errors: ['not_found', 'too_many_keys'],
     run: async (ops, p, b) => await ops.createKey(p.username, { expires: b.expires, allow_ips: b.allow_ips, name: b.name })

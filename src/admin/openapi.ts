@@ -21,10 +21,13 @@ export interface DocumentedRoute {
   operationId: string
   summary: string
   description?: string
+  /** the JSON body (a TypeBox object schema: validated by the API, published as is) */
   body?: TSchema
+  /** query parameters: name → description */
   query?: Record<string, string>
   /** components/schemas name of the answer */
   answer: string
+  /** errors besides those every call can get (400 bad body, 401, 403, 503) */
   errors: ErrorCode[]
 }
 

@@ -71,6 +71,7 @@ const USERNAME = /^[\p{L}\p{M}\p{N}_.@+-]{1,150}$/u
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/
 export const MIN_PASSWORD = 8
 export const MAX_KEY_NAME = 128
+export const MAX_ORG_NAME = 128
 
 /** `expires`: `90d` (from now) or `2027-01-31` (through that day, UTC) → the ISO time the key stops working. */
 export function parseExpiry (v: string, now = Date.now(), label = CLI_LABELS.expires): string {
@@ -189,6 +190,7 @@ export class AdminOps {
   }
 
   async createOrg (name: string, id?: string): Promise<OrgJson> {
+    if (name.trim() === '' || name.length > MAX_ORG_NAME) throw new UsageError(`org name: 1 to ${MAX_ORG_NAME} characters`)
     if (id !== undefined && !isUuid(id)) throw new UsageError(`${this.labels.id} must be a UUID`)
     return orgJson(await this.store.createOrg(name, id))
   }
