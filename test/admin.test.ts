@@ -74,7 +74,7 @@ t.test('credentials: a superuser\'s private token or access key; others 401 or 4
   t.same([forged.status, forged.json.code], [401, 'invalid_signature'])
   const none = await api('GET', 'users', undefined, null)
   t.same([none.status, none.json.code], [401, 'not_authenticated'])
-  t.ok(none.headers['www-authenticate'], '401 carries WWW-Authenticate')
+  t.same(none.headers['www-authenticate'], 'Token realm="sidegate", Signature realm="sidegate",headers="(request-target) date"', '401 names the credentials the admin API takes')
   const wrong = await api('GET', 'users', undefined, { authorization: 'Token not-a-token' })
   t.same([wrong.status, wrong.json.code], [401, 'invalid_token'])
   // a bearer token is refused before it is looked at: still usable once on the public port

@@ -19,7 +19,7 @@ import type http from 'node:http'
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import type { AuthPipeline, Identity } from '../auth/index.js'
+import { CHALLENGES, type AuthPipeline, type Identity } from '../auth/index.js'
 import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
 import type { Config } from '../config.js'
@@ -196,8 +196,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   }
 ]
 
-/** The credentials the admin API takes. */
+/** The credentials the admin API takes, and its 401s' WWW-Authenticate. */
 const ADMIN_METHODS = ['access_key', 'private_token'] as const
+const ADMIN_CHALLENGES = CHALLENGES.filter((c) => !c.startsWith('Bearer '))
 
 export interface AdminApiOptions {
   config: Config
@@ -315,7 +316,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       })
       serve(req, res, path, ip, (w) => { who = w }).catch((err: unknown) => {
         if (!(err instanceof GatewayError)) log.error({ reqId, err: (err as Error)?.message }, 'admin request failed')
-        code = sendError(res, err).code
+        code = sendError(res, err instanceof GatewayError && err.status === 401 ? E.challenging(err, ADMIN_CHALLENGES) : err).code
       })
     }
   }
