@@ -1,5 +1,5 @@
 /**
- * `sidegate …`: start the gateway, or administer users, orgs, access keys,
+ * `sidegate …`: start the gateway, or administer users, orgs, access keys, sessions,
  * private tokens and the secret key in the same store. Exit codes: 0 ok,
  * 1 not found or failed, 2 usage (and a missing or wrong secret key).
  */

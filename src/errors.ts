@@ -151,8 +151,6 @@ export const E = {
   adminCredential: () => new GatewayError('unsupported_scheme', 'The admin API takes an access-key signature or a private token.'),
   /** the admin API: a user who is not a superuser */
   notSuperuser: () => new GatewayError('permission_denied', 'The admin API is for superusers.'),
-  /** the same 401 with other challenges (the admin API names only the credentials it takes) */
-  challenging: (e: GatewayError, challenges: string[]) => new GatewayError(e.code, e.message, { ...e.headers, 'www-authenticate': challenges }),
   /** an administration operation's refusal (src/admin/ops.ts, a UsageError) as the admin API answers it */
   fromUsage: (err: UsageError) => new GatewayError(err.code === 'org_not_found' || err.code === 'not_found' ? err.code : 'bad_request', err.message)
 } as const

@@ -316,7 +316,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       })
       serve(req, res, path, ip, (w) => { who = w }).catch((err: unknown) => {
         if (!(err instanceof GatewayError)) log.error({ reqId, err: (err as Error)?.message }, 'admin request failed')
-        code = sendError(res, err instanceof GatewayError && err.status === 401 ? E.challenging(err, ADMIN_CHALLENGES) : err).code
+        code = sendError(res, err, ADMIN_CHALLENGES).code
       })
     }
   }
