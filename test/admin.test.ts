@@ -8,7 +8,7 @@
 import t from 'tap'
 import { dirname } from 'node:path'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import { startRedis } from './fixtures/redis.js'
+import { freePort, startRedis } from './fixtures/redis.js'
 import { request, startEcho, type Res } from './fixtures/http.js'
 import { SECRET, spawnGateway } from './fixtures/gateway.js'
 import { cliIn } from './fixtures/procs.js'
@@ -53,6 +53,13 @@ t.test('off by default; on the public port the admin paths are not sidegate\'s',
     t.equal(r.json, undefined, 'the listener\'s plain 404, not an API answer')
   }
   t.equal((await request(off.metricsUrl, '/metrics')).status, 200, 'the listener still serves /metrics')
+  // the admin API alone keeps the admin listener on
+  const port = await freePort()
+  const alone = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true }, metrics: { enabled: false, host: '127.0.0.1', port } }, `adm${process.pid}:`)
+  t.teardown(async () => { await alone.stop() })
+  const base = `http://127.0.0.1:${port}`
+  t.ok(await eventually(async () => await request(base, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } }).then((r) => r.status === 200, () => false), 60_000), 'metrics off, admin on: the API is served')
+  t.equal((await request(base, '/metrics')).status, 404, 'but not /metrics')
   // on the public port, /admin/v1/… is an upstream path like any other: authenticated and forwarded, never answered by sidegate
   const before = echo.seen.length
   const r = await pub('/admin/v1/users', { authorization: `Token ${adminToken}` })
@@ -269,8 +276,14 @@ t.test('one implementation: the CLI and the API answer the same JSON and see eac
   await login(gw.url, 'bob', 'bob-password-2')
   const started = ({ id, date_created: c }: any): unknown => ({ id, date_created: c }) // date_expires moves with the clock
   t.same((await cliJson('session', 'list', 'bob')).map(started), (await api('GET', 'users/bob/sessions')).json.map(started), 'session list')
+  const [one] = await cliJson('session', 'list', 'bob')
+  t.same(await cliJson('session', 'revoke', 'bob', one.id), { username: 'bob', id: one.id, revoked: true }, 'session revoke <user> <id>')
+  t.same((await api('GET', 'users/bob/sessions')).json, [], 'seen by the API')
+  await login(gw.url, 'bob', 'bob-password-2')
   const ended = await cliJson('session', 'revoke', 'bob', '--all')
   t.same(ended, { username: 'bob', revoked: 1 })
+  const gone = await cli('session', 'revoke', 'bob', one.id)
+  t.same([gone.code, gone.stderr.trim()], [1, `sidegate: bob has no session ${one.id}`])
   // the same validation, the same words (the input named as each knows it)
   const c = await cli('key', 'create', 'bob', '--expires', 'soon', '--json')
   const a = await api('POST', 'users/bob/access-keys', { expires: 'soon' })
