@@ -86,10 +86,10 @@ printed once to stderr), and, with no secret key configured, a new key file
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
 (/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on the same
-listener (/admin/v1/, a superuser's private token or access key; README, Admin API). On SIGTERM /readyz answers 503 for
-server.drain_delay seconds while requests are still served (SIGINT skips this
-delay); then the listener closes, in-flight requests get server.shutdown_grace
-seconds, and sidegate exits 0.
+listener (/admin/v1/, for a superuser's private token or access key; README, Admin
+API). On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
+are still served (SIGINT skips this delay); then the listener closes, in-flight
+requests get server.shutdown_grace seconds, and sidegate exits 0.
 
 ${GLOBAL}`,
   user: `Usage:
