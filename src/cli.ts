@@ -1,5 +1,5 @@
 /**
- * `sidegate …`: start the gateway, or administer users, orgs, access keys,
+ * `sidegate …`: start the gateway, or administer users, orgs, access keys, sessions,
  * private tokens and the secret key in the same store. Exit codes: 0 ok,
  * 1 not found or failed, 2 usage (and a missing or wrong secret key).
  */
@@ -14,15 +14,16 @@ import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from 
 import { Reloader } from './reload.js'
 import { maskUrl } from './http/mask.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
-import { isUuid } from './http/uuid.js'
 import { keyStates, rotateKeySet, type KeyState } from './identity.js'
-import { KeyOptionError, keyOptions } from './keyopts.js'
-import { formatPolicy, parsePolicy } from './ratelimit-policy.js'
+import { formatPolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
+import { ADMIN_PREFIX, createAdminApi } from './admin/api.js'
+import { listenAdmin, type AdminListener } from './admin/listener.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
-import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type NewKeyOptions, type OrgRole, type RateLimitPolicy, type RunningStore, type Store, type User } from './store/types.js'
+import type { ManagedStore, RunningStore, Store } from './store/types.js'
+import { AdminOps, checkPassword, parseMembership } from './admin/ops.js'
 
 interface Io {
   out: (s: string) => void
@@ -65,6 +66,7 @@ Commands:
                                      access keys (HMAC signatures)
   token create|show|revoke           private tokens
   limit set|list|clear               rate limits of a user or an access key
+  session list|revoke                a user's browser sessions
   secret rotate                      re-encrypt the store under a new secret key
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
@@ -84,12 +86,13 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090). OpenTelemetry traces go to tracing.endpoint or
-OTEL_EXPORTER_OTLP_ENDPOINT when one is set (the OTEL_* variables apply; README,
-"Tracing"), else tracing is off. On SIGTERM /readyz answers 503 for
-server.drain_delay seconds while requests are still served (SIGINT skips this
-delay); then the listener closes, in-flight requests get server.shutdown_grace
-seconds, and sidegate exits 0.
+(/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on the same
+listener (/admin/v1/, for a superuser's private token or access key; README, Admin
+API). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
+when one is set (the OTEL_* variables apply; README, "Tracing"), else tracing is
+off. On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
+are still served (SIGINT skips this delay); then the listener closes, in-flight
+requests get server.shutdown_grace seconds, and sidegate exits 0.
 
 On SIGHUP, and when the config file changes (its directory is watched, so a
 Kubernetes ConfigMap update is seen), gateway.yml is read again: a valid file
@@ -151,6 +154,19 @@ ${GLOBAL}`,
                                        back to gateway.yml's rate_limit
 
 ${GLOBAL}`,
+  session: `Usage:
+  sidegate session list <username>     the user's live browser sessions: id, when each began, when it
+                                       ends unless used (session.idle_timeout) or at the latest
+                                       (session.absolute_timeout)
+  sidegate session revoke <username> <id>
+                                       ends that session on every replica at once
+  sidegate session revoke <username> --all
+                                       ends every session of the user
+
+A session's id here is its keyed hash in the store, not the cookie value: it names the
+session and cannot be used as one.
+
+${GLOBAL}`,
   secret: `Usage:
   sidegate secret rotate (--new-key-file FILE | --new-key-stdin) [--dry-run] [--limit N]
 
@@ -202,6 +218,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   key: ['create', 'list', 'disable', 'enable', 'revoke'],
   token: ['create', 'show', 'revoke'],
   limit: ['set', 'list', 'clear'],
+  session: ['list', 'revoke'],
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
   config: ['check', 'defaults', 'schema']
@@ -223,7 +240,8 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   limit: { type: 'string' },
   expires: { type: 'string' },
-  'allow-ip': { type: 'string', multiple: true }
+  'allow-ip': { type: 'string', multiple: true },
+  all: { type: 'boolean' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -472,12 +490,17 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     await store.close()
     return 1
   }
-  if (metrics !== null) {
+  // the admin listener: /metrics and, with admin.enabled, the admin API (which alone keeps it on without metrics)
+  const api = config.admin.enabled ? createAdminApi({ config, store, auth: gw.auth, log }) : null
+  let adminListener: AdminListener | null = null
+  if (metrics !== null || api !== null) {
     try {
-      const addr = await metrics.listen(config.metrics.port, config.metrics.host)
-      log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
+      adminListener = await listenAdmin(config.metrics.port, config.metrics.host, { metrics, api })
+      const addr = adminListener.address
+      if (metrics !== null) log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
+      if (api !== null) log.info({ address: `${addr.address}:${addr.port}`, path: ADMIN_PREFIX }, 'admin API listening')
     } catch (err) {
-      io.err(`sidegate: cannot listen for metrics on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false)\n`)
+      io.err(`sidegate: cannot listen for ${metrics === null ? 'the admin API' : 'metrics'} on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false${api === null ? '' : ' and admin.enabled: false'})\n`)
       await gw.shutdown(0)
       await tracer?.shutdown()
       await store.close()
@@ -514,7 +537,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
         log.info('closing the listener')
         return gw.shutdown()
       }).then(async () => {
-        await metrics?.close()
+        await adminListener?.close()
         // the spans still queued go to the collector (bounded by the exporter's timeout)
         await tracer?.shutdown()
         await store.close()
@@ -540,43 +563,10 @@ const DUPLICATE_SIGNAL_MS = 1000
 /** How long a stopping gateway waits for stdout to take its last log lines. */
 const STDOUT_FLUSH_MS = 1000
 
-/** Fields of each kind of record in --json output, in a fixed order. */
-const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
-const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'allow_ips', 'rate_limit', 'unreadable']
-
-/** The `key create` flag of each key option. */
-const CLI_FLAG = { expires: 'expires', name: 'name', allow_ips: 'allow-ip' } as const
-
-function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const f of fields) if (o[f] !== undefined) out[f as string] = o[f]
-  return out
-}
-const userJson = (u: User): Record<string, unknown> => ({ ...pick(u, USER_FIELDS), orgs: Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b))) })
-const orgJson = (o: Org): Record<string, unknown> => pick(o, ORG_FIELDS)
-const keyJson = (k: AccessKey): Record<string, unknown> => pick(k, KEY_FIELDS)
-
-/** Usernames: letters of any script (and their combining marks), digits and @ . + - _, as Django's \w allows. */
-const USERNAME = /^[\p{L}\p{M}\p{N}_.@+-]{1,150}$/u
-
-function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
-  const [id, role = 'user'] = v.split(':')
-  if (!isUuid(id)) throw new UsageError(`--org: "${id}" is not an org UUID`)
-  if (role !== 'admin' && role !== 'user' && role !== 'none') throw new UsageError(`--org: role must be admin, user or none, got "${role}"`)
-  return { id: id.toLowerCase(), role: role === 'none' ? null : role }
-}
-
 class Admin {
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config) {}
-
-  /** `limit set|clear`: an access key's id, else a username. */
-  async #setLimit (target: string, policy: RateLimitPolicy | null): Promise<{ kind: 'key' | 'user', id: string, name: string }> {
-    if (isUuid(target) && await this.store.setRateLimit({ key: target.toLowerCase() }, policy)) return { kind: 'key', id: target.toLowerCase(), name: target.toLowerCase() }
-    const u = await this.store.getUserByUsername(target)
-    if (u === null) throw new UsageError(`no user or access key "${target}"`, 1, 'not_found')
-    await this.store.setRateLimit({ user: u.id }, policy)
-    return { kind: 'user', id: u.id, name: u.username }
+  readonly #ops: AdminOps
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config) {
+    this.#ops = new AdminOps(store, config)
   }
 
   #print (json: unknown, text: string): number {
@@ -589,118 +579,99 @@ class Admin {
     return args[0]
   }
 
-  async #user (username: string): Promise<User> {
-    const u = await this.store.getUserByUsername(username)
-    if (u === null) throw new UsageError(`no user named "${username}"`, 1, 'not_found')
-    return u
-  }
-
   async #password (): Promise<string> {
     if (this.v['password-stdin'] !== true) throw new UsageError('the password must come from standard input: add --password-stdin')
-    const pw = (await this.io.stdin()).replace(/\r?\n$/, '')
-    if (pw.length < 8) throw new UsageError('the password must have at least 8 characters', 1)
-    return pw
+    return checkPassword((await this.io.stdin()).replace(/\r?\n$/, ''))
+  }
+
+  /** `--org ID[:role]`, each: the org id and the role as given (AdminOps checks both). */
+  #orgs (): Array<{ id: string, role: string }> {
+    return (this.v.org ?? []).map((o) => { const [id, role = 'user'] = o.split(':'); return { id, role } })
   }
 
   async run (cmd: string, sub: string | undefined, args: string[]): Promise<number> {
     const key = `${cmd} ${sub ?? ''}`.trim()
+    const ops = this.#ops
     switch (key) {
       case 'user add': {
-        const username = this.#one(args, 'username').normalize('NFC')
-        if (!USERNAME.test(username)) throw new UsageError('username: 1 to 150 letters (any script), digits and @ . + - _')
-        const orgs: Record<string, OrgRole> = {}
-        for (const o of this.v.org ?? []) {
-          const { id, role } = parseOrgFlag(o)
-          if ((await this.store.getOrg(id)) === null) throw new UsageError(`no org with id ${id} (see \`sidegate org list\`)`, 1, 'org_not_found')
-          if (role !== null) orgs[id] = role
-        }
-        const password = await this.#password()
-        const u = await this.store.createUser({ username, password, email: this.v.email, name: this.v.name, superuser: this.v.superuser === true, orgs })
-        return this.#print(userJson(u), `created user ${u.username} (${u.id})`)
+        const username = this.#one(args, 'username')
+        const u = await ops.createUser({ username, password: await this.#password(), email: this.v.email, name: this.v.name, superuser: this.v.superuser === true, orgs: this.#orgs() })
+        return this.#print(u, `created user ${u.username} (${u.id})`)
       }
       case 'user list': {
         const org = this.v.org?.[0]
-        const users = await this.store.listUsers(org === undefined ? undefined : parseOrgFlag(org).id)
-        return this.#print(users.map(userJson), users.map((u) => `${u.id}  ${u.username}${u.is_superuser ? '  superuser' : ''}${u.is_active ? '' : '  disabled'}`).join('\n') || '(no users)')
+        const users = await ops.listUsers(org === undefined ? undefined : parseMembership(org).id)
+        return this.#print(users, users.map((u) => `${u.id}  ${u.username}${u.is_superuser ? '  superuser' : ''}${u.is_active ? '' : '  disabled'}`).join('\n') || '(no users)')
       }
       case 'user disable':
       case 'user enable': {
-        const u = await this.#user(this.#one(args, 'username'))
-        await this.store.setUserActive(u.id, sub === 'enable')
-        return this.#print({ id: u.id, username: u.username, is_active: sub === 'enable' }, `${sub}d user ${u.username}`)
+        const r = await ops.setActive(this.#one(args, 'username'), sub === 'enable')
+        return this.#print(r, `${sub}d user ${r.username}`)
       }
       case 'user passwd': {
-        const u = await this.#user(this.#one(args, 'username'))
-        await this.store.setPassword(u.id, await this.#password())
-        return this.#print({ id: u.id, username: u.username }, `password changed for ${u.username}`)
+        const username = this.#one(args, 'username')
+        await ops.user(username)
+        const r = await ops.setPassword(username, await this.#password())
+        return this.#print(r, `password changed for ${r.username}`)
       }
       case 'user grant': {
-        const u = await this.#user(this.#one(args, 'username'))
+        const username = this.#one(args, 'username')
+        await ops.user(username)
         if ((this.v.org ?? []).length === 0) throw new UsageError('user grant needs --org ID[:admin|:none]')
-        for (const o of this.v.org ?? []) {
-          const { id, role } = parseOrgFlag(o)
-          if ((await this.store.getOrg(id)) === null) throw new UsageError(`no org with id ${id} (see \`sidegate org list\`)`, 1, 'org_not_found')
-          await this.store.setMembership(u.id, id, role)
-        }
-        const after = await this.#user(u.username)
-        return this.#print(userJson(after), `${after.username}: ${Object.entries(after.orgs).map(([o, r]) => `${o}:${r}`).join(', ') || '(no orgs)'}`)
+        const after = await ops.grant(username, this.#orgs())
+        return this.#print(after, `${after.username}: ${Object.entries(after.orgs).map(([o, r]) => `${o}:${r}`).join(', ') || '(no orgs)'}`)
       }
       case 'org add': {
-        const name = this.#one(args, 'org name')
-        if (this.v.id !== undefined && !isUuid(this.v.id)) throw new UsageError('--id must be a UUID')
-        const org = await this.store.createOrg(name, this.v.id)
-        return this.#print(orgJson(org), `created org ${org.name} (${org.id})`)
+        const org = await ops.createOrg(this.#one(args, 'org name'), this.v.id)
+        return this.#print(org, `created org ${org.name} (${org.id})`)
       }
       case 'org list': {
-        const orgs = await this.store.listOrgs()
-        return this.#print(orgs.map(orgJson), orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(no orgs)')
+        const orgs = await ops.listOrgs()
+        return this.#print(orgs, orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(no orgs)')
       }
       case 'key create': {
-        const u = await this.#user(this.#one(args, 'username'))
-        let o: NewKeyOptions
-        try {
-          o = keyOptions({ expires: this.v.expires, name: this.v.name, allowIps: this.v['allow-ip'] })
-        } catch (err) {
-          if (err instanceof KeyOptionError) throw new UsageError(`--${CLI_FLAG[err.option]}: ${err.message}`)
-          throw err
-        }
-        const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
-        const extra = [key.name === undefined ? '' : `Name:            ${key.name}`, key.date_expired === undefined ? '' : `Expires:         ${key.date_expired}`, key.allow_ips === undefined ? '' : `Allowed from:    ${key.allow_ips.join(', ')}`].filter(Boolean)
-        return this.#print({ ...keyJson(key), secret }, [`AccessKeyID:     ${key.id}`, `AccessKeySecret: ${secret}`, ...extra, '(the secret is shown once)'].join('\n'))
+        const k = await ops.createKey(this.#one(args, 'username'), { expires: this.v.expires, allow_ips: this.v['allow-ip'], name: this.v.name })
+        const extra = [k.name === undefined ? '' : `Name:            ${k.name}`, k.date_expired === undefined ? '' : `Expires:         ${k.date_expired}`, k.allow_ips === undefined ? '' : `Allowed from:    ${k.allow_ips.join(', ')}`].filter(Boolean)
+        return this.#print(k, [`AccessKeyID:     ${k.id}`, `AccessKeySecret: ${k.secret}`, ...extra, '(the secret is shown once)'].join('\n'))
       }
       case 'key list': {
-        const u = await this.#user(this.#one(args, 'username'))
-        const keys = await this.store.listAccessKeys(u.id)
+        const keys = await ops.listKeys(this.#one(args, 'username'))
         const now = Date.now()
-        return this.#print(keys.map(keyJson), keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
+        return this.#print(keys, keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
       }
       case 'key disable':
       case 'key enable': {
-        const id = this.#one(args, 'key id')
-        if (!isUuid(id) || !(await this.store.setAccessKeyActive(id.toLowerCase(), sub === 'enable'))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
-        return this.#print({ id: id.toLowerCase(), is_active: sub === 'enable' }, `${sub}d access key ${id.toLowerCase()}`)
+        const r = await ops.setKeyActive(this.#one(args, 'key id'), sub === 'enable')
+        return this.#print(r, `${sub}d access key ${r.id}`)
       }
       case 'key revoke': {
-        const id = this.#one(args, 'key id')
-        if (!isUuid(id) || !(await this.store.deleteAccessKey(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
-        return this.#print({ id, revoked: true }, `revoked access key ${id}`)
+        const r = await ops.revokeKey(this.#one(args, 'key id'))
+        return this.#print(r, `revoked access key ${r.id}`)
       }
       case 'token create': {
-        const u = await this.#user(this.#one(args, 'username'))
-        const token = await this.store.createPrivateToken(u.id)
-        return this.#print({ username: u.username, token }, token)
+        const r = await ops.createToken(this.#one(args, 'username'))
+        return this.#print(r, r.token)
       }
       case 'token show': {
-        const u = await this.#user(this.#one(args, 'username'))
-        const token = await this.store.readPrivateToken(u.id)
-        if (token === null) throw new UsageError(`${u.username} has no private token (create one with \`sidegate token create ${u.username}\`)`, 1, 'not_found')
-        if (token === UNREADABLE) throw new UsageError(`the private token of ${u.username} is unreadable: it was stored under another secret key (\`sidegate token revoke ${u.username}\` removes it)`, 1, 'unreadable_record')
-        return this.#print({ username: u.username, token }, token)
+        const r = await ops.showToken(this.#one(args, 'username'))
+        return this.#print(r, r.token)
       }
       case 'token revoke': {
-        const u = await this.#user(this.#one(args, 'username'))
-        if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
-        return this.#print({ username: u.username, revoked: true }, `revoked the private token of ${u.username}`)
+        const r = await ops.revokeToken(this.#one(args, 'username'))
+        return this.#print(r, `revoked the private token of ${r.username}`)
+      }
+      case 'session list': {
+        const list = await ops.listSessions(this.#one(args, 'username'))
+        return this.#print(list, list.map((x) => `${x.id}  created ${x.date_created}  ends ${x.date_expires}`).join('\n') || '(no sessions)')
+      }
+      case 'session revoke': {
+        if (this.v.all === true) {
+          const r = await ops.revokeSessions(this.#one(args, 'username'))
+          return this.#print(r, `ended ${r.revoked} session${r.revoked === 1 ? '' : 's'} of ${r.username}`)
+        }
+        if (args.length !== 2) throw new UsageError('expected a username and a session id (see `sidegate session list`), or a username and --all')
+        const r = await ops.revokeSession(args[0], args[1])
+        return this.#print(r, `ended session ${r.id} of ${r.username}`)
       }
       case 'jwk rotate': {
         if (args.length > 0) throw new UsageError('jwk rotate takes no arguments')
@@ -722,33 +693,22 @@ class Admin {
       }
       case 'limit set': {
         if (args.length !== 2) throw new UsageError('expected a username or key id and a limit, e.g. `sidegate limit set alice 100/60s`')
-        const policy = parsePolicy(args[1])
-        if (policy === null) throw new UsageError(`"${args[1]}" is not a limit: <requests>/<window>, e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day)`)
-        const t = await this.#setLimit(args[0], policy)
-        const off = this.config?.rate_limit.enabled === false ? ' (rate_limit.enabled is false: not counted until it is on)' : ''
-        return this.#print({ [t.kind]: t.name, id: t.id, limit: policy.limit, window: policy.window }, `${t.kind} ${t.name}: ${formatPolicy(policy)}${off}`)
+        const { target: t, policy, json } = await ops.setLimit(args[0], args[1])
+        const off = this.config.rate_limit.enabled ? '' : ' (rate_limit.enabled is false: not counted until it is on)'
+        return this.#print(json, `${t.kind} ${t.name}: ${formatPolicy(policy)}${off}`)
       }
       case 'limit clear': {
-        const t = await this.#setLimit(this.#one(args, 'username or key id'), null)
-        return this.#print({ [t.kind]: t.name, id: t.id, cleared: true }, `${t.kind} ${t.name}: back to gateway.yml's rate_limit`)
+        const { target: t, json } = await ops.clearLimit(this.#one(args, 'username or key id'))
+        return this.#print(json, `${t.kind} ${t.name}: back to gateway.yml's rate_limit`)
       }
       case 'limit list': {
         if (args.length !== 0) throw new UsageError('limit list takes no arguments')
-        const rl = this.config?.rate_limit
-        const rows: Array<Record<string, unknown>> = []
-        for (const u of await this.store.listUsers()) {
-          if (u.rate_limit != null) rows.push({ kind: 'user', username: u.username, id: u.id, limit: u.rate_limit.limit, window: u.rate_limit.window })
-          for (const k of await this.store.listAccessKeys(u.id)) {
-            if (k.rate_limit != null) rows.push({ kind: 'key', username: u.username, id: k.id, limit: k.rate_limit.limit, window: k.rate_limit.window })
-          }
-        }
-        const configured = rl === undefined ? null : { enabled: rl.enabled, default: { limit: rl.limit, window: rl.window }, methods: Object.fromEntries(Object.entries(rl.methods).filter(([, v]) => v !== null)) }
-        const head = configured === null
-          ? []
-          : [`rate_limit ${configured.enabled ? 'enabled' : 'disabled (nothing is counted)'}; default ${formatPolicy(configured.default)} per user` +
-             Object.entries(configured.methods).map(([m, v]) => `; ${m} ${String(v)}`).join('')]
-        const lines = rows.map((r) => `${String(r.kind).padEnd(4)}  ${String(r.id)}  ${String(r.username)}  ${formatPolicy(r as unknown as RateLimitPolicy)}`)
-        return this.#print({ configured, overrides: rows }, [...head, ...(lines.length === 0 ? ['(no user or key has its own limit)'] : lines)].join('\n'))
+        const r = await ops.listLimits()
+        const c = r.configured
+        const head = `rate_limit ${c.enabled ? 'enabled' : 'disabled (nothing is counted)'}; default ${formatPolicy(c.default)} per user` +
+          Object.entries(c.methods).map(([m, v]) => `; ${m} ${v}`).join('')
+        const lines = r.overrides.map((x) => `${x.kind.padEnd(4)}  ${x.id}  ${x.username}  ${formatPolicy(x)}`)
+        return this.#print(r, [head, ...(lines.length === 0 ? ['(no user or key has its own limit)'] : lines)].join('\n'))
       }
       default:
         throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)

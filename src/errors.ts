@@ -18,7 +18,7 @@ export interface ErrorSpec {
   detail: string
   /** when a client gets it */
   when: string
-  /** only the command line meets it (the store's conflicts and lookups), never an HTTP client */
+  /** only administration meets it (the store's conflicts and lookups): the command line and the admin API (src/admin/), never a client of the public port */
   cliOnly?: true
 }
 
@@ -28,7 +28,7 @@ export const ERRORS = {
   authentication_failed: { status: 401, detail: 'Unable to log in with provided credentials.', when: 'Wrong username or password, unknown user or disabled account (one answer for all), or a credential whose user no longer exists.' },
   invalid_token: { status: 401, detail: 'Invalid or expired token.', when: 'Unknown, expired or already used bearer token; unknown private token.' },
   malformed_authorization: { status: 401, detail: 'Malformed Authorization header: token missing.', when: 'The Authorization header cannot be parsed for its scheme.' },
-  unsupported_scheme: { status: 401, detail: 'Unsupported authorization scheme.', when: 'An Authorization scheme other than Bearer, Token, PrivateToken or Signature.' },
+  unsupported_scheme: { status: 401, detail: 'Unsupported authorization scheme.', when: 'An Authorization scheme other than Bearer, Token, PrivateToken or Signature; on the admin API, any credential but an access-key signature or a private token.' },
   invalid_signature: { status: 401, detail: 'Signature verification failed.', when: 'Unknown access key, a signature that is not the canonical Base64 of 32 bytes, or one that does not match.' },
   signature_expired: { status: 401, detail: 'Date header is missing, malformed or outside the allowed clock skew.', when: 'A signed Date or X-Date is missing, malformed or further than auth.signature.clock_skew from now; or (detail "The signed Date and X-Date headers differ.") both are signed and name different times.' },
   invalid_digest: { status: 401, detail: 'The request body does not match its signed digest.', when: 'A signature lists `digest` or `content-digest` and the body does not match it, or the header is malformed or names no SHA-256/SHA-512 digest; or, with auth.signature.require_digest, a signed request with a body signs neither.' },
@@ -40,7 +40,7 @@ export const ERRORS = {
   csrf_failed: { status: 403, detail: 'CSRF token missing or incorrect.', when: 'Unsafe method with a session cookie and no matching X-CSRFToken; or (detail "Cross-site request refused.") a browser\'s request from another site (Sec-Fetch-Site, else Origin, else Referer) to the token endpoint, /login or /logout, or a WebSocket upgrade authenticated by the session cookie.' },
   org_forbidden: { status: 403, detail: 'You are not a member of this organization.', when: 'The requested organization is not one of the user\'s (superusers excepted; root is for superusers only).' },
   ip_not_allowed: { status: 403, detail: 'This access key may not be used from this address.', when: 'A correctly signed request from a client address (server.trusted_proxies decides which) outside the access key\'s allow-list (`--allow-ip`).' },
-  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key.' },
+  permission_denied: { status: 403, detail: 'You do not have permission to perform this action.', when: 'Listing users without being a superuser or an admin of the organization; reading the private token with a bearer token or an access key; any admin API call by a user who is not a superuser.' },
   password_required: { status: 403, detail: 'Confirm with your password (field "password") to create or replace a permanent credential.', when: `Creating an access key, or creating or resetting the private token, without \`password\` in the body, by any caller but a browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` },
   password_incorrect: { status: 403, detail: 'The password is incorrect.', when: 'The `password` sent to confirm creating an access key or a private token is wrong (counted by the login lockout).' },
   invalid_org: { status: 400, detail: 'Organization must be a UUID, "default", "root" or "system".', when: 'A malformed organization header, cookie or ?oid=, several ?oid= naming different organizations, or two different organization cookies.' },
@@ -49,7 +49,7 @@ export const ERRORS = {
   bad_request: { status: 400, detail: 'Malformed HTTP request.', when: 'A field with a wrong type or length, or an HTTP request that does not parse.' },
   too_many_keys: { status: 400, detail: `A user can have at most ${MAX_ACCESS_KEYS} access keys; delete one first.`, when: `Creating an access key when the user already has ${MAX_ACCESS_KEYS}.` },
   org_not_found: { status: 404, detail: 'No such organization.', when: 'The requested organization (a well-formed UUID) does not exist.' },
-  not_found: { status: 404, detail: 'Not found.', when: 'No such path (without an upstream), or no such access key of the caller.' },
+  not_found: { status: 404, detail: 'Not found.', when: 'No such path (without an upstream), or no such access key of the caller; on the admin API, no such path, user, access key, private token or session.' },
   method_not_allowed: { status: 405, detail: 'Method not allowed.', when: 'A method the endpoint does not have; see the Allow header.' },
   request_timeout: { status: 408, detail: 'Request timed out.', when: 'The client did not send its request within server.request_timeout.' },
   expectation_failed: { status: 417, detail: 'Only "Expect: 100-continue" is supported.', when: 'An Expect header other than 100-continue.' },
@@ -63,8 +63,8 @@ export const ERRORS = {
   store_unavailable: { status: 503, detail: 'The credential store is unavailable; try again shortly.', when: 'Redis does not answer within redis.command_timeout.' },
   shutting_down: { status: 503, detail: 'The gateway is shutting down.', when: 'The gateway is draining after SIGTERM.' },
   upstream_timeout: { status: 504, detail: 'The upstream service did not answer in time.', when: 'No answer from the protected service within upstream.timeout.' },
-  user_exists: { status: 409, detail: 'A user named alice already exists.', when: 'sidegate user create with a username that is taken.', cliOnly: true },
-  org_exists: { status: 409, detail: 'An organization with id 00000000-0000-0000-0000-000000000002 already exists.', when: 'Creating an organization with an id that is taken.', cliOnly: true },
+  user_exists: { status: 409, detail: 'A user named alice already exists.', when: 'Creating a user (`sidegate user add`, the admin API) with a username that is taken.', cliOnly: true },
+  org_exists: { status: 409, detail: 'An organization with id 00000000-0000-0000-0000-000000000002 already exists.', when: 'Creating an organization (`sidegate org add --id`, the admin API) with an id that is taken.', cliOnly: true },
   user_not_found: { status: 404, detail: 'No such user.', when: 'Changing or deleting a user that does not exist.', cliOnly: true }
 } as const satisfies Record<string, ErrorSpec>
 
@@ -148,7 +148,13 @@ export const E = {
   internal: () => new GatewayError('internal_error'),
   userExists: (username: string) => new GatewayError('user_exists', `A user named ${username} already exists.`),
   orgExists: (id: string) => new GatewayError('org_exists', `An organization with id ${id} already exists.`),
-  userNotFound: () => new GatewayError('user_not_found')
+  userNotFound: () => new GatewayError('user_not_found'),
+  /** the admin API: a credential other than an access-key signature or a private token */
+  adminCredential: () => new GatewayError('unsupported_scheme', 'The admin API takes an access-key signature or a private token.'),
+  /** the admin API: a user who is not a superuser */
+  notSuperuser: () => new GatewayError('permission_denied', 'The admin API is for superusers.'),
+  /** an administration operation's refusal (src/admin/ops.ts, a UsageError) as the admin API answers it */
+  fromUsage: (err: UsageError) => new GatewayError(err.code === 'org_not_found' || err.code === 'not_found' ? err.code : 'bad_request', err.message)
 } as const
 
 /**

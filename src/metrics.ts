@@ -1,13 +1,13 @@
 /**
- * Prometheus metrics (prom-client) on a separate admin listener, so they are
- * not reachable through the Service that fronts the gateway. The per-request
+ * Prometheus metrics (prom-client) on a separate admin listener
+ * (src/admin/listener.ts), so they are not reachable through the Service that
+ * fronts the gateway. The per-request
  * cost is one counter increment on a cached child, one histogram observation
  * and, for auth and upstream failures only, one more increment. Labels are
  * bounded: the status code (standard codes only, else its class), the auth
  * method (5 values), sidegate's own error codes.
  */
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { LruCache } from './store/cache.js'
 
@@ -48,7 +48,6 @@ export class Metrics implements RequestObserver {
   readonly #unusedKeysDisabled: Counter
   readonly #children = new Map<number, Counter.Internal>()
   readonly #failureChildren = new Map<string, Counter.Internal>()
-  #server: http.Server | null = null
 
   constructor (o: { processMetrics?: boolean } = {}) {
     const registers = [this.registry]
@@ -125,33 +124,11 @@ export class Metrics implements RequestObserver {
     new Gauge({ name: 'sidegate_draining', help: '1 after SIGTERM: readiness is false and the gateway is draining.', registers, collect () { this.set(isDraining() ? 1 : 0) } })
   }
 
-  /** Serves GET /metrics on its own listener. */
-  async listen (port: number, host: string): Promise<AddressInfo> {
-    const server = http.createServer((req, res) => {
-      const path = (req.url ?? '/').split('?')[0]
-      if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try GET /metrics\n')
-        return
-      }
-      this.registry.metrics().then((text) => {
-        res.writeHead(200, { 'content-type': this.registry.contentType, 'cache-control': 'no-store' })
-        res.end(req.method === 'HEAD' ? undefined : text)
-      }, () => { res.writeHead(500).end() })
-    })
-    server.keepAliveTimeout = 65_000
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(port, host, () => { server.off('error', reject); resolve() })
-    })
-    this.#server = server
-    return server.address() as AddressInfo
-  }
-
-  async close (): Promise<void> {
-    const s = this.#server
-    if (s === null) return
-    this.#server = null
-    s.closeAllConnections()
-    await new Promise<void>((resolve) => s.close(() => resolve()))
+  /** GET (or HEAD) /metrics: the Prometheus text. */
+  scrape (req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.registry.metrics().then((text) => {
+      res.writeHead(200, { 'content-type': this.registry.contentType, 'cache-control': 'no-store' })
+      res.end(req.method === 'HEAD' ? undefined : text)
+    }, () => { res.writeHead(500).end() })
   }
 }

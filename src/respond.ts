@@ -42,14 +42,16 @@ function prepare (e: GatewayError): Prepared {
 
 /**
  * Turns any thrown value into a response; only GatewayErrors say anything
- * specific. The body and headers of each kind of error are serialized once:
+ * specific. `challenges`: a 401's WWW-Authenticate, when not every scheme's
+ * (the admin API takes only some). The body and headers of each kind of error are serialized once:
  * a flood of bad credentials costs as little as possible to refuse.
  */
-export function sendError (res: ServerResponse, err: unknown): GatewayError {
+export function sendError (res: ServerResponse, err: unknown, challenges?: string[]): GatewayError {
   const e = err instanceof GatewayError ? err : E.internal()
   if (res.headersSent || res.destroyed) return e
   const p = prepare(e)
-  res.writeHead(e.status, e.headers === undefined ? p.headers : { ...p.headers, ...e.headers })
+  const headers = e.headers === undefined ? p.headers : { ...p.headers, ...e.headers }
+  res.writeHead(e.status, challenges === undefined || e.status !== 401 ? headers : { ...headers, 'www-authenticate': challenges })
   res.end(p.payload)
   return e
 }

@@ -13,7 +13,7 @@ import { parseAuthorization } from './parse.js'
 import { PrivateTokenAuthenticator } from './private-token.js'
 import { SessionAuthenticator } from './session.js'
 import { SignatureAuthenticator, type Algorithm } from './signature.js'
-import type { Authenticator, Claim, Credentials } from './types.js'
+import type { AuthMethod, Authenticator, Claim, Credentials } from './types.js'
 
 export interface Identity extends Claim {
   user: User
@@ -71,16 +71,21 @@ export class AuthPipeline {
   /**
    * Resolves the caller or throws a GatewayError (401, 403 for CSRF, 503 when the store is down).
    * `target`: another method and URI than the request's own (readCredentials).
+   * `methods`: the only credentials accepted (the admin API's): any other is 401
+   * unsupported_scheme before it is checked (a one-time bearer token is not used up).
    */
-  async authenticate (req: IncomingMessage, target?: { method: string, url: string }): Promise<Identity> {
+  async authenticate (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Promise<Identity> {
     let c: Credentials
     try {
       c = readCredentials(req, target)
     } catch (err) {
       throw err instanceof GatewayError ? err : E.malformedAuthorization('unreadable')
     }
+    // `methods` (the admin API): only these credentials, from the Authorization header; nothing else is looked at
+    if (methods !== undefined && c.authorization === null) throw E.notAuthenticated()
     const a = this.authenticators.find((x) => x.claims(c))
     if (a === undefined) throw c.authorization === null ? E.notAuthenticated() : E.unsupportedScheme()
+    if (methods !== undefined && !methods.includes(a.method)) throw E.adminCredential()
     const claim = await a.authenticate(c)
     const user = await this.store.getUser(claim.userId)
     if (user === null) throw E.authenticationFailed()

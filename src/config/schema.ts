@@ -156,6 +156,9 @@ export const Schema = T.Object({
     endpoint: optStr({ check: 'httpUrl', url: true, description: 'OTLP/HTTP base URL of the collector (http://otel-collector:4318); spans are POSTed\nas JSON to <endpoint>/v1/traces. OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) and\nOTEL_EXPORTER_OTLP_ENDPOINT (like this key) win over it. Empty and neither set: tracing\nis off, and costs nothing.' }),
     service_name: str('sidegate', { description: 'service.name of every span; OTEL_SERVICE_NAME wins' })
   }, 'OpenTelemetry traces (README, "Tracing"): one server span per request, with child spans\nfor its Redis commands and its upstream call; W3C traceparent/tracestate accepted only from\nserver.trusted_proxies. The standard OTEL_* variables apply (sampler, headers, resource\nattributes, batch delays).'),
+  admin: section({
+    enabled: bool(false, 'true: serve the admin API under /admin/v1/ on the admin listener\n(metrics.host:metrics.port, never listen.port), also when metrics.enabled is false\n(the listener then serves only the admin API).')
+  }, 'The admin API (README, "Admin API"): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s access-key signature or private token; the OpenAPI document is\nat GET /admin/v1/openapi.json. Keep metrics.host off public networks (127.0.0.1, or a\nNetworkPolicy).'),
   docs: live(section({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),

@@ -33,14 +33,25 @@ export function errorTable (): string {
 
 const schemaName = (code: string): string => code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error'
 
-/** A response whose body is one of the given error codes. */
-function errorResponse (description: string, codes: ErrorCode[], headers?: Json): Json {
+/** A response whose body is one of the given error codes (their schemas: errorSchemas). */
+export function errorResponse (description: string, codes: ErrorCode[], headers?: Json): Json {
   const schema = codes.length === 1 ? ref('schemas', schemaName(codes[0])) : { oneOf: codes.map((c) => ref('schemas', schemaName(c))) }
   return {
     description: `${description} Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
     ...(headers === undefined ? {} : { headers }),
     content: { 'application/json': { schema, example: { detail: ERRORS[codes[0]].detail, code: codes[0] } } }
   }
+}
+
+/** components/schemas for these error codes, one per code (what errorResponse refers to). */
+export function errorSchemasOf (codes: readonly ErrorCode[]): Record<string, Json> {
+  return Object.fromEntries(codes.map((code) => [code, ERRORS[code]] as const).map(([code, e]) => [schemaName(code), {
+    type: 'object',
+    description: `HTTP ${e.status}. ${e.when}`,
+    required: ['detail', 'code'],
+    properties: { detail: { type: 'string', examples: [e.detail] }, code: { const: code } },
+    examples: [{ detail: e.detail, code }]
+  }]))
 }
 
 const codesWith = (status: number): ErrorCode[] => HTTP_ERROR_CODES.filter((c) => ERRORS[c].status === status)
@@ -141,13 +152,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
     : 'Forwarded to the protected service with the resolved identity; sidegate answers only its own errors.'
   const { paths, schemas } = assemble(routes)
 
-  const errorSchemas = Object.fromEntries(HTTP_ERROR_CODES.map((code) => [code, ERRORS[code]] as const).map(([code, e]) => [schemaName(code), {
-    type: 'object',
-    description: `HTTP ${e.status}. ${e.when}`,
-    required: ['detail', 'code'],
-    properties: { detail: { type: 'string', examples: [e.detail] }, code: { const: code } },
-    examples: [{ detail: e.detail, code }]
-  }]))
+  const errorSchemas = errorSchemasOf(HTTP_ERROR_CODES)
 
   return {
     openapi: '3.1.0',

@@ -25,7 +25,7 @@ import { hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { lifecycle, openKeySecret } from './layout.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type User } from './types.js'
+import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -445,6 +445,31 @@ export class MemoryStore implements RunningStore {
     const e = d.sessions.get(hash)
     d.sessions.delete(hash)
     if (e !== undefined) d.userSessions.get(e.v.user_id)?.delete(hash)
+  }
+
+  async listSessions (userId: string): Promise<SessionInfo[]> {
+    const d = this.#open()
+    const out: SessionInfo[] = []
+    for (const h of d.userSessions.get(userId) ?? []) {
+      const e = d.alive(d.sessions, h)
+      if (e !== undefined && e.v.user_id === userId) out.push({ id: h, created: e.v.created, expires: e.exp })
+    }
+    return out.sort((a, b) => a.created - b.created || a.id.localeCompare(b.id))
+  }
+
+  async endSession (userId: string, id: string): Promise<boolean> {
+    const d = this.#open()
+    const e = d.alive(d.sessions, id)
+    if (e === undefined || e.v.user_id !== userId) return false
+    d.sessions.delete(id)
+    d.userSessions.get(userId)?.delete(id)
+    return true
+  }
+
+  async endSessions (userId: string): Promise<number> {
+    const n = (await this.listSessions(userId)).length
+    this.#endSessions(userId)
+    return n
   }
 
   // ---- login lockout

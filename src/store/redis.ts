@@ -31,7 +31,7 @@ import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
 import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
+import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -558,6 +558,36 @@ export class RedisStore implements ManagedStore {
     if (s !== null) await this.#run(() => this.redis.srem(this.#k('user-sess', s.user_id), h))
     // every replica drops its cached copy (logout ends the session everywhere at once)
     await this.#invalidate(`sess:${h}`)
+  }
+
+  async listSessions (userId: string): Promise<SessionInfo[]> {
+    const ids = await this.#run(() => this.redis.smembers(this.#k('user-sess', userId)))
+    const out: SessionInfo[] = []
+    for (const h of ids) {
+      const s = await this.#getJson<StoredSession>(this.#k('sess', h))
+      // gone since (idle, logged out): not listed
+      if (s === null || s.user_id !== userId) continue
+      const ttl = await this.#run(() => this.redis.pttl(this.#k('sess', h)))
+      if (ttl < 0) continue
+      out.push({ id: h, created: s.created, expires: Date.now() + ttl })
+    }
+    return out.sort((a, b) => a.created - b.created || a.id.localeCompare(b.id))
+  }
+
+  async endSession (userId: string, id: string): Promise<boolean> {
+    const s = await this.#getJson<StoredSession>(this.#k('sess', id))
+    if (s === null || s.user_id !== userId) return false
+    await this.#run(() => this.redis.del(this.#k('sess', id)))
+    await this.#run(() => this.redis.srem(this.#k('user-sess', userId), id))
+    await this.#invalidate(`sess:${id}`)
+    return true
+  }
+
+  async endSessions (userId: string): Promise<number> {
+    const n = (await this.listSessions(userId)).length
+    await this.#endSessions(userId)
+    await this.#invalidate(`user-sess:${userId}`)
+    return n
   }
 
   // ---- login lockout

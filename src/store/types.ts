@@ -90,6 +90,16 @@ export interface Session {
   csrf: string
 }
 
+/** A live session as administration sees it (Store.listSessions): never its cookie value. */
+export interface SessionInfo {
+  /** its keyed lookup hash: names the session for endSession, useless as a cookie */
+  id: string
+  /** epoch ms */
+  created: number
+  /** epoch ms: when it ends unless used before (the idle timeout) */
+  expires: number
+}
+
 export interface LoginFailures {
   count: number
   /** seconds until the counter expires; 0 when there is none */
@@ -171,6 +181,12 @@ export interface Store {
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
   deleteSession(id: string): Promise<void>
+  /** The user's live sessions, oldest first (administration: `sidegate session list`, the admin API). */
+  listSessions(userId: string): Promise<SessionInfo[]>
+  /** Ends one of the user's sessions by its SessionInfo id, on every replica at once; false when the user has no such live session. */
+  endSession(userId: string, id: string): Promise<boolean>
+  /** Ends every session of the user, on every replica at once; how many were live. */
+  endSessions(userId: string): Promise<number>
 
   /**
    * Counts one login attempt of a subject (username + client IP), before its

@@ -1,0 +1,205 @@
+/**
+ * The admin API's OpenAPI 3.1 document (GET /admin/v1/openapi.json on the
+ * admin listener), assembled from the operations' declarations
+ * (src/admin/api.ts ADMIN_ROUTES: their body schemas are the ones the API
+ * validates with) and the error catalogue (src/errors.ts), with the error
+ * answers and schemas of the public document (src/routes/openapi.ts).
+ */
+import type { Config } from '../config.js'
+import { ERRORS, type ErrorCode } from '../errors.js'
+import { VERSION, errorResponse, errorSchemasOf } from '../routes/openapi.js'
+import { json, schemaRef, type Json } from '../routes/spec.js'
+import type { TSchema } from '@sinclair/typebox'
+
+/** What the document needs of an admin API operation (src/admin/api.ts DocumentedRoute). */
+export interface DocumentedRoute {
+  method: string
+  /** under /admin/v1/, with `{name}` segments */
+  path: string
+  status: number
+  tag: string
+  operationId: string
+  summary: string
+  description?: string
+  /** the JSON body (a TypeBox object schema: validated by the API, published as is) */
+  body?: TSchema
+  /** query parameters: name → description */
+  query?: Record<string, string>
+  /** components/schemas name of the answer */
+  answer: string
+  /** errors besides those every call can get (400 bad body, 401, 403, 503) */
+  errors: ErrorCode[]
+}
+
+const PREFIX = '/admin/v1/'
+const BODY_CODES: ErrorCode[] = ['required', 'parse_error', 'bad_request']
+const UNAUTHORIZED: ErrorCode[] = (Object.keys(ERRORS) as ErrorCode[]).filter((c) => ERRORS[c].status === 401 && c !== 'invalid_session')
+const FORBIDDEN: ErrorCode[] = ['permission_denied', 'ip_not_allowed']
+
+const iso = { type: 'string', format: 'date-time' }
+const uuid = { type: 'string', format: 'uuid' }
+const policy = { type: 'object', required: ['limit', 'window'], properties: { limit: { type: 'integer' }, window: { type: 'integer', description: 'seconds' } } }
+
+/** The answers' schemas (the CLI's `--json` output of the same operation). */
+const SCHEMAS: Record<string, Json> = {
+  User: {
+    type: 'object',
+    required: ['id', 'username', 'is_active', 'is_superuser', 'orgs'],
+    properties: {
+      id: uuid,
+      username: { type: 'string' },
+      name: { type: 'string' },
+      email: { type: 'string' },
+      is_active: { type: 'boolean' },
+      is_superuser: { type: 'boolean' },
+      orgs: { type: 'object', description: 'org id → role', additionalProperties: { enum: ['admin', 'user'] } },
+      default_org: { type: ['string', 'null'] },
+      date_joined: iso,
+      last_login: { type: ['string', 'null'], format: 'date-time' }
+    }
+  },
+  UserList: { type: 'array', items: schemaRef('User') },
+  UserRef: { type: 'object', required: ['id', 'username'], properties: { id: uuid, username: { type: 'string' } } },
+  UserActive: { type: 'object', required: ['id', 'username', 'is_active'], properties: { id: uuid, username: { type: 'string' }, is_active: { type: 'boolean' } } },
+  Org: { type: 'object', required: ['id', 'name', 'date_created'], properties: { id: uuid, name: { type: 'string' }, date_created: iso } },
+  OrgList: { type: 'array', items: schemaRef('Org') },
+  AdminAccessKey: {
+    type: 'object',
+    required: ['id', 'user_id', 'is_active', 'date_created', 'date_last_used'],
+    properties: {
+      id: { ...uuid, description: 'The AccessKeyID (`keyId` in signatures).' },
+      user_id: uuid,
+      name: { type: 'string' },
+      is_active: { type: 'boolean' },
+      date_created: iso,
+      date_expired: { ...iso, description: 'Refused after it (401 key_expired); absent: never.' },
+      date_last_used: { type: ['string', 'null'], format: 'date-time' },
+      allow_ips: { type: 'array', items: { type: 'string' } },
+      rate_limit: { oneOf: [policy, { type: 'null' }] },
+      unreadable: { const: true, description: 'Its secret was stored under another secret key: it verifies nothing.' }
+    }
+  },
+  AccessKeyList: { type: 'array', items: schemaRef('AdminAccessKey') },
+  AccessKeyCreated: {
+    allOf: [schemaRef('AdminAccessKey')],
+    type: 'object',
+    required: ['secret'],
+    properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this answer.' } }
+  },
+  Revoked: { type: 'object', required: ['id', 'revoked'], properties: { id: { type: 'string' }, revoked: { const: true } } },
+  PrivateTokenCreated: { type: 'object', required: ['username', 'token'], properties: { username: { type: 'string' }, token: { type: 'string', description: 'Shown only in this answer.' } } },
+  TokenRevoked: { type: 'object', required: ['username', 'revoked'], properties: { username: { type: 'string' }, revoked: { const: true } } },
+  Session: {
+    type: 'object',
+    required: ['id', 'date_created', 'date_expires'],
+    properties: {
+      id: { type: 'string', description: 'The session\'s keyed hash (not its cookie).' },
+      date_created: iso,
+      date_expires: { ...iso, description: 'When it ends unless used before (session.idle_timeout), or at the latest (session.absolute_timeout).' }
+    }
+  },
+  SessionList: { type: 'array', items: schemaRef('Session') },
+  SessionRevoked: { type: 'object', required: ['username', 'id', 'revoked'], properties: { username: { type: 'string' }, id: { type: 'string' }, revoked: { const: true } } },
+  SessionsRevoked: { type: 'object', required: ['username', 'revoked'], properties: { username: { type: 'string' }, revoked: { type: 'integer', description: 'How many sessions were live.' } } },
+  RateLimits: {
+    type: 'object',
+    required: ['configured', 'overrides'],
+    properties: {
+      configured: {
+        type: 'object',
+        description: 'gateway.yml\'s rate_limit.',
+        required: ['enabled', 'default', 'methods'],
+        properties: { enabled: { type: 'boolean' }, default: policy, methods: { type: 'object', additionalProperties: { type: 'string' } } }
+      },
+      overrides: {
+        type: 'array',
+        items: { type: 'object', required: ['kind', 'username', 'id', 'limit', 'window'], properties: { kind: { enum: ['user', 'key'] }, username: { type: 'string' }, id: uuid, limit: { type: 'integer' }, window: { type: 'integer' } } }
+      }
+    }
+  },
+  RateLimitSet: {
+    type: 'object',
+    description: '`user` (the username) or `key` (the key id) names the target.',
+    required: ['id', 'limit', 'window'],
+    properties: { user: { type: 'string' }, key: { type: 'string' }, id: uuid, limit: { type: 'integer' }, window: { type: 'integer' } }
+  },
+  RateLimitCleared: {
+    type: 'object',
+    required: ['id', 'cleared'],
+    properties: { user: { type: 'string' }, key: { type: 'string' }, id: uuid, cleared: { const: true } }
+  }
+}
+
+/** Errors of one operation, grouped by status. */
+function errorAnswers (r: DocumentedRoute): Record<string, Json> {
+  const byStatus = new Map<number, ErrorCode[]>()
+  const add = (codes: ErrorCode[]): void => { for (const c of codes) byStatus.set(ERRORS[c].status, [...(byStatus.get(ERRORS[c].status) ?? []), c]) }
+  add(r.body === undefined ? [] : [...BODY_CODES, 'payload_too_large', 'unsupported_media_type'])
+  add(UNAUTHORIZED)
+  add(FORBIDDEN)
+  add(r.errors)
+  add(['store_unavailable'])
+  const description: Record<number, string> = { 400: 'Bad input.', 401: 'No or a bad credential, or one the admin API does not take.', 403: 'Not a superuser, or an access key used from outside its allow-list.', 404: 'No such record.', 409: 'Already exists.', 413: 'Body too large.', 415: 'Not JSON.', 503: 'Try again shortly.' }
+  return Object.fromEntries([...byStatus].sort(([a], [b]) => a - b).map(([s, codes]) => [String(s), errorResponse(description[s] ?? 'Refused.', [...new Set(codes)])]))
+}
+
+export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]): Json {
+  const paths: Record<string, Json> = {
+    [`${PREFIX}openapi.json`]: {
+      get: { tags: ['Documentation'], operationId: 'adminOpenapiJson', summary: 'This document (no credential needed)', security: [], responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object' }) } } }
+    }
+  }
+  const codes = new Set<ErrorCode>([...BODY_CODES, ...UNAUTHORIZED, ...FORBIDDEN, 'payload_too_large', 'unsupported_media_type', 'store_unavailable'])
+  const security = [{ PrivateToken: [] }, { AccessKey: [] }]
+  for (const r of routes) {
+    const path = PREFIX + r.path
+    const item: Json = paths[path] ??= {}
+    const pathParams = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+    const query = Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } }))
+    for (const c of r.errors) codes.add(c)
+    item[r.method.toLowerCase()] = {
+      tags: [r.tag],
+      operationId: r.operationId,
+      summary: r.summary,
+      ...(r.description === undefined ? {} : { description: r.description }),
+      security,
+      ...(pathParams.length + query.length === 0 ? {} : { parameters: [...pathParams, ...query] }),
+      ...(r.body === undefined ? {} : { requestBody: { required: true, content: json(r.body) } }),
+      responses: { [r.status]: { description: r.status === 201 ? 'Created.' : 'Done.', content: json(schemaRef(r.answer)) }, ...errorAnswers(r) }
+    }
+  }
+  const tags = [...new Set(routes.map((r) => r.tag))].map((name) => ({ name }))
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'sidegate admin API',
+      version: VERSION,
+      summary: 'Users, organizations, memberships, access keys, private tokens, sessions and rate limits: the operations of the sidegate CLI, over JSON.',
+      description: [
+        `Served on the admin listener (metrics.host:metrics.port) when admin.enabled is true; never on the public port (${config.listen.port}).`,
+        '',
+        '**Credentials.** Every operation needs a superuser\'s private token (`Authorization: Token <token>`) or access-key signature (as on the public port); any other credential is `401 unsupported_scheme`, a user who is not a superuser `403 permission_denied`.',
+        '',
+        '**Bodies** are JSON objects; an unknown field is `400 bad_request`. Secrets (an access key\'s, a private token) are in the answer that creates them and never again.',
+        '',
+        '**Errors** are JSON `{"detail": "…", "code": "…"}`, codes from the same catalogue as the public API.'
+      ].join('\n'),
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' }
+    },
+    servers: [{ url: '/', description: 'This admin listener' }],
+    tags: [...tags, { name: 'Documentation' }],
+    paths,
+    components: {
+      securitySchemes: {
+        PrivateToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: '`Authorization: Token <private token>` of a superuser (`sidegate token create admin`).' },
+        AccessKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: 'A superuser\'s access-key HTTP signature, exactly as on the public port: `Authorization: Signature keyId="<AccessKeyID>",algorithm="hmac-sha256",headers="(request-target) accept date",signature="<base64>"` with `Accept` and `Date` headers.'
+        }
+      },
+      schemas: { ...SCHEMAS, ...errorSchemasOf([...codes]) }
+    }
+  }
+}
