@@ -20,6 +20,7 @@ import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } fro
 import { createGateway } from './server.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
+import { ImportProblems, parseImport, RECORD_TYPES, runImport, USERNAME, type Action, type Summary } from './import.js'
 import { UNREADABLE, type AccessKey, type ManagedStore, type Org, type NewKeyOptions, type OrgRole, type RateLimitPolicy, type RunningStore, type Store, type User } from './store/types.js'
 
 interface Io {
@@ -63,6 +64,7 @@ Commands:
   token create|show|revoke           private tokens
   limit set|list|clear               rate limits of a user or an access key
   secret rotate                      re-encrypt the store under a new secret key
+  import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
@@ -148,6 +150,28 @@ Private tokens, sessions and bearer tokens issued under the old key keep working
 Interrupted (or stopped by --limit), the same command continues where it stopped.
 
 ${GLOBAL}`,
+  import: `Usage:
+  sidegate import --from FILE [--format jsonl|csv] [--dry-run]
+
+Moves users and their credentials over from JumpServer (README: Migrating from JumpServer),
+one record per JSON line or CSV row, each with a "type":
+  org            id, name
+  user           username, id, name, email, password (Django pbkdf2_sha256$… or pbkdf2_sha1$…;
+                 empty or "!…": none), is_active, is_superuser
+  membership     username or user_id, org (id), role (admin, user, OrgAdmin, OrgUser), org_name
+                 (creates the org when it is missing)
+  access_key     username or user_id, id, secret, is_active
+  private_token  username or user_id, key
+Every line is checked, and then every record against the store, before anything is written:
+any problem is reported with its line number and nothing is imported (exit 1). Passwords
+keep their Django hash until the user's next login re-hashes it with scrypt. Running the
+same file again changes nothing (reported as unchanged); a run cut short by a Redis failure
+is finished by running it again.
+  --format     jsonl or csv (default: from the file name's extension, else jsonl)
+  --dry-run    check everything and print what would be created, updated or left unchanged;
+               write nothing
+
+${GLOBAL}`,
   jwk: `Usage:
   sidegate jwk list                    every signing key of the identity JWT: its kid, algorithm
                                        and state (signing, next, replaced, retired) and when that
@@ -206,7 +230,9 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   limit: { type: 'string' },
   expires: { type: 'string' },
-  'allow-ip': { type: 'string', multiple: true }
+  'allow-ip': { type: 'string', multiple: true },
+  from: { type: 'string' },
+  format: { type: 'string' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -534,9 +560,6 @@ const userJson = (u: User): Record<string, unknown> => ({ ...pick(u, USER_FIELDS
 const orgJson = (o: Org): Record<string, unknown> => pick(o, ORG_FIELDS)
 const keyJson = (k: AccessKey): Record<string, unknown> => pick(k, KEY_FIELDS)
 
-/** Usernames: letters of any script (and their combining marks), digits and @ . + - _, as Django's \w allows. */
-const USERNAME = /^[\p{L}\p{M}\p{N}_.@+-]{1,150}$/u
-
 function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
   const [id, role = 'user'] = v.split(':')
   if (!isUuid(id)) throw new UsageError(`--org: "${id}" is not an org UUID`)
@@ -579,7 +602,39 @@ class Admin {
     return pw
   }
 
+  /** `sidegate import --from FILE [--format jsonl|csv] [--dry-run]` */
+  async #import (args: string[]): Promise<number> {
+    if (args.length > 0) throw new UsageError('import takes no arguments but its options: --from FILE')
+    const file = this.v.from
+    if (file === undefined || file === '') throw new UsageError('import needs --from FILE')
+    const format = this.v.format ?? (file.toLowerCase().endsWith('.csv') ? 'csv' : 'jsonl')
+    if (format !== 'jsonl' && format !== 'csv') throw new UsageError(`--format must be jsonl or csv, got "${format}"`)
+    let text: string
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (err) {
+      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found')
+    }
+    const dryRun = this.v['dry-run'] === true
+    let summary: Summary
+    try {
+      summary = await runImport(this.store, parseImport(text, format), dryRun)
+    } catch (err) {
+      if (!(err instanceof ImportProblems)) throw err
+      const n = err.problems.length
+      throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${err.message.split('\n').map((l) => `  ${l}`).join('\n')}`, 1, 'invalid_import')
+    }
+    const { counts, notes } = summary
+    const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)
+    const head = dryRun ? `dry run of ${file}: nothing was written; it would be:` : `imported ${file}:`
+    const rows = RECORD_TYPES.map((t) => `  ${t.padEnd(14)} ${String(counts[t].created).padStart(5)} created  ${String(counts[t].updated).padStart(5)} updated  ${String(counts[t].unchanged).padStart(5)} unchanged`)
+    const tail = notes.map((n) => `note: line ${n.line}: ${n.message}`)
+    return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes },
+      [head, ...rows, ...tail].join('\n'))
+  }
+
   async run (cmd: string, sub: string | undefined, args: string[]): Promise<number> {
+    if (cmd === 'import') return await this.#import(sub === undefined ? args : [sub, ...args])
     const key = `${cmd} ${sub ?? ''}`.trim()
     switch (key) {
       case 'user add': {

@@ -3,7 +3,7 @@
  * password confirmation of the account endpoints, with the login lockout.
  */
 import { E } from '../errors.js'
-import { hashPassword, verifyPassword } from '../crypto.js'
+import { burnPbkdf2, hashPassword, isLegacyHash, legacyWork, verifyPassword } from '../crypto.js'
 import type { Store, User } from '../store/types.js'
 
 export interface LockoutOptions {
@@ -39,12 +39,33 @@ export class PasswordChecker {
     return user
   }
 
-  /** The user when username and password match an active account, else null, in about the same time. */
+  /**
+   * The user when username and password match an active account, else null,
+   * in about the same time whether the user exists, has a password, or not.
+   * A password still held as an imported Django hash (`sidegate import`) is
+   * checked as it is and, on success, re-hashed with scrypt. While any such
+   * hash is left in the store, every check does the same work: one scrypt
+   * (the user's, a dummy, or the re-hash) and PBKDF2 iterations padded to the
+   * costliest legacy hash left, so the time does not tell an imported
+   * account from another or from an unknown user.
+   */
   async check (username: string, password: string): Promise<User | null> {
     this.#dummy ??= hashPassword('sidegate-dummy-password')
-    const user = await this.store.getUserByUsername(username)
+    const [user, work] = await Promise.all([this.store.getUserByUsername(username), this.store.legacyPasswordWork()])
     const hash = user === null ? null : await this.store.getPasswordHash(user.id)
-    const ok = await verifyPassword(password, hash ?? await this.#dummy)
-    return ok && hash !== null && user !== null && user.is_active ? user : null
+    if (hash === null || !isLegacyHash(hash)) {
+      const ok = await verifyPassword(password, hash ?? await this.#dummy)
+      await burnPbkdf2(work)
+      return ok && hash !== null && user !== null && user.is_active ? user : null
+    }
+    const ok = await verifyPassword(password, hash)
+    await burnPbkdf2(work - legacyWork(hash))
+    if (!ok || user === null || !user.is_active) {
+      await verifyPassword(password, await this.#dummy)
+      return null
+    }
+    // a concurrent password change wins (compare-and-set); the login succeeds either way
+    await this.store.upgradePasswordHash(user.id, hash, await hashPassword(password))
+    return user
   }
 }
