@@ -115,15 +115,28 @@ export class RedisStore implements ManagedStore {
     this.#sub.on('message', (_ch: string, msg: string) => this.#evict(msg))
     this.#sub.on('ready', () => {
       // Messages may have been missed while disconnected: start cold.
-      if (this.#subscribedOnce) this.#clearCaches()
+      if (this.#subscribedOnce) {
+        this.#clearCaches()
+        if (this.#gate === null) void this.#loadImported()
+      }
       this.#subscribedOnce = true
     })
   }
 
   /** Connects both clients; resolves when the command connection is ready or rejects on first failure (retries go on). */
   async connect (): Promise<void> {
-    this.#sub.connect().then(() => this.#sub.subscribe(this.#channel)).catch(() => {})
+    const subscribed = this.#sub.connect().then(() => this.#sub.subscribe(this.#channel)).then(() => true, () => false)
     await this.redis.connect()
+    // read once subscribed, so no import in between goes unnoticed, and before the first request needs it
+    if (await subscribed) await this.#loadImported()
+  }
+
+  /** (Re)reads the set of imported tokens' hashes now, unless it is loaded or loading; a failure leaves it to the next lookup. */
+  #loadImported (): Promise<unknown> {
+    if (this.#imported !== null || this.redis.status !== 'ready') return Promise.resolve()
+    const loading = this.redis.smembers(this.#k('pt-imported')).then((a) => new Set(a))
+    this.#imported = loading
+    return loading.catch(() => { if (this.#imported === loading) this.#imported = null })
   }
 
   get isReady (): boolean { return this.redis.status === 'ready' }
@@ -143,6 +156,7 @@ export class RedisStore implements ManagedStore {
   setGate (err: GatewayError | null): void {
     this.#gate = err
     if (err !== null) this.#clearCaches()
+    else void this.#loadImported()
   }
 
   #clearCaches (): void {
@@ -158,7 +172,7 @@ export class RedisStore implements ManagedStore {
     else if (kind === 'ak') this.accessKeys.delete(id)
     else if (kind === 'pt') this.privateTokens.delete(id)
     else if (kind === 'sess') this.sessions.delete(id)
-    else if (kind === 'pt-imported') this.#imported = null
+    else if (kind === 'pt-imported') { this.#imported = null; void this.#loadImported() }
     else if (kind === 'user-aks') {
       // a disabled user: drop every cached key and session of theirs
       this.users.delete(id)
@@ -496,13 +510,13 @@ export class RedisStore implements ManagedStore {
       const i = found.indexOf(1)
       return i === -1 ? null : hashes[i]
     }
-    let set = this.#imported
-    if (set === null) {
+    if (this.#imported === null) {
       const loading = this.#run(async () => new Set(await this.redis.smembers(this.#k('pt-imported'))))
-      this.#imported = set = loading
+      this.#imported = loading
       loading.catch(() => { if (this.#imported === loading) this.#imported = null })
     }
-    const known = await set
+    const pending = this.#imported
+    const known = await this.#run(async () => await pending)
     if (known.size === 0) return null
     return this.#keys.lookups(token).find((h) => known.has(h)) ?? null
   }
