@@ -13,9 +13,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import { parse as parseCsv } from 'csv-parse/sync'
-import { parseLegacyHash } from './crypto.js'
-import { safeEqual } from './crypto.js'
+import { parseLegacyHash, safeEqual } from './crypto.js'
 import { normalizeKeyId } from './auth/signature.js'
+import { ROOT_ORG_ID, SYSTEM_ORG_ID } from './org.js'
 import type { OrgRole, Store, User } from './store/types.js'
 
 export type RecordType = 'org' | 'user' | 'membership' | 'access_key' | 'private_token'
@@ -126,6 +126,13 @@ class Fields {
     return id
   }
 
+  /** An org's id: not JumpServer's root or system org, which sidegate has as literals (superusers alone act in them). */
+  org (name: string): string {
+    const id = this.uuid(name)
+    if (id === ROOT_ORG_ID || id === SYSTEM_ORG_ID) throw new FieldError(`"${name}": ${id} is JumpServer's ${id === ROOT_ORG_ID ? 'root' : 'system'} org, which sidegate has built in (superusers alone act in it): leave it out`)
+    return id
+  }
+
   user (): UserRef {
     const username = this.str('username', { max: 150 })
     const userId = this.has('user_id') ? this.uuid('user_id') : undefined
@@ -147,7 +154,7 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
     case 'org': {
       const name = f.req('name', 128).trim()
       if (name === '') throw new FieldError('"name" must not be empty')
-      into.orgs.push({ line, id: f.uuid('id'), name })
+      into.orgs.push({ line, id: f.org('id'), name })
       return
     }
     case 'user': {
@@ -167,10 +174,10 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
     }
     case 'membership': {
       const roleName = f.req('role', 64)
-      const role = ROLES[roleName.toLowerCase()]
+      const role = ROLES[(normalizeKeyId(roleName) ?? roleName).toLowerCase()]
       if (role === undefined) throw new FieldError(`"role" must be admin or user (or JumpServer's OrgAdmin or OrgUser, by name or id), got ${JSON.stringify(roleName)}`)
       const orgName = f.str('org_name', { max: 128 })?.trim()
-      into.memberships.push({ line, user: f.user(), org: f.uuid('org'), org_name: orgName === '' ? undefined : orgName, role })
+      into.memberships.push({ line, user: f.user(), org: f.org('org'), org_name: orgName === '' ? undefined : orgName, role })
       return
     }
     case 'access_key': {

@@ -96,6 +96,20 @@ t.test('a dry run reports what would happen and writes nothing', async (t) => {
   t.match(text.stdout, /user\s+3 created/)
 })
 
+t.test('the shipped examples (deploy/jumpserver/) import cleanly: checked with a dry run', async (t) => {
+  for (const ext of ['jsonl', 'csv']) {
+    const r = await cli('import', '--from', join(ROOT, 'deploy', 'jumpserver', `import.example.${ext}`), '--dry-run', '--json')
+    t.equal(r.code, 0, `${ext}: ${r.stderr}`)
+    const out = JSON.parse(r.stdout)
+    t.equal(out.format, ext)
+    t.equal(out.counts.user.created, ext === 'csv' ? 1 : 2, ext)
+    t.equal(out.counts.access_key.created, 1, ext)
+    t.equal(out.counts.private_token.created, 1, ext)
+  }
+  const root = await cli('import', '--from', join(ROOT, 'deploy', 'jumpserver', 'import.example.jsonl'), '--format', 'csv')
+  t.equal(root.code, 1, 'JSON read as CSV: refused')
+})
+
 t.test('a bad line: every problem with its line number, exit 1, nothing written', async (t) => {
   const bad = join(wd.dir, 'bad.jsonl')
   const broken = [...lines.map((l) => JSON.stringify(l))]
