@@ -76,6 +76,7 @@ export class RedisStore implements ManagedStore {
   readonly #p: string
   readonly #keys: Keyring
   readonly #channel: string
+  readonly #connectTimeout: number
   readonly users: LruCache<User>
   readonly accessKeys: LruCache<{ key: AccessKey, secret: string }>
   readonly privateTokens: LruCache<string>
@@ -98,6 +99,7 @@ export class RedisStore implements ManagedStore {
     this.#p = opts.prefix
     this.#keys = keyring
     this.#channel = `${opts.prefix}invalidate`
+    this.#connectTimeout = opts.connectTimeout
     const ttl = opts.cache.ttl * 1000
     this.users = new LruCache(opts.cache.max, ttl)
     this.accessKeys = new LruCache(opts.cache.max, ttl)
@@ -127,8 +129,13 @@ export class RedisStore implements ManagedStore {
   async connect (): Promise<void> {
     const subscribed = this.#sub.connect().then(() => this.#sub.subscribe(this.#channel)).then(() => true, () => false)
     await this.redis.connect()
-    // read once subscribed, so no import in between goes unnoticed, and before the first request needs it
-    if (await subscribed) await this.#loadImported()
+    // read once subscribed, so no import in between goes unnoticed, and before the first request needs it;
+    // a subscriber still not there after connect_timeout: read on first need instead
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), this.#connectTimeout) })
+    const ok = await Promise.race([subscribed, late])
+    clearTimeout(timer)
+    if (ok) await this.#loadImported()
   }
 
   /** (Re)reads the set of imported tokens' hashes now, unless it is loaded or loading; a failure leaves it to the next lookup. */
