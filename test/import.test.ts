@@ -248,3 +248,22 @@ t.test('CSV, and a changed record is updated', async (t) => {
   t.equal(bad.code, 1)
   t.match(bad.stderr, /line 3: a membership record|line 3: "role" must be admin or user/)
 })
+
+t.test('after `sidegate secret rotate` the imported token and key still work, and other untagged tokens are still refused', async (t) => {
+  const NEW_KEY = 'a-new-secret-key-after-the-import-0123456789'
+  const rot = await cliIn(wd.dir, ['secret', 'rotate', '--new-key-stdin'], { env, stdin: NEW_KEY + '\n' })
+  t.equal(rot.code, 0, rot.stderr)
+  await g.stop()
+  const g2 = await startIn(wd.dir, wd.url, { env: { ...env, SIDEGATE_SECRET_KEY: NEW_KEY } })
+  t.teardown(async () => { await g2.stop() })
+  t.equal((await profile(`Token ${TOKEN}`)).status, 200, 'the imported token: its lookup hash is under the old key')
+  t.equal((await profile('Token 0123456789abcdef0123456789abcdef01234567')).status, 401)
+  const signed = await request(wd.url, '/api/v1/users/profile/', { headers: { ...signedHeaders(hex(KEY_ID), KEY_SECRET, 'GET', '/api/v1/users/profile/'), 'x-jms-org': DEFAULT_ORG } })
+  t.equal(signed.status, 200, 're-encrypted access key secret')
+  // the same file under the new key
+  const again = await cliIn(wd.dir, ['import', '--from', file, '--json'], { env: { ...env, SIDEGATE_SECRET_KEY: NEW_KEY } })
+  t.equal(again.code, 0, again.stderr)
+  const counts = JSON.parse(again.stdout).counts
+  t.same([counts.access_key, counts.private_token], [{ created: 0, updated: 0, unchanged: 1 }, { created: 0, updated: 0, unchanged: 1 }], 'the key and the token are recognised under the new key')
+  t.same(counts.user, { created: 0, updated: 1, unchanged: 2 }, 'carol gets her name from the file back (the CSV had changed it)')
+})
