@@ -44,6 +44,9 @@ const defaultIo: Io = {
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
+/** `sidegate import` lists at most this many bad lines. */
+const SHOW_PROBLEMS = 100
+
 /** How long an admin command waits for Redis before it gives up. */
 export const CLI_CONNECT_MS = 2000
 
@@ -163,7 +166,7 @@ one record per JSON line or CSV row, each with a "type":
   access_key     username or user_id, id, secret, is_active
   private_token  username or user_id, key
 Every line is checked, and then every record against the store, before anything is written:
-any problem is reported with its line number and nothing is imported (exit 1). Passwords
+any problem is reported with its line number (the first 100) and nothing is imported (exit 1). Passwords
 keep their Django hash until the user's next login re-hashes it with scrypt. Running the
 same file again changes nothing (reported as unchanged); a run cut short by a Redis failure
 is finished by running it again.
@@ -622,7 +625,9 @@ class Admin {
     } catch (err) {
       if (!(err instanceof ImportProblems)) throw err
       const n = err.problems.length
-      throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${err.message.split('\n').map((l) => `  ${l}`).join('\n')}`, 1, 'invalid_import')
+      const shown = err.message.split('\n').slice(0, SHOW_PROBLEMS).map((l) => `  ${l}`)
+      if (n > SHOW_PROBLEMS) shown.push(`  … and ${n - SHOW_PROBLEMS} more`)
+      throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${shown.join('\n')}`, 1, 'invalid_import')
     }
     const { counts, notes } = summary
     const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)

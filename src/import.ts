@@ -212,7 +212,8 @@ export function parseImport (text: string, format: ImportFormat): Parsed {
     text.replace(/^\uFEFF/, '').split('\n').forEach((l, i) => {
       if (l.trim() === '') return
       let raw: unknown
-      try { raw = JSON.parse(l) } catch (err) { problems.add(i + 1, `not JSON: ${(err as Error).message}`); return }
+      // not the parser's message: it quotes the line, which may hold a secret
+      try { raw = JSON.parse(l) } catch { problems.add(i + 1, 'not JSON (JSON lines: one object per line)'); return }
       each(raw, i + 1, false)
     })
   } else {
@@ -220,8 +221,9 @@ export function parseImport (text: string, format: ImportFormat): Parsed {
     try {
       rows = parseCsv(text, { bom: true, columns: true, skip_empty_lines: true, info: true, trim: true }) as typeof rows
     } catch (err) {
-      const e = err as Error & { lines?: number }
-      throw new ImportProblems([{ line: e.lines ?? 0, message: `not CSV: ${e.message}` }])
+      // its code, not its message: that may quote a field, which may hold a secret
+      const e = err as Error & { lines?: number, code?: string }
+      throw new ImportProblems([{ line: e.lines ?? 0, message: `not CSV (${e.code ?? 'unreadable'}): a header row, then one record per row` }])
     }
     for (const { record, info } of rows) each(record, info.lines, true)
   }

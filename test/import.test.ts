@@ -123,6 +123,8 @@ t.test('a bad line: every problem with its line number, exit 1, nothing written'
   t.match(r.stderr, /bad\.jsonl: 2 problems, nothing was imported/)
   t.match(r.stderr, /line 4: "password": Django's argon2 hasher: only pbkdf2_sha256 and pbkdf2_sha1/)
   t.match(r.stderr, /line 12: not JSON/)
+  t.notMatch(r.stderr, /\{not json/, 'the bad line is not quoted (it may hold a secret)')
+  t.notMatch(r.stderr, /argon2id\$v=19/, 'nor the hash')
   t.notMatch(r.stderr, /at .*\.js:\d+/, 'no stack trace')
   t.same(await snapshot(redis.url, prefix), before, 'nothing written')
   // the lines parse; the unknown user is found when the file is checked against the store
