@@ -166,10 +166,10 @@ one record per JSON line or CSV row, each with a "type":
   access_key     username or user_id, id, secret, is_active
   private_token  username or user_id, key
 Every line is checked, and then every record against the store, before anything is written:
-any problem is reported with its line number (the first 100) and nothing is imported (exit 1). Passwords
-keep their Django hash until the user's next login re-hashes it with scrypt. Running the
-same file again changes nothing (reported as unchanged); a run cut short by a Redis failure
-is finished by running it again.
+any problem is reported with its line number (the first 100) and nothing is imported (exit 1).
+Passwords keep their Django hash until the user's next login re-hashes it with scrypt.
+Running the same file again changes nothing (reported as unchanged); a run cut short by a
+Redis failure is finished by running it again.
   --format     jsonl or csv (default: from the file name's extension, else jsonl)
   --dry-run    check everything and print what would be created, updated or left unchanged;
                write nothing
