@@ -215,8 +215,9 @@ export class MemoryStore implements RunningStore {
     return publicUser(user)
   }
 
-  #noteLegacy (userId: string, hash: string | null): void {
-    const work = hash === null ? 0 : legacyWork(hash)
+  /** As RedisStore's: an active user's legacy hash, by its iterations. */
+  #noteLegacy (userId: string, hash: string | null, active = true): void {
+    const work = hash === null || !active ? 0 : legacyWork(hash)
     if (work > 0) this.#data.legacyPasswords.set(userId, work)
     else this.#data.legacyPasswords.delete(userId)
   }
@@ -225,7 +226,7 @@ export class MemoryStore implements RunningStore {
     const u = this.#user(userId)
     u.password_hash = hash
     u.password_imported = this.#keys.lookup(`imported password:${hash}`)
-    this.#noteLegacy(userId, hash)
+    this.#noteLegacy(userId, hash, u.is_active)
     this.#endCredentials(userId)
   }
 
@@ -283,7 +284,9 @@ export class MemoryStore implements RunningStore {
   }
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
-    this.#user(userId).is_active = active
+    const u = this.#user(userId)
+    u.is_active = active
+    this.#noteLegacy(userId, u.password_hash, active)
     if (!active) this.#endSessions(userId)
   }
 

@@ -289,9 +289,13 @@ export class RedisStore implements ManagedStore {
     return publicUser(user)
   }
 
-  /** Records (or clears) that the user's password is a legacy hash still to be re-hashed. */
-  async #noteLegacy (userId: string, hash: string | null): Promise<void> {
-    const work = hash === null ? 0 : legacyWork(hash)
+  /**
+   * Records (or clears) that an active user's password is a legacy hash still
+   * to be re-hashed: what every password check is padded to. A disabled
+   * user's does not count (their check never runs PBKDF2: passwords.ts).
+   */
+  async #noteLegacy (userId: string, hash: string | null, active = true): Promise<void> {
+    const work = hash === null || !active ? 0 : legacyWork(hash)
     if (work > 0) await this.#run(() => this.redis.zadd(this.#k('pw-legacy'), work, userId))
     else await this.#run(() => this.redis.zrem(this.#k('pw-legacy'), userId))
   }
@@ -335,6 +339,7 @@ export class RedisStore implements ManagedStore {
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
     await this.#setField(userId, 'is_active', active)
+    await this.#noteLegacy(userId, await this.getPasswordHash(userId), active)
     if (!active) await this.#endSessions(userId)
     await this.#invalidate(`user-aks:${userId}`)
   }
@@ -351,7 +356,7 @@ export class RedisStore implements ManagedStore {
   async setLegacyPasswordHash (userId: string, hash: string): Promise<void> {
     await this.#setField(userId, 'password_hash', hash)
     await this.#setField(userId, 'password_imported', this.#keys.lookup(`imported password:${hash}`))
-    await this.#noteLegacy(userId, hash)
+    await this.#noteLegacy(userId, hash, (await this.#getJson<StoredUser>(this.#k('user', userId)))?.is_active)
     // whoever held the old password may hold these; private tokens and access keys are separate credentials and stay
     await this.#endSessions(userId)
     await this.#endBearerTokens(userId)
