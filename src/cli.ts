@@ -24,6 +24,7 @@ import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from './store/types.js'
 import { AdminOps, checkPassword, parseMembership } from './admin/ops.js'
+import { ImportProblems, parseImport, RECORD_TYPES, runImport, type Action, type Summary } from './import.js'
 
 interface Io {
   out: (s: string) => void
@@ -45,6 +46,9 @@ const defaultIo: Io = {
 }
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+/** `sidegate import` lists at most this many bad lines. */
+const SHOW_PROBLEMS = 100
 
 /** How long an admin command waits for Redis before it gives up. */
 export const CLI_CONNECT_MS = 2000
@@ -68,6 +72,7 @@ Commands:
   limit set|list|clear               rate limits of a user or an access key
   session list|revoke                a user's browser sessions
   secret rotate                      re-encrypt the store under a new secret key
+  import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
@@ -181,6 +186,28 @@ Private tokens, sessions and bearer tokens issued under the old key keep working
 Interrupted (or stopped by --limit), the same command continues where it stopped.
 
 ${GLOBAL}`,
+  import: `Usage:
+  sidegate import --from FILE [--format jsonl|csv] [--dry-run]
+
+Moves users and their credentials over from JumpServer (README: Migrating from JumpServer),
+one record per JSON line or CSV row, each with a "type":
+  org            id, name
+  user           username, id, name, email, password (Django pbkdf2_sha256$… or pbkdf2_sha1$…;
+                 empty or "!…": none), is_active, is_superuser
+  membership     username or user_id, org (id), role (admin, user, OrgAdmin, OrgUser), org_name
+                 (creates the org when it is missing)
+  access_key     username or user_id, id, secret, is_active
+  private_token  username or user_id, key
+Every line is checked, and then every record against the store, before anything is written:
+any problem is reported with its line number (the first 100) and nothing is imported (exit 1).
+Passwords keep their Django hash until the user's next login re-hashes it with scrypt.
+Running the same file again changes nothing (reported as unchanged); a run cut short by a
+Redis failure is finished by running it again.
+  --format     jsonl or csv (default: from the file name's extension, else jsonl)
+  --dry-run    check everything and print what would be created, updated or left unchanged;
+               write nothing
+
+${GLOBAL}`,
   jwk: `Usage:
   sidegate jwk list                    every signing key of the identity JWT: its kid, algorithm
                                        and state (signing, next, replaced, retired) and when that
@@ -241,7 +268,9 @@ const OPTIONS = {
   limit: { type: 'string' },
   expires: { type: 'string' },
   'allow-ip': { type: 'string', multiple: true },
-  all: { type: 'boolean' }
+  all: { type: 'boolean' },
+  from: { type: 'string' },
+  format: { type: 'string' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -589,7 +618,41 @@ class Admin {
     return (this.v.org ?? []).map((o) => { const [id, role = 'user'] = o.split(':'); return { id, role } })
   }
 
+  /** `sidegate import --from FILE [--format jsonl|csv] [--dry-run]` */
+  async #import (args: string[]): Promise<number> {
+    if (args.length > 0) throw new UsageError('import takes no arguments but its options: --from FILE')
+    const file = this.v.from
+    if (file === undefined || file === '') throw new UsageError('import needs --from FILE')
+    const format = this.v.format ?? (file.toLowerCase().endsWith('.csv') ? 'csv' : 'jsonl')
+    if (format !== 'jsonl' && format !== 'csv') throw new UsageError(`--format must be jsonl or csv, got "${format}"`)
+    let text: string
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (err) {
+      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found')
+    }
+    const dryRun = this.v['dry-run'] === true
+    let summary: Summary
+    try {
+      summary = await runImport(this.store, parseImport(text, format), dryRun)
+    } catch (err) {
+      if (!(err instanceof ImportProblems)) throw err
+      const n = err.problems.length
+      const shown = err.message.split('\n').slice(0, SHOW_PROBLEMS).map((l) => `  ${l}`)
+      if (n > SHOW_PROBLEMS) shown.push(`  … and ${n - SHOW_PROBLEMS} more`)
+      throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${shown.join('\n')}`, 1, 'invalid_import')
+    }
+    const { counts, notes } = summary
+    const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)
+    const head = dryRun ? `dry run of ${file}: nothing was written; it would be:` : `imported ${file}:`
+    const rows = RECORD_TYPES.map((t) => `  ${t.padEnd(14)} ${String(counts[t].created).padStart(5)} created  ${String(counts[t].updated).padStart(5)} updated  ${String(counts[t].unchanged).padStart(5)} unchanged`)
+    const tail = notes.map((n) => `note: line ${n.line}: ${n.message}`)
+    return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes },
+      [head, ...rows, ...tail].join('\n'))
+  }
+
   async run (cmd: string, sub: string | undefined, args: string[]): Promise<number> {
+    if (cmd === 'import') return await this.#import(sub === undefined ? args : [sub, ...args])
     const key = `${cmd} ${sub ?? ''}`.trim()
     const ops = this.#ops
     switch (key) {

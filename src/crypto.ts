@@ -4,7 +4,7 @@
  * constant-time comparison. Keys are derived from the one configured secret.
  */
 import {
-  createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes,
+  createCipheriv, createDecipheriv, createHmac, hkdfSync, pbkdf2 as pbkdf2Cb, randomBytes,
   scrypt as scryptCb, timingSafeEqual, type BinaryLike
 } from 'node:crypto'
 
@@ -24,8 +24,72 @@ export async function hashPassword (password: string): Promise<string> {
   return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${key.toString('base64')}`
 }
 
-/** Verifies in constant time; a malformed stored hash never matches. */
+/**
+ * Django's PBKDF2 hashers (JumpServer's `users_user.password`), kept as they
+ * are by `sidegate import` until the user's next successful login re-hashes
+ * the password with scrypt: `pbkdf2_sha256$<iterations>$<salt>$<base64 hash>`
+ * (Django's default) and `pbkdf2_sha1$…`. The salt is used as its UTF-8
+ * bytes, the hash is as long as the digest, as Django does.
+ */
+const DJANGO_PBKDF2: Record<string, { digest: string, keylen: number }> = {
+  pbkdf2_sha256: { digest: 'sha256', keylen: 32 },
+  pbkdf2_sha1: { digest: 'sha1', keylen: 20 }
+}
+/** Iteration counts a legacy hash may have: Django 1.x used 10 000 to 36 000, Django 5.2 uses 1 000 000. */
+export const LEGACY_ITERATIONS = { min: 1000, max: 10_000_000 }
+const DJANGO_SALT = /^[A-Za-z0-9+/=._-]{1,128}$/
+
+export interface LegacyHash { algorithm: string, iterations: number, salt: string, hash: Buffer }
+
+/**
+ * A Django PBKDF2 hash taken apart, or a sentence saying why it is not one
+ * sidegate can verify (another hasher, a malformed value).
+ */
+export function parseLegacyHash (stored: string): LegacyHash | string {
+  const parts = stored.split('$')
+  const algo = DJANGO_PBKDF2[parts[0]]
+  if (algo === undefined) {
+    const name = /^[a-z0-9_]{1,40}$/.test(parts[0]) && parts.length > 1 ? `Django's ${parts[0]} hasher` : 'not a Django password hash'
+    return `${name}: only pbkdf2_sha256 and pbkdf2_sha1 hashes can be imported (the user can be imported without a password and given one with \`sidegate user passwd\`)`
+  }
+  if (parts.length !== 4) return `a ${parts[0]} hash has four $-separated parts: ${parts[0]}$<iterations>$<salt>$<hash>`
+  const iterations = /^\d{1,9}$/.test(parts[1]) ? Number(parts[1]) : NaN
+  if (!(iterations >= LEGACY_ITERATIONS.min && iterations <= LEGACY_ITERATIONS.max)) return `the iteration count must be a number from ${LEGACY_ITERATIONS.min} to ${LEGACY_ITERATIONS.max}`
+  if (!DJANGO_SALT.test(parts[2])) return 'the salt must be 1 to 128 characters of letters, digits and + / = . _ -'
+  const hash = Buffer.from(parts[3], 'base64')
+  if (hash.length !== algo.keylen || hash.toString('base64') !== parts[3]) return `the hash must be ${algo.keylen} bytes in base64`
+  return { algorithm: parts[0], iterations, salt: parts[2], hash }
+}
+
+/** True for a stored hash that is not sidegate's own scrypt (an imported Django hash). */
+export function isLegacyHash (stored: string): boolean { return !stored.startsWith('scrypt$') }
+
+/** The PBKDF2 iterations a legacy hash costs to verify (0 for scrypt or a malformed value). */
+export function legacyWork (stored: string): number {
+  const h = isLegacyHash(stored) ? parseLegacyHash(stored) : null
+  return h === null || typeof h === 'string' ? 0 : h.iterations
+}
+
+function pbkdf2 (password: BinaryLike, salt: BinaryLike, iterations: number, keylen: number, digest: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    pbkdf2Cb(password, salt, iterations, keylen, digest, (err, key) => err ? reject(err) : resolve(key))
+  })
+}
+
+/** PBKDF2-SHA256 work with nothing to verify: pads a password check to the cost of the slowest legacy hash. */
+export async function burnPbkdf2 (iterations: number): Promise<void> {
+  if (iterations > 0) await pbkdf2('sidegate-dummy-password', 'sidegate-dummy-salt', iterations, 32, 'sha256')
+}
+
+/** Verifies in constant time (scrypt, or an imported Django PBKDF2 hash); a malformed stored hash never matches. */
 export async function verifyPassword (password: string, stored: string): Promise<boolean> {
+  if (isLegacyHash(stored)) {
+    const h = parseLegacyHash(stored)
+    if (typeof h === 'string') return false
+    const { digest, keylen } = DJANGO_PBKDF2[h.algorithm]
+    const got = await pbkdf2(Buffer.from(password, 'utf8'), Buffer.from(h.salt, 'utf8'), h.iterations, keylen, digest)
+    return timingSafeEqual(got, h.hash)
+  }
   const parts = stored.split('$')
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false
   const [N, r, p] = parts.slice(1, 4).map(Number)
@@ -186,6 +250,15 @@ export class Keyring {
   lookup (value: string): string {
     const gen = this.#legacy.length === 0 ? null : this.#issuer(value)
     return createHmac('sha256', gen?.mac ?? this.#mac).update(value).digest('base64url')
+  }
+
+  /**
+   * The lookup hashes of a value under this key and under every key the store
+   * was rotated away from (newest first): where an imported, untagged private
+   * token's entry may have been written.
+   */
+  lookups (value: string): string[] {
+    return [this.#mac, ...this.#legacy.map((g) => g.mac).reverse()].map((mac) => createHmac('sha256', mac).update(value).digest('base64url'))
   }
 
   /** AES-256-GCM, `v1.iv.tag.ciphertext` base64url. `aad` binds the value to its record. */

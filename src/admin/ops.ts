@@ -16,6 +16,7 @@ import type { Config } from '../config.js'
 import { UsageError } from '../errors.js'
 import { KeyOptionError, keyOptions, type KeyOption } from '../keyopts.js'
 import { isUuid } from '../http/uuid.js'
+import { USERNAME } from '../import.js'
 import { parsePolicy } from '../ratelimit-policy.js'
 import { UNREADABLE, type AccessKey, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
@@ -68,8 +69,6 @@ export const userJson = (u: User): UserJson => ({ ...pick(u, USER_FIELDS), orgs:
 const orgJson = (o: Org): OrgJson => pick(o, ORG_FIELDS) as unknown as OrgJson
 const keyJson = (k: AccessKey): KeyJson => pick(k, KEY_FIELDS) as KeyJson
 
-/** Usernames: letters of any script (and their combining marks), digits and @ . + - _, as Django's \w allows. */
-const USERNAME = /^[\p{L}\p{M}\p{N}_.@+-]{1,150}$/u
 /** A session's id in the admin API: its keyed lookup hash (base64url of 32 bytes), never the cookie value. */
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/
 export const MIN_PASSWORD = 8

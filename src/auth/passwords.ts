@@ -3,7 +3,7 @@
  * password confirmation of the account endpoints, with the login lockout.
  */
 import { E } from '../errors.js'
-import { hashPassword, verifyPassword } from '../crypto.js'
+import { burnPbkdf2, hashPassword, isLegacyHash, legacyWork, verifyPassword } from '../crypto.js'
 import type { Store, User } from '../store/types.js'
 
 export interface LockoutOptions {
@@ -39,12 +39,36 @@ export class PasswordChecker {
     return user
   }
 
-  /** The user when username and password match an active account, else null, in about the same time. */
+  /**
+   * The user when username and password match an active account, else null,
+   * in about the same time whether the user exists, has a password, or not.
+   * A password still held as an imported Django hash (`sidegate import`) is
+   * checked as it is and, on success, re-hashed with scrypt. While any such
+   * hash is left in the store, every check does the same work: one scrypt
+   * (the user's, a dummy, or the re-hash) and PBKDF2 iterations padded to the
+   * costliest legacy hash of an active user left, so the time does not tell
+   * an imported account from another or from an unknown user. A disabled
+   * user's legacy hash is not checked at all (the answer is no anyway).
+   */
   async check (username: string, password: string): Promise<User | null> {
     this.#dummy ??= hashPassword('sidegate-dummy-password')
-    const user = await this.store.getUserByUsername(username)
+    const [user, work] = await Promise.all([this.store.getUserByUsername(username), this.store.legacyPasswordWork()])
     const hash = user === null ? null : await this.store.getPasswordHash(user.id)
-    const ok = await verifyPassword(password, hash ?? await this.#dummy)
-    return ok && hash !== null && user !== null && user.is_active ? user : null
+    const legacy = hash !== null && isLegacyHash(hash)
+    // a disabled user's legacy hash is not checked: it may cost more than the padding, which leaves it out
+    if (!legacy || user === null || !user.is_active) {
+      const ok = await verifyPassword(password, hash === null || legacy ? await this.#dummy : hash)
+      await burnPbkdf2(work)
+      return ok && !legacy && hash !== null && user !== null && user.is_active ? user : null
+    }
+    const ok = await verifyPassword(password, hash)
+    await burnPbkdf2(work - legacyWork(hash))
+    if (!ok) {
+      await verifyPassword(password, await this.#dummy)
+      return null
+    }
+    // a concurrent password change wins (compare-and-set); the login succeeds either way
+    await this.store.upgradePasswordHash(user.id, hash!, await hashPassword(password))
+    return user
   }
 }

@@ -21,7 +21,7 @@
  *   username, the access-key cap) get what Redis's single commands give.
  */
 import { randomUUID } from 'node:crypto'
-import { hashPassword, type Keyring } from '../crypto.js'
+import { hashPassword, legacyWork, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { lifecycle, openKeySecret } from './layout.js'
@@ -34,7 +34,7 @@ export interface MemoryStoreOptions {
   onUnreadable?: (record: string) => void
 }
 
-interface StoredUser extends User { password_hash: string | null }
+interface StoredUser extends User { password_hash: string | null, password_imported?: string }
 interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, date_enabled?: string, secret: string, rate_limit?: RateLimitPolicy | null }
 interface Expiring<V> { v: V, exp: number }
 
@@ -60,6 +60,10 @@ class Data {
   /** hash(private token) → user id */
   readonly privateTokens = new Map<string, string>()
   readonly userPrivateToken = new Map<string, { hash: string, sealed: string }>()
+  /** lookup hashes of imported, untagged private tokens */
+  readonly importedTokens = new Set<string>()
+  /** user id → iterations of their legacy (imported) password hash */
+  readonly legacyPasswords = new Map<string, number>()
   /** hash(bearer token) → user id */
   readonly bearer = new Map<string, Expiring<string>>()
   readonly userBearer = new Map<string, Set<string>>()
@@ -112,7 +116,7 @@ function addTo (index: Map<string, Set<string>>, key: string, member: string): v
 }
 
 function publicUser (s: StoredUser): User {
-  const { password_hash: _, ...u } = s
+  const { password_hash: _, password_imported: _i, ...u } = s
   const out = structuredClone(u)
   if (out.rate_limit === null) delete out.rate_limit
   return out
@@ -186,13 +190,15 @@ export class MemoryStore implements RunningStore {
 
   async createUser (u: NewUser): Promise<User> {
     this.#open()
-    const hash = u.password === null ? null : await hashPassword(u.password)
+    const hash = u.password === null ? (u.password_hash ?? null) : await hashPassword(u.password)
     const d = this.#open()
     const lower = u.username.toLowerCase()
     if (d.usernames.has(lower)) throw userExists(u.username)
+    const id = u.id?.toLowerCase() ?? randomUUID()
+    if (d.users.has(id)) throw userExists(id)
     const orgs = { ...(u.orgs ?? {}) }
     const user: StoredUser = {
-      id: randomUUID(),
+      id,
       username: u.username,
       name: u.name ?? u.username,
       email: u.email ?? '',
@@ -204,9 +210,50 @@ export class MemoryStore implements RunningStore {
       last_login: null,
       password_hash: hash
     }
+    if (u.password === null && u.password_hash !== undefined) user.password_imported = this.#keys.lookup(`imported password:${u.password_hash}`)
     d.usernames.set(lower, user.id)
     d.users.set(user.id, user)
+    this.#noteLegacy(user.id, hash)
     return publicUser(user)
+  }
+
+  /** As RedisStore's: an active user's legacy hash, by its iterations. */
+  #noteLegacy (userId: string, hash: string | null, active = true): void {
+    const work = hash === null || !active ? 0 : legacyWork(hash)
+    if (work > 0) this.#data.legacyPasswords.set(userId, work)
+    else this.#data.legacyPasswords.delete(userId)
+  }
+
+  async setLegacyPasswordHash (userId: string, hash: string): Promise<void> {
+    const u = this.#user(userId)
+    u.password_hash = hash
+    u.password_imported = this.#keys.lookup(`imported password:${hash}`)
+    this.#noteLegacy(userId, hash, u.is_active)
+    this.#endCredentials(userId)
+  }
+
+  async isImportedPasswordHash (userId: string, hash: string): Promise<boolean> {
+    const u = this.#open().users.get(userId)
+    return u !== undefined && (u.password_hash === hash || u.password_imported === this.#keys.lookup(`imported password:${hash}`))
+  }
+
+  async upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
+    const u = this.#open().users.get(userId)
+    if (u === undefined || u.password_hash !== oldHash) return false
+    u.password_hash = newHash
+    this.#noteLegacy(userId, null)
+    return true
+  }
+
+  async legacyPasswordWork (): Promise<number> {
+    return Math.max(0, ...this.#open().legacyPasswords.values())
+  }
+
+  async setUserFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> {
+    const u = this.#user(userId)
+    if (fields.name !== undefined) u.name = fields.name
+    if (fields.email !== undefined) u.email = fields.email
+    if (fields.is_superuser !== undefined) u.is_superuser = fields.is_superuser
   }
 
   async getUser (id: string): Promise<User | null> {
@@ -239,7 +286,9 @@ export class MemoryStore implements RunningStore {
   }
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
-    this.#user(userId).is_active = active
+    const u = this.#user(userId)
+    u.is_active = active
+    this.#noteLegacy(userId, u.password_hash, active)
     if (!active) this.#endSessions(userId)
   }
 
@@ -247,7 +296,12 @@ export class MemoryStore implements RunningStore {
     this.#user(userId)
     const hash = await hashPassword(password)
     this.#user(userId).password_hash = hash
-    // whoever held the old password may hold these; private tokens and access keys stay
+    this.#noteLegacy(userId, null)
+    this.#endCredentials(userId)
+  }
+
+  /** After a password change: whoever held the old password may hold these; private tokens and access keys stay. */
+  #endCredentials (userId: string): void {
     this.#endSessions(userId)
     const d = this.#data
     for (const h of d.userBearer.get(userId) ?? []) d.bearer.delete(h)
@@ -282,6 +336,15 @@ export class MemoryStore implements RunningStore {
     d.keys.set(id, stored)
     addTo(d.userKeys, userId, id)
     return { key: this.#keyOf(stored), secret }
+  }
+
+  async importAccessKey (userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean> {
+    const d = this.#open()
+    const id = k.id.toLowerCase()
+    if (d.keys.has(id)) return false
+    d.keys.set(id, { id, user_id: userId, is_active: k.is_active, date_created: this.#iso(), ...lifecycle(k), secret: this.#keys.encrypt(k.secret, `ak:${id}`) })
+    addTo(d.userKeys, userId, id)
+    return true
   }
 
   #keyOf (s: StoredKey): AccessKey {
@@ -349,8 +412,23 @@ export class MemoryStore implements RunningStore {
     const old = d.userPrivateToken.get(userId)
     d.privateTokens.set(hash, userId)
     d.userPrivateToken.set(userId, { hash, sealed: this.#keys.encrypt(token, `pt:${userId}`) })
-    if (old !== undefined) d.privateTokens.delete(old.hash)
+    if (old !== undefined) this.#dropToken(old.hash)
     return token
+  }
+
+  async importPrivateToken (userId: string, token: string): Promise<void> {
+    const d = this.#open()
+    const hash = this.#keys.lookup(token)
+    const old = d.userPrivateToken.get(userId)
+    d.privateTokens.set(hash, userId)
+    d.importedTokens.add(hash)
+    d.userPrivateToken.set(userId, { hash, sealed: this.#keys.encrypt(token, `pt:${userId}`) })
+    if (old !== undefined && old.hash !== hash) this.#dropToken(old.hash)
+  }
+
+  #dropToken (hash: string): void {
+    this.#data.privateTokens.delete(hash)
+    this.#data.importedTokens.delete(hash)
   }
 
   async getPrivateToken (userId: string): Promise<string | null> {
@@ -372,13 +450,17 @@ export class MemoryStore implements RunningStore {
     const stored = d.userPrivateToken.get(userId)
     if (stored === undefined) return false
     d.userPrivateToken.delete(userId)
-    d.privateTokens.delete(stored.hash)
+    this.#dropToken(stored.hash)
     return true
   }
 
   async userIdForPrivateToken (token: string): Promise<string | null> {
-    if (!this.#keys.tagged('private token', token)) return null
-    return this.#open().privateTokens.get(this.#keys.lookup(token)) ?? null
+    const d = this.#open()
+    if (this.#keys.tagged('private token', token)) return d.privateTokens.get(this.#keys.lookup(token)) ?? null
+    // untagged: only an imported token's hash is looked up
+    if (d.importedTokens.size === 0) return null
+    const h = this.#keys.lookups(token).find((x) => d.importedTokens.has(x))
+    return h === undefined ? null : d.privateTokens.get(h) ?? null
   }
 
   // ---- one-time bearer tokens

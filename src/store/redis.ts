@@ -8,6 +8,8 @@
  * user-sess (a set of session hashes) and user-bt (a sorted set of bearer
  * token hashes by expiry) index what a password change or disabling ends;
  * both are pruned when added to and expire with their longest-lived member.
+ *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
+ *   pw-legacy     (sorted set: users whose password is still an imported Django hash, by its iterations)
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/identity.ts)
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
@@ -24,7 +26,7 @@ import { randomUUID } from 'node:crypto'
 import type { RedisTopology } from '../config.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import { E, GatewayError } from '../errors.js'
-import { hashPassword, type Keyring } from '../crypto.js'
+import { hashPassword, legacyWork, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
 import { defineScripts, type Scripts } from './scripts.js'
 import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
@@ -33,7 +35,11 @@ import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate
 import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
 import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
 
-interface StoredUser extends User { password_hash: string | null }
+interface StoredUser extends User {
+  password_hash: string | null
+  /** a keyed hash of the legacy hash the last import set (RedisStore.isImportedPasswordHash) */
+  password_imported?: string
+}
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
 
 export interface RedisStoreOptions {
@@ -71,6 +77,7 @@ export class RedisStore implements ManagedStore {
   readonly #p: string
   readonly #keys: Keyring
   readonly #channel: string
+  readonly #connectTimeout: number
   readonly users: LruCache<User>
   readonly accessKeys: LruCache<{ key: AccessKey, secret: string }>
   readonly privateTokens: LruCache<string>
@@ -78,6 +85,13 @@ export class RedisStore implements ManagedStore {
   readonly sessions: LruCache<StoredSession>
   readonly #lastTouched = new Map<string, number>()
   #subscribedOnce = false
+  /**
+   * The lookup hashes of imported private tokens (pt-imported), loaded on
+   * first need and dropped when an import or a revocation publishes
+   * `pt-imported:` or the subscriber reconnects: an untagged token whose hash
+   * is not in it is refused without a Redis command.
+   */
+  #imported: Promise<Set<string>> | null = null
   readonly #onUnreadable: ((record: string) => void) | undefined
   /** While set, every call fails with it and nothing cached is used (the key check has not passed: keycheck.ts). */
   #gate: GatewayError | null = null
@@ -86,6 +100,7 @@ export class RedisStore implements ManagedStore {
     this.#p = opts.prefix
     this.#keys = keyring
     this.#channel = `${opts.prefix}invalidate`
+    this.#connectTimeout = opts.connectTimeout
     const ttl = opts.cache.ttl * 1000
     this.users = new LruCache(opts.cache.max, ttl)
     this.accessKeys = new LruCache(opts.cache.max, ttl)
@@ -103,15 +118,33 @@ export class RedisStore implements ManagedStore {
     this.#sub.on('message', (_ch: string, msg: string) => this.#evict(msg))
     this.#sub.on('ready', () => {
       // Messages may have been missed while disconnected: start cold.
-      if (this.#subscribedOnce) this.#clearCaches()
+      if (this.#subscribedOnce) {
+        this.#clearCaches()
+        if (this.#gate === null) void this.#loadImported()
+      }
       this.#subscribedOnce = true
     })
   }
 
   /** Connects both clients; resolves when the command connection is ready or rejects on first failure (retries go on). */
   async connect (): Promise<void> {
-    this.#sub.connect().then(() => this.#sub.subscribe(this.#channel)).catch(() => {})
+    const subscribed = this.#sub.connect().then(() => this.#sub.subscribe(this.#channel)).then(() => true, () => false)
     await this.redis.connect()
+    // read once subscribed, so no import in between goes unnoticed, and before the first request needs it;
+    // a subscriber still not there after connect_timeout: read on first need instead
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), this.#connectTimeout) })
+    const ok = await Promise.race([subscribed, late])
+    clearTimeout(timer)
+    if (ok) await this.#loadImported()
+  }
+
+  /** (Re)reads the set of imported tokens' hashes now, unless it is loaded or loading; a failure leaves it to the next lookup. */
+  #loadImported (): Promise<unknown> {
+    if (this.#imported !== null || this.redis.status !== 'ready') return Promise.resolve()
+    const loading = this.redis.smembers(this.#k('pt-imported')).then((a) => new Set(a))
+    this.#imported = loading
+    return loading.catch(() => { if (this.#imported === loading) this.#imported = null })
   }
 
   get isReady (): boolean { return this.redis.status === 'ready' }
@@ -131,10 +164,12 @@ export class RedisStore implements ManagedStore {
   setGate (err: GatewayError | null): void {
     this.#gate = err
     if (err !== null) this.#clearCaches()
+    else void this.#loadImported()
   }
 
   #clearCaches (): void {
     this.users.clear(); this.accessKeys.clear(); this.privateTokens.clear(); this.sessions.clear()
+    this.#imported = null
   }
 
   #evict (msg: string): void {
@@ -145,6 +180,7 @@ export class RedisStore implements ManagedStore {
     else if (kind === 'ak') this.accessKeys.delete(id)
     else if (kind === 'pt') this.privateTokens.delete(id)
     else if (kind === 'sess') this.sessions.delete(id)
+    else if (kind === 'pt-imported') { this.#imported = null; void this.#loadImported() }
     else if (kind === 'user-aks') {
       // a disabled user: drop every cached key and session of theirs
       this.users.delete(id)
@@ -223,7 +259,7 @@ export class RedisStore implements ManagedStore {
   // ---- users
 
   async createUser (u: NewUser): Promise<User> {
-    const id = randomUUID()
+    const id = u.id?.toLowerCase() ?? randomUUID()
     const orgs = u.orgs ?? {}
     const user: StoredUser = {
       id,
@@ -236,19 +272,33 @@ export class RedisStore implements ManagedStore {
       default_org: Object.keys(orgs)[0] ?? null,
       date_joined: new Date().toISOString(),
       last_login: null,
-      password_hash: u.password === null ? null : await hashPassword(u.password)
+      password_hash: u.password === null ? (u.password_hash ?? null) : await hashPassword(u.password)
     }
+    if (u.password === null && u.password_hash !== undefined) user.password_imported = this.#keys.lookup(`imported password:${u.password_hash}`)
     const unameKey = this.#k('uname', u.username.toLowerCase())
     const claimed = await this.#run(() => this.redis.set(unameKey, id, 'NX'))
     if (claimed === null) throw E.userExists(u.username)
     try {
-      await this.#run(() => this.redis.set(this.#k('user', id), JSON.stringify(user)))
+      // NX: an id given by an import never overwrites another user's record
+      if ((await this.#run(() => this.redis.set(this.#k('user', id), JSON.stringify(user), 'NX'))) === null) throw E.userExists(id)
       await this.#run(() => this.redis.sadd(this.#k('users'), id))
     } catch (err) {
       await this.redis.del(unameKey).catch(() => {})
       throw err
     }
+    await this.#noteLegacy(id, user.password_hash)
     return publicUser(user)
+  }
+
+  /**
+   * Records (or clears) that an active user's password is a legacy hash still
+   * to be re-hashed: what every password check is padded to. A disabled
+   * user's does not count (their check never runs PBKDF2: passwords.ts).
+   */
+  async #noteLegacy (userId: string, hash: string | null, active = true): Promise<void> {
+    const work = hash === null || !active ? 0 : legacyWork(hash)
+    if (work > 0) await this.#run(() => this.redis.zadd(this.#k('pw-legacy'), work, userId))
+    else await this.#run(() => this.redis.zrem(this.#k('pw-legacy'), userId))
   }
 
   async getUser (id: string): Promise<User | null> {
@@ -290,16 +340,49 @@ export class RedisStore implements ManagedStore {
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
     await this.#setField(userId, 'is_active', active)
+    await this.#noteLegacy(userId, await this.getPasswordHash(userId), active)
     if (!active) await this.#endSessions(userId)
     await this.#invalidate(`user-aks:${userId}`)
   }
 
   async setPassword (userId: string, password: string): Promise<void> {
     await this.#setField(userId, 'password_hash', await hashPassword(password))
+    await this.#noteLegacy(userId, null)
     // whoever held the old password may hold these; private tokens and access keys are separate credentials and stay
     await this.#endSessions(userId)
     await this.#endBearerTokens(userId)
     await this.#invalidate(`user-sess:${userId}`)
+  }
+
+  async setLegacyPasswordHash (userId: string, hash: string): Promise<void> {
+    await this.#setField(userId, 'password_hash', hash)
+    await this.#setField(userId, 'password_imported', this.#keys.lookup(`imported password:${hash}`))
+    await this.#noteLegacy(userId, hash, (await this.#getJson<StoredUser>(this.#k('user', userId)))?.is_active)
+    // whoever held the old password may hold these; private tokens and access keys are separate credentials and stay
+    await this.#endSessions(userId)
+    await this.#endBearerTokens(userId)
+    await this.#invalidate(`user-sess:${userId}`)
+  }
+
+  async isImportedPasswordHash (userId: string, hash: string): Promise<boolean> {
+    const s = await this.#getJson<StoredUser>(this.#k('user', userId))
+    return s !== null && (s.password_hash === hash || s.password_imported === this.#keys.lookup(`imported password:${hash}`))
+  }
+
+  async upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
+    const swapped = await this.#run(() => this.#scripts.swapField(this.#k('user', userId), 'password_hash', oldHash, newHash))
+    if (swapped) await this.#noteLegacy(userId, null)
+    return swapped
+  }
+
+  async legacyPasswordWork (): Promise<number> {
+    const top = await this.#run(() => this.redis.zrevrange(this.#k('pw-legacy'), 0, 0, 'WITHSCORES'))
+    return top.length < 2 ? 0 : Number(top[1])
+  }
+
+  async setUserFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> {
+    for (const [k, v] of Object.entries(fields)) if (v !== undefined) await this.#setField(userId, k, v)
+    await this.#invalidate(`user:${userId}`)
   }
 
   /** Deletes every session of the user in Redis (the caller publishes the eviction of cached copies). */
@@ -341,6 +424,15 @@ export class RedisStore implements ManagedStore {
     if (!added) throw E.tooManyKeys(max)
     await this.#run(() => this.redis.set(this.#k('ak', key.id), JSON.stringify(stored)))
     return { key, secret }
+  }
+
+  async importAccessKey (userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean> {
+    const id = k.id.toLowerCase()
+    const stored: StoredKey = { id, user_id: userId, is_active: k.is_active, date_created: new Date().toISOString(), ...lifecycle(k), secret: this.#keys.encrypt(k.secret, `ak:${id}`) }
+    if ((await this.#run(() => this.redis.set(this.#k('ak', id), JSON.stringify(stored), 'NX'))) === null) return false
+    await this.#run(() => this.redis.sadd(this.#k('user-aks', userId), id))
+    await this.#invalidate(`ak:${id}`)
+    return true
   }
 
   /** The key and its secret; `secret` null (and reported) when it cannot be decrypted with this secret key. */
@@ -413,6 +505,36 @@ export class RedisStore implements ManagedStore {
     return token
   }
 
+  async importPrivateToken (userId: string, token: string): Promise<void> {
+    const h = this.#keys.lookup(token)
+    await this.#run(() => this.redis.set(this.#k('pt', h), userId))
+    // listed before it is the user's token: every replica reloads the set now, before a client can send it
+    await this.#run(() => this.redis.sadd(this.#k('pt-imported'), h))
+    const old = await this.#run(() => this.redis.set(this.#k('user-pt', userId), sealPrivateToken(h, this.#keys.encrypt(token, `pt:${userId}`)), 'GET'))
+    if (old !== null) await this.#dropPrivateToken(userId, old, h)
+    await this.#invalidate('pt-imported:')
+  }
+
+  /** The lookup hash of an untagged token when it is an imported one, else null: from memory, without Redis, once the set is loaded. */
+  async #importedHash (token: string): Promise<string | null> {
+    if (!this.#cacheTrusted) {
+      // invalidations may be missed: ask Redis (one command), and load nothing
+      const hashes = this.#keys.lookups(token)
+      const found = await this.#run(() => this.redis.smismember(this.#k('pt-imported'), ...hashes))
+      const i = found.indexOf(1)
+      return i === -1 ? null : hashes[i]
+    }
+    if (this.#imported === null) {
+      const loading = this.#run(async () => new Set(await this.redis.smembers(this.#k('pt-imported'))))
+      this.#imported = loading
+      loading.catch(() => { if (this.#imported === loading) this.#imported = null })
+    }
+    const pending = this.#imported
+    const known = await this.#run(async () => await pending)
+    if (known.size === 0) return null
+    return this.#keys.lookups(token).find((h) => known.has(h)) ?? null
+  }
+
   async getPrivateToken (userId: string): Promise<string | null> {
     const t = await this.readPrivateToken(userId)
     return t === UNREADABLE ? null : t
@@ -454,8 +576,10 @@ export class RedisStore implements ManagedStore {
       }
       return
     }
+    if (h === keep) return
     await this.#run(() => this.redis.del(this.#k('pt', h)))
     await this.#invalidate(`pt:${h}`)
+    if ((await this.#run(() => this.redis.srem(this.#k('pt-imported'), h))) > 0) await this.#invalidate('pt-imported:')
   }
 
   /** Hashes of every private-token lookup entry pointing to this user: a scan of pt:*, on every cluster primary. */
@@ -469,8 +593,13 @@ export class RedisStore implements ManagedStore {
   }
 
   async userIdForPrivateToken (token: string): Promise<string | null> {
-    if (!this.#keys.tagged('private token', token)) return null
-    const h = this.#keys.lookup(token)
+    let h: string
+    if (this.#keys.tagged('private token', token)) h = this.#keys.lookup(token)
+    else {
+      const imported = await this.#importedHash(token)
+      if (imported === null) return null
+      h = imported
+    }
     const hit = this.#cacheTrusted ? this.privateTokens.get(h) : undefined
     if (hit !== undefined) return hit
     const id = await this.#run(() => this.redis.get(this.#k('pt', h)))
@@ -669,7 +798,7 @@ export async function scanKeys (redis: RedisClient, pattern: string): Promise<st
 }
 
 function publicUser (s: StoredUser): User {
-  const { password_hash: _, ...u } = s
+  const { password_hash: _, password_imported: _i, ...u } = s
   // cjson encodes an empty table as {} but may return [] after edits; normalise
   if (Array.isArray(u.orgs)) u.orgs = {}
   if (u.rate_limit === null) delete u.rate_limit

@@ -45,6 +45,19 @@ redis.call('SET', KEYS[1], cjson.encode(o))
 return 1`, flag),
 
   /**
+   * Replaces the string field ARGV[1] of the record KEYS[1] with ARGV[3] only
+   * while it still holds ARGV[2] (compare-and-set). False: no record, or another value.
+   */
+  swapField: script<[field: string, expected: string, value: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+if o[ARGV[1]] ~= ARGV[2] then return 0 end
+o[ARGV[1]] = ARGV[3]
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`, flag),
+
+  /**
    * Sets or clears a membership in the user record KEYS[1]: ARGV[1] org id,
    * ARGV[2] role or '' to remove; default_org moves to another org (or null)
    * when it is no longer one of the user's. False: no record.

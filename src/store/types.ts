@@ -109,6 +109,13 @@ export interface LoginFailures {
 export interface NewUser {
   username: string
   password: string | null
+  /** the user's id (an import keeps JumpServer's); default a new UUID */
+  id?: string
+  /**
+   * An imported Django PBKDF2 hash (crypto.ts parseLegacyHash), kept as it
+   * is until the next successful login re-hashes it; `password` must be null.
+   */
+  password_hash?: string
   name?: string
   email?: string
   superuser?: boolean
@@ -141,6 +148,24 @@ export interface Store {
    */
   setPassword(userId: string, password: string): Promise<void>
   setMembership(userId: string, orgId: string, role: OrgRole | null): Promise<void>
+  /** Changes a user's name, email or superuser flag (every replica sees it at once). */
+  setUserFields(userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void>
+  /**
+   * Sets an imported Django hash as the user's password, kept as it is until
+   * the next successful login re-hashes it (upgradePasswordHash); ends
+   * sessions and unused bearer tokens as setPassword does.
+   */
+  setLegacyPasswordHash(userId: string, hash: string): Promise<void>
+  /** True when this legacy hash is the one the last import set for the user (even if a login has re-hashed it since). */
+  isImportedPasswordHash(userId: string, hash: string): Promise<boolean>
+  /**
+   * Replaces a legacy hash with `newHash` (scrypt), only if the stored hash is
+   * still `oldHash` (atomic compare-and-set, so a concurrent password change
+   * wins); ends nothing: the password is the same.
+   */
+  upgradePasswordHash(userId: string, oldHash: string, newHash: string): Promise<boolean>
+  /** The PBKDF2 iterations of the costliest legacy hash not yet re-hashed (0: none left): what every password check is padded to. */
+  legacyPasswordWork(): Promise<number>
   recordLogin(userId: string): Promise<void>
   countUsers(): Promise<number>
 
@@ -154,8 +179,21 @@ export interface Store {
   deleteAccessKey(id: string): Promise<boolean>
   touchAccessKey(id: string): void
 
+  /**
+   * Stores an access key with the id and secret it had elsewhere (an import),
+   * exactly as createAccessKey stores one; false when the id is taken.
+   */
+  importAccessKey(userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean>
+
   /** Creates (or replaces) the user's private token and returns it. */
   createPrivateToken(userId: string): Promise<string>
+  /**
+   * Makes an imported, untagged token (JumpServer's 40 hex characters) the
+   * user's private token, replacing any other; it is accepted although it
+   * carries no check tag, because its lookup hash is in the store's set of
+   * imported tokens (every replica reloads the set when it changes).
+   */
+  importPrivateToken(userId: string, token: string): Promise<void>
   /** Reads the private token back, or null when none exists (or it cannot be read: readPrivateToken tells). */
   getPrivateToken(userId: string): Promise<string | null>
   /**
