@@ -4,12 +4,14 @@
  * 1 not found or failed, 2 usage (and a missing or wrong secret key).
  */
 import { readFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { parseArgs } from 'node:util'
 import { ConfigError, configWarnings, loadConfig, type Config } from './config.js'
 import { defaultsYaml } from './config/defaults.js'
 import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
+import { Auditor, formatAuditEntry, parseSince } from './audit.js'
 import { abandonStdout, createLogger, flushStdout, type Logger } from './log.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { isUuid } from './http/uuid.js'
@@ -64,6 +66,7 @@ Commands:
   limit set|list|clear               rate limits of a user or an access key
   secret rotate                      re-encrypt the store under a new secret key
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
+  audit tail                         print (or follow) the audit stream (audit.stream)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
 Run \`sidegate <command> --help\` for details. Every command but start and config needs the
@@ -163,6 +166,15 @@ that is shorter) and switches keys at the same moment, by the clock. Run the com
 with the gateway's gateway.yml: publish_ahead, ttl and algorithm are read from it.
 
 ${GLOBAL}`,
+  audit: `Usage:
+  sidegate audit tail [--follow] [--since 15m|2h|7d|2026-11-25T10:00:00Z] [--limit N] [--json]
+                       prints the audit stream (audit.stream: true), one line per event, oldest
+                       first: the last N events (default 10), or with --since every event from
+                       then on. --follow: then waits for new events and prints each as it comes,
+                       until Ctrl-C (exit 0). --json: each event as one JSON object with its
+                       stream id. The stream holds about audit.max_len events; the log has them all.
+
+${GLOBAL}`,
   config: `Usage:
   sidegate config check [--config FILE]
                        validates the file as \`sidegate start\` would (environment overrides
@@ -187,6 +199,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   limit: ['set', 'list', 'clear'],
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
+  audit: ['tail'],
   config: ['check', 'defaults', 'schema']
 }
 
@@ -206,7 +219,9 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   limit: { type: 'string' },
   expires: { type: 'string' },
-  'allow-ip': { type: 'string', multiple: true }
+  'allow-ip': { type: 'string', multiple: true },
+  follow: { type: 'boolean', short: 'f' },
+  since: { type: 'string' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -265,8 +280,10 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
     return await start(config, io, env)
   }
 
+  // warnings and the audit lines of the command (src/audit.ts) on stderr
   const log = createLogger('warn', { write: (s: string) => io.err(s) })
   let store: ManagedStore | undefined
+  let audit: Auditor | undefined
   try {
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
@@ -283,11 +300,14 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
       throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    const admin = new Admin(store, io, values, config)
+    audit = new Auditor({ config: config.audit, log, store, operator: operatorName() })
+    const admin = new Admin(store, io, values, config, audit)
     return await admin.run(cmd, sub, rest)
   } catch (err) {
     return report(io, json, err)
   } finally {
+    // the stream appends of this command's audit event, before the store closes
+    await audit?.settle()
     await store?.close()
   }
 }
@@ -544,8 +564,13 @@ function parseOrgFlag (v: string): { id: string, role: OrgRole | null } {
   return { id: id.toLowerCase(), role: role === 'none' ? null : role }
 }
 
+/** Who runs a command, for the audit's actorName: the login name, else the uid (a container's user may have no name). */
+function operatorName (): string {
+  try { return userInfo().username } catch { return `uid ${process.getuid?.() ?? '?'}` }
+}
+
 class Admin {
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config) {}
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, private readonly audit: Auditor) {}
 
   /** `limit set|clear`: an access key's id, else a username. */
   async #setLimit (target: string, policy: RateLimitPolicy | null): Promise<{ kind: 'key' | 'user', id: string, name: string }> {
@@ -593,6 +618,7 @@ class Admin {
         }
         const password = await this.#password()
         const u = await this.store.createUser({ username, password, email: this.v.email, name: this.v.name, superuser: this.v.superuser === true, orgs })
+        this.audit.record({ event: 'user.created', user: u, superuser: u.is_superuser })
         return this.#print(userJson(u), `created user ${u.username} (${u.id})`)
       }
       case 'user list': {
@@ -604,11 +630,13 @@ class Admin {
       case 'user enable': {
         const u = await this.#user(this.#one(args, 'username'))
         await this.store.setUserActive(u.id, sub === 'enable')
+        this.audit.record({ event: sub === 'enable' ? 'user.enabled' : 'user.disabled', user: u })
         return this.#print({ id: u.id, username: u.username, is_active: sub === 'enable' }, `${sub}d user ${u.username}`)
       }
       case 'user passwd': {
         const u = await this.#user(this.#one(args, 'username'))
         await this.store.setPassword(u.id, await this.#password())
+        this.audit.record({ event: 'password.changed', user: u })
         return this.#print({ id: u.id, username: u.username }, `password changed for ${u.username}`)
       }
       case 'user grant': {
@@ -642,6 +670,7 @@ class Admin {
           o.name = this.v.name
         }
         const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
+        this.audit.record({ event: 'key.created', user: u, keyId: key.id, expires: key.date_expired })
         const extra = [key.name === undefined ? '' : `Name:            ${key.name}`, key.date_expired === undefined ? '' : `Expires:         ${key.date_expired}`, key.allow_ips === undefined ? '' : `Allowed from:    ${key.allow_ips.join(', ')}`].filter(Boolean)
         return this.#print({ ...keyJson(key), secret }, [`AccessKeyID:     ${key.id}`, `AccessKeySecret: ${secret}`, ...extra, '(the secret is shown once)'].join('\n'))
       }
@@ -654,11 +683,13 @@ class Admin {
       case 'key revoke': {
         const id = this.#one(args, 'key id')
         if (!isUuid(id) || !(await this.store.deleteAccessKey(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
+        this.audit.record({ event: 'key.revoked', keyId: id.toLowerCase() })
         return this.#print({ id, revoked: true }, `revoked access key ${id}`)
       }
       case 'token create': {
         const u = await this.#user(this.#one(args, 'username'))
         const token = await this.store.createPrivateToken(u.id)
+        this.audit.record({ event: 'private_token.created', user: u })
         return this.#print({ username: u.username, token }, token)
       }
       case 'token show': {
@@ -666,11 +697,13 @@ class Admin {
         const token = await this.store.readPrivateToken(u.id)
         if (token === null) throw new UsageError(`${u.username} has no private token (create one with \`sidegate token create ${u.username}\`)`, 1, 'not_found')
         if (token === UNREADABLE) throw new UsageError(`the private token of ${u.username} is unreadable: it was stored under another secret key (\`sidegate token revoke ${u.username}\` removes it)`, 1, 'unreadable_record')
+        this.audit.record({ event: 'private_token.read', user: u })
         return this.#print({ username: u.username, token }, token)
       }
       case 'token revoke': {
         const u = await this.#user(this.#one(args, 'username'))
         if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
+        this.audit.record({ event: 'private_token.revoked', user: u })
         return this.#print({ username: u.username, revoked: true }, `revoked the private token of ${u.username}`)
       }
       case 'jwk rotate': {
@@ -721,8 +754,75 @@ class Admin {
         const lines = rows.map((r) => `${String(r.kind).padEnd(4)}  ${String(r.id)}  ${String(r.username)}  ${formatPolicy(r as unknown as RateLimitPolicy)}`)
         return this.#print({ configured, overrides: rows }, [...head, ...(lines.length === 0 ? ['(no user or key has its own limit)'] : lines)].join('\n'))
       }
+      case 'audit tail': {
+        if (args.length > 0) throw new UsageError('audit tail takes no arguments')
+        return await tailAudit(this.store, this.io, this.v, this.config)
+      }
       default:
         throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)
     }
+  }
+}
+
+/** A stream id after every entry of millisecond `ms - 1`: reading after it starts at `ms`. */
+const justBefore = (ms: number): string => `${Math.max(0, ms - 1)}-18446744073709551615`
+/** Entries read per call, and how long a follow waits in one call (less when redis.command_timeout is shorter). */
+const TAIL_PAGE = 1000
+const TAIL_BLOCK_MS = 1000
+
+/**
+ * `sidegate audit tail`: the last --limit entries (default 10) or every one
+ * since --since, then with --follow each new one as it is appended (XREAD
+ * BLOCK from the last id printed, so none is missed or printed twice), until
+ * SIGINT or SIGTERM (exit 0). Redis going away while following: one line on
+ * stderr, then it retries every second.
+ */
+async function tailAudit (store: Store, io: Io, v: Values, config: Config): Promise<number> {
+  const json = v.json === true
+  const since = v.since === undefined ? undefined : parseSince(v.since)
+  if (since === null) throw new UsageError(`--since: "${v.since}" is neither a duration back from now (30s, 15m, 2h, 7d) nor a date or time (2026-11-25, 2026-11-25T10:00:00Z)`)
+  const last = v.limit === undefined ? 10 : Number(v.limit)
+  if (!Number.isInteger(last) || last < 1 || last > 100_000) throw new UsageError(`--limit must be a whole number from 1 to 100000, got "${v.limit}"`)
+  if (!config.audit.stream) io.err('sidegate: note: audit.stream is false in this configuration: gateways with it append nothing to the stream (their log has every event)\n')
+  let cursor: string | undefined
+  const print = (entries: Array<{ id: string, json: string }>): void => {
+    for (const e of entries) io.out(formatAuditEntry(e, json) + '\n')
+    cursor = entries.at(-1)?.id ?? cursor
+  }
+  if (since !== undefined) {
+    cursor = justBefore(since)
+    for (let page = TAIL_PAGE; page === TAIL_PAGE;) {
+      const got = await store.readAudit({ after: cursor, count: TAIL_PAGE })
+      print(got)
+      page = got.length
+    }
+  } else {
+    print(await store.readAudit({ last }))
+    // nothing yet: every entry from now on is new (an empty stream: all of them)
+    cursor ??= (await store.readAudit({ last: 1 }))[0]?.id ?? '0-0'
+  }
+  if (v.follow !== true) return 0
+  let stop: () => void = () => {}
+  const stopped = new Promise<null>((resolve) => { stop = () => resolve(null) })
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  let down = false
+  try {
+    for (;;) {
+      let got: Array<{ id: string, json: string }> | null
+      try {
+        got = await Promise.race([store.readAudit({ after: cursor, block: TAIL_BLOCK_MS, count: TAIL_PAGE }), stopped])
+        if (down) { down = false; io.err('sidegate: Redis answers again\n') }
+      } catch (err) {
+        if (!(err instanceof GatewayError) || err.code !== 'store_unavailable') throw err
+        if (!down) { down = true; io.err(`sidegate: cannot reach Redis at ${redisTarget(config)}; retrying every second (Ctrl-C to stop)\n`) }
+        got = await Promise.race([new Promise<[]>((resolve) => setTimeout(() => resolve([]), TAIL_BLOCK_MS)), stopped])
+      }
+      if (got === null) return 0
+      print(got)
+    }
+  } finally {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
   }
 }

@@ -16,6 +16,8 @@ export interface RequestObserver {
   request (status: number, authMethod: string | undefined, code: string | undefined, startNs: bigint): void
   /** a request the rate limit could not count: the store was unavailable (src/ratelimit.ts) */
   rateLimitStoreError?: () => void
+  /** an audit event the stream did not take (src/audit.ts) */
+  auditStreamError?: () => void
 }
 
 /** The parts of the store the metrics read at scrape time. */
@@ -41,6 +43,7 @@ export class Metrics implements RequestObserver {
   readonly #upstreamErrors: Counter<'code'>
   readonly #redisErrors: Counter<'kind'>
   readonly #rateLimitStoreErrors: Counter
+  readonly #auditStreamErrors: Counter
   readonly #children = new Map<number, Counter.Internal>()
   readonly #failureChildren = new Map<string, Counter.Internal>()
   #server: http.Server | null = null
@@ -57,6 +60,7 @@ export class Metrics implements RequestObserver {
     this.#authFailures = new Counter({ name: 'sidegate_auth_failures_total', help: 'Requests refused with 401 or 403, by error code.', labelNames: ['code'], registers })
     this.#upstreamErrors = new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers })
     this.#rateLimitStoreErrors = new Counter({ name: 'sidegate_rate_limit_store_errors_total', help: 'Requests the rate limit could not count because Redis was unavailable (let through or refused as rate_limit.on_store_error says).', registers })
+    this.#auditStreamErrors = new Counter({ name: 'sidegate_audit_stream_errors_total', help: 'Audit events not appended to the audit stream (audit.stream): Redis failed or was too slow; each is still in the log.', registers })
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
     this.#redisErrors.inc({ kind: 'connection' }, 0)
     this.#redisErrors.inc({ kind: 'command' }, 0)
@@ -86,6 +90,7 @@ export class Metrics implements RequestObserver {
   }
 
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }
+  readonly auditStreamError = (): void => { this.#auditStreamErrors.inc() }
 
   /** Hooks for openStore: connection and command errors. */
   storeHooks (): { onConnectionError: () => void, onCommandError: () => void } {

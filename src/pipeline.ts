@@ -37,6 +37,7 @@
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
+import type { Auditor } from './audit.js'
 import type { AuthPipeline, Identity } from './auth/index.js'
 import { bodyMatches } from './auth/digest.js'
 import { BEFORE_BODY, keepBody } from './body.js'
@@ -74,6 +75,8 @@ export interface PipelineOptions {
   metrics?: RequestObserver
   /** identity.jwt enabled: its signer (the token itself is set by injectIdentity) */
   identity?: IdentitySigner | null
+  /** the audit trail (src/audit.ts): bearer tokens used and refused, an access key's first use */
+  audit?: Auditor
 }
 
 export interface Pipeline {
@@ -102,6 +105,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     }
     return m
   }
+  const audit = o.audit === undefined || o.audit.off ? null : o.audit
   const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
 
   // ── 1. receive ──────────────────────────────────────────────────────────
@@ -195,9 +199,29 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /**
    * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
    * `original`: a decision's original method and URI (decide).
+   * Audited: a bearer token used or refused, an access key's first use
+   * (known from the once-a-minute last-use write the request made anyway).
    */
   function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
-    return auth.authenticate(ctx.req, original)
+    const p = auth.authenticate(ctx.req, original)
+    return audit === null ? p : p.then((who) => audited(ctx, who), (err: unknown) => refused(ctx, err))
+  }
+
+  function audited (ctx: StepContext, who: Identity): Identity {
+    if (who.method === 'bearer') audit!.record({ event: 'token.used', ctx: { ...ctx, identity: who }, user: who.user, credential: bearerOf(ctx.req) })
+    else if (who.firstUse !== undefined) {
+      const keyId = who.keyId
+      who.firstUse.then((first) => { if (first) audit!.record({ event: 'key.first_used', ctx: { ...ctx, identity: who }, user: who.user, keyId }) }, () => {})
+    }
+    return who
+  }
+
+  function refused (ctx: StepContext, err: unknown): never {
+    const token = bearerOf(ctx.req)
+    if (token !== undefined && err instanceof GatewayError && err.status === 401) {
+      audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
+    }
+    throw err
   }
 
   /** An access key with an allow-list (`--allow-ip`): the real client address (trusted_proxies) must be in it, else 403 ip_not_allowed. */
@@ -401,6 +425,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   }
 
   return { request, upgrade }
+}
+
+/** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */
+function bearerOf (req: http.IncomingMessage): string | undefined {
+  const h = req.headers.authorization
+  return typeof h === 'string' && /^bearer(?:\s|$)/i.test(h) ? h.slice(6).trim() : undefined
 }
 
 /** The error code a response was answered with, for the access log and the metrics. */

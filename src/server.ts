@@ -7,6 +7,7 @@
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
+import { Auditor } from './audit.js'
 import { AuthPipeline } from './auth/index.js'
 import { configWarningList, type Config } from './config.js'
 import { E } from './errors.js'
@@ -29,6 +30,8 @@ export interface GatewayOptions {
   ready?: () => Promise<void>
   /** Called once per finished request (Prometheus metrics). */
   metrics?: RequestObserver
+  /** The audit trail; default: one made from config.audit, on `store` and `log`. */
+  audit?: Auditor
 }
 
 export interface Gateway {
@@ -63,8 +66,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
   for (const w of configWarningList(config)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
   let draining = false
   const isDraining = (): boolean => draining
-  const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready, identity })
-  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity })
+  const audit = opts.audit ?? new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
+  const router = createRouter({ config, store, auth, crossSite, draining: isDraining, ready, identity, audit })
+  const pipeline = createPipeline({ config, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, audit })
 
   const server = http.createServer({
     headersTimeout: config.server.headers_timeout * 1000,

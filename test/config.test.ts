@@ -78,6 +78,7 @@ t.test('defaults', async (t) => {
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
     docs: { enabled: true },
     log: { level: 'info' },
+    audit: { log: true, stream: false, max_len: 100000 },
     metrics: { enabled: true, host: '0.0.0.0', port: 9090 }
   })
   t.same(buildConfig(null), c, 'an empty YAML file (null) is all defaults')
@@ -112,7 +113,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, docs, log)',
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, docs, log, audit)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',

@@ -89,8 +89,9 @@ export class SignatureAuthenticator implements Authenticator {
     if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew > 0 ? this.opts.clockSkew * 2 : REPLAY_WITHOUT_SKEW))) {
       throw E.signatureReplayed()
     }
-    this.store.touchAccessKey(found.key.id)
+    const firstUse = this.store.touchAccessKey(found.key.id)
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
+    if (firstUse !== undefined) claim.firstUse = firstUse
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
     if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips
     if (digests !== null) claim.digests = digests

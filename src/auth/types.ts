@@ -28,6 +28,8 @@ export interface Claim {
   keyAllowIps?: string[]
   /** an access-key signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
   digests?: ExpectedDigest[]
+  /** access keys, when this request recorded the key's last use (once a minute): true when it was the key's first use ever (the audit's key.first_used) */
+  firstUse?: Promise<boolean>
 }
 
 /**

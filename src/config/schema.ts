@@ -148,7 +148,12 @@ export const Schema = T.Object({
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).'),
   log: section({
     level: oneOf(LEVELS, 'info', 'fatal, error, warn, info, debug, trace or silent')
-  })
+  }),
+  audit: section({
+    log: bool(true, 'one JSON line per credential event ("log":"audit", a stable "event"), whatever\nlog.level says (silent included): only false here turns them off'),
+    stream: bool(false, 'also append each event to a Redis Stream (<redis.prefix>audit), which\n`sidegate audit tail` reads; sent without waiting: a failing Redis never fails or slows\na request (counted in sidegate_audit_stream_errors_total, logged once per outage)'),
+    max_len: int(100, 100_000_000, 100_000, 'entries the stream keeps, about (XADD MAXLEN ~): older ones are dropped')
+  }, 'The audit trail: logins, lockouts, bearer tokens issued, used and refused, access keys\ncreated, revoked and first used, private tokens, password changes, users disabled and\nenabled, logouts (README, Audit trail). Never a password, token, secret or session id.')
 }, { additionalProperties: false })
 
 /** gateway.yml as validated, defaults filled in, before anything is derived from it. */

@@ -9,6 +9,7 @@
  * both are pruned when added to and expire with their longest-lived member.
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/identity.ts)
+ *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
  * Private tokens, bearer tokens and session ids carry a keyed check tag
@@ -30,7 +31,7 @@ import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
 import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type User } from './types.js'
 
 interface StoredUser extends User { password_hash: string | null }
 interface StoredKey extends Omit<AccessKey, 'date_last_used'> { secret: string }
@@ -67,6 +68,7 @@ export class RedisStore implements ManagedStore {
   readonly #sub: RedisClient
   readonly #scripts: Scripts
   readonly #onCommandError: ((err: unknown) => void) | undefined
+  readonly #commandTimeout: number
   readonly #p: string
   readonly #keys: Keyring
   readonly #channel: string
@@ -91,6 +93,7 @@ export class RedisStore implements ManagedStore {
     this.privateTokens = new LruCache(opts.cache.max, ttl)
     this.sessions = new LruCache(opts.cache.max, Math.min(ttl, SESSION_CACHE_MAX_MS))
     this.#onCommandError = opts.onCommandError
+    this.#commandTimeout = opts.commandTimeout
     this.#onUnreadable = opts.onUnreadable
     this.redis = createRedisClient(opts, 'command')
     this.redis.on('error', (err: Error) => opts.onError?.(err))
@@ -388,14 +391,15 @@ export class RedisStore implements ManagedStore {
     return true
   }
 
-  touchAccessKey (id: string): void {
+  touchAccessKey (id: string): Promise<boolean> | undefined {
     const now = Date.now()
     const last = this.#lastTouched.get(id) ?? 0
-    if (now - last < THROTTLE_LAST_USED_MS) return
+    if (now - last < THROTTLE_LAST_USED_MS) return undefined
     if (this.#lastTouched.size > 100_000) this.#lastTouched.clear()
     this.#lastTouched.set(id, now)
-    // and across replicas: the script writes only over a time older than a minute
-    this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString()).catch(() => {})
+    // and across replicas: the script writes only over a time older than a minute (2: there was none)
+    return this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString())
+      .then((r) => r === 2, () => false)
   }
 
   // ---- private tokens
@@ -606,6 +610,31 @@ export class RedisStore implements ManagedStore {
     if (found) await this.#invalidate(msg)
     return found
   }
+
+  // ---- the audit stream
+
+  async appendAudit (json: string, maxLen: number): Promise<void> {
+    await this.#run(() => this.redis.xadd(this.#k('audit'), 'MAXLEN', '~', maxLen, '*', 'e', json))
+  }
+
+  async readAudit (q: AuditQuery): Promise<AuditEntry[]> {
+    const key = this.#k('audit')
+    const count = q.count ?? 1000
+    if (q.after !== undefined) {
+      // a blocking read must end before the command timeout fails it; BLOCK 0 would wait forever
+      const block = Math.min(q.block ?? 0, this.#commandTimeout - 250)
+      const args: Array<string | number> = ['COUNT', count, ...(block >= 1 ? ['BLOCK', block] : []), 'STREAMS', key, q.after]
+      const r = await this.#run(() => this.redis.xread(...(args as ['COUNT', number, 'STREAMS', string, string])))
+      return r === null ? [] : entries(r[0][1])
+    }
+    if (q.since !== undefined) return entries(await this.#run(() => this.redis.xrange(key, `${Math.max(0, Math.floor(q.since!))}-0`, '+', 'COUNT', count)))
+    return entries(await this.#run(() => this.redis.xrevrange(key, '+', '-', 'COUNT', q.last ?? 10))).reverse()
+  }
+}
+
+/** Stream entries as ioredis gives them → AuditEntry (the field `e`). */
+function entries (raw: Array<[id: string, fields: string[]]>): AuditEntry[] {
+  return raw.map(([id, fields]) => ({ id, json: fields[fields.indexOf('e') + 1] ?? '{}' }))
 }
 
 /** Every key matching the pattern: SCAN on a standalone server, on each primary of a cluster. */

@@ -139,7 +139,14 @@ export interface Store {
   listAccessKeys(userId: string): Promise<AccessKey[]>
   setAccessKeyActive(id: string, active: boolean): Promise<boolean>
   deleteAccessKey(id: string): Promise<boolean>
-  touchAccessKey(id: string): void
+  /**
+   * Records the key's last use, at most once a minute per key (per process,
+   * and across replicas). undefined: nothing sent (used within the minute);
+   * else resolves true when this was the key's first recorded use ever, once
+   * across every replica (the audit's key.first_used), false otherwise or on
+   * any failure: never rejects.
+   */
+  touchAccessKey(id: string): Promise<boolean> | undefined
 
   /** Creates (or replaces) the user's private token and returns it. */
   createPrivateToken(userId: string): Promise<string>
@@ -202,6 +209,34 @@ export interface Store {
   hitRateLimit(bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit>
   /** Sets (or with null removes) the rate limit of a user or an access key; false: no such record. Every replica sees it at once. */
   setRateLimit(subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean>
+
+  /**
+   * Appends one audit event (its JSON) to the audit stream, which keeps about
+   * `maxLen` entries (older ones are dropped; Redis: XADD MAXLEN ~, one key).
+   */
+  appendAudit(json: string, maxLen: number): Promise<void>
+  /** Audit entries, oldest first (AuditQuery says which). */
+  readAudit(q: AuditQuery): Promise<AuditEntry[]>
+}
+
+/** One entry of the audit stream: its id (`<epoch ms>-<sequence>`, increasing) and the event's JSON. */
+export interface AuditEntry {
+  id: string
+  json: string
+}
+
+/** Which audit entries: `after` an id, else `since` a time, else the `last` few. */
+export interface AuditQuery {
+  /** entries after this id ('0-0': all) */
+  after?: string
+  /** with `after`: when there is none yet, wait up to this many ms for one (bounded below redis.command_timeout) */
+  block?: number
+  /** entries from this time on (epoch ms) */
+  since?: number
+  /** the newest `last` entries */
+  last?: number
+  /** at most this many (with `after` or `since`); default 1000 */
+  count?: number
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */
