@@ -5,8 +5,8 @@
  * `sidegate audit tail` reads.
  *
  * A line names the event, its outcome, the actor (the user id, or `cli` for
- * an operator's command, or `anonymous` for a password nobody was
- * authenticated by), whose credential it is (user id and username), the key
+ * an operator's command, `system` for the first start's superuser, or
+ * `anonymous` for a password or token nobody was authenticated by), whose credential it is (user id and username), the key
  * id, the auth method, the client address and the request id. Never a
  * password, token, secret or session id: a bearer token or a session is named
  * by `ref`, the first 16 hex digits of its SHA-256 (credentialRef), which
@@ -47,7 +47,7 @@ export const AUDIT_EVENTS = {
   'private_token.read': { outcome: 'success', when: 'A private token was shown (`sidegate token show`, or GET by its owner\'s session or private token).' },
   'private_token.revoked': { outcome: 'success', when: 'A private token was revoked (`sidegate token revoke`, or DELETE).' },
   'password.changed': { outcome: 'success', when: '`sidegate user passwd`: the user\'s sessions and unused bearer tokens end with it.' },
-  'user.created': { outcome: 'success', when: '`sidegate user add` (`superuser` true for a superuser).' },
+  'user.created': { outcome: 'success', when: '`sidegate user add` (`superuser` true for a superuser), or the first start\'s superuser "admin" (`actor` system).' },
   'user.disabled': { outcome: 'success', when: '`sidegate user disable`: the user\'s sessions end and every credential is refused.' },
   'user.enabled': { outcome: 'success', when: '`sidegate user enable`.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
@@ -87,6 +87,8 @@ export interface AuditRecord {
   expires?: string
   retryAfter?: number
   superuser?: boolean
+  /** the gateway itself did it (the first start's superuser) */
+  system?: true
 }
 
 /** A token's or a session id's name in the audit: 16 hex digits of its SHA-256, which do not give it away. */
@@ -149,7 +151,9 @@ export class Auditor {
   #fields (r: AuditRecord): Record<string, unknown> {
     const who = r.ctx?.identity
     const out: Record<string, unknown> = { event: r.event, outcome: AUDIT_EVENTS[r.event].outcome }
-    if (this.#operator !== undefined) {
+    if (r.system === true) {
+      out.actor = 'system'
+    } else if (this.#operator !== undefined) {
       out.actor = 'cli'
       out.actorName = this.#operator
     } else if (who !== undefined) {

@@ -420,7 +420,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
       const { notes } = await store.verifyKey(verify)
       for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
       store.setGate(null)
-      await ensureDefaults(store, config, log, io.err)
+      await ensureDefaults(store, config, log, io.err, audit)
     })().catch((err: unknown) => {
       if (!(err instanceof KeyCheckError)) prepared = null
       throw err
@@ -445,8 +445,10 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     return report(io, false, err)
   }
   store.setGate(E.storeUnavailable())
+  // before the connection: the first start's bootstrap (prepare, on ready) records the superuser it creates
+  const audit = new Auditor({ config: config.audit, log, store, onStreamError: metrics?.auditStreamError })
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
-  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined })
+  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, audit })
   metrics?.observe(store, () => gw.draining)
   try {
     const addr = await gw.listen()

@@ -75,6 +75,11 @@ t.test('the CLI: one audit line per command on stderr, actor cli, never the pass
   t.equal(auditOf(added.stderr).length, 1, 'one line')
 })
 
+t.test('log.level error: the audit lines come anyway; the first start\'s superuser is user.created by system', async (t) => {
+  t.match(await line({ event: 'user.created', actor: 'system' }), { username: 'admin', superuser: true, authMethod: 'bootstrap', outcome: 'success' })
+  t.notMatch(gw.out(), /"msg":"request"/, 'no access log line at level error')
+})
+
 t.test('a browser login: login.succeeded and session.created (ref, not the id); logout: session.revoked; a wrong password: login.failed', async (t) => {
   const s = await login(wd.url, 'alice', PASSWORDS.alice)
   secrets.session = s.session
