@@ -55,7 +55,8 @@ export interface Router {
 export function createRouter (o: RouterOptions): Router {
   const { config, store, auth, crossSite } = o
   const upstream = config.upstream.url !== null
-  const audit = o.audit
+  // off (audit.log and audit.stream false): the routes do not even look up what an event would name
+  const audit = o.audit?.off === false ? o.audit : undefined
   const passwords = new PasswordChecker(store, config.auth.lockout, audit)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
