@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process'
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { credentialRef } from '../src/audit.js'
-import { ADMIN_PASSWORD, SECRET, spawnGateway } from './fixtures/gateway.js'
+import { ADMIN_PASSWORD, SECRET, spawnGateway, startGateway } from './fixtures/gateway.js'
 import { request, post, startEcho } from './fixtures/http.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { login } from './fixtures/session.js'
@@ -226,6 +226,33 @@ t.test('sidegate audit tail --follow: prints a new event as it happens; SIGINT e
   t.equal(await exited, 0, `exit 0 on SIGINT: ${err}`)
 })
 
+t.test('sidegate audit tail --follow when Redis goes away: says so once, retries, then prints what comes after', async (t) => {
+  const r4 = await startRedis()
+  const g = await startGateway(r4.url, { audit: { stream: true }, log: { level: 'silent' } })
+  const dir = await workdir({ redis: { url: r4.url, prefix: g.config.redis.prefix } })
+  t.teardown(async () => { await g.close(); await r4.stop() })
+  const p = track(spawn(process.execPath, [BIN, 'audit', 'tail', '--follow'], { cwd: dir.dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
+  let out = ''
+  let err = ''
+  p.stdout.on('data', (c: Buffer) => { out += c.toString() })
+  p.stderr.on('data', (c: Buffer) => { err += c.toString() })
+  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
+  t.teardown(() => { p.kill('SIGKILL') })
+  await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Bearer before-the-outage' } })
+  t.ok(await eventually(async () => out.includes(credentialRef('before-the-outage')), 60_000), `following: ${out}${err}`)
+  await r4.kill()
+  t.ok(await eventually(async () => /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+; retrying every second/.test(err), 30_000), `says so: ${err}`)
+  await r4.restart()
+  t.ok(await eventually(async () => err.includes('Redis answers again'), 30_000), `and when it is back: ${err}`)
+  t.equal(err.match(/cannot reach Redis/g)?.length, 1, 'once for the outage')
+  t.ok(await eventually(async () => {
+    await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Bearer after-the-outage' } })
+    return out.includes(credentialRef('after-the-outage'))
+  }, 30_000), 'an event after it is printed')
+  p.kill('SIGTERM')
+  t.equal(await exited, 0, 'SIGTERM: exit 0')
+})
+
 t.test('the stream is capped at about audit.max_len (whole stream nodes of 100 are trimmed)', async (t) => {
   for (let i = 0; i < 350; i++) await request(wd.url, '/c', { headers: { authorization: `Bearer cap${i}` } })
   await line({ event: 'token.refused', ref: credentialRef('cap349') })
@@ -267,10 +294,10 @@ t.test('audit.stream off: events logged, no Redis command for them; a repeated s
   const client = new Redis(r2.url)
   t.teardown(async () => { client.disconnect(); await g.stop(); await r2.stop() })
   const calls = async (cmd: string): Promise<number> => Number(new RegExp(`^cmdstat_${cmd}:calls=(\\d+)`, 'm').exec(await client.info('commandstats'))?.[1] ?? 0)
-  for (let i = 0; i < 3; i++) await request(g.url, '/x', { headers: { authorization: `Bearer off${i}` } })
+  for (let i = 0; i < 3; i++) t.equal((await request(g.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer off${i}` } })).status, 401)
   const issued = await post(g.url, '/api/v1/authentication/auth/', { username: 'admin', password: ADMIN_PASSWORD })
   t.equal(issued.status, 201)
-  t.ok(await eventually(async () => auditOf(g.output()).some((l) => l.event === 'token.issued'), 30_000), 'logged with log.level silent')
+  t.ok(await eventually(async () => auditOf(g.output()).some((l) => l.event === 'token.issued') && auditOf(g.output()).filter((l) => l.event === 'token.refused').length === 3, 30_000), 'logged with log.level silent')
   t.equal(await calls('xadd'), 0, 'no XADD')
   // access keys: the first use rides on the last-use write; later uses within the minute send nothing
   const admin = (await (await fetch(g.url + '/api/v1/users/profile/', { headers: { authorization: `Bearer ${(await post(g.url, '/api/v1/authentication/auth/', { username: 'admin', password: ADMIN_PASSWORD })).json.token as string}` } })).json()) as Line
