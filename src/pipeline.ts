@@ -34,6 +34,11 @@
  *
  * The steps are small functions made once per gateway: a request costs no
  * closure or promise beyond what the work needs.
+ *
+ * The audit trail (src/audit.ts) hears from authenticate: a bearer token
+ * used or refused, an access key's first use (known from the last-use write
+ * the request makes anyway, at most once a minute per key). Nothing else on
+ * this path writes to it, and it never waits for Redis.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
