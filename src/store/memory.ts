@@ -538,8 +538,10 @@ export class MemoryStore implements RunningStore {
       const found = (): AuditEntry[] => d.audit.filter((e) => compareIds(streamId(e.id), after) > 0).slice(0, count).map((e) => ({ ...e }))
       if (found().length === 0 && (q.block ?? 0) >= 1) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, q.block)
-          d.auditWaiters.push(() => { clearTimeout(timer); resolve() })
+          const wake = (): void => { clearTimeout(timer); resolve() }
+          // not woken: leave the list, so a reader that waits in a loop does not grow it
+          const timer = setTimeout(() => { const i = d.auditWaiters.indexOf(wake); if (i !== -1) d.auditWaiters.splice(i, 1); resolve() }, q.block)
+          d.auditWaiters.push(wake)
         })
       }
       return found()
