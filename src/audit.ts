@@ -74,6 +74,8 @@ export interface AuditRecord {
   ctx?: AuditContext
   /** whose credential it is */
   user?: { id: string, username: string }
+  /** whose credential it is, when only the id is at hand */
+  userId?: string
   /** a username as sent, when no user was authenticated */
   username?: string
   keyId?: string
@@ -162,14 +164,17 @@ export class Auditor {
     } else if (r.user !== undefined && AUDIT_EVENTS[r.event].outcome === 'success') {
       out.actor = r.user.id
       out.actorName = r.user.username
+    } else if (r.userId !== undefined && AUDIT_EVENTS[r.event].outcome === 'success') {
+      out.actor = r.userId
     } else {
       out.actor = 'anonymous'
     }
     if (r.user !== undefined) {
       out.userId = r.user.id
       out.username = r.user.username
-    } else if (r.username !== undefined) {
-      out.username = r.username
+    } else {
+      if (r.userId !== undefined) out.userId = r.userId
+      if (r.username !== undefined) out.username = r.username
     }
     if (r.keyId !== undefined) out.keyId = r.keyId
     const method = r.authMethod ?? who?.method ?? (this.#operator !== undefined ? 'cli' : undefined)

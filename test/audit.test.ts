@@ -89,7 +89,7 @@ t.test('a browser login: login.succeeded and session.created (ref, not the id); 
   t.match(await line({ event: 'session.created', reqId }), { userId: aliceId, ref: credentialRef(s.session) })
   const out = await request(wd.url, '/logout', { method: 'POST', headers: { cookie: s.cookie, 'x-csrftoken': s.csrf } })
   t.equal(out.status, 200)
-  t.match(await line({ event: 'session.revoked', reqId: String(out.headers['x-request-id']) }), { via: 'logout', userId: aliceId, ref: credentialRef(s.session) })
+  t.match(await line({ event: 'session.revoked', reqId: String(out.headers['x-request-id']) }), { via: 'logout', actor: aliceId, userId: aliceId, ref: credentialRef(s.session), ip: '127.0.0.1' })
   const bad = await request(wd.url, '/login', { method: 'POST', body: JSON.stringify({ username: 'alice', password: PASSWORDS.wrong }), headers: { 'content-type': 'application/json' } })
   t.equal(bad.status, 401)
   const failed = await line({ event: 'login.failed', reqId: String(bad.headers['x-request-id']) })

@@ -440,13 +440,14 @@ export class MemoryStore implements RunningStore {
     if (e !== undefined) e.exp = this.#now() + ttlSeconds * 1000
   }
 
-  async deleteSession (id: string): Promise<void> {
-    if (!this.#keys.tagged('session id', id)) return
+  async deleteSession (id: string): Promise<string | null> {
+    if (!this.#keys.tagged('session id', id)) return null
     const d = this.#open()
     const hash = this.#keys.lookup(id)
-    const e = d.sessions.get(hash)
+    const e = d.alive(d.sessions, hash)
     d.sessions.delete(hash)
     if (e !== undefined) d.userSessions.get(e.v.user_id)?.delete(hash)
+    return e?.v.user_id ?? null
   }
 
   // ---- login lockout

@@ -551,15 +551,16 @@ export class RedisStore implements ManagedStore {
     await this.#run(() => this.redis.expire(this.#k('sess', this.#keys.lookup(id)), ttlSeconds))
   }
 
-  async deleteSession (id: string): Promise<void> {
+  async deleteSession (id: string): Promise<string | null> {
     // no record can exist for an id without a valid tag
-    if (!this.#keys.tagged('session id', id)) return
+    if (!this.#keys.tagged('session id', id)) return null
     const h = this.#keys.lookup(id)
     const s = await this.#getJson<{ user_id: string }>(this.#k('sess', h))
     await this.#run(() => this.redis.del(this.#k('sess', h)))
     if (s !== null) await this.#run(() => this.redis.srem(this.#k('user-sess', s.user_id), h))
     // every replica drops its cached copy (logout ends the session everywhere at once)
     await this.#invalidate(`sess:${h}`)
+    return s?.user_id ?? null
   }
 
   // ---- login lockout

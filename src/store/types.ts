@@ -174,7 +174,8 @@ export interface Store {
   createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session>
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
-  deleteSession(id: string): Promise<void>
+  /** The user id of the session it ended, null when there was none (the audit's session.revoked). */
+  deleteSession(id: string): Promise<string | null>
 
   /**
    * Counts one login attempt of a subject (username + client IP), before its
