@@ -7,8 +7,8 @@
  * prints the stream and --follow streams new events until SIGINT; the
  * stream is capped; a Redis that refuses the stream fails no request.
  */
-import { spawn } from 'node:child_process'
-import t from 'tap'
+import { spawn, type ChildProcess } from 'node:child_process'
+import t, { type Test } from 'tap'
 import { Redis } from 'ioredis'
 import { credentialRef } from '../src/audit.js'
 import { ADMIN_PASSWORD, SECRET, spawnGateway, startGateway } from './fixtures/gateway.js'
@@ -207,23 +207,17 @@ t.test('sidegate audit tail: the stream\'s events, as text and as JSON; --since'
 })
 
 t.test('sidegate audit tail --follow: prints a new event as it happens; SIGINT ends it with 0', async (t) => {
-  const p = track(spawn(process.execPath, [BIN, 'audit', 'tail', '--follow', '--json'], { cwd: wd.dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
-  let out = ''
-  let err = ''
-  p.stdout.on('data', (c: Buffer) => { out += c.toString() })
-  p.stderr.on('data', (c: Buffer) => { err += c.toString() })
-  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
-  t.teardown(() => { p.kill('SIGKILL') })
+  const { p, out, err, exited } = follow(t, wd.dir, ['--json'])
   // the last 10 first: then it is following
-  t.ok(await eventually(async () => out.split('\n').length > 10, 60_000), `the last ten printed: ${out}${err}`)
+  t.ok(await eventually(async () => out().split('\n').length > 10, 60_000), `the last ten printed: ${out()}${err()}`)
   const r = await request(wd.url, '/f', { headers: { authorization: 'Bearer followed-while-tailing' } })
   const reqId = String(r.headers['x-request-id'])
-  t.ok(await eventually(async () => out.includes(`"reqId":"${reqId}"`), 30_000), 'the new event is printed')
-  const ev = out.split('\n').filter((l) => l.includes(reqId)).map((l) => JSON.parse(l) as Line)
+  t.ok(await eventually(async () => out().includes(`"reqId":"${reqId}"`), 30_000), 'the new event is printed')
+  const ev = out().split('\n').filter((l) => l.includes(reqId)).map((l) => JSON.parse(l) as Line)
   t.match(ev, [{ event: 'token.refused', reqId, ref: credentialRef('followed-while-tailing') }], 'once')
-  logged.push(out)
+  logged.push(out())
   p.kill('SIGINT')
-  t.equal(await exited, 0, `exit 0 on SIGINT: ${err}`)
+  t.equal(await exited, 0, `exit 0 on SIGINT: ${err()}`)
 })
 
 t.test('sidegate audit tail --follow when Redis goes away: says so once, retries, then prints what comes after', async (t) => {
@@ -231,23 +225,17 @@ t.test('sidegate audit tail --follow when Redis goes away: says so once, retries
   const g = await startGateway(r4.url, { audit: { stream: true }, log: { level: 'silent' } })
   const dir = await workdir({ redis: { url: r4.url, prefix: g.config.redis.prefix } })
   t.teardown(async () => { await g.close(); await r4.stop() })
-  const p = track(spawn(process.execPath, [BIN, 'audit', 'tail', '--follow'], { cwd: dir.dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
-  let out = ''
-  let err = ''
-  p.stdout.on('data', (c: Buffer) => { out += c.toString() })
-  p.stderr.on('data', (c: Buffer) => { err += c.toString() })
-  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
-  t.teardown(() => { p.kill('SIGKILL') })
+  const { p, out, err, exited } = follow(t, dir.dir, [])
   await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Bearer before-the-outage' } })
-  t.ok(await eventually(async () => out.includes(credentialRef('before-the-outage')), 60_000), `following: ${out}${err}`)
+  t.ok(await eventually(async () => out().includes(credentialRef('before-the-outage')), 60_000), `following: ${out()}${err()}`)
   await r4.kill()
-  t.ok(await eventually(async () => /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+; retrying every second/.test(err), 30_000), `says so: ${err}`)
+  t.ok(await eventually(async () => /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+; retrying every second/.test(err()), 30_000), `says so: ${err()}`)
   await r4.restart()
-  t.ok(await eventually(async () => err.includes('Redis answers again'), 30_000), `and when it is back: ${err}`)
-  t.equal(err.match(/cannot reach Redis/g)?.length, 1, 'once for the outage')
+  t.ok(await eventually(async () => err().includes('Redis answers again'), 30_000), `and when it is back: ${err()}`)
+  t.equal(err().match(/cannot reach Redis/g)?.length, 1, 'once for the outage')
   t.ok(await eventually(async () => {
     await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Bearer after-the-outage' } })
-    return out.includes(credentialRef('after-the-outage'))
+    return out().includes(credentialRef('after-the-outage'))
   }, 30_000), 'an event after it is printed')
   p.kill('SIGTERM')
   t.equal(await exited, 0, 'SIGTERM: exit 0')
@@ -310,6 +298,18 @@ t.test('audit.stream off: events logged, no Redis command for them; a repeated s
   for (let i = 0; i < 5; i++) t.equal((await request(g.url, '/api/v1/users/profile/', { headers: signedHeaders(key.id, key.secret, 'GET', '/api/v1/users/profile/') })).status, 200)
   t.same([await calls('evalsha') + await calls('eval'), await calls('xadd')], before, 'no script (last use, first use) and no XADD for them')
 })
+
+/** `sidegate audit tail --follow …` in `dir`, running until killed (SIGKILLed at the test's end). */
+function follow (t: Test, dir: string, args: string[]): { p: ChildProcess, out: () => string, err: () => string, exited: Promise<number | null> } {
+  const p = track(spawn(process.execPath, [BIN, 'audit', 'tail', '--follow', ...args], { cwd: dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
+  let out = ''
+  let err = ''
+  p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
+  p.stderr!.on('data', (c: Buffer) => { err += c.toString() })
+  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
+  t.teardown(() => { p.kill('SIGKILL') })
+  return { p, out: () => out, err: () => err, exited }
+}
 
 /** The directory of a gateway's config file: where the CLI runs for it. */
 function tempConfigDir (file: string): string {
