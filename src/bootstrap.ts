@@ -1,6 +1,7 @@
 /** First-start work: the secret key file, the Default org and the first superuser. */
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
+import type { Auditor } from './audit.js'
 import type { Config } from './config.js'
 import { UsageError, GatewayError } from './errors.js'
 import type { Logger } from './log.js'
@@ -54,7 +55,7 @@ export function writeSecretKeyFile (config: Config, key: string, log: Pick<Logge
 export function newSecretKey (): string { return randomBytes(48).toString('base64') }
 
 /** Creates the Default org and, on an empty store, the superuser `admin`. Safe to run on many replicas at once. */
-export async function ensureDefaults (store: Store, config: Config, log: Pick<Logger, 'info'>, say: (line: string) => void): Promise<void> {
+export async function ensureDefaults (store: Store, config: Config, log: Pick<Logger, 'info'>, say: (line: string) => void, audit?: Pick<Auditor, 'record'>): Promise<void> {
   if ((await store.getOrg(DEFAULT_ORG_ID)) === null) {
     await ignoreConflict(store.createOrg('Default', DEFAULT_ORG_ID))
   }
@@ -64,6 +65,7 @@ export async function ensureDefaults (store: Store, config: Config, log: Pick<Lo
   const created = await ignoreConflict(store.createUser({ username: 'admin', password, name: 'Administrator', superuser: true, orgs: { [DEFAULT_ORG_ID]: 'admin' } }))
   if (created === null) return
   log.info({ username: 'admin' }, 'created the first superuser')
+  audit?.record({ event: 'user.created', user: created, superuser: true, system: true, authMethod: 'bootstrap' })
   if (generated) say(`sidegate: created superuser "admin" with password: ${password}\nsidegate: this is shown once; change it with \`sidegate user passwd admin --password-stdin\`.\n`)
 }
 

@@ -4,12 +4,14 @@
  * 1 not found or failed, 2 usage (and a missing or wrong secret key).
  */
 import { readFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
 import { parseArgs } from 'node:util'
 import { ConfigError, configWarnings, loadConfig, type Config } from './config.js'
 import { defaultsYaml } from './config/defaults.js'
 import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
+import { Auditor, formatAuditEntry, parseSince } from './audit.js'
 import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from './log.js'
 import { Reloader } from './reload.js'
 import { maskUrl } from './http/mask.js'
@@ -23,7 +25,7 @@ import { listenAdmin, type AdminListener } from './admin/listener.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from './store/types.js'
-import { AdminOps, checkPassword, parseMembership } from './admin/ops.js'
+import { AdminOps, checkPassword, CLI_LABELS, parseMembership } from './admin/ops.js'
 import { ImportProblems, parseImport, RECORD_TYPES, runImport, type Action, type Summary } from './import.js'
 
 interface Io {
@@ -74,6 +76,7 @@ Commands:
   secret rotate                      re-encrypt the store under a new secret key
   import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
+  audit tail                         print (or follow) the audit stream (audit.stream)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
 
 Run \`sidegate <command> --help\` for details. Every command but start and config needs the
@@ -223,6 +226,15 @@ that is shorter) and switches keys at the same moment, by the clock. Run the com
 with the gateway's gateway.yml: publish_ahead, ttl and algorithm are read from it.
 
 ${GLOBAL}`,
+  audit: `Usage:
+  sidegate audit tail [--follow] [--since 15m|2h|7d|2026-11-25T10:00:00Z] [--limit N] [--json]
+                       prints the audit stream (audit.stream: true), one line per event, oldest
+                       first: the last N events (default 10), or with --since every event from
+                       then on. --follow: then waits for new events and prints each as it comes,
+                       until Ctrl-C (exit 0). --json: each event as one JSON object with its
+                       stream id. The stream holds about audit.max_len events; the log has them all.
+
+${GLOBAL}`,
   config: `Usage:
   sidegate config check [--config FILE]
                        validates the file as \`sidegate start\` would (environment overrides
@@ -248,6 +260,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   session: ['list', 'revoke'],
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
+  audit: ['tail'],
   config: ['check', 'defaults', 'schema']
 }
 
@@ -270,7 +283,9 @@ const OPTIONS = {
   'allow-ip': { type: 'string', multiple: true },
   all: { type: 'boolean' },
   from: { type: 'string' },
-  format: { type: 'string' }
+  format: { type: 'string' },
+  follow: { type: 'boolean', short: 'f' },
+  since: { type: 'string' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -329,8 +344,10 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
     return await start(config, io, env)
   }
 
+  // warnings and the audit lines of the command (src/audit.ts) on stderr
   const log = createLogger('warn', { write: (s: string) => io.err(s) })
   let store: ManagedStore | undefined
+  let audit: Auditor | undefined
   try {
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
@@ -347,11 +364,14 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
       throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    const admin = new Admin(store, io, values, config)
+    audit = new Auditor({ config: config.audit, log, store, operator: operatorName() })
+    const admin = new Admin(store, io, values, config, audit)
     return await admin.run(cmd, sub, rest)
   } catch (err) {
     return report(io, json, err)
   } finally {
+    // the stream appends of this command's audit event, before the store closes
+    await audit?.settle()
     await store?.close()
   }
 }
@@ -464,7 +484,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
       const { notes } = await store.verifyKey(verify)
       for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
       store.setGate(null)
-      await ensureDefaults(store, config, log, io.err)
+      await ensureDefaults(store, config, log, io.err, audit)
     })().catch((err: unknown) => {
       if (!(err instanceof KeyCheckError)) prepared = null
       throw err
@@ -489,11 +509,13 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     return report(io, false, err)
   }
   store.setGate(E.storeUnavailable())
+  // before the connection: the first start's bootstrap (prepare, on ready) records the superuser it creates
+  const audit = new Auditor({ config: config.audit, log, store, onStreamError: metrics?.auditStreamError })
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
   // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/otel.ts)
   const tracer = config.tracing.url === null ? null : (await import('./otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
   if (tracer !== null) log.info({ endpoint: maskUrl(config.tracing.url!), sampler: config.tracing.sampler.name }, 'tracing on')
-  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, tracer })
+  const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, tracer, audit })
   metrics?.observe(store, () => gw.draining)
   const reloader = new Reloader({
     current: () => gw.config,
@@ -520,7 +542,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     return 1
   }
   // the admin listener: /metrics and, with admin.enabled, the admin API (which alone keeps it on without metrics)
-  const api = config.admin.enabled ? createAdminApi({ config, store, auth: gw.auth, log }) : null
+  const api = config.admin.enabled ? createAdminApi({ config, store, auth: gw.auth, log, audit }) : null
   let adminListener: AdminListener | null = null
   if (metrics !== null || api !== null) {
     try {
@@ -592,10 +614,15 @@ const DUPLICATE_SIGNAL_MS = 1000
 /** How long a stopping gateway waits for stdout to take its last log lines. */
 const STDOUT_FLUSH_MS = 1000
 
+/** Who runs a command, for the audit's actorName: the login name, else the uid (a container's user may have no name). */
+function operatorName (): string {
+  try { return userInfo().username } catch { return `uid ${process.getuid?.() ?? '?'}` }
+}
+
 class Admin {
   readonly #ops: AdminOps
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config) {
-    this.#ops = new AdminOps(store, config)
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, audit: Auditor) {
+    this.#ops = new AdminOps(store, config, CLI_LABELS, (r) => { audit.record(r) })
   }
 
   #print (json: unknown, text: string): number {
@@ -773,8 +800,75 @@ class Admin {
         const lines = r.overrides.map((x) => `${x.kind.padEnd(4)}  ${x.id}  ${x.username}  ${formatPolicy(x)}`)
         return this.#print(r, [head, ...(lines.length === 0 ? ['(no user or key has its own limit)'] : lines)].join('\n'))
       }
+      case 'audit tail': {
+        if (args.length > 0) throw new UsageError('audit tail takes no arguments')
+        return await tailAudit(this.store, this.io, this.v, this.config)
+      }
       default:
         throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)
     }
+  }
+}
+
+/** A stream id after every entry of millisecond `ms - 1`: reading after it starts at `ms`. */
+const justBefore = (ms: number): string => `${Math.max(0, ms - 1)}-18446744073709551615`
+/** Entries read per call, and how long a follow waits in one call (less when redis.command_timeout is shorter). */
+const TAIL_PAGE = 1000
+const TAIL_BLOCK_MS = 1000
+
+/**
+ * `sidegate audit tail`: the last --limit entries (default 10) or every one
+ * since --since, then with --follow each new one as it is appended (XREAD
+ * BLOCK from the last id printed, so none is missed or printed twice), until
+ * SIGINT or SIGTERM (exit 0). Redis going away while following: one line on
+ * stderr, then it retries every second.
+ */
+async function tailAudit (store: Store, io: Io, v: Values, config: Config): Promise<number> {
+  const json = v.json === true
+  const since = v.since === undefined ? undefined : parseSince(v.since)
+  if (since === null) throw new UsageError(`--since: "${v.since}" is neither a duration back from now (30s, 15m, 2h, 7d) nor a date or time (2026-11-25, 2026-11-25T10:00:00Z)`)
+  const last = v.limit === undefined ? 10 : Number(v.limit)
+  if (!Number.isInteger(last) || last < 1 || last > 100_000) throw new UsageError(`--limit must be a whole number from 1 to 100000, got "${v.limit}"`)
+  if (!config.audit.stream) io.err('sidegate: note: audit.stream is false in this configuration: gateways with it append nothing to the stream (their log has every event)\n')
+  let cursor: string | undefined
+  const print = (entries: Array<{ id: string, json: string }>): void => {
+    for (const e of entries) io.out(formatAuditEntry(e, json) + '\n')
+    cursor = entries.at(-1)?.id ?? cursor
+  }
+  if (since !== undefined) {
+    cursor = justBefore(since)
+    for (let page = TAIL_PAGE; page === TAIL_PAGE;) {
+      const got = await store.readAudit({ after: cursor, count: TAIL_PAGE })
+      print(got)
+      page = got.length
+    }
+  } else {
+    print(await store.readAudit({ last }))
+    // nothing yet: every entry from now on is new (an empty stream: all of them)
+    cursor ??= (await store.readAudit({ last: 1 }))[0]?.id ?? '0-0'
+  }
+  if (v.follow !== true) return 0
+  let stop: () => void = () => {}
+  const stopped = new Promise<null>((resolve) => { stop = () => resolve(null) })
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  let down = false
+  try {
+    for (;;) {
+      let got: Array<{ id: string, json: string }> | null
+      try {
+        got = await Promise.race([store.readAudit({ after: cursor, block: TAIL_BLOCK_MS, count: TAIL_PAGE }), stopped])
+        if (down) { down = false; io.err('sidegate: Redis answers again\n') }
+      } catch (err) {
+        if (!(err instanceof GatewayError) || err.code !== 'store_unavailable') throw err
+        if (!down) { down = true; io.err(`sidegate: cannot reach Redis at ${redisTarget(config)}; retrying every second (Ctrl-C to stop)\n`) }
+        got = await Promise.race([new Promise<[]>((resolve) => setTimeout(() => resolve([]), TAIL_BLOCK_MS)), stopped])
+      }
+      if (got === null) return 0
+      print(got)
+    }
+  } finally {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
   }
 }

@@ -39,6 +39,7 @@ export function redactUrl (url: string): string {
 }
 
 const ACCESS = Symbol('sidegate.accessLogger')
+const AUDIT = Symbol('sidegate.auditLogger')
 
 export function createLogger (level: string, dest?: DestinationStream): Logger {
   const buffered = dest === undefined ? bufferedStdout() : null
@@ -56,7 +57,19 @@ export function createLogger (level: string, dest?: DestinationStream): Logger {
   // (see server.ts): it skips the redaction pass, which cost more than the
   // rest of writing the line. Same stream, same level, same format.
   Object.defineProperty(log, ACCESS, { value: pino(common, stream), enumerable: false })
+  // The audit lines (src/audit.ts): their own logger at a fixed level, so log.level (silent
+  // included) never drops them; fixed fields, none a credential, so no redaction pass either.
+  // Flushed at once, like every line but the per-request one.
+  Object.defineProperty(log, AUDIT, {
+    value: pino({ ...common, level: 'info', base: { service: 'sidegate', log: 'audit' }, hooks: { logMethod (args, method) { method.apply(this, args); flush() } } }, stream),
+    enumerable: false
+  })
   return log
+}
+
+/** The logger of the audit lines: made by createLogger beside `log`, always at info; a child of `log` otherwise. */
+export function auditLogger (log: Logger): Logger {
+  return (log as Logger & { [AUDIT]?: Logger })[AUDIT] ?? log.child({ log: 'audit' })
 }
 
 /**

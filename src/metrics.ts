@@ -18,6 +18,8 @@ export interface RequestObserver {
   rateLimitStoreError?: () => void
   /** a pass of auth.keys.disable_after that this replica ran, and the keys it disabled (src/unused-keys.ts) */
   unusedKeysPass?: (disabled: number) => void
+  /** an audit event the stream did not take (src/audit.ts) */
+  auditStreamError?: () => void
 }
 
 /** The parts of the store the metrics read at scrape time. */
@@ -46,6 +48,7 @@ export class Metrics implements RequestObserver {
   readonly #configReloads: Counter<'result'>
   readonly #unusedKeyPasses: Counter
   readonly #unusedKeysDisabled: Counter
+  readonly #auditStreamErrors: Counter
   readonly #children = new Map<number, Counter.Internal>()
   readonly #failureChildren = new Map<string, Counter.Internal>()
 
@@ -63,6 +66,7 @@ export class Metrics implements RequestObserver {
     this.#rateLimitStoreErrors = new Counter({ name: 'sidegate_rate_limit_store_errors_total', help: 'Requests the rate limit could not count because Redis was unavailable (let through or refused as rate_limit.on_store_error says).', registers })
     this.#unusedKeyPasses = new Counter({ name: 'sidegate_unused_key_passes_total', help: 'Passes of auth.keys.disable_after this replica ran (one replica runs each pass).', registers })
     this.#unusedKeysDisabled = new Counter({ name: 'sidegate_unused_keys_disabled_total', help: 'Access keys this replica disabled because they were unused for auth.keys.disable_after days.', registers })
+    this.#auditStreamErrors = new Counter({ name: 'sidegate_audit_stream_errors_total', help: 'Audit events not appended to the audit stream (audit.stream): Redis failed or was too slow; each is still in the log.', registers })
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
     this.#configReloads = new Counter({ name: 'sidegate_config_reloads_total', help: 'Live reloads of gateway.yml (SIGHUP or the file changing): success (applied, or nothing changed) or failure (not valid, or a key that cannot change live).', labelNames: ['result'], registers })
     this.#configReloads.inc({ result: 'success' }, 0)
@@ -99,6 +103,7 @@ export class Metrics implements RequestObserver {
 
   /** A live reload's outcome (src/reload.ts). */
   readonly configReload = (result: 'success' | 'failure'): void => { this.#configReloads.inc({ result }) }
+  readonly auditStreamError = (): void => { this.#auditStreamErrors.inc() }
 
   /** Hooks for openStore: connection and command errors. */
   storeHooks (): { onConnectionError: () => void, onCommandError: () => void } {

@@ -41,9 +41,15 @@
  * request's server span and runs the steps in its context, route names it,
  * forward starts the upstream call's span, done ends it and logs its trace id.
  * Off, each of these is a null check.
+ *
+ * The audit trail (src/audit.ts) hears from authenticate (a bearer token
+ * used or refused) and checkKeyIp (an access key's first use, known from the
+ * last-use write the request makes anyway, at most once a minute per key). Nothing else on
+ * this path writes to it, and it never waits for Redis.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
+import type { Auditor } from './audit.js'
 import type { AuthPipeline, Identity } from './auth/index.js'
 import { bodyMatches } from './auth/digest.js'
 import { BEFORE_BODY, keepBody } from './body.js'
@@ -84,6 +90,8 @@ export interface PipelineOptions {
   identity?: IdentitySigner | null
   /** tracing on (src/otel.ts); null or absent: off, and each step below checks only this */
   tracer?: Tracer | null
+  /** the audit trail (src/audit.ts): bearer tokens used and refused, an access key's first use */
+  audit?: Auditor
 }
 
 export interface Pipeline {
@@ -113,6 +121,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     }
     return m
   }
+  const audit = o.audit === undefined || o.audit.off ? null : o.audit
   const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
 
   // ── 1. receive ──────────────────────────────────────────────────────────
@@ -213,9 +222,24 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /**
    * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
    * `original`: a decision's original method and URI (decide).
+   * Audited: a bearer token used or refused (an access key's first use: checkKeyIp).
    */
   function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
-    return auth.authenticate(ctx.req, original)
+    const p = auth.authenticate(ctx.req, original)
+    return audit === null ? p : p.then((who) => audited(ctx, who), (err: unknown) => refused(ctx, err))
+  }
+
+  function audited (ctx: StepContext, who: Identity): Identity {
+    if (who.method === 'bearer') audit!.record({ event: 'token.used', ctx: { ...ctx, identity: who }, user: who.user, credential: bearerOf(ctx.req) })
+    return who
+  }
+
+  function refused (ctx: StepContext, err: unknown): never {
+    const token = bearerOf(ctx.req)
+    if (token !== undefined && err instanceof GatewayError && err.status === 401) {
+      audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
+    }
+    throw err
   }
 
   /**
@@ -230,7 +254,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     if (keyId === undefined) return
     const allow = ctx.identity!.keyAllowIps
     if (allow !== undefined && !allowList(allow)(ctx.clientIp)) throw E.ipNotAllowed()
-    store.touchAccessKey(keyId)
+    const firstUse = store.touchAccessKey(keyId)
+    // the audit's key.first_used: the write says whether the key had no use before (once, across replicas)
+    if (firstUse !== undefined && audit !== null) {
+      const who = ctx.identity!
+      firstUse.then((first) => { if (first) audit.record({ event: 'key.first_used', ctx: { ...ctx, identity: who }, user: who.user, keyId }) }, () => {})
+    }
   }
 
   /**
@@ -440,6 +469,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   }
 
   return { request, upgrade }
+}
+
+/** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */
+function bearerOf (req: http.IncomingMessage): string | undefined {
+  const h = req.headers.authorization
+  return typeof h === 'string' && /^bearer(?:\s|$)/i.test(h) ? h.slice(6).trim() : undefined
 }
 
 /** The error code a response was answered with, for the access log and the metrics. */

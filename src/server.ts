@@ -7,6 +7,7 @@
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
+import { Auditor } from './audit.js'
 import { AuthPipeline } from './auth/index.js'
 import { configWarningList, type Config } from './config.js'
 import { E } from './errors.js'
@@ -33,6 +34,8 @@ export interface GatewayOptions {
   metrics?: RequestObserver
   /** tracing on (src/otel.ts); absent or null: off */
   tracer?: Tracer | null
+  /** The audit trail; default: one made from config.audit, on `store` and `log`. */
+  audit?: Auditor
 }
 
 export interface Gateway {
@@ -88,13 +91,14 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const forwarder = config.upstream.url ? createForwarder(config.upstream.url, () => inForce.upstream.timeout) : null
   let draining = false
   const isDraining = (): boolean => draining
+  const audit = opts.audit ?? new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
   const build = (c: Config): Handlers => {
     for (const w of configWarningList(c)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
     const auth = new AuthPipeline(store, c)
     const policy = headerPolicy(c, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
-    const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity })
-    const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, tracer: opts.tracer })
+    const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity, audit })
+    const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, tracer: opts.tracer, audit })
     return { auth, router, pipeline }
   }
   let current = build(config)

@@ -192,10 +192,12 @@ t.test('the CLI and the endpoints share the store: each sees what the other did'
   const dir = tempDir('sidegate-account-')
   const file = join(dir, 'gateway.yml')
   writeFileSync(file, stringify({ redis: { url: redis.url, prefix: g.config.redis.prefix } }))
+  // stdout only: stderr has the command's audit line (src/audit.ts), or its error
   const cli = async (...args: string[]): Promise<{ code: number, out: string }> => {
     let out = ''
-    const code = await main([...args, '--config', file, '--json'], { out: (s) => { out += s }, err: (s) => { out += s }, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
-    return { code, out }
+    let err = ''
+    const code = await main([...args, '--config', file, '--json'], { out: (s) => { out += s }, err: (s) => { err += s }, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
+    return { code, out: code === 0 ? out : out + err }
   }
   const viaApi = await request(g.url, KEYS, { method: 'POST', body: '{"password":"nina-password"}', headers: { authorization: `Token ${pt}`, 'content-type': 'application/json' } })
   const listed = await cli('key', 'list', 'nina')

@@ -83,7 +83,8 @@ t.test('--help for every command: exit 0 and names its subcommands', async (t) =
     [['org', '--help'], [/sidegate org add/, /sidegate org list/]],
     [['key', '-h'], [/sidegate key create/, /sidegate key list/, /sidegate key disable/, /sidegate key enable/, /sidegate key revoke/]],
     [['token', '--help'], [/sidegate token create/, /sidegate token show/, /sidegate token revoke/]],
-    [['help', 'token'], [/sidegate token create/]]
+    [['help', 'token'], [/sidegate token create/]],
+    [['audit', '--help'], [/sidegate audit tail/, /--follow/, /--since/]]
   ]
   const runs: Run[] = []
   for (const [args] of cases) runs.push(await inProcess(args, { config: null }))

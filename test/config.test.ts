@@ -80,6 +80,7 @@ t.test('defaults', async (t) => {
     docs: { enabled: true },
     log: { level: 'info' },
     reload: { watch: true },
+    audit: { log: true, stream: false, max_len: 100000 },
     metrics: { enabled: true, host: '0.0.0.0', port: 9090 },
     admin: { enabled: false },
     tracing: { url: null, serviceName: 'sidegate', headers: {}, resource: {}, sampler: { name: 'parentbased_always_on', ratio: 1 }, batch: {}, timeoutMs: 10000 }
@@ -116,7 +117,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, reload)',
+    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',

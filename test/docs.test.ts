@@ -11,6 +11,7 @@ import { startRedis } from './fixtures/redis.js'
 import { request, startEcho } from './fixtures/http.js'
 import { startGateway, ROOT } from './fixtures/gateway.js'
 import { E, ERRORS, GatewayError, HTTP_ERROR_CODES, type ErrorSpec } from '../src/errors.js'
+import { AUDIT_EVENTS, auditTable } from '../src/audit.js'
 import { errorTable } from '../src/routes/openapi.js'
 import { swaggerUiDir } from '../src/routes/static.js'
 
@@ -170,6 +171,14 @@ t.test('the README\'s error table is the catalogue (npm run docs:errors writes i
   const table = /<!-- errors:begin -->\n([\s\S]*?)\n<!-- errors:end -->/.exec(readme)?.[1]
   t.equal(table, errorTable(), 'README.md, section Errors: run npm run docs:errors')
   for (const code of HTTP_ERROR_CODES) t.match(table, `| \`${code}\` |`, `${code} in the README`)
+})
+
+t.test('the README\'s audit table is the catalogue of audit events (npm run docs:errors writes it)', async (t) => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const table = /<!-- audit:begin -->\n([\s\S]*?)\n<!-- audit:end -->/.exec(readme)?.[1]
+  t.equal(table, auditTable(), 'README.md, section Audit trail: run npm run docs:errors')
+  for (const event of Object.keys(AUDIT_EVENTS)) t.match(table, `| \`${event}\` |`, `${event} in the README`)
+  for (const event of Object.keys(AUDIT_EVENTS)) t.match(event, /^[a-z_]+\.[a-z_]+$/, `${event}: <object>.<what happened>`)
 })
 
 t.test('the document uses the configured names (X-<ABBREV>-ORG, <abbrev>_sessionid)', async (t) => {

@@ -31,6 +31,7 @@ import type { Logger } from '../log.js'
 import { sendError, sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { AdminOps, type Labels } from './ops.js'
+import type { Auditor } from '../audit.js'
 import { adminOpenApi, type DocumentedRoute } from './openapi.js'
 
 export const ADMIN_PREFIX = '/admin/v1/'
@@ -206,6 +207,8 @@ export interface AdminApiOptions {
   /** the gateway's authenticators (src/server.ts Gateway.auth): the same verification and caches as the public port */
   auth: AuthPipeline
   log: Logger
+  /** the gateway's audit trail: the operations' credential events, the superuser as actor */
+  audit?: Auditor
 }
 
 export interface AdminApi {
@@ -262,8 +265,7 @@ async function bodyOf (req: http.IncomingMessage, route: AdminRoute, limit: numb
 }
 
 export function createAdminApi (o: AdminApiOptions): AdminApi {
-  const { config, store, auth, log } = o
-  const ops = new AdminOps(store, config, API_LABELS)
+  const { config, store, auth, log, audit } = o
   const policy = headerPolicy(config)
   const bodyLimit = config.server.body_limit
   const maxBody = config.auth.signature.max_body
@@ -278,7 +280,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     return who
   }
 
-  async function serve (req: http.IncomingMessage, res: http.ServerResponse, path: string, ip: string, done: (who?: Identity) => void): Promise<void> {
+  async function serve (req: http.IncomingMessage, res: http.ServerResponse, path: string, ip: string, reqId: string, done: (who?: Identity) => void): Promise<void> {
     const method = req.method ?? 'GET'
     if (path === ADMIN_OPENAPI_PATH && (method === 'GET' || method === 'HEAD')) {
       document ??= Buffer.from(JSON.stringify(adminOpenApi(config, ADMIN_ROUTES), null, 2))
@@ -292,6 +294,9 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     if (m === null) throw E.notFound()
     const body = await bodyOf(req, m.route, bodyLimit)
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '')
+    // the operations' audit events name this request and its superuser
+    const ctx = { clientIp: ip, requestId: reqId, identity: who }
+    const ops = new AdminOps(store, config, API_LABELS, audit === undefined ? undefined : (r) => { audit.record({ ...r, ctx }) })
     let out: unknown
     try {
       out = await m.route.run(ops, m.params, body, query)
@@ -314,7 +319,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       res.once('close', () => {
         log.info({ reqId, method: req.method, path, status: res.headersSent ? res.statusCode : 499, ms: Number(process.hrtime.bigint() - start) / 1e6, userId: who?.user.id, authMethod: who?.method, code, ip }, 'admin request')
       })
-      serve(req, res, path, ip, (w) => { who = w }).catch((err: unknown) => {
+      serve(req, res, path, ip, reqId, (w) => { who = w }).catch((err: unknown) => {
         if (!(err instanceof GatewayError)) log.error({ reqId, err: (err as Error)?.message }, 'admin request failed')
         code = sendError(res, err, ADMIN_CHALLENGES).code
       })

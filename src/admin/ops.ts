@@ -12,6 +12,7 @@
  * an input as its caller knows it (`Labels`: `--expires` on the command line,
  * `expires` in a JSON body).
  */
+import type { AuditRecord } from '../audit.js'
 import type { Config } from '../config.js'
 import { UsageError } from '../errors.js'
 import { KeyOptionError, keyOptions, type KeyOption } from '../keyopts.js'
@@ -110,7 +111,12 @@ export interface NewKeyInput {
 }
 
 export class AdminOps {
-  constructor (private readonly store: Store, private readonly config: Config, private readonly labels: Labels = CLI_LABELS) {}
+  /**
+   * `audit`: where each credential event goes (src/audit.ts): the CLI's
+   * auditor (actor `cli`), or the admin API's with the request and its
+   * superuser (actor that user). Reads that show no secret are not audited.
+   */
+  constructor (private readonly store: Store, private readonly config: Config, private readonly labels: Labels = CLI_LABELS, private readonly audit: (r: AuditRecord) => void = () => {}) {}
 
   // ── users ──
 
@@ -130,7 +136,9 @@ export class AdminOps {
       if (role !== null) orgs[id] = role
     }
     const password = checkPassword(i.password)
-    return userJson(await this.store.createUser({ username, password, email: i.email, name: i.name, superuser: i.superuser === true, orgs }))
+    const u = await this.store.createUser({ username, password, email: i.email, name: i.name, superuser: i.superuser === true, orgs })
+    this.audit({ event: 'user.created', user: u, superuser: u.is_superuser })
+    return userJson(u)
   }
 
   async listUsers (org?: string): Promise<UserJson[]> {
@@ -145,6 +153,7 @@ export class AdminOps {
   async setActive (username: string, active: boolean): Promise<{ id: string, username: string, is_active: boolean }> {
     const u = await this.user(username)
     await this.store.setUserActive(u.id, active)
+    this.audit({ event: active ? 'user.enabled' : 'user.disabled', user: u })
     return { id: u.id, username: u.username, is_active: active }
   }
 
@@ -152,6 +161,7 @@ export class AdminOps {
   async setPassword (username: string, password: string): Promise<{ id: string, username: string }> {
     const u = await this.user(username)
     await this.store.setPassword(u.id, checkPassword(password))
+    this.audit({ event: 'password.changed', user: u })
     return { id: u.id, username: u.username }
   }
 
@@ -197,12 +207,14 @@ export class AdminOps {
       throw err
     }
     const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
+    this.audit({ event: 'key.created', user: u, keyId: key.id, expires: key.date_expired })
     return { ...keyJson(key), secret }
   }
 
   /** `key disable|enable`: a disabled key's correctly signed requests are 401 key_disabled. */
   async setKeyActive (id: string, active: boolean): Promise<{ id: string, is_active: boolean }> {
     if (!isUuid(id) || !(await this.store.setAccessKeyActive(id.toLowerCase(), active))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
+    this.audit({ event: active ? 'key.enabled' : 'key.disabled', keyId: id.toLowerCase() })
     return { id: id.toLowerCase(), is_active: active }
   }
 
@@ -214,6 +226,7 @@ export class AdminOps {
   /** Deletes the key; every replica refuses it within a second. */
   async revokeKey (id: string): Promise<{ id: string, revoked: true }> {
     if (!isUuid(id) || !(await this.store.deleteAccessKey(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
+    this.audit({ event: 'key.revoked', keyId: id.toLowerCase() })
     return { id, revoked: true }
   }
 
@@ -222,7 +235,9 @@ export class AdminOps {
   /** Creates or replaces the user's private token; the token is in this answer only (the admin API never reads it back). */
   async createToken (username: string): Promise<{ username: string, token: string }> {
     const u = await this.user(username)
-    return { username: u.username, token: await this.store.createPrivateToken(u.id) }
+    const token = await this.store.createPrivateToken(u.id)
+    this.audit({ event: 'private_token.created', user: u })
+    return { username: u.username, token }
   }
 
   async showToken (username: string): Promise<{ username: string, token: string }> {
@@ -230,12 +245,14 @@ export class AdminOps {
     const token = await this.store.readPrivateToken(u.id)
     if (token === null) throw new UsageError(`${u.username} has no private token (create one with ${this.labels.tokenCreate(u.username)})`, 1, 'not_found')
     if (token === UNREADABLE) throw new UsageError(`the private token of ${u.username} is unreadable: it was stored under another secret key (${this.labels.tokenRevoke(u.username)} removes it)`, 1, 'unreadable_record')
+    this.audit({ event: 'private_token.read', user: u })
     return { username: u.username, token }
   }
 
   async revokeToken (username: string): Promise<{ username: string, revoked: true }> {
     const u = await this.user(username)
     if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
+    this.audit({ event: 'private_token.revoked', user: u })
     return { username: u.username, revoked: true }
   }
 
@@ -256,13 +273,16 @@ export class AdminOps {
   async revokeSession (username: string, id: string): Promise<{ username: string, id: string, revoked: true }> {
     const u = await this.user(username)
     if (!SESSION_ID.test(id) || !(await this.store.endSession(u.id, id))) throw new UsageError(`${u.username} has no session ${id}`, 1, 'not_found')
+    this.audit({ event: 'session.revoked', user: u, via: 'admin' })
     return { username: u.username, id, revoked: true }
   }
 
   /** Ends every session of the user on every replica at once. */
   async revokeSessions (username: string): Promise<{ username: string, revoked: number }> {
     const u = await this.user(username)
-    return { username: u.username, revoked: await this.store.endSessions(u.id) }
+    const revoked = await this.store.endSessions(u.id)
+    if (revoked > 0) this.audit({ event: 'session.revoked', user: u, via: 'admin' })
+    return { username: u.username, revoked }
   }
 
   // ── rate limits ──

@@ -2,6 +2,7 @@
  * Passwords: the one check behind the token endpoint, the login form and the
  * password confirmation of the account endpoints, with the login lockout.
  */
+import type { AuditContext, Auditor } from '../audit.js'
 import { E } from '../errors.js'
 import { burnPbkdf2, hashPassword, isLegacyHash, legacyWork, verifyPassword } from '../crypto.js'
 import type { Store, User } from '../store/types.js'
@@ -13,9 +14,17 @@ export interface LockoutOptions {
   window: number
 }
 
+/** Where a password was sent: the login form, the token endpoint, the confirmation of a new credential (the audit's `via`). */
+export type PasswordUse = 'login' | 'token' | 'confirm'
+
 export class PasswordChecker {
   #dummy: Promise<string> | undefined
-  constructor (private readonly store: Store, private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 }) {}
+  constructor (
+    private readonly store: Store,
+    private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 },
+    /** records login.succeeded, login.failed and login.locked_out (src/audit.ts) */
+    private readonly audit: Auditor | null = null
+  ) {}
 
   /**
    * The password check behind the login form and the token endpoint, with
@@ -25,17 +34,29 @@ export class PasswordChecker {
    * passed; a success resets the count. Each attempt is counted before its
    * password is checked, so a burst of parallel guesses gets no more than
    * `max_failures` checks. The counter does not depend on whether the user exists.
+   * `ctx`: the request (its client address counts; audited with it), `via`: which endpoint.
    */
-  async login (username: string, password: string, clientIp: string): Promise<User> {
+  async login (username: string, password: string, ctx: AuditContext, via: PasswordUse): Promise<User> {
     const { max_failures: max, window } = this.lockout
-    const subject = `${username.toLowerCase()}\n${clientIp}`
+    const subject = `${username.toLowerCase()}\n${ctx.clientIp}`
+    let count = 0
     if (max > 0) {
       const a = await this.store.countLoginAttempt(subject, window, max)
-      if (a.count > max) throw E.tooManyAttempts(a.retryAfter)
+      count = a.count
+      if (a.count > max) {
+        this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'too_many_attempts' })
+        throw E.tooManyAttempts(a.retryAfter)
+      }
     }
     const user = await this.check(username, password)
-    if (user === null) throw E.authenticationFailed()
+    if (user === null) {
+      this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'authentication_failed' })
+      // the max-th failure: from now on this pair is refused for a whole window (the script restarted it)
+      if (count === max && max > 0) this.audit?.record({ event: 'login.locked_out', ctx, username, authMethod: 'password', via, retryAfter: window })
+      throw E.authenticationFailed()
+    }
     if (max > 0) await this.store.resetLoginFailures(subject)
+    this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'password', via })
     return user
   }
 

@@ -165,6 +165,11 @@ export const Schema = T.Object({
   log: live(section({
     level: oneOf(LEVELS, 'info', 'fatal, error, warn, info, debug, trace or silent')
   })),
+  audit: section({
+    log: bool(true, 'one JSON line per credential event ("log":"audit", a stable "event"), whatever\nlog.level says (silent included): only false here turns them off'),
+    stream: bool(false, 'also append each event to a Redis Stream (<redis.prefix>audit), which\n`sidegate audit tail` reads; sent without waiting: a failing Redis never fails or slows\na request (counted in sidegate_audit_stream_errors_total, logged once per outage)'),
+    max_len: int(100, 100_000_000, 100_000, 'entries the stream keeps, about (XADD MAXLEN ~): older ones are dropped')
+  }, 'The audit trail: logins, lockouts, bearer tokens issued, used and refused, access keys\ncreated, revoked and first used, private tokens, password changes, users disabled and\nenabled, logouts (README, Audit trail). Never a password, token, secret or session id.'),
   reload: live(section({
     watch: bool(true, 'true: a change of this file on disk reloads it too (its directory is watched, so a\nKubernetes ConfigMap update is seen); false: only SIGHUP reloads')
   }, 'SIGHUP reads this file again: keys that can change live (README, "Live reload")\napply to new requests at once; a file that changes any other key is refused, one\nthat is not valid is reported, and the config in force stays. One log line tells which.'))

@@ -17,6 +17,7 @@
  * private token back (403 permission_denied).
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
+import type { AuditEvent, Auditor } from '../audit.js'
 import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config.js'
@@ -138,7 +139,10 @@ const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
   PasswordConfirmation: { type: 'object', properties: { password: { type: 'string', maxLength: 1024, format: 'password' } } }
 }
 
-export function accountApiRoutes (store: Store, bodyLimit: number, passwords: PasswordChecker): Route[] {
+export function accountApiRoutes (store: Store, bodyLimit: number, passwords: PasswordChecker, audit?: Auditor): Route[] {
+  /** One audit event about the caller's own credential. */
+  const record = (ctx: RequestContext, event: AuditEvent, keyId?: string): void => { audit?.record({ event, ctx, user: ctx.identity!.user, keyId }) }
+
   /**
    * Before a permanent credential is made: the password in the body, or a
    * fresh browser session. A password that is sent is always checked (and
@@ -153,7 +157,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
     }
     if (typeof password !== 'string' || password.length > 1024) throw E.badRequest('password: Must be a string of at most 1024 characters.')
     try {
-      await passwords.login(ctx.identity!.user.username, password, ctx.clientIp)
+      await passwords.login(ctx.identity!.user.username, password, ctx, 'confirm')
     } catch (err) {
       if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
       throw err
@@ -206,6 +210,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
         const options = newKeyOptions(fields)
         await confirm(ctx, fields)
         const { key, secret } = await store.createAccessKey(userId, MAX_ACCESS_KEYS, options)
+        record(ctx, 'key.created', key.id)
         sendJson(ctx.res, 201, { ...keyJson(key), secret })
         return
       }
@@ -252,6 +257,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
       const key = await ownKey(ctx, m[1])
       if (ctx.req.method === 'DELETE') {
         await store.deleteAccessKey(key.id)
+        record(ctx, 'key.revoked', key.id)
         ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
         return
       }
@@ -262,6 +268,7 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
         if (active === 'false') active = false
         if (typeof active !== 'boolean') throw active === undefined ? E.missingField('is_active') : E.badRequest('is_active: Must be a valid boolean.')
         await store.setAccessKeyActive(key.id, active)
+        if (active !== key.is_active) record(ctx, active ? 'key.enabled' : 'key.disabled', key.id)
         sendJson(ctx.res, 200, keyJson(await ownKey(ctx, key.id)))
         return
       }
@@ -309,14 +316,19 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
       const method = ctx.identity!.method
       if (ctx.req.method === 'POST') {
         await confirm(ctx)
-        sendJson(ctx.res, 201, { token: await store.createPrivateToken(userId) })
+        const token = await store.createPrivateToken(userId)
+        record(ctx, 'private_token.created')
+        sendJson(ctx.res, 201, { token })
       } else if (ctx.req.method === 'DELETE') {
         if (!(await store.revokePrivateToken(userId))) throw E.notFound()
+        record(ctx, 'private_token.revoked')
         ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
       } else {
         // reading it back would turn a bearer token or an access key into the permanent token
         if (method === 'bearer' || method === 'access_key') throw E.permissionDenied()
-        sendJson(ctx.res, 200, { token: await store.getPrivateToken(userId) })
+        const token = await store.getPrivateToken(userId)
+        if (token !== null) record(ctx, 'private_token.read')
+        sendJson(ctx.res, 200, { token })
       }
     }
   }]

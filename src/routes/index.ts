@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http'
 import { configWarningList, type Config } from '../config.js'
 import { E } from '../errors.js'
+import type { Auditor } from '../audit.js'
 import type { AuthPipeline } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
@@ -38,6 +39,8 @@ export interface RouterOptions {
   ready?: () => Promise<void>
   /** identity.jwt enabled: its signer (the JWKS route) */
   identity?: IdentitySigner | null
+  /** the audit trail (src/audit.ts) */
+  audit?: Auditor
 }
 
 export interface Router {
@@ -52,7 +55,9 @@ export interface Router {
 export function createRouter (o: RouterOptions): Router {
   const { config, store, auth, crossSite } = o
   const upstream = config.upstream.url !== null
-  const passwords = new PasswordChecker(store, config.auth.lockout)
+  // off (audit.log and audit.stream false): the routes do not even look up what an event would name
+  const audit = o.audit?.off === false ? o.audit : undefined
+  const passwords = new PasswordChecker(store, config.auth.lockout, audit)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
   const users = userRoutes(store, upstream, config.names.jumpserver)
@@ -60,10 +65,10 @@ export function createRouter (o: RouterOptions): Router {
   const routes: Route[] = [
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
     ...decisionRoutes(config),
-    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, bodyLimit, crossSite }),
-    ...loginRoutes({ config, store, auth, passwords, assets, crossSite }),
+    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, bodyLimit, crossSite, audit }),
+    ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit }),
     accountPageRoute(config, assets),
-    ...accountApiRoutes(store, bodyLimit, passwords),
+    ...accountApiRoutes(store, bodyLimit, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),
     ...(config.docs.enabled ? docsRoutes(config, docsAssets(), () => document!) : []),

@@ -10,6 +10,7 @@
  * browser in or out.
  */
 import type { IncomingMessage } from 'node:http'
+import type { Auditor } from '../audit.js'
 import type { AuthPipeline } from '../auth/index.js'
 import { parseCookies } from '../http/cookies.js'
 import { FORM_TYPE, isJsonType, mediaType } from '../http/content-type.js'
@@ -66,10 +67,12 @@ export interface LoginDeps {
   assets: AssetSet
   /** src/origin.ts: a browser's request from another site */
   crossSite: (req: IncomingMessage) => boolean
+  /** records session.revoked (logout, or a login that replaces the browser's session) */
+  audit?: Auditor
 }
 
 export function loginRoutes (d: LoginDeps): Route[] {
-  const { config, store, auth, passwords, assets, crossSite } = d
+  const { config, store, auth, passwords, assets, crossSite, audit } = d
   const names = config.names
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
   const docsLink = config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''
@@ -83,6 +86,11 @@ export function loginRoutes (d: LoginDeps): Route[] {
     `${names.csrfCookie}=; Path=/; Max-Age=0; SameSite=Lax${secure(ctx)}`,
     ...(config.session.accept_legacy_cookie ? [`${names.legacySessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`] : [])
   ]
+  /** Ends a browser's session: audited as session.revoked when there was one (deleting it says whose: no lookup more). */
+  const endSession = async (ctx: RequestContext, id: string, via: 'login' | 'logout'): Promise<void> => {
+    const userId = await store.deleteSession(id)
+    if (userId !== null) audit?.record({ event: 'session.revoked', ctx, userId, authMethod: 'session', via, credential: id })
+  }
   const currentSessionId = (req: IncomingMessage): string | undefined => {
     const id = auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) })
     // ambiguous (null): no session is this browser's for sure, so none is ended
@@ -203,7 +211,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       }
       let user
       try {
-        user = await passwords.login(username, password, ctx.clientIp)
+        user = await passwords.login(username, password, ctx, 'login')
       } catch (err) {
         if (json || !(err instanceof GatewayError)) throw err
         if (err.code === 'too_many_attempts') {
@@ -215,8 +223,9 @@ export function loginRoutes (d: LoginDeps): Route[] {
         return
       }
       const old = currentSessionId(ctx.req)
-      if (old !== undefined) await store.deleteSession(old)
+      if (old !== undefined) await endSession(ctx, old, 'login')
       const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
+      audit?.record({ event: 'session.created', ctx, user, authMethod: 'password', via: 'login', credential: s.id })
       await store.recordLogin(user.id)
       const cookies = sessionCookies(ctx, s.id, s.csrf)
       // a legacy cookie left beside the new one would make every request ambiguous (401)
@@ -266,7 +275,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
           const h = ctx.req.headers['x-csrftoken']
           const token = typeof h === 'string' ? h : fields.csrfmiddlewaretoken
           if (typeof token !== 'string' || !safeEqual(token, s.csrf)) throw E.csrfFailed()
-          await store.deleteSession(id)
+          await endSession(ctx, id, 'logout')
         }
       }
       if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': clearCookies(ctx) })

@@ -10,6 +10,7 @@
  * counted, so no page can lock a user out through a visitor's browser.
  */
 import type { IncomingMessage } from 'node:http'
+import type { Auditor } from '../audit.js'
 import { E, GatewayError } from '../errors.js'
 import { decodeFieldsOf, readBody, requireString } from '../body.js'
 import { jmsDate } from '../http/date.js'
@@ -40,6 +41,8 @@ export interface TokenRouteOptions {
   bodyLimit: number
   /** src/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted) */
   crossSite: (req: IncomingMessage) => boolean
+  /** records token.issued */
+  audit?: Auditor
 }
 
 /** The wrong-password answer of JumpServer's token endpoint (users/exceptions: reason_password_failed) */
@@ -110,7 +113,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       const { username, password } = await readLogin(ctx, opts.bodyLimit)
       let user
       try {
-        user = await passwords.login(username, password, ctx.clientIp)
+        user = await passwords.login(username, password, ctx, 'token')
       } catch (err) {
         if (!opts.jumpserver || !(err instanceof GatewayError) || err.code !== 'authentication_failed') throw err
         sendJson(ctx.res, 400, { error: 'password_failed', msg: JMS_PASSWORD_FAILED, code: err.code })
@@ -118,6 +121,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         return
       }
       const { token, expires } = await store.issueBearerToken(user.id, opts.ttl)
+      opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
       await store.recordLogin(user.id)
       sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) })
     }

@@ -25,7 +25,7 @@ import { hashPassword, legacyWork, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { lifecycle, openKeySecret } from './layout.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -80,6 +80,10 @@ class Data {
   jwks: StoredKeySet = { rev: 0, keys: [] }
   /** rate-limit bucket → the times (ms, ascending) of the requests counted, and when the last one leaves the window */
   readonly rates = new Map<string, Expiring<number[]>>()
+  /** the audit stream, oldest first; the last id given; readers waiting for an entry */
+  readonly audit: AuditEntry[] = []
+  auditLast: [number, number] = [0, -1]
+  readonly auditWaiters: Array<() => void> = []
   #nextSweep = 0
 
   constructor (readonly now: () => number) {}
@@ -392,15 +396,16 @@ export class MemoryStore implements RunningStore {
     return true
   }
 
-  touchAccessKey (id: string): void {
-    if (this.#gate !== null || this.#closed) return
+  touchAccessKey (id: string): Promise<boolean> | undefined {
+    if (this.#gate !== null || this.#closed) return undefined
     const now = this.#now()
-    if (now - (this.#lastTouched.get(id) ?? -Infinity) < THROTTLE_LAST_USED_MS) return
+    if (now - (this.#lastTouched.get(id) ?? -Infinity) < THROTTLE_LAST_USED_MS) return undefined
     this.#lastTouched.set(id, now)
     // as the Redis script: not over a time less than a minute old, whichever replica wrote it
     const last = this.#data.keyUsed.get(id)
-    if (last !== undefined && last > new Date(now - THROTTLE_LAST_USED_MS).toISOString()) return
+    if (last !== undefined && last > new Date(now - THROTTLE_LAST_USED_MS).toISOString()) return Promise.resolve(false)
     this.#data.keyUsed.set(id, new Date(now).toISOString())
+    return Promise.resolve(last === undefined)
   }
 
   // ---- private tokens
@@ -520,13 +525,14 @@ export class MemoryStore implements RunningStore {
     if (e !== undefined) e.exp = this.#now() + ttlSeconds * 1000
   }
 
-  async deleteSession (id: string): Promise<void> {
-    if (!this.#keys.tagged('session id', id)) return
+  async deleteSession (id: string): Promise<string | null> {
+    if (!this.#keys.tagged('session id', id)) return null
     const d = this.#open()
     const hash = this.#keys.lookup(id)
-    const e = d.sessions.get(hash)
+    const e = d.alive(d.sessions, hash)
     d.sessions.delete(hash)
     if (e !== undefined) d.userSessions.get(e.v.user_id)?.delete(hash)
+    return e?.v.user_id ?? null
   }
 
   async listSessions (userId: string): Promise<SessionInfo[]> {
@@ -636,4 +642,44 @@ export class MemoryStore implements RunningStore {
     rec.rate_limit = policy === null ? null : { ...policy }
     return true
   }
+
+  // ---- the audit stream
+
+  async appendAudit (json: string, maxLen: number): Promise<void> {
+    const d = this.#open()
+    // ids as Redis makes them: <ms>-<seq>, increasing even when the clock is not
+    const ms = Math.max(Math.floor(this.#now()), d.auditLast[0])
+    const seq = ms === d.auditLast[0] ? d.auditLast[1] + 1 : 0
+    d.auditLast = [ms, seq]
+    d.audit.push({ id: `${ms}-${seq}`, json })
+    if (d.audit.length > maxLen) d.audit.splice(0, d.audit.length - maxLen)
+    for (const wake of d.auditWaiters.splice(0)) wake()
+  }
+
+  async readAudit (q: AuditQuery): Promise<AuditEntry[]> {
+    const d = this.#open()
+    const count = q.count ?? 1000
+    if (q.after !== undefined) {
+      const after = streamId(q.after)
+      const found = (): AuditEntry[] => d.audit.filter((e) => compareIds(streamId(e.id), after) > 0).slice(0, count).map((e) => ({ ...e }))
+      if (found().length === 0 && (q.block ?? 0) >= 1) {
+        await new Promise<void>((resolve) => {
+          const wake = (): void => { clearTimeout(timer); resolve() }
+          // not woken: leave the list, so a reader that waits in a loop does not grow it
+          const timer = setTimeout(() => { const i = d.auditWaiters.indexOf(wake); if (i !== -1) d.auditWaiters.splice(i, 1); resolve() }, q.block)
+          d.auditWaiters.push(wake)
+        })
+      }
+      return found()
+    }
+    if (q.since !== undefined) return d.audit.filter((e) => streamId(e.id)[0] >= q.since!).slice(0, count).map((e) => ({ ...e }))
+    return d.audit.slice(-(q.last ?? 10)).map((e) => ({ ...e }))
+  }
 }
+
+/** A stream id `<ms>-<seq>` (or `<ms>`) as two numbers. */
+function streamId (id: string): [number, number] {
+  const [ms, seq = '0'] = id.split('-')
+  return [Number(ms), Number(seq)]
+}
+const compareIds = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1]

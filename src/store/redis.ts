@@ -12,6 +12,7 @@
  *   pw-legacy     (sorted set: users whose password is still an imported Django hash, by its iterations)
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/identity.ts)
+ *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
  * Private tokens, bearer tokens and session ids carry a keyed check tag
@@ -33,7 +34,7 @@ import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
 import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
-import { UNREADABLE, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
 
 interface StoredUser extends User {
   password_hash: string | null
@@ -74,6 +75,7 @@ export class RedisStore implements ManagedStore {
   readonly #sub: RedisClient
   readonly #scripts: Scripts
   readonly #onCommandError: ((err: unknown) => void) | undefined
+  readonly #commandTimeout: number
   readonly #p: string
   readonly #keys: Keyring
   readonly #channel: string
@@ -107,6 +109,7 @@ export class RedisStore implements ManagedStore {
     this.privateTokens = new LruCache(opts.cache.max, ttl)
     this.sessions = new LruCache(opts.cache.max, Math.min(ttl, SESSION_CACHE_MAX_MS))
     this.#onCommandError = opts.onCommandError
+    this.#commandTimeout = opts.commandTimeout
     this.#onUnreadable = opts.onUnreadable
     this.redis = createRedisClient(opts, 'command')
     this.redis.on('error', (err: Error) => opts.onError?.(err))
@@ -482,14 +485,15 @@ export class RedisStore implements ManagedStore {
     return true
   }
 
-  touchAccessKey (id: string): void {
+  touchAccessKey (id: string): Promise<boolean> | undefined {
     const now = Date.now()
     const last = this.#lastTouched.get(id) ?? 0
-    if (now - last < THROTTLE_LAST_USED_MS) return
+    if (now - last < THROTTLE_LAST_USED_MS) return undefined
     if (this.#lastTouched.size > 100_000) this.#lastTouched.clear()
     this.#lastTouched.set(id, now)
-    // and across replicas: the script writes only over a time older than a minute
-    this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString()).catch(() => {})
+    // and across replicas: the script writes only over a time older than a minute (2: there was none)
+    return this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString())
+      .then((r) => r === 2, () => false)
   }
 
   // ---- private tokens
@@ -678,15 +682,16 @@ export class RedisStore implements ManagedStore {
     await this.#run(() => this.redis.expire(this.#k('sess', this.#keys.lookup(id)), ttlSeconds))
   }
 
-  async deleteSession (id: string): Promise<void> {
+  async deleteSession (id: string): Promise<string | null> {
     // no record can exist for an id without a valid tag
-    if (!this.#keys.tagged('session id', id)) return
+    if (!this.#keys.tagged('session id', id)) return null
     const h = this.#keys.lookup(id)
     const s = await this.#getJson<{ user_id: string }>(this.#k('sess', h))
     await this.#run(() => this.redis.del(this.#k('sess', h)))
     if (s !== null) await this.#run(() => this.redis.srem(this.#k('user-sess', s.user_id), h))
     // every replica drops its cached copy (logout ends the session everywhere at once)
     await this.#invalidate(`sess:${h}`)
+    return s?.user_id ?? null
   }
 
   async listSessions (userId: string): Promise<SessionInfo[]> {
@@ -779,6 +784,31 @@ export class RedisStore implements ManagedStore {
   async releaseLock (name: string, token: string): Promise<boolean> {
     return await this.#run(() => this.#scripts.releaseLock(this.#k('lock', name), token))
   }
+
+  // ---- the audit stream
+
+  async appendAudit (json: string, maxLen: number): Promise<void> {
+    await this.#run(() => this.redis.xadd(this.#k('audit'), 'MAXLEN', '~', maxLen, '*', 'e', json))
+  }
+
+  async readAudit (q: AuditQuery): Promise<AuditEntry[]> {
+    const key = this.#k('audit')
+    const count = q.count ?? 1000
+    if (q.after !== undefined) {
+      // a blocking read must end before the command timeout fails it; BLOCK 0 would wait forever
+      const block = Math.min(q.block ?? 0, this.#commandTimeout - 250)
+      const args: Array<string | number> = ['COUNT', count, ...(block >= 1 ? ['BLOCK', block] : []), 'STREAMS', key, q.after]
+      const r = await this.#run(() => this.redis.xread(...(args as ['COUNT', number, 'STREAMS', string, string])))
+      return r === null ? [] : entries(r[0][1])
+    }
+    if (q.since !== undefined) return entries(await this.#run(() => this.redis.xrange(key, `${Math.max(0, Math.floor(q.since!))}-0`, '+', 'COUNT', count)))
+    return entries(await this.#run(() => this.redis.xrevrange(key, '+', '-', 'COUNT', q.last ?? 10))).reverse()
+  }
+}
+
+/** Stream entries as ioredis gives them → AuditEntry (the field `e`). */
+function entries (raw: Array<[id: string, fields: string[]]>): AuditEntry[] {
+  return raw.map(([id, fields]) => ({ id, json: fields[fields.indexOf('e') + 1] ?? '{}' }))
 }
 
 /** Every key matching the pattern: SCAN on a standalone server, on each primary of a cluster. */

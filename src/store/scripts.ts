@@ -97,13 +97,15 @@ return {n, ttl}`, pair),
    * An access key's last use. KEYS[1] its ak-used record (an ISO time);
    * ARGV[1] now, ARGV[2] now minus a minute (both ISO, which order as
    * strings). Written only when not newer than ARGV[2]: at most one write per key
-   * per minute across all replicas. True: written.
+   * per minute across all replicas. 0: not written; 1: written; 2: written,
+   * and there was none before (the key's first use: the audit's key.first_used).
    */
-  touchIfOlder: script<[now: string, olderThan: string], boolean>(`
+  touchIfOlder: script<[now: string, olderThan: string], number>(`
 local v = redis.call('GET', KEYS[1])
 if v and v > ARGV[2] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
-return 1`, flag),
+if v then return 1 end
+return 2`, int),
 
   /**
    * Counts one request in a sliding window log (issue 15). KEYS[1] the

@@ -177,7 +177,14 @@ export interface Store {
   /** Enabling also records `date_enabled` (now): a key enabled again is not at once disabled again for being unused. */
   setAccessKeyActive(id: string, active: boolean): Promise<boolean>
   deleteAccessKey(id: string): Promise<boolean>
-  touchAccessKey(id: string): void
+  /**
+   * Records the key's last use, at most once a minute per key (per process,
+   * and across replicas). undefined: nothing sent (used within the minute);
+   * else resolves true when this was the key's first recorded use ever, once
+   * across every replica (the audit's key.first_used), false otherwise or on
+   * any failure: never rejects.
+   */
+  touchAccessKey(id: string): Promise<boolean> | undefined
 
   /**
    * Stores an access key with the id and secret it had elsewhere (an import),
@@ -218,7 +225,8 @@ export interface Store {
   createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session>
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
-  deleteSession(id: string): Promise<void>
+  /** The user id of the session it ended, null when there was none (the audit's session.revoked). */
+  deleteSession(id: string): Promise<string | null>
   /** The user's live sessions, oldest first (administration: `sidegate session list`, the admin API). */
   listSessions(userId: string): Promise<SessionInfo[]>
   /** Ends one of the user's sessions by its SessionInfo id, on every replica at once; false when the user has no such live session. */
@@ -268,6 +276,34 @@ export interface Store {
   acquireLock(name: string, ttlMs: number): Promise<string | null>
   /** Frees the lock only if `token` still holds it (a script compares and deletes); false otherwise. */
   releaseLock(name: string, token: string): Promise<boolean>
+
+  /**
+   * Appends one audit event (its JSON) to the audit stream, which keeps about
+   * `maxLen` entries (older ones are dropped; Redis: XADD MAXLEN ~, one key).
+   */
+  appendAudit(json: string, maxLen: number): Promise<void>
+  /** Audit entries, oldest first (AuditQuery says which). */
+  readAudit(q: AuditQuery): Promise<AuditEntry[]>
+}
+
+/** One entry of the audit stream: its id (`<epoch ms>-<sequence>`, increasing) and the event's JSON. */
+export interface AuditEntry {
+  id: string
+  json: string
+}
+
+/** Which audit entries: `after` an id, else `since` a time, else the `last` few. */
+export interface AuditQuery {
+  /** entries after this id ('0-0': all) */
+  after?: string
+  /** with `after`: when there is none yet, wait up to this many ms for one (bounded below redis.command_timeout) */
+  block?: number
+  /** entries from this time on (epoch ms) */
+  since?: number
+  /** the newest `last` entries */
+  last?: number
+  /** at most this many (with `after` or `since`); default 1000 */
+  count?: number
 }
 
 /** A store as a process runs it: connected once, and gated until its secret key is checked. */

@@ -1,0 +1,257 @@
+/**
+ * The audit trail: every credential event as one JSON line with a stable
+ * `event` (AUDIT_EVENTS, the one catalogue, in the order the README lists
+ * it), optionally appended to a Redis Stream (`audit.stream`) that
+ * `sidegate audit tail` reads.
+ *
+ * A line names the event, its outcome, the actor (the user id, or `cli` for
+ * an operator's command, `system` for the first start's superuser, or
+ * `anonymous` for a password or token nobody was authenticated by), whose credential it is (user id and username), the key
+ * id, the auth method, the client address and the request id. Never a
+ * password, token, secret or session id: a bearer token or a session is named
+ * by `ref`, the first 16 hex digits of its SHA-256 (credentialRef), which
+ * tells one token from another without revealing it.
+ *
+ * The lines go through their own logger (src/log.ts auditLogger): level info
+ * whatever log.level says, `"log":"audit"` on every line; only `audit.log:
+ * false` turns them off. The stream is written without waiting: a request
+ * never waits for Redis on account of the audit, a failed append is counted
+ * (sidegate_audit_stream_errors_total) and logged once per outage, and at
+ * most MAX_PENDING appends are in flight (more are dropped and counted).
+ */
+import { createHash } from 'node:crypto'
+import type { Config } from './config.js'
+import { auditLogger, type Logger } from './log.js'
+import type { AuditEntry, Store } from './store/types.js'
+
+export interface AuditEventSpec {
+  outcome: 'success' | 'failure'
+  /** when it is recorded, and the fields of its own */
+  when: string
+}
+
+/** Every audit event, in the order the documentation lists them. Log queries may rely on these names. */
+export const AUDIT_EVENTS = {
+  'login.succeeded': { outcome: 'success', when: 'A password was accepted: `via` login (POST /login), token (the token endpoint) or confirm (the password confirming a new access key or private token).' },
+  'login.failed': { outcome: 'failure', when: 'A password was refused (`reason` authentication_failed: wrong password, unknown user or disabled account, one answer for all) or not checked because the username is locked out from this address (`reason` too_many_attempts). `username` as sent; `via` as above.' },
+  'login.locked_out': { outcome: 'failure', when: 'The failure that locks a username out from this address (auth.lockout.max_failures within the window): once per lockout; `retryAfter` seconds.' },
+  'token.issued': { outcome: 'success', when: 'The token endpoint issued a bearer token (`ref` names it, `expires`), after its login.succeeded.' },
+  'token.used': { outcome: 'success', when: 'A bearer token authenticated a request (`ref` as issued).' },
+  'token.refused': { outcome: 'failure', when: 'A bearer token was refused: unknown, expired or already used (`reason` invalid_token), malformed (malformed_authorization), its user disabled (user_inactive) or gone (authentication_failed). `ref` of the token as sent.' },
+  'key.created': { outcome: 'success', when: 'An access key was created (`sidegate key create`, the admin API, or POST /api/v1/authentication/access-keys/ by its owner).' },
+  'key.revoked': { outcome: 'success', when: 'An access key was deleted (`sidegate key revoke`, the admin API, or DELETE by its owner).' },
+  'key.disabled': { outcome: 'success', when: 'An access key was disabled by its owner (PATCH is_active false) or `sidegate key disable`.' },
+  'key.enabled': { outcome: 'success', when: 'An access key was enabled again by its owner (PATCH is_active true) or `sidegate key enable`.' },
+  'key.first_used': { outcome: 'success', when: 'The first request ever signed with an access key (once, across every replica).' },
+  'private_token.created': { outcome: 'success', when: 'A private token was created or replaced (`sidegate token create`, the admin API, or POST /api/v1/authentication/private-token/).' },
+  'private_token.read': { outcome: 'success', when: 'A private token was shown (`sidegate token show`, or GET by its owner\'s session or private token).' },
+  'private_token.revoked': { outcome: 'success', when: 'A private token was revoked (`sidegate token revoke`, the admin API, or DELETE).' },
+  'password.changed': { outcome: 'success', when: '`sidegate user passwd` or the admin API: the user\'s sessions and unused bearer tokens end with it.' },
+  'user.created': { outcome: 'success', when: '`sidegate user add` or the admin API (`superuser` true for a superuser), or the first start\'s superuser "admin" (`actor` system).' },
+  'user.disabled': { outcome: 'success', when: '`sidegate user disable` or the admin API: the user\'s sessions end and every credential is refused.' },
+  'user.enabled': { outcome: 'success', when: '`sidegate user enable` or the admin API.' },
+  'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
+  'session.revoked': { outcome: 'success', when: 'A browser session ended: `via` logout (POST /logout) or login (a new login in the same browser replaced it), `ref` naming it; or `via` admin (`sidegate session revoke`, the admin API: one event per call, for one session or all).' }
+} as const satisfies Record<string, AuditEventSpec>
+
+export type AuditEvent = keyof typeof AUDIT_EVENTS
+
+/** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'ref', 'expires', 'retryAfter', 'superuser'] as const
+
+/** What a request-time event knows of its request (a RequestContext fits). */
+export interface AuditContext {
+  clientIp: string
+  requestId: string
+  /** the authenticated caller: the actor */
+  identity?: { user: { id: string, username: string }, method: string }
+}
+
+/** One event as its call site describes it. */
+export interface AuditRecord {
+  event: AuditEvent
+  /** the request it happened in */
+  ctx?: AuditContext
+  /** whose credential it is */
+  user?: { id: string, username: string }
+  /** whose credential it is, when only the id is at hand */
+  userId?: string
+  /** a username as sent, when no user was authenticated */
+  username?: string
+  keyId?: string
+  /** how the actor authenticated; default the caller's method, `cli` for a command */
+  authMethod?: string
+  via?: string
+  /** an error code: why it failed */
+  reason?: string
+  /** a bearer token or session id: only credentialRef of it is recorded */
+  credential?: string
+  expires?: string
+  retryAfter?: number
+  superuser?: boolean
+  /** the gateway itself did it (the first start's superuser) */
+  system?: true
+}
+
+/** A token's or a session id's name in the audit: 16 hex digits of its SHA-256, which do not give it away. */
+export function credentialRef (secret: string): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 16)
+}
+
+/** Stream appends in flight at most; more are dropped (and counted) while Redis is slow. */
+export const MAX_PENDING = 1000
+
+export interface AuditorOptions {
+  config: Config['audit']
+  log: Logger
+  store: Store
+  /** a command line's events: the actor is `cli`, named by the operator's login name */
+  operator?: string
+  /** called once per event the stream did not take (metrics) */
+  onStreamError?: () => void
+}
+
+/** Records audit events: one per credential event, from the gateway or a command. */
+export class Auditor {
+  readonly #lines: Logger | null
+  readonly #log: Logger
+  readonly #store: Store
+  readonly #stream: boolean
+  readonly #maxLen: number
+  readonly #operator: string | undefined
+  readonly #onStreamError: () => void
+  readonly #pending = new Set<Promise<void>>()
+  #outage = false
+  #lost = 0
+
+  constructor (o: AuditorOptions) {
+    this.#lines = o.config.log ? auditLogger(o.log) : null
+    this.#log = o.log
+    this.#store = o.store
+    this.#stream = o.config.stream
+    this.#maxLen = o.config.max_len
+    this.#operator = o.operator
+    this.#onStreamError = o.onStreamError ?? (() => {})
+  }
+
+  /** Nothing is recorded anywhere (audit.log and audit.stream both off). */
+  get off (): boolean { return this.#lines === null && !this.#stream }
+
+  /** One event: the line at once, the stream append sent without waiting. Never throws. */
+  record (r: AuditRecord): void {
+    if (this.off) return
+    const fields = this.#fields(r)
+    this.#lines?.info(fields, r.event)
+    if (this.#stream) this.#append(JSON.stringify({ time: new Date().toISOString(), ...fields }))
+  }
+
+  /** Resolves when the stream appends sent so far are done (a command waits for them before it closes the store). */
+  async settle (): Promise<void> {
+    await Promise.all([...this.#pending])
+  }
+
+  #fields (r: AuditRecord): Record<string, unknown> {
+    const who = r.ctx?.identity
+    const out: Record<string, unknown> = { event: r.event, outcome: AUDIT_EVENTS[r.event].outcome }
+    if (r.system === true) {
+      out.actor = 'system'
+    } else if (this.#operator !== undefined) {
+      out.actor = 'cli'
+      out.actorName = this.#operator
+    } else if (who !== undefined) {
+      out.actor = who.user.id
+      out.actorName = who.user.username
+    } else if (r.user !== undefined && AUDIT_EVENTS[r.event].outcome === 'success') {
+      out.actor = r.user.id
+      out.actorName = r.user.username
+    } else if (r.userId !== undefined && AUDIT_EVENTS[r.event].outcome === 'success') {
+      out.actor = r.userId
+    } else {
+      out.actor = 'anonymous'
+    }
+    if (r.user !== undefined) {
+      out.userId = r.user.id
+      out.username = r.user.username
+    } else {
+      if (r.userId !== undefined) out.userId = r.userId
+      if (r.username !== undefined) out.username = r.username
+    }
+    if (r.keyId !== undefined) out.keyId = r.keyId
+    const method = r.authMethod ?? who?.method ?? (this.#operator !== undefined ? 'cli' : undefined)
+    if (method !== undefined) out.authMethod = method
+    if (r.ctx !== undefined) {
+      out.ip = r.ctx.clientIp
+      out.reqId = r.ctx.requestId
+    }
+    if (r.via !== undefined) out.via = r.via
+    if (r.reason !== undefined) out.reason = r.reason
+    if (r.credential !== undefined) out.ref = credentialRef(r.credential)
+    if (r.expires !== undefined) out.expires = r.expires
+    if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter
+    if (r.superuser !== undefined) out.superuser = r.superuser
+    return out
+  }
+
+  #append (json: string): void {
+    if (this.#pending.size >= MAX_PENDING) { this.#failed(); return }
+    const p: Promise<void> = this.#store.appendAudit(json, this.#maxLen).then(() => {
+      if (!this.#outage) return
+      this.#log.info({ lost: this.#lost }, 'audit stream: appending again; events meanwhile were logged but not streamed')
+      this.#outage = false
+      this.#lost = 0
+    }, () => { this.#failed() }).finally(() => { this.#pending.delete(p) })
+    this.#pending.add(p)
+  }
+
+  #failed (): void {
+    this.#onStreamError()
+    this.#lost++
+    if (this.#outage) return
+    this.#outage = true
+    this.#log.warn('audit stream: cannot append to Redis; audit events are still logged, not streamed, until it answers again (counted in sidegate_audit_stream_errors_total)')
+  }
+}
+
+/** The README's table of audit events (test/docs.test.ts checks it; npm run docs:errors writes it). */
+export function auditTable (): string {
+  const rows = (Object.entries(AUDIT_EVENTS) as Array<[string, AuditEventSpec]>).map(([name, s]) => `| \`${name}\` | ${s.outcome} | ${s.when.replace(/\|/g, '\\|')} |`)
+  return ['| event | outcome | when |', '|---|---|---|', ...rows].join('\n')
+}
+
+/**
+ * `--since`: a duration back from now (`30s`, `15m`, `2h`, `7d`) or an ISO
+ * date or time (`2026-11-25`, `2026-11-25T10:00:00Z`) → epoch ms; null when
+ * it is neither.
+ */
+export function parseSince (v: string, now = Date.now()): number | null {
+  const d = /^(\d{1,9})([smhd])$/.exec(v)
+  if (d !== null) return now - Number(d[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[d[2] as 's' | 'm' | 'h' | 'd']
+  if (!/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v)) return null
+  const t = Date.parse(v)
+  return Number.isNaN(t) ? null : t
+}
+
+/**
+ * One stream entry as `sidegate audit tail` prints it: the time, the event,
+ * the outcome, then `field=value` for each field set; `--json`: the entry's
+ * JSON with its stream id first.
+ */
+export function formatAuditEntry (e: AuditEntry, json: boolean): string {
+  let o: Record<string, unknown>
+  try {
+    const parsed: unknown = JSON.parse(e.json)
+    o = typeof parsed === 'object' && parsed !== null ? parsed as Record<string, unknown> : { value: parsed }
+  } catch {
+    o = { unreadable: e.json.slice(0, 200) }
+  }
+  if (json) return JSON.stringify({ id: e.id, ...o })
+  const time = typeof o.time === 'string' ? o.time : new Date(Number(e.id.split('-')[0])).toISOString()
+  const rest = AUDIT_FIELDS.filter((f) => o[f] !== undefined && o[f] !== null).map((f) => `${f}=${printable(o[f])}`)
+  return [time, printable(o.event ?? '?'), printable(o.outcome ?? '?'), ...rest].join('  ')
+}
+
+/** A value on one terminal line: no control characters (a username is the client's text). */
+function printable (v: unknown): string {
+  const s = typeof v === 'string' ? v : JSON.stringify(v)
+  return /[\s\p{Cc}"]/u.test(s) ? JSON.stringify(s) : s
+}
