@@ -16,7 +16,7 @@ import { ADMIN_PASSWORD, ROOT, SECRET } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { Keyring } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
-import { sleep } from './fixtures/wait.js'
+import { eventually, sleep } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 
@@ -229,11 +229,12 @@ t.test('no secret key configured: a 0600 key file beside the config, reused on t
 
   // The same data under another key: the key check refuses the store (never a crash).
   const g3 = await launch({ config, env: { ...env, SIDEGATE_SECRET_KEY: 'a-different-secret-key-that-is-long-enough' }, dir, wait: '/healthz' })
+  // the key check runs once Redis answers, which may be after /healthz does: wait for its verdict (a deadline, not a delay)
+  t.ok(await eventually(async () => /is not the key of the store/.test(g3.stdout()), 60_000), 'the log says why')
   const r = await request(g3.url, '/api/v1/users/profile/', { headers: signedHeaders(ak.id, secret, 'GET', '/api/v1/users/profile/') })
   t.not(r.status, 200, 'another key cannot verify the signature')
   t.equal(r.status, 503, 'a gateway with another key serves nothing that needs the store')
   t.equal((await request(g3.url, '/readyz')).status, 503, 'and is not ready')
-  t.match(g3.stdout(), /is not the key of the store/, 'the log says why')
   t.equal((await request(g3.url, '/healthz')).status, 200, 'and the process is still up')
   t.equal(await g3.stop(), 0)
 })
