@@ -25,6 +25,7 @@ import { hashPassword, legacyWork, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { lifecycle, openKeySecret } from './layout.js'
+import { newUserRecord } from './records.js'
 import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
 
 export interface MemoryStoreOptions {
@@ -200,21 +201,7 @@ export class MemoryStore implements RunningStore {
     if (d.usernames.has(lower)) throw userExists(u.username)
     const id = u.id?.toLowerCase() ?? randomUUID()
     if (d.users.has(id)) throw userExists(id)
-    const orgs = { ...(u.orgs ?? {}) }
-    const user: StoredUser = {
-      id,
-      username: u.username,
-      name: u.name ?? u.username,
-      email: u.email ?? '',
-      is_active: true,
-      is_superuser: u.superuser === true,
-      orgs,
-      default_org: Object.keys(orgs)[0] ?? null,
-      date_joined: this.#iso(),
-      last_login: null,
-      password_hash: hash
-    }
-    if (u.password === null && u.password_hash !== undefined) user.password_imported = this.#keys.lookup(`imported password:${u.password_hash}`)
+    const user: StoredUser = newUserRecord(u, id, hash, this.#iso(), this.#keys)
     d.usernames.set(lower, user.id)
     d.users.set(user.id, user)
     this.#noteLegacy(user.id, hash)

@@ -34,6 +34,7 @@ import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
 import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
+import { newUserRecord } from './records.js'
 import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
 
 interface StoredUser extends User {
@@ -263,21 +264,7 @@ export class RedisStore implements ManagedStore {
 
   async createUser (u: NewUser): Promise<User> {
     const id = u.id?.toLowerCase() ?? randomUUID()
-    const orgs = u.orgs ?? {}
-    const user: StoredUser = {
-      id,
-      username: u.username,
-      name: u.name ?? u.username,
-      email: u.email ?? '',
-      is_active: true,
-      is_superuser: u.superuser === true,
-      orgs,
-      default_org: Object.keys(orgs)[0] ?? null,
-      date_joined: new Date().toISOString(),
-      last_login: null,
-      password_hash: u.password === null ? (u.password_hash ?? null) : await hashPassword(u.password)
-    }
-    if (u.password === null && u.password_hash !== undefined) user.password_imported = this.#keys.lookup(`imported password:${u.password_hash}`)
+    const user: StoredUser = newUserRecord(u, id, u.password === null ? (u.password_hash ?? null) : await hashPassword(u.password), new Date().toISOString(), this.#keys)
     const unameKey = this.#k('uname', u.username.toLowerCase())
     const claimed = await this.#run(() => this.redis.set(unameKey, id, 'NX'))
     if (claimed === null) throw E.userExists(u.username)
