@@ -255,3 +255,16 @@ function printable (v: unknown): string {
   const s = typeof v === 'string' ? v : JSON.stringify(v)
   return /[\s\p{Cc}"]/u.test(s) ? JSON.stringify(s) : s
 }
+
+/**
+ * An access key was used (its signature verified, its allow-list passed):
+ * its last use is written (the store sends at most one write a minute per
+ * key), and the first use ever is audited as key.first_used. For the
+ * gateway's requests (src/pipeline.ts) and the admin API's alike, so a key
+ * used only there is not taken for unused by auth.keys.disable_after.
+ */
+export function keyUsed (store: Pick<Store, 'touchAccessKey'>, audit: Auditor | null, ctx: AuditContext & { identity: NonNullable<AuditContext['identity']> }, keyId: string): void {
+  const firstUse = store.touchAccessKey(keyId)
+  if (firstUse === undefined || audit === null) return
+  firstUse.then((first) => { if (first) audit.record({ event: 'key.first_used', ctx, user: ctx.identity.user, keyId }) }, () => {})
+}

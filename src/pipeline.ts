@@ -49,7 +49,7 @@
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { Auditor } from './audit.js'
+import { keyUsed, type Auditor } from './audit.js'
 import type { AuthPipeline, Identity } from './auth/index.js'
 import { bodyMatches } from './auth/digest.js'
 import { BEFORE_BODY, keepBody } from './body.js'
@@ -254,12 +254,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     if (keyId === undefined) return
     const allow = ctx.identity!.keyAllowIps
     if (allow !== undefined && !allowList(allow)(ctx.clientIp)) throw E.ipNotAllowed()
-    const firstUse = store.touchAccessKey(keyId)
-    // the audit's key.first_used: the write says whether the key had no use before (once, across replicas)
-    if (firstUse !== undefined && audit !== null) {
-      const who = ctx.identity!
-      firstUse.then((first) => { if (first) audit.record({ event: 'key.first_used', ctx: { ...ctx, identity: who }, user: who.user, keyId }) }, () => {})
-    }
+    keyUsed(store, audit, { clientIp: ctx.clientIp, requestId: ctx.requestId, identity: ctx.identity! }, keyId)
   }
 
   /**

@@ -31,7 +31,7 @@ import type { Logger } from '../log.js'
 import { sendError, sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { AdminOps, type Labels } from './ops.js'
-import type { Auditor } from '../audit.js'
+import { keyUsed, type Auditor } from '../audit.js'
 import { adminOpenApi, type DocumentedRoute } from './openapi.js'
 
 export const ADMIN_PREFIX = '/admin/v1/'
@@ -272,11 +272,13 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
   let document: Buffer | undefined
 
   /** A superuser, by the gateway's own verification; else 401 or 403. */
-  async function superuser (req: http.IncomingMessage, ip: string): Promise<Identity> {
+  async function superuser (req: http.IncomingMessage, ip: string, reqId: string): Promise<Identity> {
     const who = await auth.authenticate(req, undefined, ADMIN_METHODS)
     if (who.keyAllowIps !== undefined && !trustedProxies(who.keyAllowIps)(ip)) throw E.ipNotAllowed()
     if (who.digests !== undefined && !bodyMatches(await keepBody(req, maxBody), who.digests)) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
+    // as on the public port: the key counts as used (auth.keys.disable_after), its first use audited
+    if (who.keyId !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.keyId)
     return who
   }
 
@@ -288,7 +290,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       res.end(method === 'HEAD' ? undefined : document)
       return
     }
-    const who = await superuser(req, ip)
+    const who = await superuser(req, ip, reqId)
     done(who)
     const m = find(path.slice(ADMIN_PREFIX.length).split('/'), method)
     if (m === null) throw E.notFound()
