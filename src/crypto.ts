@@ -123,6 +123,16 @@ export const CREDENTIAL_LENGTH = RANDOM_CHARS + TAG_BYTES / 3 * 4
 const CREDENTIAL_SHAPE = /^[A-Za-z0-9_-]{44}$/
 
 /**
+ * A string of the shape of sidegate's own tagged credentials (private tokens,
+ * bearer tokens, session ids). One whose tag does not verify is refused in
+ * process: no import can make such a string a token (src/import.ts refuses
+ * them), so it is never looked up.
+ */
+export function credentialShaped (value: string): boolean {
+  return value.length === CREDENTIAL_LENGTH && CREDENTIAL_SHAPE.test(value)
+}
+
+/**
  * The lookup and tag keys of a secret key the store was rotated away from
  * (`sidegate secret rotate`): kept, encrypted under the current key, so that
  * credentials issued before the rotation (private tokens, sessions, bearer

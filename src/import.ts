@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { parse as parseCsv } from 'csv-parse/sync'
-import { parseLegacyHash, safeEqual } from './crypto.js'
+import { credentialShaped, parseLegacyHash, safeEqual } from './crypto.js'
 import { normalizeKeyId } from './auth/signature.js'
 import { ROOT_ORG_ID, SYSTEM_ORG_ID } from './org.js'
 import type { OrgRole, Store, User } from './store/types.js'
@@ -190,6 +190,7 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
     case 'private_token': {
       const key = f.req('key', 512)
       if (!TOKEN.test(key)) throw new FieldError('"key" must be 20 to 512 letters, digits and - . _ ~ + / (JumpServer\'s are 40 hex digits)')
+      if (credentialShaped(key)) throw new FieldError('"key" has the shape of a token sidegate makes (44 characters of A-Z a-z 0-9 _ -), which it checks by their tag alone: not importable')
       into.tokens.push({ line, user: f.user(), key })
     }
   }

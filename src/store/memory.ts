@@ -21,7 +21,7 @@
  *   username, the access-key cap) get what Redis's single commands give.
  */
 import { randomUUID } from 'node:crypto'
-import { hashPassword, legacyWork, type Keyring } from '../crypto.js'
+import { credentialShaped, hashPassword, legacyWork, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { lifecycle, openKeySecret } from './layout.js'
@@ -449,8 +449,8 @@ export class MemoryStore implements RunningStore {
   async userIdForPrivateToken (token: string): Promise<string | null> {
     const d = this.#open()
     if (this.#keys.tagged('private token', token)) return d.privateTokens.get(this.#keys.lookup(token)) ?? null
-    // untagged: only an imported token's hash is looked up
-    if (d.importedTokens.size === 0) return null
+    // untagged: only an imported token's hash is looked up (never sidegate's own shape: src/crypto.ts credentialShaped)
+    if (d.importedTokens.size === 0 || credentialShaped(token)) return null
     const h = this.#keys.lookups(token).find((x) => d.importedTokens.has(x))
     return h === undefined ? null : d.privateTokens.get(h) ?? null
   }
