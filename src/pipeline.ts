@@ -107,22 +107,25 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   // ── 1. receive ──────────────────────────────────────────────────────────
 
   function request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
-    const start = process.hrtime.bigint()
     const url = req.url ?? '/'
-    const ctx: RequestContext = {
+    const ctx: Live = {
       req,
       res,
       path: pathOf(url),
       requestId: requestId(req),
       clientIp: clientIp(req, policy),
       https: isHttps(req, policy),
-      expectsContinue
+      expectsContinue,
+      start: process.hrtime.bigint()
     }
-    res.setHeader('x-request-id', ctx.requestId)
+    // X-Request-Id: set here for sidegate's own routes (handle), else written with the
+    // head: the upstream's answer (src/proxy.ts) or an error (fail), so Node writes it in one pass
     if (o.draining() || expectsContinue) res.setHeader('connection', 'close')
     // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
     if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
-    res.once('close', () => done(ctx, start))
+    // one listener made once for all requests ('close' is emitted once): no closure per request
+    ;(res as LiveRes)[CTX] = ctx
+    res.on('close', onClose)
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node would answer plain text, we answer JSON.
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
       fail(ctx, E.badRequest('The Host header is required.'))
@@ -131,26 +134,33 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     handle(ctx).catch((err) => fail(ctx, err))
   }
 
+  function onClose (this: LiveRes): void {
+    done(this[CTX])
+  }
+
   /** The answer is done (or the client left): metrics and the access log line. */
-  function done (ctx: RequestContext, start: bigint): void {
+  function done (ctx: Live): void {
     const res = ctx.res
     // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
     const status = res.headersSent ? res.statusCode : 499
-    o.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
-    if (!access.isLevelEnabled('info')) return
-    // only these fields: the access logger does not redact (no credential may be added here)
-    access.info({
+    const ns = Number(process.hrtime.bigint() - ctx.start)
+    const code = (res as ResWithCode).errorCode
+    const authMethod = ctx.identity?.method
+    o.metrics?.request(status, authMethod, code, ns / 1e9)
+    if (!access.enabled) return
+    // only these fields: the access line is not redacted (no credential may be added here)
+    access.write({
       reqId: ctx.requestId,
       method: ctx.req.method,
       path: ctx.path,
       status,
-      ms: Number(process.hrtime.bigint() - start) / 1e6,
+      ms: ns / 1e6,
       userId: ctx.identity?.user.id,
-      authMethod: ctx.identity?.method,
-      code: (res as ResWithCode).errorCode,
+      authMethod,
+      code,
       ip: ctx.clientIp,
-      aborted: !res.writableFinished || undefined
-    }, 'request')
+      aborted: res.writableFinished ? undefined : true
+    })
   }
 
   /** Steps 2 to 5 of a plain request. */
@@ -158,6 +168,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     // ── 2. route ──
     const route = router.find(ctx.path, ctx.req.method ?? '')
     if (route !== null) {
+      ctx.res.setHeader('x-request-id', ctx.requestId)
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
         ctx.identity = await authenticate(ctx)
@@ -354,7 +365,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   /** Any error of any step: its JSON answer; logged when it is a bug (or a 5xx). */
   function fail (ctx: RequestContext, err: unknown): void {
-    const e = sendError(ctx.res, err)
+    const e = sendError(ctx.res, err, ctx.requestId)
     if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
     else if (e.status >= 500) log.warn({ reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail)
     ;(ctx.res as ResWithCode).errorCode = e.code
@@ -387,7 +398,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       setForwarded(ctx)
       // counted like any request: 101 once the upstream switched protocols, else the error
       forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err, start, ctx.identity?.method),
-        () => o.metrics?.request(101, ctx.identity?.method, undefined, start))
+        () => o.metrics?.request(101, ctx.identity?.method, undefined, secondsSince(start)))
       log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
     } catch (err) {
       rejectUpgrade(socket, err, start, ctx.identity?.method)
@@ -396,12 +407,21 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, authMethod: string | undefined): void {
     const e = err instanceof GatewayError ? err : E.internal()
-    o.metrics?.request(e.status, authMethod, e.code, start)
+    o.metrics?.request(e.status, authMethod, e.code, secondsSince(start))
     socket.end(rawErrorResponse(e))
   }
 
   return { request, upgrade }
 }
+
+function secondsSince (start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9
+}
+
+/** A request's context while it is answered: when it started (process.hrtime.bigint). */
+interface Live extends RequestContext { start: bigint }
+const CTX = Symbol('sidegate.context')
+type LiveRes = http.ServerResponse & { [CTX]: Live }
 
 /** The error code a response was answered with, for the access log and the metrics. */
 export type ResWithCode = http.ServerResponse & { errorCode?: string }

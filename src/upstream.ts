@@ -11,6 +11,10 @@ import httpProxy from 'http-proxy'
 import { E, type GatewayError } from './errors.js'
 
 export interface Forwarder {
+  /**
+   * The response carries the gateway's X-Request-Id: the one setForwarded put
+   * on the request (`req.headers['x-request-id']`), never the upstream's.
+   */
   web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void): void
   /** `onUpgrade`: the upstream accepted the upgrade (101). */
   ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void
