@@ -42,12 +42,20 @@ try {
   const rows = []
   for (const c of cases) {
     const r = c.make()
-    const once = async () => { try { await auth.authenticate(r) } catch (err) { if (!c.rejects) throw err } }
-    for (let i = 0; i < 20_000; i++) await once() // warm-up: caches filled, code optimised
+    // as the request path calls it (src/pipeline.ts): AuthPipeline.resolve, awaiting only a promise
+    // (the paths the in-process caches decide answer at once)
+    const refused = (err) => { if (!c.rejects) throw err }
+    const once = () => {
+      try {
+        const who = auth.resolve(r)
+        return who instanceof Promise ? who.catch(refused) : undefined
+      } catch (err) { refused(err) }
+    }
+    for (let i = 0; i < 20_000; i++) { const p = once(); if (p !== undefined) await p } // warm-up: caches filled, code optimised
     const rounds = []
     for (let k = 0; k < flags.rounds; k++) {
       const t0 = process.hrtime.bigint()
-      for (let i = 0; i < flags.calls; i++) await once()
+      for (let i = 0; i < flags.calls; i++) { const p = once(); if (p !== undefined) await p }
       rounds.push(Number(process.hrtime.bigint() - t0) / flags.calls)
     }
     rounds.sort((a, b) => a - b)

@@ -47,7 +47,7 @@ import { clientIp, identityHeaders, injectIdentity, isHttps, originalRequest, re
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
-import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
+import { memberOrg, requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
 import type { IdentitySigner } from './identity.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
@@ -188,14 +188,17 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     if (forwarder === null) throw E.notFound()
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
-      ctx.identity = await authenticate(ctx)
+      // a step that can answer from memory returns its value, else a promise: only a promise is awaited
+      const who = authenticate(ctx)
+      ctx.identity = who instanceof Promise ? await who : who
       checkKeyIp(ctx)
-      await rateLimit(ctx)
-      await checkDigest(ctx)
-      ctx.orgId = await upstreamOrg(ctx, ctx.path)
+      if (limiter !== null) await rateLimit(ctx)
+      if (ctx.identity.digests !== undefined) await checkDigest(ctx)
+      const org = upstreamOrg(ctx, ctx.path)
+      ctx.orgId = typeof org === 'string' ? org : await org
     }
     // ── 5. to the upstream ──
-    await signingKeys(ctx)
+    if (needsKeys(ctx)) await signingKeys(ctx)
     stripAndInject(ctx)
     setForwarded(ctx)
     forward(ctx)
@@ -207,8 +210,8 @@ export function createPipeline (o: PipelineOptions): Pipeline {
    * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
    * `original`: a decision's original method and URI (decide).
    */
-  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
-    return auth.authenticate(ctx.req, original)
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | Promise<Identity> {
+    return auth.resolve(ctx.req, original)
   }
 
   /** An access key with an allow-list (`--allow-ip`): the real client address (trusted_proxies) must be in it, else 403 ip_not_allowed. */
@@ -280,9 +283,21 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     }
   }
 
-  /** The org of an upstream path: the profile needs no membership (as in JumpServer), the user's own org is injected instead. */
-  async function upstreamOrg (ctx: StepContext, path: string, url?: string): Promise<string> {
-    return path === PROFILE_PATH ? await orgIfMember(ctx, url) ?? await resolveOrg(ctx, { own: true }) : await resolveOrg(ctx, { url })
+  /**
+   * The org of an upstream path: the profile needs no membership (as in JumpServer), the user's own org is injected instead.
+   * At once (no promise) when the user is a member of the org asked for, the common case.
+   */
+  function upstreamOrg (ctx: StepContext, path: string, url?: string): string | Promise<string> {
+    if (path !== PROFILE_PATH) {
+      const member = memberOrg(ctx.identity!.user, requestedOrg(ctx.req, orgHeaderLower, orgHeader, url))
+      if (member !== undefined) return member
+      return resolveOrg(ctx, { url })
+    }
+    return profileOrg(ctx, url)
+  }
+
+  async function profileOrg (ctx: StepContext, url?: string): Promise<string> {
+    return await orgIfMember(ctx, url) ?? await resolveOrg(ctx, { own: true })
   }
 
   // ── 3., 4. for a forward-auth decision ──────────────────────────────────
@@ -316,7 +331,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   /** identity.jwt: the signing keys read recently enough to sign (a store read only at start or when stale; 503 when it fails). */
   async function signingKeys (ctx: StepContext): Promise<void> {
-    if (ctx.identity !== undefined && o.identity != null && !o.identity.fresh) await o.identity.ready()
+    if (needsKeys(ctx)) await o.identity!.ready()
+  }
+
+  /** signingKeys has to read the store first (checked before awaiting it: most requests need not) */
+  function needsKeys (ctx: StepContext): boolean {
+    return ctx.identity !== undefined && o.identity != null && !o.identity.fresh
   }
 
   /**

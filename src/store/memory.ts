@@ -374,8 +374,18 @@ export class MemoryStore implements RunningStore {
   }
 
   async userIdForPrivateToken (token: string): Promise<string | null> {
+    return this.cachedUserIdForPrivateToken(token)
+  }
+
+  /** everything is in memory: always known */
+  cachedUserIdForPrivateToken (token: string): string | null {
     if (!this.#keys.tagged('private token', token)) return null
     return this.#open().privateTokens.get(this.#keys.lookup(token)) ?? null
+  }
+
+  cachedUser (id: string): User | undefined {
+    const s = this.#open().users.get(id)
+    return s === undefined ? undefined : publicUser(s)
   }
 
   // ---- one-time bearer tokens

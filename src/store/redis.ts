@@ -476,6 +476,15 @@ export class RedisStore implements ManagedStore {
     return id
   }
 
+  cachedUserIdForPrivateToken (token: string): string | null | undefined {
+    if (!this.#keys.tagged('private token', token)) return null
+    return this.#cacheTrusted ? this.privateTokens.get(this.#keys.lookup(token)) : undefined
+  }
+
+  cachedUser (id: string): User | undefined {
+    return this.#cacheTrusted ? this.users.get(id) : undefined
+  }
+
   // ---- one-time bearer tokens
 
   async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {
