@@ -324,4 +324,18 @@ t.test('resolve answers at once where in-process state decides, else with a prom
   t.ok(bearer instanceof Promise, 'a single-use bearer token needs the store: a promise')
   t.equal((await bearer).method, 'bearer')
   t.equal((await pipeline.authenticate(req(`Token ${f.privateToken}`))).user.username, 'alice', 'authenticate: the same identity, as a promise')
+
+  const s = await f.store.createSession(f.alice.id, 600)
+  const withCookie = (method: string, headers: Record<string, string> = {}): IncomingMessage => ({ method, url: '/api/v1/x', headers: { cookie: `svc_sessionid=${s.id}`, ...headers } }) as unknown as IncomingMessage
+  const first = pipeline.resolve(withCookie('GET'))
+  t.ok(first instanceof Promise, "a session's first request pushes its idle timeout back in the store: a promise")
+  t.equal((await first).method, 'session')
+  const again = pipeline.resolve(withCookie('GET'))
+  t.notOk(again instanceof Promise, 'then, while it was touched recently, the identity itself')
+  t.equal((again as { method: string }).method, 'session')
+  t.throws(() => pipeline.resolve(withCookie('POST')), { code: 'csrf_failed' }, 'an unsafe method without the CSRF token: refused synchronously')
+  t.notOk(pipeline.resolve(withCookie('POST', { 'x-csrftoken': s.csrf })) instanceof Promise, 'with it: at once')
+  t.throws(() => pipeline.resolve(withCookie('GET', { cookie: `svc_sessionid=${wrongTag(s.id)}` })), { code: 'invalid_session' }, 'a wrong check tag: refused synchronously')
+  f.clock.now = Date.now() + (f.config.session.idle_timeout + 1) * 1000
+  t.throws(() => pipeline.resolve(withCookie('GET')), { code: 'invalid_session' }, 'idle past its timeout in the store: refused')
 })

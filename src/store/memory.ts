@@ -431,6 +431,11 @@ export class MemoryStore implements RunningStore {
   }
 
   async getSession (id: string): Promise<Session | null> {
+    return this.cachedSession(id)
+  }
+
+  /** everything is in memory: always known */
+  cachedSession (id: string): Session | null {
     if (!this.#keys.tagged('session id', id)) return null
     const d = this.#open()
     const e = d.alive(d.sessions, this.#keys.lookup(id))

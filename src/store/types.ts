@@ -161,6 +161,8 @@ export interface Store {
   cachedUserIdForPrivateToken?(token: string): string | null | undefined
   /** getUser without I/O: the user when the in-process cache holds it, else undefined (ask getUser). */
   cachedUser?(id: string): User | undefined
+  /** getSession without I/O: null when the id is none (wrong check tag), the session when cached, else undefined (ask getSession). */
+  cachedSession?(id: string): Session | null | undefined
 
   issueBearerToken(userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }>
   /** Atomically consumes a one-time token: exactly one caller gets the user id. */
