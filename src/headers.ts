@@ -77,7 +77,9 @@ function isForwarding (name: string): boolean {
 
 /** IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how a dual-stack listener reports IPv4 peers) → plain IPv4. */
 function normalizeIp (ip: string): string {
-  return ip.toLowerCase().startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
+  // the common case (a plain IPv4 or IPv6 peer) without allocating a lowercase copy
+  if (ip.length < 8 || ip.charCodeAt(0) !== 58 /* : */) return ip
+  return ip.slice(0, 7).toLowerCase() === '::ffff:' && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
 }
 
 /**
@@ -100,12 +102,24 @@ export function trustedProxies (entries: string[]): (ip: string) => boolean {
     } else list.addSubnet(addr, Number(bits), family === 4 ? 'ipv4' : 'ipv6')
   }
   if (entries.length === 0) return () => false
+  // BlockList.check builds a SocketAddress per call; a request asks up to four
+  // times about the same peer, and peers repeat: the answers are remembered
+  // (bounded, the list is fixed)
+  const known = new Map<string, boolean>()
   return (ip: string): boolean => {
+    let yes = known.get(ip)
+    if (yes !== undefined) return yes
     const a = normalizeIp(ip)
     const family = isIP(a)
-    return family !== 0 && list.check(a, family === 4 ? 'ipv4' : 'ipv6')
+    yes = family !== 0 && list.check(a, family === 4 ? 'ipv4' : 'ipv6')
+    if (known.size >= TRUST_MEMO_MAX) known.clear()
+    known.set(ip, yes)
+    return yes
   }
 }
+
+/** How many addresses trustedProxies remembers its answer for. */
+const TRUST_MEMO_MAX = 10_000
 
 /**
  * The real client address: X-Forwarded-For is believed only from a trusted

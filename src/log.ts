@@ -38,8 +38,35 @@ export function redactUrl (url: string): string {
   return url.slice(0, q + 1) + params.join('')
 }
 
-const ACCESS = Symbol('sidegate.accessLogger')
 const AUDIT = Symbol('sidegate.auditLogger')
+const ACCESS = Symbol('sidegate.accessLog')
+
+/** The fields of the one line per request (src/pipeline.ts, done), in the order they are written. */
+export interface AccessFields {
+  /** a request id is `[\w.:@/+=-]` or a UUID: nothing JSON would escape */
+  reqId: string
+  /** an HTTP token (Node checked it) */
+  method?: string
+  path: string
+  status: number
+  ms: number
+  userId?: string
+  authMethod?: string
+  /** an error code of src/errors.ts */
+  code?: string
+  /** an address from the socket or checked by isIP */
+  ip: string
+  aborted?: true
+  /** tracing on: 32 hex digits */
+  trace_id?: string
+}
+
+/** Writes the access line; `enabled`: the logger's level lets `info` through. */
+export interface AccessLog {
+  /** set again by setLevel when log.level changes (a live reload) */
+  enabled: boolean
+  write (f: AccessFields): void
+}
 
 export function createLogger (level: string, dest?: DestinationStream): Logger {
   const buffered = dest === undefined ? bufferedStdout() : null
@@ -54,9 +81,11 @@ export function createLogger (level: string, dest?: DestinationStream): Logger {
     hooks: { logMethod (args, method) { method.apply(this, args); flush() } }
   }, stream)
   // The per-request line has a fixed set of fields, none of them a credential
-  // (see server.ts): it skips the redaction pass, which cost more than the
-  // rest of writing the line. Same stream, same level, same format.
-  Object.defineProperty(log, ACCESS, { value: pino(common, stream), enumerable: false })
+  // (src/pipeline.ts, done): it is serialized here by hand, without pino's
+  // redaction pass and object merging, which cost more than the rest of the
+  // request's own work. Same stream, same level, the same line pino writes.
+  const enabled = log.isLevelEnabled('info')
+  Object.defineProperty(log, ACCESS, { value: { enabled, write: (f: AccessFields) => { stream.write(accessLine(f)) } } satisfies AccessLog, enumerable: false })
   // The audit lines (src/audit.ts): their own logger at a fixed level, so log.level (silent
   // included) never drops them; fixed fields, none a credential, so no redaction pass either.
   // Flushed at once, like every line but the per-request one.
@@ -70,6 +99,30 @@ export function createLogger (level: string, dest?: DestinationStream): Logger {
 /** The logger of the audit lines: made by createLogger beside `log`, always at info; a child of `log` otherwise. */
 export function auditLogger (log: Logger): Logger {
   return (log as Logger & { [AUDIT]?: Logger })[AUDIT] ?? log.child({ log: 'audit' })
+}
+
+let lastMs = -1
+let lastTime = ''
+
+/**
+ * The access line exactly as pino writes it (level, time, base, the fields
+ * that are not undefined, msg): `{"level":30,"time":"…","service":"sidegate","reqId":…,"msg":"request"}`.
+ * Strings that may hold anything (path, user id) go through JSON.stringify;
+ * the others hold only characters JSON leaves alone (AccessFields).
+ */
+export function accessLine (f: AccessFields): string {
+  const now = Date.now()
+  if (now !== lastMs) { lastMs = now; lastTime = new Date(now).toISOString() }
+  let s = `{"level":30,"time":"${lastTime}","service":"sidegate","reqId":"${f.reqId}"`
+  if (f.method !== undefined) s += `,"method":"${f.method}"`
+  s += `,"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms}`
+  if (f.userId !== undefined) s += `,"userId":${JSON.stringify(f.userId)}`
+  if (f.authMethod !== undefined) s += `,"authMethod":"${f.authMethod}"`
+  if (f.code !== undefined) s += `,"code":"${f.code}"`
+  s += `,"ip":${JSON.stringify(f.ip)}`
+  if (f.aborted === true) s += ',"aborted":true'
+  if (f.trace_id !== undefined) s += `,"trace_id":"${f.trace_id}"`
+  return s + ',"msg":"request"}\n'
 }
 
 /**
@@ -201,14 +254,13 @@ export function abandonStdout (): void { stdout?.abandon() }
 /** Writes the log lines still pending on stdout, waiting `ms` at the most: before a normal exit. */
 export async function flushStdout (ms: number): Promise<void> { await stdout?.drain(ms) }
 
-/** The logger for the one line per request: `log` itself unless made by createLogger. */
-export function accessLogger (log: Logger): Logger {
-  return (log as Logger & { [ACCESS]?: Logger })[ACCESS] ?? log
+/** The writer of the one line per request: through `log` itself unless made by createLogger. */
+export function accessLogger (log: Logger): AccessLog {
+  return (log as Logger & { [ACCESS]?: AccessLog })[ACCESS] ?? { get enabled () { return log.isLevelEnabled('info') }, set enabled (_: boolean) {}, write: (f) => { log.info(f, 'request') } }
 }
 
 /** A new level for the logger and its access log line at once (log.level changed by a live reload). */
 export function setLevel (log: Logger, level: string): void {
   log.level = level
-  const access = accessLogger(log)
-  if (access !== log) access.level = level
+  accessLogger(log).enabled = log.isLevelEnabled('info')
 }

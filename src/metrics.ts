@@ -2,8 +2,8 @@
  * Prometheus metrics (prom-client) on a separate admin listener
  * (src/admin/listener.ts), so they are not reachable through the Service that
  * fronts the gateway. The per-request
- * cost is one counter increment on a cached child, one histogram observation
- * and, for auth and upstream failures only, one more increment. Labels are
+ * cost is a few additions to plain numbers (Metrics.request); prom-client
+ * sees them only when /metrics is scraped. Labels are
  * bounded: the status code (standard codes only, else its class), the auth
  * method (5 values), sidegate's own error codes.
  */
@@ -13,7 +13,8 @@ import type { LruCache } from './store/cache.js'
 
 /** What the gateway calls once per finished request. */
 export interface RequestObserver {
-  request (status: number, authMethod: string | undefined, code: string | undefined, startNs: bigint): void
+  /** `seconds`: from the request's start to its end */
+  request (status: number, authMethod: string | undefined, code: string | undefined, seconds: number): void
   /** a request the rate limit could not count: the store was unavailable (src/ratelimit.ts) */
   rateLimitStoreError?: () => void
   /** a pass of auth.keys.disable_after that this replica ran, and the keys it disabled (src/unused-keys.ts) */
@@ -37,32 +38,54 @@ function statusLabel (status: number): string {
   return http.STATUS_CODES[status] === undefined ? `${Math.floor(status / 100)}xx` : String(status)
 }
 
+/** The request duration histogram's buckets, in seconds. */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
 export class Metrics implements RequestObserver {
   readonly registry = new Registry()
-  readonly #requests: Counter<'status' | 'auth_method'>
-  readonly #duration: Histogram
-  readonly #authFailures: Counter<'code'>
-  readonly #upstreamErrors: Counter<'code'>
   readonly #redisErrors: Counter<'kind'>
   readonly #rateLimitStoreErrors: Counter
   readonly #configReloads: Counter<'result'>
   readonly #unusedKeyPasses: Counter
   readonly #unusedKeysDisabled: Counter
   readonly #auditStreamErrors: Counter
-  readonly #children = new Map<number, Counter.Internal>()
-  readonly #failureChildren = new Map<string, Counter.Internal>()
+  /**
+   * The per-request figures are counted here, in plain numbers, and handed to
+   * prom-client only when /metrics is scraped (the `collect` hooks below):
+   * requests by status * 8 + auth method index, failures by code, the
+   * duration histogram's bucket counts (not cumulative), sum and count.
+   */
+  readonly #requestCounts = new Map<number, number>()
+  readonly #failureCounts = new Map<string, number>()
+  readonly #upstreamCounts = new Map<string, number>()
+  readonly #buckets = new Float64Array(BUCKETS.length + 1)
+  #durationSum = 0
+  #durationCount = 0
 
   constructor (o: { processMetrics?: boolean } = {}) {
     const registers = [this.registry]
-    this.#requests = new Counter({ name: 'sidegate_http_requests_total', help: 'Requests answered, by status code and authentication method (none: public or unauthenticated).', labelNames: ['status', 'auth_method'], registers })
-    this.#duration = new Histogram({
+    const self = this
+    // each collect adds what was counted since the last scrape (prom-client keeps the totals)
+    const drain = (counts: Map<string, number> | Map<number, number>, add: (key: never, n: number) => void): void => {
+      for (const [k, n] of counts) if (n > 0) add(k as never, n)
+      counts.clear()
+    }
+    new Counter({
+      name: 'sidegate_http_requests_total',
+      help: 'Requests answered, by status code and authentication method (none: public or unauthenticated).',
+      labelNames: ['status', 'auth_method'],
+      registers,
+      collect () { drain(self.#requestCounts, (key: number, n) => this.inc({ status: statusLabel(Math.floor(key / 8)), auth_method: AUTH_METHODS[key % 8] ?? 'none' }, n)) }
+    })
+    const duration = new Histogram({
       name: 'sidegate_http_request_duration_seconds',
       help: 'Time from request start to response end, including authentication and the upstream.',
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers
+      buckets: BUCKETS,
+      registers,
+      collect () { self.#exportDuration(duration) }
     })
-    this.#authFailures = new Counter({ name: 'sidegate_auth_failures_total', help: 'Requests refused with 401 or 403, by error code.', labelNames: ['code'], registers })
-    this.#upstreamErrors = new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers })
+    new Counter({ name: 'sidegate_auth_failures_total', help: 'Requests refused with 401 or 403, by error code.', labelNames: ['code'], registers, collect () { drain(self.#failureCounts, (code: string, n) => this.inc({ code }, n)) } })
+    new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers, collect () { drain(self.#upstreamCounts, (code: string, n) => this.inc({ code }, n)) } })
     this.#rateLimitStoreErrors = new Counter({ name: 'sidegate_rate_limit_store_errors_total', help: 'Requests the rate limit could not count because Redis was unavailable (let through or refused as rate_limit.on_store_error says).', registers })
     this.#unusedKeyPasses = new Counter({ name: 'sidegate_unused_key_passes_total', help: 'Passes of auth.keys.disable_after this replica ran (one replica runs each pass).', registers })
     this.#unusedKeysDisabled = new Counter({ name: 'sidegate_unused_keys_disabled_total', help: 'Access keys this replica disabled because they were unused for auth.keys.disable_after days.', registers })
@@ -76,26 +99,28 @@ export class Metrics implements RequestObserver {
     if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry })
   }
 
-  request (status: number, authMethod: string | undefined, code: string | undefined, startNs: bigint): void {
+  request (status: number, authMethod: string | undefined, code: string | undefined, seconds: number): void {
     const m = authMethod === undefined ? 0 : AUTH_METHODS.indexOf(authMethod)
-    const key = status * 8 + m
-    let child = this.#children.get(key)
-    if (child === undefined) {
-      child = this.#requests.labels(statusLabel(status), AUTH_METHODS[m] ?? 'none')
-      this.#children.set(key, child)
-    }
-    child.inc()
-    this.#duration.observe(Number(process.hrtime.bigint() - startNs) / 1e9)
+    const key = status * 8 + (m === -1 ? 0 : m)
+    this.#requestCounts.set(key, (this.#requestCounts.get(key) ?? 0) + 1)
+    let b = 0
+    while (b < BUCKETS.length && seconds > BUCKETS[b]) b++
+    this.#buckets[b]++
+    this.#durationSum += seconds
+    this.#durationCount++
     if (code === undefined) return
-    if (status === 401 || status === 403) {
-      // a flood of bad credentials lands here: one cached child per code, no label hashing
-      let failures = this.#failureChildren.get(code)
-      if (failures === undefined) {
-        failures = this.#authFailures.labels(code)
-        this.#failureChildren.set(code, failures)
-      }
-      failures.inc()
-    } else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamErrors.inc({ code })
+    if (status === 401 || status === 403) this.#failureCounts.set(code, (this.#failureCounts.get(code) ?? 0) + 1)
+    else if (code === 'upstream_unavailable' || code === 'upstream_timeout') this.#upstreamCounts.set(code, (this.#upstreamCounts.get(code) ?? 0) + 1)
+  }
+
+  /** The duration histogram as prom-client exports it: its one (label-less) series, made from the counts here. */
+  #exportDuration (h: Histogram): void {
+    const bucketValues: Record<number, number> = {}
+    for (let i = 0; i < BUCKETS.length; i++) bucketValues[BUCKETS[i]] = this.#buckets[i]
+    // prom-client keeps a histogram's series in hashMap, keyed by the label hash ('' without labels);
+    // the last bucket (above 30 s) is only in the count, as prom-client counts it (+Inf)
+    h.reset()
+    ;(h as unknown as { hashMap: Record<string, unknown> }).hashMap[''] = { labels: {}, bucketValues, sum: this.#durationSum, count: this.#durationCount }
   }
 
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }

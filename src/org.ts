@@ -136,6 +136,16 @@ export function parseOrgValue (requested: string | undefined): string | null {
   throw E.invalidOrg()
 }
 
+/**
+ * resolveOrg's answer without the store, when it needs none: the org asked for
+ * (or the user's default) is one the user is a member of; else undefined.
+ * Throws 400 invalid_org as resolveOrg does for a malformed value.
+ */
+export function memberOrg (user: User, requested: string | undefined): string | undefined {
+  const id = parseOrgValue(requested) ?? user.default_org ?? DEFAULT_ORG_ID
+  return id in user.orgs ? id : undefined
+}
+
 export async function resolveOrg (store: Store, user: User, requested: string | undefined, unknown: UnknownOrg = 'reject'): Promise<string> {
   const own = user.default_org ?? DEFAULT_ORG_ID
   const id = parseOrgValue(requested) ?? own

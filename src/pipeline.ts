@@ -60,7 +60,7 @@ import { clientIp, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, or
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
-import { requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
+import { memberOrg, requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
 import type { IdentitySigner } from './identity.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
@@ -127,24 +127,27 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   // ── 1. receive ──────────────────────────────────────────────────────────
 
   function request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
-    const start = process.hrtime.bigint()
     const url = req.url ?? '/'
-    const ctx: RequestContext = {
+    const ctx: Live = {
       req,
       res,
       path: pathOf(url),
       requestId: requestId(req),
       clientIp: clientIp(req, policy),
       https: isHttps(req, policy),
-      expectsContinue
+      expectsContinue,
+      start: process.hrtime.bigint()
     }
-    res.setHeader('x-request-id', ctx.requestId)
+    // X-Request-Id: set here for sidegate's own routes (handle), else written with the
+    // head: the upstream's answer (src/proxy.ts) or an error (fail), so Node writes it in one pass
     // tracing: the server span (an incoming traceparent is continued only from a trusted peer)
     const trace = tracer === null ? undefined : (ctx.trace = tracer.request(req, fromTrustedPeer(req, policy)))
     if (o.draining() || expectsContinue) res.setHeader('connection', 'close')
     // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
     if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
-    res.once('close', () => done(ctx, start))
+    // one listener made once for all requests ('close' is emitted once): no closure per request
+    ;(res as LiveRes)[CTX] = ctx
+    res.on('close', onClose)
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node would answer plain text, we answer JSON.
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
       fail(ctx, E.badRequest('The Host header is required.'))
@@ -154,28 +157,35 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     else trace.run(() => handle(ctx).catch((err) => fail(ctx, err)))
   }
 
+  function onClose (this: LiveRes): void {
+    done(this[CTX])
+  }
+
   /** The answer is done (or the client left): metrics and the access log line. */
-  function done (ctx: RequestContext, start: bigint): void {
+  function done (ctx: Live): void {
     const res = ctx.res
     // a client that left before any answer was sent: 499 (as nginx), not Node's default 200
     const status = res.headersSent ? res.statusCode : 499
-    o.metrics?.request(status, ctx.identity?.method, (res as ResWithCode).errorCode, start)
-    ctx.trace?.end(status, ctx, (res as ResWithCode).errorCode)
-    if (!access.isLevelEnabled('info')) return
-    // only these fields: the access logger does not redact (no credential may be added here)
-    access.info({
+    const ns = Number(process.hrtime.bigint() - ctx.start)
+    const code = (res as ResWithCode).errorCode
+    const authMethod = ctx.identity?.method
+    o.metrics?.request(status, authMethod, code, ns / 1e9)
+    ctx.trace?.end(status, ctx, code)
+    if (!access.enabled) return
+    // only these fields: the access line is not redacted (no credential may be added here)
+    access.write({
       reqId: ctx.requestId,
       method: ctx.req.method,
       path: ctx.path,
       status,
-      ms: Number(process.hrtime.bigint() - start) / 1e6,
+      ms: ns / 1e6,
       userId: ctx.identity?.user.id,
-      authMethod: ctx.identity?.method,
-      code: (res as ResWithCode).errorCode,
+      authMethod,
+      code,
       ip: ctx.clientIp,
-      aborted: !res.writableFinished || undefined,
+      aborted: res.writableFinished ? undefined : true,
       trace_id: ctx.trace?.traceId
-    }, 'request')
+    })
   }
 
   /** Steps 2 to 5 of a plain request. */
@@ -184,6 +194,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     const route = router.find(ctx.path, ctx.req.method ?? '')
     if (route !== null) {
       ctx.trace?.route(route.path)
+      ctx.res.setHeader('x-request-id', ctx.requestId)
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
         ctx.identity = await authenticate(ctx)
@@ -204,14 +215,17 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     ctx.trace?.route('upstream')
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
     if (!router.isPublicUpstream(ctx.path)) {
-      ctx.identity = await authenticate(ctx)
+      // a step that can answer from memory returns its value, else a promise: only a promise is awaited
+      const who = authenticate(ctx)
+      ctx.identity = who instanceof Promise ? await who : who
       checkKeyIp(ctx)
-      await rateLimit(ctx)
-      await checkDigest(ctx)
-      ctx.orgId = await upstreamOrg(ctx, ctx.path)
+      if (limiter !== null) await rateLimit(ctx)
+      if (ctx.identity.digests !== undefined) await checkDigest(ctx)
+      const org = upstreamOrg(ctx, ctx.path)
+      ctx.orgId = typeof org === 'string' ? org : await org
     }
     // ── 5. to the upstream ──
-    await signingKeys(ctx)
+    if (needsKeys(ctx)) await signingKeys(ctx)
     stripAndInject(ctx)
     setForwarded(ctx)
     forward(ctx)
@@ -224,9 +238,15 @@ export function createPipeline (o: PipelineOptions): Pipeline {
    * `original`: a decision's original method and URI (decide).
    * Audited: a bearer token used or refused (an access key's first use: checkKeyIp).
    */
-  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Promise<Identity> {
-    const p = auth.authenticate(ctx.req, original)
-    return audit === null ? p : p.then((who) => audited(ctx, who), (err: unknown) => refused(ctx, err))
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | Promise<Identity> {
+    if (audit === null) return auth.resolve(ctx.req, original)
+    let who: Identity | Promise<Identity>
+    try {
+      who = auth.resolve(ctx.req, original)
+    } catch (err) {
+      return refused(ctx, err)
+    }
+    return who instanceof Promise ? who.then((w) => audited(ctx, w), (err: unknown) => refused(ctx, err)) : audited(ctx, who)
   }
 
   function audited (ctx: StepContext, who: Identity): Identity {
@@ -320,9 +340,21 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     }
   }
 
-  /** The org of an upstream path: the profile needs no membership (as in JumpServer), the user's own org is injected instead. */
-  async function upstreamOrg (ctx: StepContext, path: string, url?: string): Promise<string> {
-    return path === PROFILE_PATH ? await orgIfMember(ctx, url) ?? await resolveOrg(ctx, { own: true }) : await resolveOrg(ctx, { url })
+  /**
+   * The org of an upstream path: the profile needs no membership (as in JumpServer), the user's own org is injected instead.
+   * At once (no promise) when the user is a member of the org asked for, the common case.
+   */
+  function upstreamOrg (ctx: StepContext, path: string, url?: string): string | Promise<string> {
+    if (path !== PROFILE_PATH) {
+      const member = memberOrg(ctx.identity!.user, requestedOrg(ctx.req, orgHeaderLower, orgHeader, url))
+      if (member !== undefined) return member
+      return resolveOrg(ctx, { url })
+    }
+    return profileOrg(ctx, url)
+  }
+
+  async function profileOrg (ctx: StepContext, url?: string): Promise<string> {
+    return await orgIfMember(ctx, url) ?? await resolveOrg(ctx, { own: true })
   }
 
   // ── 3., 4. for a forward-auth decision ──────────────────────────────────
@@ -356,7 +388,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   /** identity.jwt: the signing keys read recently enough to sign (a store read only at start or when stale; 503 when it fails). */
   async function signingKeys (ctx: StepContext): Promise<void> {
-    if (ctx.identity !== undefined && o.identity != null && !o.identity.fresh) await o.identity.ready()
+    if (needsKeys(ctx)) await o.identity!.ready()
+  }
+
+  /** signingKeys has to read the store first (checked before awaiting it: most requests need not) */
+  function needsKeys (ctx: StepContext): boolean {
+    return ctx.identity !== undefined && o.identity != null && !o.identity.fresh
   }
 
   /**
@@ -406,7 +443,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   /** Any error of any step: its JSON answer; logged when it is a bug (or a 5xx). */
   function fail (ctx: RequestContext, err: unknown): void {
-    const e = sendError(ctx.res, err)
+    const e = sendError(ctx.res, err, ctx.requestId)
     if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
     else if (e.status >= 500) log.warn({ reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail)
     ;(ctx.res as ResWithCode).errorCode = e.code
@@ -447,7 +484,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       const call = trace?.upstream(req)
       // counted like any request: 101 once the upstream switched protocols, else the error
       forwarder.ws(req, socket, head, (err) => rejectUpgrade(socket, err, start, ctx), () => {
-        o.metrics?.request(101, ctx.identity?.method, undefined, start)
+        o.metrics?.request(101, ctx.identity?.method, undefined, secondsSince(start))
         if (call !== undefined) { call.end(101); trace!.end(101, ctx, undefined) }
       })
       log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
@@ -458,7 +495,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   function rejectUpgrade (socket: Duplex, err: unknown, start: bigint, ctx: StepContext): void {
     const e = err instanceof GatewayError ? err : E.internal()
-    o.metrics?.request(e.status, ctx.identity?.method, e.code, start)
+    o.metrics?.request(e.status, ctx.identity?.method, e.code, secondsSince(start))
     ctx.trace?.end(e.status, ctx, e.code)
     socket.end(rawErrorResponse(e))
   }
@@ -471,6 +508,16 @@ function bearerOf (req: http.IncomingMessage): string | undefined {
   const h = req.headers.authorization
   return typeof h === 'string' && /^bearer(?:\s|$)/i.test(h) ? h.slice(6).trim() : undefined
 }
+
+
+function secondsSince (start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9
+}
+
+/** A request's context while it is answered: when it started (process.hrtime.bigint). */
+interface Live extends RequestContext { start: bigint }
+const CTX = Symbol('sidegate.context')
+type LiveRes = http.ServerResponse & { [CTX]: Live }
 
 /** The error code a response was answered with, for the access log and the metrics. */
 export type ResWithCode = http.ServerResponse & { errorCode?: string }

@@ -31,6 +31,15 @@ interface RawHandler {
   onError (err: Error & { code?: string }): void
 }
 
+/** a response header not passed on: hop-by-hop, or the upstream's X-Request-Id (the gateway's wins) */
+function isDropped (name: string): boolean {
+  // most names are neither: a length and first-letter check spares the lowercase copy
+  const c = name.charCodeAt(0) | 0x20
+  if (c !== 0x63 /* c */ && c !== 0x6b /* k */ && c !== 0x70 /* p */ && c !== 0x74 /* t */ && c !== 0x75 /* u */ && c !== 0x78 /* x */) return false
+  const lower = name.toLowerCase()
+  return HOP_BY_HOP.has(lower) || lower === 'x-request-id'
+}
+
 /** `timeoutSeconds`: upstream.timeout, or a function that reads it per request (a live reload changes it). */
 export function createForwarder (target: string, timeoutSeconds: number | (() => number)): Forwarder {
   const url = new URL(target)
@@ -55,6 +64,7 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
   return {
     web (req, res, onError, call) {
       const h = req.headers
+      const requestId = h['x-request-id'] as string
       const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
       const headers: Array<string | string[]> = []
       for (const name in h) {
@@ -77,21 +87,19 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
         },
         onHeaders (statusCode, raw, resume, statusText) {
           if (res.destroyed) { cancel(); return false }
-          // res already holds X-Request-Id (setHeader), so writeHead sets these one by one, and a
-          // repeated name (two Set-Cookie) would keep only its last value: repeated names become
-          // one list, in order, under the spelling the upstream used first
-          const out: Record<string, string | string[]> = {}
-          const seen = new Map<string, string>()
+          // One flat list, the upstream's names and order kept (every copy of a repeated
+          // name: two Set-Cookie stay two), then the gateway's X-Request-Id (setForwarded
+          // put it on the request): on a response with no header set before (the common
+          // case), Node writes the head from this list in one pass. Where the pipeline did
+          // set some (RateLimit fields, Connection: close), Node replaces those of the same
+          // name and appends the rest, repeated names included.
+          const out: string[] = []
           for (let i = 0; i < raw.length; i += 2) {
             const name = raw[i].toString('latin1')
-            const lower = name.toLowerCase()
-            if (HOP_BY_HOP.has(lower) || lower === 'x-request-id') continue
-            const value = raw[i + 1].toString('latin1')
-            const first = seen.get(lower)
-            if (first === undefined) { seen.set(lower, name); out[name] = value; continue }
-            const prev = out[first]
-            out[first] = Array.isArray(prev) ? [...prev, value] : [prev, value]
+            if (isDropped(name)) continue
+            out.push(name, raw[i + 1].toString('latin1'))
           }
+          out.push('X-Request-Id', requestId)
           if (statusText) res.writeHead(statusCode, statusText, out)
           else res.writeHead(statusCode, out)
           res.on('drain', resume)

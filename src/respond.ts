@@ -16,8 +16,8 @@ export function sendJson (res: ServerResponse, status: number, body: unknown, he
   res.end(payload)
 }
 
-/** The serialized body and fixed headers of one kind of error, built once. */
-interface Prepared { payload: string, headers: Record<string, string | string[] | number> }
+/** The serialized body and fixed headers of one kind of error, built once (also as a flat name, value list). */
+interface Prepared { payload: string, headers: Record<string, string | string[] | number>, list: Array<string | string[] | number> }
 const prepared = new Map<string, Prepared>()
 
 function prepare (e: GatewayError): Prepared {
@@ -34,7 +34,7 @@ function prepare (e: GatewayError): Prepared {
   if (e.status === 401) headers['www-authenticate'] = CHALLENGES
   if (e.status === 413) headers.connection = 'close'
   if (e.status === 503) headers['retry-after'] = '1'
-  p = { payload, headers }
+  p = { payload, headers, list: Object.entries(headers).flat() }
   // bounded: the codes are a fixed set, but a detail may carry a value (a field name)
   if (prepared.size < 256) prepared.set(key, p)
   return p
@@ -45,13 +45,22 @@ function prepare (e: GatewayError): Prepared {
  * specific. `challenges`: a 401's WWW-Authenticate, when not every scheme's
  * (the admin API takes only some). The body and headers of each kind of error are serialized once:
  * a flood of bad credentials costs as little as possible to refuse.
+ * `requestId`: the X-Request-Id to answer with, when not already set on `res`;
+ * given as a list with the rest, Node writes the head in one pass.
  */
-export function sendError (res: ServerResponse, err: unknown, challenges?: string[]): GatewayError {
+export function sendError (res: ServerResponse, err: unknown, requestId?: string, challenges?: string[]): GatewayError {
   const e = err instanceof GatewayError ? err : E.internal()
   if (res.headersSent || res.destroyed) return e
   const p = prepare(e)
-  const headers = e.headers === undefined ? p.headers : { ...p.headers, ...e.headers }
-  res.writeHead(e.status, challenges === undefined || e.status !== 401 ? headers : { ...headers, 'www-authenticate': challenges })
+  if (e.headers === undefined && (challenges === undefined || e.status !== 401)) {
+    const list = requestId === undefined ? p.list : [...p.list, 'x-request-id', requestId]
+    res.writeHead(e.status, list as string[])
+  } else {
+    const headers: Record<string, string | number | string[]> = e.headers === undefined ? { ...p.headers } : { ...p.headers, ...e.headers }
+    if (challenges !== undefined && e.status === 401) headers['www-authenticate'] = challenges
+    if (requestId !== undefined) headers['x-request-id'] = requestId
+    res.writeHead(e.status, headers)
+  }
   res.end(p.payload)
   return e
 }

@@ -12,7 +12,12 @@ import { E, type GatewayError } from './errors.js'
 import type { UpstreamCall } from './tracing.js'
 
 export interface Forwarder {
-  /** `call`: tracing's span of this upstream call (src/tracing.ts), ended when the upstream's answer is complete or fails */
+  /**
+   * The response carries the gateway's X-Request-Id: the one setForwarded put
+   * on the request (`req.headers['x-request-id']`), never the upstream's.
+   * `call`: tracing's span of this upstream call (src/tracing.ts), ended when
+   * the upstream's answer is complete or fails.
+   */
   web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void, call?: UpstreamCall): void
   /** `onUpgrade`: the upstream accepted the upgrade (101). */
   ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void

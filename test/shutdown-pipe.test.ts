@@ -35,7 +35,7 @@ t.test('the logger alone: a line pending when the process exits on a broken pipe
   const script = `
     import { createLogger, accessLogger } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'log.js')).href)}
     const log = createLogger('info')
-    setTimeout(() => { accessLogger(log).info('pending'); process.exit(0) }, 50)`
+    setTimeout(() => { accessLogger(log).write({ reqId: 'r', method: 'GET', path: '/pending', status: 200, ms: 1, ip: '127.0.0.1' }); process.exit(0) }, 50)`
   for (let i = 0; i < 3; i++) {
     const p = track(spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }))
     p.stdout!.destroy() // the reader is gone before the first line

@@ -309,3 +309,34 @@ runTable('the pipeline: no credentials, unknown schemes, malformed headers', [
   { name: 'an unknown scheme with a valid session cookie: the header decides', req: async (f) => ({ headers: { authorization: 'Negotiate abc', cookie: `svc_sessionid=${(await session(f)).id}` } }), want: no(401, 'unsupported_scheme') },
   { name: 'Signature without parameters', req: () => ({ headers: { authorization: 'Signature' } }), want: no(401, 'malformed_authorization') }
 ])
+
+// ---- the synchronous fast path (AuthPipeline.resolve, what the request path calls)
+
+t.test('resolve answers at once where in-process state decides, else with a promise', async (t) => {
+  const f = await fixture()
+  const pipeline = new AuthPipeline(f.store, f.config)
+  const req = (authorization: string): IncomingMessage => ({ method: 'GET', url: '/api/v1/x', headers: { authorization } }) as unknown as IncomingMessage
+  const who = pipeline.resolve(req(`Token ${f.privateToken}`))
+  t.notOk(who instanceof Promise, 'a known private token of an active user: the identity itself')
+  t.equal((who as { user: User }).user.username, 'alice')
+  t.throws(() => pipeline.resolve(req(`Token ${wrongTag(f.privateToken)}`)), { code: 'invalid_token' }, 'a wrong check tag: refused synchronously')
+  t.throws(() => pipeline.resolve(req(`Token ${f.doraToken}`)), { code: 'user_inactive' }, 'a disabled user: refused synchronously, as authenticate refuses')
+  const bearer = pipeline.resolve(req(`Bearer ${(await f.store.issueBearerToken(f.alice.id, 60)).token}`))
+  t.ok(bearer instanceof Promise, 'a single-use bearer token needs the store: a promise')
+  t.equal((await bearer).method, 'bearer')
+  t.equal((await pipeline.authenticate(req(`Token ${f.privateToken}`))).user.username, 'alice', 'authenticate: the same identity, as a promise')
+
+  const s = await f.store.createSession(f.alice.id, 600)
+  const withCookie = (method: string, headers: Record<string, string> = {}): IncomingMessage => ({ method, url: '/api/v1/x', headers: { cookie: `svc_sessionid=${s.id}`, ...headers } }) as unknown as IncomingMessage
+  const first = pipeline.resolve(withCookie('GET'))
+  t.ok(first instanceof Promise, "a session's first request pushes its idle timeout back in the store: a promise")
+  t.equal((await first).method, 'session')
+  const again = pipeline.resolve(withCookie('GET'))
+  t.notOk(again instanceof Promise, 'then, while it was touched recently, the identity itself')
+  t.equal((again as { method: string }).method, 'session')
+  t.throws(() => pipeline.resolve(withCookie('POST')), { code: 'csrf_failed' }, 'an unsafe method without the CSRF token: refused synchronously')
+  t.notOk(pipeline.resolve(withCookie('POST', { 'x-csrftoken': s.csrf })) instanceof Promise, 'with it: at once')
+  t.throws(() => pipeline.resolve(withCookie('GET', { cookie: `svc_sessionid=${wrongTag(s.id)}` })), { code: 'invalid_session' }, 'a wrong check tag: refused synchronously')
+  f.clock.now = Date.now() + (f.config.session.idle_timeout + 1) * 1000
+  t.throws(() => pipeline.resolve(withCookie('GET')), { code: 'invalid_session' }, 'idle past its timeout in the store: refused')
+})

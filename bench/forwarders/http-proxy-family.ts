@@ -48,6 +48,7 @@ export function httpProxyForwarder (createProxyServer: CreateProxyServer): (targ
 
     return {
       web (req, res, onError) {
+        res.setHeader('x-request-id', req.headers['x-request-id'] as string)
         proxy.web(req, res, {}, () => {
           if (res.headersSent || res.destroyed) { res.destroy(); return }
           onError(upstreamError(req))

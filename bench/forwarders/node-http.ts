@@ -60,9 +60,10 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         const out: string[] = []
         for (let i = 0; i < raw.length; i += 2) {
           const name = raw[i].toLowerCase()
-          // the gateway's X-Request-Id (already set on res) is the one the client gets
+          // the gateway's X-Request-Id (on the request, setForwarded) is the one the client gets
           if (!HOP_BY_HOP.has(name) && name !== 'x-request-id') out.push(raw[i], raw[i + 1])
         }
+        out.push('X-Request-Id', req.headers['x-request-id'] as string)
         if (ur.statusMessage) res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out)
         else res.writeHead(ur.statusCode ?? 502, out)
         // The upstream dropped the connection mid-response: break the client's

@@ -323,7 +323,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       })
       serve(req, res, path, ip, reqId, (w) => { who = w }).catch((err: unknown) => {
         if (!(err instanceof GatewayError)) log.error({ reqId, err: (err as Error)?.message }, 'admin request failed')
-        code = sendError(res, err, ADMIN_CHALLENGES).code
+        code = sendError(res, err, undefined, ADMIN_CHALLENGES).code
       })
     }
   }

@@ -75,6 +75,16 @@ export class AuthPipeline {
    * unsupported_scheme before it is checked (a one-time bearer token is not used up).
    */
   async authenticate (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Promise<Identity> {
+    return await this.resolve(req, target, methods)
+  }
+
+  /**
+   * authenticate, but synchronous where in-process state decides (a cached
+   * private token of a cached user, a token whose check tag is wrong): the
+   * Identity itself, or a synchronous throw; else a promise, as authenticate.
+   * The request path (src/pipeline.ts) awaits only what is a promise.
+   */
+  resolve (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Identity | Promise<Identity> {
     let c: Credentials
     try {
       c = readCredentials(req, target)
@@ -86,10 +96,22 @@ export class AuthPipeline {
     const a = this.authenticators.find((x) => x.claims(c))
     if (a === undefined) throw c.authorization === null ? E.notAuthenticated() : E.unsupportedScheme()
     if (methods !== undefined && !methods.includes(a.method)) throw E.adminCredential()
-    const claim = await a.authenticate(c)
-    const user = await this.store.getUser(claim.userId)
-    if (user === null) throw E.authenticationFailed()
-    if (!user.is_active) throw E.userInactive()
-    return { ...claim, user }
+    const claim = a.cached?.(c)
+    if (claim !== undefined) {
+      const user = this.store.cachedUser?.(claim.userId)
+      if (user !== undefined) return identityOf(claim, user)
+    }
+    return this.#authenticate(a, c, claim)
   }
+
+  async #authenticate (a: Authenticator, c: Credentials, known: Claim | undefined): Promise<Identity> {
+    const claim = known ?? await a.authenticate(c)
+    return identityOf(claim, await this.store.getUser(claim.userId))
+  }
+}
+
+function identityOf (claim: Claim, user: User | null): Identity {
+  if (user === null) throw E.authenticationFailed()
+  if (!user.is_active) throw E.userInactive()
+  return { ...claim, user }
 }

@@ -12,6 +12,14 @@ export class PrivateTokenAuthenticator implements Authenticator {
 
   claims (c: Credentials): boolean { return c.authorization !== null && SCHEMES.has(c.authorization.scheme) }
 
+  cached (c: Credentials): Claim | undefined {
+    const token = parseTokenCredential(c.authorization!.credentials)
+    const userId = this.store.cachedUserIdForPrivateToken?.(token)
+    if (userId === undefined) return undefined
+    if (userId === null) throw E.invalidToken()
+    return { userId, method: this.method }
+  }
+
   async authenticate (c: Credentials): Promise<Claim> {
     const token = parseTokenCredential(c.authorization!.credentials)
     const userId = await this.store.userIdForPrivateToken(token)

@@ -39,4 +39,10 @@ export interface Authenticator {
   readonly method: AuthMethod
   claims (c: Credentials): boolean
   authenticate (c: Credentials): Promise<Claim>
+  /**
+   * The claim when in-process state alone decides it (no I/O: the fast path
+   * of AuthPipeline.resolve), throwing as authenticate would; undefined when
+   * only authenticate can tell.
+   */
+  cached? (c: Credentials): Claim | undefined
 }

@@ -6,10 +6,11 @@ export class LruCache<V> {
 
   constructor (private readonly max: number, private readonly ttlMs: number) {}
 
-  get (key: string): V | undefined {
+  /** `countMiss`: false where a miss is looked up again (and counted) by the caller's slow path */
+  get (key: string, countMiss = true): V | undefined {
     const e = this.#map.get(key)
-    if (e === undefined) { this.misses++; return undefined }
-    if (e.exp <= Date.now()) { this.#map.delete(key); this.misses++; return undefined }
+    if (e === undefined) { if (countMiss) this.misses++; return undefined }
+    if (e.exp <= Date.now()) { this.#map.delete(key); if (countMiss) this.misses++; return undefined }
     // refresh recency
     this.#map.delete(key)
     this.#map.set(key, e)

@@ -455,6 +455,17 @@ export class MemoryStore implements RunningStore {
     return h === undefined ? null : d.privateTokens.get(h) ?? null
   }
 
+  /** everything is in memory: always known (an untagged token only through userIdForPrivateToken, which knows the imported ones) */
+  cachedUserIdForPrivateToken (token: string): string | null | undefined {
+    if (!this.#keys.tagged('private token', token)) return credentialShaped(token) ? null : undefined
+    return this.#open().privateTokens.get(this.#keys.lookup(token)) ?? null
+  }
+
+  cachedUser (id: string): User | undefined {
+    const s = this.#open().users.get(id)
+    return s === undefined ? undefined : publicUser(s)
+  }
+
   // ---- one-time bearer tokens
 
   async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {
@@ -498,6 +509,11 @@ export class MemoryStore implements RunningStore {
   }
 
   async getSession (id: string): Promise<Session | null> {
+    return this.cachedSession(id)
+  }
+
+  /** everything is in memory: always known */
+  cachedSession (id: string): Session | null {
     if (!this.#keys.tagged('session id', id)) return null
     const d = this.#open()
     const e = d.alive(d.sessions, this.#keys.lookup(id))

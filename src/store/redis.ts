@@ -600,6 +600,23 @@ export class RedisStore implements ManagedStore {
     return id
   }
 
+  cachedUserIdForPrivateToken (token: string): string | null | undefined {
+    // untagged: refused here when of sidegate's own shape; any other may be imported (userIdForPrivateToken knows)
+    if (!this.#keys.tagged('private token', token)) return credentialShaped(token) ? null : undefined
+    // a miss is counted by userIdForPrivateToken, which the caller asks next
+    return this.#cacheTrusted ? this.privateTokens.get(this.#keys.lookup(token), false) : undefined
+  }
+
+  cachedUser (id: string): User | undefined {
+    return this.#cacheTrusted ? this.users.get(id, false) : undefined
+  }
+
+  cachedSession (id: string): Session | null | undefined {
+    if (!this.#keys.tagged('session id', id)) return null
+    const s = this.#cacheTrusted ? this.sessions.get(this.#keys.lookup(id), false) : undefined
+    return s === undefined ? undefined : this.#session(id, s)
+  }
+
   // ---- one-time bearer tokens
 
   async issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> {

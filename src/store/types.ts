@@ -210,6 +210,17 @@ export interface Store {
   readPrivateToken(userId: string): Promise<string | null | typeof UNREADABLE>
   revokePrivateToken(userId: string): Promise<boolean>
   userIdForPrivateToken(token: string): Promise<string | null>
+  /**
+   * userIdForPrivateToken without I/O, for the synchronous fast path
+   * (src/auth/index.ts, AuthPipeline.resolve): null when the token is none
+   * (its check tag is wrong), the user id when the in-process cache holds it,
+   * undefined when only userIdForPrivateToken can tell.
+   */
+  cachedUserIdForPrivateToken?(token: string): string | null | undefined
+  /** getUser without I/O: the user when the in-process cache holds it, else undefined (ask getUser). */
+  cachedUser?(id: string): User | undefined
+  /** getSession without I/O: null when the id is none (wrong check tag), the session when cached, else undefined (ask getSession). */
+  cachedSession?(id: string): Session | null | undefined
 
   issueBearerToken(userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }>
   /** Atomically consumes a one-time token: exactly one caller gets the user id. */
