@@ -145,6 +145,13 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     run: async (ops, p, b) => await ops.createKey(p.username, { expires: b.expires, allow_ips: b.allow_ips, name: b.name })
   },
   {
+    method: 'PATCH', path: 'access-keys/{id}', status: 200, tag: 'Access keys', operationId: 'setAccessKeyActive', summary: 'Disable or enable an access key (`sidegate key disable|enable`)',
+    description: 'A disabled key\'s correctly signed requests are 401 key_disabled on every replica; enabling it again also restarts its count of unused days (auth.keys.disable_after).',
+    body: obj({ is_active: T.Boolean() }),
+    answer: 'AccessKeyActive', errors: ['not_found'],
+    run: async (ops, p, b) => await ops.setKeyActive(p.id, b.is_active)
+  },
+  {
     method: 'DELETE', path: 'access-keys/{id}', status: 200, tag: 'Access keys', operationId: 'revokeAccessKey', summary: 'Revoke (delete) an access key (`sidegate key revoke`)',
     description: 'Every replica refuses it within a second.',
     answer: 'Revoked', errors: ['not_found'],

@@ -86,6 +86,7 @@ const SCHEMAS: Record<string, Json> = {
     required: ['secret'],
     properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this answer.' } }
   },
+  AccessKeyActive: { type: 'object', required: ['id', 'is_active'], properties: { id: uuid, is_active: { type: 'boolean' } } },
   Revoked: { type: 'object', required: ['id', 'revoked'], properties: { id: { type: 'string' }, revoked: { const: true } } },
   PrivateTokenCreated: { type: 'object', required: ['username', 'token'], properties: { username: { type: 'string' }, token: { type: 'string', description: 'Shown only in this answer.' } } },
   TokenRevoked: { type: 'object', required: ['username', 'revoked'], properties: { username: { type: 'string' }, revoked: { const: true } } },
