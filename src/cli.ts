@@ -542,7 +542,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     return 1
   }
   // the admin listener: /metrics and, with admin.enabled, the admin API (which alone keeps it on without metrics)
-  const api = config.admin.enabled ? createAdminApi({ config, store, auth: gw.auth, log, audit }) : null
+  const api = config.admin.enabled ? createAdminApi({ gateway: gw, store, log, audit }) : null
   let adminListener: AdminListener | null = null
   if (metrics !== null || api !== null) {
     try {

@@ -12,7 +12,7 @@ import { parse, stringify } from 'yaml'
 import { startRedis, freePort } from './fixtures/redis.js'
 import { startEcho, post, request, type Res } from './fixtures/http.js'
 import { ROOT, spawnGateway, startGateway, type SpawnedGateway } from './fixtures/gateway.js'
-import { makeUser } from './fixtures/creds.js'
+import { makeUser, signedHeaders } from './fixtures/creds.js'
 import { eventually } from './fixtures/wait.js'
 import { leafKeys, liveKeys, liveSections } from '../src/config/live.js'
 
@@ -147,6 +147,39 @@ t.test('docs, the lockout and trusted proxies change by one reload', async (t) =
   edit(g, (d) => { delete d.docs; delete d.auth; d.server.trusted_proxies = [] })
   t.same((await hup(g)).changed, ['auth.lockout.max_failures', 'server.trusted_proxies', 'docs.enabled'])
   t.equal((await request(g.url, '/api/docs/openapi.json')).status, 200, 'docs on again')
+})
+
+t.test('the admin API follows a reload: trusted proxies, body limit, signature algorithms', async (t) => {
+  const a = await spawnGateway(redis.url, { upstream: { url: echo.url }, log: { level: 'info' }, reload: { watch: false }, admin: { enabled: true } }, prefix)
+  t.teardown(async () => { await a.stop() })
+  const root = await makeUser(admin, 'reload-root', { superuser: true })
+  // a key that may be used only from 203.0.113.9: seen only through a trusted proxy's X-Forwarded-For
+  const { key, secret } = await admin.store.createAccessKey(root.id, undefined, { allow_ips: ['203.0.113.9'] })
+  const call = async (method: string, path: string, body?: string): Promise<Res> => await request(a.metricsUrl, `/admin/v1/${path}`, {
+    method,
+    headers: { ...signedHeaders(key.id, secret, method, `/admin/v1/${path}`), 'x-forwarded-for': '203.0.113.9', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body
+  })
+  const big = JSON.stringify({ name: 'Reloaded org ' + 'x'.repeat(60) })
+  let r = await call('GET', 'orgs')
+  t.same([r.status, r.json.code], [403, 'ip_not_allowed'], 'an untrusted peer: the key\'s allow-list sees 127.0.0.1')
+
+  edit(a, (d) => { d.server.trusted_proxies = ['127.0.0.1']; d.server.body_limit = 64 })
+  t.same((await hup(a)).changed, ['server.trusted_proxies', 'server.body_limit'])
+  r = await call('GET', 'orgs')
+  t.equal(r.status, 200, 'the proxy is trusted now: its X-Forwarded-For is the client, on the allow-list')
+  r = await call('POST', 'orgs', big)
+  t.same([r.status, r.json.code], [413, 'payload_too_large'], `a ${big.length}-byte body over the new 64-byte limit`)
+
+  edit(a, (d) => { d.server.body_limit = 8192; d.auth = { signature: { algorithms: ['hmac-sha512'] } } })
+  const line = await hup(a)
+  t.same(line.changed, ['auth.signature.algorithms', 'server.body_limit'])
+  r = await call('GET', 'orgs')
+  t.equal(r.status, 401, 'hmac-sha256 no longer accepted: the admin API refuses the key\'s signature too')
+  edit(a, (d) => { delete d.auth })
+  await hup(a)
+  r = await call('POST', 'orgs', big)
+  t.equal(r.status, 201, 'hmac-sha256 accepted again, and the 8192-byte limit takes the body')
 })
 
 t.test('a change of listen.port is refused: nothing of the file applies, the old port keeps serving', async (t) => {

@@ -24,7 +24,7 @@ import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
 import type { Config } from '../config.js'
 import { E, GatewayError, UsageError } from '../errors.js'
-import { clientIp, headerPolicy, requestId, trustedProxies } from '../headers.js'
+import { clientIp, headerPolicy, requestId, trustedProxies, type HeaderPolicy } from '../headers.js'
 import { isJsonType, mediaType } from '../http/content-type.js'
 import { pathOf } from '../http/query.js'
 import type { Logger } from '../log.js'
@@ -208,11 +208,18 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
 const ADMIN_METHODS = ['access_key', 'private_token'] as const
 const ADMIN_CHALLENGES = CHALLENGES.filter((c) => !c.startsWith('Bearer '))
 
+/** What the admin API reads from the gateway on every call: after a live reload, the new config's. */
+export interface AdminGatewayView {
+  /** the config in force (src/server.ts Gateway.config) */
+  readonly config: Config
+  /** its authenticators (Gateway.auth): the same verification and caches as the public port */
+  readonly auth: AuthPipeline
+}
+
 export interface AdminApiOptions {
-  config: Config
+  /** the gateway, read per call, so a live reload applies here as on the public port */
+  gateway: AdminGatewayView
   store: Store
-  /** the gateway's authenticators (src/server.ts Gateway.auth): the same verification and caches as the public port */
-  auth: AuthPipeline
   log: Logger
   /** the gateway's audit trail: the operations' credential events, the superuser as actor */
   audit?: Auditor
@@ -272,17 +279,20 @@ async function bodyOf (req: http.IncomingMessage, route: AdminRoute, limit: numb
 }
 
 export function createAdminApi (o: AdminApiOptions): AdminApi {
-  const { config, store, auth, log, audit } = o
-  const policy = headerPolicy(config)
-  const bodyLimit = config.server.body_limit
-  const maxBody = config.auth.signature.max_body
-  let document: Buffer | undefined
+  const { gateway, store, log, audit } = o
+  /** What a call derives from the config in force, built again only when a live reload replaced it. */
+  let derived: { config: Config, policy: HeaderPolicy, document?: Buffer } | undefined
+  const inForce = (): NonNullable<typeof derived> => {
+    const config = gateway.config
+    if (derived?.config !== config) derived = { config, policy: headerPolicy(config) }
+    return derived
+  }
 
   /** A superuser, by the gateway's own verification; else 401 or 403. */
-  async function superuser (req: http.IncomingMessage, ip: string, reqId: string): Promise<Identity> {
-    const who = await auth.authenticate(req, undefined, ADMIN_METHODS)
+  async function superuser (req: http.IncomingMessage, ip: string, reqId: string, config: Config): Promise<Identity> {
+    const who = await gateway.auth.authenticate(req, undefined, ADMIN_METHODS)
     if (who.keyAllowIps !== undefined && !trustedProxies(who.keyAllowIps)(ip)) throw E.ipNotAllowed()
-    if (who.digests !== undefined && !bodyMatches(await keepBody(req, maxBody), who.digests)) throw E.invalidDigest()
+    if (who.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), who.digests)) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
     // as on the public port: the key counts as used (auth.keys.disable_after), its first use audited
     if (who.keyId !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.keyId)
@@ -291,17 +301,19 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
 
   async function serve (req: http.IncomingMessage, res: http.ServerResponse, path: string, ip: string, reqId: string, done: (who?: Identity) => void): Promise<void> {
     const method = req.method ?? 'GET'
+    const now = inForce()
+    const { config } = now
     if (path === ADMIN_OPENAPI_PATH && (method === 'GET' || method === 'HEAD')) {
-      document ??= Buffer.from(JSON.stringify(adminOpenApi(config, ADMIN_ROUTES), null, 2))
+      const document = now.document ??= Buffer.from(JSON.stringify(adminOpenApi(config, ADMIN_ROUTES), null, 2))
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': document.length, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' })
       res.end(method === 'HEAD' ? undefined : document)
       return
     }
-    const who = await superuser(req, ip, reqId)
+    const who = await superuser(req, ip, reqId, config)
     done(who)
     const m = find(path.slice(ADMIN_PREFIX.length).split('/'), method)
     if (m === null) throw E.notFound()
-    const body = await bodyOf(req, m.route, bodyLimit)
+    const body = await bodyOf(req, m.route, config.server.body_limit)
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '')
     // the operations' audit events name this request and its superuser
     const ctx = { clientIp: ip, requestId: reqId, identity: who }
@@ -321,7 +333,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       const reqId = requestId(req)
       res.setHeader('x-request-id', reqId)
       const path = pathOf(req.url ?? '/')
-      const ip = clientIp(req, policy)
+      const ip = clientIp(req, inForce().policy)
       let who: Identity | undefined
       let code: string | undefined
       // one line per call, like the access log of the public port (never a credential or a body)
