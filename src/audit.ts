@@ -263,8 +263,8 @@ function printable (v: unknown): string {
  * gateway's requests (src/pipeline.ts) and the admin API's alike, so a key
  * used only there is not taken for unused by auth.keys.disable_after.
  */
-export function keyUsed (store: Pick<Store, 'touchAccessKey'>, audit: Auditor | null, ctx: AuditContext & { identity: NonNullable<AuditContext['identity']> }, keyId: string): void {
+export function keyUsed (store: Pick<Store, 'touchAccessKey'>, audit: Auditor | null, ctx: AuditContext, user: { id: string, username: string }, keyId: string): void {
   const firstUse = store.touchAccessKey(keyId)
   if (firstUse === undefined || audit === null) return
-  firstUse.then((first) => { if (first) audit.record({ event: 'key.first_used', ctx, user: ctx.identity.user, keyId }) }, () => {})
+  firstUse.then((first) => { if (first) audit.record({ event: 'key.first_used', ctx, user, keyId }) }, () => {})
 }

@@ -270,11 +270,11 @@ export function createPipeline (o: PipelineOptions): Pipeline {
    * trip on the request: the store writes at most once per key a minute, after.
    */
   function checkKeyIp (ctx: StepContext): void {
-    const keyId = ctx.identity?.keyId
-    if (keyId === undefined) return
-    const allow = ctx.identity!.keyAllowIps
-    if (allow !== undefined && !allowList(allow)(ctx.clientIp)) throw E.ipNotAllowed()
-    keyUsed(store, audit, { clientIp: ctx.clientIp, requestId: ctx.requestId, identity: ctx.identity! }, keyId)
+    const who = ctx.identity
+    if (who?.keyId === undefined) return
+    if (who.keyAllowIps !== undefined && !allowList(who.keyAllowIps)(ctx.clientIp)) throw E.ipNotAllowed()
+    // the request's own context is the audit context (no object made per request)
+    keyUsed(store, audit, ctx, who.user, who.keyId)
   }
 
   /**

@@ -295,7 +295,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     if (who.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), who.digests)) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
     // as on the public port: the key counts as used (auth.keys.disable_after), its first use audited
-    if (who.keyId !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.keyId)
+    if (who.keyId !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.user, who.keyId)
     return who
   }
 
