@@ -12,9 +12,8 @@ import { SECRET } from './fixtures/gateway.js'
 import { Keyring } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
 import { UNREADABLE } from '../src/store/types.js'
-import { GatewayError } from '../src/errors.js'
 import { sleep, eventually } from './fixtures/wait.js'
-import { redisStores, storeContract } from './fixtures/store-contract.js'
+import { redisStores, rejectsWith, storeContract } from './fixtures/store-contract.js'
 
 const redis = await startRedis()
 const raw = new Redis(redis.url)
@@ -38,21 +37,6 @@ async function open (prefix: string, o: { secret?: string, cacheTtl?: number, on
   opened.push(s)
   await s.connect()
   return s
-}
-
-
-
-type Asserts = Pick<typeof t, 'ok' | 'equal' | 'fail'>
-
-async function rejectsWith (t: Asserts, p: Promise<unknown>, status: number, code: string, msg: string): Promise<void> {
-  try {
-    await p
-    t.fail(`${msg}: expected ${status} ${code}, resolved`)
-  } catch (err) {
-    t.ok(err instanceof GatewayError, `${msg}: a GatewayError`)
-    t.equal((err as GatewayError).status, status, msg)
-    t.equal((err as GatewayError).code, code, msg)
-  }
 }
 
 /** Every key under the prefix with every string it holds, read raw. */

@@ -10,7 +10,7 @@ import { login } from './fixtures/session.js'
 import { Redis } from 'ioredis'
 import { startRedis } from './fixtures/redis.js'
 import { request, post } from './fixtures/http.js'
-import { ADMIN_PASSWORD } from './fixtures/gateway.js'
+import { ADMIN_PASSWORD, OTHER_KEY, THIRD_KEY } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
 import { eventually } from './fixtures/wait.js'
 import { cliIn, snapshot, startIn, workdir } from './fixtures/procs.js'
@@ -18,8 +18,6 @@ import { Keyring } from '../src/crypto.js'
 import { RedisStore } from '../src/store/redis.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
-const OTHER_KEY = 'another-secret-key-for-the-wrong-directory-0123'
-const THIRD_KEY = 'a-third-secret-key-from-the-environment-456789'
 
 const redis = await startRedis()
 t.teardown(() => redis.stop())
