@@ -230,6 +230,13 @@ t.test('SIGTERM: every worker drains, an in-flight request completes, exit 0', a
   t.teardown(async () => { await gw.stop('SIGKILL') })
   const pids = [...workerPids(gw).values()]
   t.equal(pids.length, 2)
+  // reload.watch (on here): the primary watches the file, and every worker applies the change
+  const d = parse(readFileSync(gw.configFile, 'utf8'))
+  d.upstream.public_paths = ['/slow/', '/status/']
+  writeFileSync(gw.configFile, stringify(d))
+  t.ok(await untilEveryWorker(gw, '/status/w', 200, 2), 'a file change reaches worker 1 and worker 2')
+  const reloaded = lines(gw).filter((l) => typeof l.msg === 'string' && l.msg.startsWith('config reload'))
+  t.same(reloaded.map((l) => [l.worker, l.trigger, l.msg]), [[0, 'file', 'config reloaded: upstream.public_paths']], 'one line, from the primary')
   const seen = echo.seen.length
   const slow: Promise<Res> = request(gw.url, '/slow/4000')
   t.ok(await eventually(async () => echo.seen.slice(seen).some((s) => s.url === '/slow/4000'), SLOW), 'the slow request is at the upstream')
