@@ -203,6 +203,8 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
       }
     })
     w.on('exit', (code, signal) => { exited(slot, w, code, signal) })
+    // a message to a worker that has just died (its channel closed): its exit is handled above
+    w.on('error', (err: Error) => { log.debug({ worker_id: slot.n, err: err.message }, 'worker channel error') })
   }
 
   const exited = (slot: Slot, w: Worker, code: number | null, signal: string | null): void => {
@@ -233,6 +235,8 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
   const stopAll = (signal: NodeJS.Signals, fatal = false): void => {
     const first = !stopping
     stopping = true
+    // stopped before every worker listened: the start ends here too
+    abortStart()
     reloader.close()
     for (const s of slots) {
       if (s.restartTimer !== null) { clearTimeout(s.restartTimer); s.restartTimer = null }
