@@ -7,6 +7,7 @@
  */
 import t from 'tap'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { parse, stringify } from 'yaml'
 import { startRedis } from './fixtures/redis.js'
@@ -293,4 +294,25 @@ t.test('first start with 3 workers: one secret key, one admin, one Default org',
     return new Set(now.filter((l) => l.msg === 'worker listening').map((l) => l.worker_id)).size === 3
   }, SLOW), 'three workers listening')
   t.equal(await s.stop('SIGTERM'), 0)
+})
+
+t.test('a worker that cannot start ends the whole start with its exit code', async (t) => {
+  // the port taken: every worker's listen fails (exit 1), the primary stops the rest and exits 1
+  const { dir, port } = await workdir({ redis: { url: redis.url, prefix: `${prefix}taken:` } })
+  const blocker = createServer()
+  await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve))
+  t.teardown(() => { blocker.close() })
+  const taken = await cliIn(dir, ['start', '--workers', '2'], { env: { SIDEGATE_SECRET_KEY: SECRET } })
+  t.equal(taken.code, 1, 'port taken: exit 1')
+  t.match(taken.stderr, new RegExp(`^sidegate: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`), taken.stderr)
+  t.notMatch(taken.stderr, /\n\s+at /, 'no stack trace')
+  t.match(taken.stdout, /"msg":"a worker ended before every worker was listening; stopping every worker"/)
+  // a database the server does not have: each worker's key check stops it with exit 2, a problem no restart cures
+  const small = await startRedis({ args: ['--databases', '4'] })
+  t.teardown(() => small.stop())
+  const db = await workdir({ redis: { url: `${small.url}/9` } })
+  const fatal = await cliIn(db.dir, ['start', '--workers', '2'], { env: { SIDEGATE_SECRET_KEY: SECRET } })
+  t.equal(fatal.code, 2, 'exit 2, not restarted over and over')
+  t.match(fatal.stderr, /^sidegate: cannot select database 9 at /, fatal.stderr)
+  t.notMatch(fatal.stdout, /worker died; restarting it/, 'no restart')
 })
