@@ -19,7 +19,7 @@
  * errors as throughput is wrong); the speed targets are printed, not enforced.
  */
 import { cpus, loadavg, release, totalmem, arch, platform } from 'node:os'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
@@ -53,6 +53,8 @@ const SCENARIOS = [
   // a second gateway with tracing on, every request sampled (a server span, its Redis and upstream spans), exported to a sink that discards
   { name: 'traced', label: 'sidegate, private token, tracing on (all sampled)', target: 'gateway_traced', kind: 'token', path: API_PATH, auth: true },
   { name: 'rate_limited', label: 'sidegate, private token + rate limit (counted, never reached)', target: 'gateway_rl', kind: 'token', path: API_PATH, auth: true },
+  // the same gateway config as private_token, as `sidegate start --workers 2`: CPU summed over the primary and both workers
+  { name: 'workers2', label: 'sidegate --workers 2, private token', target: 'gateway_w2', kind: 'token', path: API_PATH, auth: true },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
   { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0, maxCpuUs: 25 },
@@ -90,6 +92,8 @@ let nginx = null
 let nginxDecision = null
 /** a second gateway with rate_limit on (a limit no scenario reaches: the cost of counting, one Redis script per request) */
 let limited = null
+/** the gateway as `sidegate start --workers 2` */
+let multi = null
 /** a gateway with tracing on, and where its spans go */
 let traced = null
 let sink = null
@@ -102,6 +106,12 @@ try {
     limited = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-rl', extra: { rate_limit: { enabled: true, limit: 100000, window: 1 } } })
     urls.gateway_rl = limited.url
     pids.gateway_rl = () => [limited.pid]
+  }
+  if (scenarios.some((s) => s.target === 'gateway_w2')) {
+    multi = await startSidegate({ dir: stack.dir, redisUrl: stack.redis.url, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-w2', args: ['--workers', '2'] })
+    urls.gateway_w2 = multi.url
+    // the primary and its workers (a worker restarted meanwhile is counted from its start only)
+    pids.gateway_w2 = () => [multi.pid, ...childPids(multi.pid)]
   }
   if (scenarios.some((s) => s.target === 'gateway_traced')) {
     sink = await startSpanSink()
@@ -166,6 +176,7 @@ try {
   await nginx?.stop()
   await nginxDecision?.stop()
   await limited?.stop()
+  await multi?.stop()
   await traced?.stop()
   if (sink !== null) log(`  span sink: ${sink.exports} exports, ${(sink.bytes / 1e6).toFixed(1)} MB of OTLP JSON`)
   await sink?.stop()
@@ -290,6 +301,21 @@ function cpuSeconds (pids) {
     } catch { return null }
   }
   return sum
+}
+
+/** The processes whose parent is `pid` (Linux /proc; none elsewhere): the workers of `sidegate start --workers N`. */
+function childPids (pid) {
+  const out = []
+  let entries = []
+  try { entries = readdirSync('/proc') } catch { return out }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(e))
+    } catch {}
+  }
+  return out
 }
 
 function mean (xs) { return xs.reduce((a, b) => a + b, 0) / xs.length }

@@ -55,7 +55,7 @@ export async function startStack (o = {}) {
 
 /** `sidegate start` from dist/, its JSON log appended to a file (as a container runtime would collect it). */
 /** `extra`: more gateway.yml (the rate-limited scenario's second gateway). */
-export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate', extra = {} }) {
+export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate', extra = {}, args = [] }) {
   const port = await freePort()
   const metricsPort = await freePort()
   const file = join(dir, `${name}.yml`)
@@ -71,7 +71,7 @@ export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'i
   }))
   const logFile = join(dir, `${name}.log`)
   const fd = openSync(logFile, 'a')
-  const proc = track(spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'sidegate.js'), 'start', '--config', file], {
+  const proc = track(spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'sidegate.js'), 'start', '--config', file, ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH, NODE_ENV: 'production', SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'bench-admin-password' },
     stdio: ['ignore', fd, 'pipe']

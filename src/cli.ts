@@ -8,6 +8,7 @@ import { userInfo } from 'node:os'
 import { parseArgs } from 'node:util'
 import { ConfigError, configWarnings, loadConfig, type Config } from './config.js'
 import { defaultsYaml } from './config/defaults.js'
+import { changedKeys } from './config/live.js'
 import { jsonSchema } from './config/json-schema.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
@@ -22,6 +23,7 @@ import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } fro
 import { createGateway } from './server.js'
 import { ADMIN_PREFIX, createAdminApi } from './admin/api.js'
 import { listenAdmin, type AdminListener } from './admin/listener.js'
+import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from './cluster.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from './store/types.js'
@@ -84,7 +86,7 @@ gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside th
 config): run them where the gateway runs.
 
 ${GLOBAL}`,
-  start: `Usage: sidegate start [--config FILE]
+  start: `Usage: sidegate start [--config FILE] [--workers N|auto]
 
 Runs the gateway. Listens on listen.host:listen.port (SIDEGATE_HOST, SIDEGATE_PORT),
 forwards authenticated requests to upstream.url (SIDEGATE_UPSTREAM), stores state
@@ -108,6 +110,16 @@ that changes only keys that can change live (README, "Live reload") applies to
 new requests at once; one that changes any other key is refused, and one that is
 not valid is reported; either way the config in force stays. One log line tells
 which.
+
+  --workers N|auto   processes serving listen.port (server.workers, default 1; auto:
+                     the CPUs available). Above 1, a primary process forks N workers
+                     (node:cluster), each like a replica with its own Redis connections
+                     and caches; the primary serves no request: it holds the port and
+                     passes connections round robin, serves the admin listener (/metrics
+                     summed over the workers, admin API calls relayed to one), decides
+                     reloads and sends them to the workers, passes SIGTERM/SIGINT to every
+                     worker and exits when all have (non-zero if any did), and restarts a
+                     worker that dies (README, "Multiple workers").
 
 ${GLOBAL}`,
   user: `Usage:
@@ -285,7 +297,8 @@ const OPTIONS = {
   from: { type: 'string' },
   format: { type: 'string' },
   follow: { type: 'boolean', short: 'f' },
-  since: { type: 'string' }
+  since: { type: 'string' },
+  workers: { type: 'string' }
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
@@ -331,7 +344,13 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
   if (subs !== undefined && !subs.includes(sub!)) return report(io, json, new UsageError(`unknown command "${cmd} ${sub}"; see \`sidegate ${cmd} --help\``))
 
+  if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError(`--workers is an option of start only; see \`sidegate start --help\``))
   if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
+  // a worker of `start --workers N`: the config comes from the primary, which read and checked it (src/cluster.ts)
+  if (cmd === 'start' && isWorker()) {
+    const link = await connectToPrimary()
+    return await start(link.config, io, env, link)
+  }
 
   let config: Config
   try {
@@ -341,6 +360,13 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   }
   if (cmd === 'start') {
     if (sub !== undefined) return report(io, json, new UsageError('start takes no arguments'))
+    let workers: number
+    try {
+      workers = workerCount(values.workers, config)
+    } catch (err) {
+      return report(io, json, err)
+    }
+    if (workers > 1) return await runPrimary(config, workers, io, env)
     return await start(config, io, env)
   }
 
@@ -461,8 +487,14 @@ async function rotate (store: ManagedStore, config: Config, newKey: string, io: 
   return 0
 }
 
-async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<number> {
-  const log: Logger = createLogger(config.log.level)
+/**
+ * `sidegate start`: one process, or (`worker`) one of the workers of
+ * `start --workers N`, which takes its config and live reloads from the
+ * primary, serves /metrics to it over IPC and the admin API on a private
+ * socket, and does not watch the config file (src/cluster.ts).
+ */
+async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: WorkerLink): Promise<number> {
+  const log: Logger = createLogger(config.log.level, undefined, worker === undefined ? {} : { worker: worker.slot })
   const metrics = config.metrics.enabled ? new Metrics() : null
   let secret: SecretKey
   try {
@@ -529,12 +561,25 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
     log,
     count: metrics?.configReload
   })
-  // from now on SIGHUP reloads (without a handler it would end the process)
-  process.on('SIGHUP', () => { if (!gw.draining) reloader.reload('SIGHUP') })
-  if (config.reload.watch) reloader.watch()
+  if (worker === undefined) {
+    // from now on SIGHUP reloads (without a handler it would end the process)
+    process.on('SIGHUP', () => { if (!gw.draining) reloader.reload('SIGHUP') })
+    if (config.reload.watch) reloader.watch()
+  } else {
+    // the primary reads the file and sends what it applied; a SIGHUP sent to a worker itself does nothing
+    process.on('SIGHUP', () => {})
+    worker.onApply((next) => {
+      if (gw.draining) return
+      const { live } = changedKeys(gw.config, next)
+      gw.apply(next)
+      setLevel(log, next.log.level)
+      log.debug({ changed: live }, 'config reload from the primary applied')
+    })
+    if (metrics !== null) worker.onMetrics(async () => await metrics.registry.getMetricsAsJSON())
+  }
   try {
     const addr = await gw.listen()
-    log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
+    if (worker === undefined) log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
   } catch (err) {
     io.err(`sidegate: cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}\n`)
     await tracer?.shutdown()
@@ -544,9 +589,23 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv): Promise<n
   // the admin listener: /metrics and, with admin.enabled, the admin API (which alone keeps it on without metrics)
   const api = config.admin.enabled ? createAdminApi({ gateway: gw, store, log, audit }) : null
   let adminListener: AdminListener | null = null
-  if (metrics !== null || api !== null) {
+  if (worker !== undefined) {
+    // /metrics goes to the primary over IPC; the admin API is served to the primary's relay only
+    if (api !== null && worker.adminSocket !== null) {
+      try {
+        adminListener = await listenAdmin({ path: worker.adminSocket }, { metrics: null, api, relayed: true })
+      } catch (err) {
+        io.err(`sidegate: worker ${worker.slot}: cannot serve the admin API on ${worker.adminSocket}: ${(err as Error).message}\n`)
+        await gw.shutdown(0)
+        await tracer?.shutdown()
+        await store.close()
+        return 1
+      }
+    }
+    worker.listening()
+  } else if (metrics !== null || api !== null) {
     try {
-      adminListener = await listenAdmin(config.metrics.port, config.metrics.host, { metrics, api })
+      adminListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics, api })
       const addr = adminListener.address
       if (metrics !== null) log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
       if (api !== null) log.info({ address: `${addr.address}:${addr.port}`, path: ADMIN_PREFIX }, 'admin API listening')

@@ -68,10 +68,22 @@ export interface AccessLog {
   write (f: AccessFields): void
 }
 
-export function createLogger (level: string, dest?: DestinationStream): Logger {
+/**
+ * `worker` (sidegate start --workers N): every line of this process carries
+ * `"worker":<n>` (0: the primary, 1 to N: the workers), and its writes to
+ * stdout, which the other processes share, are whole lines of at most
+ * PIPE_BUF bytes each, so lines of different processes never interleave.
+ */
+export function createLogger (level: string, dest?: DestinationStream, o: { worker?: number } = {}): Logger {
   const buffered = dest === undefined ? bufferedStdout() : null
   const stream: DestinationStream = dest ?? buffered!
-  const common = { level, base: { service: 'sidegate' }, timestamp: pino.stdTimeFunctions.isoTime }
+  const base: Record<string, unknown> = { service: 'sidegate' }
+  if (o.worker !== undefined) {
+    base.worker = o.worker
+    if (dest === undefined) accessBase = `"service":"sidegate","worker":${o.worker}`
+    buffered?.shared()
+  }
+  const common = { level, base, timestamp: pino.stdTimeFunctions.isoTime }
   // Everything but the per-request line is rare and matters (start, bootstrap, errors,
   // shutdown): it is flushed at once rather than waiting for the next batch.
   const flush = buffered === null ? () => {} : () => { try { buffered.flush() } catch {} }
@@ -90,7 +102,7 @@ export function createLogger (level: string, dest?: DestinationStream): Logger {
   // included) never drops them; fixed fields, none a credential, so no redaction pass either.
   // Flushed at once, like every line but the per-request one.
   Object.defineProperty(log, AUDIT, {
-    value: pino({ ...common, level: 'info', base: { service: 'sidegate', log: 'audit' }, hooks: { logMethod (args, method) { method.apply(this, args); flush() } } }, stream),
+    value: pino({ ...common, level: 'info', base: { ...base, log: 'audit' }, hooks: { logMethod (args, method) { method.apply(this, args); flush() } } }, stream),
     enumerable: false
   })
   return log
@@ -103,6 +115,8 @@ export function auditLogger (log: Logger): Logger {
 
 let lastMs = -1
 let lastTime = ''
+/** the base fields of the access line: the service, and the worker's number under --workers */
+let accessBase = '"service":"sidegate"'
 
 /**
  * The access line exactly as pino writes it (level, time, base, the fields
@@ -113,7 +127,7 @@ let lastTime = ''
 export function accessLine (f: AccessFields): string {
   const now = Date.now()
   if (now !== lastMs) { lastMs = now; lastTime = new Date(now).toISOString() }
-  let s = `{"level":30,"time":"${lastTime}","service":"sidegate","reqId":"${f.reqId}"`
+  let s = `{"level":30,"time":"${lastTime}",${accessBase},"reqId":"${f.reqId}"`
   if (f.method !== undefined) s += `,"method":"${f.method}"`
   s += `,"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms}`
   if (f.userId !== undefined) s += `,"userId":${JSON.stringify(f.userId)}`
@@ -141,6 +155,8 @@ const FLUSH_MS = 250
 const MIN_BATCH = 4096
 const RETRY_MS = 100
 const EXIT_RETRY_MS = 1000
+/** Linux's pipe atomicity limit: a write of at most this many bytes is never interleaved with another process's */
+const PIPE_BUF = 4096
 
 class BatchedFd {
   #pending: string[] = []
@@ -153,7 +169,12 @@ class BatchedFd {
   /** a flush was asked for while a batch was being written */
   #again = false
 
+  /** other processes write to the same fd (--workers): each write is whole lines of at most PIPE_BUF bytes */
+  #shared = false
+
   constructor (private readonly fd: number) {}
+
+  shared (): void { this.#shared = true }
 
   get broken (): boolean { return this.#broken }
 
@@ -168,9 +189,25 @@ class BatchedFd {
   flush (cb?: (err?: Error) => void): void {
     if (this.#inflight !== null) this.#again = true
     if (this.#broken || this.#inflight !== null || this.#len === 0) { cb?.(); return }
-    this.#inflight = Buffer.from(this.#pending.join(''))
-    this.#pending = []
-    this.#len = 0
+    if (this.#shared) {
+      // whole lines up to PIPE_BUF: a pipe writes each atomically (a longer line goes alone)
+      let n = 0
+      let bytes = 0
+      while (n < this.#pending.length) {
+        const b = Buffer.byteLength(this.#pending[n])
+        if (n > 0 && bytes + b > PIPE_BUF) break
+        bytes += b
+        n++
+      }
+      const taken = this.#pending.splice(0, n)
+      this.#inflight = Buffer.from(taken.join(''))
+      this.#len -= taken.reduce((a, c) => a + c.length, 0)
+      if (this.#pending.length > 0) this.#again = true
+    } else {
+      this.#inflight = Buffer.from(this.#pending.join(''))
+      this.#pending = []
+      this.#len = 0
+    }
     this.#send(cb)
   }
 

@@ -150,8 +150,9 @@ export class Metrics implements RequestObserver {
     new Counter({ name: 'sidegate_cache_hits_total', help: 'In-process cache hits, by cache.', labelNames: ['cache'], registers, collect: fromCaches('hits') })
     new Counter({ name: 'sidegate_cache_misses_total', help: 'In-process cache misses (absent or expired), by cache.', labelNames: ['cache'], registers, collect: fromCaches('misses') })
     new Gauge({ name: 'sidegate_cache_entries', help: 'Entries held in each in-process cache.', labelNames: ['cache'], registers, collect: fromCaches('size') })
-    new Gauge({ name: 'sidegate_redis_up', help: '1 when the Redis command connection is ready.', registers, collect () { this.set(store.isReady ? 1 : 0) } })
-    new Gauge({ name: 'sidegate_draining', help: '1 after SIGTERM: readiness is false and the gateway is draining.', registers, collect () { this.set(isDraining() ? 1 : 0) } })
+    // summed over --workers like every counter (src/cluster.ts), except these two: 1 only if every worker's Redis is up; 1 once any worker drains
+    new Gauge({ name: 'sidegate_redis_up', help: '1 when the Redis command connection is ready (with --workers: in every worker).', registers, aggregator: 'min', collect () { this.set(store.isReady ? 1 : 0) } })
+    new Gauge({ name: 'sidegate_draining', help: '1 after SIGTERM: readiness is false and the gateway is draining.', registers, aggregator: 'max', collect () { this.set(isDraining() ? 1 : 0) } })
   }
 
   /** GET (or HEAD) /metrics: the Prometheus text. */

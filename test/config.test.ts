@@ -12,6 +12,7 @@ import { buildConfig, loadConfig, namesFor } from '../src/config.js'
 import { UsageError } from '../src/errors.js'
 import { defaultsYaml } from '../src/config/defaults.js'
 import { Schema } from '../src/config/schema.js'
+import { liveKeys } from '../src/config/live.js'
 import { ROOT } from './fixtures/gateway.js'
 
 /** A subtest's `t`. */
@@ -76,7 +77,7 @@ t.test('defaults', async (t) => {
     rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, algorithm: 'EdDSA', publish_ahead: 300 } },
-    server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384 },
+    server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, max_header_size: 16384, workers: 1 },
     docs: { enabled: true },
     log: { level: 'info' },
     reload: { watch: true },
@@ -247,6 +248,9 @@ t.test('one clear error per bad value, naming the key', async (t) => {
   fails(t, () => buildConfig({ server: { trusted_proxies: ['proxy.internal'] } }), /^config: server\.trusted_proxies: each entry must be an IP address or a CIDR range/)
   fails(t, () => buildConfig({ server: { trusted_proxies: ['10.0.0.1/8/2'] } }), /^config: server\.trusted_proxies: /)
   fails(t, () => buildConfig({ server: { max_header_size: 100 } }), /^config: server\.max_header_size: must be a whole number from 1024 to 1048576, got 100$/)
+  fails(t, () => buildConfig({ server: { workers: 0 } }), /^config: server\.workers: must be a whole number from 1 to 256 or "auto", got 0$/)
+  fails(t, () => buildConfig({ server: { workers: 'all' } }), /^config: server\.workers: must be a whole number from 1 to 256 or "auto", got "all"$/)
+  fails(t, () => buildConfig({ server: { workers: 2.5 } }), /^config: server\.workers: .*got 2\.5$/)
   fails(t, () => buildConfig(['listen']), /^config: the file must be a YAML mapping$/)
   fails(t, () => buildConfig('listen: 1'), /^config: the file must be a YAML mapping$/)
 })
@@ -329,6 +333,14 @@ t.test('server.trusted_proxies takes addresses and CIDR ranges, IPv4 and IPv6', 
   const c = buildConfig({ server: { trusted_proxies: ['10.0.0.0/8', ' 192.168.1.7 ', 'fd00::/8', '::1'] } })
   t.same(c.server.trusted_proxies, ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', '::1'])
   t.equal(buildConfig({ server: { max_header_size: 8192 } }).server.max_header_size, 8192)
+})
+
+t.test('server.workers: a whole number from 1 to 256, or auto; not live', async (t) => {
+  t.equal(buildConfig({}).server.workers, 1)
+  t.equal(buildConfig({ server: { workers: 4 } }).server.workers, 4)
+  t.equal(buildConfig({ server: { workers: '3' } }).server.workers, 3)
+  t.equal(buildConfig({ server: { workers: 'auto' } }).server.workers, 'auto')
+  t.notOk(liveKeys().includes('server.workers'), 'a reload cannot change it')
 })
 
 t.test('config errors never echo a secret: passwords in URLs are masked, secret keys hidden', async (t) => {

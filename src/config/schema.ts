@@ -20,6 +20,8 @@ import { Type as T, type Static, type TSchema, type TProperties } from '@sinclai
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
 export const JWT_ALGORITHMS = ['EdDSA', 'ES256'] as const
+/** server.workers and `--workers`: at most this many. */
+export const MAX_WORKERS = 256
 
 const int = (min: number, max: number, def: number, description?: string) =>
   T.Integer({ minimum: min, maximum: max, default: def, ...(description === undefined ? {} : { description }) })
@@ -145,7 +147,11 @@ export const Schema = T.Object({
     body_limit: live(int(64, 10 * 1024 * 1024, 8192, 'bytes accepted on sidegate\'s own endpoints (413 above)')),
     headers_timeout: live(int(1, 600, 10, 'seconds a client has to send its headers (408 and close after)')),
     request_timeout: live(int(1, 3600, 60, 'seconds a client has to send its whole request (408 and close after)')),
-    max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)')
+    max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)'),
+    workers: T.Union([T.Integer({ minimum: 1, maximum: MAX_WORKERS }), T.Literal('auto')], {
+      default: 1,
+      description: 'Processes serving listen.port (node:cluster): 1 (one process, no cluster), a number, or\n"auto" (the CPUs available to the process). `sidegate start --workers N` wins over it.\nAbove 1 a primary process forks the workers, restarts one that dies, serves the admin\nlistener (metrics summed over the workers; admin API calls relayed to them) and passes\nsignals and live reloads on; each worker is like a replica (README, "Multiple workers").'
+    })
   }),
   metrics: section({
     enabled: bool(true),

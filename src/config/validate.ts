@@ -95,6 +95,15 @@ function walk (node: TSchema, raw: unknown, key: string, out: Problem[]): unknow
   }
 
   const v = raw ?? structuredClone(node.default)
+  if (node.anyOf !== undefined && (node.anyOf as TSchema[]).some((x) => x.type === 'integer')) {
+    // a whole number in a range, or one of some words (server.workers: 1 to 256 or "auto")
+    const range = (node.anyOf as TSchema[]).find((x) => x.type === 'integer')!
+    const words = (node.anyOf as TSchema[]).flatMap((x) => x.const === undefined ? [] : [x.const as string])
+    if (typeof v === 'string' && words.includes(v.trim())) return v.trim()
+    const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v
+    if (typeof n === 'number' && Number.isInteger(n) && n >= range.minimum && n <= range.maximum) return n
+    return fail(`must be a whole number from ${range.minimum as number} to ${range.maximum as number} or ${words.map((w) => JSON.stringify(w)).join(' or ')}${got(v)}`)
+  }
   if (node.anyOf !== undefined) {
     const values = (node.anyOf as TSchema[]).map((x) => x.const as string)
     return values.includes(v as string) ? v : fail(`must be one of ${values.join(', ')}${got(v)}`)
