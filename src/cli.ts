@@ -303,6 +303,25 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']
 
+/** The one-letter options: -h, -f (and -hf). */
+const SHORT = new Set<string>(Object.values(OPTIONS).flatMap((o) => 'short' in o ? [o.short] : []))
+/** Stands for an argument that starts with "-" but is a value (see dashValues); no argument can contain NUL. */
+const DASH_VALUE = '\u0000'
+
+/**
+ * An id may start with "-": a session's id is base64url, so one in 64 does
+ * (`sidegate session list` prints it, `session revoke <user> <id>` takes it).
+ * parseArgs would read "-AQd…" as the options -A -Q -d…; an argument that
+ * starts with one "-", is longer than two characters and is not made of the
+ * one-letter options is a value instead (a positional, or an option's value:
+ * `--name -x-`). Before "--" only; "--" still ends the options.
+ */
+function dashValues (argv: string[]): { args: string[], restore: (v: string) => string } {
+  const end = argv.indexOf('--')
+  const args = argv.map((a, i) => (end === -1 || i < end) && a.length > 2 && a[0] === '-' && a[1] !== '-' && ![...a.slice(1)].every((c) => SHORT.has(c)) ? `${DASH_VALUE}${i}` : a)
+  return { args, restore: (v) => v.startsWith(DASH_VALUE) ? argv[Number(v.slice(1))] : v }
+}
+
 /** Prints an error as one line (or `{detail, code}` with --json) on stderr; returns the exit code. */
 function report (io: Io, json: boolean, err: unknown): number {
   let exit = 1
@@ -322,7 +341,13 @@ export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.Proc
   let positionals: string[]
   const json = argv.includes('--json')
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }))
+    const { args, restore } = dashValues(argv)
+    ;({ values, positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true }))
+    positionals = positionals.map(restore)
+    for (const [k, v] of Object.entries(values)) {
+      if (typeof v === 'string') (values as Record<string, unknown>)[k] = restore(v)
+      else if (Array.isArray(v)) (values as Record<string, unknown>)[k] = v.map(restore)
+    }
   } catch (err) {
     return report(io, json, new UsageError(`${(err as Error).message}${json ? '' : '\nRun `sidegate --help` for usage.'}`))
   }

@@ -368,6 +368,20 @@ t.test('exit codes are the same for every command: 1 for an unknown user, 2 for 
   }
 })
 
+t.test('an argument that starts with "-" but is an id is an id (a session id is base64url: one in 64 does)', async (t) => {
+  const id = '-AQdyy3cR7XzP6DGJ5KIWT6LcYXKk4BQckAPMyv7JXw' // the shape session list prints (43 base64url characters)
+  let r = await inProcess(['session', 'revoke', 'admin', id, '--json'])
+  t.same([r.code, JSON.parse(r.stderr)], [1, { detail: `admin has no session ${id}`, code: 'not_found' }], 'looked up as an id, not read as the options -A -Q -d …')
+  r = await inProcess(['session', 'revoke', 'admin', '--config', CONFIG, '--', id], { config: null })
+  t.equal(r.code, 1, 'after "--" as well')
+  r = await inProcess(['session', 'revoke', 'admin', '_' + id.slice(1), '--json'])
+  t.equal(JSON.parse(r.stderr).code, 'not_found', 'one starting with "_" too')
+  t.equal((await inProcess(['-h'])).code, 0, '-h is still the help')
+  r = await inProcess(['user', 'list', '-x'])
+  t.same([r.code, /Unknown option '-x'/.test(r.stderr)], [2, true], 'an unknown one-letter option is still a usage error')
+  t.equal((await inProcess(['user', 'list', '--bogus'])).code, 2, 'and an unknown long one')
+})
+
 t.test('--json lists and records have a stable field order', async (t) => {
   const users = json(await cli(['user', 'list', '--json']))
   // bob's record was rewritten by Lua scripts (grant, disable), which reorder JSON objects in Redis
