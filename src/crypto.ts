@@ -76,11 +76,6 @@ function pbkdf2 (password: BinaryLike, salt: BinaryLike, iterations: number, key
   })
 }
 
-/** PBKDF2-SHA256 work with nothing to verify: pads a password check to the cost of the slowest legacy hash. */
-export async function burnPbkdf2 (iterations: number): Promise<void> {
-  if (iterations > 0) await pbkdf2('sidegate-dummy-password', 'sidegate-dummy-salt', iterations, 32, 'sha256')
-}
-
 /** Verifies in constant time (scrypt, or an imported Django PBKDF2 hash); a malformed stored hash never matches. */
 export async function verifyPassword (password: string, stored: string): Promise<boolean> {
   if (isLegacyHash(stored)) {

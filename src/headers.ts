@@ -125,21 +125,40 @@ const TRUST_MEMO_MAX = 10_000
  * The real client address: X-Forwarded-For is believed only from a trusted
  * proxy, and only as far back as trusted proxies vouch for it: the rightmost
  * entry that is not a trusted proxy (anything left of it the client could forge).
+ * A hop may carry a port (`203.0.113.7:5555`, `[2001:db8::7]:5555`: Azure
+ * Application Gateway writes them); a hop that is no address at all is the
+ * client as written (fail closed: it matches no allow-list and is never a
+ * trusted proxy).
  */
 export function clientIp (req: IncomingMessage, p: HeaderPolicy): string {
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
   if (!p.trusted(peer)) return peer
   const xff = req.headers['x-forwarded-for']
-  const hops = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((a) => normalizeIp(a.trim())).filter(Boolean)
-  // right to left, skipping the hops trusted proxies added; a hop that is not
-  // an address at all (a broken or forged entry) ends the walk at the last good one
-  let nearest = peer
+  if (xff === undefined) return peer
+  const hops = (Array.isArray(xff) ? xff.join(',') : xff).split(',')
   for (let i = hops.length - 1; i >= 0; i--) {
-    if (isIP(hops[i]) === 0) return nearest
-    if (!p.trusted(hops[i])) return hops[i]
-    nearest = hops[i]
+    const raw = hops[i].trim()
+    if (raw === '') continue
+    const ip = hopAddress(raw)
+    if (ip === null) return raw.length > MAX_HOP ? raw.slice(0, MAX_HOP) : raw
+    if (!p.trusted(ip)) return ip
   }
-  return nearest
+  return peer
+}
+
+/** How much of an unparseable X-Forwarded-For hop is kept as the client (logs, lockout). */
+const MAX_HOP = 64
+const V4_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/
+const V6_BRACKETS = /^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$/
+
+/** An X-Forwarded-For hop → its address without a port (IPv4-mapped as IPv4), or null when it is none. */
+export function hopAddress (hop: string): string | null {
+  if (isIP(hop) !== 0) return normalizeIp(hop)
+  let m = V4_PORT.exec(hop)
+  if (m !== null) return isIP(m[1]) === 4 ? m[1] : null
+  m = V6_BRACKETS.exec(hop)
+  if (m !== null) return isIP(m[1]) === 6 ? normalizeIp(m[1]) : null
+  return null
 }
 
 /** Whether the connection comes from one of server.trusted_proxies (the peer itself, not X-Forwarded-For). */

@@ -9,6 +9,7 @@
  */
 import http from 'node:http'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { checkGateStats } from './auth/check-gate.js'
 import type { LruCache } from './store/cache.js'
 
 /** What the gateway calls once per finished request. */
@@ -92,6 +93,19 @@ export class Metrics implements RequestObserver {
     this.#auditStreamErrors = new Counter({ name: 'sidegate_audit_stream_errors_total', help: 'Audit events not appended to the audit stream (audit.stream): Redis failed or was too slow; each is still in the log.', registers })
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
     this.#configReloads = new Counter({ name: 'sidegate_config_reloads_total', help: 'Live reloads of gateway.yml (SIGHUP or the file changing): success (applied, or nothing changed) or failure (not valid, or a key that cannot change live).', labelNames: ['result'], registers })
+    const gateSeen = { busy: 0, address: 0, dropped: 0 }
+    new Counter({
+      name: 'sidegate_password_checks_refused_total',
+      help: 'Password checks not run (auth.password_checks): busy (503, all places taken), address (429, one client address held too many), dropped (its client left while it waited).',
+      labelNames: ['reason'],
+      registers,
+      collect () {
+        for (const reason of ['busy', 'address', 'dropped'] as const) {
+          this.inc({ reason }, checkGateStats[reason] - gateSeen[reason])
+          gateSeen[reason] = checkGateStats[reason]
+        }
+      }
+    })
     this.#configReloads.inc({ result: 'success' }, 0)
     this.#configReloads.inc({ result: 'failure' }, 0)
     this.#redisErrors.inc({ kind: 'connection' }, 0)

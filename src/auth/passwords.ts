@@ -2,43 +2,76 @@
  * Passwords: the one check behind the token endpoint, the login form and the
  * password confirmation of the account endpoints, with the login lockout.
  */
+import type { IncomingMessage } from 'node:http'
 import type { AuditContext, Auditor } from '../audit.js'
 import { E } from '../errors.js'
-import { burnPbkdf2, hashPassword, isLegacyHash, legacyWork, verifyPassword } from '../crypto.js'
+import { hashPassword, isLegacyHash, verifyPassword } from '../crypto.js'
+import { addressBucket } from '../http/address.js'
 import type { Store, User } from '../store/types.js'
+import { CheckGate, type CheckGateOptions } from './check-gate.js'
 
 export interface LockoutOptions {
-  /** failures per (username, client IP) before 429; 0 turns the lockout off */
+  /** failures per (username, client address) before 429; 0 turns the lockout off */
   max_failures: number
   /** seconds */
   window: number
+  /** failures per client address, whatever the usernames, before 429; 0: off */
+  address_max_failures?: number
+  /** IPv6 clients count by this prefix */
+  ipv6_prefix?: number
 }
 
 /** Where a password was sent: the login form, the token endpoint, the confirmation of a new credential (the audit's `via`). */
 export type PasswordUse = 'login' | 'token' | 'confirm'
 
+/** The request a password came with: its client address counts; a check still waiting when its client has gone is dropped. */
+export type PasswordContext = AuditContext & { req?: IncomingMessage }
+
+const UNBOUNDED: CheckGateOptions = { concurrency: 1_000_000, queue: 0, per_address: 1_000_000 }
+
 export class PasswordChecker {
   #dummy: Promise<string> | undefined
+  readonly #gate: CheckGate
   constructor (
     private readonly store: Store,
     private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 },
     /** records login.succeeded, login.failed and login.locked_out (src/audit.ts) */
-    private readonly audit: Auditor | null = null
-  ) {}
+    private readonly audit: Auditor | null = null,
+    gate: CheckGateOptions = UNBOUNDED
+  ) {
+    this.#gate = new CheckGate(gate)
+  }
 
   /**
-   * The password check behind the login form and the token endpoint, with
-   * the lockout: after `max_failures` failures for one (username, client IP)
-   * within `window` seconds, attempts get 429 too_many_attempts with
-   * Retry-After, even with the right password, until a full window has
-   * passed; a success resets the count. Each attempt is counted before its
-   * password is checked, so a burst of parallel guesses gets no more than
-   * `max_failures` checks. The counter does not depend on whether the user exists.
+   * The password check behind the login form and the token endpoint, in this
+   * order, each before any hashing:
+   * 1. the client address's budget (auth.lockout.address_max_failures within
+   *    `window`, IPv6 by its /ipv6_prefix network): a flood with many usernames
+   *    from one place is refused without a hash, and leaves no per-username count;
+   * 2. the lockout: after `max_failures` failures for one (username, client
+   *    address) within `window` seconds, attempts get 429 too_many_attempts
+   *    with Retry-After, even with the right password, until a full window has
+   *    passed; a success resets the count;
+   * 3. the check gate (auth.password_checks): a place among the checks that
+   *    run or wait, else 503 busy or, for an address holding too many, 429.
+   * Each attempt is counted before its password is checked, so a burst of
+   * parallel guesses gets no more than the budgets allow. The counters do not
+   * depend on whether the user exists.
    * `ctx`: the request (its client address counts; audited with it), `via`: which endpoint.
    */
-  async login (username: string, password: string, ctx: AuditContext, via: PasswordUse): Promise<User> {
+  async login (username: string, password: string, ctx: PasswordContext, via: PasswordUse): Promise<User> {
     const { max_failures: max, window } = this.lockout
-    const subject = `${username.toLowerCase()}\n${ctx.clientIp}`
+    const addrMax = this.lockout.address_max_failures ?? 0
+    const bucket = addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)
+    const addressSubject = `\naddress\n${bucket}`
+    if (addrMax > 0) {
+      const a = await this.store.countLoginAttempt(addressSubject, window, addrMax)
+      if (a.count > addrMax) {
+        this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'too_many_attempts' })
+        throw E.tooManyAttempts(a.retryAfter)
+      }
+    }
+    const subject = `${username.toLowerCase()}\n${bucket}`
     let count = 0
     if (max > 0) {
       const a = await this.store.countLoginAttempt(subject, window, max)
@@ -48,7 +81,8 @@ export class PasswordChecker {
         throw E.tooManyAttempts(a.retryAfter)
       }
     }
-    const user = await this.check(username, password)
+    const gone = (): boolean => ctx.req?.socket?.destroyed === true
+    const user = await this.#gate.run(bucket, gone, async () => await this.check(username, password))
     if (user === null) {
       this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'authentication_failed' })
       // the max-th failure: from now on this pair is refused for a whole window (the script restarted it)
@@ -56,40 +90,33 @@ export class PasswordChecker {
       throw E.authenticationFailed()
     }
     if (max > 0) await this.store.resetLoginFailures(subject)
+    if (addrMax > 0) await this.store.forgiveLoginAttempt(addressSubject)
     this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'password', via })
     return user
   }
 
   /**
-   * The user when username and password match an active account, else null,
-   * in about the same time whether the user exists, has a password, or not.
-   * A password still held as an imported Django hash (`sidegate import`) is
-   * checked as it is and, on success, re-hashed with scrypt. While any such
-   * hash is left in the store, every check does the same work: one scrypt
-   * (the user's, a dummy, or the re-hash) and PBKDF2 iterations padded to the
-   * costliest legacy hash of an active user left, so the time does not tell
-   * an imported account from another or from an unknown user. A disabled
-   * user's legacy hash is not checked at all (the answer is no anyway).
+   * The user when username and password match an active account, else null.
+   * An unknown user, one without a password and a disabled one cost one
+   * scrypt check, as a known user with sidegate's own hash does: the answer
+   * and its time do not tell them apart. A password still held as an imported
+   * Django hash (`sidegate import`) is checked as it is (its PBKDF2 iterations)
+   * and, on success, re-hashed with scrypt, so this one difference lasts only
+   * until the user's first successful login. A disabled user's imported hash
+   * is not checked at all (the answer is no anyway).
    */
   async check (username: string, password: string): Promise<User | null> {
     this.#dummy ??= hashPassword('sidegate-dummy-password')
-    const [user, work] = await Promise.all([this.store.getUserByUsername(username), this.store.legacyPasswordWork()])
+    const user = await this.store.getUserByUsername(username)
     const hash = user === null ? null : await this.store.getPasswordHash(user.id)
     const legacy = hash !== null && isLegacyHash(hash)
-    // a disabled user's legacy hash is not checked: it may cost more than the padding, which leaves it out
     if (!legacy || user === null || !user.is_active) {
       const ok = await verifyPassword(password, hash === null || legacy ? await this.#dummy : hash)
-      await burnPbkdf2(work)
       return ok && !legacy && hash !== null && user !== null && user.is_active ? user : null
     }
-    const ok = await verifyPassword(password, hash)
-    await burnPbkdf2(work - legacyWork(hash))
-    if (!ok) {
-      await verifyPassword(password, await this.#dummy)
-      return null
-    }
+    if (!(await verifyPassword(password, hash))) return null
     // a concurrent password change wins (compare-and-set); the login succeeds either way
-    await this.store.upgradePasswordHash(user.id, hash!, await hashPassword(password))
+    await this.store.upgradePasswordHash(user.id, hash, await hashPassword(password))
     return user
   }
 }

@@ -103,8 +103,15 @@ export const Schema = T.Object({
     }),
     lockout: live(section({
       max_failures: int(0, 1000, 7, '0 turns the lockout off'),
-      window: int(1, 7 * 86400, 1800, 'seconds')
-    }, 'After max_failures wrong passwords for one username from one client IP within\n`window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in Redis, so across replicas.'))
+      window: int(1, 7 * 86400, 1800, 'seconds'),
+      address_max_failures: int(0, 1_000_000, 100, 'failed passwords from one client address, whatever the usernames, within\n`window` before every password from it is 429 too_many_attempts for a full\nwindow. Counted before any hashing (a success gives its count back). 0: off'),
+      ipv6_prefix: int(1, 128, 64, 'IPv6 clients are counted by this network prefix (one host usually holds a\nwhole /64); IPv4 clients by their address')
+    }, 'After max_failures wrong passwords for one username from one client address\nwithin `window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in the store, so across replicas.')),
+    password_checks: live(section({
+      concurrency: int(1, 256, 4, 'password checks (scrypt) running at once; Node runs them on its 4 libuv threads'),
+      queue: int(0, 100_000, 64, 'checks waiting for a place; beyond it 503 busy with Retry-After'),
+      per_address: int(1, 1000, 4, 'checks one client address (IPv6: its ipv6_prefix network) may have running or\nwaiting; beyond it 429 too_many_attempts')
+    }, 'Bounds on the password checks of the token endpoint, /login and password\nconfirmations, so that a login flood cannot delay everyone else\'s sign-in. A\nwaiting check whose client has gone is dropped.'))
   }),
   org: live(section({
     unknown: oneOf(['reject', 'default'] as const, 'reject', 'An organization (?oid=, X-SVC-ORG header or cookie) that does not exist:\nreject answers 404 org_not_found; default acts in the user\'s default org\ninstead, as JumpServer does (for migrating clients).')

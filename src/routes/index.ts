@@ -57,7 +57,7 @@ export function createRouter (o: RouterOptions): Router {
   const upstream = config.upstream.url !== null
   // off (audit.log and audit.stream false): the routes do not even look up what an event would name
   const audit = o.audit?.off === false ? o.audit : undefined
-  const passwords = new PasswordChecker(store, config.auth.lockout, audit)
+  const passwords = new PasswordChecker(store, config.auth.lockout, audit, config.auth.password_checks)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
   const users = userRoutes(store, upstream, config.names.jumpserver)

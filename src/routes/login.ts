@@ -217,6 +217,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
         if (err.code === 'too_many_attempts') {
           const minutes = Math.max(1, Math.ceil(Number(err.headers?.['retry-after'] ?? 60) / 60))
           formError(429, `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, err.headers as Record<string, string>)
+        } else if (err.code === 'busy') {
+          formError(503, 'Too many sign-ins are being checked right now. Try again in a moment.', err.headers as Record<string, string>)
         } else if (err.code === 'authentication_failed') {
           formError(401, 'Incorrect username or password.')
         } else throw err

@@ -583,6 +583,12 @@ export class MemoryStore implements RunningStore {
     this.#open().attempts.delete(this.#keys.lookup(subject))
   }
 
+  async forgiveLoginAttempt (subject: string): Promise<void> {
+    const d = this.#open()
+    const e = d.alive(d.attempts, this.#keys.lookup(subject))
+    if (e !== undefined && e.v > 0) e.v--
+  }
+
   async acquireLock (name: string, ttlMs: number): Promise<string | null> {
     const d = this.#open()
     if (d.alive(d.locks, name) !== undefined) return null

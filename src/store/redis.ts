@@ -741,6 +741,10 @@ export class RedisStore implements ManagedStore {
     await this.#run(() => this.redis.del(this.#k('fail', this.#keys.lookup(subject))))
   }
 
+  async forgiveLoginAttempt (subject: string): Promise<void> {
+    await this.#run(() => this.#scripts.forgiveAttempt(this.#k('fail', this.#keys.lookup(subject))))
+  }
+
   async markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> {
     const ok = await this.#run(() => this.redis.set(this.#k('once', kind, this.#keys.lookup(value)), '1', 'EX', ttlSeconds, 'NX'))
     return ok !== null

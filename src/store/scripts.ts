@@ -93,6 +93,12 @@ local ttl = redis.call('TTL', KEYS[1])
 if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`, pair),
 
+  /** Gives one counted login attempt back (a success). KEYS[1] counter; never below 0, the expiry kept. */
+  forgiveAttempt: script<[], number>(`
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n > 0 then return redis.call('DECR', KEYS[1]) end
+return 0`, int),
+
   /**
    * An access key's last use. KEYS[1] its ak-used record (an ISO time);
    * ARGV[1] now, ARGV[2] now minus a minute (both ISO, which order as

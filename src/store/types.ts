@@ -256,6 +256,8 @@ export interface Store {
   countLoginAttempt(subject: string, windowSeconds: number, max: number): Promise<LoginFailures>
   /** After a successful login. */
   resetLoginFailures(subject: string): Promise<void>
+  /** Gives one attempt counted by countLoginAttempt back (a success), never below 0; the window is kept. */
+  forgiveLoginAttempt(subject: string): Promise<void>
 
   /** True the first time a value is seen within ttl; false on replay. */
   markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>

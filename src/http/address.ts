@@ -1,0 +1,39 @@
+/**
+ * A client address as a counting unit: an IPv4 address stands for itself, an
+ * IPv6 address for its /prefix network (one host is usually given a whole
+ * /64, so counting single IPv6 addresses would give it 2^64 tries). Anything
+ * else (an unparseable X-Forwarded-For hop kept as the client) is itself.
+ */
+import { isIP } from 'node:net'
+
+export function addressBucket (ip: string, v6prefix: number): string {
+  if (isIP(ip) !== 6 || v6prefix >= 128) return ip
+  const groups = expandV6(ip)
+  if (groups === null) return ip
+  let bits = v6prefix
+  const out: string[] = []
+  for (const g of groups) {
+    const keep = Math.max(0, Math.min(16, bits))
+    bits -= keep
+    out.push((keep === 0 ? 0 : g & (0xffff << (16 - keep)) & 0xffff).toString(16))
+  }
+  return `${out.join(':')}/${v6prefix}`
+}
+
+/** An IPv6 address (zone dropped, embedded IPv4 allowed) → its eight 16-bit groups. */
+function expandV6 (ip: string): number[] | null {
+  let s = ip.toLowerCase()
+  const zone = s.indexOf('%')
+  if (zone >= 0) s = s.slice(0, zone)
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(s)
+  if (dotted !== null) {
+    const [a, b, c, d] = dotted[1].split('.').map(Number)
+    s = s.slice(0, dotted.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const [head, tail] = s.split('::')
+  const h = head === '' ? [] : head.split(':')
+  const t = tail === undefined ? [] : tail === '' ? [] : tail.split(':')
+  const fill = 8 - h.length - t.length
+  if (tail === undefined ? h.length !== 8 : fill < 0) return null
+  return [...h, ...Array(tail === undefined ? 0 : fill).fill('0'), ...t].map((x) => parseInt(x, 16))
+}
