@@ -58,6 +58,18 @@ t.test('allow-list: the real client address decides (X-Forwarded-For only from a
   t.equal((await call(direct.url, v6)).status, 200, 'an IPv4 range matches 127.0.0.1')
 })
 
+t.test('X-Forwarded-For hops with a port are the client, never the trusted proxy; an unparseable hop fails closed', async (t) => {
+  const local = await create('--allow-ip', '127.0.0.0/8')
+  t.equal((await call(proxied.url, local)).status, 200, 'no X-Forwarded-For: the peer 127.0.0.1 is the client')
+  for (const hop of ['203.0.113.7:5555', '[2001:db8::7]:5555', '[2001:db8::7]', 'not-an-ip', '127.0.0.1:80:80']) {
+    t.equal((await call(proxied.url, local, hop)).status, 403, `${hop}: not the proxy's 127.0.0.1`)
+  }
+  const net = await create('--allow-ip', '203.0.113.0/24', '--allow-ip', '2001:db8::/32')
+  t.equal((await call(proxied.url, net, '203.0.113.7:5555')).status, 200, 'ip:port is that ip')
+  t.equal((await call(proxied.url, net, '[2001:db8::7]:5555')).status, 200, '[v6]:port is that v6')
+  t.equal((await call(proxied.url, net, '198.51.100.1, 203.0.113.7:443')).status, 200, 'the rightmost hop, port or not')
+})
+
 t.test('a request refused by the allow-list is not a use: date_last_used stays unset (auth.keys.disable_after reads it)', async (t) => {
   const blocked = await create('--allow-ip', '10.1.0.0/16')
   const open = await create()
