@@ -1,6 +1,15 @@
-/** A small bounded LRU with a per-entry TTL, for hot read paths. */
+/**
+ * A small bounded LRU with a per-entry TTL, for hot read paths.
+ *
+ * A read-through fill races an invalidation: a value read from the store
+ * before a change, whose reply is handled after the change's eviction, would
+ * be cached stale for a whole TTL (a disabled key accepted again). So a filler
+ * takes `stamp` before it reads and passes it to `set`: any eviction since
+ * (delete, deleteWhere, clear) voids the fill.
+ */
 export class LruCache<V> {
   readonly #map = new Map<string, { v: V, exp: number }>()
+  #evictions = 0
   hits = 0
   misses = 0
 
@@ -18,18 +27,23 @@ export class LruCache<V> {
     return e.v
   }
 
-  set (key: string, v: V): void {
-    if (this.max === 0) return
+  /** Taken before a store read whose result is to be cached (see above). */
+  get stamp (): number { return this.#evictions }
+
+  /** `stamp`: from before the read that gave `v`; ignored when anything was evicted since. */
+  set (key: string, v: V, stamp?: number): void {
+    if (this.max === 0 || (stamp !== undefined && stamp !== this.#evictions)) return
     this.#map.delete(key)
     this.#map.set(key, { v, exp: Date.now() + this.ttlMs })
     if (this.#map.size > this.max) this.#map.delete(this.#map.keys().next().value as string)
   }
 
-  delete (key: string): void { this.#map.delete(key) }
+  delete (key: string): void { this.#evictions++; this.#map.delete(key) }
 
   deleteWhere (pred: (v: V) => boolean): void {
+    this.#evictions++
     for (const [k, e] of this.#map) if (pred(e.v)) this.#map.delete(k)
   }
-  clear (): void { this.#map.clear() }
+  clear (): void { this.#evictions++; this.#map.clear() }
   get size (): number { return this.#map.size }
 }

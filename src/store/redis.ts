@@ -294,10 +294,11 @@ export class RedisStore implements ManagedStore {
   async getUser (id: string): Promise<User | null> {
     const hit = this.#cacheTrusted ? this.users.get(id) : undefined
     if (hit !== undefined) return hit
+    const stamp = this.users.stamp
     const s = await this.#getJson<StoredUser>(this.#k('user', id))
     if (s === null) return null
     const u = publicUser(s)
-    this.users.set(id, u)
+    this.users.set(id, u, stamp)
     return u
   }
 
@@ -440,11 +441,12 @@ export class RedisStore implements ManagedStore {
   async getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> {
     const hit = this.#cacheTrusted ? this.accessKeys.get(id) : undefined
     if (hit !== undefined) return hit
+    const stamp = this.accessKeys.stamp
     const v = await this.#readKey(id)
     // a key whose secret cannot be read verifies nothing: refused like an unknown one
     if (v === null || v.secret === null) return null
     const found = { key: v.key, secret: v.secret }
-    this.accessKeys.set(id, found)
+    this.accessKeys.set(id, found, stamp)
     return found
   }
 
@@ -595,8 +597,9 @@ export class RedisStore implements ManagedStore {
     }
     const hit = this.#cacheTrusted ? this.privateTokens.get(h) : undefined
     if (hit !== undefined) return hit
+    const stamp = this.privateTokens.stamp
     const id = await this.#run(() => this.redis.get(this.#k('pt', h)))
-    if (id !== null) this.privateTokens.set(h, id)
+    if (id !== null) this.privateTokens.set(h, id, stamp)
     return id
   }
 
@@ -668,10 +671,11 @@ export class RedisStore implements ManagedStore {
     const h = this.#keys.lookup(id)
     let s = this.#cacheTrusted ? this.sessions.get(h) : undefined
     if (s === undefined) {
+      const stamp = this.sessions.stamp
       const stored = await this.#getJson<StoredSession>(this.#k('sess', h))
       if (stored === null) return null
       s = { user_id: stored.user_id, created: stored.created }
-      this.sessions.set(h, s)
+      this.sessions.set(h, s, stamp)
     }
     return this.#session(id, s)
   }
