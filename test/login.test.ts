@@ -342,7 +342,7 @@ t.test('config: session timeouts and lockout are validated', async (t) => {
   t.throws(() => buildConfig({ auth: { lockout: { window: 0 } } }), /auth\.lockout\.window/)
   t.throws(() => buildConfig({ auth: { lockout: { attempts: 3 } } }), /auth\.lockout\.attempts: unknown key/)
   const c = buildConfig({})
-  t.same(c.auth.lockout, { max_failures: 7, window: 1800 })
+  t.same(c.auth.lockout, { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 })
   t.equal(c.session.idle_timeout, 7200)
   t.equal(c.session.absolute_timeout, 86400)
 })
