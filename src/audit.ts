@@ -1,6 +1,6 @@
 /**
  * The audit trail: every credential event as one JSON line with a stable
- * `event` (AUDIT_EVENTS, the one catalogue, in the order the README lists
+ * `event` (AUDIT_EVENTS, the one catalogue, in the order docs/observability.md lists
  * it), optionally appended to a Redis Stream (`audit.stream`) that
  * `sidegate audit tail` reads.
  *
@@ -212,7 +212,7 @@ export class Auditor {
   }
 }
 
-/** The README's table of audit events (test/docs.test.ts checks it; npm run docs:errors writes it). */
+/** docs/observability.md's table of audit events (test/docs.test.ts checks it; npm run docs:tables writes it). */
 export function auditTable (): string {
   const rows = (Object.entries(AUDIT_EVENTS) as Array<[string, AuditEventSpec]>).map(([name, s]) => `| \`${name}\` | ${s.outcome} | ${s.when.replace(/\|/g, '\\|')} |`)
   return ['| event | outcome | when |', '|---|---|---|', ...rows].join('\n')

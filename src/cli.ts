@@ -97,16 +97,16 @@ printed once to stderr), and, with no secret key configured, a new key file
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
 (/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on the same
-listener (/admin/v1/, for a superuser's private token or access key; README, Admin
-API). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
-when one is set (the OTEL_* variables apply; README, "Tracing"), else tracing is
+listener (/admin/v1/, for a superuser's private token or access key;
+docs/admin-api.md). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
+when one is set (the OTEL_* variables apply; docs/observability.md), else tracing is
 off. On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
 are still served (SIGINT skips this delay); then the listener closes, in-flight
 requests get server.shutdown_grace seconds, and sidegate exits 0.
 
 On SIGHUP, and when the config file changes (its directory is watched, so a
 Kubernetes ConfigMap update is seen), gateway.yml is read again: a valid file
-that changes only keys that can change live (README, "Live reload") applies to
+that changes only keys that can change live (docs/configuration.md) applies to
 new requests at once; one that changes any other key is refused, and one that is
 not valid is reported; either way the config in force stays. One log line tells
 which.
@@ -119,7 +119,7 @@ which.
                      summed over the workers, admin API calls relayed to one), decides
                      reloads and sends them to the workers, passes SIGTERM/SIGINT to every
                      worker and exits when all have (non-zero if any did), and restarts a
-                     worker that dies (README, "Multiple workers").
+                     worker that dies (docs/deploy.md).
 
 ${GLOBAL}`,
   user: `Usage:
@@ -204,7 +204,7 @@ ${GLOBAL}`,
   import: `Usage:
   sidegate import --from FILE [--format jsonl|csv] [--dry-run]
 
-Moves users and their credentials over from JumpServer (README: Migrating from JumpServer),
+Moves users and their credentials over from JumpServer (docs/jumpserver.md),
 one record per JSON line or CSV row, each with a "type":
   org            id, name
   user           username, id, name, email, password (Django pbkdf2_sha256$… or pbkdf2_sha1$…;

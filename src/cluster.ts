@@ -12,7 +12,7 @@
  * - runs the admin listener (metrics.host:metrics.port): /metrics is the sum
  *   over the workers (prom-client's AggregatorRegistry: counters, histogram
  *   buckets, sums and counts with the same name and labels are added; see
- *   the README for the gauges), admin API calls are relayed round robin to a
+ *   docs/deploy.md for the gauges), admin API calls are relayed round robin to a
  *   worker's private unix socket;
  * - decides live reloads (SIGHUP, reload.watch) with the same Reloader as one
  *   process, logs the one outcome line, and sends an applied config to every

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (README, "Tracing"), loaded by `sidegate start` with a
+ * OpenTelemetry tracing (docs/observability.md), loaded by `sidegate start` with a
  * dynamic import only when tracing is on. Built from config.tracing alone
  * (src/config/otel.ts reads the OTEL_* environment), with no global
  * registration: its own AsyncLocalStorage context manager, the W3C

@@ -11,7 +11,7 @@
  *
  * `npm run bench:forwarders` measured it against the node:http forwarder it
  * replaced, http-proxy and http-proxy-3 behind the same gateway (the others
- * are in bench/forwarders/; see README, Performance).
+ * are in bench/forwarders/; see docs/performance.md).
  */
 import { Pool, type Dispatcher } from 'undici'
 import { bufferedBody } from './body.js'

@@ -1,5 +1,5 @@
 /**
- * What the request path sees of tracing (README, "Tracing"): types only. The
+ * What the request path sees of tracing (docs/observability.md): types only. The
  * OpenTelemetry SDK is in ./otel.ts, which `sidegate start` imports
  * dynamically, only when tracing is on; when it is off the pipeline holds
  * null and each step that would trace costs one null check.

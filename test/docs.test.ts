@@ -13,6 +13,7 @@ import { startGateway, ROOT } from './fixtures/gateway.js'
 import { E, ERRORS, GatewayError, HTTP_ERROR_CODES, type ErrorSpec } from '../src/errors.js'
 import { AUDIT_EVENTS, auditTable } from '../src/audit.js'
 import { errorTable } from '../src/routes/openapi.js'
+import { configKeys, configTable } from '../src/config/reference.js'
 import { swaggerUiDir } from '../src/routes/static.js'
 
 const redis = await startRedis()
@@ -166,19 +167,26 @@ t.test('every error code sidegate can answer is a schema, with its real status',
   t.same(schemas.Error.required, ['detail', 'code'])
 })
 
-t.test('the README\'s error table is the catalogue (npm run docs:errors writes it)', async (t) => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const table = /<!-- errors:begin -->\n([\s\S]*?)\n<!-- errors:end -->/.exec(readme)?.[1]
-  t.equal(table, errorTable(), 'README.md, section Errors: run npm run docs:errors')
-  for (const code of HTTP_ERROR_CODES) t.match(table, `| \`${code}\` |`, `${code} in the README`)
+t.test('docs/errors.md\'s table is the catalogue (npm run docs:tables writes it)', async (t) => {
+  const doc = readFileSync(join(ROOT, 'docs', 'errors.md'), 'utf8')
+  const table = /<!-- errors:begin -->\n([\s\S]*?)\n<!-- errors:end -->/.exec(doc)?.[1]
+  t.equal(table, errorTable(), 'docs/errors.md: run npm run docs:tables')
+  for (const code of HTTP_ERROR_CODES) t.match(table, `| \`${code}\` |`, `${code} in docs/errors.md`)
 })
 
-t.test('the README\'s audit table is the catalogue of audit events (npm run docs:errors writes it)', async (t) => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const table = /<!-- audit:begin -->\n([\s\S]*?)\n<!-- audit:end -->/.exec(readme)?.[1]
-  t.equal(table, auditTable(), 'README.md, section Audit trail: run npm run docs:errors')
-  for (const event of Object.keys(AUDIT_EVENTS)) t.match(table, `| \`${event}\` |`, `${event} in the README`)
+t.test('docs/observability.md\'s audit table is the catalogue of audit events (npm run docs:tables writes it)', async (t) => {
+  const doc = readFileSync(join(ROOT, 'docs', 'observability.md'), 'utf8')
+  const table = /<!-- audit:begin -->\n([\s\S]*?)\n<!-- audit:end -->/.exec(doc)?.[1]
+  t.equal(table, auditTable(), 'docs/observability.md, Audit trail: run npm run docs:tables')
+  for (const event of Object.keys(AUDIT_EVENTS)) t.match(table, `| \`${event}\` |`, `${event} in docs/observability.md`)
   for (const event of Object.keys(AUDIT_EVENTS)) t.match(event, /^[a-z_]+\.[a-z_]+$/, `${event}: <object>.<what happened>`)
+})
+
+t.test('docs/configuration.md\'s key table is the config schema (npm run docs:tables writes it)', async (t) => {
+  const doc = readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8')
+  const table = /<!-- config:begin -->\n([\s\S]*?)\n<!-- config:end -->/.exec(doc)?.[1]
+  t.equal(table, configTable(), 'docs/configuration.md: run npm run docs:tables')
+  for (const { key } of configKeys()) t.match(table, `| \`${key}\` |`, `${key} in docs/configuration.md`)
 })
 
 t.test('the document uses the configured names (X-<ABBREV>-ORG, <abbrev>_sessionid)', async (t) => {

@@ -1,7 +1,7 @@
 /**
  * Which gateway.yml keys a live reload may change, from the one schema
  * (./schema.ts marks them `live: true`, a section for all its keys), and
- * which keys two configs differ in. The README's list of live keys and the
+ * which keys two configs differ in. docs/configuration.md's list of live keys and the
  * Helm chart's restart checksum come from liveKeys too.
  */
 import type { TSchema } from '@sinclair/typebox'

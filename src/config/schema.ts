@@ -142,12 +142,12 @@ export const Schema = T.Object({
       ttl: int(1, 3600, 60, 'seconds from iat to exp'),
       algorithm: oneOf(JWT_ALGORITHMS, 'EdDSA', 'EdDSA (Ed25519) or ES256 (P-256) for the key created at the first start and\nby `sidegate jwk rotate`; a change takes effect at the next rotation.'),
       publish_ahead: int(1, 86400, 300, 'seconds a new key (sidegate jwk rotate) is published in the JWKS before it signs;\nmore than your verifiers cache the JWKS (the JWKS says max-age=60 at most).')
-    }, 'A signed identity for the upstream (README, "Verifying sidegate\'s identity in your service").')
+    }, 'A signed identity for the upstream (docs/identity-jwt.md).')
   }),
   server: section({
     trusted_proxies: live(list([], {
       check: 'ipOrCidr',
-      description: 'Peers (addresses or CIDR ranges: ["10.0.0.0/8", "fd00::/8", "127.0.0.1"]) whose\nX-Forwarded-For/-Proto/-Host are believed. The client address is the rightmost\nX-Forwarded-For entry that is not itself a trusted proxy (used for the lockout\nand the logs). From any other peer these headers are replaced, and every other\nforwarding header (Forwarded, X-Real-IP, any X-Forwarded-*, X-Auth-Request-*,\nTrue-Client-IP, X-Original-URL, Remote-User, …: README, Security) is removed.'
+      description: 'Peers (addresses or CIDR ranges: ["10.0.0.0/8", "fd00::/8", "127.0.0.1"]) whose\nX-Forwarded-For/-Proto/-Host are believed. The client address is the rightmost\nX-Forwarded-For entry that is not itself a trusted proxy (used for the lockout\nand the logs). From any other peer these headers are replaced, and every other\nforwarding header (Forwarded, X-Real-IP, any X-Forwarded-*, X-Auth-Request-*,\nTrue-Client-IP, X-Original-URL, Remote-User, …: docs/security.md) is removed.'
     })),
     drain_delay: live(int(0, 300, 5, 'SIGTERM: /readyz answers 503 at once while requests are still served for\ndrain_delay seconds (so Kubernetes or a load balancer stops sending traffic),\nthen the listener closes and in-flight requests get shutdown_grace seconds.\nStop timeouts (terminationGracePeriodSeconds, docker stop -t) must exceed the sum.\nSIGINT (Ctrl-C) skips the delay.')),
     shutdown_grace: live(int(0, 600, 10, 'seconds in-flight requests get after the listener closes')),
@@ -157,7 +157,7 @@ export const Schema = T.Object({
     max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)'),
     workers: T.Union([T.Integer({ minimum: 1, maximum: MAX_WORKERS }), T.Literal('auto')], {
       default: 1,
-      description: 'Processes serving listen.port (node:cluster): 1 (one process, no cluster), a number, or\n"auto" (the CPUs available to the process). `sidegate start --workers N` wins over it.\nAbove 1 a primary process forks the workers, restarts one that dies, serves the admin\nlistener (metrics summed over the workers; admin API calls relayed to them) and passes\nsignals and live reloads on; each worker is like a replica (README, "Multiple workers").'
+      description: 'Processes serving listen.port (node:cluster): 1 (one process, no cluster), a number, or\n"auto" (the CPUs available to the process). `sidegate start --workers N` wins over it.\nAbove 1 a primary process forks the workers, restarts one that dies, serves the admin\nlistener (metrics summed over the workers; admin API calls relayed to them) and passes\nsignals and live reloads on; each worker is like a replica (docs/deploy.md).'
     })
   }),
   metrics: section({
@@ -168,10 +168,10 @@ export const Schema = T.Object({
   tracing: section({
     endpoint: optStr({ check: 'httpUrl', url: true, description: 'OTLP/HTTP base URL of the collector (http://otel-collector:4318); spans are POSTed\nas JSON to <endpoint>/v1/traces. OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) and\nOTEL_EXPORTER_OTLP_ENDPOINT (like this key) win over it. Empty and neither set: tracing\nis off, and costs nothing.' }),
     service_name: str('sidegate', { description: 'service.name of every span; OTEL_SERVICE_NAME wins' })
-  }, 'OpenTelemetry traces (README, "Tracing"): one server span per request, with child spans\nfor its Redis commands and its upstream call; W3C traceparent/tracestate accepted only from\nserver.trusted_proxies. The standard OTEL_* variables apply (sampler, headers, resource\nattributes, batch delays).'),
+  }, 'OpenTelemetry traces (docs/observability.md): one server span per request, with child spans\nfor its Redis commands and its upstream call; W3C traceparent/tracestate accepted only from\nserver.trusted_proxies. The standard OTEL_* variables apply (sampler, headers, resource\nattributes, batch delays).'),
   admin: section({
     enabled: bool(false, 'true: serve the admin API under /admin/v1/ on the admin listener\n(metrics.host:metrics.port, never listen.port), also when metrics.enabled is false\n(the listener then serves only the admin API).')
-  }, 'The admin API (README, "Admin API"): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s access-key signature or private token; the OpenAPI document is\nat GET /admin/v1/openapi.json. Keep metrics.host off public networks (127.0.0.1, or a\nNetworkPolicy).'),
+  }, 'The admin API (docs/admin-api.md): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s access-key signature or private token; the OpenAPI document is\nat GET /admin/v1/openapi.json. Keep metrics.host off public networks (127.0.0.1, or a\nNetworkPolicy).'),
   docs: live(section({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),
@@ -182,10 +182,10 @@ export const Schema = T.Object({
     log: bool(true, 'one JSON line per credential event ("log":"audit", a stable "event"), whatever\nlog.level says (silent included): only false here turns them off'),
     stream: bool(false, 'also append each event to a Redis Stream (<redis.prefix>audit), which\n`sidegate audit tail` reads; sent without waiting: a failing Redis never fails or slows\na request (counted in sidegate_audit_stream_errors_total, logged once per outage)'),
     max_len: int(100, 100_000_000, 100_000, 'entries the stream keeps, about (XADD MAXLEN ~): older ones are dropped')
-  }, 'The audit trail: logins, lockouts, bearer tokens issued, used and refused, access keys\ncreated, revoked and first used, private tokens, password changes, users disabled and\nenabled, logouts (README, Audit trail). Never a password, token, secret or session id.'),
+  }, 'The audit trail: logins, lockouts, bearer tokens issued, used and refused, access keys\ncreated, revoked and first used, private tokens, password changes, users disabled and\nenabled, logouts (docs/observability.md). Never a password, token, secret or session id.'),
   reload: live(section({
     watch: bool(true, 'true: a change of this file on disk reloads it too (its directory is watched, so a\nKubernetes ConfigMap update is seen); false: only SIGHUP reloads')
-  }, 'SIGHUP reads this file again: keys that can change live (README, "Live reload")\napply to new requests at once; a file that changes any other key is refused, one\nthat is not valid is reported, and the config in force stays. One log line tells which.'))
+  }, 'SIGHUP reads this file again: keys that can change live (docs/configuration.md)\napply to new requests at once; a file that changes any other key is refused, one\nthat is not valid is reported, and the config in force stays. One log line tells which.'))
 }, { additionalProperties: false })
 
 /** gateway.yml as validated, defaults filled in, before anything is derived from it. */

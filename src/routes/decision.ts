@@ -47,7 +47,7 @@ function docs (config: Config): Route['docs'] {
     summary: 'Forward-auth decision about the request a proxy in front received',
     description: 'Any method (the original method may also come as this request\'s own). The credential (any of the four) and the org header ' +
       'are those of the original request, sent along by the proxy; a signature is verified over the original method and URI as ' +
-      '`(request-target)` and the other signed headers as received. See the README, "Behind nginx / Traefik / Envoy / Caddy".',
+      '`(request-target)` and the other signed headers as received. See docs/forward-auth.md.',
     parameters,
     responses: { 200: ok },
     errors: { 400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] } }

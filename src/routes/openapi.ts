@@ -21,9 +21,9 @@ import type { Route, RouteAuth } from './types.js'
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
 
 /**
- * The README's error table (section Errors), from the catalogue: every code an
+ * docs/errors.md's error table, from the catalogue: every code an
  * HTTP client can get, by status. `npm run docs:errors` writes it into the
- * README; test/docs.test.ts fails when the README's copy differs.
+ * docs; test/docs.test.ts fails when its copy differs.
  */
 export function errorTable (): string {
   const rows = [...HTTP_ERROR_CODES].sort((a, b) => ERRORS[a].status - ERRORS[b].status)
