@@ -12,6 +12,7 @@ import t from 'tap'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Duplex } from 'node:stream'
 import { parse } from 'yaml'
 import { tempDir, track } from './fixtures/cleanup.js'
 import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
@@ -21,6 +22,7 @@ import { request, startEcho, type Res } from './fixtures/http.js'
 import { freePort, listenOn, startRedis } from './fixtures/redis.js'
 import { login } from './fixtures/session.js'
 import { eventually } from './fixtures/wait.js'
+import { wsEchoUpgrade, wsRoundTrip } from './fixtures/websocket.js'
 
 const DIR = join(ROOT, 'deploy', 'forward-auth')
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
@@ -105,11 +107,20 @@ if ('why' in nginx && 'why' in caddy) {
 } else {
   const redis = await startRedis()
   const echo = await startEcho()
+  // a real WebSocket upstream: the handshake with its accept value, frames echoed
+  // (its sockets are closed at the end: the server's close waits for upgraded ones)
+  const upgraded = new Set<Duplex>()
+  echo.server.removeAllListeners('upgrade')
+  echo.server.on('upgrade', (req, socket) => {
+    upgraded.add(socket)
+    echo.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers })
+    wsEchoUpgrade(req, socket)
+  })
   // the proxies connect from 127.0.0.1: trusted to describe the original request
   // identity.jwt on: the decision carries the signed identity too, and the configs copy it
   const g = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] }, upstream: { public_paths: ['/public'] }, identity: { jwt: { enabled: true } } })
   const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', g.url))
-  t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+  t.teardown(async () => { await g.close(); for (const s of upgraded) s.destroy(); await echo.close(); await redis.stop() })
   await g.store.createOrg('Org A', ORG_A)
   await g.store.createOrg('Org B', ORG_B)
   const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
@@ -268,6 +279,52 @@ if ('why' in nginx && 'why' in caddy) {
         t.equal(invalid.seen, undefined)
         if (name === 'Caddy') t.equal(invalid.res.json?.code, 'invalid_org')
       })
+
+      t.test('sidegate\'s session and CSRF cookies stay at the proxy, other cookies pass, on public paths too', async (t) => {
+        const s = await login(g.url, 'alice', 'alice-password')
+        const mixed = `theme=dark; ${s.cookie}; app_session=abc`
+        const get = await via(base, unique('/api/v1/things/'), { cookie: mixed })
+        t.equal(get.res.status, 200)
+        t.equal(get.seen?.['x-svc-auth-method'], 'session', 'the session authenticated the request')
+        t.equal(get.seen?.cookie, 'theme=dark; app_session=abc')
+        const pub = await via(base, unique('/public/x'), { cookie: mixed })
+        t.equal(pub.res.status, 200)
+        t.equal(pub.seen?.cookie, 'theme=dark; app_session=abc', 'a public path')
+        const only = await via(base, unique('/public/x'), { cookie: s.cookie })
+        t.ok(only.seen, 'forwarded')
+        t.notOk(only.seen?.cookie, 'nothing left: no Cookie (or an empty one)')
+        const tok = await via(base, unique('/api/v1/things/'), { authorization: `Token ${privateToken}`, cookie: `${s.cookie}; theme=dark` })
+        t.equal(tok.seen?.cookie, 'theme=dark', 'another credential: the cookies are cleaned too')
+      })
+
+      t.test('headers spelled with "_" (X_SVC_User_Id, …) do not reach the upstream', async (t) => {
+        const underscored = {
+          X_SVC_User_Id: 'forged', X_SVC_Username: 'mallory', X_SVC_ORG: ORG_B, X_SVC_Auth_Method: 'forged', X_SVC_Identity: 'forged.forged.forged',
+          X_JMS_User_Id: 'forged', X_JMS_ORG: ORG_B, X_CSRFToken: 'forged', X_Forwarded_For: '203.0.113.9', X_Real_IP: '203.0.113.9', 'X-SVC_User-Id': 'forged'
+        }
+        for (const p of [unique('/api/v1/things/'), unique('/public/x')]) {
+          const { res, seen } = await via(base, p, { authorization: `Token ${privateToken}`, ...underscored })
+          t.equal(res.status, 200, p)
+          t.same(Object.keys(seen ?? {}).filter((h) => h.includes('_')), [], `${p}: no "_" spelling passes`)
+          if (p.startsWith('/api')) t.same(identityOf(seen), { id: alice.id, username: 'alice', org: DEFAULT_ORG, method: 'private_token' })
+        }
+      })
+
+      if (name === 'Caddy') {
+        t.test('a WebSocket: decided (Caddy copies Upgrade onto the decision request), then a real handshake with the upstream', async (t) => {
+          const s = await login(g.url, 'alice', 'alice-password')
+          const token = await wsRoundTrip(base, unique('/ws'), { authorization: `Token ${privateToken}` })
+          t.same(token, { status: 101, accepted: true, echoed: 'hello' }, 'a private token: switched, accepted, echoed')
+          const same = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'websocket' })
+          t.same(same, { status: 101, accepted: true, echoed: 'hello' }, 'a same-origin session')
+          const before = echo.seen.length
+          const cross = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'websocket' })
+          t.equal(cross.status, 403, 'a cross-site handshake with the session cookie: refused, as proxy mode refuses it')
+          const none = await wsRoundTrip(base, unique('/ws'))
+          t.equal(none.status, 401)
+          t.equal(echo.seen.length, before, 'neither reached the upstream')
+        })
+      }
 
       t.test('a public path: forwarded without a credential and without any identity header', async (t) => {
         const { res, seen } = await via(base, unique('/public/logo.png'), { ...forged, 'x-svc-org': ORG_B })
