@@ -43,9 +43,12 @@ t.test('Traefik: a ForwardAuth middleware to /_sidegate/auth that copies the ide
   const fa = doc.http.middlewares.sidegate.forwardAuth
   t.equal(fa.address, 'http://127.0.0.1:8081/_sidegate/auth')
   t.equal(fa.trustForwardHeader, false)
-  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Identity'])
+  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Identity', 'Cookie'], 'the identity, and the Cookie without sidegate\'s cookies')
   t.equal(fa.authRequestHeaders, undefined, 'every header of the request goes to sidegate (a signature may cover any)')
-  t.equal(doc.http.middlewares['sidegate-strip'].headers.customRequestHeaders.Authorization, '', 'the credential is removed')
+  const strip = doc.http.middlewares['sidegate-strip'].headers.customRequestHeaders
+  t.equal(strip.Authorization, '', 'the credential is removed')
+  for (const h of ['X_SVC_User_Id', 'X_SVC_Username', 'X_SVC_ORG', 'X_SVC_Auth_Method', 'X_SVC_Identity', 'X_JMS_User_Id', 'X_CSRFToken']) t.equal(strip[h], '', `${h} removed`)
+  t.equal(doc.http.serversTransports[doc.http.services.app.loadBalancer.serversTransport].forwardingTimeouts.idleConnTimeout, '60s', 'idle upstream connections: 60 s')
   const router = doc.http.routers.app
   t.same(router.middlewares, ['sidegate', 'sidegate-strip'], 'the decision first, then the credential is removed')
   t.ok(doc.http.services[router.service].loadBalancer.servers[0].url.startsWith('http://127.0.0.1:3000'))
@@ -69,11 +72,25 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   t.equal(authz.http_service.server_uri.cluster, 'sidegate')
   const allowed = authz.allowed_headers.patterns.map((p: any) => p.exact)
   for (const h of ['cookie', 'x-csrftoken', 'date', 'accept', 'x-svc-org']) t.ok(allowed.includes(h), `${h} goes to sidegate`)
-  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-identity'])
+  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-identity', 'cookie'])
+  for (const h of ['origin', 'sec-fetch-site', 'sec-fetch-mode', 'upgrade', 'sec-websocket-key']) t.ok(allowed.includes(h), `${h} goes to sidegate (a cross-site WebSocket handshake)`)
+  t.equal(hcm.typed_config.common_http_protocol_options.headers_with_underscores_action, 'DROP_HEADER', '"_" spellings dropped')
+  for (const c of doc.static_resources.clusters) {
+    t.equal(c.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].common_http_protocol_options.idle_timeout, '60s', `${c.name}: idle connections 60 s`)
+  }
   t.ok(authz.http_service.authorization_response.allowed_client_headers.patterns.some((p: any) => p.exact === 'www-authenticate'))
   const clusters = Object.fromEntries(doc.static_resources.clusters.map((c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]))
   t.same(clusters, { sidegate: { address: '127.0.0.1', port_value: 8081 }, app: { address: '127.0.0.1', port_value: 3000 } })
   t.same(hcm.typed_config.route_config.virtual_hosts[0].routes[0].request_headers_to_remove, ['authorization', 'x-csrftoken'])
+})
+
+t.test('every config closes idle upstream connections before sidegate does (server.keep_alive_timeout, 65 s by default)', async (t) => {
+  const nginxConf = readFileSync(join(DIR, 'nginx.conf'), 'utf8')
+  const upstreams = nginxConf.match(/^upstream .*$/gm) ?? []
+  t.equal(upstreams.length, 2)
+  for (const u of upstreams) t.match(u, /keepalive \d+; keepalive_timeout 60s;/, u)
+  const caddy = readFileSync(join(DIR, 'Caddyfile'), 'utf8')
+  t.equal(caddy.match(/^\s*keepalive 60s$/gm)?.length, 2, 'Caddy: forward_auth and reverse_proxy')
 })
 
 /** The nginx binary with auth_request, or why not. */
