@@ -25,10 +25,12 @@
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
  * forwarded by forwarder.ws. The forward-auth decision endpoint
- * (/_sidegate/auth, route auth mode 'decision') takes steps 3 and 4 over the
- * original request the proxy in front describes (decide below) and answers
- * with the identity headers instead of forwarding: the same headers
- * (identityHeadersOf) a forwarded request gets. Any step
+ * (/_sidegate/auth, route auth mode 'decision', trusted proxies only) takes
+ * steps 3 and 4 over the original request the proxy in front describes
+ * (decide below) and answers with the identity headers instead of
+ * forwarding: the same headers (identityHeadersOf) a forwarded request gets.
+ * Forwarded, upgraded or decided, a request for the upstream passes the one
+ * admit step, so the three cannot drift apart (test/verdicts.test.ts). Any step
  * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
  * `rejectUpgrade` on the socket.
  *

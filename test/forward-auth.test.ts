@@ -4,9 +4,10 @@
  * deploy/forward-auth/ (their placeholders filled with this test's ports) in
  * front of an in-process sidegate and an echo upstream. Through each: the four
  * credential kinds (a signature over the original method and URI), the 401
- * path, the org rules, public paths, and that no client-sent identity header
- * reaches the upstream. The Traefik and Envoy configurations are checked for
- * shape. Without nginx or Caddy those tests are skipped, saying why.
+ * path, the org rules, public paths, that no client-sent identity header (nor
+ * its "_" spelling) reaches the upstream, that sidegate's cookies stay at the
+ * proxy while others pass, and (Caddy) a real WebSocket handshake. The Traefik
+ * and Envoy configurations are checked for shape. Without nginx or Caddy those tests are skipped, saying why.
  */
 import t from 'tap'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
