@@ -103,5 +103,9 @@ if (NGINX === undefined) {
     // the race itself is rare; what causes it is not: sidegate closing connections nginx still holds
     t.ok(warm > 0 && warm <= BURST, `nginx opened ${warm} connections for the first burst`)
     t.equal(opened, warm, 'and no more after: sidegate kept every idle connection through the gaps')
+    // a stop still closes the idle ones at once, not after keep_alive_timeout
+    const stopping = Date.now()
+    await g.gw.shutdown(30)
+    t.ok(Date.now() - stopping < 3000, `shutdown with ${warm} idle keep-alive connections took ${Date.now() - stopping} ms`)
   })
 }
