@@ -6,6 +6,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { randomUUID } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { BlockList, isIP } from 'node:net'
 import type { Config } from './config.js'
 import type { Identity } from './auth/index.js'
@@ -28,7 +29,7 @@ export interface HeaderPolicy {
   /** X-<abbrev>-Identity, lowercase */
   identityHeader: string
   /** identity.jwt enabled: the signed identity token of a caller in an org (src/identity.ts) */
-  identityToken?: (id: Identity, orgId: string) => string
+  identityToken?: (id: Identity, orgId: string, requestId: string) => string
   credentialCookies: Set<string>
   /** whether a peer (or an X-Forwarded-For hop) is one of server.trusted_proxies */
   trusted: (ip: string) => boolean
@@ -68,7 +69,9 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
  */
 const FORWARDING = new Set([
   'forwarded', 'x-forwarded', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'cf-connecting-ip', 'fastly-client-ip',
-  'x-cluster-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-original-host', 'x-host', 'remote-user', 'x-remote-user'
+  'x-cluster-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-original-host', 'x-host', 'remote-user', 'x-remote-user',
+  // W3C baggage: upstream telemetry reads it as facts about the request (user.id=…); like traceparent, only a trusted peer's
+  'baggage'
 ])
 
 function isForwarding (name: string): boolean {
@@ -235,7 +238,7 @@ export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: stri
  * forwarded request carries (injectIdentity) and what a forward-auth decision
  * answers with (src/routes/decision.ts), built here once for both.
  */
-export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string): Record<string, string> {
+export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, requestId: string): Record<string, string> {
   const h: Record<string, string> = {
     [p.userIdHeader]: id.user.id,
     [p.usernameHeader]: encodeHeaderValue(id.user.username),
@@ -243,7 +246,7 @@ export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string): 
     [p.authMethodHeader]: id.method
   }
   // identity.jwt: the signed token (src/identity.ts; 503 when the signing keys cannot be read)
-  if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId)
+  if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId, requestId)
   return h
 }
 
@@ -260,6 +263,16 @@ export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, identity:
   Object.assign(req.headers, identity)
 }
 
+/**
+ * A WebSocket handshake, or a decision request about one: Upgrade (Caddy
+ * copies it), Sec-WebSocket-Key or `Sec-Fetch-Mode: websocket` (nginx drops
+ * Upgrade from its subrequest but keeps these).
+ */
+export function isUpgradeOf (req: IncomingMessage): boolean {
+  const h = req.headers
+  return h.upgrade !== undefined || h['sec-websocket-key'] !== undefined || h['sec-fetch-mode'] === 'websocket'
+}
+
 /** The request a forward-auth decision is about: the one the proxy in front received. */
 export interface OriginalRequest {
   method: string
@@ -269,8 +282,31 @@ export interface OriginalRequest {
 
 /** RFC 9110 token (an HTTP method), bounded */
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/
-/** origin-form request target: "/" then visible ASCII (no space, no control), bounded */
-const ORIGIN_FORM = /^\/[\x21-\x7e]{0,8191}$/
+/**
+ * origin-form request target: "/" then the bytes Node's own parser accepts in
+ * the request target of this process's Node (visible ASCII; bytes above 0x7f,
+ * a raw UTF-8 byte read as latin1 like req.url, only where it accepts them),
+ * so a decision takes or refuses a target as proxy mode does; bounded
+ */
+const ORIGIN_FORM = new RegExp(`^/[\\x21-\\x7e${parserAcceptedHighBytes()}]{0,8191}$`)
+
+/** The bytes above 0x7f Node's HTTP parser takes in a request target, as a character class range ('' for none). */
+function parserAcceptedHighBytes (): string {
+  try {
+    const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: any }
+    const accepts = (b: number): boolean => {
+      const p = new HTTPParser()
+      p.initialize(HTTPParser.REQUEST, {})
+      const r = p.execute(Buffer.concat([Buffer.from('GET /a'), Buffer.from([b]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]))
+      p.close?.()
+      return !(r instanceof Error)
+    }
+    // llhttp takes all of them or none (its lenient or strict URL table)
+    return accepts(0x80) && accepts(0xc3) && accepts(0xff) ? '\\x80-\\xff' : ''
+  } catch {
+    return ''
+  }
+}
 
 function single (v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v
@@ -299,6 +335,15 @@ export function originalRequest (req: IncomingMessage, p: HeaderPolicy, ownPrefi
   if (!METHOD.test(method)) throw E.badRequest('The original method (X-Forwarded-Method, X-Original-Method) is not an HTTP method.')
   if (!ORIGIN_FORM.test(url)) throw E.badRequest('The original URI (X-Forwarded-Uri, X-Original-URI) must be a path and query starting with "/".')
   return { method, url }
+}
+
+/**
+ * The Cookie header the upstream gets: the request's without sidegate's
+ * session and CSRF cookies ('' when nothing is left). A forward-auth decision
+ * answers it as its `Cookie` header, for the proxy to set in place of the client's.
+ */
+export function upstreamCookie (req: IncomingMessage, p: HeaderPolicy): string {
+  return withoutCookies(req.headers.cookie, p.credentialCookies) ?? ''
 }
 
 /** Usernames may hold non-ASCII: percent-encode what a header cannot carry. */

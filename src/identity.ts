@@ -27,8 +27,11 @@
  * Signing is node:crypto's, synchronous, over a header serialized once per
  * key; a token is kept per (key, user, username, org, method, access key) and
  * reused for a quarter of its ttl, so most requests cost a cache lookup
- * (bench/micro-identity.mjs measures both). `jti` identifies the token (a
- * random UUID), not the request: the request's id is in X-Request-Id.
+ * (bench/micro-identity.mjs measures both). Such a token proves that sidegate
+ * authenticated the caller within its ttl, for its audience; not which
+ * request: its `jti` is a random UUID, shared by the requests that reuse it.
+ * identity.jwt.per_request signs one per request instead, its `jti` the
+ * request id (X-Request-Id): a verifier can then tie it to the request.
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto'
 import type { Identity } from './auth/index.js'
@@ -190,6 +193,8 @@ export class IdentitySigner {
   /** Reads (or creates) the key set now and every poll interval after. */
   start (): void {
     if (this.#timer !== null) return
+    // without aud a token for one service is accepted by every other service that trusts this JWKS
+    if (this.#c.audience === null) this.#log.warn({ warning: 'jwt_no_audience' }, 'identity.jwt is on without identity.jwt.audience: a token sent to one service is valid at any other that trusts this issuer; set the audience')
     this.load().catch(() => {})
     this.#timer = setInterval(() => { this.load().catch(() => {}) }, this.#pollMs)
     this.#timer.unref()
@@ -256,7 +261,7 @@ export class IdentitySigner {
    * (a quarter of its ttl), else a new one. Throws 503 store_unavailable when
    * the key set is not known well enough to sign (see `fresh`).
    */
-  token (id: Identity, orgId: string): string {
+  token (id: Identity, orgId: string, requestId?: string): string {
     const now = Date.now()
     if (!this.fresh) {
       this.load().catch(() => {})
@@ -265,6 +270,7 @@ export class IdentitySigner {
     const current = signingKey(this.#keys, now)
     if (current === null) throw E.storeUnavailable()
     const s = this.#signer(current)
+    if (this.#c.per_request && requestId !== undefined) return this.mint(s, id, orgId, now, requestId)
     const ck = cacheKey(s.kid, id, orgId)
     const hit = this.#tokens.get(ck)
     if (hit !== undefined) return hit
@@ -273,8 +279,8 @@ export class IdentitySigner {
     return t
   }
 
-  /** Signs a new token (no cache). */
-  mint (s: Signer, id: Identity, orgId: string, now: number): string {
+  /** Signs a new token (no cache); `jti`: a random UUID unless given. */
+  mint (s: Signer, id: Identity, orgId: string, now: number, jti: string = randomUUID()): string {
     const iat = Math.floor(now / 1000)
     const claims: Record<string, unknown> = { iss: this.#c.issuer }
     if (this.#c.audience !== null) claims.aud = this.#c.audience
@@ -283,7 +289,7 @@ export class IdentitySigner {
     claims.org = orgId
     claims.amr = [id.method]
     if (id.keyId !== undefined) claims.akid = id.keyId
-    claims.jti = randomUUID()
+    claims.jti = jti
     claims.iat = iat
     claims.exp = iat + this.#c.ttl
     const input = `${s.header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`

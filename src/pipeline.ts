@@ -25,10 +25,12 @@
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
  * forwarded by forwarder.ws. The forward-auth decision endpoint
- * (/_sidegate/auth, route auth mode 'decision') takes steps 3 and 4 over the
- * original request the proxy in front describes (decide below) and answers
- * with the identity headers instead of forwarding: the same headers
- * (identityHeadersOf) a forwarded request gets. Any step
+ * (/_sidegate/auth, route auth mode 'decision', trusted proxies only) takes
+ * steps 3 and 4 over the original request the proxy in front describes
+ * (decide below) and answers with the identity headers instead of
+ * forwarding: the same headers (identityHeadersOf) a forwarded request gets.
+ * Forwarded, upgraded or decided, a request for the upstream passes the one
+ * admit step, so the three cannot drift apart (test/verdicts.test.ts). Any step
  * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
  * `rejectUpgrade` on the socket.
  *
@@ -56,7 +58,7 @@ import { BEFORE_BODY, keepBody } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, type HeaderPolicy } from './headers.js'
+import { clientIp, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, isUpgradeOf, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, upstreamCookie, type HeaderPolicy } from './headers.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -214,16 +216,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     if (forwarder === null) throw E.notFound()
     ctx.trace?.route('upstream')
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
-    if (!router.isPublicUpstream(ctx.path)) {
-      // a step that can answer from memory returns its value, else a promise: only a promise is awaited
-      const who = authenticate(ctx)
-      ctx.identity = who instanceof Promise ? await who : who
-      checkKeyIp(ctx)
-      if (limiter !== null) await rateLimit(ctx)
-      if (ctx.identity.digests !== undefined) await checkDigest(ctx)
-      const org = upstreamOrg(ctx, ctx.path)
-      ctx.orgId = typeof org === 'string' ? org : await org
-    }
+    await admit(ctx, ctx.path, 'read')
     // ── 5. to the upstream ──
     if (needsKeys(ctx)) await signingKeys(ctx)
     stripAndInject(ctx)
@@ -359,29 +352,72 @@ export function createPipeline (o: PipelineOptions): Pipeline {
 
   // ── 3., 4. for a forward-auth decision ──────────────────────────────────
 
+  /** Peers already told they are not trusted proxies (bounded): one warning each. */
+  const untrustedWarned = new Set<string>()
+
   /**
-   * The request the proxy in front received (its method and URI from a
-   * trusted proxy's X-Forwarded-Method and -Uri or X-Original-Method and -URI, else this request's
-   * own; src/headers.ts originalRequest): on a public path (upstream.public_paths)
-   * no credential is looked at and the answer carries no identity; else
-   * authenticate over its method and URI (a signature's (request-target)), the
-   * org from its `?oid=` or the org header. ctx.decision: the identity headers.
+   * The request the proxy in front received (its method and URI from
+   * X-Forwarded-Method and -Uri or X-Original-Method and -URI, else this
+   * request's own; src/headers.ts originalRequest), decided as proxy mode
+   * decides the same request (admit): on a public path (upstream.public_paths)
+   * no credential is looked at; a signature is checked over its method and URI.
+   * Its other headers (credentials, the org header, Origin, Sec-Fetch-*,
+   * Upgrade) are on this request as the proxy copied them. Only a peer in
+   * server.trusted_proxies may ask: anyone else could describe another request
+   * than its own, or fetch the signed identity of its own credential.
+   * ctx.decision: the identity headers and the Cookie header for the upstream.
    */
   async function decide (ctx: RequestContext): Promise<void> {
+    if (!fromTrustedPeer(ctx.req, policy)) {
+      const peer = ctx.req.socket.remoteAddress ?? ''
+      if (!untrustedWarned.has(peer)) {
+        if (untrustedWarned.size >= 1000) untrustedWarned.clear()
+        untrustedWarned.add(peer)
+        log.warn({ peer }, 'a forward-auth decision asked by a peer that is not a trusted proxy: refused (403 untrusted_proxy); list the proxy in server.trusted_proxies')
+      }
+      throw E.untrustedProxy()
+    }
     const original = originalRequest(ctx.req, policy, DECISION_PATH)
     const path = pathOf(original.url)
-    if (router.isPublicUpstream(path)) {
-      ctx.decision = {}
-      return
-    }
-    ctx.identity = await authenticate(ctx, original)
+    await admit(ctx, path, isUpgradeOf(ctx.req) ? 'upgrade' : 'elsewhere', original)
+    if (needsKeys(ctx)) await signingKeys(ctx)
+    ctx.decision = ctx.identity === undefined ? {} : identityHeadersOf(ctx)
+    ctx.decision.cookie = upstreamCookie(ctx.req, policy)
+  }
+
+  /**
+   * Steps 3 and 4 of a request for the upstream, the same whether sidegate
+   * forwards it or decides it for the proxy in front: on a public path none;
+   * else authenticate (over `original` when deciding), the access key's
+   * allow-list, the rate limit, a signed body digest, the org, and for a
+   * WebSocket handshake the cross-site check. `body`: 'read' (a forwarded
+   * request: read and checked), 'upgrade' (a handshake: the empty body),
+   * 'elsewhere' (a decision: the body stays at the proxy).
+   */
+  async function admit (ctx: RequestContext | StepContext, path: string, body: 'read' | 'upgrade' | 'elsewhere', original?: { method: string, url: string }): Promise<void> {
+    if (router.isPublicUpstream(path)) return
+    // a step that can answer from memory returns its value, else a promise: only a promise is awaited
+    const who = authenticate(ctx, original)
+    ctx.identity = who instanceof Promise ? await who : who
     checkKeyIp(ctx)
-    // the proxy in front keeps the body: a signed digest cannot be checked here, so it is not accepted unchecked
-    if (ctx.identity.digests !== undefined) throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
-    await rateLimit(ctx)
-    ctx.orgId = await upstreamOrg(ctx, path, original.url)
-    await signingKeys(ctx)
-    ctx.decision = identityHeadersOf(ctx)
+    if (limiter !== null) {
+      if ('res' in ctx) await rateLimit(ctx)
+      // an upgrade is counted like any request; the RateLimit fields cannot go on the upstream's 101
+      else await limiter.check(ctx.identity)
+    }
+    if (ctx.identity.digests !== undefined) {
+      if (body === 'read') await checkDigest(ctx as RequestContext)
+      // a handshake has no body: a signed digest must be the empty body's
+      else if (body === 'upgrade') { if (!bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest() }
+      // the proxy in front keeps the body: a signed digest cannot be checked here, so it is not accepted unchecked
+      else throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
+    }
+    const org = upstreamOrg(ctx, path, original?.url)
+    ctx.orgId = typeof org === 'string' ? org : await org
+    // Browsers send cookies with a cross-origin WebSocket handshake and no
+    // CORS applies; SameSite does not help against a sibling sub-domain.
+    // Header credentials cannot be sent by another site's page.
+    if (body === 'upgrade' && ctx.identity.method === 'session' && crossSite(ctx.req)) throw E.crossSite()
   }
 
   // ── 5. to the upstream ──────────────────────────────────────────────────
@@ -402,7 +438,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
    * forwarded request carries and what a decision answers with.
    */
   function identityHeadersOf (ctx: StepContext): Record<string, string> {
-    return identityHeaders(policy, ctx.identity!, ctx.orgId!)
+    return identityHeaders(policy, ctx.identity!, ctx.orgId!, ctx.requestId)
   }
 
   /** The upstream sees exactly the resolved identity (none on a public path) and none of sidegate's credentials. */
@@ -465,19 +501,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       if (forwarder === null) throw E.notFound()
       trace?.route('upstream')
       if (o.draining()) throw E.shuttingDown()
-      if (!router.isPublicUpstream(ctx.path)) {
-        ctx.identity = await authenticate(ctx)
-        checkKeyIp(ctx)
-        // counted like any request; the RateLimit fields cannot go on the upstream's 101
-        if (limiter !== null) await limiter.check(ctx.identity)
-        // an upgrade has no body: a signed digest must be the empty body's
-        if (ctx.identity.digests !== undefined && !bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest()
-        ctx.orgId = await resolveOrg(ctx)
-        // Browsers send cookies with a cross-origin WebSocket handshake and no
-        // CORS applies; SameSite does not help against a sibling sub-domain.
-        // Header credentials cannot be sent by another site's page.
-        if (ctx.identity.method === 'session' && crossSite(req)) throw E.crossSite()
-      }
+      await admit(ctx, ctx.path, 'upgrade')
       await signingKeys(ctx)
       stripAndInject(ctx)
       setForwarded(ctx)

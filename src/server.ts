@@ -12,6 +12,7 @@ import { AuthPipeline } from './auth/index.js'
 import { configWarningList, type Config } from './config.js'
 import { E } from './errors.js'
 import { headerPolicy, requestId } from './headers.js'
+import { pathOf } from './http/query.js'
 import { IdentitySigner } from './identity.js'
 import type { Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -95,7 +96,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const build = (c: Config): Handlers => {
     for (const w of configWarningList(c)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
     const auth = new AuthPipeline(store, c)
-    const policy = headerPolicy(c, identity === null ? undefined : (id, orgId) => identity.token(id, orgId))
+    const policy = headerPolicy(c, identity === null ? undefined : (id, orgId, reqId) => identity.token(id, orgId, reqId))
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity, audit })
     const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, tracer: opts.tracer, audit })
@@ -109,7 +110,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
     // Node checks both timeouts only this often (default 30 s): check every
     // second so a slow client is cut off close to the configured time.
     connectionsCheckingInterval: 1000,
-    keepAliveTimeout: 5000,
+    // longer than the idle timeout of the proxy or load balancer in front (nginx and
+    // most load balancers: 60 s): else it reuses a connection sidegate is just closing,
+    // and a POST it cannot retry fails with 502. Node 20 counts headers_timeout from a
+    // request's first byte, not from the idle time before it: it stays short.
+    keepAliveTimeout: config.server.keep_alive_timeout * 1000,
     maxHeaderSize: config.server.max_header_size,
     // a request without Host gets our JSON 400 (pipeline, receive), not Node's plain-text one
     requireHostHeader: false
@@ -121,7 +126,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
     res.setHeader('x-request-id', requestId(req))
     ;(res as ResWithCode).errorCode = sendError(res, E.expectationFailed()).code
   })
-  server.on('upgrade', (req, socket, head) => { current.pipeline.upgrade(req, socket, head).catch(() => socket.destroy()) })
+  server.on('upgrade', (req, socket, head) => {
+    // a decision about a WebSocket handshake (Caddy copies Upgrade onto it) is a decision like any other
+    if (current.router.find(pathOf(req.url ?? '/'), req.method ?? '')?.auth === 'decision') answerAsRequest(req, socket, current.pipeline)
+    else current.pipeline.upgrade(req, socket, head).catch(() => socket.destroy())
+  })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) { socket.destroy(); return }
     const e = err.code === 'HPE_HEADER_OVERFLOW' ? E.headersTooLarge() : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? E.requestTimeout() : E.malformedRequest()
@@ -149,6 +158,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
       const built = build(next)
       server.headersTimeout = next.server.headers_timeout * 1000
       server.requestTimeout = next.server.request_timeout * 1000
+      server.keepAliveTimeout = next.server.keep_alive_timeout * 1000
       inForce = next
       current = built
     },
@@ -178,6 +188,16 @@ export function createGateway (opts: GatewayOptions): Gateway {
       await unusedKeys.close()
     }
   }
+}
+
+/** An upgrade request answered with a plain HTTP answer on its socket, which then closes (no protocol switch). */
+function answerAsRequest (req: http.IncomingMessage, socket: Duplex, pipeline: Pipeline): void {
+  socket.on('error', () => socket.destroy())
+  const res = new http.ServerResponse(req)
+  res.shouldKeepAlive = false
+  res.assignSocket(socket as Socket)
+  res.once('finish', () => { res.detachSocket(socket as Socket); socket.end() })
+  pipeline.request(req, res)
 }
 
 /** A socket answered with a parse error is read and discarded until quiet this long… */

@@ -160,20 +160,53 @@ t.test('a malformed original method or URI is 400 bad_request', async (t) => {
   }
 })
 
-t.test('from a peer that is not a trusted proxy, X-Forwarded-* and X-Original-* are ignored', async (t) => {
+t.test('only a peer in server.trusted_proxies gets a decision: any other gets 403 untrusted_proxy, logged once per peer', async (t) => {
   const bob = await makeUser(u, 'bob')
   const k = await u.store.createAccessKey(bob.id)
-  // signed for what the headers claim: ignored, so the signature is checked over the request's own target and fails
-  const path = '/api/v1/x/'
-  const forged = await decide({ ...signedHeaders(k.key.id, k.secret, 'POST', path), 'x-forwarded-method': 'POST', 'x-forwarded-uri': path, 'x-original-uri': path }, { base: u.url })
-  t.equal(forged.status, 401)
-  t.equal(forged.json.code, 'invalid_signature')
-  const own = await decide(signedHeaders(k.key.id, k.secret, 'GET', AUTH), { base: u.url })
-  t.equal(own.status, 200, 'signed over its own method and URI')
   const tok = await u.store.createPrivateToken(bob.id)
-  const bad = await decide({ authorization: `Token ${tok}`, 'x-forwarded-method': 'GE T' }, { base: u.url })
-  t.equal(bad.status, 200, 'a malformed header of an untrusted peer is not even looked at')
+  const path = '/api/v1/x/'
+  const cases: Array<[string, Record<string, string>, string]> = [
+    // forged X-Forwarded-*: deciding the request's own GET instead would skip the CSRF check of the POST it names
+    ['a session POST named in X-Forwarded-*', { 'x-forwarded-method': 'POST', 'x-forwarded-uri': path, 'x-original-uri': path }, AUTH],
+    ['a signature over what the headers claim', { ...signedHeaders(k.key.id, k.secret, 'POST', path), 'x-forwarded-method': 'POST', 'x-forwarded-uri': path }, AUTH],
+    ['a signature over its own target', signedHeaders(k.key.id, k.secret, 'GET', AUTH), AUTH],
+    // a client asking for its own signed identity (X-SVC-Identity) on a proxy-mode gateway
+    ['a private token, no forwarding header', { authorization: `Token ${tok}` }, AUTH],
+    ['Envoy\'s form', { authorization: `Token ${tok}` }, AUTH + '/api/x'],
+    ['a public path', { 'x-forwarded-uri': '/public/x' }, AUTH]
+  ]
+  for (const [what, headers, p] of cases) {
+    const r = await decide(headers, { base: u.url, path: p })
+    t.same([r.status, r.json?.code], [403, 'untrusted_proxy'], what)
+    t.equal(r.headers['x-svc-user-id'], undefined, `${what}: no identity`)
+    t.equal(r.headers['cache-control'], 'no-store')
+  }
+  const warnings = u.logs.filter((l) => l.includes('server.trusted_proxies') && l.includes('"level":40'))
+  t.equal(warnings.length, 1, 'one warning for the one peer')
+  t.match(JSON.parse(warnings[0]), { peer: '127.0.0.1', msg: /trusted_proxies/ })
   t.equal(echo.seen.length, 0, 'with an upstream configured, a decision is never forwarded')
+})
+
+t.test('the Cookie header for the upstream: the client\'s without sidegate\'s cookies, on public paths too', async (t) => {
+  const s = await login(g.url, 'alice', 'alice-password')
+  const other = 'theme=dark; app_session=abc'
+  const r = await decide({ cookie: `theme=dark; ${s.cookie}; app_session=abc`, 'x-forwarded-uri': '/api/x' })
+  t.equal(r.status, 200)
+  t.equal(r.headers['x-svc-auth-method'], 'session')
+  t.equal(r.headers.cookie, other, 'other cookies kept, in order')
+  const pub = await decide({ cookie: `${s.cookie}; theme=dark`, 'x-forwarded-uri': '/public/x' })
+  t.equal(pub.headers.cookie, 'theme=dark', 'a public path too')
+  const only = await decide({ cookie: s.cookie, 'x-forwarded-uri': '/public/x' })
+  t.equal(only.headers.cookie, '', 'nothing left: empty (the proxy removes the header)')
+  const none = await decide({ authorization: `Token ${aliceToken}`, 'x-forwarded-uri': '/api/x' })
+  t.equal(none.headers.cookie, '', 'no Cookie at all: empty')
+})
+
+t.test('an original URI with a byte Node\'s parser refuses in a request target is 400, as in proxy mode (raw UTF-8: test/verdicts.test.ts)', async (t) => {
+  for (const bad of ['/a\tb', '/a b', '/public/a b']) {
+    const b = await decide({ 'x-original-uri': bad })
+    t.same([b.status, b.json?.code], [400, 'bad_request'], JSON.stringify(bad))
+  }
 })
 
 t.test('the caller\'s rate limit and key rules apply to decisions; a signed body digest is refused, not decided unchecked', async (t) => {

@@ -4,14 +4,16 @@
  * deploy/forward-auth/ (their placeholders filled with this test's ports) in
  * front of an in-process sidegate and an echo upstream. Through each: the four
  * credential kinds (a signature over the original method and URI), the 401
- * path, the org rules, public paths, and that no client-sent identity header
- * reaches the upstream. The Traefik and Envoy configurations are checked for
- * shape. Without nginx or Caddy those tests are skipped, saying why.
+ * path, the org rules, public paths, that no client-sent identity header (nor
+ * its "_" spelling) reaches the upstream, that sidegate's cookies stay at the
+ * proxy while others pass, and (Caddy) a real WebSocket handshake. The Traefik
+ * and Envoy configurations are checked for shape. Without nginx or Caddy those tests are skipped, saying why.
  */
 import t from 'tap'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Duplex } from 'node:stream'
 import { parse } from 'yaml'
 import { tempDir, track } from './fixtures/cleanup.js'
 import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
@@ -21,6 +23,7 @@ import { request, startEcho, type Res } from './fixtures/http.js'
 import { freePort, listenOn, startRedis } from './fixtures/redis.js'
 import { login } from './fixtures/session.js'
 import { eventually } from './fixtures/wait.js'
+import { wsEchoUpgrade, wsRoundTrip } from './fixtures/websocket.js'
 
 const DIR = join(ROOT, 'deploy', 'forward-auth')
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
@@ -41,9 +44,12 @@ t.test('Traefik: a ForwardAuth middleware to /_sidegate/auth that copies the ide
   const fa = doc.http.middlewares.sidegate.forwardAuth
   t.equal(fa.address, 'http://127.0.0.1:8081/_sidegate/auth')
   t.equal(fa.trustForwardHeader, false)
-  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Identity'])
+  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Identity', 'Cookie'], 'the identity, and the Cookie without sidegate\'s cookies')
   t.equal(fa.authRequestHeaders, undefined, 'every header of the request goes to sidegate (a signature may cover any)')
-  t.equal(doc.http.middlewares['sidegate-strip'].headers.customRequestHeaders.Authorization, '', 'the credential is removed')
+  const strip = doc.http.middlewares['sidegate-strip'].headers.customRequestHeaders
+  t.equal(strip.Authorization, '', 'the credential is removed')
+  for (const h of ['X_SVC_User_Id', 'X_SVC_Username', 'X_SVC_ORG', 'X_SVC_Auth_Method', 'X_SVC_Identity', 'X_JMS_User_Id', 'X_CSRFToken']) t.equal(strip[h], '', `${h} removed`)
+  t.equal(doc.http.serversTransports[doc.http.services.app.loadBalancer.serversTransport].forwardingTimeouts.idleConnTimeout, '60s', 'idle upstream connections: 60 s')
   const router = doc.http.routers.app
   t.same(router.middlewares, ['sidegate', 'sidegate-strip'], 'the decision first, then the credential is removed')
   t.ok(doc.http.services[router.service].loadBalancer.servers[0].url.startsWith('http://127.0.0.1:3000'))
@@ -67,11 +73,25 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   t.equal(authz.http_service.server_uri.cluster, 'sidegate')
   const allowed = authz.allowed_headers.patterns.map((p: any) => p.exact)
   for (const h of ['cookie', 'x-csrftoken', 'date', 'accept', 'x-svc-org']) t.ok(allowed.includes(h), `${h} goes to sidegate`)
-  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-identity'])
+  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-identity', 'cookie'])
+  for (const h of ['origin', 'sec-fetch-site', 'sec-fetch-mode', 'upgrade', 'sec-websocket-key']) t.ok(allowed.includes(h), `${h} goes to sidegate (a cross-site WebSocket handshake)`)
+  t.equal(hcm.typed_config.common_http_protocol_options.headers_with_underscores_action, 'DROP_HEADER', '"_" spellings dropped')
+  for (const c of doc.static_resources.clusters) {
+    t.equal(c.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].common_http_protocol_options.idle_timeout, '60s', `${c.name}: idle connections 60 s`)
+  }
   t.ok(authz.http_service.authorization_response.allowed_client_headers.patterns.some((p: any) => p.exact === 'www-authenticate'))
   const clusters = Object.fromEntries(doc.static_resources.clusters.map((c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]))
   t.same(clusters, { sidegate: { address: '127.0.0.1', port_value: 8081 }, app: { address: '127.0.0.1', port_value: 3000 } })
   t.same(hcm.typed_config.route_config.virtual_hosts[0].routes[0].request_headers_to_remove, ['authorization', 'x-csrftoken'])
+})
+
+t.test('every config closes idle upstream connections before sidegate does (server.keep_alive_timeout, 65 s by default)', async (t) => {
+  const nginxConf = readFileSync(join(DIR, 'nginx.conf'), 'utf8')
+  const upstreams = nginxConf.match(/^upstream .*$/gm) ?? []
+  t.equal(upstreams.length, 2)
+  for (const u of upstreams) t.match(u, /keepalive \d+; keepalive_timeout 60s;/, u)
+  const caddy = readFileSync(join(DIR, 'Caddyfile'), 'utf8')
+  t.equal(caddy.match(/^\s*keepalive 60s$/gm)?.length, 2, 'Caddy: forward_auth and reverse_proxy')
 })
 
 /** The nginx binary with auth_request, or why not. */
@@ -105,11 +125,20 @@ if ('why' in nginx && 'why' in caddy) {
 } else {
   const redis = await startRedis()
   const echo = await startEcho()
+  // a real WebSocket upstream: the handshake with its accept value, frames echoed
+  // (its sockets are closed at the end: the server's close waits for upgraded ones)
+  const upgraded = new Set<Duplex>()
+  echo.server.removeAllListeners('upgrade')
+  echo.server.on('upgrade', (req, socket) => {
+    upgraded.add(socket)
+    echo.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers })
+    wsEchoUpgrade(req, socket)
+  })
   // the proxies connect from 127.0.0.1: trusted to describe the original request
   // identity.jwt on: the decision carries the signed identity too, and the configs copy it
   const g = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] }, upstream: { public_paths: ['/public'] }, identity: { jwt: { enabled: true } } })
   const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', g.url))
-  t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+  t.teardown(async () => { await g.close(); for (const s of upgraded) s.destroy(); await echo.close(); await redis.stop() })
   await g.store.createOrg('Org A', ORG_A)
   await g.store.createOrg('Org B', ORG_B)
   const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
@@ -268,6 +297,52 @@ if ('why' in nginx && 'why' in caddy) {
         t.equal(invalid.seen, undefined)
         if (name === 'Caddy') t.equal(invalid.res.json?.code, 'invalid_org')
       })
+
+      t.test('sidegate\'s session and CSRF cookies stay at the proxy, other cookies pass, on public paths too', async (t) => {
+        const s = await login(g.url, 'alice', 'alice-password')
+        const mixed = `theme=dark; ${s.cookie}; app_session=abc`
+        const get = await via(base, unique('/api/v1/things/'), { cookie: mixed })
+        t.equal(get.res.status, 200)
+        t.equal(get.seen?.['x-svc-auth-method'], 'session', 'the session authenticated the request')
+        t.equal(get.seen?.cookie, 'theme=dark; app_session=abc')
+        const pub = await via(base, unique('/public/x'), { cookie: mixed })
+        t.equal(pub.res.status, 200)
+        t.equal(pub.seen?.cookie, 'theme=dark; app_session=abc', 'a public path')
+        const only = await via(base, unique('/public/x'), { cookie: s.cookie })
+        t.ok(only.seen, 'forwarded')
+        t.notOk(only.seen?.cookie, 'nothing left: no Cookie (or an empty one)')
+        const tok = await via(base, unique('/api/v1/things/'), { authorization: `Token ${privateToken}`, cookie: `${s.cookie}; theme=dark` })
+        t.equal(tok.seen?.cookie, 'theme=dark', 'another credential: the cookies are cleaned too')
+      })
+
+      t.test('headers spelled with "_" (X_SVC_User_Id, …) do not reach the upstream', async (t) => {
+        const underscored = {
+          X_SVC_User_Id: 'forged', X_SVC_Username: 'mallory', X_SVC_ORG: ORG_B, X_SVC_Auth_Method: 'forged', X_SVC_Identity: 'forged.forged.forged',
+          X_JMS_User_Id: 'forged', X_JMS_ORG: ORG_B, X_CSRFToken: 'forged', X_Forwarded_For: '203.0.113.9', X_Real_IP: '203.0.113.9', 'X-SVC_User-Id': 'forged'
+        }
+        for (const p of [unique('/api/v1/things/'), unique('/public/x')]) {
+          const { res, seen } = await via(base, p, { authorization: `Token ${privateToken}`, ...underscored })
+          t.equal(res.status, 200, p)
+          t.same(Object.keys(seen ?? {}).filter((h) => h.includes('_')), [], `${p}: no "_" spelling passes`)
+          if (p.startsWith('/api')) t.same(identityOf(seen), { id: alice.id, username: 'alice', org: DEFAULT_ORG, method: 'private_token' })
+        }
+      })
+
+      if (name === 'Caddy') {
+        t.test('a WebSocket: decided (Caddy copies Upgrade onto the decision request), then a real handshake with the upstream', async (t) => {
+          const s = await login(g.url, 'alice', 'alice-password')
+          const token = await wsRoundTrip(base, unique('/ws'), { authorization: `Token ${privateToken}` })
+          t.same(token, { status: 101, accepted: true, echoed: 'hello' }, 'a private token: switched, accepted, echoed')
+          const same = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'websocket' })
+          t.same(same, { status: 101, accepted: true, echoed: 'hello' }, 'a same-origin session')
+          const before = echo.seen.length
+          const cross = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'websocket' })
+          t.equal(cross.status, 403, 'a cross-site handshake with the session cookie: refused, as proxy mode refuses it')
+          const none = await wsRoundTrip(base, unique('/ws'))
+          t.equal(none.status, 401)
+          t.equal(echo.seen.length, before, 'neither reached the upstream')
+        })
+      }
 
       t.test('a public path: forwarded without a credential and without any identity header', async (t) => {
         const { res, seen } = await via(base, unique('/public/logo.png'), { ...forged, 'x-svc-org': ORG_B })

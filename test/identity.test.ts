@@ -310,3 +310,36 @@ t.test('rotation in the store: published ahead, signs later, the old key kept un
   t.equal(r0.key.active_from, clock.now)
   t.ok(newSigningKey('ES256', 0, 0).public.y, 'an EC key has y')
 })
+
+t.test('cached tokens (the default) are shared by requests; identity.jwt.per_request: one per request, jti = X-Request-Id, verified by jose', async (t) => {
+  const ids = ['req-one-1', 'req-two-2']
+  const cached = []
+  for (const id of ids) cached.push((await jwtVerify(received(await request(g.url, '/api/x', { headers: { authorization: `Token ${aliceToken}`, 'x-request-id': id } }))!, gJwks, { audience: 'orders-service' })).payload)
+  t.equal(cached[0].jti, cached[1].jti, 'the default: one cached token for both requests (it names the caller, not the request)')
+  t.not(cached[0].jti, ids[0])
+
+  const per = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, identity: { jwt: { ...JWT, per_request: true } } })
+  t.teardown(async () => { await per.close() })
+  const perJwks = jwksOf(per)
+  const seen: JWTPayload[] = []
+  for (const id of ids) {
+    const r = await request(per.url, '/api/x', { headers: { authorization: `Token ${aliceToken}`, 'x-request-id': id } })
+    t.equal(r.json.headers['x-request-id'], id, 'the upstream gets the request id')
+    const { payload } = await jwtVerify(received(r)!, perJwks, { audience: 'orders-service', issuer: per.config.identity.jwt.issuer })
+    t.equal(payload.jti, id, 'jti is the request id')
+    t.match(payload, { sub: alice.id, amr: ['private_token'] })
+    seen.push(payload)
+  }
+  t.not(seen[0].jti, seen[1].jti, 'two requests, two tokens')
+  // without X-Request-Id: the id sidegate made (a UUID) is both the header and the jti
+  const r = await request(per.url, '/api/x', { headers: { authorization: `Token ${aliceToken}` } })
+  const { payload } = await jwtVerify(received(r)!, perJwks, { audience: 'orders-service' })
+  t.equal(payload.jti, r.json.headers['x-request-id'])
+})
+
+t.test('identity.jwt without an audience: a warning at start', async (t) => {
+  const warned = (gw: TestGateway): boolean => gw.logs.some((l) => l.includes('"jwt_no_audience"') && l.includes('"level":40'))
+  t.ok(warned(gPublic), 'no audience: warned')
+  t.notOk(warned(g), 'with an audience: not warned')
+  t.notOk(warned(off), 'identity.jwt off: not warned')
+})

@@ -140,6 +140,7 @@ export const Schema = T.Object({
       issuer: optStr({ description: 'The iss claim. Empty: http://localhost:<listen.port>, or http://<listen.host>:<listen.port>\nwhen listen.host is a specific address: where a service in the same pod or host\nreaches the gateway. Set it to the URL your services use to reach sidegate; every\nreplica must have the same.' }),
       audience: optStr({ description: 'The aud claim; empty: no aud claim' }),
       ttl: int(1, 3600, 60, 'seconds from iat to exp'),
+      per_request: bool(false, 'false: a token is reused for a quarter of its ttl (it proves the caller was\nauthenticated within ttl, for this audience, not which request). true: one token per\nrequest, its jti the request id (X-Request-Id), so a verifier can bind it to the request;\na signature per request (about 40 µs with EdDSA, 35 µs with ES256: bench/micro-identity.mjs).'),
       algorithm: oneOf(JWT_ALGORITHMS, 'EdDSA', 'EdDSA (Ed25519) or ES256 (P-256) for the key created at the first start and\nby `sidegate jwk rotate`; a change takes effect at the next rotation.'),
       publish_ahead: int(1, 86400, 300, 'seconds a new key (sidegate jwk rotate) is published in the JWKS before it signs;\nmore than your verifiers cache the JWKS (the JWKS says max-age=60 at most).')
     }, 'A signed identity for the upstream (docs/identity-jwt.md).')
@@ -147,13 +148,14 @@ export const Schema = T.Object({
   server: section({
     trusted_proxies: live(list([], {
       check: 'ipOrCidr',
-      description: 'Peers (addresses or CIDR ranges: ["10.0.0.0/8", "fd00::/8", "127.0.0.1"]) whose\nX-Forwarded-For/-Proto/-Host are believed. The client address is the rightmost\nX-Forwarded-For entry that is not itself a trusted proxy (used for the lockout\nand the logs). From any other peer these headers are replaced, and every other\nforwarding header (Forwarded, X-Real-IP, any X-Forwarded-*, X-Auth-Request-*,\nTrue-Client-IP, X-Original-URL, Remote-User, …: docs/security.md) is removed.'
+      description: 'Peers (addresses or CIDR ranges: ["10.0.0.0/8", "fd00::/8", "127.0.0.1"]) whose\nX-Forwarded-For/-Proto/-Host are believed. The client address is the rightmost\nX-Forwarded-For entry that is not itself a trusted proxy (used for the lockout\nand the logs). From any other peer these headers are replaced, and every other\nforwarding header (Forwarded, X-Real-IP, any X-Forwarded-*, X-Auth-Request-*,\nTrue-Client-IP, X-Original-URL, Remote-User, …: docs/security.md) is removed.\nForward auth: /_sidegate/auth answers only these peers (any other: 403\nuntrusted_proxy): list the proxy in front (nginx, Caddy, Traefik, Envoy) here.'
     })),
     drain_delay: live(int(0, 300, 5, 'SIGTERM: /readyz answers 503 at once while requests are still served for\ndrain_delay seconds (so Kubernetes or a load balancer stops sending traffic),\nthen the listener closes and in-flight requests get shutdown_grace seconds.\nStop timeouts (terminationGracePeriodSeconds, docker stop -t) must exceed the sum.\nSIGINT (Ctrl-C) skips the delay.')),
     shutdown_grace: live(int(0, 600, 10, 'seconds in-flight requests get after the listener closes')),
     body_limit: live(int(64, 10 * 1024 * 1024, 8192, 'bytes accepted on sidegate\'s own endpoints (413 above)')),
     headers_timeout: live(int(1, 600, 10, 'seconds a client has to send its headers (408 and close after)')),
     request_timeout: live(int(1, 3600, 60, 'seconds a client has to send its whole request (408 and close after)')),
+    keep_alive_timeout: live(int(1, 3600, 65, 'seconds an idle keep-alive connection stays open. Keep it longer than the idle\ntimeout of the proxy or load balancer in front (nginx keepalive_timeout, 60 s on most\nload balancers): else the proxy reuses a connection sidegate is closing and a POST fails (502).')),
     max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)'),
     workers: T.Union([T.Integer({ minimum: 1, maximum: MAX_WORKERS }), T.Literal('auto')], {
       default: 1,

@@ -3,10 +3,14 @@
  * `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth and Envoy
  * `ext_authz` (configurations in deploy/forward-auth/). Any method, with or
  * without upstream.url. The pipeline (src/pipeline.ts, decide) authenticates
- * the original request the proxy describes and resolves its org, as for a
- * proxied request; this handler answers 200 with no body and the identity
- * headers (the same ones a forwarded request carries: src/headers.ts
- * identityHeaders), for the proxy to copy to its upstream. Refusals are the
+ * the original request the proxy describes and resolves its org, with every
+ * check proxy mode applies to the same request; this handler answers 200 with
+ * no body, the identity headers (the same ones a forwarded request carries:
+ * src/headers.ts identityHeaders) and `Cookie`: the client's Cookie header
+ * without sidegate's session and CSRF cookies, for the proxy to set in place of
+ * the client's (empty: remove it). Only a peer in server.trusted_proxies may
+ * ask (403 untrusted_proxy). A decision request that carries Upgrade (Caddy
+ * copies it) is answered the same way (src/server.ts). Refusals are the
  * pipeline's usual JSON errors. No decision may be cached (a one-time bearer
  * token is used up by it): every answer says `Cache-Control: no-store`.
  *
@@ -25,9 +29,9 @@ const header = (name: string, description: string): Json => ({ name, in: 'header
 function docs (config: Config): Route['docs'] {
   const n = config.names
   const parameters = [
-    header('X-Forwarded-Method', 'The original request\'s method (Traefik, Caddy). Only from server.trusted_proxies; else this request\'s own method.'),
+    header('X-Forwarded-Method', 'The original request\'s method (Traefik, Caddy); else this request\'s own method.'),
     header('X-Original-Method', 'The original method, when X-Forwarded-Method is absent (nginx, set in its configuration).'),
-    header('X-Forwarded-Uri', 'The original path and query (Traefik, Caddy). Only from server.trusted_proxies; else this request\'s own target, or what follows /_sidegate/auth in it (Envoy).'),
+    header('X-Forwarded-Uri', 'The original path and query (Traefik, Caddy); else this request\'s own target, or what follows /_sidegate/auth in it (Envoy).'),
     header('X-Original-URI', 'The original path and query, when X-Forwarded-Uri is absent (nginx\'s `$request_uri`).')
   ]
   const identity = (description: string): Json => ({ description, schema: { type: 'string' } })
@@ -38,6 +42,7 @@ function docs (config: Config): Route['docs'] {
       [n.usernameHeader]: identity('The username, percent-encoded when not printable ASCII.'),
       [n.orgHeader]: identity('The resolved organization id (from `?oid=` in the original URI, the org header, or the user\'s default).'),
       [n.authMethodHeader]: identity('`session`, `bearer`, `private_token` or `access_key`.'),
+      Cookie: identity('The original Cookie header without sidegate\'s session and CSRF cookies (other cookies kept), on public paths too; empty when none is left. For the proxy to set on the upstream request in place of the client\'s.'),
       'Cache-Control': identity('`no-store`: a decision must never be cached (a one-time bearer token is used up by it).')
     }
   }
@@ -50,7 +55,10 @@ function docs (config: Config): Route['docs'] {
       '`(request-target)` and the other signed headers as received. See docs/forward-auth.md.',
     parameters,
     responses: { 200: ok },
-    errors: { 400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] } }
+    errors: {
+      400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] },
+      403: { description: 'The caller is not a proxy in server.trusted_proxies.', codes: ['untrusted_proxy'] }
+    }
   })
   const methods: DocumentedMethod[] = ['get', 'post', 'put', 'patch', 'delete']
   return { operations: Object.fromEntries(methods.map((m) => [m, op(m)])) }
