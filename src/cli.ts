@@ -21,8 +21,8 @@ import { keyStates, rotateKeySet, type KeyState } from './identity.js'
 import { formatPolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
-import { ADMIN_PREFIX, createAdminApi } from './admin/api.js'
-import { listenAdmin, type AdminListener } from './admin/listener.js'
+import { createAdminApi } from './admin/api.js'
+import { announceAdmin, listenAdmin, listenFailure, type AdminListener } from './admin/listener.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from './cluster.js'
 import { Metrics } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
@@ -96,9 +96,9 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on the same
-listener (/admin/v1/, for a superuser's private token or access key; README, Admin
-API). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
+(/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on its own
+listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:9091, for a
+superuser's private token or access key; README, Admin API). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
 when one is set (the OTEL_* variables apply; README, "Tracing"), else tracing is
 off. On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
 are still served (SIGINT skips this delay); then the listener closes, in-flight
@@ -115,8 +115,8 @@ which.
                      the CPUs available). Above 1, a primary process forks N workers
                      (node:cluster), each like a replica with its own Redis connections
                      and caches; the primary serves no request: it holds the port and
-                     passes connections round robin, serves the admin listener (/metrics
-                     summed over the workers, admin API calls relayed to one), decides
+                     passes connections round robin, serves /metrics (summed over the
+                     workers) and the admin API (its calls relayed to a worker), decides
                      reloads and sends them to the workers, passes SIGTERM/SIGINT to every
                      worker and exits when all have (non-zero if any did), and restarts a
                      worker that dies (README, "Multiple workers").
@@ -611,9 +611,10 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
     await store.close()
     return 1
   }
-  // the admin listener: /metrics and, with admin.enabled, the admin API (which alone keeps it on without metrics)
+  // the listeners beside the public port: /metrics, and with admin.enabled the admin API on its own
   const api = config.admin.enabled ? createAdminApi({ gateway: gw, store, log, audit }) : null
   let adminListener: AdminListener | null = null
+  let metricsListener: AdminListener | null = null
   if (worker !== undefined) {
     // /metrics goes to the primary over IPC; the admin API is served to the primary's relay only
     if (api !== null && worker.adminSocket !== null) {
@@ -628,14 +629,20 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
       }
     }
     worker.listening()
-  } else if (metrics !== null || api !== null) {
+  } else {
     try {
-      adminListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics, api })
-      const addr = adminListener.address
-      if (metrics !== null) log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
-      if (api !== null) log.info({ address: `${addr.address}:${addr.port}`, path: ADMIN_PREFIX }, 'admin API listening')
+      if (metrics !== null) {
+        metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics, api: null })
+        const addr = metricsListener.address
+        log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
+      }
+      if (api !== null) {
+        adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api })
+        announceAdmin(log, config, adminListener.address, 'admin API listening')
+      }
     } catch (err) {
-      io.err(`sidegate: cannot listen for ${metrics === null ? 'the admin API' : 'metrics'} on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false${api === null ? '' : ' and admin.enabled: false'})\n`)
+      io.err(listenFailure(config, metricsListener === null && metrics !== null ? 'metrics' : 'admin', err as Error))
+      await metricsListener?.close()
       await gw.shutdown(0)
       await tracer?.shutdown()
       await store.close()
@@ -673,6 +680,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
         return gw.shutdown()
       }).then(async () => {
         await adminListener?.close()
+        await metricsListener?.close()
         // the spans still queued go to the collector (bounded by the exporter's timeout)
         await tracer?.shutdown()
         await store.close()

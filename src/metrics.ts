@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (prom-client) on a separate admin listener
+ * Prometheus metrics (prom-client) on a listener of their own
  * (src/admin/listener.ts), so they are not reachable through the Service that
  * fronts the gateway. The per-request
  * cost is a few additions to plain numbers (Metrics.request); prom-client

@@ -177,9 +177,9 @@ export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]
       version: VERSION,
       summary: 'Users, organizations, memberships, access keys, private tokens, sessions and rate limits: the operations of the sidegate CLI, over JSON.',
       description: [
-        `Served on the admin listener (metrics.host:metrics.port) when admin.enabled is true; never on the public port (${config.listen.port}).`,
+        `Served on the admin listener (admin.host:admin.port, ${config.admin.host}:${config.admin.port}) when admin.enabled is true; never on the public port (${config.listen.port}) nor the metrics port.`,
         '',
-        '**Credentials.** Every operation needs a superuser\'s private token (`Authorization: Token <token>`) or access-key signature (as on the public port); any other credential is `401 unsupported_scheme`, a user who is not a superuser `403 permission_denied`.',
+        '**Credentials.** Every operation needs a superuser\'s private token (`Authorization: Token <token>`) or access-key signature (as on the public port, but always with the replay cache, and a call with a body must sign `Digest` or `Content-Digest`); any other credential is `401 unsupported_scheme`, a user who is not a superuser `403 permission_denied`.',
         '',
         '**Bodies** are JSON objects; an unknown field is `400 bad_request`. Secrets (an access key\'s, a private token) are in the answer that creates them and never again.',
         '',
