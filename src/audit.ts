@@ -9,8 +9,9 @@
  * `anonymous` for a password or token nobody was authenticated by), whose credential it is (user id and username), the key
  * id, the auth method, the client address and the request id. Never a
  * password, token, secret or session id: a bearer token or a session is named
- * by `ref`, the first 16 hex digits of its SHA-256 (credentialRef), which
- * tells one token from another without revealing it.
+ * by `ref`, 16 hex digits of an HMAC under a key derived from the secret key
+ * (Keyring.auditRef): it tells one token from another, the same on every
+ * replica, without revealing it, nor a password mistyped as one.
  *
  * The lines go through their own logger (src/log.ts auditLogger): level info
  * whatever log.level says, `"log":"audit"` on every line; only `audit.log:
@@ -19,7 +20,6 @@
  * (sidegate_audit_stream_errors_total) and logged once per outage, and at
  * most MAX_PENDING appends are in flight (more are dropped and counted).
  */
-import { createHash } from 'node:crypto'
 import type { Config } from './config.js'
 import { auditLogger, type Logger } from './log.js'
 import type { AuditEntry, Store } from './store/types.js'
@@ -84,18 +84,13 @@ export interface AuditRecord {
   via?: string
   /** an error code: why it failed */
   reason?: string
-  /** a bearer token or session id: only credentialRef of it is recorded */
+  /** a bearer token or session id: only its keyed `ref` is recorded (Keyring.auditRef) */
   credential?: string
   expires?: string
   retryAfter?: number
   superuser?: boolean
   /** the gateway itself did it (the first start's superuser) */
   system?: true
-}
-
-/** A token's or a session id's name in the audit: 16 hex digits of its SHA-256, which do not give it away. */
-export function credentialRef (secret: string): string {
-  return createHash('sha256').update(secret).digest('hex').slice(0, 16)
 }
 
 /** Stream appends in flight at most; more are dropped (and counted) while Redis is slow. */
@@ -185,7 +180,7 @@ export class Auditor {
     }
     if (r.via !== undefined) out.via = r.via
     if (r.reason !== undefined) out.reason = r.reason
-    if (r.credential !== undefined) out.ref = credentialRef(r.credential)
+    if (r.credential !== undefined) out.ref = this.#store.auditRef(r.credential)
     if (r.expires !== undefined) out.expires = r.expires
     if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter
     if (r.superuser !== undefined) out.superuser = r.superuser
