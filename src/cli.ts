@@ -24,7 +24,7 @@ import { createGateway } from './server.js'
 import { createAdminApi } from './admin/api.js'
 import { announceAdmin, listenAdmin, listenFailure, type AdminListener } from './admin/listener.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from './cluster.js'
-import { Metrics } from './metrics.js'
+import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from './store/types.js'
 import { AdminOps, checkPassword, CLI_LABELS, parseMembership } from './admin/ops.js'
@@ -521,6 +521,8 @@ async function rotate (store: ManagedStore, config: Config, newKey: string, io: 
 async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: WorkerLink): Promise<number> {
   const log: Logger = createLogger(config.log.level, undefined, worker === undefined ? {} : { worker: worker.slot })
   const metrics = config.metrics.enabled ? new Metrics() : null
+  // the primary serves /metrics with --workers
+  const scrapeAuth = metrics === null || worker !== undefined ? null : scrapeCredentials(config)
   let secret: SecretKey
   try {
     secret = await keyForStart(config, log, env)
@@ -632,7 +634,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
   } else {
     try {
       if (metrics !== null) {
-        metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics, api: null })
+        metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(metrics, scrapeAuth), api: null })
         const addr = metricsListener.address
         log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
       }

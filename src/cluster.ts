@@ -41,7 +41,7 @@ import { validate } from './config/validate.js'
 import { nodeAt } from './config/schema.js'
 import { E, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from './log.js'
-import { Metrics } from './metrics.js'
+import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
 import { Reloader } from './reload.js'
 import { keyForStart } from './runtime.js'
 import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener } from './admin/listener.js'
@@ -152,8 +152,10 @@ export interface PrimaryIo { err: (s: string) => void }
 export async function runPrimary (config: Config, count: number, io: PrimaryIo, env: NodeJS.ProcessEnv): Promise<number> {
   const log: Logger = createLogger(config.log.level, undefined, { worker: 0 })
   // the key before any worker: on a first start, one key (and key file) for all of them
+  let scrapeAuth: string[] | null
   try {
     await keyForStart(config, log, env)
+    scrapeAuth = config.metrics.enabled ? scrapeCredentials(config) : null
   } catch (err) {
     log.flush()
     if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return err.exitCode }
@@ -359,7 +361,7 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
       }
   try {
     if (scrape !== null) {
-      metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: scrape, api: null })
+      metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, scrapeAuth), api: null })
       const addr = metricsListener.address
       log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
     }

@@ -76,6 +76,7 @@ const SCHEMAS: Record<string, Json> = {
       date_last_used: { type: ['string', 'null'], format: 'date-time' },
       allow_ips: { type: 'array', items: { type: 'string' } },
       rate_limit: { oneOf: [policy, { type: 'null' }] },
+      disabled_by: { enum: ['owner', 'operator', 'policy'], description: 'While disabled: who disabled it (its owner, an operator, or auth.keys.disable_after). Only an owner\'s own disable can be undone by the owner.' },
       unreadable: { const: true, description: 'Its secret was stored under another secret key: it verifies nothing.' }
     }
   },

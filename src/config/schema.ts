@@ -156,7 +156,12 @@ export const Schema = T.Object({
   metrics: section({
     enabled: bool(true),
     host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
-    port: int(0, 65535, 9090)
+    port: int(0, 65535, 9090),
+    auth: section({
+      bearer_token_file: optStr({ description: 'a file holding a token the scrape must send as Authorization: Bearer <token>\n(Prometheus: authorization: {credentials_file: …}); relative to this file, read at start' }),
+      username: optStr({ description: 'with password_file: HTTP Basic (Prometheus: basic_auth: {username, password_file})' }),
+      password_file: optStr({ description: 'a file holding the Basic password; relative to this file, read at start' })
+    }, 'A credential GET /metrics requires (compared in constant time; 401 with WWW-Authenticate\notherwise). Neither set: no credential (the default). Both set: either is accepted.')
   }, 'Prometheus text at GET /metrics on a listener of its own, so it is not\nreachable through the port your Service or load balancer exposes.'),
   tracing: section({
     endpoint: optStr({ check: 'httpUrl', url: true, description: 'OTLP/HTTP base URL of the collector (http://otel-collector:4318); spans are POSTed\nas JSON to <endpoint>/v1/traces. OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) and\nOTEL_EXPORTER_OTLP_ENDPOINT (like this key) win over it. Empty and neither set: tracing\nis off, and costs nothing.' }),
