@@ -10,6 +10,7 @@ import { ConfigError, configWarnings, loadConfig, type Config } from './config.j
 import { defaultsYaml } from './config/defaults.js'
 import { changedKeys } from './config/live.js'
 import { jsonSchema } from './config/json-schema.js'
+import { escapeControls } from './text.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
 import { Auditor, formatAuditEntry, parseSince } from './audit.js'
@@ -36,6 +37,17 @@ interface Io {
   stdin: () => Promise<string>
   /** stderr is a terminal: worth a "connecting…" line while Redis is slow to answer */
   isTTY?: boolean
+  /** the CLI's own terminal sequences, to stderr as they are (out and err escape every control character) */
+  control?: (s: string) => void
+}
+
+/**
+ * What the CLI prints, text or JSON, with every control character escaped
+ * (text/escapeControls) but its own line breaks: names and other stored text
+ * are users' and must not drive the operator's terminal.
+ */
+function terminalSafe (io: Io): Io {
+  return { ...io, out: (s) => io.out(escapeControls(s, '\n')), err: (s) => io.err(escapeControls(s, '\n')), control: io.control ?? io.err }
 }
 
 const defaultIo: Io = {
@@ -336,7 +348,8 @@ function report (io: Io, json: boolean, err: unknown): number {
   return exit
 }
 
-export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function main (argv: string[], given: Io = defaultIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const io = terminalSafe(given)
   let values: Values
   let positionals: string[]
   const json = argv.includes('--json')
@@ -469,7 +482,7 @@ async function connectWithin (store: RunningStore, config: Config, io: Io): Prom
   } finally {
     clearTimeout(slow)
     clearTimeout(timer)
-    if (said) io.err('\r\x1b[2K') // the terminal line is cleared: the next line says what happened
+    if (said) (io.control ?? io.err)('\r\x1b[2K') // the terminal line is cleared: the next line says what happened
   }
 }
 
@@ -767,7 +780,7 @@ class Admin {
     const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)
     const head = dryRun ? `dry run of ${file}: nothing was written; it would be:` : `imported ${file}:`
     const rows = RECORD_TYPES.map((t) => `  ${t.padEnd(14)} ${String(counts[t].created).padStart(5)} created  ${String(counts[t].updated).padStart(5)} updated  ${String(counts[t].unchanged).padStart(5)} unchanged`)
-    const tail = notes.map((n) => `note: line ${n.line}: ${n.message}`)
+    const tail = notes.map((n) => `note: line ${n.line}: ${escapeControls(n.message)}`)
     return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes },
       [head, ...rows, ...tail].join('\n'))
   }
@@ -807,21 +820,21 @@ class Admin {
       }
       case 'org add': {
         const org = await ops.createOrg(this.#one(args, 'org name'), this.v.id)
-        return this.#print(org, `created org ${org.name} (${org.id})`)
+        return this.#print(org, `created org ${escapeControls(org.name)} (${org.id})`)
       }
       case 'org list': {
         const orgs = await ops.listOrgs()
-        return this.#print(orgs, orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(no orgs)')
+        return this.#print(orgs, orgs.map((o) => `${o.id}  ${escapeControls(o.name)}`).join('\n') || '(no orgs)')
       }
       case 'key create': {
         const k = await ops.createKey(this.#one(args, 'username'), { expires: this.v.expires, allow_ips: this.v['allow-ip'], name: this.v.name })
-        const extra = [k.name === undefined ? '' : `Name:            ${k.name}`, k.date_expired === undefined ? '' : `Expires:         ${k.date_expired}`, k.allow_ips === undefined ? '' : `Allowed from:    ${k.allow_ips.join(', ')}`].filter(Boolean)
+        const extra = [k.name === undefined ? '' : `Name:            ${escapeControls(k.name)}`, k.date_expired === undefined ? '' : `Expires:         ${k.date_expired}`, k.allow_ips === undefined ? '' : `Allowed from:    ${k.allow_ips.join(', ')}`].filter(Boolean)
         return this.#print(k, [`AccessKeyID:     ${k.id}`, `AccessKeySecret: ${k.secret}`, ...extra, '(the secret is shown once)'].join('\n'))
       }
       case 'key list': {
         const keys = await ops.listKeys(this.#one(args, 'username'))
         const now = Date.now()
-        return this.#print(keys, keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
+        return this.#print(keys, keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${escapeControls(k.name)}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
       }
       case 'key disable':
       case 'key enable': {

@@ -151,6 +151,25 @@ t.test('its own listener: loopback by default, a warning on any other address', 
   t.ok(await eventually(async () => open.output().split('\n').some((l) => l.includes('"level":40') && l.includes('the admin API listens on 0.0.0.0, not a loopback address')), 30_000), 'warned at start')
 })
 
+t.test('control characters in stored text: 400 naming the field, nothing created', async (t) => {
+  const cases: Array<[string, string, unknown, RegExp]> = [
+    ['POST', 'orgs', { name: 'Evil\u001b[2K\rOps' }, /^org name: control characters/],
+    ['POST', 'users', { username: 'ctl', password: 'ctl-password-1', name: 'C\u0007tl' }, /^name: control characters/],
+    ['POST', 'users', { username: 'ctl', password: 'ctl-password-1', email: 'c@x\u007f.org' }, /^email: control characters/],
+    ['POST', 'users', { username: 'ct\nl', password: 'ctl-password-1' }, /^username: /],
+    ['POST', 'users/admin/access-keys', { name: 'k\u001b]52;c;ZXZpbA==\u0007' }, /^name: control characters/]
+  ]
+  const keys = (await api('GET', 'users/admin/access-keys')).json.length
+  for (const [method, path, body, detail] of cases) {
+    const r = await api(method, path, body)
+    t.same([r.status, r.json.code], [400, 'bad_request'], `${method} ${path} ${JSON.stringify(body)}`)
+    t.match(r.json.detail, detail)
+  }
+  t.equal((await api('GET', 'users/ctl')).status, 404, 'no user')
+  t.notOk((await api('GET', 'orgs')).json.some((o: any) => o.name.startsWith('Evil')), 'no org')
+  t.equal((await api('GET', 'users/admin/access-keys')).json.length, keys, 'no key')
+})
+
 t.test('users: create, show, disable/enable, password; visible on the public port', async (t) => {
   const made = await api('POST', 'users', { username: 'bob', password: 'bob-password-1', email: 'bob@example.com', orgs: { [DEFAULT_ORG]: 'user' } })
   t.equal(made.status, 201)

@@ -18,6 +18,7 @@ import { UsageError } from '../errors.js'
 import { KeyOptionError, keyOptions, type KeyOption } from '../keyopts.js'
 import { isUuid } from '../http/uuid.js'
 import { USERNAME } from '../import.js'
+import { hasControl, NO_CONTROLS } from '../text.js'
 import { parsePolicy } from '../ratelimit-policy.js'
 import { UNREADABLE, type AccessKey, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
@@ -129,6 +130,9 @@ export class AdminOps {
   async createUser (i: NewUserInput): Promise<UserJson> {
     const username = i.username.normalize('NFC')
     if (!USERNAME.test(username)) throw new UsageError('username: 1 to 150 letters (any script), digits and @ . + - _')
+    for (const [field, v] of [['email', i.email], ['name', i.name]] as const) {
+      if (v !== undefined && hasControl(v)) throw new UsageError(`${field}: ${NO_CONTROLS}`)
+    }
     const orgs: Record<string, OrgRole> = {}
     for (const o of i.orgs ?? []) {
       const { id, role } = membership(o.id, o.role, this.labels.org)
@@ -186,6 +190,7 @@ export class AdminOps {
 
   async createOrg (name: string, id?: string): Promise<OrgJson> {
     if (name.trim() === '' || name.length > MAX_ORG_NAME) throw new UsageError(`org name: 1 to ${MAX_ORG_NAME} characters`)
+    if (hasControl(name)) throw new UsageError(`org name: ${NO_CONTROLS}`)
     if (id !== undefined && !isUuid(id)) throw new UsageError(`${this.labels.id} must be a UUID`)
     return orgJson(await this.store.createOrg(name, id))
   }
