@@ -50,6 +50,9 @@ export const AUDIT_EVENTS = {
   'user.created': { outcome: 'success', when: '`sidegate user add` or the admin API (`superuser` true for a superuser), or the first start\'s superuser "admin" (`actor` system).' },
   'user.disabled': { outcome: 'success', when: '`sidegate user disable` or the admin API: the user\'s sessions end and every credential is refused.' },
   'user.enabled': { outcome: 'success', when: '`sidegate user enable` or the admin API.' },
+  'user.updated': { outcome: 'success', when: '`sidegate import` changed an existing user\'s name, email or superuser flag (`superuser` as it now is).' },
+  'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
+  'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
   'session.revoked': { outcome: 'success', when: 'A browser session ended: `via` logout (POST /logout) or login (a new login in the same browser replaced it), `ref` naming it; or `via` admin (`sidegate session revoke`, the admin API: one event per call, for one session or all).' }
 } as const satisfies Record<string, AuditEventSpec>
@@ -57,7 +60,7 @@ export const AUDIT_EVENTS = {
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'ref', 'expires', 'retryAfter', 'superuser'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -89,6 +92,10 @@ export interface AuditRecord {
   expires?: string
   retryAfter?: number
   superuser?: boolean
+  /** an organization's id (org.created, membership.changed) */
+  org?: string
+  /** a membership's role as it now is: admin, user or none */
+  role?: string
   /** the gateway itself did it (the first start's superuser) */
   system?: true
 }
@@ -184,6 +191,8 @@ export class Auditor {
     if (r.expires !== undefined) out.expires = r.expires
     if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter
     if (r.superuser !== undefined) out.superuser = r.superuser
+    if (r.org !== undefined) out.org = r.org
+    if (r.role !== undefined) out.role = r.role
     return out
   }
 

@@ -29,7 +29,7 @@ import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from './store/types.js'
 import { AdminOps, checkPassword, CLI_LABELS, parseMembership } from './admin/ops.js'
-import { ImportProblems, parseImport, RECORD_TYPES, runImport, type Action, type Summary } from './import.js'
+import { ImportProblems, parseImport, PRIVILEGE_FLAGS, PrivilegedRefused, RECORD_TYPES, runImport, type Action, type PrivilegeKind, type Summary } from './import.js'
 
 interface Io {
   out: (s: string) => void
@@ -214,7 +214,7 @@ Interrupted (or stopped by --limit), the same command continues where it stopped
 
 ${GLOBAL}`,
   import: `Usage:
-  sidegate import --from FILE [--format jsonl|csv] [--dry-run]
+  sidegate import --from FILE [--format jsonl|csv] [--dry-run] [--allow-superuser] [--allow-takeover]
 
 Moves users and their credentials over from JumpServer (README: Migrating from JumpServer),
 one record per JSON line or CSV row, each with a "type":
@@ -231,8 +231,13 @@ Passwords keep their Django hash until the user's next login re-hashes it with s
 Running the same file again changes nothing (reported as unchanged); a run cut short by a
 Redis failure is finished by running it again.
   --format     jsonl or csv (default: from the file name's extension, else jsonl)
-  --dry-run    check everything and print what would be created, updated or left unchanged;
-               write nothing
+  --dry-run    check everything and print what would be created, updated or left unchanged,
+               and every privileged change; write nothing
+  --allow-superuser  apply records that make a user a superuser (new or existing)
+  --allow-takeover   apply records that replace an existing user's password or private token,
+               or name an existing user by another case of its username
+Without the flag such a record refuses the whole run (exit 1, its lines named, nothing
+written). Every change is audited (via "import").
 
 ${GLOBAL}`,
   jwk: `Usage:
@@ -302,6 +307,8 @@ const OPTIONS = {
   'new-key-file': { type: 'string' },
   'new-key-stdin': { type: 'boolean' },
   'dry-run': { type: 'boolean' },
+  'allow-superuser': { type: 'boolean' },
+  'allow-takeover': { type: 'boolean' },
   limit: { type: 'string' },
   expires: { type: 'string' },
   'allow-ip': { type: 'string', multiple: true },
@@ -728,7 +735,7 @@ function operatorName (): string {
 
 class Admin {
   readonly #ops: AdminOps
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, audit: Auditor) {
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, private readonly audit: Auditor) {
     this.#ops = new AdminOps(store, config, CLI_LABELS, (r) => { audit.record(r) })
   }
 
@@ -752,7 +759,7 @@ class Admin {
     return (this.v.org ?? []).map((o) => { const [id, role = 'user'] = o.split(':'); return { id, role } })
   }
 
-  /** `sidegate import --from FILE [--format jsonl|csv] [--dry-run]` */
+  /** `sidegate import --from FILE [--format jsonl|csv] [--dry-run] [--allow-superuser] [--allow-takeover]` */
   async #import (args: string[]): Promise<number> {
     if (args.length > 0) throw new UsageError('import takes no arguments but its options: --from FILE')
     const file = this.v.from
@@ -766,23 +773,32 @@ class Admin {
       throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found')
     }
     const dryRun = this.v['dry-run'] === true
+    const allow = new Set<PrivilegeKind>()
+    if (this.v['allow-superuser'] === true) allow.add('superuser')
+    if (this.v['allow-takeover'] === true) allow.add('takeover')
     let summary: Summary
     try {
-      summary = await runImport(this.store, parseImport(text, format), dryRun)
+      summary = await runImport(this.store, parseImport(text, format), dryRun, { allow, audit: (r) => { this.audit.record(r) } })
     } catch (err) {
+      if (err instanceof PrivilegedRefused) {
+        const flags = [...new Set(err.refused.map((p) => PRIVILEGE_FLAGS[p.kind]))].join(' ')
+        throw new UsageError(`${file}: ${err.refused.length} privileged change${err.refused.length === 1 ? '' : 's'} not allowed, nothing was imported:\n${err.message.split('\n').map((l) => `  ${l}`).join('\n')}\nCheck them (--dry-run lists them), then run again with ${flags}`, 1, 'invalid_import')
+      }
       if (!(err instanceof ImportProblems)) throw err
       const n = err.problems.length
       const shown = err.message.split('\n').slice(0, SHOW_PROBLEMS).map((l) => `  ${l}`)
       if (n > SHOW_PROBLEMS) shown.push(`  … and ${n - SHOW_PROBLEMS} more`)
       throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${shown.join('\n')}`, 1, 'invalid_import')
     }
-    const { counts, notes } = summary
+    const { counts, notes, privileged } = summary
     const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)
     const head = dryRun ? `dry run of ${file}: nothing was written; it would be:` : `imported ${file}:`
     const rows = RECORD_TYPES.map((t) => `  ${t.padEnd(14)} ${String(counts[t].created).padStart(5)} created  ${String(counts[t].updated).padStart(5)} updated  ${String(counts[t].unchanged).padStart(5)} unchanged`)
     const tail = notes.map((n) => `note: line ${n.line}: ${escapeControls(n.message)}`)
-    return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes },
-      [head, ...rows, ...tail].join('\n'))
+    // what a file's author gains over accounts: always spelled out, allowed or not
+    const needs = privileged.map((p) => `privileged: line ${p.line}: ${escapeControls(p.message)} (${PRIVILEGE_FLAGS[p.kind]}${allow.has(p.kind) ? ', allowed' : dryRun ? ' needed' : ''})`)
+    return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes, privileged: privileged.map((p) => ({ ...p, flag: PRIVILEGE_FLAGS[p.kind], allowed: allow.has(p.kind) })) },
+      [head, ...rows, ...needs, ...tail].join('\n'))
   }
 
   async run (cmd: string, sub: string | undefined, args: string[]): Promise<number> {

@@ -176,6 +176,7 @@ export class AdminOps {
       const { id, role } = membership(m.id, m.role, this.labels.org)
       await this.#org(id)
       await this.store.setMembership(u.id, id, role)
+      this.audit({ event: 'membership.changed', user: u, org: id, role: role ?? 'none' })
     }
     return userJson(await this.user(u.username))
   }
@@ -192,7 +193,9 @@ export class AdminOps {
     if (name.trim() === '' || name.length > MAX_ORG_NAME) throw new UsageError(`org name: 1 to ${MAX_ORG_NAME} characters`)
     if (hasControl(name)) throw new UsageError(`org name: ${NO_CONTROLS}`)
     if (id !== undefined && !isUuid(id)) throw new UsageError(`${this.labels.id} must be a UUID`)
-    return orgJson(await this.store.createOrg(name, id))
+    const org = await this.store.createOrg(name, id)
+    this.audit({ event: 'org.created', org: org.id })
+    return orgJson(org)
   }
 
   async listOrgs (): Promise<OrgJson[]> {

@@ -356,7 +356,8 @@ export class RedisStore implements ManagedStore {
 
   async isImportedPasswordHash (userId: string, hash: string): Promise<boolean> {
     const s = await this.#getJson<StoredUser>(this.#k('user', userId))
-    return s !== null && (s.password_hash === hash || s.password_imported === this.#keys.lookup(`imported password:${hash}`))
+    // under any key the store was rotated through: the same hash again is no change
+    return s !== null && (s.password_hash === hash || (s.password_imported !== undefined && this.#keys.lookups(`imported password:${hash}`).includes(s.password_imported)))
   }
 
   async upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
