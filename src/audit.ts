@@ -9,8 +9,9 @@
  * `anonymous` for a password or token nobody was authenticated by), whose credential it is (user id and username), the key
  * id, the auth method, the client address and the request id. Never a
  * password, token, secret or session id: a bearer token or a session is named
- * by `ref`, the first 16 hex digits of its SHA-256 (credentialRef), which
- * tells one token from another without revealing it.
+ * by `ref`, 16 hex digits of an HMAC under a key derived from the secret key
+ * (Keyring.auditRef): it tells one token from another, the same on every
+ * replica, without revealing it, nor a password mistyped as one.
  *
  * The lines go through their own logger (src/log.ts auditLogger): level info
  * whatever log.level says, `"log":"audit"` on every line; only `audit.log:
@@ -19,7 +20,6 @@
  * (sidegate_audit_stream_errors_total) and logged once per outage, and at
  * most MAX_PENDING appends are in flight (more are dropped and counted).
  */
-import { createHash } from 'node:crypto'
 import type { Config } from './config.js'
 import { auditLogger, type Logger } from './log.js'
 import type { AuditEntry, Store } from './store/types.js'
@@ -50,6 +50,9 @@ export const AUDIT_EVENTS = {
   'user.created': { outcome: 'success', when: '`sidegate user add` or the admin API (`superuser` true for a superuser), or the first start\'s superuser "admin" (`actor` system).' },
   'user.disabled': { outcome: 'success', when: '`sidegate user disable` or the admin API: the user\'s sessions end and every credential is refused.' },
   'user.enabled': { outcome: 'success', when: '`sidegate user enable` or the admin API.' },
+  'user.updated': { outcome: 'success', when: '`sidegate import` changed an existing user\'s name, email or superuser flag (`superuser` as it now is).' },
+  'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
+  'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
   'session.revoked': { outcome: 'success', when: 'A browser session ended: `via` logout (POST /logout) or login (a new login in the same browser replaced it), `ref` naming it; or `via` admin (`sidegate session revoke`, the admin API: one event per call, for one session or all).' }
 } as const satisfies Record<string, AuditEventSpec>
@@ -57,7 +60,7 @@ export const AUDIT_EVENTS = {
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'ref', 'expires', 'retryAfter', 'superuser'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -84,18 +87,17 @@ export interface AuditRecord {
   via?: string
   /** an error code: why it failed */
   reason?: string
-  /** a bearer token or session id: only credentialRef of it is recorded */
+  /** a bearer token or session id: only its keyed `ref` is recorded (Keyring.auditRef) */
   credential?: string
   expires?: string
   retryAfter?: number
   superuser?: boolean
+  /** an organization's id (org.created, membership.changed) */
+  org?: string
+  /** a membership's role as it now is: admin, user or none */
+  role?: string
   /** the gateway itself did it (the first start's superuser) */
   system?: true
-}
-
-/** A token's or a session id's name in the audit: 16 hex digits of its SHA-256, which do not give it away. */
-export function credentialRef (secret: string): string {
-  return createHash('sha256').update(secret).digest('hex').slice(0, 16)
 }
 
 /** Stream appends in flight at most; more are dropped (and counted) while Redis is slow. */
@@ -185,10 +187,12 @@ export class Auditor {
     }
     if (r.via !== undefined) out.via = r.via
     if (r.reason !== undefined) out.reason = r.reason
-    if (r.credential !== undefined) out.ref = credentialRef(r.credential)
+    if (r.credential !== undefined) out.ref = this.#store.auditRef(r.credential)
     if (r.expires !== undefined) out.expires = r.expires
     if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter
     if (r.superuser !== undefined) out.superuser = r.superuser
+    if (r.org !== undefined) out.org = r.org
+    if (r.role !== undefined) out.role = r.role
     return out
   }
 

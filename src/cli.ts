@@ -10,6 +10,7 @@ import { ConfigError, configWarnings, loadConfig, type Config } from './config.j
 import { defaultsYaml } from './config/defaults.js'
 import { changedKeys } from './config/live.js'
 import { jsonSchema } from './config/json-schema.js'
+import { escapeControls } from './text.js'
 import { Keyring } from './crypto.js'
 import { E, GatewayError, UsageError } from './errors.js'
 import { Auditor, formatAuditEntry, parseSince } from './audit.js'
@@ -21,14 +22,14 @@ import { keyStates, rotateKeySet, type KeyState } from './identity.js'
 import { formatPolicy } from './ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from './runtime.js'
 import { createGateway } from './server.js'
-import { ADMIN_PREFIX, createAdminApi } from './admin/api.js'
-import { listenAdmin, type AdminListener } from './admin/listener.js'
+import { createAdminApi } from './admin/api.js'
+import { announceAdmin, listenAdmin, listenFailure, type AdminListener } from './admin/listener.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from './cluster.js'
-import { Metrics } from './metrics.js'
+import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
 import { KeyCheckError } from './store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from './store/types.js'
 import { AdminOps, checkPassword, CLI_LABELS, parseMembership } from './admin/ops.js'
-import { ImportProblems, parseImport, RECORD_TYPES, runImport, type Action, type Summary } from './import.js'
+import { ImportProblems, parseImport, PRIVILEGE_FLAGS, PrivilegedRefused, RECORD_TYPES, runImport, type Action, type PrivilegeKind, type Summary } from './import.js'
 
 interface Io {
   out: (s: string) => void
@@ -36,6 +37,17 @@ interface Io {
   stdin: () => Promise<string>
   /** stderr is a terminal: worth a "connecting…" line while Redis is slow to answer */
   isTTY?: boolean
+  /** the CLI's own terminal sequences, to stderr as they are (out and err escape every control character) */
+  control?: (s: string) => void
+}
+
+/**
+ * What the CLI prints, text or JSON, with every control character escaped
+ * (text/escapeControls) but its own line breaks: names and other stored text
+ * are users' and must not drive the operator's terminal.
+ */
+function terminalSafe (io: Io): Io {
+  return { ...io, out: (s) => io.out(escapeControls(s, '\n')), err: (s) => io.err(escapeControls(s, '\n')), control: io.control ?? io.err }
 }
 
 const defaultIo: Io = {
@@ -96,9 +108,9 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on the same
-listener (/admin/v1/, for a superuser's private token or access key;
-docs/admin-api.md). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
+(/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on its own
+listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:9091, for a
+superuser's private token or access key; docs/admin-api.md). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
 when one is set (the OTEL_* variables apply; docs/observability.md), else tracing is
 off. On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
 are still served (SIGINT skips this delay); then the listener closes, in-flight
@@ -115,8 +127,8 @@ which.
                      the CPUs available). Above 1, a primary process forks N workers
                      (node:cluster), each like a replica with its own Redis connections
                      and caches; the primary serves no request: it holds the port and
-                     passes connections round robin, serves the admin listener (/metrics
-                     summed over the workers, admin API calls relayed to one), decides
+                     passes connections round robin, serves /metrics (summed over the
+                     workers) and the admin API (its calls relayed to a worker), decides
                      reloads and sends them to the workers, passes SIGTERM/SIGINT to every
                      worker and exits when all have (non-zero if any did), and restarts a
                      worker that dies (docs/deploy.md).
@@ -202,7 +214,7 @@ Interrupted (or stopped by --limit), the same command continues where it stopped
 
 ${GLOBAL}`,
   import: `Usage:
-  sidegate import --from FILE [--format jsonl|csv] [--dry-run]
+  sidegate import --from FILE [--format jsonl|csv] [--dry-run] [--allow-superuser] [--allow-takeover]
 
 Moves users and their credentials over from JumpServer (docs/jumpserver.md),
 one record per JSON line or CSV row, each with a "type":
@@ -219,8 +231,13 @@ Passwords keep their Django hash until the user's next login re-hashes it with s
 Running the same file again changes nothing (reported as unchanged); a run cut short by a
 Redis failure is finished by running it again.
   --format     jsonl or csv (default: from the file name's extension, else jsonl)
-  --dry-run    check everything and print what would be created, updated or left unchanged;
-               write nothing
+  --dry-run    check everything and print what would be created, updated or left unchanged,
+               and every privileged change; write nothing
+  --allow-superuser  apply records that make a user a superuser (new or existing)
+  --allow-takeover   apply records that replace an existing user's password or private token,
+               or name an existing user by another case of its username
+Without the flag such a record refuses the whole run (exit 1, its lines named, nothing
+written). Every change is audited (via "import").
 
 ${GLOBAL}`,
   jwk: `Usage:
@@ -290,6 +307,8 @@ const OPTIONS = {
   'new-key-file': { type: 'string' },
   'new-key-stdin': { type: 'boolean' },
   'dry-run': { type: 'boolean' },
+  'allow-superuser': { type: 'boolean' },
+  'allow-takeover': { type: 'boolean' },
   limit: { type: 'string' },
   expires: { type: 'string' },
   'allow-ip': { type: 'string', multiple: true },
@@ -336,7 +355,8 @@ function report (io: Io, json: boolean, err: unknown): number {
   return exit
 }
 
-export async function main (argv: string[], io: Io = defaultIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function main (argv: string[], given: Io = defaultIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const io = terminalSafe(given)
   let values: Values
   let positionals: string[]
   const json = argv.includes('--json')
@@ -469,7 +489,7 @@ async function connectWithin (store: RunningStore, config: Config, io: Io): Prom
   } finally {
     clearTimeout(slow)
     clearTimeout(timer)
-    if (said) io.err('\r\x1b[2K') // the terminal line is cleared: the next line says what happened
+    if (said) (io.control ?? io.err)('\r\x1b[2K') // the terminal line is cleared: the next line says what happened
   }
 }
 
@@ -521,6 +541,8 @@ async function rotate (store: ManagedStore, config: Config, newKey: string, io: 
 async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: WorkerLink): Promise<number> {
   const log: Logger = createLogger(config.log.level, undefined, worker === undefined ? {} : { worker: worker.slot })
   const metrics = config.metrics.enabled ? new Metrics() : null
+  // the primary serves /metrics with --workers
+  const scrapeAuth = metrics === null || worker !== undefined ? null : scrapeCredentials(config)
   let secret: SecretKey
   try {
     secret = await keyForStart(config, log, env)
@@ -611,9 +633,10 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
     await store.close()
     return 1
   }
-  // the admin listener: /metrics and, with admin.enabled, the admin API (which alone keeps it on without metrics)
+  // the listeners beside the public port: /metrics, and with admin.enabled the admin API on its own
   const api = config.admin.enabled ? createAdminApi({ gateway: gw, store, log, audit }) : null
   let adminListener: AdminListener | null = null
+  let metricsListener: AdminListener | null = null
   if (worker !== undefined) {
     // /metrics goes to the primary over IPC; the admin API is served to the primary's relay only
     if (api !== null && worker.adminSocket !== null) {
@@ -628,14 +651,20 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
       }
     }
     worker.listening()
-  } else if (metrics !== null || api !== null) {
+  } else {
     try {
-      adminListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics, api })
-      const addr = adminListener.address
-      if (metrics !== null) log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
-      if (api !== null) log.info({ address: `${addr.address}:${addr.port}`, path: ADMIN_PREFIX }, 'admin API listening')
+      if (metrics !== null) {
+        metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(metrics, scrapeAuth), api: null })
+        const addr = metricsListener.address
+        log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
+      }
+      if (api !== null) {
+        adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api })
+        announceAdmin(log, config, adminListener.address, 'admin API listening')
+      }
     } catch (err) {
-      io.err(`sidegate: cannot listen for ${metrics === null ? 'the admin API' : 'metrics'} on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false${api === null ? '' : ' and admin.enabled: false'})\n`)
+      io.err(listenFailure(config, metricsListener === null && metrics !== null ? 'metrics' : 'admin', err as Error))
+      await metricsListener?.close()
       await gw.shutdown(0)
       await tracer?.shutdown()
       await store.close()
@@ -673,6 +702,7 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
         return gw.shutdown()
       }).then(async () => {
         await adminListener?.close()
+        await metricsListener?.close()
         // the spans still queued go to the collector (bounded by the exporter's timeout)
         await tracer?.shutdown()
         await store.close()
@@ -705,7 +735,7 @@ function operatorName (): string {
 
 class Admin {
   readonly #ops: AdminOps
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, audit: Auditor) {
+  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, private readonly audit: Auditor) {
     this.#ops = new AdminOps(store, config, CLI_LABELS, (r) => { audit.record(r) })
   }
 
@@ -729,7 +759,7 @@ class Admin {
     return (this.v.org ?? []).map((o) => { const [id, role = 'user'] = o.split(':'); return { id, role } })
   }
 
-  /** `sidegate import --from FILE [--format jsonl|csv] [--dry-run]` */
+  /** `sidegate import --from FILE [--format jsonl|csv] [--dry-run] [--allow-superuser] [--allow-takeover]` */
   async #import (args: string[]): Promise<number> {
     if (args.length > 0) throw new UsageError('import takes no arguments but its options: --from FILE')
     const file = this.v.from
@@ -743,23 +773,32 @@ class Admin {
       throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found')
     }
     const dryRun = this.v['dry-run'] === true
+    const allow = new Set<PrivilegeKind>()
+    if (this.v['allow-superuser'] === true) allow.add('superuser')
+    if (this.v['allow-takeover'] === true) allow.add('takeover')
     let summary: Summary
     try {
-      summary = await runImport(this.store, parseImport(text, format), dryRun)
+      summary = await runImport(this.store, parseImport(text, format), dryRun, { allow, audit: (r) => { this.audit.record(r) } })
     } catch (err) {
+      if (err instanceof PrivilegedRefused) {
+        const flags = [...new Set(err.refused.map((p) => PRIVILEGE_FLAGS[p.kind]))].join(' ')
+        throw new UsageError(`${file}: ${err.refused.length} privileged change${err.refused.length === 1 ? '' : 's'} not allowed, nothing was imported:\n${err.message.split('\n').map((l) => `  ${l}`).join('\n')}\nCheck them (--dry-run lists them), then run again with ${flags}`, 1, 'invalid_import')
+      }
       if (!(err instanceof ImportProblems)) throw err
       const n = err.problems.length
       const shown = err.message.split('\n').slice(0, SHOW_PROBLEMS).map((l) => `  ${l}`)
       if (n > SHOW_PROBLEMS) shown.push(`  … and ${n - SHOW_PROBLEMS} more`)
       throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${shown.join('\n')}`, 1, 'invalid_import')
     }
-    const { counts, notes } = summary
+    const { counts, notes, privileged } = summary
     const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)
     const head = dryRun ? `dry run of ${file}: nothing was written; it would be:` : `imported ${file}:`
     const rows = RECORD_TYPES.map((t) => `  ${t.padEnd(14)} ${String(counts[t].created).padStart(5)} created  ${String(counts[t].updated).padStart(5)} updated  ${String(counts[t].unchanged).padStart(5)} unchanged`)
-    const tail = notes.map((n) => `note: line ${n.line}: ${n.message}`)
-    return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes },
-      [head, ...rows, ...tail].join('\n'))
+    const tail = notes.map((n) => `note: line ${n.line}: ${escapeControls(n.message)}`)
+    // what a file's author gains over accounts: always spelled out, allowed or not
+    const needs = privileged.map((p) => `privileged: line ${p.line}: ${escapeControls(p.message)} (${PRIVILEGE_FLAGS[p.kind]}${allow.has(p.kind) ? ', allowed' : dryRun ? ' needed' : ''})`)
+    return this.#print({ file, format, dry_run: dryRun, counts, created: total('created'), updated: total('updated'), unchanged: total('unchanged'), notes, privileged: privileged.map((p) => ({ ...p, flag: PRIVILEGE_FLAGS[p.kind], allowed: allow.has(p.kind) })) },
+      [head, ...rows, ...needs, ...tail].join('\n'))
   }
 
   async run (cmd: string, sub: string | undefined, args: string[]): Promise<number> {
@@ -797,21 +836,21 @@ class Admin {
       }
       case 'org add': {
         const org = await ops.createOrg(this.#one(args, 'org name'), this.v.id)
-        return this.#print(org, `created org ${org.name} (${org.id})`)
+        return this.#print(org, `created org ${escapeControls(org.name)} (${org.id})`)
       }
       case 'org list': {
         const orgs = await ops.listOrgs()
-        return this.#print(orgs, orgs.map((o) => `${o.id}  ${o.name}`).join('\n') || '(no orgs)')
+        return this.#print(orgs, orgs.map((o) => `${o.id}  ${escapeControls(o.name)}`).join('\n') || '(no orgs)')
       }
       case 'key create': {
         const k = await ops.createKey(this.#one(args, 'username'), { expires: this.v.expires, allow_ips: this.v['allow-ip'], name: this.v.name })
-        const extra = [k.name === undefined ? '' : `Name:            ${k.name}`, k.date_expired === undefined ? '' : `Expires:         ${k.date_expired}`, k.allow_ips === undefined ? '' : `Allowed from:    ${k.allow_ips.join(', ')}`].filter(Boolean)
+        const extra = [k.name === undefined ? '' : `Name:            ${escapeControls(k.name)}`, k.date_expired === undefined ? '' : `Expires:         ${k.date_expired}`, k.allow_ips === undefined ? '' : `Allowed from:    ${k.allow_ips.join(', ')}`].filter(Boolean)
         return this.#print(k, [`AccessKeyID:     ${k.id}`, `AccessKeySecret: ${k.secret}`, ...extra, '(the secret is shown once)'].join('\n'))
       }
       case 'key list': {
         const keys = await ops.listKeys(this.#one(args, 'username'))
         const now = Date.now()
-        return this.#print(keys, keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${k.name}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
+        return this.#print(keys, keys.map((k) => `${k.id}${k.name === undefined ? '' : `  "${escapeControls(k.name)}"`}  created ${k.date_created}  last used ${k.date_last_used ?? 'never'}${k.date_expired === undefined ? '' : `  ${Date.parse(k.date_expired) <= now ? 'EXPIRED' : 'expires'} ${k.date_expired}`}${k.allow_ips === undefined ? '' : `  from ${k.allow_ips.join(',')}`}${k.is_active ? '' : '  disabled'}${k.unreadable === true ? '  UNREADABLE (its secret was stored under another secret key; `sidegate key revoke` deletes it)' : ''}`).join('\n') || '(no keys)')
       }
       case 'key disable':
       case 'key enable': {

@@ -9,10 +9,11 @@
  *
  * - holds the public port (cluster's round-robin: it accepts each connection
  *   and passes it to the next worker, which serves it with the normal code);
- * - runs the admin listener (metrics.host:metrics.port): /metrics is the sum
+ * - runs the listeners for /metrics (metrics.host:metrics.port), the sum
  *   over the workers (prom-client's AggregatorRegistry: counters, histogram
  *   buckets, sums and counts with the same name and labels are added; see
- *   docs/deploy.md for the gauges), admin API calls are relayed round robin to a
+ *   docs/deploy.md for the gauges), and the admin API (admin.host:admin.port), whose
+ *   calls are relayed round robin to a
  *   worker's private unix socket;
  * - decides live reloads (SIGHUP, reload.watch) with the same Reloader as one
  *   process, logs the one outcome line, and sends an applied config to every
@@ -40,11 +41,10 @@ import { validate } from './config/validate.js'
 import { nodeAt } from './config/schema.js'
 import { E, UsageError } from './errors.js'
 import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from './log.js'
-import { Metrics } from './metrics.js'
+import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
 import { Reloader } from './reload.js'
 import { keyForStart } from './runtime.js'
-import { ADMIN_PREFIX } from './admin/api.js'
-import { listenAdmin, RELAY_PEER_HEADER, type AdminListener } from './admin/listener.js'
+import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener } from './admin/listener.js'
 import { sendError } from './respond.js'
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>
@@ -152,8 +152,10 @@ export interface PrimaryIo { err: (s: string) => void }
 export async function runPrimary (config: Config, count: number, io: PrimaryIo, env: NodeJS.ProcessEnv): Promise<number> {
   const log: Logger = createLogger(config.log.level, undefined, { worker: 0 })
   // the key before any worker: on a first start, one key (and key file) for all of them
+  let scrapeAuth: string[] | null
   try {
     await keyForStart(config, log, env)
+    scrapeAuth = config.metrics.enabled ? scrapeCredentials(config) : null
   } catch (err) {
     log.flush()
     if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return err.exitCode }
@@ -260,6 +262,7 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
   }
 
   let adminListener: AdminListener | null = null
+  let metricsListener: AdminListener | null = null
   const cleanup = (): void => {
     if (socketDir !== null) rmSync(socketDir, { recursive: true, force: true })
   }
@@ -270,6 +273,7 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
     const code = exitCodes.find((c) => c !== 0) ?? 0
     ;(async () => {
       await adminListener?.close()
+      await metricsListener?.close()
       cleanup()
       if (hardStop !== null) clearTimeout(hardStop)
       log.info({ code }, 'stopped: every worker has exited')
@@ -301,7 +305,7 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
   for (const s of slots) fork(s)
   if (!(await up)) return await done
 
-  // the admin listener, in the primary only
+  // the metrics and admin listeners, in the primary only
   const scrape = metrics === null
     ? null
     : {
@@ -355,18 +359,21 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
           req.pipe(out)
         }
       }
-  if (scrape !== null || relay !== null) {
-    try {
-      adminListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: scrape, api: relay })
-      const addr = adminListener.address
-      if (scrape !== null) log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
-      if (relay !== null) log.info({ address: `${addr.address}:${addr.port}`, path: ADMIN_PREFIX }, 'admin API listening (relayed to the workers)')
-    } catch (err) {
-      io.err(`sidegate: cannot listen for ${scrape === null ? 'the admin API' : 'metrics'} on ${config.metrics.host}:${config.metrics.port}: ${(err as Error).message} (set metrics.port, or metrics.enabled: false${relay === null ? '' : ' and admin.enabled: false'})\n`)
-      exitCodes.push(1)
-      stopAll('SIGTERM', true)
-      return await done
+  try {
+    if (scrape !== null) {
+      metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, scrapeAuth), api: null })
+      const addr = metricsListener.address
+      log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
     }
+    if (relay !== null) {
+      adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay })
+      announceAdmin(log, config, adminListener.address, 'admin API listening (relayed to the workers)')
+    }
+  } catch (err) {
+    io.err(listenFailure(config, metricsListener === null && scrape !== null ? 'metrics' : 'admin', err as Error))
+    exitCodes.push(1)
+    stopAll('SIGTERM', true)
+    return await done
   }
   log.info({ workers: count, address: `${config.listen.host}:${config.listen.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
   return await done

@@ -122,6 +122,13 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
   if (d.metrics.enabled && d.metrics.port !== 0 && d.metrics.port === d.listen.port) {
     p.push({ key: 'metrics.port', message: `must differ from listen.port (both ${d.metrics.port}); metrics have their own listener` })
   }
+  if ((d.metrics.auth.username === null) !== (d.metrics.auth.password_file === null)) {
+    p.push({ key: d.metrics.auth.username === null ? 'metrics.auth.username' : 'metrics.auth.password_file', message: 'metrics.auth.username and metrics.auth.password_file go together (HTTP Basic)' })
+  }
+  if (d.admin.enabled && d.admin.port !== 0) {
+    if (d.admin.port === d.listen.port) p.push({ key: 'admin.port', message: `must differ from listen.port (both ${d.admin.port}); the admin API has its own listener` })
+    else if (d.metrics.enabled && d.admin.port === d.metrics.port) p.push({ key: 'admin.port', message: `must differ from metrics.port (both ${d.admin.port}); the admin API has its own listener` })
+  }
   return p
 }
 

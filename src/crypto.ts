@@ -151,6 +151,7 @@ const CHECK_LABEL = 'sidegate key check value v1'
 export class Keyring {
   readonly #enc: Buffer
   readonly #mac: Buffer
+  readonly #ref: Buffer
   readonly #tag = new Map<CredentialKind, Buffer>()
   readonly #check: string
   #legacy: Generation[] = []
@@ -161,6 +162,7 @@ export class Keyring {
     const ikm = Buffer.from(secret, 'utf8')
     this.#enc = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'encryption at rest v1', 32))
     this.#mac = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'lookup hash v1', 32))
+    this.#ref = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'audit ref v1', 32))
     for (const kind of CREDENTIAL_KINDS) {
       this.#tag.set(kind, Buffer.from(hkdfSync('sha256', ikm, 'sidegate', `credential tag v1: ${kind}`, 32)))
     }
@@ -252,6 +254,16 @@ export class Keyring {
    * of such a session) is hashed under that key's lookup key, where its entry
    * was written: rotation cannot re-key entries it only knows by their hash.
    */
+  /**
+   * A credential's name in the audit trail: 16 hex digits of an HMAC under a
+   * key derived from the secret key, so the same on every replica and after a
+   * restart (refs correlate), yet a mistyped password sent as a token cannot be
+   * guessed back from the logs without the key.
+   */
+  auditRef (value: string): string {
+    return createHmac('sha256', this.#ref).update(value).digest('hex').slice(0, 16)
+  }
+
   lookup (value: string): string {
     const gen = this.#legacy.length === 0 ? null : this.#issuer(value)
     return createHmac('sha256', gen?.mac ?? this.#mac).update(value).digest('base64url')

@@ -9,7 +9,12 @@
  *   3. write (not with --dry-run): through the store's own methods, so
  *      secrets are sealed and hashed exactly as natively created ones.
  * Every write is idempotent, so a run cut short by a store failure is
- * finished by running the same file again.
+ * finished by running the same file again. Every change is audited (`via`
+ * import). Changes that give a file's author power over accounts (making a
+ * superuser; replacing an existing user's password or private token; a
+ * record that names a stored user by another case of its username) are listed
+ * apart, and written only when the run allows them (--allow-superuser,
+ * --allow-takeover); otherwise nothing is written.
  */
 import { randomUUID } from 'node:crypto'
 import { parse as parseCsv } from 'csv-parse/sync'
@@ -17,6 +22,8 @@ import { credentialShaped, parseLegacyHash, safeEqual } from './crypto.js'
 import { normalizeKeyId } from './auth/signature.js'
 import { ROOT_ORG_ID, SYSTEM_ORG_ID } from './org.js'
 import type { OrgRole, Store, User } from './store/types.js'
+import type { AuditRecord } from './audit.js'
+import { hasControl, NO_CONTROLS } from './text.js'
 
 export type RecordType = 'org' | 'user' | 'membership' | 'access_key' | 'private_token'
 export const RECORD_TYPES: RecordType[] = ['org', 'user', 'membership', 'access_key', 'private_token']
@@ -103,6 +110,7 @@ class Fields {
       return undefined
     }
     if (typeof v !== 'string') throw new FieldError(`"${name}" must be a string`)
+    if (hasControl(v)) throw new FieldError(`"${name}": ${NO_CONTROLS}`)
     if (o.max !== undefined && v.length > o.max) throw new FieldError(`"${name}" has more than ${o.max} characters`)
     return v
   }
@@ -240,7 +248,25 @@ export interface Summary {
   counts: Counts
   /** things worth a line that are not errors, with their line */
   notes: Problem[]
+  /** the changes that needed (or, in a dry run, would need) an --allow-… flag */
+  privileged: Privileged[]
 }
+
+/** superuser: makes a superuser. takeover: replaces an existing user's password or private token, or names a stored user by another case of its username. */
+export type PrivilegeKind = 'superuser' | 'takeover'
+export const PRIVILEGE_FLAGS: Record<PrivilegeKind, string> = { superuser: '--allow-superuser', takeover: '--allow-takeover' }
+export interface Privileged extends Problem { kind: PrivilegeKind }
+
+/** Privileged changes the run did not allow: nothing was written. */
+export class PrivilegedRefused extends Error {
+  constructor (readonly refused: Privileged[]) {
+    super(refused.map((p) => `line ${p.line}: ${p.message} (${PRIVILEGE_FLAGS[p.kind]})`).join('\n'))
+    this.name = 'PrivilegedRefused'
+  }
+}
+
+/** An audit event of the import (src/audit.ts; the command line's Auditor adds the operator). */
+export type ImportAudit = (r: AuditRecord) => void
 
 interface Step { type: RecordType, action: Action, write: () => Promise<void> }
 
@@ -249,11 +275,18 @@ interface Step { type: RecordType, action: Action, write: () => Promise<void> }
  * what to write; throws ImportProblems (nothing written) when any record is
  * wrong or conflicts with the store.
  */
-export async function planImport (store: Store, p: Parsed): Promise<{ steps: Step[], notes: Problem[] }> {
+export async function planImport (store: Store, p: Parsed, audit: ImportAudit = () => {}): Promise<{ steps: Step[], notes: Problem[], privileged: Privileged[] }> {
   const problems = new Problems()
   const notes: Problem[] = []
+  const privileged: Privileged[] = []
   const steps: Step[] = []
   const step = (type: RecordType, action: Action, write: () => Promise<void> = async () => {}): void => { steps.push({ type, action, write }) }
+  const flag = (line: number, kind: PrivilegeKind, message: string): void => { privileged.push({ line, kind, message }) }
+  const via = 'import'
+  /** a stored user named by another case of its username: a takeover */
+  const otherCase = (line: number, given: string, stored: User): void => {
+    if (given !== stored.username) flag(line, 'takeover', `"${given}" names the existing user "${stored.username}" (usernames match whatever their case)`)
+  }
 
   // orgs
   const orgs = new Map<string, OrgRec>()
@@ -262,7 +295,7 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
     if (dup !== undefined) { problems.add(o.line, `org ${o.id} is also on line ${dup.line}`); continue }
     orgs.set(o.id, o)
     const have = await store.getOrg(o.id)
-    if (have === null) step('org', 'created', async () => { await createOrg(store, o.name, o.id) })
+    if (have === null) step('org', 'created', async () => { await createOrg(store, o.name, o.id); audit({ event: 'org.created', org: o.id, via }) })
     else {
       if (have.name !== o.name) notes.push({ line: o.line, message: `org ${o.id} exists as "${have.name}": its name is kept` })
       step('org', 'unchanged')
@@ -278,6 +311,7 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
     if (dup !== undefined) { problems.add(u.line, `user ${u.username} is also on line ${dup.rec.line}`); continue }
     if (u.id !== undefined && fileIds.has(u.id)) { problems.add(u.line, `user id ${u.id} is also on line ${byName.get(fileIds.get(u.id)!)!.rec.line}`); continue }
     const existing = await store.getUserByUsername(u.username)
+    if (existing !== null) otherCase(u.line, u.username, existing)
     let id = existing?.id ?? u.id ?? randomUUID()
     if (existing === null && u.id !== undefined) {
       const holder = await store.getUser(u.id)
@@ -290,9 +324,11 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
     byName.set(lower, { rec: u, id, existing })
     if (u.id !== undefined) fileIds.set(u.id, lower)
     if (existing === null) {
+      if (u.is_superuser === true) flag(u.line, 'superuser', `creates ${u.username} as a superuser`)
       step('user', 'created', async () => {
-        await store.createUser({ id, username: u.username, name: u.name, email: u.email, password: null, password_hash: u.password, superuser: u.is_superuser === true })
-        if (u.is_active === false) await store.setUserActive(id, false)
+        const made = await store.createUser({ id, username: u.username, name: u.name, email: u.email, password: null, password_hash: u.password, superuser: u.is_superuser === true })
+        audit({ event: 'user.created', user: made, superuser: made.is_superuser, via })
+        if (u.is_active === false) { await store.setUserActive(id, false); audit({ event: 'user.disabled', user: made, via }) }
       })
       continue
     }
@@ -303,20 +339,30 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
     const active = u.is_active !== undefined && u.is_active !== existing.is_active ? u.is_active : undefined
     const password = u.password !== undefined && !(await store.isImportedPasswordHash(id, u.password)) ? u.password : undefined
     if (Object.keys(fields).length === 0 && active === undefined && password === undefined) { step('user', 'unchanged'); continue }
+    if (fields.is_superuser === true) flag(u.line, 'superuser', `makes the existing user ${existing.username} a superuser`)
+    if (password !== undefined) flag(u.line, 'takeover', `replaces the password of the existing user ${existing.username}`)
+    const who = { id, username: existing.username }
     step('user', 'updated', async () => {
-      if (Object.keys(fields).length > 0) await store.setUserFields(id, fields)
-      if (active !== undefined) await store.setUserActive(id, active)
-      if (password !== undefined) await store.setLegacyPasswordHash(id, password)
+      if (Object.keys(fields).length > 0) {
+        await store.setUserFields(id, fields)
+        audit({ event: 'user.updated', user: who, superuser: fields.is_superuser ?? existing.is_superuser, via })
+      }
+      if (active !== undefined) { await store.setUserActive(id, active); audit({ event: active ? 'user.enabled' : 'user.disabled', user: who, via }) }
+      if (password !== undefined) { await store.setLegacyPasswordHash(id, password); audit({ event: 'password.changed', user: who, via }) }
     })
   }
 
   /** The user a record names (in the file or the store), or null with a problem added. */
-  const resolve = async (ref: UserRef, line: number): Promise<{ id: string, user: User | null } | null> => {
+  const resolve = async (ref: UserRef, line: number): Promise<{ id: string, username: string, user: User | null } | null> => {
     const lower = 'username' in ref ? ref.username.toLowerCase() : fileIds.get(ref.user_id)
     const inFile = lower === undefined ? undefined : byName.get(lower)
-    if (inFile !== undefined) return { id: inFile.id, user: inFile.existing }
+    if (inFile !== undefined) {
+      if (inFile.existing !== null && 'username' in ref) otherCase(line, ref.username, inFile.existing)
+      return { id: inFile.id, username: inFile.existing?.username ?? inFile.rec.username, user: inFile.existing }
+    }
     const user = 'username' in ref ? await store.getUserByUsername(ref.username) : await store.getUser(ref.user_id)
-    if (user !== null) return { id: user.id, user }
+    if (user !== null && 'username' in ref) otherCase(line, ref.username, user)
+    if (user !== null) return { id: user.id, username: user.username, user }
     problems.add(line, `no user ${'username' in ref ? ref.username : `with id ${ref.user_id}`} in this file or in the store`)
     return null
   }
@@ -334,11 +380,14 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
       if (m.org_name === undefined) { problems.add(m.line, `org ${m.org} is neither in this file nor in the store: add an org record or "org_name"`); continue }
       newOrgs.add(m.org)
       const name = m.org_name
-      steps.unshift({ type: 'org', action: 'created', write: async () => { await createOrg(store, name, m.org) } })
+      steps.unshift({ type: 'org', action: 'created', write: async () => { await createOrg(store, name, m.org); audit({ event: 'org.created', org: m.org, via }) } })
     }
     const had = who.user?.orgs[m.org]
     if (had === m.role) { step('membership', 'unchanged'); continue }
-    step('membership', had === undefined ? 'created' : 'updated', async () => { await store.setMembership(who.id, m.org, m.role) })
+    step('membership', had === undefined ? 'created' : 'updated', async () => {
+      await store.setMembership(who.id, m.org, m.role)
+      audit({ event: 'membership.changed', user: { id: who.id, username: who.username }, org: m.org, role: m.role, via })
+    })
   }
 
   // access keys: the same id, owner and secret is unchanged; the same id otherwise is a conflict
@@ -354,13 +403,18 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
         if (!(await store.importAccessKey(who.id, { id: k.id, secret: k.secret, is_active: k.is_active }))) {
           throw new Error(`line ${k.line}: access key ${k.id} was created meanwhile (or is unreadable): run the import again to see why`)
         }
+        audit({ event: 'key.created', user: { id: who.id, username: who.username }, keyId: k.id, via })
+        if (!k.is_active) audit({ event: 'key.disabled', user: { id: who.id, username: who.username }, keyId: k.id, via })
       })
     } else if (have.key.user_id !== who.id) {
       problems.add(k.line, `access key ${k.id} exists and belongs to another user`)
     } else if (!safeEqual(have.secret, k.secret)) {
       problems.add(k.line, `access key ${k.id} exists with another secret (\`sidegate key revoke ${k.id}\` first to replace it)`)
     } else if (have.key.is_active !== k.is_active) {
-      step('access_key', 'updated', async () => { await store.setAccessKeyActive(k.id, k.is_active) })
+      step('access_key', 'updated', async () => {
+        await store.setAccessKeyActive(k.id, k.is_active)
+        audit({ event: k.is_active ? 'key.enabled' : 'key.disabled', user: { id: who.id, username: who.username }, keyId: k.id, via })
+      })
     } else step('access_key', 'unchanged')
   }
 
@@ -378,11 +432,15 @@ export async function planImport (store: Store, p: Parsed): Promise<{ steps: Ste
     if (owner !== null && owner !== who.id) { problems.add(t.line, 'this private token belongs to another user in the store'); continue }
     if (owner === who.id) { step('private_token', 'unchanged'); continue }
     const had = who.user === null ? null : await store.readPrivateToken(who.id)
-    step('private_token', had === null ? 'created' : 'updated', async () => { await store.importPrivateToken(who.id, t.key) })
+    if (had !== null) flag(t.line, 'takeover', `replaces the private token of the existing user ${who.username}`)
+    step('private_token', had === null ? 'created' : 'updated', async () => {
+      await store.importPrivateToken(who.id, t.key)
+      audit({ event: 'private_token.created', user: { id: who.id, username: who.username }, via })
+    })
   }
 
   problems.fail()
-  return { steps, notes }
+  return { steps, notes, privileged: privileged.sort((a, b) => a.line - b.line) }
 }
 
 async function createOrg (store: Store, name: string, id: string): Promise<void> {
@@ -390,14 +448,20 @@ async function createOrg (store: Store, name: string, id: string): Promise<void>
   if ((await store.getOrg(id)) === null) await store.createOrg(name, id)
 }
 
-/** Plans and (unless `dryRun`) writes, in order: orgs, users, memberships, access keys, private tokens. */
-export async function runImport (store: Store, p: Parsed, dryRun: boolean): Promise<Summary> {
-  const { steps, notes } = await planImport(store, p)
+/**
+ * Plans and (unless `dryRun`) writes, in order: orgs, users, memberships,
+ * access keys, private tokens, auditing each change. A privileged change of a
+ * kind not in `allow` refuses the whole run (PrivilegedRefused) before any write.
+ */
+export async function runImport (store: Store, p: Parsed, dryRun: boolean, o: { allow?: ReadonlySet<PrivilegeKind>, audit?: ImportAudit } = {}): Promise<Summary> {
+  const { steps, notes, privileged } = await planImport(store, p, o.audit)
   const counts = Object.fromEntries(RECORD_TYPES.map((t) => [t, { created: 0, updated: 0, unchanged: 0 }])) as Counts
   for (const s of steps) counts[s.type][s.action]++
+  const refused = privileged.filter((x) => o.allow?.has(x.kind) !== true)
+  if (!dryRun && refused.length > 0) throw new PrivilegedRefused(refused)
   if (!dryRun) {
     const order = (s: Step): number => RECORD_TYPES.indexOf(s.type)
     for (const s of [...steps].sort((a, b) => order(a) - order(b))) await s.write()
   }
-  return { counts, notes }
+  return { counts, notes, privileged }
 }

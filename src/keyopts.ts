@@ -7,6 +7,7 @@
  * own way (a usage error, a 400 bad_request).
  */
 import { trustedProxies } from './headers.js'
+import { hasControl, NO_CONTROLS } from './text.js'
 import { MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from './limits.js'
 import type { NewKeyOptions } from './store/types.js'
 
@@ -51,6 +52,7 @@ export function parseAllowIps (list: readonly string[]): string[] {
 
 export function checkKeyName (v: string): string {
   if (v.length > MAX_KEY_NAME) throw new KeyOptionError('name', `at most ${MAX_KEY_NAME} characters`)
+  if (hasControl(v)) throw new KeyOptionError('name', NO_CONTROLS)
   return v
 }
 

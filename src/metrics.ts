@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (prom-client) on a separate admin listener
+ * Prometheus metrics (prom-client) on a listener of their own
  * (src/admin/listener.ts), so they are not reachable through the Service that
  * fronts the gateway. The per-request
  * cost is a few additions to plain numbers (Metrics.request); prom-client
@@ -7,10 +7,16 @@
  * bounded: the status code (standard codes only, else its class), the auth
  * method (5 values), sidegate's own error codes.
  */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
+import { dirname, resolve } from 'node:path'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { checkGateStats } from './auth/check-gate.js'
 import type { LruCache } from './store/cache.js'
+import type { Config } from './config.js'
+import { E, UsageError } from './errors.js'
+import { sendError } from './respond.js'
 
 /** What the gateway calls once per finished request. */
 export interface RequestObserver {
@@ -175,5 +181,56 @@ export class Metrics implements RequestObserver {
       res.writeHead(200, { 'content-type': this.registry.contentType, 'cache-control': 'no-store' })
       res.end(req.method === 'HEAD' ? undefined : text)
     }, () => { res.writeHead(500).end() })
+  }
+}
+
+/** GET /metrics (src/admin/listener.ts Scraper), or the primary's sum over its workers. */
+export interface Scrape { scrape (req: http.IncomingMessage, res: http.ServerResponse): void }
+
+/**
+ * metrics.auth: the credentials a scrape must send, as Prometheus sends them
+ * (`authorization: {credentials_file}`: Bearer; `basic_auth: {username,
+ * password_file}`: Basic). The files are read once, at start, relative to
+ * the config file. Null when neither is set (the default: no credential).
+ */
+export function scrapeCredentials (config: Pick<Config, 'metrics' | 'file'>): string[] | null {
+  const a = config.metrics.auth
+  const base = config.file === null ? process.cwd() : dirname(config.file)
+  const read = (key: string, file: string): string => {
+    let v: string
+    try { v = readFileSync(resolve(base, file), 'utf8').replace(/\r?\n$/, '') } catch (err) {
+      throw new UsageError(`metrics.auth.${key}: cannot read ${resolve(base, file)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    if (v.trim() === '') throw new UsageError(`metrics.auth.${key}: ${resolve(base, file)} is empty`)
+    return v
+  }
+  const accepted: string[] = []
+  if (a.bearer_token_file !== null) accepted.push(`Bearer ${read('bearer_token_file', a.bearer_token_file)}`)
+  if (a.username !== null && a.password_file !== null) {
+    accepted.push(`Basic ${Buffer.from(`${a.username}:${read('password_file', a.password_file)}`, 'utf8').toString('base64')}`)
+  }
+  return accepted.length === 0 ? null : accepted
+}
+
+const digest = (v: string): Buffer => createHash('sha256').update(v, 'utf8').digest()
+
+/**
+ * A scrape that must send one of `accepted` (whole Authorization header
+ * values, scrapeCredentials): compared in constant time over their SHA-256,
+ * every one of them (no early exit); else 401 with WWW-Authenticate.
+ */
+export function guardScrape (inner: Scrape, accepted: string[] | null): Scrape {
+  if (accepted === null) return inner
+  const expected = accepted.map(digest)
+  const challenges = accepted.map((a) => a.startsWith('Bearer ') ? 'Bearer realm="sidegate metrics"' : 'Basic realm="sidegate metrics", charset="UTF-8"')
+  return {
+    scrape (req, res) {
+      const sent = req.headers.authorization
+      const got = digest(typeof sent === 'string' ? sent.trim().replace(/^(bearer|basic) +/i, (m) => m[0].toUpperCase() + m.slice(1).trim().toLowerCase() + ' ') : '')
+      let ok = false
+      for (const e of expected) ok = timingSafeEqual(e, got) || ok
+      if (!ok) { sendError(res, sent === undefined ? E.notAuthenticated() : E.authenticationFailed(), undefined, challenges); return }
+      inner.scrape(req, res)
+    }
   }
 }

@@ -100,7 +100,7 @@ export class UnusedKeys {
           if (!key.is_active || key.unreadable === true) continue
           checked++
           if (!(lastActive(key) < cutoff)) continue
-          if (await this.store.setAccessKeyActive(key.id, false)) {
+          if (await this.store.setAccessKeyActive(key.id, false, 'policy')) {
             disabled.push(key.id)
             this.log.info({ pass, key_id: key.id, user: user.username, last_used: key.date_last_used, created: key.date_created }, `unused access keys: disabled a key unused for ${this.o.days} days`)
           }

@@ -213,3 +213,34 @@ t.test('the CLI and the endpoints share the store: each sees what the other did'
   const shown = await cli('token', 'show', 'nina')
   t.equal(JSON.parse(shown.out).token, (await request(g.url, TOKEN, { headers: { authorization: `Token ${pt}` } })).json.token)
 })
+
+t.test('a key an operator or auth.keys.disable_after disabled stays off for its owner: 403; the owner\'s own disable is theirs to undo', async (t) => {
+  const u = await makeUser(g, 'olga')
+  const dir = tempDir('sidegate-account-')
+  const file = join(dir, 'gateway.yml')
+  writeFileSync(file, stringify({ redis: { url: redis.url, prefix: g.config.redis.prefix } }))
+  const cli = async (...args: string[]): Promise<number> => await main([...args, '--config', file], { out: () => {}, err: () => {}, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
+  const asOwner: Auth = async () => ({ authorization: `Bearer ${await bearer(g.url, 'olga', 'olga-password')}` })
+  const active = async (id: string): Promise<boolean | undefined> => (await g.store.listAccessKeys(u.id)).find((k) => k.id === id)?.is_active
+
+  const { key } = await g.store.createAccessKey(u.id)
+  t.equal(await cli('key', 'disable', key.id), 0, 'an operator disables it (the CLI)')
+  const refused = await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: true })
+  t.same([refused.status, refused.json.code], [403, 'key_disabled_by_operator'], 'a bearer token cannot enable it again')
+  t.match(refused.json.detail, /only an operator can enable it again/)
+  t.equal(await active(key.id), false, 'still disabled')
+  t.equal((await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: false })).status, 200, 'disabling it again is harmless')
+  t.equal((await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: true })).status, 403, 'and does not make the disable the owner\'s')
+  t.equal(await cli('key', 'enable', key.id), 0, 'the operator enables it')
+  t.equal(await active(key.id), true)
+
+  // auth.keys.disable_after disables with the policy's name
+  await g.store.setAccessKeyActive(key.id, false, 'policy')
+  t.same((await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: true })).json.code, 'key_disabled_by_operator', 'an unused-key disable: refused too')
+  await g.store.setAccessKeyActive(key.id, true)
+
+  const off = await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: false })
+  t.same([off.status, off.json.is_active], [200, false], 'the owner disables it')
+  const on = await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: true })
+  t.same([on.status, on.json.is_active], [200, true], 'and may enable it again')
+})

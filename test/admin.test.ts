@@ -12,7 +12,7 @@ import { freePort, startRedis } from './fixtures/redis.js'
 import { request, startEcho, type Res } from './fixtures/http.js'
 import { SECRET, spawnGateway } from './fixtures/gateway.js'
 import { cliIn } from './fixtures/procs.js'
-import { bearer, signedHeaders } from './fixtures/creds.js'
+import { bearer, signAny, signedHeaders, signedWithBody } from './fixtures/creds.js'
 import { login } from './fixtures/session.js'
 import { eventually } from './fixtures/wait.js'
 import { buildConfig } from '../src/config.js'
@@ -34,7 +34,7 @@ const adminToken: string = (await cliJson('token', 'create', 'admin')).token
 
 /** A call to the admin API: JSON body, the admin's private token unless `auth` says otherwise. */
 async function api (method: string, path: string, body?: unknown, auth: Record<string, string> | null = { authorization: `Token ${adminToken}` }): Promise<Res> {
-  return await request(gw.metricsUrl, `/admin/v1/${path}`, {
+  return await request(gw.adminUrl, `/admin/v1/${path}`, {
     method,
     headers: { ...(auth ?? {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) })
@@ -52,14 +52,16 @@ t.test('off by default; on the public port the admin paths are not sidegate\'s',
     t.equal(r.status, 404, `${path}: 404 with admin.enabled false`)
     t.equal(r.json, undefined, 'the listener\'s plain 404, not an API answer')
   }
+  await t.rejects(request(off.adminUrl, '/admin/v1/users'), 'and nothing listens on admin.port')
   t.equal((await request(off.metricsUrl, '/metrics')).status, 200, 'the listener still serves /metrics')
-  // the admin API alone keeps the admin listener on
+  // the admin API alone: its own listener, no metrics one
   const port = await freePort()
-  const alone = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true }, metrics: { enabled: false, host: '127.0.0.1', port } }, `adm${process.pid}:`)
+  const alone = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true, port }, metrics: { enabled: false } }, `adm${process.pid}:`)
   t.teardown(async () => { await alone.stop() })
   const base = `http://127.0.0.1:${port}`
   t.ok(await eventually(async () => await request(base, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } }).then((r) => r.status === 200, () => false), 60_000), 'metrics off, admin on: the API is served')
   t.equal((await request(base, '/metrics')).status, 404, 'but not /metrics')
+  await t.rejects(request(alone.metricsUrl, '/metrics'), 'and nothing listens on metrics.port')
   // on the public port, /admin/v1/… is an upstream path like any other: authenticated and forwarded, never answered by sidegate
   const before = echo.seen.length
   const r = await pub('/admin/v1/users', { authorization: `Token ${adminToken}` })
@@ -75,7 +77,7 @@ t.test('credentials: a superuser\'s private token or access key; others 401 or 4
   const signed = await api('GET', 'orgs', undefined, signedHeaders(key.id, key.secret, 'GET', '/admin/v1/orgs'))
   t.equal(signed.status, 200, 'the superuser\'s access-key signature')
   t.ok(signed.json.some((o: any) => o.id === DEFAULT_ORG))
-  const made = await api('POST', 'orgs', { name: 'Signed' }, signedHeaders(key.id, key.secret, 'POST', '/admin/v1/orgs'))
+  const made = await api('POST', 'orgs', JSON.stringify({ name: 'Signed' }), signedWithBody(key.id, key.secret, 'POST', '/admin/v1/orgs', JSON.stringify({ name: 'Signed' })))
   t.same([made.status, made.json.name], [201, 'Signed'], 'a signed change')
   // a key used only on the admin API is used all the same (auth.keys.disable_after reads its last use)
   t.ok(await eventually(async () => (await cliJson('key', 'list', 'admin')).find((k: any) => k.id === key.id)?.date_last_used != null, 30_000), 'its last use is recorded')
@@ -103,6 +105,69 @@ t.test('credentials: a superuser\'s private token or access key; others 401 or 4
   t.equal((await api('GET', 'nope')).json.code, 'not_found')
   const m = await api('DELETE', 'orgs')
   t.same([m.status, m.json.code, m.headers.allow], [405, 'method_not_allowed', 'GET, POST'])
+})
+
+t.test('a captured signed call cannot be replayed, nor sent again with another body, whatever auth.signature says', async (t) => {
+  const config = buildConfig({})
+  t.same([config.auth.signature.replay_cache, config.auth.signature.require_digest], [false, false], 'the public port\'s defaults: neither')
+  const key = await cliJson('key', 'create', 'admin')
+  const path = '/admin/v1/users'
+  // the documented form: (request-target) date content-type, no digest
+  const date = new Date().toUTCString()
+  const captured = signAny(key.id, key.secret, 'POST', path, ['(request-target)', 'date', 'content-type'], { date, 'content-type': 'application/json' })
+  const noDigest = await request(gw.adminUrl, path, { method: 'POST', headers: captured, body: JSON.stringify({ username: 'alice', password: 'alice-password-1' }) })
+  t.same([noDigest.status, noDigest.json.code], [401, 'invalid_digest'], 'a signed call with a body must sign its digest')
+  const mallory = JSON.stringify({ username: 'mallory', password: 'mallory-password-1', superuser: true })
+  const forged = await request(gw.adminUrl, path, { method: 'POST', headers: captured, body: mallory })
+  t.same([forged.status, forged.json.code], [401, 'invalid_digest'], 'so its headers sent with another body make no superuser')
+  t.equal((await api('GET', 'users/mallory')).status, 404, 'mallory does not exist')
+  // with a digest: accepted once; the same headers again, with the same or another body, are refused
+  const alice = JSON.stringify({ username: 'alice', password: 'alice-password-1' })
+  const headers = signedWithBody(key.id, key.secret, 'POST', path, alice)
+  t.equal((await request(gw.adminUrl, path, { method: 'POST', headers, body: alice })).status, 201, 'a signed digest: created')
+  for (const body of [alice, mallory]) {
+    const again = await request(gw.adminUrl, path, { method: 'POST', headers, body })
+    t.same([again.status, again.json.code], [401, 'signature_replayed'], 'sent again: refused')
+  }
+  t.equal((await api('GET', 'users/mallory')).status, 404, 'still no mallory')
+  // a GET too is accepted once
+  const get = signedHeaders(key.id, key.secret, 'GET', '/admin/v1/orgs')
+  t.equal((await api('GET', 'orgs', undefined, get)).status, 200)
+  t.same((await api('GET', 'orgs', undefined, get)).json.code, 'signature_replayed', 'a signed GET replayed')
+  // a private token stays allowed, for any number of calls
+  t.equal((await api('GET', 'orgs')).status, 200)
+  t.equal((await api('GET', 'orgs')).status, 200)
+})
+
+t.test('its own listener: loopback by default, a warning on any other address', async (t) => {
+  t.same([buildConfig({}).admin.host, buildConfig({}).admin.port], ['127.0.0.1', 9091])
+  t.throws(() => buildConfig({ admin: { enabled: true, port: 9090 } }), /admin\.port: must differ from metrics\.port/)
+  t.throws(() => buildConfig({ admin: { enabled: true, port: 8080 }, listen: { port: 8080 } }), /admin\.port: must differ from listen\.port/)
+  t.equal((await request(gw.metricsUrl, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } })).status, 404, 'not on the metrics listener')
+  t.notMatch(gw.output(), /not a loopback address/, 'no warning on 127.0.0.1')
+  const open = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true, host: '0.0.0.0' }, log: { level: 'info' } }, `adm${process.pid}:`)
+  t.teardown(async () => { await open.stop() })
+  t.equal((await request(open.adminUrl, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } })).status, 200)
+  t.ok(await eventually(async () => open.output().split('\n').some((l) => l.includes('"level":40') && l.includes('the admin API listens on 0.0.0.0, not a loopback address')), 30_000), 'warned at start')
+})
+
+t.test('control characters in stored text: 400 naming the field, nothing created', async (t) => {
+  const cases: Array<[string, string, unknown, RegExp]> = [
+    ['POST', 'orgs', { name: 'Evil\u001b[2K\rOps' }, /^org name: control characters/],
+    ['POST', 'users', { username: 'ctl', password: 'ctl-password-1', name: 'C\u0007tl' }, /^name: control characters/],
+    ['POST', 'users', { username: 'ctl', password: 'ctl-password-1', email: 'c@x\u007f.org' }, /^email: control characters/],
+    ['POST', 'users', { username: 'ct\nl', password: 'ctl-password-1' }, /^username: /],
+    ['POST', 'users/admin/access-keys', { name: 'k\u001b]52;c;ZXZpbA==\u0007' }, /^name: control characters/]
+  ]
+  const keys = (await api('GET', 'users/admin/access-keys')).json.length
+  for (const [method, path, body, detail] of cases) {
+    const r = await api(method, path, body)
+    t.same([r.status, r.json.code], [400, 'bad_request'], `${method} ${path} ${JSON.stringify(body)}`)
+    t.match(r.json.detail, detail)
+  }
+  t.equal((await api('GET', 'users/ctl')).status, 404, 'no user')
+  t.notOk((await api('GET', 'orgs')).json.some((o: any) => o.name.startsWith('Evil')), 'no org')
+  t.equal((await api('GET', 'users/admin/access-keys')).json.length, keys, 'no key')
 })
 
 t.test('users: create, show, disable/enable, password; visible on the public port', async (t) => {
@@ -270,7 +335,7 @@ t.test('bad input: 400 with catalogue codes, nothing changed', async (t) => {
     if (detail !== undefined) t.match(r.json.detail, detail)
   }
   t.equal((await api('GET', 'users')).json.length, usersBefore, 'no user made')
-  const form = await request(gw.metricsUrl, '/admin/v1/orgs', { method: 'POST', body: 'name=x', headers: { authorization: `Token ${adminToken}`, 'content-type': 'application/x-www-form-urlencoded' } })
+  const form = await request(gw.adminUrl, '/admin/v1/orgs', { method: 'POST', body: 'name=x', headers: { authorization: `Token ${adminToken}`, 'content-type': 'application/x-www-form-urlencoded' } })
   t.same([form.status, form.json.code], [415, 'unsupported_media_type'], 'JSON only')
 })
 

@@ -10,7 +10,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import t, { type Test } from 'tap'
 import { Redis } from 'ioredis'
-import { credentialRef } from '../src/audit.js'
+import { createHash } from 'node:crypto'
+import { Keyring } from '../src/crypto.js'
 import { ADMIN_PASSWORD, SECRET, spawnGateway, startGateway } from './fixtures/gateway.js'
 import { request, post, startEcho } from './fixtures/http.js'
 import { signedHeaders } from './fixtures/creds.js'
@@ -21,6 +22,8 @@ import { track } from './fixtures/cleanup.js'
 import { eventually } from './fixtures/wait.js'
 
 type Line = Record<string, any>
+/** A credential's audit ref, as the gateway with this secret key computes it. */
+const credentialRef = (v: string): string => new Keyring(SECRET).auditRef(v)
 
 const redis = await startRedis()
 const echo = await startEcho()
@@ -125,6 +128,17 @@ t.test('bearer tokens: token.issued, token.used (same ref), token.refused when u
   const again = await request(wd.url, '/data', { headers: { authorization: `Bearer ${token}` } })
   t.equal(again.status, 401)
   t.match(await line({ event: 'token.refused', reqId: String(again.headers['x-request-id']) }), { outcome: 'failure', actor: 'anonymous', reason: 'invalid_token', authMethod: 'bearer', ref: credentialRef(token) })
+})
+
+t.test('a password mistyped as a bearer token: its ref is a keyed hash, not its plain SHA-256', async (t) => {
+  const mistyped = 'Correct-Horse-9'
+  const r = await request(wd.url, '/data', { headers: { authorization: `Bearer ${mistyped}` } })
+  t.equal(r.status, 401)
+  const ev = await line({ event: 'token.refused', reqId: String(r.headers['x-request-id']) })
+  t.not(ev.ref, createHash('sha256').update(mistyped).digest('hex').slice(0, 16), 'not crackable from the log: no unsalted hash')
+  t.match(ev.ref, /^[0-9a-f]{16}$/)
+  t.equal(ev.ref, credentialRef(mistyped), 'an HMAC under the gateway\'s secret key: the same on every replica and restart')
+  t.not(new Keyring('another-secret-key-for-the-audit-refs-0123456').auditRef(mistyped), ev.ref, 'another key, another ref')
 })
 
 t.test('access keys: key.created by the CLI (never the secret), key.first_used once, key.revoked', async (t) => {

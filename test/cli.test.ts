@@ -429,3 +429,40 @@ t.test('a Redis that accepts but never answers: exit 1 within the 2 s bound, one
   t.equal(code, 1)
   t.match(stderr, new RegExp(`^sidegate: connecting to Redis at redis://127\\.0\\.0\\.1:${port} …\\r\\x1b\\[2Ksidegate: cannot reach Redis`), 'a "connecting" line, cleared before the error')
 })
+
+t.test('control characters: refused in what the CLI stores; escaped in everything it prints, text and --json', async (t) => {
+  const OSC52 = '\u001b]52;c;ZXZpbA==\u0007'
+  const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/
+  const add = await cli(['user', 'add', 'mallet', '--password-stdin', '--name', 'Mal\rlet'], { stdin: 'mallet-password-1\n' })
+  t.same([add.code, add.stderr], [2, 'sidegate: name: control characters (ESC, CR, line breaks, DEL, C1) are not allowed\n'], 'user add --name')
+  t.equal((await cli(['user', 'add', 'mallet', '--password-stdin', '--email', 'm@x\n.org'], { stdin: 'mallet-password-1\n' })).code, 2, 'user add --email')
+  t.equal((await cli(['user', 'add', 'mallet', '--password-stdin'], { stdin: 'mallet-password-1\n' })).code, 0)
+  const key = await cli(['key', 'create', 'mallet', '--name', `deploy${OSC52}`])
+  t.equal(key.code, 2, 'key create --name')
+  t.match(key.stderr, /name: control characters .* are not allowed/)
+  t.equal((await cli(['org', 'add', 'Evil\u001b[2K\rOps'])).code, 2, 'org add')
+  t.equal((await cli(['org', 'add', 'Evil\u009b2KOps'])).code, 2, 'a C1 control too')
+  t.equal((await cli(['org', 'add', 'Evil\u007fOps'])).code, 2, 'and DEL')
+
+  // what is already stored (written before these checks, or by hand) is escaped when printed
+  const u = (await g.store.getUserByUsername('mallet'))!
+  const forged = `ci\r${OSC52}\u001b[1A\u001b[2Kfake line\nsecond\u007f\u009b`
+  const { key: k } = await g.store.createAccessKey(u.id, 0, { name: forged })
+  await g.store.createOrg(`Org\u001b[31m\nred\u0085`)
+  for (const run of [cli, async (args: string[]) => await spawnCli(args)]) {
+    const list = await run(['key', 'list', 'mallet'])
+    t.equal(list.code, 0, list.stderr)
+    t.notMatch(list.stdout, RAW, 'key list: no raw control character')
+    t.equal(list.stdout.trim().split('\n').length, 1, 'one key, one line (the name\'s line break escaped)')
+    t.match(list.stdout, `${k.id}  "ci\\u000d\\u001b]52;c;ZXZpbA==\\u0007\\u001b[1A\\u001b[2Kfake line\\u000asecond\\u007f\\u009b"`)
+    const orgs = await run(['org', 'list'])
+    t.notMatch(orgs.stdout, RAW, 'org list too')
+    t.match(orgs.stdout, 'Org\\u001b[31m\\u000ared\\u0085')
+    const asJson = await run(['key', 'list', 'mallet', '--json'])
+    t.notMatch(asJson.stdout, RAW, '--json: no raw control character either (DEL and C1 escaped as well)')
+    t.equal(JSON.parse(asJson.stdout)[0].name, forged, 'and the JSON still reads back to the exact name')
+    const unknown = await run(['key', 'list', `nobody${OSC52}`])
+    t.equal(unknown.code, 1, 'no such user')
+    t.notMatch(unknown.stderr, RAW, 'an error message quoting the input: escaped')
+  }
+})

@@ -83,8 +83,8 @@ t.test('defaults', async (t) => {
     log: { level: 'info' },
     reload: { watch: true },
     audit: { log: true, stream: false, max_len: 100000 },
-    metrics: { enabled: true, host: '0.0.0.0', port: 9090 },
-    admin: { enabled: false },
+    metrics: { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } },
+    admin: { enabled: false, host: '127.0.0.1', port: 9091 },
     tracing: { url: null, serviceName: 'sidegate', headers: {}, resource: {}, sampler: { name: 'parentbased_always_on', ratio: 1 }, batch: {}, timeoutMs: 10000 }
   })
   t.same(buildConfig(null), c, 'an empty YAML file (null) is all defaults')

@@ -140,6 +140,17 @@ t.test('ServiceMonitor, HPA, an existing Secret, a PDB by maxUnavailable', async
   t.notOk(render({ secretKey: KEY, config: { metrics: { enabled: false } } }).some((d) => d.metadata.name.endsWith('-metrics')), 'metrics off: no metrics Service')
 })
 
+t.test('the admin API: its own container port, loopback by default, no Service', async (t) => {
+  const ports = (docs: Doc[]): string[] => one(docs, 'Deployment').spec.template.spec.containers[0].ports.map((p: Doc) => `${p.name}:${p.containerPort}`)
+  t.same(ports(render({ secretKey: KEY })), ['http:8080', 'metrics:9090'], 'off by default: no admin port')
+  const docs = render({ secretKey: KEY, config: { admin: { enabled: true } } })
+  t.same(ports(docs), ['http:8080', 'metrics:9090', 'admin:9091'], 'on: the admin port, apart from metrics')
+  const config = buildConfig(parse(gatewayYml(docs)), { SIDEGATE_SECRET_KEY: KEY }, '/etc/sidegate/gateway.yml')
+  t.same([config.admin.host, config.admin.port], ['127.0.0.1', 9091], 'listening on loopback only')
+  for (const s of docs.filter((d) => d.kind === 'Service')) t.notOk(s.spec.ports.some((p: Doc) => p.targetPort === 'admin' || p.port === 9091), `${s.metadata.name} does not expose it`)
+  t.same(ports(render({ secretKey: KEY, config: { admin: { enabled: true, port: 7000 } } })).at(-1), 'admin:7000')
+})
+
 t.test('bad values are refused by values.schema.json (the config schema) or the templates', async (t) => {
   t.match(renderError({}), /set secretKey .* or existingSecret/)
   const schemaError = (path: string): RegExp => new RegExp(`specifications of the schema[\\s\\S]*at '${path}'`)

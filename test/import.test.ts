@@ -279,3 +279,76 @@ t.test('after `sidegate secret rotate` the imported token and key still work, an
   t.same([counts.access_key, counts.private_token], [{ created: 0, updated: 0, unchanged: 1 }, { created: 0, updated: 0, unchanged: 1 }], 'the key and the token are recognised under the new key')
   t.same(counts.user, { created: 0, updated: 1, unchanged: 2 }, 'carol gets her name from the file back (the CSV had changed it)')
 })
+
+t.test('privileged changes: spelled out by a dry run, refused without their flag (nothing written), applied with it; every change audited', async (t) => {
+  // the secret key is the rotated one from here on
+  const env2 = { ...env, SIDEGATE_SECRET_KEY: 'a-new-secret-key-after-the-import-0123456789' }
+  const run = async (...args: string[]) => await cliIn(wd.dir, args, { env: env2 })
+  const newHash = await djangoHash('taken-over-password', 'NewSalt123', 150_000)
+  const f = join(wd.dir, 'privileged.jsonl')
+  writeFileSync(f, [
+    { type: 'user', username: 'mallory', is_superuser: 1 },
+    { type: 'user', username: 'CAROL', password: newHash },
+    { type: 'user', username: 'dave', is_superuser: true },
+    { type: 'private_token', username: 'erin', key: 'ffffffffffffffffffffffffffffffffffffffff' },
+    { type: 'access_key', username: 'Dave', id: '0c9d8e7f-6a5b-4c3d-8e1f-2a3b4c5d6e7f', secret: '1d2c3b4a-5e6f-4a7b-8c9d-0e1f2a3b4c5d' }
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n')
+  const dry = await run('import', '--from', f, '--dry-run', '--json')
+  t.equal(dry.code, 0, dry.stderr)
+  t.same(JSON.parse(dry.stdout).privileged.map((p: any) => [p.line, p.kind, p.flag, p.allowed]), [
+    [1, 'superuser', '--allow-superuser', false],
+    [2, 'takeover', '--allow-takeover', false],
+    [2, 'takeover', '--allow-takeover', false],
+    [3, 'superuser', '--allow-superuser', false],
+    [4, 'takeover', '--allow-takeover', false],
+    [5, 'takeover', '--allow-takeover', false]
+  ], 'each privileged change, with its line and flag')
+  const text = (await run('import', '--from', f, '--dry-run')).stdout
+  t.match(text, 'privileged: line 1: creates mallory as a superuser (--allow-superuser needed)')
+  t.match(text, 'privileged: line 2: "CAROL" names the existing user "carol" (usernames match whatever their case) (--allow-takeover needed)')
+  t.match(text, 'privileged: line 2: replaces the password of the existing user carol (--allow-takeover needed)')
+  t.match(text, 'privileged: line 3: makes the existing user dave a superuser (--allow-superuser needed)')
+  t.match(text, 'privileged: line 4: replaces the private token of the existing user erin (--allow-takeover needed)')
+  t.match(text, 'privileged: line 5: "Dave" names the existing user "dave"')
+
+  const before = await snapshot(redis.url, prefix)
+  const refused = await run('import', '--from', f)
+  t.equal(refused.code, 1)
+  t.match(refused.stderr, /privileged\.jsonl: 6 privileged changes not allowed, nothing was imported:\n  line 1: creates mallory as a superuser \(--allow-superuser\)\n/)
+  t.match(refused.stderr, /then run again with --allow-superuser --allow-takeover/)
+  t.same(await snapshot(redis.url, prefix), before, 'nothing written')
+  const half = await run('import', '--from', f, '--allow-superuser')
+  t.equal(half.code, 1, 'one flag of two: still refused')
+  t.notMatch(half.stderr, /line 1:/, 'naming only what is not allowed')
+  t.match(half.stderr, /line 4: replaces the private token of the existing user erin \(--allow-takeover\)/)
+  t.same(await snapshot(redis.url, prefix), before, 'nothing written')
+
+  const done = await run('import', '--from', f, '--allow-superuser', '--allow-takeover')
+  t.equal(done.code, 0, done.stderr)
+  t.match(done.stdout, 'privileged: line 1: creates mallory as a superuser (--allow-superuser, allowed)')
+  const events = done.stderr.split('\n').filter((l) => l.includes('"log":"audit"')).map((l) => JSON.parse(l))
+  const ev = (event: string, username: string) => events.find((e) => e.event === event && e.username === username)
+  t.match(ev('user.created', 'mallory'), { actor: 'cli', via: 'import', superuser: true, authMethod: 'cli' })
+  t.match(ev('password.changed', 'carol'), { via: 'import' })
+  t.match(ev('user.updated', 'dave'), { via: 'import', superuser: true })
+  t.match(ev('private_token.created', 'erin'), { via: 'import' })
+  t.match(ev('key.created', 'dave'), { via: 'import', keyId: '0c9d8e7f-6a5b-4c3d-8e1f-2a3b4c5d6e7f' })
+  t.equal(events.length, 5, 'one event per change')
+  t.notMatch(done.stderr, /ffffffff|taken-over|1d2c3b4a/, 'never a secret or a hash')
+
+  // orgs and memberships too
+  const g2 = join(wd.dir, 'orgs.jsonl')
+  writeFileSync(g2, JSON.stringify({ type: 'membership', username: 'mallory', org: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f', org_name: 'Audited', role: 'admin' }) + '\n')
+  const orgRun = await run('import', '--from', g2)
+  t.equal(orgRun.code, 0, orgRun.stderr)
+  const more = orgRun.stderr.split('\n').filter((l) => l.includes('"log":"audit"')).map((l) => JSON.parse(l))
+  t.match(more, [{ event: 'org.created', org: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f', via: 'import' }, { event: 'membership.changed', username: 'mallory', org: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f', role: 'admin', via: 'import' }])
+})
+
+t.test('control characters in a file: refused, with their line', async (t) => {
+  const f = join(wd.dir, 'controls.jsonl')
+  writeFileSync(f, JSON.stringify({ type: 'org', id: '3d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f6a', name: 'Ops\u001b]52;c;ZXZpbA==\u0007' }) + '\n')
+  const r = await cliIn(wd.dir, ['import', '--from', f], { env: { ...env, SIDEGATE_SECRET_KEY: 'a-new-secret-key-after-the-import-0123456789' } })
+  t.equal(r.code, 1)
+  t.match(r.stderr, 'line 1: "name": control characters (ESC, CR, line breaks, DEL, C1) are not allowed')
+})

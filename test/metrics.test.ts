@@ -1,4 +1,8 @@
 import t from 'tap'
+import http from 'node:http'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { tempDir } from './fixtures/cleanup.js'
 import { startRedis, freePort, listeningPorts, REFUSED_URL } from './fixtures/redis.js'
 import { SECRET, spawnGateway } from './fixtures/gateway.js'
 import { Keyring } from '../src/crypto.js'
@@ -128,9 +132,46 @@ t.test('metrics.enabled: false opens no admin listener; defaults and validation'
   // what the process listens on (not "is the port refused": another process on the machine may take it)
   t.same(listeningPorts(g2.proc.pid!), [Number(new URL(g2.url).port)], 'the gateway listens on its own port only')
   t.same(listeningPorts(gw.proc.pid!), [Number(new URL(gw.url).port), Number(new URL(gw.metricsUrl).port)].sort((a, b) => a - b), 'while one with metrics on listens on both')
-  t.same(buildConfig({}).metrics, { enabled: true, host: '0.0.0.0', port: 9090 })
+  t.same(buildConfig({}).metrics, { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } })
   t.throws(() => buildConfig({ metrics: { port: 70000 } }), /metrics\.port/)
   t.throws(() => buildConfig({ metrics: { path: '/m' } }), /metrics\.path: unknown key/)
+})
+
+/** GET /metrics with Node's own Basic encoding (http.get `auth`), as a scraper would send it. */
+async function basicScrape (url: string, auth: string): Promise<number> {
+  const u = new URL(url)
+  return await new Promise((resolve, reject) => {
+    http.get({ host: u.hostname, port: u.port, path: '/metrics', auth, agent: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0) }).on('error', reject)
+  })
+}
+
+t.test('metrics.auth: a bearer token or a Basic credential the scrape must send; 401 with WWW-Authenticate otherwise; with --workers too', async (t) => {
+  const dir = tempDir('sidegate-metrics-auth-')
+  writeFileSync(join(dir, 'token'), 'scrape-token-0123456789\n')
+  writeFileSync(join(dir, 'password'), 'pässword-9876')
+  const auth = { bearer_token_file: join(dir, 'token'), username: 'prometheus', password_file: join(dir, 'password') }
+  for (const args of [[], ['--workers', '2']]) {
+    const port = await freePort()
+    const g = await spawnGateway(redis.url, { metrics: { host: '127.0.0.1', port, auth } }, prefix, { args })
+    const base = `http://127.0.0.1:${port}`
+    t.ok(await eventually(async () => await request(base, '/metrics').then(() => true, () => false), 60_000), 'listening')
+    const none = await request(base, '/metrics')
+    t.same([none.status, none.json?.code], [401, 'not_authenticated'], `${args.join(' ') || 'one process'}: no credential`)
+    t.same(none.headers['www-authenticate'], 'Bearer realm="sidegate metrics", Basic realm="sidegate metrics", charset="UTF-8"', 'names both schemes')
+    t.notMatch(none.text, /sidegate_http_requests_total/, 'and no metrics')
+    const wrong = await request(base, '/metrics', { headers: { authorization: 'Bearer scrape-token-012345678' } })
+    t.same([wrong.status, wrong.json?.code], [401, 'authentication_failed'], 'a wrong token')
+    const right = await request(base, '/metrics', { headers: { authorization: 'Bearer scrape-token-0123456789' } })
+    t.equal(right.status, 200, 'the token (the file\'s trailing newline is not part of it)')
+    t.match(right.text, /^sidegate_redis_up 1$/m)
+    t.equal(await basicScrape(base, 'prometheus:pässword-9876'), 200, 'Basic, encoded by node:http')
+    t.equal(await basicScrape(base, 'prometheus:wrong'), 401, 'a wrong password')
+    t.equal(await basicScrape(base, 'grafana:pässword-9876'), 401, 'a wrong username')
+    await g.stop()
+  }
+  t.throws(() => buildConfig({ metrics: { auth: { username: 'prometheus' } } }), /metrics\.auth\.password_file: metrics\.auth\.username and metrics\.auth\.password_file go together/)
+  const missing = await spawnGateway(redis.url, { metrics: { host: '127.0.0.1', port: await freePort(), auth: { bearer_token_file: join(dir, 'nope') } } }, prefix).then(() => null, (err: Error) => err.message)
+  t.match(missing, /metrics\.auth\.bearer_token_file: cannot read .*nope: ENOENT/, 'a missing file stops the start, named')
 })
 
 t.test('status labels stay bounded', async (t) => {

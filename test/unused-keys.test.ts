@@ -66,6 +66,7 @@ t.test('keys unused for disable_after days are disabled by one replica per pass;
 
   const active = async (id: string) => (await store.listAccessKeys(u.id)).find((k) => k.id === id)?.is_active
   t.ok(await eventually(async () => (await active(stale.id)) === false && (await active(neverUsed.id)) === false, 60_000), 'both unused keys disabled')
+  t.same((await store.listAccessKeys(u.id)).filter((k) => !k.is_active).map((k) => k.disabled_by), ['policy', 'policy'], 'by the policy: their owner cannot enable them again')
   for (const g of [a, b]) {
     const r = await call(g.url, stale)
     t.same([r.status, r.json], [401, { detail: 'This access key is disabled.', code: 'key_disabled' }], 'refused on both replicas')

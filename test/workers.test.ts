@@ -15,7 +15,7 @@ import { request, startEcho, type Res } from './fixtures/http.js'
 import { SECRET, spawnGateway, type SpawnedGateway } from './fixtures/gateway.js'
 import { cliIn, startIn, workdir } from './fixtures/procs.js'
 import { openTestStore } from './fixtures/store-contract.js'
-import { signedHeaders } from './fixtures/creds.js'
+import { signedHeaders, signedWithBody } from './fixtures/creds.js'
 import { bootstrappedAdmin, eventually, ANNOUNCED_WITHIN } from './fixtures/wait.js'
 
 const redis = await startRedis()
@@ -135,23 +135,34 @@ t.test('the admin API works through the primary, relayed to the workers with the
   const token = await store.createPrivateToken(admin.id)
   const auth = { authorization: `Token ${token}` }
   for (let i = 0; i < 4; i++) {
-    const r = await request(g.metricsUrl, '/admin/v1/users', { headers: auth })
+    const r = await request(g.adminUrl, '/admin/v1/users', { headers: auth })
     t.equal(r.status, 200)
     t.ok((r.json as Array<{ username: string }>).some((u) => u.username === 'admin'))
   }
-  t.equal((await request(g.metricsUrl, '/admin/v1/users')).status, 401, 'no credential: 401')
-  const created = await request(g.metricsUrl, '/admin/v1/users', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'relayed', password: 'relayed-password-1' }) })
+  t.equal((await request(g.adminUrl, '/admin/v1/users')).status, 401, 'no credential: 401')
+  const created = await request(g.adminUrl, '/admin/v1/users', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'relayed', password: 'relayed-password-1' }) })
   t.equal(created.status, 201, 'a POST with a body')
   t.ok(await store.getUserByUsername('relayed'), 'created in the store')
   // an access key's IP allow-list is checked against the client's address, which the worker must see through the relay
   const here = await store.createAccessKey(admin.id, undefined, { allow_ips: ['127.0.0.1'] })
   const elsewhere = await store.createAccessKey(admin.id, undefined, { allow_ips: ['10.1.2.3'] })
-  t.equal((await request(g.metricsUrl, '/admin/v1/users', { headers: signedHeaders(here.key.id, here.secret, 'GET', '/admin/v1/users') })).status, 200, 'key allowed from 127.0.0.1')
-  const refused = await request(g.metricsUrl, '/admin/v1/users', { headers: signedHeaders(elsewhere.key.id, elsewhere.secret, 'GET', '/admin/v1/users') })
+  t.equal((await request(g.adminUrl, '/admin/v1/users', { headers: signedHeaders(here.key.id, here.secret, 'GET', '/admin/v1/users') })).status, 200, 'key allowed from 127.0.0.1')
+  const refused = await request(g.adminUrl, '/admin/v1/users', { headers: signedHeaders(elsewhere.key.id, elsewhere.secret, 'GET', '/admin/v1/users') })
   t.equal(refused.status, 403)
   t.equal((refused.json as { code: string }).code, 'ip_not_allowed', 'key allowed only from 10.1.2.3: refused')
-  const spoofed = await request(g.metricsUrl, '/admin/v1/users', { headers: { ...signedHeaders(elsewhere.key.id, elsewhere.secret, 'GET', '/admin/v1/users'), 'x-sidegate-relay-peer': '10.1.2.3' } })
+  // another Date: the admin API accepts each signature once
+  const spoofed = await request(g.adminUrl, '/admin/v1/users', { headers: { ...signedHeaders(elsewhere.key.id, elsewhere.secret, 'GET', '/admin/v1/users', { date: new Date(Date.now() - 2000).toUTCString() }), 'x-sidegate-relay-peer': '10.1.2.3' } })
   t.equal(spoofed.status, 403, 'a client cannot name its own address to the worker')
+  // the admin API has its own listener: the primary's metrics listener does not answer it
+  t.equal((await request(g.metricsUrl, '/admin/v1/users', { headers: auth })).status, 404, 'not on the metrics port')
+  // through the relay too: a signed body must be covered by a signed digest, and a signature counts once
+  const body = JSON.stringify({ username: 'unsigned-body', password: 'unsigned-body-1' })
+  const bare = await request(g.adminUrl, '/admin/v1/users', { method: 'POST', headers: { ...signedHeaders(here.key.id, here.secret, 'POST', '/admin/v1/users'), 'content-type': 'application/json' }, body })
+  t.same([bare.status, (bare.json as { code: string }).code], [401, 'invalid_digest'], 'a signed POST without a signed digest')
+  const headers = signedWithBody(here.key.id, here.secret, 'POST', '/admin/v1/users', body)
+  t.equal((await request(g.adminUrl, '/admin/v1/users', { method: 'POST', headers, body })).status, 201, 'with one')
+  const again = await request(g.adminUrl, '/admin/v1/users', { method: 'POST', headers, body })
+  t.same([again.status, (again.json as { code: string }).code], [401, 'signature_replayed'], 'sent again to whichever worker: refused')
 })
 
 t.test('a private token revoked through the CLI is refused by every worker', async (t) => {

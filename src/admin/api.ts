@@ -1,14 +1,15 @@
 /**
  * The admin API: JSON over HTTP under /admin/v1/ on the admin listener
- * (src/admin/listener.ts, metrics.host:metrics.port; never the public port),
+ * (src/admin/listener.ts, admin.host:admin.port; never the public port),
  * only when admin.enabled. Every operation is AdminOps's (src/admin/ops.ts),
  * the same code as `sidegate user|org|key|token|session|limit …`, so checks,
  * effects and JSON are the CLI's (`--json`).
  *
  * Every call but GET /admin/v1/openapi.json needs a superuser's access-key
  * signature or private token, verified by the gateway's own authenticators
- * (src/auth/: expiry, the key's IP allow-list, a signed digest of the body,
- * replay cache, disabled users, as on the public port): no credential 401
+ * (src/auth/: expiry, the key's IP allow-list, disabled users, as on the
+ * public port; a signed digest of any body and the replay cache always,
+ * adminAuthConfig): no credential 401
  * not_authenticated, another kind (bearer token, session cookie) 401
  * unsupported_scheme, a user who is not a superuser 403 permission_denied.
  * Bodies are JSON objects checked against the schemas the document
@@ -19,7 +20,7 @@ import type http from 'node:http'
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import { CHALLENGES, type AuthPipeline, type Identity } from '../auth/index.js'
+import { AuthPipeline, CHALLENGES, type Identity } from '../auth/index.js'
 import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
 import type { Config } from '../config.js'
@@ -212,8 +213,17 @@ const ADMIN_CHALLENGES = CHALLENGES.filter((c) => !c.startsWith('Bearer '))
 export interface AdminGatewayView {
   /** the config in force (src/server.ts Gateway.config) */
   readonly config: Config
-  /** its authenticators (Gateway.auth): the same verification and caches as the public port */
-  readonly auth: AuthPipeline
+}
+
+/**
+ * The config the admin API verifies with: the public port's, but a signed
+ * call with a body must sign its digest and each signature counts once,
+ * whatever auth.signature says; else a captured call could be replayed, or
+ * sent again with another body (a new superuser), within the skew.
+ */
+export function adminAuthConfig (config: Config): Config {
+  const signature = { ...config.auth.signature, replay_cache: true, require_digest: true }
+  return { ...config, auth: { ...config.auth, signature } }
 }
 
 export interface AdminApiOptions {
@@ -281,16 +291,16 @@ async function bodyOf (req: http.IncomingMessage, route: AdminRoute, limit: numb
 export function createAdminApi (o: AdminApiOptions): AdminApi {
   const { gateway, store, log, audit } = o
   /** What a call derives from the config in force, built again only when a live reload replaced it. */
-  let derived: { config: Config, policy: HeaderPolicy, document?: Buffer } | undefined
+  let derived: { config: Config, policy: HeaderPolicy, auth: AuthPipeline, document?: Buffer } | undefined
   const inForce = (): NonNullable<typeof derived> => {
     const config = gateway.config
-    if (derived?.config !== config) derived = { config, policy: headerPolicy(config) }
+    if (derived?.config !== config) derived = { config, policy: headerPolicy(config), auth: new AuthPipeline(store, adminAuthConfig(config)) }
     return derived
   }
 
   /** A superuser, by the gateway's own verification; else 401 or 403. */
-  async function superuser (req: http.IncomingMessage, ip: string, reqId: string, config: Config): Promise<Identity> {
-    const who = await gateway.auth.authenticate(req, undefined, ADMIN_METHODS)
+  async function superuser (req: http.IncomingMessage, ip: string, reqId: string, { config, auth }: NonNullable<typeof derived>): Promise<Identity> {
+    const who = await auth.authenticate(req, undefined, ADMIN_METHODS)
     if (who.keyAllowIps !== undefined && !trustedProxies(who.keyAllowIps)(ip)) throw E.ipNotAllowed()
     if (who.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), who.digests)) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
@@ -309,7 +319,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
       res.end(method === 'HEAD' ? undefined : document)
       return
     }
-    const who = await superuser(req, ip, reqId, config)
+    const who = await superuser(req, ip, reqId, now)
     done(who)
     const m = find(path.slice(ADMIN_PREFIX.length).split('/'), method)
     if (m === null) throw E.notFound()

@@ -1,18 +1,22 @@
 /**
- * The admin listener (metrics.host:metrics.port), apart from the public port
- * so that neither is reachable through the Service or load balancer in front
- * of the gateway: GET /metrics (metrics.enabled, src/metrics.ts) and the
- * admin API under /admin/v1/ (admin.enabled, src/admin/api.ts). It runs when
- * either is on; anything else it answers 404 in plain text.
+ * The listeners apart from the public port, so that neither is reachable
+ * through the Service or load balancer in front of the gateway: GET /metrics
+ * on metrics.host:metrics.port (metrics.enabled, src/metrics.ts), and the
+ * admin API under /admin/v1/ on admin.host:admin.port (admin.enabled,
+ * src/admin/api.ts; loopback by default, as metrics usually must not be).
+ * Anything else each answers 404 in plain text.
  *
- * With `sidegate start --workers N` (src/cluster.ts) the primary runs it, with
- * /metrics summed over the workers and admin API calls relayed to a worker,
- * which serves them on a private unix socket (`path`, `relayed`).
+ * With `sidegate start --workers N` (src/cluster.ts) the primary runs both,
+ * with /metrics summed over the workers and admin API calls relayed to a
+ * worker, which serves them on a private unix socket (`path`, `relayed`).
  */
 import { rmSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { isIP } from 'node:net'
 import { ADMIN_PREFIX } from './api.js'
+import type { Config } from '../config.js'
+import type { Logger } from '../log.js'
 
 export interface AdminListener {
   readonly address: AddressInfo
@@ -74,4 +78,27 @@ function fromRelay (req: http.IncomingMessage): void {
     if (req.rawHeaders[i].toLowerCase() === RELAY_PEER_HEADER) req.rawHeaders.splice(i, 2)
   }
   Object.defineProperty(req.socket, 'remoteAddress', { value: typeof peer === 'string' ? peer : undefined, configurable: true, writable: true })
+}
+
+/** Is `host` a loopback address (or localhost), reachable only from this host? */
+export function isLoopback (host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '')
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true
+  if (h.startsWith('::ffff:')) return isLoopback(h.slice(7))
+  return isIP(h) === 4 && h.startsWith('127.')
+}
+
+/** The admin listener is up: logged, with a warning when another host than this one may reach it. */
+export function announceAdmin (log: Logger, config: Config, addr: AddressInfo, msg: string): void {
+  log.info({ address: `${addr.address}:${addr.port}`, path: ADMIN_PREFIX }, msg)
+  if (!isLoopback(config.admin.host)) {
+    log.warn({ address: `${addr.address}:${addr.port}` }, `the admin API listens on ${config.admin.host}, not a loopback address: keep it off public networks (a NetworkPolicy, a firewall), or set admin.host: 127.0.0.1`)
+  }
+}
+
+/** The message for a listener that could not start. */
+export function listenFailure (config: Config, which: 'metrics' | 'admin', err: Error): string {
+  return which === 'metrics'
+    ? `sidegate: cannot listen for metrics on ${config.metrics.host}:${config.metrics.port}: ${err.message} (set metrics.port, or metrics.enabled: false)\n`
+    : `sidegate: cannot listen for the admin API on ${config.admin.host}:${config.admin.port}: ${err.message} (set admin.port, or admin.enabled: false)\n`
 }

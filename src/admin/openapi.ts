@@ -76,6 +76,7 @@ const SCHEMAS: Record<string, Json> = {
       date_last_used: { type: ['string', 'null'], format: 'date-time' },
       allow_ips: { type: 'array', items: { type: 'string' } },
       rate_limit: { oneOf: [policy, { type: 'null' }] },
+      disabled_by: { enum: ['owner', 'operator', 'policy'], description: 'While disabled: who disabled it (its owner, an operator, or auth.keys.disable_after). Only an owner\'s own disable can be undone by the owner.' },
       unreadable: { const: true, description: 'Its secret was stored under another secret key: it verifies nothing.' }
     }
   },
@@ -177,9 +178,9 @@ export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]
       version: VERSION,
       summary: 'Users, organizations, memberships, access keys, private tokens, sessions and rate limits: the operations of the sidegate CLI, over JSON.',
       description: [
-        `Served on the admin listener (metrics.host:metrics.port) when admin.enabled is true; never on the public port (${config.listen.port}).`,
+        `Served on the admin listener (admin.host:admin.port, ${config.admin.host}:${config.admin.port}) when admin.enabled is true; never on the public port (${config.listen.port}) nor the metrics port.`,
         '',
-        '**Credentials.** Every operation needs a superuser\'s private token (`Authorization: Token <token>`) or access-key signature (as on the public port); any other credential is `401 unsupported_scheme`, a user who is not a superuser `403 permission_denied`.',
+        '**Credentials.** Every operation needs a superuser\'s private token (`Authorization: Token <token>`) or access-key signature (as on the public port, but always with the replay cache, and a call with a body must sign `Digest` or `Content-Digest`); any other credential is `401 unsupported_scheme`, a user who is not a superuser `403 permission_denied`.',
         '',
         '**Bodies** are JSON objects; an unknown field is `400 bad_request`. Secrets (an access key\'s, a private token) are in the answer that creates them and never again.',
         '',

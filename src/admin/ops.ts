@@ -18,6 +18,7 @@ import { UsageError } from '../errors.js'
 import { KeyOptionError, keyOptions, type KeyOption } from '../keyopts.js'
 import { isUuid } from '../http/uuid.js'
 import { USERNAME } from '../import.js'
+import { hasControl, NO_CONTROLS } from '../text.js'
 import { parsePolicy } from '../ratelimit-policy.js'
 import { UNREADABLE, type AccessKey, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
@@ -52,7 +53,7 @@ export const CLI_LABELS: Labels = {
 /** Fields of each kind of record in the JSON, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'allow_ips', 'rate_limit', 'unreadable']
+const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'disabled_by', 'allow_ips', 'rate_limit', 'unreadable']
 
 function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -129,6 +130,9 @@ export class AdminOps {
   async createUser (i: NewUserInput): Promise<UserJson> {
     const username = i.username.normalize('NFC')
     if (!USERNAME.test(username)) throw new UsageError('username: 1 to 150 letters (any script), digits and @ . + - _')
+    for (const [field, v] of [['email', i.email], ['name', i.name]] as const) {
+      if (v !== undefined && hasControl(v)) throw new UsageError(`${field}: ${NO_CONTROLS}`)
+    }
     const orgs: Record<string, OrgRole> = {}
     for (const o of i.orgs ?? []) {
       const { id, role } = membership(o.id, o.role, this.labels.org)
@@ -172,6 +176,7 @@ export class AdminOps {
       const { id, role } = membership(m.id, m.role, this.labels.org)
       await this.#org(id)
       await this.store.setMembership(u.id, id, role)
+      this.audit({ event: 'membership.changed', user: u, org: id, role: role ?? 'none' })
     }
     return userJson(await this.user(u.username))
   }
@@ -186,8 +191,11 @@ export class AdminOps {
 
   async createOrg (name: string, id?: string): Promise<OrgJson> {
     if (name.trim() === '' || name.length > MAX_ORG_NAME) throw new UsageError(`org name: 1 to ${MAX_ORG_NAME} characters`)
+    if (hasControl(name)) throw new UsageError(`org name: ${NO_CONTROLS}`)
     if (id !== undefined && !isUuid(id)) throw new UsageError(`${this.labels.id} must be a UUID`)
-    return orgJson(await this.store.createOrg(name, id))
+    const org = await this.store.createOrg(name, id)
+    this.audit({ event: 'org.created', org: org.id })
+    return orgJson(org)
   }
 
   async listOrgs (): Promise<OrgJson[]> {

@@ -159,21 +159,28 @@ export const Schema = T.Object({
     max_header_size: int(1024, 1024 * 1024, 16384, 'bytes of request line and headers together (431 above)'),
     workers: T.Union([T.Integer({ minimum: 1, maximum: MAX_WORKERS }), T.Literal('auto')], {
       default: 1,
-      description: 'Processes serving listen.port (node:cluster): 1 (one process, no cluster), a number, or\n"auto" (the CPUs available to the process). `sidegate start --workers N` wins over it.\nAbove 1 a primary process forks the workers, restarts one that dies, serves the admin\nlistener (metrics summed over the workers; admin API calls relayed to them) and passes\nsignals and live reloads on; each worker is like a replica (docs/deploy.md).'
+      description: 'Processes serving listen.port (node:cluster): 1 (one process, no cluster), a number, or\n"auto" (the CPUs available to the process). `sidegate start --workers N` wins over it.\nAbove 1 a primary process forks the workers, restarts one that dies, serves the metrics\nand admin listeners (metrics summed over the workers; admin API calls relayed to them) and passes\nsignals and live reloads on; each worker is like a replica (docs/deploy.md).'
     })
   }),
   metrics: section({
     enabled: bool(true),
     host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
-    port: int(0, 65535, 9090)
-  }, 'Prometheus text at GET /metrics on a separate admin listener, so it is not\nreachable through the port your Service or load balancer exposes.'),
+    port: int(0, 65535, 9090),
+    auth: section({
+      bearer_token_file: optStr({ description: 'a file holding a token the scrape must send as Authorization: Bearer <token>\n(Prometheus: authorization: {credentials_file: …}); relative to this file, read at start' }),
+      username: optStr({ description: 'with password_file: HTTP Basic (Prometheus: basic_auth: {username, password_file})' }),
+      password_file: optStr({ description: 'a file holding the Basic password; relative to this file, read at start' })
+    }, 'A credential GET /metrics requires (compared in constant time; 401 with WWW-Authenticate\notherwise). Neither set: no credential (the default). Both set: either is accepted.')
+  }, 'Prometheus text at GET /metrics on a listener of its own, so it is not\nreachable through the port your Service or load balancer exposes.'),
   tracing: section({
     endpoint: optStr({ check: 'httpUrl', url: true, description: 'OTLP/HTTP base URL of the collector (http://otel-collector:4318); spans are POSTed\nas JSON to <endpoint>/v1/traces. OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as it is) and\nOTEL_EXPORTER_OTLP_ENDPOINT (like this key) win over it. Empty and neither set: tracing\nis off, and costs nothing.' }),
     service_name: str('sidegate', { description: 'service.name of every span; OTEL_SERVICE_NAME wins' })
   }, 'OpenTelemetry traces (docs/observability.md): one server span per request, with child spans\nfor its Redis commands and its upstream call; W3C traceparent/tracestate accepted only from\nserver.trusted_proxies. The standard OTEL_* variables apply (sampler, headers, resource\nattributes, batch delays).'),
   admin: section({
-    enabled: bool(false, 'true: serve the admin API under /admin/v1/ on the admin listener\n(metrics.host:metrics.port, never listen.port), also when metrics.enabled is false\n(the listener then serves only the admin API).')
-  }, 'The admin API (docs/admin-api.md): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s access-key signature or private token; the OpenAPI document is\nat GET /admin/v1/openapi.json. Keep metrics.host off public networks (127.0.0.1, or a\nNetworkPolicy).'),
+    enabled: bool(false, 'true: serve the admin API under /admin/v1/ on its own listener (admin.host:admin.port,\nnever listen.port nor metrics.port)'),
+    host: str('127.0.0.1', { description: 'loopback by default: the admin API stays local while metrics.host may be 0.0.0.0\nfor Prometheus; another address is warned about at start (keep it off public networks)' }),
+    port: int(0, 65535, 9091)
+  }, 'The admin API (docs/admin-api.md): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s private token or access-key signature; a signed call with a body\nmust sign Digest or Content-Digest and each signature is accepted once, whatever\nauth.signature says. The OpenAPI document is at GET /admin/v1/openapi.json.'),
   docs: live(section({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),

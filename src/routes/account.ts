@@ -267,7 +267,10 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
         if (active === 'true') active = true
         if (active === 'false') active = false
         if (typeof active !== 'boolean') throw active === undefined ? E.missingField('is_active') : E.badRequest('is_active: Must be a valid boolean.')
-        await store.setAccessKeyActive(key.id, active)
+        // an operator's or the policy's disable is theirs to undo: a stolen bearer token must not revive the key
+        if (active && !key.is_active && key.disabled_by !== undefined && key.disabled_by !== 'owner') throw E.keyDisabledByOperator()
+        // disabling a disabled key changes nothing: who disabled it stays on record
+        if (active || key.is_active) await store.setAccessKeyActive(key.id, active, 'owner')
         if (active !== key.is_active) record(ctx, active ? 'key.enabled' : 'key.disabled', key.id)
         sendJson(ctx.res, 200, keyJson(await ownKey(ctx, key.id)))
         return

@@ -13,16 +13,25 @@ export function openPrivateToken (stored: string): { hash: string | null, sealed
   return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
 }
 
-interface Lifecycle { name?: string, date_expired?: string, allow_ips?: string[], date_enabled?: string }
+/** Who disabled an access key: its owner (the account API), an operator (the CLI, the admin API, an import) or auth.keys.disable_after. */
+export type KeyDisabler = 'owner' | 'operator' | 'policy'
 
-/** An access key's lifecycle fields as stored: only those that are set (name, date_expired, allow_ips, date_enabled). */
-export function lifecycle (o: Lifecycle): Lifecycle {
+interface Lifecycle { name?: string, date_expired?: string, allow_ips?: string[], date_enabled?: string, disabled_by?: KeyDisabler }
+
+/** An access key's lifecycle fields as stored: only those that are set (name, date_expired, allow_ips, date_enabled, disabled_by). */
+export function lifecycle (o: Omit<Lifecycle, 'disabled_by'> & { disabled_by?: KeyDisabler | null }): Lifecycle {
   const out: Lifecycle = {}
   if (typeof o.name === 'string' && o.name !== '') out.name = o.name
   if (typeof o.date_expired === 'string') out.date_expired = o.date_expired
   if (Array.isArray(o.allow_ips) && o.allow_ips.length > 0) out.allow_ips = [...o.allow_ips]
   if (typeof o.date_enabled === 'string') out.date_enabled = o.date_enabled
+  if (o.disabled_by === 'owner' || o.disabled_by === 'operator' || o.disabled_by === 'policy') out.disabled_by = o.disabled_by
   return out
+}
+
+/** A key imported disabled was disabled by an operator (elsewhere): not its owner's to enable. */
+export function importedDisable (active: boolean): { disabled_by?: KeyDisabler } {
+  return active ? {} : { disabled_by: 'operator' }
 }
 
 /**

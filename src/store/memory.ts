@@ -24,9 +24,9 @@ import { randomUUID } from 'node:crypto'
 import { credentialShaped, hashPassword, legacyWork, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
-import { lifecycle, openKeySecret } from './layout.js'
+import { importedDisable, lifecycle, openKeySecret } from './layout.js'
 import { newUserRecord } from './records.js'
-import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type KeyDisabler, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -36,7 +36,7 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredUser extends User { password_hash: string | null, password_imported?: string }
-interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, date_enabled?: string, secret: string, rate_limit?: RateLimitPolicy | null }
+interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, date_enabled?: string, disabled_by?: KeyDisabler, secret: string, rate_limit?: RateLimitPolicy | null }
 interface Expiring<V> { v: V, exp: number }
 
 /** RedisStore's throttle of last-use writes per key and process. */
@@ -225,7 +225,8 @@ export class MemoryStore implements RunningStore {
 
   async isImportedPasswordHash (userId: string, hash: string): Promise<boolean> {
     const u = this.#open().users.get(userId)
-    return u !== undefined && (u.password_hash === hash || u.password_imported === this.#keys.lookup(`imported password:${hash}`))
+    // under any key the store was rotated through: the same hash again is no change
+    return u !== undefined && (u.password_hash === hash || (u.password_imported !== undefined && this.#keys.lookups(`imported password:${hash}`).includes(u.password_imported)))
   }
 
   async upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
@@ -333,7 +334,7 @@ export class MemoryStore implements RunningStore {
     const d = this.#open()
     const id = k.id.toLowerCase()
     if (d.keys.has(id)) return false
-    d.keys.set(id, { id, user_id: userId, is_active: k.is_active, date_created: this.#iso(), ...lifecycle(k), secret: this.#keys.encrypt(k.secret, `ak:${id}`) })
+    d.keys.set(id, { id, user_id: userId, is_active: k.is_active, date_created: this.#iso(), ...lifecycle(k), ...importedDisable(k.is_active), secret: this.#keys.encrypt(k.secret, `ak:${id}`) })
     addTo(d.userKeys, userId, id)
     return true
   }
@@ -365,11 +366,11 @@ export class MemoryStore implements RunningStore {
       .sort((a, b) => a.date_created.localeCompare(b.date_created))
   }
 
-  async setAccessKeyActive (id: string, active: boolean): Promise<boolean> {
+  async setAccessKeyActive (id: string, active: boolean, by: KeyDisabler = 'operator'): Promise<boolean> {
     const s = this.#open().keys.get(id)
     if (s === undefined) return false
     s.is_active = active
-    if (active) s.date_enabled = this.#iso()
+    if (active) { s.date_enabled = this.#iso(); delete s.disabled_by } else s.disabled_by = by
     return true
   }
 
@@ -653,6 +654,8 @@ export class MemoryStore implements RunningStore {
   }
 
   // ---- the audit stream
+
+  auditRef (credential: string): string { return this.#keys.auditRef(credential) }
 
   async appendAudit (json: string, maxLen: number): Promise<void> {
     const d = this.#open()

@@ -33,9 +33,9 @@ import { defineScripts, type Scripts } from './scripts.js'
 import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
 import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
-import { lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
+import { importedDisable, lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
 import { newUserRecord } from './records.js'
-import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type KeyDisabler, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
 
 interface StoredUser extends User {
   password_hash: string | null
@@ -357,7 +357,8 @@ export class RedisStore implements ManagedStore {
 
   async isImportedPasswordHash (userId: string, hash: string): Promise<boolean> {
     const s = await this.#getJson<StoredUser>(this.#k('user', userId))
-    return s !== null && (s.password_hash === hash || s.password_imported === this.#keys.lookup(`imported password:${hash}`))
+    // under any key the store was rotated through: the same hash again is no change
+    return s !== null && (s.password_hash === hash || (s.password_imported !== undefined && this.#keys.lookups(`imported password:${hash}`).includes(s.password_imported)))
   }
 
   async upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
@@ -419,7 +420,7 @@ export class RedisStore implements ManagedStore {
 
   async importAccessKey (userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean> {
     const id = k.id.toLowerCase()
-    const stored: StoredKey = { id, user_id: userId, is_active: k.is_active, date_created: new Date().toISOString(), ...lifecycle(k), secret: this.#keys.encrypt(k.secret, `ak:${id}`) }
+    const stored: StoredKey = { id, user_id: userId, is_active: k.is_active, date_created: new Date().toISOString(), ...lifecycle(k), ...importedDisable(k.is_active), secret: this.#keys.encrypt(k.secret, `ak:${id}`) }
     if ((await this.#run(() => this.redis.set(this.#k('ak', id), JSON.stringify(stored), 'NX'))) === null) return false
     await this.#run(() => this.redis.sadd(this.#k('user-aks', userId), id))
     await this.#invalidate(`ak:${id}`)
@@ -456,9 +457,9 @@ export class RedisStore implements ManagedStore {
     return keys.filter((k) => k !== null).map((k) => k.key).sort((a, b) => a.date_created.localeCompare(b.date_created))
   }
 
-  async setAccessKeyActive (id: string, active: boolean): Promise<boolean> {
-    const found = await this.#run(() => this.#scripts.setField(this.#k('ak', id), 'is_active', JSON.stringify(active)))
-    if (found && active) await this.#run(() => this.#scripts.setField(this.#k('ak', id), 'date_enabled', JSON.stringify(new Date().toISOString())))
+  async setAccessKeyActive (id: string, active: boolean, by: KeyDisabler = 'operator'): Promise<boolean> {
+    const fields = active ? { is_active: true, date_enabled: new Date().toISOString(), disabled_by: null } : { is_active: false, disabled_by: by }
+    const found = await this.#run(() => this.#scripts.setFields(this.#k('ak', id), JSON.stringify(fields)))
     await this.#invalidate(`ak:${id}`)
     return found
   }
@@ -800,6 +801,8 @@ export class RedisStore implements ManagedStore {
   }
 
   // ---- the audit stream
+
+  auditRef (credential: string): string { return this.#keys.auditRef(credential) }
 
   async appendAudit (json: string, maxLen: number): Promise<void> {
     await this.#run(() => this.redis.xadd(this.#k('audit'), 'MAXLEN', '~', maxLen, '*', 'e', json))

@@ -44,6 +44,17 @@ o[ARGV[1]] = cjson.decode(ARGV[2])
 redis.call('SET', KEYS[1], cjson.encode(o))
 return 1`, flag),
 
+  /** Updates several JSON fields of a record atomically (null: the field goes). KEYS[1] record, ARGV[1] a JSON object. False: no record. */
+  setFields: script<[json: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+for k, x in pairs(cjson.decode(ARGV[1])) do
+  if x == cjson.null then o[k] = nil else o[k] = x end
+end
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`, flag),
+
   /**
    * Replaces the string field ARGV[1] of the record KEYS[1] with ARGV[3] only
    * while it still holds ARGV[2] (compare-and-set). False: no record, or another value.

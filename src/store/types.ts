@@ -62,6 +62,9 @@ export interface Org {
   date_created: string
 }
 
+import type { KeyDisabler } from './layout.js'
+export type { KeyDisabler }
+
 export interface AccessKey {
   id: string
   user_id: string
@@ -76,6 +79,8 @@ export interface AccessKey {
   allow_ips?: string[]
   /** when it was last enabled again (setAccessKeyActive true): auth.keys.disable_after counts unused days from the latest of this, the last use and the creation */
   date_enabled?: string
+  /** who disabled it (only while disabled): its owner may enable it again only after their own disable */
+  disabled_by?: KeyDisabler
   /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
   rate_limit?: RateLimitPolicy | null
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
@@ -174,8 +179,12 @@ export interface Store {
   /** Cached in process; invalidated on every replica when the key or its user changes. */
   getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
   listAccessKeys(userId: string): Promise<AccessKey[]>
-  /** Enabling also records `date_enabled` (now): a key enabled again is not at once disabled again for being unused. */
-  setAccessKeyActive(id: string, active: boolean): Promise<boolean>
+  /**
+   * Enabling also records `date_enabled` (now): a key enabled again is not at
+   * once disabled again for being unused; and clears `disabled_by`. Disabling
+   * records `by` (default operator) as `disabled_by`. Atomic.
+   */
+  setAccessKeyActive(id: string, active: boolean, by?: KeyDisabler): Promise<boolean>
   deleteAccessKey(id: string): Promise<boolean>
   /**
    * Records the key's last use, at most once a minute per key (per process,
@@ -295,6 +304,8 @@ export interface Store {
    * `maxLen` entries (older ones are dropped; Redis: XADD MAXLEN ~, one key).
    */
   appendAudit(json: string, maxLen: number): Promise<void>
+  /** A bearer token's or session id's `ref` in the audit trail: a keyed hash (Keyring.auditRef). */
+  auditRef(credential: string): string
   /** Audit entries, oldest first (AuditQuery says which). */
   readAudit(q: AuditQuery): Promise<AuditEntry[]>
 }
