@@ -267,11 +267,19 @@ export function accountApiRoutes (store: Store, bodyLimit: number, passwords: Pa
         if (active === 'true') active = true
         if (active === 'false') active = false
         if (typeof active !== 'boolean') throw active === undefined ? E.missingField('is_active') : E.badRequest('is_active: Must be a valid boolean.')
-        // an operator's or the policy's disable is theirs to undo: a stolen bearer token must not revive the key
-        if (active && !key.is_active && key.disabled_by !== undefined && key.disabled_by !== 'owner') throw E.keyDisabledByOperator()
-        // disabling a disabled key changes nothing: who disabled it stays on record
-        if (active || key.is_active) await store.setAccessKeyActive(key.id, active, 'owner')
-        if (active !== key.is_active) record(ctx, active ? 'key.enabled' : 'key.disabled', key.id)
+        // decided on the state read, written only while the key is still in it (an
+        // operator's disable in between is not overwritten): read again and decide again
+        let now = key
+        for (let tries = 0; ; tries++) {
+          // an operator's or the policy's disable is theirs to undo: a stolen bearer token must not revive the key
+          if (active && !now.is_active && now.disabled_by !== undefined && now.disabled_by !== 'owner') throw E.keyDisabledByOperator()
+          // disabling a disabled key changes nothing: who disabled it stays on record
+          if (!active && !now.is_active) break
+          if (await store.setAccessKeyActive(now.id, active, 'owner', now)) break
+          if (tries === 2) throw E.storeUnavailable()
+          now = await ownKey(ctx, key.id)
+        }
+        if (active !== now.is_active) record(ctx, active ? 'key.enabled' : 'key.disabled', key.id)
         sendJson(ctx.res, 200, keyJson(await ownKey(ctx, key.id)))
         return
       }

@@ -26,7 +26,7 @@ import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { importedDisable, lifecycle, openKeySecret } from './layout.js'
 import { newUserRecord } from './records.js'
-import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type KeyDisabler, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type KeyDisabler, type KeyState, type NewKeyOptions, type LoginFailures, type NewUser, type Org, type OrgRole, type RateLimitHit, type RateLimitPolicy, type RunningStore, type Session, type SessionInfo, type User } from './types.js'
 
 export interface MemoryStoreOptions {
   /** The clock, epoch ms (default Date.now). Replicas share the first store's. */
@@ -366,9 +366,10 @@ export class MemoryStore implements RunningStore {
       .sort((a, b) => a.date_created.localeCompare(b.date_created))
   }
 
-  async setAccessKeyActive (id: string, active: boolean, by: KeyDisabler = 'operator'): Promise<boolean> {
+  async setAccessKeyActive (id: string, active: boolean, by: KeyDisabler = 'operator', expect?: KeyState): Promise<boolean> {
     const s = this.#open().keys.get(id)
     if (s === undefined) return false
+    if (expect !== undefined && (s.is_active !== expect.is_active || s.disabled_by !== expect.disabled_by)) return false
     s.is_active = active
     if (active) { s.date_enabled = this.#iso(); delete s.disabled_by } else s.disabled_by = by
     return true

@@ -35,7 +35,7 @@ import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './k
 import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
 import { importedDisable, lifecycle, openKeySecret, openPrivateToken, sealPrivateToken } from './layout.js'
 import { newUserRecord } from './records.js'
-import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type KeyDisabler, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
+import { UNREADABLE, type AuditEntry, type AuditQuery, type SigningKey, type SigningKeySet, type AccessKey, type KeyDisabler, type KeyState, type NewKeyOptions, type RateLimitHit, type RateLimitPolicy, type LoginFailures, type ManagedStore, type NewUser, type Org, type OrgRole, type Session, type SessionInfo, type User } from './types.js'
 
 interface StoredUser extends User {
   password_hash: string | null
@@ -457,9 +457,10 @@ export class RedisStore implements ManagedStore {
     return keys.filter((k) => k !== null).map((k) => k.key).sort((a, b) => a.date_created.localeCompare(b.date_created))
   }
 
-  async setAccessKeyActive (id: string, active: boolean, by: KeyDisabler = 'operator'): Promise<boolean> {
+  async setAccessKeyActive (id: string, active: boolean, by: KeyDisabler = 'operator', expect?: KeyState): Promise<boolean> {
     const fields = active ? { is_active: true, date_enabled: new Date().toISOString(), disabled_by: null } : { is_active: false, disabled_by: by }
-    const found = await this.#run(() => this.#scripts.setFields(this.#k('ak', id), JSON.stringify(fields)))
+    const was = expect === undefined ? {} : { is_active: expect.is_active, disabled_by: expect.disabled_by ?? null }
+    const found = await this.#run(() => this.#scripts.setFields(this.#k('ak', id), JSON.stringify(fields), JSON.stringify(was)))
     await this.#invalidate(`ak:${id}`)
     return found
   }

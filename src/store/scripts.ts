@@ -44,11 +44,21 @@ o[ARGV[1]] = cjson.decode(ARGV[2])
 redis.call('SET', KEYS[1], cjson.encode(o))
 return 1`, flag),
 
-  /** Updates several JSON fields of a record atomically (null: the field goes). KEYS[1] record, ARGV[1] a JSON object. False: no record. */
-  setFields: script<[json: string], boolean>(`
+  /**
+   * Updates several JSON fields of a record atomically (null: the field goes).
+   * KEYS[1] record, ARGV[1] a JSON object, ARGV[2] a JSON object of the values
+   * the record must still hold (null: absent), or {}. False: no record, or not
+   * as expected (compare-and-set).
+   */
+  setFields: script<[json: string, expect: string], boolean>(`
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local o = cjson.decode(v)
+for k, x in pairs(cjson.decode(ARGV[2])) do
+  if x == cjson.null then
+    if o[k] ~= nil and o[k] ~= cjson.null then return 0 end
+  elseif o[k] ~= x then return 0 end
+end
 for k, x in pairs(cjson.decode(ARGV[1])) do
   if x == cjson.null then o[k] = nil else o[k] = x end
 end

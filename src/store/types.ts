@@ -64,6 +64,8 @@ export interface Org {
 
 import type { KeyDisabler } from './layout.js'
 export type { KeyDisabler }
+/** What an access key's enabled state was when it was read (a compare-and-set's expectation). */
+export interface KeyState { is_active: boolean, disabled_by?: KeyDisabler }
 
 export interface AccessKey {
   id: string
@@ -182,9 +184,11 @@ export interface Store {
   /**
    * Enabling also records `date_enabled` (now): a key enabled again is not at
    * once disabled again for being unused; and clears `disabled_by`. Disabling
-   * records `by` (default operator) as `disabled_by`. Atomic.
+   * records `by` (default operator) as `disabled_by`. Atomic; with `expect`,
+   * only while the key is still in that state (compare-and-set: false when it
+   * changed since it was read, or is gone).
    */
-  setAccessKeyActive(id: string, active: boolean, by?: KeyDisabler): Promise<boolean>
+  setAccessKeyActive(id: string, active: boolean, by?: KeyDisabler, expect?: KeyState): Promise<boolean>
   deleteAccessKey(id: string): Promise<boolean>
   /**
    * Records the key's last use, at most once a minute per key (per process,
