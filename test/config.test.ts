@@ -72,7 +72,7 @@ t.test('defaults', async (t) => {
       keys: { disable_after: 0, check_interval: 3600 },
       cache: { max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
-      password_checks: { concurrency: 4, queue: 64, per_address: 2 }
+      password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
     org: { unknown: 'reject' },
     rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },

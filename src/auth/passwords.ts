@@ -27,7 +27,7 @@ export type PasswordUse = 'login' | 'token' | 'confirm'
 /** The request a password came with: its client address counts; a check still waiting when its client has gone is dropped. */
 export type PasswordContext = AuditContext & { req?: IncomingMessage }
 
-const UNBOUNDED: CheckGateOptions = { concurrency: 1_000_000, queue: 0, per_address: 1_000_000 }
+const UNBOUNDED: CheckGateOptions = { concurrency: 1_000_000, queue: 0, per_address: 1_000_000, per_address_waiting: 0 }
 
 export class PasswordChecker {
   #dummy: Promise<string> | undefined

@@ -110,7 +110,8 @@ export const Schema = T.Object({
     password_checks: live(section({
       concurrency: int(1, 256, 4, 'password checks (scrypt) running at once; Node runs them on its 4 libuv threads'),
       queue: int(0, 100_000, 64, 'checks waiting for a place; beyond it 503 busy with Retry-After'),
-      per_address: int(1, 1000, 2, 'checks one client address (IPv6: its ipv6_prefix network) may have running or\nwaiting; beyond it 429 too_many_attempts. Below concurrency, so that one address\nnever holds every place')
+      per_address: int(1, 1000, 2, 'checks one client address (IPv6: its ipv6_prefix network) may run at once; its\nothers wait. Below concurrency, so that one address never holds every place'),
+      per_address_waiting: int(0, 100_000, 8, 'checks one client address may have waiting; beyond it 429 too_many_attempts')
     }, 'Bounds on the password checks of the token endpoint, /login and password\nconfirmations, so that a login flood cannot delay everyone else\'s sign-in. A\nwaiting check whose client has gone is dropped.'))
   }),
   org: live(section({
