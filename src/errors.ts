@@ -56,7 +56,7 @@ export const ERRORS = {
   request_timeout: { status: 408, detail: 'Request timed out.', when: 'The client did not send its request within server.request_timeout.' },
   expectation_failed: { status: 417, detail: 'Only "Expect: 100-continue" is supported.', when: 'An Expect header other than 100-continue.' },
   payload_too_large: { status: 413, detail: 'Request body is too large.', when: 'A body larger than server.body_limit on sidegate\'s own endpoints, or than auth.signature.max_body on a request whose signature covers a digest.' },
-  unsupported_media_type: { status: 415, detail: 'Content-Type must be application/json or application/x-www-form-urlencoded.', when: 'Any other body type on sidegate\'s own endpoints.' },
+  unsupported_media_type: { status: 415, detail: 'Content-Type must be application/json or application/x-www-form-urlencoded.', when: 'Any other body type on sidegate\'s own endpoints; on the admin API (detail "Content-Type must be application/json."), any body type but JSON.' },
   too_many_attempts: { status: 429, detail: 'Too many failed login attempts; try again later.', when: 'auth.lockout.max_failures failed passwords for this username from this client address within auth.lockout.window, or auth.lockout.address_max_failures from this address for any usernames, or more than auth.password_checks.per_address_waiting of its passwords waiting to be checked; see Retry-After. IPv6 clients count by their auth.lockout.ipv6_prefix network.' },
   rate_limited: { status: 429, detail: 'Rate limit exceeded; try again in 7 seconds.', when: 'rate_limit is enabled and the caller used up its limit (the access key\'s, the user\'s, the auth method\'s or the default) within the window; see Retry-After and the RateLimit fields.' },
   headers_too_large: { status: 431, detail: 'Request headers are too large.', when: 'The request line and headers exceed server.max_header_size bytes.' },
@@ -136,6 +136,8 @@ export const E = {
   expectationFailed: () => new GatewayError('expectation_failed'),
   payloadTooLarge: () => new GatewayError('payload_too_large'),
   unsupportedMediaType: () => new GatewayError('unsupported_media_type'),
+  /** the admin API takes JSON only */
+  jsonOnly: () => new GatewayError('unsupported_media_type', 'Content-Type must be application/json.'),
   tooManyAttempts: (retryAfter: number) => new GatewayError('too_many_attempts', undefined, { 'retry-after': String(Math.max(1, retryAfter)) }),
   rateLimited: (retryAfter: number, headers: Record<string, string>) => new GatewayError('rate_limited', `Rate limit exceeded; try again in ${Math.max(1, retryAfter)} second${Math.max(1, retryAfter) === 1 ? '' : 's'}.`, { ...headers, 'retry-after': String(Math.max(1, retryAfter)) }),
   csrfFailed: () => new GatewayError('csrf_failed'),

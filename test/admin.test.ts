@@ -336,7 +336,7 @@ t.test('bad input: 400 with catalogue codes, nothing changed', async (t) => {
   }
   t.equal((await api('GET', 'users')).json.length, usersBefore, 'no user made')
   const form = await request(gw.adminUrl, '/admin/v1/orgs', { method: 'POST', body: 'name=x', headers: { authorization: `Token ${adminToken}`, 'content-type': 'application/x-www-form-urlencoded' } })
-  t.same([form.status, form.json.code], [415, 'unsupported_media_type'], 'JSON only')
+  t.same([form.status, form.json], [415, { detail: 'Content-Type must be application/json.', code: 'unsupported_media_type' }], 'JSON only, and the message says so')
 })
 
 t.test('one implementation: the CLI and the API answer the same JSON and see each other\'s changes', async (t) => {

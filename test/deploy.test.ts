@@ -190,6 +190,23 @@ t.test('demo overlay: the base plus a Redis where gateway.yml looks for it', asy
   t.equal(u.hostname, redisSvc.metadata.name, 'redis.url names the demo Service')
   t.equal(Number(u.port), redisSvc.spec.ports[0].port)
   t.same(redisSvc.spec.selector, redisDep.spec.selector.matchLabels)
+  // a restart must not empty the store (it would silently get a new admin): append-only file on a claim
+  const args: string[] = redisDep.spec.template.spec.containers[0].args
+  t.equal(args[args.indexOf('--appendonly') + 1], 'yes', 'Redis keeps every write (AOF)')
+  const dataDir = redisDep.spec.template.spec.containers[0].volumeMounts.find((m: any) => m.name === 'data').mountPath
+  t.equal(args[args.indexOf('--dir') + 1], dataDir, 'in the mounted volume')
+  const claim = redisDep.spec.template.spec.volumes.find((v: any) => v.name === 'data').persistentVolumeClaim?.claimName
+  t.ok(demo.some((d) => d.kind === 'PersistentVolumeClaim' && d.metadata.name === claim), 'a PersistentVolumeClaim, not an emptyDir')
+  t.equal(redisDep.spec.strategy?.type, 'Recreate', 'one pod writes the volume at a time')
+})
+
+t.test('the admin password comes from the Secret the operator fills in, never from one pod\'s log', async (t) => {
+  const example = readFileSync(join(DEPLOY, 'base', 'secret.env.example'), 'utf8')
+  t.match(example, /^SIDEGATE_ADMIN_PASSWORD=$/m, 'secret.env.example has the key')
+  t.match(example, /SIDEGATE_ADMIN_PASSWORD=%s/, 'and its example command fills it')
+  const readme = readFileSync(join(DEPLOY, 'README.md'), 'utf8')
+  t.match(readme, /sed -i "s\/\^SIDEGATE_ADMIN_PASSWORD=/, 'the demo steps set it')
+  t.notMatch(readme, /logs deploy\/[^\n]*created superuser/, 'no step reads a random pod\'s log for it')
 })
 
 let hasKubectl = true

@@ -249,8 +249,8 @@ t.test('GET /api/docs/: Swagger UI from our own routes, no inline code, long-cac
   t.equal((await request(g.url, '/api/docs/swagger-ui.css', { method: 'POST' })).status, 405)
 })
 
-t.test('/docs (pre-2.0) and /api/docs redirect to /api/docs/', async (t) => {
-  for (const p of ['/docs', '/api/docs']) {
+t.test('/docs and /docs/ (pre-2.0) and /api/docs redirect to /api/docs/', async (t) => {
+  for (const p of ['/docs', '/docs/', '/api/docs']) {
     const r = await request(g.url, p)
     t.equal(r.status, 302, p)
     t.equal(r.headers.location, '/api/docs/')
@@ -263,15 +263,15 @@ t.test('docs.enabled: false turns every docs path off', async (t) => {
   const offUp = await startGateway(redis.url, { docs: { enabled: false }, upstream: { url: echo.url } })
   const onUp = await startGateway(redis.url, { upstream: { url: echo.url } })
   t.teardown(async () => { await off.close(); await offUp.close(); await onUp.close(); await echo.close() })
-  for (const p of ['/api/docs/', '/api/docs/openapi.json', '/api/docs/openapi.yaml', '/docs', '/api/docs', '/api/docs/swagger-ui-bundle.js']) {
+  for (const p of ['/api/docs/', '/api/docs/openapi.json', '/api/docs/openapi.yaml', '/docs', '/docs/', '/api/docs', '/api/docs/swagger-ui-bundle.js']) {
     const r = await request(off.url, p)
     t.equal(r.status, 404, `${p}: 404`)
     t.equal(r.json.code, 'not_found')
     t.equal((await request(offUp.url, p)).status, 401, `${p} with an upstream: the upstream's path, protected as any other`)
-    t.equal((await request(onUp.url, p)).status, p === '/docs' || p === '/api/docs' ? 302 : 200, `${p}: ours when enabled, upstream or not`)
+    t.equal((await request(onUp.url, p)).status, p === '/docs' || p === '/docs/' || p === '/api/docs' ? 302 : 200, `${p}: ours when enabled, upstream or not`)
   }
   t.notMatch((await request(off.url, '/login')).text, /api\/docs/, 'the login page does not link to them')
-  t.equal(echo.seen.filter((s) => s.url.startsWith('/api/docs') || s.url === '/docs').length, 0, 'nothing reached the upstream unauthenticated')
+  t.equal(echo.seen.filter((s) => s.url.startsWith('/api/docs') || s.url.startsWith('/docs')).length, 0, 'nothing reached the upstream unauthenticated')
 })
 
 t.test('the npm package ships the static files; Swagger UI is a runtime dependency', async (t) => {

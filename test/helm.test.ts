@@ -93,7 +93,7 @@ t.test('default values: the manifests line up with each other and with the code'
   t.equal(mount.subPath, undefined, 'as a directory, not a subPath (the kubelet updates only those, for live reload)')
   t.equal(pod.volumes.find((v: Doc) => v.name === 'config').configMap.name, one(docs, 'ConfigMap').metadata.name)
   const secret = one(docs, 'Secret')
-  t.same(Object.keys(secret.stringData), ['SIDEGATE_SECRET_KEY'], 'only the key: no Redis or admin password given')
+  t.same(Object.keys(secret.stringData), ['SIDEGATE_SECRET_KEY', 'SIDEGATE_ADMIN_PASSWORD'], 'the key and the admin password (generated); no Redis password given')
   t.equal(env.SIDEGATE_SECRET_KEY.valueFrom.secretKeyRef.name, secret.metadata.name)
   t.equal(env.SIDEGATE_REDIS_PASSWORD.valueFrom.secretKeyRef.optional, true)
   t.notMatch(gatewayYml(docs), KEY, 'the secret key is not in the ConfigMap')
@@ -138,6 +138,22 @@ t.test('ServiceMonitor, HPA, an existing Secret, a PDB by maxUnavailable', async
   t.same(sm.spec.endpoints.map((e: Doc) => [e.port, e.path]), [['metrics', '/metrics']])
   t.same(one(docs, 'PodDisruptionBudget').spec, { maxUnavailable: 1, selector: dep.spec.selector })
   t.notOk(render({ secretKey: KEY, config: { metrics: { enabled: false } } }).some((d) => d.metadata.name.endsWith('-metrics')), 'metrics off: no metrics Service')
+})
+
+t.test('the admin password: in the chart\'s Secret whatever the replica count (given, else generated; NOTES read it there)', async (t) => {
+  const given = render({ secretKey: KEY, adminPassword: 'my-admin-password' })
+  t.equal(one(given, 'Secret').stringData.SIDEGATE_ADMIN_PASSWORD, 'my-admin-password')
+  const generated = one(render({ secretKey: KEY }), 'Secret').stringData.SIDEGATE_ADMIN_PASSWORD as string
+  t.match(generated, /^[A-Za-z0-9]{24}$/, 'not given: 24 random characters, so no pod generates (and prints) its own')
+  t.not(one(render({ secretKey: KEY }), 'Secret').stringData.SIDEGATE_ADMIN_PASSWORD, generated, 'random per render; an upgrade keeps the installed one (lookup)')
+  t.match(readFileSync(join(CHART, 'templates', 'secret.yaml'), 'utf8'), /lookup "v1" "Secret" \.Release\.Namespace/, 'the Secret in the cluster is looked up first')
+  const dep = one(render({ secretKey: KEY }), 'Deployment')
+  t.ok(dep.spec.template.spec.containers[0].env.some((e: Doc) => e.name === 'SIDEGATE_ADMIN_PASSWORD' && e.valueFrom?.secretKeyRef?.key === 'SIDEGATE_ADMIN_PASSWORD'), 'the pods read it from the Secret')
+  const r = helm(['install', 'gw', CHART, '--dry-run', '--set', `secretKey=${KEY}`])
+  if (!r.ok) throw new Error(r.err)
+  const notes = r.out
+  t.match(notes, /get secret gw-sidegate -o jsonpath='\{\.data\.SIDEGATE_ADMIN_PASSWORD\}' \| base64 -d/, 'NOTES read the Secret')
+  t.notMatch(notes, /logs deploy/, 'not one pod\'s log')
 })
 
 t.test('the admin API: its own container port, loopback by default, no Service', async (t) => {

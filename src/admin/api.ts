@@ -272,7 +272,7 @@ async function bodyOf (req: http.IncomingMessage, route: AdminRoute, limit: numb
   const raw = await readBody(req, limit)
   if (route.body === undefined) return {}
   const type = mediaType(req.headers['content-type'])
-  if (raw.length > 0 && type !== '' && !isJsonType(type)) throw E.unsupportedMediaType()
+  if (raw.length > 0 && type !== '' && !isJsonType(type)) throw E.jsonOnly()
   let v: unknown = {}
   if (raw.length > 0) {
     try { v = JSON.parse(raw.toString('utf8')) } catch { throw E.notJson() }

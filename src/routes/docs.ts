@@ -1,7 +1,7 @@
 /**
  * API documentation: `/api/docs/` is Swagger UI (from swagger-ui-dist, served
  * by us, started by our own initializer script), `/api/docs/openapi.json`
- * and `.yaml` the document, `/docs` (the pre-2.0 location) and `/api/docs`
+ * and `.yaml` the document, `/docs` and `/docs/` (the pre-2.0 location) and `/api/docs`
  * redirect. All public; registered only when `docs.enabled`. The document
  * is src/routes/openapi.ts's, built from every route's docs (these included).
  */
@@ -76,6 +76,12 @@ export function docsRoutes (config: Config, assets: AssetSet, document: () => Re
     path: '/docs',
     auth: 'none',
     docs: toDocsDocs('docsLegacy', 'The pre-2.0 location: redirects to /api/docs/'),
+    handle: toDocs
+  }, {
+    methods: ['GET', 'HEAD'],
+    path: '/docs/',
+    auth: 'none',
+    docs: toDocsDocs('docsLegacySlash', 'The pre-2.0 location with its slash: redirects to /api/docs/'),
     handle: toDocs
   }, assets.route()]
 }
