@@ -91,7 +91,7 @@ t.test('password from SIDEGATE_REDIS_PASSWORD; TLS files relative to the config 
   t.equal(c.redis.tls.ca_file, '/etc/sidegate/certs/ca.pem')
   t.equal(c.redis.tls.reject_unauthorized, true)
   t.equal(c.server.drain_delay, 5)
-  t.same(c.metrics, { enabled: true, host: '0.0.0.0', port: 9090 })
+  t.same(c.metrics, { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } })
 })
 
 t.test('the shipped gateway.yml documents and accepts the new keys', async (t) => {

@@ -8,14 +8,14 @@ import type { TSchema } from '@sinclair/typebox'
 import { Schema } from './schema.js'
 
 /** Every leaf key of gateway.yml, dotted (`upstream.public_paths`), in schema order, with whether it is live. */
-export function leafKeys (): Array<{ key: string, live: boolean }> {
-  const out: Array<{ key: string, live: boolean }> = []
+export function leafKeys (): Array<{ key: string, live: boolean, node: TSchema }> {
+  const out: Array<{ key: string, live: boolean, node: TSchema }> = []
   const walk = (node: TSchema, prefix: string, live: boolean): void => {
     for (const [name, child] of Object.entries(node.properties as Record<string, TSchema>)) {
       const key = prefix + name
       const isLive = live || child.live === true
       if (child.type === 'object' && child.properties !== undefined) walk(child, key + '.', isLive)
-      else out.push({ key, live: isLive })
+      else out.push({ key, live: isLive, node: child })
     }
   }
   walk(Schema, '', false)

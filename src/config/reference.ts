@@ -3,22 +3,13 @@
  * one row per key of the one schema, with its default, whether a live reload
  * may change it, and its description.
  */
-import type { TSchema } from '@sinclair/typebox'
-import { Schema } from './schema.js'
+import { leafKeys } from './live.js'
 
 type Node = Record<string, unknown>
 
-/** Every leaf key of the schema as a dotted path, in schema order (live: inside a section marked live). */
+/** Every leaf key of the schema as a dotted path, in schema order (live: a live reload may change it). */
 export function configKeys (): Array<{ key: string, node: Node, live: boolean }> {
-  const out: Array<{ key: string, node: Node, live: boolean }> = []
-  const walk = (node: Node, path: string, live: boolean): void => {
-    const here = live || node.live === true
-    if (node.type === 'object' && node.properties !== undefined) {
-      for (const [k, v] of Object.entries(node.properties as Record<string, Node>)) walk(v, path === '' ? k : `${path}.${k}`, here)
-    } else out.push({ key: path, node, live: here })
-  }
-  walk(JSON.parse(JSON.stringify(Schema as TSchema)) as Node, '', false)
-  return out
+  return leafKeys().map(({ key, live, node }) => ({ key, live, node: node as Node }))
 }
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ')
