@@ -45,24 +45,32 @@ export class PasswordChecker {
   /**
    * The password check behind the login form and the token endpoint, in this
    * order, each before any hashing:
-   * 1. the client address's budget (auth.lockout.address_max_failures within
+   * 1. the check gate (auth.password_checks, in process): a place among the
+   *    checks that run or wait, else 503 busy or, for an address with too
+   *    many waiting, 429; nothing else is looked at for a refused flood;
+   * 2. the client address's budget (auth.lockout.address_max_failures within
    *    `window`, IPv6 by its /ipv6_prefix network): a flood with many usernames
    *    from one place is refused without a hash, and leaves no per-username count;
-   * 2. the lockout: after `max_failures` failures for one (username, client
+   * 3. the lockout: after `max_failures` failures for one (username, client
    *    address) within `window` seconds, attempts get 429 too_many_attempts
    *    with Retry-After, even with the right password, until a full window has
-   *    passed; a success resets the count;
-   * 3. the check gate (auth.password_checks): a place among the checks that
-   *    run or wait, else 503 busy or, for an address holding too many, 429.
+   *    passed; a success resets the count.
    * Each attempt is counted before its password is checked, so a burst of
    * parallel guesses gets no more than the budgets allow. The counters do not
    * depend on whether the user exists.
    * `ctx`: the request (its client address counts; audited with it), `via`: which endpoint.
    */
   async login (username: string, password: string, ctx: PasswordContext, via: PasswordUse): Promise<User> {
+    const bucket = addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)
+    const gone = (): boolean => ctx.req?.socket?.destroyed === true
+    // the gate first: a flood beyond its places is refused without even a store round trip
+    return await this.#gate.run(bucket, gone, async () => await this.#counted(username, password, ctx, via, bucket))
+  }
+
+  /** Inside the gate: the address budget and the lockout (store counters), then the check. */
+  async #counted (username: string, password: string, ctx: PasswordContext, via: PasswordUse, bucket: string): Promise<User> {
     const { max_failures: max, window } = this.lockout
     const addrMax = this.lockout.address_max_failures ?? 0
-    const bucket = addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)
     const addressSubject = `\naddress\n${bucket}`
     if (addrMax > 0) {
       const a = await this.store.countLoginAttempt(addressSubject, window, addrMax)
@@ -81,8 +89,7 @@ export class PasswordChecker {
         throw E.tooManyAttempts(a.retryAfter)
       }
     }
-    const gone = (): boolean => ctx.req?.socket?.destroyed === true
-    const user = await this.#gate.run(bucket, gone, async () => await this.check(username, password))
+    const user = await this.check(username, password)
     if (user === null) {
       this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'authentication_failed' })
       // the max-th failure: from now on this pair is refused for a whole window (the script restarted it)
@@ -94,6 +101,7 @@ export class PasswordChecker {
     this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'password', via })
     return user
   }
+
 
   /**
    * The user when username and password match an active account, else null.
