@@ -64,12 +64,6 @@ export function parseLegacyHash (stored: string): LegacyHash | string {
 /** True for a stored hash that is not sidegate's own scrypt (an imported Django hash). */
 export function isLegacyHash (stored: string): boolean { return !stored.startsWith('scrypt$') }
 
-/** The PBKDF2 iterations a legacy hash costs to verify (0 for scrypt or a malformed value). */
-export function legacyWork (stored: string): number {
-  const h = isLegacyHash(stored) ? parseLegacyHash(stored) : null
-  return h === null || typeof h === 'string' ? 0 : h.iterations
-}
-
 function pbkdf2 (password: BinaryLike, salt: BinaryLike, iterations: number, keylen: number, digest: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     pbkdf2Cb(password, salt, iterations, keylen, digest, (err, key) => err ? reject(err) : resolve(key))

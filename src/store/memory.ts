@@ -21,7 +21,7 @@
  *   username, the access-key cap) get what Redis's single commands give.
  */
 import { randomUUID } from 'node:crypto'
-import { credentialShaped, hashPassword, legacyWork, type Keyring } from '../crypto.js'
+import { credentialShaped, hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { importedDisable, lifecycle, openKeySecret } from './layout.js'
@@ -63,8 +63,6 @@ class Data {
   readonly userPrivateToken = new Map<string, { hash: string, sealed: string }>()
   /** lookup hashes of imported, untagged private tokens */
   readonly importedTokens = new Set<string>()
-  /** user id → iterations of their legacy (imported) password hash */
-  readonly legacyPasswords = new Map<string, number>()
   /** hash(bearer token) → user id */
   readonly bearer = new Map<string, Expiring<string>>()
   readonly userBearer = new Map<string, Set<string>>()
@@ -204,22 +202,13 @@ export class MemoryStore implements RunningStore {
     const user: StoredUser = newUserRecord(u, id, hash, this.#iso(), this.#keys)
     d.usernames.set(lower, user.id)
     d.users.set(user.id, user)
-    this.#noteLegacy(user.id, hash)
     return publicUser(user)
-  }
-
-  /** As RedisStore's: an active user's legacy hash, by its iterations. */
-  #noteLegacy (userId: string, hash: string | null, active = true): void {
-    const work = hash === null || !active ? 0 : legacyWork(hash)
-    if (work > 0) this.#data.legacyPasswords.set(userId, work)
-    else this.#data.legacyPasswords.delete(userId)
   }
 
   async setLegacyPasswordHash (userId: string, hash: string): Promise<void> {
     const u = this.#user(userId)
     u.password_hash = hash
     u.password_imported = this.#keys.lookup(`imported password:${hash}`)
-    this.#noteLegacy(userId, hash, u.is_active)
     this.#endCredentials(userId)
   }
 
@@ -233,12 +222,7 @@ export class MemoryStore implements RunningStore {
     const u = this.#open().users.get(userId)
     if (u === undefined || u.password_hash !== oldHash) return false
     u.password_hash = newHash
-    this.#noteLegacy(userId, null)
     return true
-  }
-
-  async legacyPasswordWork (): Promise<number> {
-    return Math.max(0, ...this.#open().legacyPasswords.values())
   }
 
   async setUserFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> {
@@ -280,7 +264,6 @@ export class MemoryStore implements RunningStore {
   async setUserActive (userId: string, active: boolean): Promise<void> {
     const u = this.#user(userId)
     u.is_active = active
-    this.#noteLegacy(userId, u.password_hash, active)
     if (!active) this.#endSessions(userId)
   }
 
@@ -288,7 +271,6 @@ export class MemoryStore implements RunningStore {
     this.#user(userId)
     const hash = await hashPassword(password)
     this.#user(userId).password_hash = hash
-    this.#noteLegacy(userId, null)
     this.#endCredentials(userId)
   }
 

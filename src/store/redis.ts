@@ -9,7 +9,6 @@
  * token hashes by expiry) index what a password change or disabling ends;
  * both are pruned when added to and expire with their longest-lived member.
  *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
- *   pw-legacy     (sorted set: users whose password is still an imported Django hash, by its iterations)
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/identity.ts)
  *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
@@ -27,7 +26,7 @@ import { randomUUID } from 'node:crypto'
 import type { RedisTopology } from '../config.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import { E, GatewayError } from '../errors.js'
-import { credentialShaped, hashPassword, legacyWork, type Keyring } from '../crypto.js'
+import { credentialShaped, hashPassword, type Keyring } from '../crypto.js'
 import { LruCache } from './cache.js'
 import { defineScripts, type Scripts } from './scripts.js'
 import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
@@ -276,19 +275,7 @@ export class RedisStore implements ManagedStore {
       await this.redis.del(unameKey).catch(() => {})
       throw err
     }
-    await this.#noteLegacy(id, user.password_hash)
     return publicUser(user)
-  }
-
-  /**
-   * Records (or clears) that an active user's password is a legacy hash still
-   * to be re-hashed: what every password check is padded to. A disabled
-   * user's does not count (their check never runs PBKDF2: passwords.ts).
-   */
-  async #noteLegacy (userId: string, hash: string | null, active = true): Promise<void> {
-    const work = hash === null || !active ? 0 : legacyWork(hash)
-    if (work > 0) await this.#run(() => this.redis.zadd(this.#k('pw-legacy'), work, userId))
-    else await this.#run(() => this.redis.zrem(this.#k('pw-legacy'), userId))
   }
 
   async getUser (id: string): Promise<User | null> {
@@ -331,14 +318,12 @@ export class RedisStore implements ManagedStore {
 
   async setUserActive (userId: string, active: boolean): Promise<void> {
     await this.#setField(userId, 'is_active', active)
-    await this.#noteLegacy(userId, await this.getPasswordHash(userId), active)
     if (!active) await this.#endSessions(userId)
     await this.#invalidate(`user-aks:${userId}`)
   }
 
   async setPassword (userId: string, password: string): Promise<void> {
     await this.#setField(userId, 'password_hash', await hashPassword(password))
-    await this.#noteLegacy(userId, null)
     // whoever held the old password may hold these; private tokens and access keys are separate credentials and stay
     await this.#endSessions(userId)
     await this.#endBearerTokens(userId)
@@ -348,7 +333,6 @@ export class RedisStore implements ManagedStore {
   async setLegacyPasswordHash (userId: string, hash: string): Promise<void> {
     await this.#setField(userId, 'password_hash', hash)
     await this.#setField(userId, 'password_imported', this.#keys.lookup(`imported password:${hash}`))
-    await this.#noteLegacy(userId, hash, (await this.#getJson<StoredUser>(this.#k('user', userId)))?.is_active)
     // whoever held the old password may hold these; private tokens and access keys are separate credentials and stay
     await this.#endSessions(userId)
     await this.#endBearerTokens(userId)
@@ -362,14 +346,7 @@ export class RedisStore implements ManagedStore {
   }
 
   async upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
-    const swapped = await this.#run(() => this.#scripts.swapField(this.#k('user', userId), 'password_hash', oldHash, newHash))
-    if (swapped) await this.#noteLegacy(userId, null)
-    return swapped
-  }
-
-  async legacyPasswordWork (): Promise<number> {
-    const top = await this.#run(() => this.redis.zrevrange(this.#k('pw-legacy'), 0, 0, 'WITHSCORES'))
-    return top.length < 2 ? 0 : Number(top[1])
+    return await this.#run(() => this.#scripts.swapField(this.#k('user', userId), 'password_hash', oldHash, newHash))
   }
 
   async setUserFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> {

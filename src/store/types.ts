@@ -171,8 +171,6 @@ export interface Store {
    * wins); ends nothing: the password is the same.
    */
   upgradePasswordHash(userId: string, oldHash: string, newHash: string): Promise<boolean>
-  /** The PBKDF2 iterations of the costliest legacy hash not yet re-hashed (0: none left): what every password check is padded to. */
-  legacyPasswordWork(): Promise<number>
   recordLogin(userId: string): Promise<void>
   countUsers(): Promise<number>
 
