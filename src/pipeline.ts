@@ -13,7 +13,8 @@
  * 3. authenticate: the first authenticator that claims the request decides
  *    (src/auth/): an own route as its `auth` mode says ('none', 'user',
  *    'user+org', 'user+org-if-member', 'session-page'); an upstream path always, unless it is in
- *    upstream.public_paths.
+ *    upstream.public_paths. A browser's navigation refused for want of a
+ *    credential is sent to the login page instead (loginFor, session.login_redirect).
  * 4. resolveOrg: `?oid=`, the org header or the user's default (src/org.ts),
  *    for 'user+org' routes and every authenticated upstream path (the profile
  *    needs no membership: 'user+org-if-member', and the user's own org upstream).
