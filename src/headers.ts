@@ -28,6 +28,8 @@ export interface HeaderPolicy {
   authMethodHeader: string
   /** X-<abbrev>-Identity, lowercase */
   identityHeader: string
+  /** X-<abbrev>-Login, lowercase: a decision's login page, for nginx to redirect a browser to */
+  loginHeader: string
   /** identity.jwt enabled: the signed identity token of a caller in an org (src/identity.ts) */
   identityToken?: (id: Identity, orgId: string, requestId: string) => string
   credentialCookies: Set<string>
@@ -56,6 +58,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
     usernameHeader: lower[2],
     authMethodHeader: lower[3],
     identityHeader: lower[4],
+    loginHeader: `x-${n.abbrev.toLowerCase()}-login`,
     identityToken,
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie]),
     trusted: trustedProxies(config.server.trusted_proxies)
@@ -349,4 +352,42 @@ export function upstreamCookie (req: IncomingMessage, p: HeaderPolicy): string {
 /** Usernames may hold non-ASCII: percent-encode what a header cannot carry. */
 function encodeHeaderValue (v: string): string {
   return /^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v)
+}
+
+/**
+ * A browser navigating to a page: `Sec-Fetch-Mode: navigate` to a top-level
+ * document (a frame gets no login page: it refuses to be framed), or, from a
+ * client without Fetch Metadata, `Accept: text/html` and no `Sec-Fetch-*`
+ * header at all. Never a request with an Authorization header, nor one whose
+ * Accept names JSON and not HTML: API clients keep their 401.
+ */
+export function isNavigation (req: IncomingMessage): boolean {
+  const h = req.headers
+  if (h.authorization !== undefined) return false
+  const accept = single(h.accept)?.toLowerCase() ?? ''
+  const html = accept.includes('text/html')
+  if (!html && accept.includes('json')) return false
+  const mode = single(h['sec-fetch-mode'])
+  if (mode !== undefined) {
+    const dest = single(h['sec-fetch-dest'])
+    return mode === 'navigate' && (dest === undefined || dest === 'document')
+  }
+  if (h['sec-fetch-site'] !== undefined || h['sec-fetch-dest'] !== undefined || h['sec-fetch-user'] !== undefined) return false
+  return html
+}
+
+const FORWARDED_HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/
+
+/**
+ * The origin the client reached, as a trusted proxy says it (X-Forwarded-Proto
+ * and -Host): `https://app.example.com`, or '' when the peer is not trusted or
+ * sent no well-formed host. A redirect a proxy passes on from its decision
+ * needs it: Traefik resolves a relative Location against sidegate's own address.
+ */
+export function forwardedOrigin (req: IncomingMessage, p: HeaderPolicy): string {
+  if (!fromTrustedPeer(req, p)) return ''
+  const host = single(req.headers['x-forwarded-host'])?.split(',')[0].trim()
+  if (host === undefined || !FORWARDED_HOST.test(host)) return ''
+  const proto = single(req.headers['x-forwarded-proto'])?.split(',')[0].trim().toLowerCase()
+  return `${proto === 'https' ? 'https' : 'http'}://${host}`
 }

@@ -13,7 +13,8 @@
  * 3. authenticate: the first authenticator that claims the request decides
  *    (src/auth/): an own route as its `auth` mode says ('none', 'user',
  *    'user+org', 'user+org-if-member', 'session-page'); an upstream path always, unless it is in
- *    upstream.public_paths.
+ *    upstream.public_paths. A browser's navigation refused for want of a
+ *    credential is sent to the login page instead (loginFor, session.login_redirect).
  * 4. resolveOrg: `?oid=`, the org header or the user's default (src/org.ts),
  *    for 'user+org' routes and every authenticated upstream path (the profile
  *    needs no membership: 'user+org-if-member', and the user's own org upstream).
@@ -58,7 +59,8 @@ import { BEFORE_BODY, keepBody } from './body.js'
 import type { Config } from './config.js'
 import type { RequestContext, StepContext } from './context.js'
 import { E, GatewayError } from './errors.js'
-import { clientIp, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, isUpgradeOf, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, upstreamCookie, type HeaderPolicy } from './headers.js'
+import { clientIp, forwardedOrigin, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, isNavigation, isUpgradeOf, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, upstreamCookie, type HeaderPolicy } from './headers.js'
+import { parseCookies } from './http/cookies.js'
 import { pathOf } from './http/query.js'
 import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
 import type { RequestObserver } from './metrics.js'
@@ -67,6 +69,8 @@ import type { IdentitySigner } from './identity.js'
 import type { Forwarder } from './proxy.js'
 import { rawErrorResponse, sendError } from './respond.js'
 import { DECISION_PATH } from './routes/decision.js'
+import { redirect } from './routes/html.js'
+import { loginLocation } from './routes/login.js'
 import { RateLimiter } from './ratelimit.js'
 import type { Router } from './routes/index.js'
 import { PROFILE_PATH } from './routes/users.js'
@@ -125,6 +129,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   }
   const audit = o.audit === undefined || o.audit.off ? null : o.audit
   const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
+  const loginRedirect = o.config.session.login_redirect
 
   // ── 1. receive ──────────────────────────────────────────────────────────
 
@@ -199,14 +204,19 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       ctx.res.setHeader('x-request-id', ctx.requestId)
       // ── 3., 4. as the route's auth mode says ──
       if (route.auth === 'user' || route.auth === 'user+org' || route.auth === 'user+org-if-member') {
-        ctx.identity = await authenticate(ctx)
+        try {
+          ctx.identity = await authenticate(ctx)
+        } catch (err) {
+          if (sentToLogin(ctx, err)) return
+          throw err
+        }
         checkKeyIp(ctx)
         await rateLimit(ctx)
         await checkDigest(ctx)
         if (route.auth === 'user+org') ctx.orgId = await resolveOrg(ctx)
         else if (route.auth === 'user+org-if-member') ctx.orgId = await orgIfMember(ctx)
       } else if (route.auth === 'session-page') ctx.identity = await browserSession(ctx)
-      else if (route.auth === 'decision') await decide(ctx)
+      else if (route.auth === 'decision' && !(await decide(ctx))) return
       // 100 Continue when the route starts reading the body (readBody), after its own checks
       if (ctx.expectsContinue === true) (ctx.req as ContinueHook)[BEFORE_BODY] = () => proceed(ctx)
       // ── 5. the handler answers ──
@@ -216,7 +226,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     if (forwarder === null) throw E.notFound()
     ctx.trace?.route('upstream')
     // ── 3., 4. a credential and an org, except on upstream.public_paths ──
-    await admit(ctx, ctx.path, 'read')
+    try {
+      await admit(ctx, ctx.path, 'read')
+    } catch (err) {
+      if (sentToLogin(ctx, err)) return
+      throw err
+    }
     // ── 5. to the upstream ──
     if (needsKeys(ctx)) await signingKeys(ctx)
     stripAndInject(ctx)
@@ -311,6 +326,32 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     }
   }
 
+  /**
+   * session.login_redirect: the login page, with `url` as where to come back
+   * to, in place of a 401 for a browser's navigation (GET or HEAD: another
+   * method's body could not be sent again after signing in) that carried no
+   * credential, or one session cookie that is no longer valid (expired, logged
+   * out: how a browser's session ends). Else undefined: any other refused
+   * credential, and a session cookie sent twice with different values, keep
+   * their 401 (signing in would not change them).
+   */
+  function loginFor (req: http.IncomingMessage, err: unknown, method: string, url: string, origin = ''): string | undefined {
+    if (!loginRedirect || !(err instanceof GatewayError)) return undefined
+    if (err.code !== 'not_authenticated' && err.code !== 'invalid_session') return undefined
+    if ((method !== 'GET' && method !== 'HEAD') || !isNavigation(req)) return undefined
+    if (err.code === 'invalid_session' && typeof auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) }) !== 'string') return undefined
+    return loginLocation(url, origin)
+  }
+
+  /** A refusal answered with a redirect to the login page instead (loginFor): whether it was. */
+  function sentToLogin (ctx: RequestContext, err: unknown): boolean {
+    const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/')
+    if (login === undefined) return false
+    // 303: "see the login page" (a GET whatever came), never stored
+    redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
+    return true
+  }
+
   // ── 4. resolveOrg ───────────────────────────────────────────────────────
 
   /**
@@ -366,8 +407,14 @@ export function createPipeline (o: PipelineOptions): Pipeline {
    * server.trusted_proxies may ask: anyone else could describe another request
    * than its own, or fetch the signed identity of its own credential.
    * ctx.decision: the identity headers and the Cookie header for the upstream.
+   * A browser's navigation sent to sign in (loginFor): nginx's auth_request
+   * (X-Original-URI) turns any answer but 2xx, 401 and 403 into 500, so its
+   * 401 names the login page in X-<abbrev>-Login for the proxy's error_page;
+   * Caddy, Traefik and Envoy pass a refusal on as it is, so theirs is the
+   * redirect itself (absolute from the proxy's X-Forwarded-Host: Traefik
+   * resolves a relative one against sidegate's address). False: answered.
    */
-  async function decide (ctx: RequestContext): Promise<void> {
+  async function decide (ctx: RequestContext): Promise<boolean> {
     if (!fromTrustedPeer(ctx.req, policy)) {
       const peer = ctx.req.socket.remoteAddress ?? ''
       if (!untrustedWarned.has(peer)) {
@@ -379,10 +426,24 @@ export function createPipeline (o: PipelineOptions): Pipeline {
     }
     const original = originalRequest(ctx.req, policy, DECISION_PATH)
     const path = pathOf(original.url)
-    await admit(ctx, path, isUpgradeOf(ctx.req) ? 'upgrade' : 'elsewhere', original)
+    try {
+      await admit(ctx, path, isUpgradeOf(ctx.req) ? 'upgrade' : 'elsewhere', original)
+    } catch (err) {
+      const h = ctx.req.headers
+      const nginx = h['x-forwarded-uri'] === undefined && h['x-original-uri'] !== undefined
+      const login = loginFor(ctx.req, err, original.method, original.url, nginx ? '' : forwardedOrigin(ctx.req, policy))
+      if (login === undefined) throw err
+      if (nginx) {
+        ctx.res.setHeader(policy.loginHeader, login)
+        throw err
+      }
+      redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
+      return false
+    }
     if (needsKeys(ctx)) await signingKeys(ctx)
     ctx.decision = ctx.identity === undefined ? {} : identityHeadersOf(ctx)
     ctx.decision.cookie = upstreamCookie(ctx.req, policy)
+    return true
   }
 
   /**

@@ -1,10 +1,14 @@
 /**
  * A real browser (Debian's chromium, driven by playwright-core) against a real
- * gateway: sign in, manage keys in the page, Swagger UI's "Try it out", log out.
+ * gateway: sign in, manage keys in the page, Swagger UI's "Try it out", log out;
+ * a protected upstream page opened without a session leads to the login page
+ * and back to the page after signing in (session.login_redirect).
  * Screenshots go to test/artifacts/. Skipped, with the reason, only when
  * Chromium cannot be launched at all.
  */
 import t from 'tap'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
@@ -365,6 +369,52 @@ if (browser === null) {
     t.equal(r.json.code, 'invalid_session')
     await page.goto('/account/keys')
     t.match(page.url(), /\/login\?next=/, 'the page asks to sign in again')
+  })
+
+  t.test('a protected upstream page without a session: to the login page, signed in, back to the page with its query', async (t) => {
+    // the protected service: an HTML page that shows who sidegate says is asking
+    const app = http.createServer((req, res) => {
+      const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+      const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Q3 report</title></head><body><h1>Q3 report</h1><p id="who">Hello ${esc(req.headers['x-svc-username'])}</p><p id="url">${esc(req.url)}</p></body></html>`
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+      res.end(body)
+    })
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve))
+    t.teardown(async () => { await new Promise((resolve) => app.close(resolve)) })
+    const gw = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix }, upstream: { url: `http://127.0.0.1:${(app.address() as AddressInfo).port}` } })
+    t.teardown(async () => { await gw.close() })
+    // a fresh profile: no session; it may only talk to this gateway
+    const c = await b.newContext({ viewport: { width: 1280, height: 900 } })
+    t.teardown(async () => { await c.close() })
+    c.on('page', watch)
+    c.on('request', (r) => { if (!r.url().startsWith(gw.url) && !r.url().startsWith('data:')) problems.push(`request to ${r.url()}`) })
+    const p = await c.newPage()
+    const target = '/reports/q3?year=2026&tab=sales'
+
+    const first = await p.goto(gw.url + target)
+    t.equal(p.url(), `${gw.url}/login?next=${encodeURIComponent(target)}`, 'sent to the login page, the page as next')
+    t.equal(first?.status(), 200, 'the login page')
+    t.equal(first?.request().redirectedFrom()?.url(), gw.url + target, 'by a redirect from the page asked for')
+    t.equal((await first?.request().redirectedFrom()?.response())?.status(), 303)
+    await p.getByRole('heading', { name: 'Sign in' }).waitFor()
+    // the page's own script calls keep their 401: only navigations are redirected
+    t.equal(await p.evaluate(async () => (await fetch('/reports/data.json')).status), 401, 'fetch() from the page: 401')
+    await p.screenshot({ path: join(ARTIFACTS, 'login-redirect-1-login.png') })
+
+    await p.getByLabel('Username').fill('alice')
+    await p.getByLabel('Password').fill('alice-password')
+    await p.screenshot({ path: join(ARTIFACTS, 'login-redirect-2-filled.png') })
+    await p.getByRole('button', { name: 'Sign in' }).click()
+    await p.waitForURL(gw.url + target)
+    await p.getByRole('heading', { name: 'Q3 report' }).waitFor()
+    t.equal((await p.locator('#who').textContent())?.trim(), 'Hello alice', 'the upstream saw alice')
+    t.equal((await p.locator('#url').textContent())?.trim(), target, 'with the query')
+    await p.screenshot({ path: join(ARTIFACTS, 'login-redirect-3-back.png') })
+    for (const f of ['login-redirect-1-login.png', 'login-redirect-2-filled.png', 'login-redirect-3-back.png']) t.ok(statSync(join(ARTIFACTS, f)).size > 1000, `${f} saved`)
+
+    // signed in: the page opens directly
+    await p.goto(gw.url + '/reports/q4')
+    t.equal(p.url(), gw.url + '/reports/q4')
   })
 
   t.test('no CSP violation, script error or outside request on any page', async (t) => {

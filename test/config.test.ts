@@ -76,7 +76,7 @@ t.test('defaults', async (t) => {
     },
     org: { unknown: 'reject' },
     rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
-    session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, cookie_secure: false },
+    session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, login_redirect: true, cookie_secure: false },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 } },
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, keep_alive_timeout: 65, max_header_size: 16384, workers: 1 },
     docs: { enabled: true },

@@ -235,3 +235,55 @@ t.test('the caller\'s rate limit and key rules apply to decisions; a signed body
   })
   t.same([digest.status, digest.json?.code], [400, 'bad_request'], 'a signed digest: 400, the body stays at the proxy')
 })
+
+t.test('a browser\'s navigation without a credential: to nginx a 401 naming the login page in X-SVC-Login, to Caddy, Traefik and Envoy the 303 itself', async (t) => {
+  const nav = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'none' }
+  // nginx: X-Original-URI; it cannot pass a redirect on from auth_request (it would become 500)
+  const nginx = await decide({ ...nav, 'x-original-method': 'GET', 'x-original-uri': '/app/report?year=2026&tab=a' })
+  t.equal(nginx.status, 401)
+  t.equal(nginx.headers['x-svc-login'], '/login?next=%2Fapp%2Freport%3Fyear%3D2026%26tab%3Da')
+  t.equal(nginx.json.code, 'not_authenticated', 'sidegate\'s usual 401 otherwise')
+  t.match(nginx.headers['www-authenticate'], /Bearer realm="sidegate"/)
+  t.equal(nginx.headers['cache-control'], 'no-store')
+  const api = await decide({ accept: 'application/json', 'x-original-method': 'GET', 'x-original-uri': '/app/report' })
+  t.equal(api.status, 401)
+  t.equal(api.headers['x-svc-login'], undefined, 'an API call: no login page')
+  const post = await decide({ ...nav, 'x-original-method': 'POST', 'x-original-uri': '/app/form' })
+  t.equal(post.status, 401)
+  t.equal(post.headers['x-svc-login'], undefined, 'a form post: no login page')
+  const tok = await decide({ ...nav, authorization: 'Token not-a-token', 'x-original-method': 'GET', 'x-original-uri': '/app/report' })
+  t.equal(tok.headers['x-svc-login'], undefined, 'a refused credential: no login page')
+  const expired = await decide({ ...nav, cookie: 'svc_sessionid=never-issued', 'x-original-uri': '/app/report' })
+  t.same([expired.status, expired.headers['x-svc-login']], [401, '/login?next=%2Fapp%2Freport'], 'an expired session: the login page')
+
+  // Traefik and Caddy: X-Forwarded-Uri; absolute from the proxy's X-Forwarded-Proto and -Host
+  // (Traefik resolves a relative Location against sidegate's own address)
+  const traefik = await decide({ ...nav, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/app/report?x=1', 'x-forwarded-host': 'app.example.com', 'x-forwarded-proto': 'https' })
+  t.equal(traefik.status, 303)
+  t.equal(traefik.headers.location, 'https://app.example.com/login?next=%2Fapp%2Freport%3Fx%3D1')
+  t.equal(traefik.headers['cache-control'], 'no-store')
+  t.equal(traefik.headers['x-svc-user-id'], undefined)
+  const bare = await decide({ ...nav, 'x-forwarded-uri': '/app/report' })
+  t.same([bare.status, bare.headers.location], [303, '/login?next=%2Fapp%2Freport'], 'no X-Forwarded-Host: relative')
+  for (const host of ['evil.example/x', 'a b', 'user@evil.example', '']) {
+    const odd = await decide({ ...nav, 'x-forwarded-uri': '/app/report', 'x-forwarded-host': host })
+    t.same([odd.status, odd.headers.location], [303, '/login?next=%2Fapp%2Freport'], `X-Forwarded-Host ${JSON.stringify(host)}: not a host, relative`)
+  }
+  const caddyApi = await decide({ accept: '*/*', 'sec-fetch-mode': 'cors', 'x-forwarded-uri': '/app/report' })
+  t.equal(caddyApi.status, 401, 'fetch() from a page: 401')
+  // Envoy: the original path below /_sidegate/auth
+  const envoy = await decide(nav, { path: `${AUTH}/app/report?x=1` })
+  t.same([envoy.status, envoy.headers.location], [303, '/login?next=%2Fapp%2Freport%3Fx%3D1'])
+  const pub = await decide({ ...nav, 'x-original-uri': '/public/page' })
+  t.equal(pub.status, 200, 'a public path needs no sign-in')
+})
+
+t.test('open-redirect attempts in the original URI never become a next that leaves the site', async (t) => {
+  const nav = { accept: 'text/html', 'sec-fetch-mode': 'navigate' }
+  for (const uri of ['//evil.example/x', '///evil.example', '/\\evil.example', '/login?next=//evil.example', '/login', '/logout?next=https://evil.example']) {
+    const n = await decide({ ...nav, 'x-original-uri': uri })
+    t.same([n.status, n.headers['x-svc-login']], [401, '/login?next=%2F'], `nginx, ${uri}: back to "/"`)
+    const c = await decide({ ...nav, 'x-forwarded-uri': uri, 'x-forwarded-host': 'app.example.com' })
+    t.same([c.status, c.headers.location], [303, 'http://app.example.com/login?next=%2F'], `Caddy, ${uri}: back to "/"`)
+  }
+})

@@ -6,7 +6,10 @@
  * credential kinds (a signature over the original method and URI), the 401
  * path, the org rules, public paths, that no client-sent identity header (nor
  * its "_" spelling) reaches the upstream, that sidegate's cookies stay at the
- * proxy while others pass, and (Caddy) a real WebSocket handshake. The Traefik
+ * proxy while others pass, a browser's navigation without a session sent to
+ * the login page (nginx's 302 from sidegate's X-SVC-Login, Caddy passing
+ * sidegate's 303), signing in through the proxy and coming back, and (Caddy)
+ * a real WebSocket handshake. The Traefik
  * and Envoy configurations are checked for shape. Without nginx or Caddy those tests are skipped, saying why.
  */
 import t from 'tap'
@@ -21,7 +24,7 @@ import { ROOT, startGateway } from './fixtures/gateway.js'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { request, startEcho, type Res } from './fixtures/http.js'
 import { freePort, listenOn, startRedis } from './fixtures/redis.js'
-import { login } from './fixtures/session.js'
+import { login, postForm, setCookies } from './fixtures/session.js'
 import { eventually } from './fixtures/wait.js'
 import { wsEchoUpgrade, wsRoundTrip } from './fixtures/websocket.js'
 
@@ -30,6 +33,8 @@ const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const ORG_A = 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa'
 const ORG_B = 'bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb'
 const START_MS = 60_000
+/** What Chromium sends when a person opens a page. */
+const NAVIGATE = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'none', 'sec-fetch-user': '?1' }
 
 /** A deploy/forward-auth file with its `${NAME}` placeholders filled; any placeholder left is an error. */
 function filled (file: string, vars: Record<string, string | number>): string {
@@ -53,6 +58,12 @@ t.test('Traefik: a ForwardAuth middleware to /_sidegate/auth that copies the ide
   const router = doc.http.routers.app
   t.same(router.middlewares, ['sidegate', 'sidegate-strip'], 'the decision first, then the credential is removed')
   t.ok(doc.http.services[router.service].loadBalancer.servers[0].url.startsWith('http://127.0.0.1:3000'))
+  // the login page a browser is sent to (sidegate's 303, passed on) is sidegate's, without a decision
+  const pages = doc.http.routers['sidegate-pages']
+  t.equal(pages.rule, 'Path(`/login`) || Path(`/logout`) || PathPrefix(`/_sidegate/static/`)')
+  t.equal(pages.middlewares, undefined, 'no decision about the login page itself')
+  t.ok(pages.priority > 0, 'before the catch-all router')
+  t.equal(doc.http.services[pages.service].loadBalancer.servers[0].url, 'http://127.0.0.1:8081')
 })
 
 t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (t) => {
@@ -80,9 +91,17 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
     t.equal(c.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].common_http_protocol_options.idle_timeout, '60s', `${c.name}: idle connections 60 s`)
   }
   t.ok(authz.http_service.authorization_response.allowed_client_headers.patterns.some((p: any) => p.exact === 'www-authenticate'))
+  t.ok(authz.http_service.authorization_response.allowed_client_headers.patterns.some((p: any) => p.exact === 'location'), 'sidegate\'s 303 to the login page reaches the browser')
+  for (const h of ['sec-fetch-dest', 'sec-fetch-user']) t.ok(allowed.includes(h), `${h} goes to sidegate (a navigation)`)
+  const [pages, app] = hcm.typed_config.route_config.virtual_hosts[0].routes
+  t.equal(pages.route.cluster, 'sidegate', 'the login page is sidegate\'s')
+  for (const p of ['/login', '/logout', '/_sidegate/static/sidegate.1.css']) t.ok(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} to sidegate`)
+  for (const p of ['/login/x', '/app', '/_sidegate/auth']) t.notOk(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} not`)
+  t.equal(pages.typed_per_filter_config['envoy.filters.http.ext_authz'].disabled, true, 'without a decision')
+  t.equal(app.match.prefix, '/')
   const clusters = Object.fromEntries(doc.static_resources.clusters.map((c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]))
   t.same(clusters, { sidegate: { address: '127.0.0.1', port_value: 8081 }, app: { address: '127.0.0.1', port_value: 3000 } })
-  t.same(hcm.typed_config.route_config.virtual_hosts[0].routes[0].request_headers_to_remove, ['authorization', 'x-csrftoken'])
+  t.same(app.request_headers_to_remove, ['authorization', 'x-csrftoken'])
 })
 
 t.test('every config closes idle upstream connections before sidegate does (server.keep_alive_timeout, 65 s by default)', async (t) => {
@@ -91,7 +110,7 @@ t.test('every config closes idle upstream connections before sidegate does (serv
   t.equal(upstreams.length, 2)
   for (const u of upstreams) t.match(u, /keepalive \d+; keepalive_timeout 60s;/, u)
   const caddy = readFileSync(join(DIR, 'Caddyfile'), 'utf8')
-  t.equal(caddy.match(/^\s*keepalive 60s$/gm)?.length, 2, 'Caddy: forward_auth and reverse_proxy')
+  t.equal(caddy.match(/^\s*keepalive 60s$/gm)?.length, 3, 'Caddy: forward_auth and both reverse_proxy')
 })
 
 /** The nginx binary with auth_request, or why not. */
@@ -343,6 +362,40 @@ if ('why' in nginx && 'why' in caddy) {
           t.equal(echo.seen.length, before, 'neither reached the upstream')
         })
       }
+
+      t.test('a browser\'s navigation without a session: to the login page (sidegate\'s, through the proxy), signed in, back to the page', async (t) => {
+        const p = unique('/app/report?year=2026')
+        const first = await via(base, p, NAVIGATE)
+        t.equal(first.res.status, name === 'nginx' ? 302 : 303, name === 'nginx' ? 'nginx redirects with X-SVC-Login' : 'Caddy passes sidegate\'s 303 on')
+        t.equal(first.seen, undefined, 'not forwarded')
+        const location = first.res.headers.location ?? ''
+        const to = new URL(location, base)
+        t.equal(to.origin, base, 'on the site the browser asked')
+        t.same([to.pathname, to.searchParams.get('next')], ['/login', p])
+        t.equal(first.res.headers['cache-control'], 'no-store')
+        // the login page and its stylesheet come from sidegate through the proxy, without a decision
+        const page = await request(base, to.pathname + to.search, { headers: NAVIGATE })
+        t.equal(page.status, 200)
+        t.match(page.text, `name="next" value="${p.replace(/&/g, '&amp;')}"`)
+        const css = /href="(\/_sidegate\/static\/[^"]+)"/.exec(page.text)?.[1]
+        t.equal((await request(base, css ?? '/_sidegate/static/none')).status, 200, `${String(css)} through the proxy`)
+        const signed = await postForm(base, '/login', { username: 'alice', password: 'alice-password', next: p }, { origin: base })
+        t.equal(signed.status, 303, signed.text.slice(0, 200))
+        t.equal(signed.headers.location, p, 'back to the page, with its query')
+        const cookie = Object.entries(setCookies(signed)).map(([k, c]) => `${k}=${c.value}`).join('; ')
+        const back = await via(base, p, { ...NAVIGATE, cookie })
+        t.equal(back.res.status, 200)
+        t.same(identityOf(back.seen), { id: alice.id, username: 'alice', org: DEFAULT_ORG, method: 'session' })
+        // API clients keep sidegate's 401
+        const api = await via(base, unique('/app/report'), { accept: 'application/json' })
+        t.equal(api.res.status, 401)
+        t.equal(api.res.headers.location, undefined)
+        t.match(api.res.headers['www-authenticate'], /Bearer realm="sidegate"/)
+        const fetched = await via(base, unique('/app/report'), { accept: '*/*', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty', 'sec-fetch-site': 'same-origin' })
+        t.equal(fetched.res.status, 401, 'fetch() from a page')
+        const bad = await via(base, unique('/app/report'), { ...NAVIGATE, authorization: 'Token not-a-token' })
+        t.equal(bad.res.status, 401, 'a refused credential')
+      })
 
       t.test('a public path: forwarded without a credential and without any identity header', async (t) => {
         const { res, seen } = await via(base, unique('/public/logo.png'), { ...forged, 'x-svc-org': ORG_B })

@@ -133,6 +133,7 @@ export const Schema = T.Object({
     accept_legacy_cookie: bool(true, 'also accept the pre-2.x cookie name "sessionid"'),
     idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),
     absolute_timeout: int(1, 365 * 86400, 86400, 'seconds after login a session ends regardless (>= idle_timeout)'),
+    login_redirect: bool(true, 'A browser that navigates (Sec-Fetch-Mode: navigate, or Accept: text/html without\nSec-Fetch-*) to a protected GET without a credential, or with an expired session,\nis sent to /login?next=<the page> (303) instead of a 401; behind nginx\n(forward-auth) the 401 carries X-<abbrev>-Login for the proxy to redirect with.\nAPI clients keep their 401.'),
     cookie_secure: bool(false, 'Mark the cookies Secure. They are also Secure whenever the request came over TLS\nor a trusted proxy (server.trusted_proxies) said X-Forwarded-Proto: https.\nOn, it also says browsers reach the gateway over https: its own origin, against\nwhich Origin and Referer of the login and token posts are checked, is https://.')
   }, 'Browser sessions: POST /login sets <abbrev>_sessionid (HttpOnly) and <abbrev>_csrftoken\n(echoed in X-CSRFToken on unsafe methods), both SameSite=Lax; POST /logout ends them.')),
   identity: section({

@@ -14,12 +14,16 @@
  * pipeline's usual JSON errors. No decision may be cached (a one-time bearer
  * token is used up by it): every answer says `Cache-Control: no-store`.
  *
+ * A browser's navigation with no credential (session.login_redirect; the
+ * pipeline decides, src/pipeline.ts decide): nginx (X-Original-URI) gets the
+ * 401 with the login page in X-<abbrev>-Login, the others the 303 to it.
+ *
  * Below the path (`/_sidegate/auth/api/v1/x?y`) the rest is the original URI
  * when the proxy sends no X-Forwarded-Uri or X-Original-URI: Envoy's
  * ext_authz HTTP service appends the original path to its `path_prefix`.
  */
 import type { Config } from '../config.js'
-import type { DocumentedMethod, Json, Operation } from './spec.js'
+import { redirectTo, type DocumentedMethod, type Json, type Operation } from './spec.js'
 import type { Route } from './types.js'
 
 export const DECISION_PATH = '/_sidegate/auth'
@@ -32,7 +36,8 @@ function docs (config: Config): Route['docs'] {
     header('X-Forwarded-Method', 'The original request\'s method (Traefik, Caddy); else this request\'s own method.'),
     header('X-Original-Method', 'The original method, when X-Forwarded-Method is absent (nginx, set in its configuration).'),
     header('X-Forwarded-Uri', 'The original path and query (Traefik, Caddy); else this request\'s own target, or what follows /_sidegate/auth in it (Envoy).'),
-    header('X-Original-URI', 'The original path and query, when X-Forwarded-Uri is absent (nginx\'s `$request_uri`).')
+    header('X-Original-URI', 'The original path and query, when X-Forwarded-Uri is absent (nginx\'s `$request_uri`).'),
+    header('X-Forwarded-Host', 'The host the client asked for, with X-Forwarded-Proto: makes the login redirect absolute (Traefik resolves a relative one against sidegate\'s address).')
   ]
   const identity = (description: string): Json => ({ description, schema: { type: 'string' } })
   const ok = {
@@ -54,7 +59,10 @@ function docs (config: Config): Route['docs'] {
       'are those of the original request, sent along by the proxy; a signature is verified over the original method and URI as ' +
       '`(request-target)` and the other signed headers as received. See docs/forward-auth.md.',
     parameters,
-    responses: { 200: ok },
+    responses: {
+      200: ok,
+      303: redirectTo(`A browser's navigation (GET or HEAD, \`Sec-Fetch-Mode: navigate\` or \`Accept: text/html\` without \`Sec-Fetch-*\`) with no credential or an expired session, asked with X-Forwarded-Uri (Caddy, Traefik) or as Envoy asks: to \`/login?next=<the original path and query>\` (session.login_redirect). Asked with X-Original-URI (nginx, which cannot pass a redirect on), it is the 401 instead, with the same target in \`X-${n.abbrev}-Login\` for the proxy to redirect to.`)
+    },
     errors: {
       400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] },
       403: { description: 'The caller is not a proxy in server.trusted_proxies.', codes: ['untrusted_proxy'] }

@@ -51,6 +51,18 @@ export function safeNext (v: unknown, fallback = HOME): string {
   return out.startsWith('//') ? fallback : out
 }
 
+/**
+ * The login page for a browser sent to sign in from `original` (a request
+ * target as received: latin1, so a raw UTF-8 byte is read back as UTF-8):
+ * back there afterwards when it is a safe `next`, else to "/" (a target such
+ * as `//evil.example/` or `/\evil` never leaves the site). `origin`: a
+ * proxy's origin to make it absolute (src/headers.ts forwardedOrigin), or ''.
+ */
+export function loginLocation (original: string, origin = ''): string {
+  const target = /[\x80-\xff]/.test(original) ? Buffer.from(original, 'latin1').toString('utf8') : original
+  return `${origin}${LOGIN_PATH}?next=${encodeURIComponent(safeNext(target, '/'))}`
+}
+
 function isJson (req: IncomingMessage): boolean {
   return isJsonType(mediaType(req.headers['content-type']))
 }
