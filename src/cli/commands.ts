@@ -4,8 +4,9 @@
  * command that needs it, so that --help and --version load none of it.
  */
 import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import { userInfo } from 'node:os'
-import { ConfigError, configWarnings, loadConfig, type Config } from '../config.js'
+import { ConfigError, configWarningList, configWarnings, loadConfig, type Config } from '../config.js'
 import { defaultsYaml } from '../config/defaults.js'
 import { changedKeys } from '../config/live.js'
 import { jsonSchema } from '../config/json-schema.js'
@@ -24,7 +25,7 @@ import { formatPolicy } from '../ratelimit-policy.js'
 import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from '../runtime.js'
 import { createGateway } from '../server.js'
 import { createAdminApi } from '../admin/api.js'
-import { announceAdmin, listenAdmin, listenFailure, type AdminListener } from '../admin/listener.js'
+import { announceAdmin, listenAdmin, listenFailure, type AdminListener, type Listener } from '../admin/listener.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from '../cluster.js'
 import { guardScrape, Metrics, scrapeCredentials } from '../metrics.js'
 import { KeyCheckError } from '../store/keycheck.js'
@@ -126,7 +127,7 @@ function configCommand (sub: string, rest: string[], v: Values, io: Io, env: Nod
   }
   const file = config.file ?? '(no config file: the defaults)'
   const warnings = configWarnings(config)
-  if (json) io.out(JSON.stringify({ ok: true, file: config.file, warnings }, null, 2) + '\n')
+  if (json) io.out(JSON.stringify({ ok: true, file: config.file, warnings, warning_codes: configWarningList(config).map((w) => w.code) }, null, 2) + '\n')
   else io.out([`ok: ${file}`, ...warnings.map((w) => `warning: ${w}`)].join('\n') + '\n')
   return 0
 }
@@ -285,52 +286,45 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
     })
     if (metrics !== null) worker.onMetrics(async () => await metrics.registry.getMetricsAsJSON())
   }
-  try {
-    const addr = await gw.listen()
-    if (worker === undefined) log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
-  } catch (err) {
-    io.err(`sidegate: cannot listen on ${config.listen.host}:${config.listen.port}: ${(err as Error).message}\n`)
-    await tracer?.shutdown()
-    await store.close()
-    return 1
-  }
   // the listeners beside the public port: /metrics, and with admin.enabled the admin API on its own
   const api = config.admin.enabled ? createAdminApi({ gateway: gw, store, log, audit }) : null
   let adminListener: AdminListener | null = null
   let metricsListener: AdminListener | null = null
-  if (worker !== undefined) {
-    // /metrics goes to the primary over IPC; the admin API is served to the primary's relay only
-    if (api !== null && worker.adminSocket !== null) {
-      try {
-        adminListener = await listenAdmin({ path: worker.adminSocket }, { metrics: null, api, relayed: true })
-      } catch (err) {
-        io.err(`sidegate: worker ${worker.slot}: cannot serve the admin API on ${worker.adminSocket}: ${(err as Error).message}\n`)
-        await gw.shutdown(0)
-        await tracer?.shutdown()
-        await store.close()
-        return 1
-      }
+  // Every listener is bound before any is announced: a second instance on this host fails on
+  // whichever port is taken, saying which setting to change, without having said "listening".
+  let binding: Listener = 'listen'
+  let addr: AddressInfo
+  try {
+    addr = await gw.listen()
+    if (worker !== undefined) {
+      // /metrics goes to the primary over IPC; the admin API is served to the primary's relay only
+      binding = 'admin'
+      if (api !== null && worker.adminSocket !== null) adminListener = await listenAdmin({ path: worker.adminSocket }, { metrics: null, api, relayed: true })
+    } else {
+      binding = 'metrics'
+      if (metrics !== null) metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(metrics, scrapeAuth), api: null })
+      binding = 'admin'
+      if (api !== null) adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api })
     }
-    worker.listening()
+  } catch (err) {
+    io.err(worker !== undefined && binding === 'admin'
+      ? `sidegate: worker ${worker.slot}: cannot serve the admin API on ${worker.adminSocket!}: ${(err as Error).message}\n`
+      : listenFailure(config, binding, err as Error))
+    await metricsListener?.close()
+    await gw.shutdown(0)
+    await tracer?.shutdown()
+    await store.close()
+    return 1
+  }
+  if (worker === undefined) {
+    log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
+    if (metricsListener !== null) {
+      const m = metricsListener.address
+      log.info({ address: `${m.address}:${m.port}`, path: '/metrics' }, 'metrics listening')
+    }
+    if (adminListener !== null) announceAdmin(log, config, adminListener.address, 'admin API listening')
   } else {
-    try {
-      if (metrics !== null) {
-        metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(metrics, scrapeAuth), api: null })
-        const addr = metricsListener.address
-        log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening')
-      }
-      if (api !== null) {
-        adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api })
-        announceAdmin(log, config, adminListener.address, 'admin API listening')
-      }
-    } catch (err) {
-      io.err(listenFailure(config, metricsListener === null && metrics !== null ? 'metrics' : 'admin', err as Error))
-      await metricsListener?.close()
-      await gw.shutdown(0)
-      await tracer?.shutdown()
-      await store.close()
-      return 1
-    }
+    worker.listening()
   }
   return await new Promise<number>((resolve) => {
     let stoppingSince = 0
