@@ -41,9 +41,12 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090), and with admin.enabled the admin API on its own
-listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:9091, for a
-superuser's private token or access key; docs/admin-api.md). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
+(/metrics, default 0.0.0.0:9090; SIDEGATE_METRICS_PORT), and with admin.enabled the admin
+API on its own listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:9091;
+SIDEGATE_ADMIN_PORT; for a superuser's private token or access key; docs/admin-api.md).
+Every listener is bound before any "listening" line; a port in use ends the start (exit 1)
+with one line naming the setting to change. Without upstream.url it serves its built-in
+demo API (the demo mode, warned at start). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
 when one is set (the OTEL_* variables apply; docs/observability.md), else tracing is
 off. On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
 are still served (SIGINT skips this delay); then the listener closes, in-flight
