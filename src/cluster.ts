@@ -369,6 +369,12 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
     cleanup()
     return 1
   }
+  if (stopping) {
+    // a signal while binding: the stop is done already, with no worker to wait for
+    await metricsListener?.close()
+    await adminListener?.close()
+    return await done
+  }
 
   log.info({ workers: count, listen: `${config.listen.host}:${config.listen.port}` }, 'starting workers')
   for (const s of slots) fork(s)
