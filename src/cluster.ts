@@ -44,7 +44,7 @@ import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from 
 import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
 import { Reloader } from './reload.js'
 import { keyForStart } from './runtime.js'
-import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener } from './admin/listener.js'
+import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener, type Listener } from './admin/listener.js'
 import { sendError } from './respond.js'
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>
@@ -301,10 +301,6 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
   process.on('SIGHUP', () => { if (!stopping) reloader.reload('SIGHUP') })
   if (config.reload.watch) reloader.watch()
 
-  log.info({ workers: count, listen: `${config.listen.host}:${config.listen.port}` }, 'starting workers')
-  for (const s of slots) fork(s)
-  if (!(await up)) return await done
-
   // the metrics and admin listeners, in the primary only
   const scrape = metrics === null
     ? null
@@ -359,22 +355,35 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
           req.pipe(out)
         }
       }
+  // Both bound before any worker starts: a port taken on this host stops the start before
+  // anything is said to listen (the public port is the workers' to bind: one that cannot ends it too).
+  let binding: Listener = 'metrics'
   try {
-    if (scrape !== null) {
-      metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, scrapeAuth), api: null })
-      const addr = metricsListener.address
-      log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
-    }
-    if (relay !== null) {
-      adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay })
-      announceAdmin(log, config, adminListener.address, 'admin API listening (relayed to the workers)')
-    }
+    if (scrape !== null) metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, scrapeAuth), api: null })
+    binding = 'admin'
+    if (relay !== null) adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay })
   } catch (err) {
-    io.err(listenFailure(config, metricsListener === null && scrape !== null ? 'metrics' : 'admin', err as Error))
-    exitCodes.push(1)
-    stopAll('SIGTERM', true)
+    io.err(listenFailure(config, binding, err as Error))
+    await metricsListener?.close()
+    reloader.close()
+    cleanup()
+    return 1
+  }
+  if (stopping) {
+    // a signal while binding: the stop is done already, with no worker to wait for
+    await metricsListener?.close()
+    await adminListener?.close()
     return await done
   }
+
+  log.info({ workers: count, listen: `${config.listen.host}:${config.listen.port}` }, 'starting workers')
+  for (const s of slots) fork(s)
+  if (!(await up)) return await done
+  if (metricsListener !== null) {
+    const addr = metricsListener.address
+    log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
+  }
+  if (adminListener !== null) announceAdmin(log, config, adminListener.address, 'admin API listening (relayed to the workers)')
   log.info({ workers: count, address: `${config.listen.host}:${config.listen.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
   return await done
 }

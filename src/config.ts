@@ -188,6 +188,7 @@ export interface ConfigWarning { code: string, msg: string, entries: string[] }
  */
 export function configWarningList (c: Config): ConfigWarning[] {
   const out: ConfigWarning[] = []
+  if (c.upstream.url === null) out.push({ code: 'demo_mode', msg: DEMO_MODE_WARNING, entries: [] })
   const bare = c.upstream.public_paths.filter((p) => !p.endsWith('/'))
   if (c.upstream.url !== null && bare.length > 0) out.push({ code: 'public_path_without_slash', msg: PUBLIC_PATHS_WARNING, entries: bare })
   if (c.auth.signature.clock_skew === 0) out.push({ code: 'signature_freshness_off', msg: NO_FRESHNESS_WARNING, entries: [] })
@@ -200,6 +201,7 @@ export function configWarnings (c: Config): string[] {
   return configWarningList(c).map((w) => w.entries.length === 0 ? w.msg : `${w.msg} (${w.entries.join(', ')})`)
 }
 
+export const DEMO_MODE_WARNING = 'no upstream.url: serving the built-in demo API (demo mode); set upstream.url or SIDEGATE_UPSTREAM to protect your service'
 export const NO_FRESHNESS_WARNING = 'auth.signature.clock_skew is 0: signed requests are accepted whatever their Date, so a captured request can be replayed forever' +
   ' (JumpServer\'s behaviour; turn on auth.signature.replay_cache, and go back to a skew once clients send a current Date)'
 export const SHA1_WARNING = 'auth.signature.algorithms lists hmac-sha1: accepted for old JumpServer clients; SHA-1 is weak, drop it once they sign with hmac-sha256'

@@ -2,7 +2,7 @@
  * Issue 17, part 5: the audit trail. A real `sidegate start` (log.level
  * error: the audit lines come anyway) with audit.stream on, the CLI as
  * processes, real Redis, real HTTP: each credential event is one JSON line
- * with the right fields; no password, token, secret, session id or CSRF
+ * with the right fields (a command's: one stream entry, none on its stderr); no password, token, secret, session id or CSRF
  * token appears in any log line or stream entry; `sidegate audit tail`
  * prints the stream and --follow streams new events until SIGINT; the
  * stream is capped; a Redis that refuses the stream fails no request.
@@ -45,10 +45,20 @@ t.teardown(async () => { await gw.stop() })
 /** Everything any process logged, and every stream entry printed: searched for secrets at the end. */
 const logged: string[] = []
 const cliRuns: CliRun[] = []
+/** The events a command appended to the audit stream (a command's go there, not to its stderr). */
+const cliEvents = new WeakMap<CliRun, Line[]>()
+const STREAM = `${prefix}audit`
 const cli = async (args: string[], stdin?: string): Promise<CliRun> => {
+  const before = (await raw.xrevrange(STREAM, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0'
   const r = await cliIn(wd.dir, args, { env, stdin })
   cliRuns.push(r)
+  const after = (await raw.xrange(STREAM, before, '+')).filter(([id]) => id !== before).map(([, f]) => JSON.parse(f[1]) as Line)
+  cliEvents.set(r, after.filter((e) => e.actor === 'cli'))
   return r
+}
+const auditOfCli = (r: CliRun): Line[] => {
+  if (auditOf(r.stderr).length > 0) throw new Error(`audit lines on the command's stderr: ${r.stderr}`)
+  return cliEvents.get(r) ?? []
 }
 const auditOf = (text: string): Line[] => text.split('\n').flatMap((l) => {
   try { const o = JSON.parse(l) as Line; return o?.log === 'audit' ? [o] : [] } catch { return [] }
@@ -71,11 +81,12 @@ const bobAdded = await cli(['user', 'add', 'bob', '--password-stdin'], PASSWORDS
 if (added.code !== 0 || bobAdded.code !== 0) throw new Error(added.stderr + bobAdded.stderr)
 const aliceId = JSON.parse((await cli(['user', 'list', '--json'])).stdout).find((u: Line) => u.username === 'alice').id as string
 
-t.test('the CLI: one audit line per command on stderr, actor cli, never the password', async (t) => {
-  const [created] = auditOf(added.stderr)
-  t.match(created, { event: 'user.created', outcome: 'success', actor: 'cli', userId: aliceId, username: 'alice', authMethod: 'cli', superuser: false, level: 30, service: 'sidegate' })
+t.test('the CLI: one audit event per command in the stream, none on stderr, actor cli, never the password', async (t) => {
+  t.equal(added.stderr, '', 'nothing on stderr')
+  const [created] = auditOfCli(added)
+  t.match(created, { event: 'user.created', outcome: 'success', actor: 'cli', userId: aliceId, username: 'alice', authMethod: 'cli', superuser: false })
   t.type(created.actorName, 'string', 'the operator\'s login name')
-  t.equal(auditOf(added.stderr).length, 1, 'one line')
+  t.equal(auditOfCli(added).length, 1, 'one event')
 })
 
 t.test('log.level error: the audit lines come anyway; the first start\'s superuser is user.created by system', async (t) => {
@@ -146,7 +157,7 @@ t.test('access keys: key.created by the CLI (never the secret), key.first_used o
   t.equal(r.code, 0, r.stderr)
   const key = JSON.parse(r.stdout) as { id: string, secret: string }
   secrets.keySecret = key.secret
-  const [created] = auditOf(r.stderr)
+  const [created] = auditOfCli(r)
   t.match(created, { event: 'key.created', actor: 'cli', keyId: key.id, userId: aliceId, username: 'alice' })
   t.notOk(r.stderr.includes(key.secret), 'the secret is on stdout only')
   const first = await request(wd.url, '/k', { headers: signedHeaders(key.id, key.secret, 'GET', '/k') })
@@ -159,7 +170,7 @@ t.test('access keys: key.created by the CLI (never the secret), key.first_used o
   t.equal(gatewayAudit().filter((l) => l.event === 'key.first_used' && l.keyId === key.id).length, 1, 'the first use only')
   const revoked = await cli(['key', 'revoke', key.id])
   t.equal(revoked.code, 0, revoked.stderr)
-  t.match(auditOf(revoked.stderr), [{ event: 'key.revoked', keyId: key.id, actor: 'cli' }])
+  t.match(auditOfCli(revoked), [{ event: 'key.revoked', keyId: key.id, actor: 'cli' }])
 })
 
 t.test('passwd, disable, enable, private tokens by the CLI: one event each', async (t) => {
@@ -175,7 +186,7 @@ t.test('passwd, disable, enable, private tokens by the CLI: one event each', asy
     const r = await cli(args, stdin)
     t.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`)
     if (args[1] === 'create') secrets.privateToken = r.stdout.trim()
-    t.match(auditOf(r.stderr), [{ ...want, actor: 'cli', username: 'alice', authMethod: 'cli', outcome: 'success' }], args.join(' '))
+    t.match(auditOfCli(r), [{ ...want, actor: 'cli', username: 'alice', authMethod: 'cli', outcome: 'success' }], args.join(' '))
   }
 })
 
@@ -288,6 +299,11 @@ t.test('a Redis that refuses the stream (XADD renamed away): requests succeed, e
   const metric = async (): Promise<number> => Number(/^sidegate_audit_stream_errors_total (\d+)$/m.exec(await (await fetch(g.metricsUrl + '/metrics')).text())?.[1] ?? -1)
   t.ok(await eventually(async () => await metric() >= 7, 30_000), 'each failed append counted (3 logins, 3 tokens, 1 use)')
   t.equal(g.output().split('\n').filter((l) => l.includes('audit stream: cannot append')).length, 1, 'one warning for the outage')
+  // a command's event that the stream did not take: one line on stderr says so, the output is as asked
+  const made = await cliIn(tempConfigDir(g.configFile), ['token', 'create', 'admin', '--config', g.configFile], { env })
+  t.equal(made.code, 0, made.stderr)
+  t.match(made.stdout, /^[\w-]{20,}\n$/, 'the token')
+  t.match(made.stderr, /^sidegate: warning: the audit event of this command could not be appended to the audit stream at redis:\/\/\S+\n$/, 'one line')
 })
 
 t.test('audit.stream off: events logged, no Redis command for them; a repeated signed request sends nothing to Redis for the audit', async (t) => {

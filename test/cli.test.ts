@@ -3,7 +3,8 @@
  * Redis, with its effects checked through a running gateway on the same store.
  */
 import t from 'tap'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
@@ -71,6 +72,82 @@ t.test('the real binary: --help exits 0; an unknown command or flag exits 2', as
   t.match(cmd.stderr, /unknown command "frobnicate"/)
   t.equal(flag.code, 2)
   t.match(flag.stderr, /--bogus/)
+})
+
+t.test('a typo gets the nearest command, subcommand or option, not parseArgs\' text; exit 2', async (t) => {
+  const cases: Array<[string[], string]> = [
+    [['tokn', 'create', 'alice'], 'sidegate: unknown command "tokn"; did you mean "token"?\n'],
+    [['token', 'craete', 'alice'], 'sidegate: unknown command "token craete"; did you mean "token create"?\n'],
+    [['user', 'lsit'], 'sidegate: unknown command "user lsit"; did you mean "user list"?\n'],
+    [['user', 'list', '--jsn'], 'sidegate: unknown option --jsn; did you mean --json?\n'],
+    [['key', 'create', 'bob', '--expire', '90d'], 'sidegate: unknown option --expire; did you mean --expires?\n'],
+    [['user', 'add', 'zed', '--password-stdn'], 'sidegate: unknown option --password-stdn; did you mean --password-stdin?\n'],
+    [['help', 'tokn'], 'sidegate: unknown command "tokn"; did you mean "token"?\n'],
+    [['user', 'list', '-x'], 'sidegate: unknown option -x\nRun `sidegate --help` for usage.\n'],
+    [['frobnicate'], 'sidegate: unknown command "frobnicate"\nRun `sidegate --help` for usage.\n'],
+    [['user', 'frobnicate'], 'sidegate: unknown command "user frobnicate"; see `sidegate user --help`\n'],
+    [['user', 'list', '--org'], 'sidegate: --org needs a value (one starting with "-": --org=-…)\nRun `sidegate --help` for usage.\n'],
+    [['user', 'list', '--json=yes'], 'sidegate: --json takes no value\nRun `sidegate --help` for usage.\n']
+  ]
+  for (const [args, want] of cases) {
+    const r = await inProcess(args, { config: null })
+    t.same([r.code, r.stderr, r.stdout], [2, want, ''], args.join(' '))
+    t.notMatch(r.stderr, /positional argument|Unknown option/, `${args.join(' ')}: not parseArgs' text`)
+  }
+  const asJson = await inProcess(['tokn', 'create', '--json'], { config: null })
+  t.same([asJson.code, JSON.parse(asJson.stderr)], [2, { detail: 'unknown command "tokn"; did you mean "token"?', code: 'bad_request' }], '--json: the same, as {detail, code}')
+  const real = await spawnCli(['token', 'create', 'alice', '--jsn'])
+  t.same([real.code, real.stderr, real.stdout], [2, 'sidegate: unknown option --jsn; did you mean --json?\n', ''], 'the real binary')
+})
+
+t.test('-v and --version print the version', async (t) => {
+  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
+  const [short, long] = await Promise.all([spawnCli(['-v'], { config: null }), spawnCli(['--version'], { config: null })])
+  t.same([short.code, short.stdout, short.stderr], [0, `sidegate ${version}\n`, ''])
+  t.same([long.code, long.stdout, long.stderr], [0, `sidegate ${version}\n`, ''])
+})
+
+t.test('--help answers at once: well under a second of CPU, and it loads no store, server or config module', async (t) => {
+  const trace = join(dir, 'load-trace')
+  const run = async (args: string[]): Promise<{ code: number | null, cpuMs: number, modules: string[] }> => {
+    rmSync(`${trace}.modules`, { force: true })
+    const p = spawn(process.execPath, ['--import', join(ROOT, 'test', 'fixtures', 'load-trace.mjs'), join(ROOT, 'bin', 'sidegate.js'), ...args], { cwd: dir, env: { PATH: process.env.PATH, LOAD_TRACE: trace }, stdio: 'ignore' })
+    const code = await new Promise<number | null>((resolve) => p.once('close', resolve))
+    return { code, cpuMs: (JSON.parse(readFileSync(trace, 'utf8')) as { cpuMs: number }).cpuMs, modules: readFileSync(`${trace}.modules`, 'utf8').trim().split('\n') }
+  }
+  const ours = (r: { modules: string[] }): string[] => r.modules.filter((m) => m.includes('/dist/')).map((m) => m.replace(/^.*\/dist\//, ''))
+  const help = await run(['--help'])
+  t.equal(help.code, 0)
+  t.ok(help.cpuMs < 1000, `--help took ${help.cpuMs} ms of CPU (bound: 1000)`)
+  t.ok(ours(help).includes('cli/help.js'), `the trace sees the modules loaded: ${ours(help).join(' ')}`)
+  const heavy = (m: string): boolean => /^(store\/|server\.js|cluster\.js|runtime\.js|config\.js|config\/|cli\/commands\.js)/.test(m)
+  t.same(ours(help).filter(heavy), [], 'no store, server, cluster or config module')
+  t.notOk(help.modules.some((m) => /node_modules\/(ioredis|pino|prom-client|@sinclair|yaml)\//.test(m)), 'nor the libraries they use')
+  // the same trace sees them where a command needs them
+  const defaults = await run(['config', 'defaults'])
+  t.equal(defaults.code, 0)
+  t.ok(ours(defaults).some((m) => m.startsWith('store/')), 'a command loads the store modules: the check above can fail')
+})
+
+t.test('token create prints exactly the token, and its audit event goes to the stream (audit.stream off), not stderr', async (t) => {
+  const add = await inProcess(['user', 'add', 'tina', '--password-stdin'], { stdin: 'tina-password-1\n' })
+  t.equal(add.code, 0, add.stderr)
+  const made = await spawnCli(['token', 'create', 'tina'])
+  t.equal(made.code, 0, made.stderr)
+  t.match(made.stdout, /^[\w-]{20,}\n$/, 'one token, nothing else, on stdout')
+  t.equal((await inProcess(['token', 'show', 'tina'])).stdout, made.stdout, 'the token the user now has')
+  t.equal(made.stderr, '', 'nothing on stderr: no JSON log line')
+  const key = await spawnCli(['key', 'create', 'tina', '--json'])
+  t.equal(key.code, 0, key.stderr)
+  t.equal(key.stderr, '', 'key create: nothing on stderr either')
+  const { id } = json(key) as { id: string }
+  const tail = await spawnCli(['audit', 'tail', '--json', '--limit', '5'])
+  t.equal(tail.code, 0, tail.stderr)
+  t.match(tail.stderr, /audit\.stream is false in this configuration.*commands .* always do/, 'the note says commands append anyway')
+  const events = tail.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+  t.match(events.find((e) => e.event === 'private_token.created'), { actor: 'cli', authMethod: 'cli', username: 'tina', outcome: 'success' }, 'token create is in the audit stream')
+  t.match(events.find((e) => e.event === 'key.created'), { actor: 'cli', keyId: id, username: 'tina' }, 'key create too')
+  t.notOk(tail.stdout.includes(made.stdout.trim()), 'never the token itself')
 })
 
 t.test('--help for every command: exit 0 and names its subcommands', async (t) => {
@@ -378,7 +455,7 @@ t.test('an argument that starts with "-" but is an id is an id (a session id is 
   t.equal(JSON.parse(r.stderr).code, 'not_found', 'one starting with "_" too')
   t.equal((await inProcess(['-h'])).code, 0, '-h is still the help')
   r = await inProcess(['user', 'list', '-x'])
-  t.same([r.code, /Unknown option '-x'/.test(r.stderr)], [2, true], 'an unknown one-letter option is still a usage error')
+  t.same([r.code, /unknown option -x/.test(r.stderr)], [2, true], 'an unknown one-letter option is still a usage error')
   t.equal((await inProcess(['user', 'list', '--bogus'])).code, 2, 'and an unknown long one')
 })
 

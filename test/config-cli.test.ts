@@ -119,7 +119,7 @@ t.test('every value check of the config has its JSON Schema counterpart', async 
 })
 
 t.test('config check: ok with the file, exit 0; needs no secret key and no Redis', async (t) => {
-  const good = file('good.yml', stringify({ listen: { port: 9000 }, redis: { url: 'redis://127.0.0.1:1' } }))
+  const good = file('good.yml', stringify({ listen: { port: 9000 }, upstream: { url: 'http://127.0.0.1:3000' }, redis: { url: 'redis://127.0.0.1:1' } }))
   const r = await cliIn(dir, ['config', 'check', '--config', good])
   t.equal(r.code, 0, r.stderr)
   t.equal(r.stdout, `ok: ${good}\n`)
@@ -128,7 +128,7 @@ t.test('config check: ok with the file, exit 0; needs no secret key and no Redis
   t.equal(shipped.code, 0, shipped.stderr)
   const none = await cliIn(tempDir('sidegate-empty-'), ['config', 'check'])
   t.equal(none.code, 0, none.stderr)
-  t.equal(none.stdout, 'ok: (no config file: the defaults)\n', 'no gateway.yml here: the defaults are checked')
+  t.match(none.stdout, /^ok: \(no config file: the defaults\)\nwarning: no upstream\.url: .*\(demo mode\)/, 'no gateway.yml here: the defaults are checked (the demo mode)')
   const viaEnv = await cliIn(dir, ['config', 'check'], { env: { SIDEGATE_CONFIG: good } })
   t.equal(viaEnv.stdout, `ok: ${good}\n`, 'SIDEGATE_CONFIG names the file')
 })
@@ -176,9 +176,9 @@ t.test('config check: the warnings a start would log, exit 0', async (t) => {
   t.equal(lines.length, 2, r.stdout)
   t.match(lines[1], /^warning: upstream\.public_paths: an entry without a trailing slash .* \(\/status, \/health\)$/)
   const json = await cliIn(dir, ['config', 'check', '--config', path, '--json'])
-  t.same(JSON.parse(json.stdout), { ok: true, file: path, warnings: [lines[1].slice('warning: '.length)] })
+  t.same(JSON.parse(json.stdout), { ok: true, file: path, warnings: [lines[1].slice('warning: '.length)], warning_codes: ['public_path_without_slash'] })
   const quiet = await cliIn(dir, ['config', 'check', '--config', file('nowarn.yml', stringify({ upstream: { public_paths: ['/status'] } }))])
-  t.equal(quiet.stdout.trimEnd().split('\n').length, 1, 'without an upstream, public paths are not used: no warning (a start logs none)')
+  t.notMatch(quiet.stdout, /public_paths/, 'without an upstream, public paths are not used: no warning about them (a start logs none)')
 
   // the gateway logs the same warning when it starts with this config (in process, on a MemoryStore: no sockets)
   const config = buildConfig({ ...doc, secret_key: SECRET })
@@ -190,6 +190,17 @@ t.test('config check: the warnings a start would log, exit 0', async (t) => {
   const logged = logs.flatMap((l) => l.trim().split('\n')).map((l) => JSON.parse(l) as { msg: string, entries?: string[] }).filter((l) => l.msg.startsWith('upstream.public_paths'))
   t.equal(logged.length, 1, 'the gateway logged one public-paths warning')
   t.same(configWarnings(config), [`${logged[0].msg} (${logged[0].entries!.join(', ')})`], 'check prints what start logs')
+})
+
+t.test('config check without upstream.url: ok, and a warning that this is the demo mode (--json: the code demo_mode)', async (t) => {
+  const path = file('demo.yml', stringify({ listen: { port: 8080 } }))
+  const r = await cliIn(dir, ['config', 'check', '--config', path])
+  t.equal(r.code, 0, r.stderr)
+  t.equal(r.stdout, `ok: ${path}\nwarning: no upstream.url: serving the built-in demo API (demo mode); set upstream.url or SIDEGATE_UPSTREAM to protect your service\n`)
+  const json = await cliIn(dir, ['config', 'check', '--config', path, '--json'])
+  t.match(JSON.parse(json.stdout), { ok: true, warnings: [/demo mode/], warning_codes: ['demo_mode'] })
+  const env = await cliIn(dir, ['config', 'check', '--config', path, '--json'], { env: { SIDEGATE_UPSTREAM: 'http://127.0.0.1:3000' } })
+  t.same(JSON.parse(env.stdout), { ok: true, file: path, warnings: [], warning_codes: [] }, 'an upstream (here SIDEGATE_UPSTREAM): no such warning')
 })
 
 t.test('config: help, a missing or unknown subcommand, extra arguments', async (t) => {

@@ -322,10 +322,16 @@ t.test('privileged changes: spelled out by a dry run, refused without their flag
   t.match(half.stderr, /line 4: replaces the private token of the existing user erin \(--allow-takeover\)/)
   t.same(await snapshot(redis.url, prefix), before, 'nothing written')
 
+  // a command's audit events go to the store's audit stream (whatever audit.stream says), not to its stderr
+  const stream = `${prefix}audit`
+  const lastId = async (): Promise<string> => (await raw.xrevrange(stream, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0'
+  const eventsAfter = async (mark: string): Promise<any[]> => (await raw.xrange(stream, mark, '+')).filter(([id]) => id !== mark).map(([, f]) => JSON.parse(f[1]))
+  const mark = await lastId()
   const done = await run('import', '--from', f, '--allow-superuser', '--allow-takeover')
   t.equal(done.code, 0, done.stderr)
   t.match(done.stdout, 'privileged: line 1: creates mallory as a superuser (--allow-superuser, allowed)')
-  const events = done.stderr.split('\n').filter((l) => l.includes('"log":"audit"')).map((l) => JSON.parse(l))
+  t.equal(done.stderr, '', 'nothing on stderr')
+  const events = await eventsAfter(mark)
   const ev = (event: string, username: string) => events.find((e) => e.event === event && e.username === username)
   t.match(ev('user.created', 'mallory'), { actor: 'cli', via: 'import', superuser: true, authMethod: 'cli' })
   t.match(ev('password.changed', 'carol'), { via: 'import' })
@@ -333,14 +339,15 @@ t.test('privileged changes: spelled out by a dry run, refused without their flag
   t.match(ev('private_token.created', 'erin'), { via: 'import' })
   t.match(ev('key.created', 'dave'), { via: 'import', keyId: '0c9d8e7f-6a5b-4c3d-8e1f-2a3b4c5d6e7f' })
   t.equal(events.length, 5, 'one event per change')
-  t.notMatch(done.stderr, /ffffffff|taken-over|1d2c3b4a/, 'never a secret or a hash')
+  t.notMatch(JSON.stringify(events), /ffffffff|taken-over|1d2c3b4a/, 'never a secret or a hash')
 
   // orgs and memberships too
   const g2 = join(wd.dir, 'orgs.jsonl')
   writeFileSync(g2, JSON.stringify({ type: 'membership', username: 'mallory', org: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f', org_name: 'Audited', role: 'admin' }) + '\n')
+  const mark2 = await lastId()
   const orgRun = await run('import', '--from', g2)
   t.equal(orgRun.code, 0, orgRun.stderr)
-  const more = orgRun.stderr.split('\n').filter((l) => l.includes('"log":"audit"')).map((l) => JSON.parse(l))
+  const more = await eventsAfter(mark2)
   t.match(more, [{ event: 'org.created', org: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f', via: 'import' }, { event: 'membership.changed', username: 'mallory', org: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f', role: 'admin', via: 'import' }])
 })
 

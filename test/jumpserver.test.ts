@@ -128,7 +128,7 @@ t.test('signature Date: ±300 s by default, any date form and zone converted fir
   t.same(ready.json, { status: 'ready', warnings: ['signature_freshness_off', 'signature_sha1_accepted'] }, '/readyz names the weakened settings')
   t.same((await request(strict.url, '/readyz')).json, { status: 'ready' }, 'none on the defaults')
   const logged = migrating.logs.flatMap((l) => l.trim().split('\n')).map((l) => JSON.parse(l)).filter((l) => l.warning !== undefined).map((l) => l.warning)
-  t.same(logged, ['signature_freshness_off', 'signature_sha1_accepted'], 'and the start logged both')
+  t.same(logged, ['demo_mode', 'signature_freshness_off', 'signature_sha1_accepted'], 'and the start logged both (and the demo mode: no upstream here)')
 })
 
 t.test('algorithms: hmac-sha256 and hmac-sha512 by default, hmac-sha1 only when listed; key ids in any case, with or without hyphens', async (t) => {

@@ -85,6 +85,8 @@ const g = await spawnGateway(redis.url, {
   reload: { watch: false }
 }, prefix, { args: ['--workers', '2'] })
 t.teardown(async () => { await g.stop('SIGKILL') })
+// the primary's listeners are bound before the workers start: the fixture's wait for them is not a wait for both workers
+if (!(await eventually(async () => workerPids(g).size === 2, SLOW))) throw new Error(`two workers not listening: ${g.output()}`)
 const store = await openTestStore({ url: redis.url }, prefix)
 t.teardown(async () => { await store.close() })
 const admin = (await bootstrappedAdmin(store))!
@@ -240,6 +242,7 @@ t.test('SIGTERM: every worker drains, an in-flight request completes, exit 0', a
     server: { drain_delay: 1, shutdown_grace: 20 }
   }, `${prefix}term:`, { args: ['--workers', '2'] })
   t.teardown(async () => { await gw.stop('SIGKILL') })
+  t.ok(await eventually(async () => workerPids(gw).size === 2, SLOW), 'both workers listening')
   const pids = [...workerPids(gw).values()]
   t.equal(pids.length, 2)
   // reload.watch (on here): the primary watches the file, and every worker applies the change
@@ -315,7 +318,8 @@ t.test('a worker that cannot start ends the whole start with its exit code', asy
   t.teardown(() => { blocker.close() })
   const taken = await cliIn(dir, ['start', '--workers', '2'], { env: { SIDEGATE_SECRET_KEY: SECRET } })
   t.equal(taken.code, 1, 'port taken: exit 1')
-  t.match(taken.stderr, new RegExp(`^sidegate: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`), taken.stderr)
+  t.match(taken.stderr, new RegExp(`^sidegate: cannot listen on 127\\.0\\.0\\.1:${port} \\(listen\\.port\\): address in use \\(EADDRINUSE\\); set listen\\.port \\(or SIDEGATE_PORT\\)\n`), taken.stderr)
+  t.notMatch(taken.stdout, /"msg":"(sidegate|worker|metrics) listening/, 'nothing said to listen')
   t.notMatch(taken.stderr, /\n\s+at /, 'no stack trace')
   t.match(taken.stdout, /"msg":"a worker ended before every worker was listening; stopping every worker"/)
   // a database the server does not have: each worker's key check stops it with exit 2, a problem no restart cures

@@ -96,9 +96,31 @@ export function announceAdmin (log: Logger, config: Config, addr: AddressInfo, m
   }
 }
 
-/** The message for a listener that could not start. */
-export function listenFailure (config: Config, which: 'metrics' | 'admin', err: Error): string {
-  return which === 'metrics'
-    ? `sidegate: cannot listen for metrics on ${config.metrics.host}:${config.metrics.port}: ${err.message} (set metrics.port, or metrics.enabled: false)\n`
-    : `sidegate: cannot listen for the admin API on ${config.admin.host}:${config.admin.port}: ${err.message} (set admin.port, or admin.enabled: false)\n`
+/** The listeners of `sidegate start`: the public port, /metrics, the admin API. */
+export type Listener = 'listen' | 'metrics' | 'admin'
+
+/** What to change when a listener cannot start: its keys, their environment variables, and how to do without it. */
+const SETTINGS: Record<Listener, { port: string, portEnv: string, host: string, hostEnv: string | null, off: string | null }> = {
+  listen: { port: 'listen.port', portEnv: 'SIDEGATE_PORT', host: 'listen.host', hostEnv: 'SIDEGATE_HOST', off: null },
+  metrics: { port: 'metrics.port', portEnv: 'SIDEGATE_METRICS_PORT', host: 'metrics.host', hostEnv: null, off: 'metrics.enabled: false' },
+  admin: { port: 'admin.port', portEnv: 'SIDEGATE_ADMIN_PORT', host: 'admin.host', hostEnv: null, off: 'admin.enabled: false' }
+}
+
+/**
+ * The one line for a listener that could not start: where, which setting, why,
+ * and what to set instead (`sidegate: cannot listen on 0.0.0.0:9090 (metrics.port):
+ * address in use (EADDRINUSE); set metrics.port (or SIDEGATE_METRICS_PORT) or
+ * metrics.enabled: false`).
+ */
+export function listenFailure (config: Config, which: Listener, err: Error): string {
+  const { host, port } = config[which]
+  const s = SETTINGS[which]
+  const code = (err as NodeJS.ErrnoException).code
+  const onHost = code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+  const why = code === 'EADDRINUSE'
+    ? 'address in use (EADDRINUSE)'
+    : code === 'EACCES' ? 'permission denied (EACCES): a port below 1024 needs privileges' : err.message
+  const key = onHost ? s.host : s.port
+  const env = onHost ? s.hostEnv : s.portEnv
+  return `sidegate: cannot listen on ${host}:${port} (${key}): ${why}; set ${key}${env === null ? '' : ` (or ${env})`}${s.off === null ? '' : ` or ${s.off}`}\n`
 }

@@ -206,6 +206,8 @@ export type Doc = Static<typeof Schema>
 export const ENV: ReadonlyArray<readonly [string, string]> = [
   ['SIDEGATE_HOST', 'listen.host'],
   ['SIDEGATE_PORT', 'listen.port'],
+  ['SIDEGATE_METRICS_PORT', 'metrics.port'],
+  ['SIDEGATE_ADMIN_PORT', 'admin.port'],
   ['SIDEGATE_UPSTREAM', 'upstream.url'],
   ['SIDEGATE_REDIS_URL', 'redis.url'],
   ['SIDEGATE_REDIS_PASSWORD', 'redis.password'],

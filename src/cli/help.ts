@@ -1,0 +1,230 @@
+/**
+ * The help texts of `sidegate …` and the commands they describe: plain text,
+ * nothing loaded beside it, so `sidegate --help` answers at once.
+ */
+export const GLOBAL = `Global options:
+  --config FILE   gateway.yml to use (default: $SIDEGATE_CONFIG or ./gateway.yml)
+  --json          machine-readable output (errors too: {"detail", "code"} on stderr)
+  -h, --help      help for the command
+  -v, --version   print the version`
+
+export const HELP: Record<string, string> = {
+  '': `Usage: sidegate <command> [options]
+
+Commands:
+  start                              run the gateway
+  user add|list|disable|enable|passwd|grant
+  org add|list
+  key create|list|disable|enable|revoke
+                                     access keys (HMAC signatures)
+  token create|show|revoke           private tokens
+  limit set|list|clear               rate limits of a user or an access key
+  session list|revoke                a user's browser sessions
+  secret rotate                      re-encrypt the store under a new secret key
+  import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
+  jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
+  audit tail                         print (or follow) the audit stream (audit.stream)
+  config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
+
+Run \`sidegate <command> --help\` for details. Every command but start and config needs the
+gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
+config): run them where the gateway runs.
+
+${GLOBAL}`,
+  start: `Usage: sidegate start [--config FILE] [--workers N|auto]
+
+Runs the gateway. Listens on listen.host:listen.port (SIDEGATE_HOST, SIDEGATE_PORT),
+forwards authenticated requests to upstream.url (SIDEGATE_UPSTREAM), stores state
+in Redis at redis.url (SIDEGATE_REDIS_URL). On an empty store it creates the Default
+org and the superuser "admin" (password from SIDEGATE_ADMIN_PASSWORD, or generated and
+printed once to stderr), and, with no secret key configured, a new key file
+(secret_key_file); a store that holds data is never given a new key. The store's key
+check value must match the key: otherwise /readyz answers 503 and nothing is served.
+Prometheus metrics are served on metrics.host:metrics.port
+(/metrics, default 0.0.0.0:9090; SIDEGATE_METRICS_PORT), and with admin.enabled the admin
+API on its own listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:9091;
+SIDEGATE_ADMIN_PORT; for a superuser's private token or access key; docs/admin-api.md).
+Every listener is bound before any "listening" line; a port in use ends the start (exit 1)
+with one line naming the setting to change. Without upstream.url it serves its built-in
+demo API (the demo mode, warned at start). OpenTelemetry traces go to tracing.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT
+when one is set (the OTEL_* variables apply; docs/observability.md), else tracing is
+off. On SIGTERM /readyz answers 503 for server.drain_delay seconds while requests
+are still served (SIGINT skips this delay); then the listener closes, in-flight
+requests get server.shutdown_grace seconds, and sidegate exits 0.
+
+On SIGHUP, and when the config file changes (its directory is watched, so a
+Kubernetes ConfigMap update is seen), gateway.yml is read again: a valid file
+that changes only keys that can change live (docs/configuration.md) applies to
+new requests at once; one that changes any other key is refused, and one that is
+not valid is reported; either way the config in force stays. One log line tells
+which.
+
+  --workers N|auto   processes serving listen.port (server.workers, default 1; auto:
+                     the CPUs available). Above 1, a primary process forks N workers
+                     (node:cluster), each like a replica with its own Redis connections
+                     and caches; the primary serves no request: it holds the port and
+                     passes connections round robin, serves /metrics (summed over the
+                     workers) and the admin API (its calls relayed to a worker), decides
+                     reloads and sends them to the workers, passes SIGTERM/SIGINT to every
+                     worker and exits when all have (non-zero if any did), and restarts a
+                     worker that dies (docs/deploy.md).
+
+${GLOBAL}`,
+  user: `Usage:
+  sidegate user add <username> --password-stdin [--email E] [--name N] [--org ID[:admin]]... [--superuser]
+  sidegate user list [--org ID]
+  sidegate user disable <username>     also ends their sessions and evicts cached keys on every replica
+  sidegate user enable <username>
+  sidegate user passwd <username> --password-stdin
+                                       also ends their sessions and unused bearer tokens on every
+                                       replica; private tokens and access keys stay
+  sidegate user grant <username> --org ID[:admin|:none]
+
+The password is read from standard input (one line), never from the command line.
+Usernames: 1 to 150 letters (any script), digits and @ . + - _.
+
+${GLOBAL}`,
+  org: `Usage:
+  sidegate org add <name> [--id UUID]
+  sidegate org list
+
+${GLOBAL}`,
+  key: `Usage:
+  sidegate key create <username> [--expires 90d|2027-01-31] [--allow-ip CIDR]... [--name TEXT]
+                                       prints the AccessKeyID and AccessKeySecret (shown once).
+                                       --expires: N days from now, or through that day (UTC); after it the
+                                       key is refused (401 key_expired). --allow-ip: addresses or CIDR ranges
+                                       the key may be used from (the client address as server.trusted_proxies
+                                       resolves it; 403 ip_not_allowed from others), repeatable. --name: a label.
+  sidegate key list <username>         with name, expiry, allow-list, when each key was last used, and
+                                       "disabled" for a disabled one
+  sidegate key disable <id>            every replica refuses the key at once (401 key_disabled); kept
+  sidegate key enable <id>             turns a disabled key back on (disabled by its owner, by this
+                                       command, or by auth.keys.disable_after for being unused: it then
+                                       has disable_after days again from now)
+  sidegate key revoke <id>             deletes the key; every replica refuses it within a second
+
+${GLOBAL}`,
+  token: `Usage:
+  sidegate token create <username>     creates or replaces the user's private token and prints it
+  sidegate token show <username>       prints the current private token
+  sidegate token revoke <username>
+
+${GLOBAL}`,
+  limit: `Usage:
+  sidegate limit set <username|key id> <requests>/<window>
+                                       e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day):
+                                       the user's or the access key's own limit, instead of gateway.yml's
+                                       rate_limit (a key's wins over its user's); every replica applies it
+                                       at once. Counted only while rate_limit.enabled is true.
+  sidegate limit list                  the configured limits, then every user and key with its own
+  sidegate limit clear <username|key id>
+                                       back to gateway.yml's rate_limit
+
+${GLOBAL}`,
+  session: `Usage:
+  sidegate session list <username>     the user's live browser sessions: id, when each began, when it
+                                       ends unless used (session.idle_timeout) or at the latest
+                                       (session.absolute_timeout)
+  sidegate session revoke <username> <id>
+                                       ends that session on every replica at once
+  sidegate session revoke <username> --all
+                                       ends every session of the user
+
+A session's id here is its keyed hash in the store, not the cookie value: it names the
+session and cannot be used as one.
+
+${GLOBAL}`,
+  secret: `Usage:
+  sidegate secret rotate (--new-key-file FILE | --new-key-stdin) [--dry-run] [--limit N]
+
+Re-encrypts every access-key secret, private token and identity signing key under a
+new secret key, in one pass, then moves the store's key check value to the new key (last). The current
+key comes from the usual place (SIDEGATE_SECRET_KEY, secret_key, the key file); the
+new one from FILE or standard input (at least 32 characters, e.g.
+\`openssl rand -base64 48\`). Then give every replica the new key and restart it.
+Private tokens, sessions and bearer tokens issued under the old key keep working.
+  --dry-run    count what would be re-encrypted; write nothing
+  --limit N    stop after re-encrypting N records; run the command again to go on
+Interrupted (or stopped by --limit), the same command continues where it stopped.
+
+${GLOBAL}`,
+  import: `Usage:
+  sidegate import --from FILE [--format jsonl|csv] [--dry-run] [--allow-superuser] [--allow-takeover]
+
+Moves users and their credentials over from JumpServer (docs/jumpserver.md),
+one record per JSON line or CSV row, each with a "type":
+  org            id, name
+  user           username, id, name, email, password (Django pbkdf2_sha256$… or pbkdf2_sha1$…;
+                 empty or "!…": none), is_active, is_superuser
+  membership     username or user_id, org (id), role (admin, user, OrgAdmin, OrgUser), org_name
+                 (creates the org when it is missing)
+  access_key     username or user_id, id, secret, is_active
+  private_token  username or user_id, key
+Every line is checked, and then every record against the store, before anything is written:
+any problem is reported with its line number (the first 100) and nothing is imported (exit 1).
+Passwords keep their Django hash until the user's next login re-hashes it with scrypt.
+Running the same file again changes nothing (reported as unchanged); a run cut short by a
+Redis failure is finished by running it again.
+  --format     jsonl or csv (default: from the file name's extension, else jsonl)
+  --dry-run    check everything and print what would be created, updated or left unchanged,
+               and every privileged change; write nothing
+  --allow-superuser  apply records that make a user a superuser (new or existing)
+  --allow-takeover   apply records that replace an existing user's password or private token,
+               or name an existing user by another case of its username
+Without the flag such a record refuses the whole run (exit 1, its lines named, nothing
+written). Every change is audited (via "import").
+
+${GLOBAL}`,
+  jwk: `Usage:
+  sidegate jwk list                    every signing key of the identity JWT: its kid, algorithm
+                                       and state (signing, next, replaced, retired) and when that
+                                       changes
+  sidegate jwk rotate                  adds a key of identity.jwt.algorithm: published in the JWKS
+                                       at once, signing from identity.jwt.publish_ahead seconds on
+                                       (at once when there is no key yet). The key it replaces stays
+                                       published until its tokens have expired (identity.jwt.ttl +
+                                       60 s after the switch); keys retired by then are removed.
+
+Every replica reads the key set at least every 10 s (a quarter of publish_ahead when
+that is shorter) and switches keys at the same moment, by the clock. Run the commands
+with the gateway's gateway.yml: publish_ahead, ttl and algorithm are read from it.
+
+${GLOBAL}`,
+  audit: `Usage:
+  sidegate audit tail [--follow] [--since 15m|2h|7d|2026-11-25T10:00:00Z] [--limit N] [--json]
+                       prints the audit stream (audit.stream: true), one line per event, oldest
+                       first: the last N events (default 10), or with --since every event from
+                       then on. --follow: then waits for new events and prints each as it comes,
+                       until Ctrl-C (exit 0). --json: each event as one JSON object with its
+                       stream id. The stream holds about audit.max_len events; the log has them all.
+
+${GLOBAL}`,
+  config: `Usage:
+  sidegate config check [--config FILE]
+                       validates the file as \`sidegate start\` would (environment overrides
+                       included): prints "ok: FILE" and any warning start would log, exit 0;
+                       or every problem, one line each, exit 2. Needs no secret key and no Redis.
+  sidegate config defaults
+                       prints the default gateway.yml, every key with its default and its
+                       comment: exactly the shipped file
+  sidegate config schema
+                       prints the JSON Schema (draft 2020-12) of gateway.yml, for editors and CI;
+                       rules across keys are config check's alone
+
+${GLOBAL}`
+}
+
+/** Subcommands of each command group. */
+export const SUBCOMMANDS: Record<string, string[]> = {
+  user: ['add', 'list', 'disable', 'enable', 'passwd', 'grant'],
+  org: ['add', 'list'],
+  key: ['create', 'list', 'disable', 'enable', 'revoke'],
+  token: ['create', 'show', 'revoke'],
+  limit: ['set', 'list', 'clear'],
+  session: ['list', 'revoke'],
+  secret: ['rotate'],
+  jwk: ['rotate', 'list'],
+  audit: ['tail'],
+  config: ['check', 'defaults', 'schema']
+}

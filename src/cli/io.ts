@@ -1,0 +1,52 @@
+/**
+ * What every `sidegate …` command writes through: its output and errors,
+ * escaped for the terminal, and the one way an error is reported (a line, or
+ * `{detail, code}` with --json) with its exit code.
+ */
+import { readFileSync } from 'node:fs'
+import { escapeControls } from '../text.js'
+import { GatewayError, UsageError } from '../errors.js'
+
+export interface Io {
+  out: (s: string) => void
+  err: (s: string) => void
+  stdin: () => Promise<string>
+  /** stderr is a terminal: worth a "connecting…" line while Redis is slow to answer */
+  isTTY?: boolean
+  /** the CLI's own terminal sequences, to stderr as they are (out and err escape every control character) */
+  control?: (s: string) => void
+}
+
+/**
+ * What the CLI prints, text or JSON, with every control character escaped
+ * (text/escapeControls) but its own line breaks: names and other stored text
+ * are users' and must not drive the operator's terminal.
+ */
+export function terminalSafe (io: Io): Io {
+  return { ...io, out: (s) => io.out(escapeControls(s, '\n')), err: (s) => io.err(escapeControls(s, '\n')), control: io.control ?? io.err }
+}
+
+export const defaultIo: Io = {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+  stdin: async () => {
+    const chunks: Buffer[] = []
+    for await (const c of process.stdin) chunks.push(c as Buffer)
+    return Buffer.concat(chunks).toString('utf8')
+  },
+  isTTY: process.stderr.isTTY === true
+}
+
+export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+/** Prints an error as one line (or `{detail, code}` with --json) on stderr; returns the exit code. */
+export function report (io: Io, json: boolean, err: unknown): number {
+  let exit = 1
+  let code = 'failed'
+  let detail = err instanceof Error ? err.message : String(err)
+  if (err instanceof UsageError) { exit = err.exitCode; code = err.code } else if (err instanceof GatewayError) {
+    code = err.code; detail = err.detail
+  }
+  io.err(json ? JSON.stringify({ detail, code }) + '\n' : `sidegate: ${detail}\n`)
+  return exit
+}
