@@ -191,7 +191,7 @@ export const Schema = T.Object({
   })),
   audit: section({
     log: bool(true, 'one JSON line per credential event ("log":"audit", a stable "event"), whatever\nlog.level says (silent included): only false here turns them off'),
-    stream: bool(false, 'also append each event to a Redis Stream (<redis.prefix>audit), which\n`sidegate audit tail` reads; sent without waiting: a failing Redis never fails or slows\na request (counted in sidegate_audit_stream_errors_total, logged once per outage)'),
+    stream: bool(false, 'the gateway also appends each event to a Redis Stream (<redis.prefix>audit), which\n`sidegate audit tail` reads; sent without waiting: a failing Redis never fails or slows\na request (counted in sidegate_audit_stream_errors_total, logged once per outage).\nCommands (sidegate user|key|token …) always append there, whatever this says'),
     max_len: int(100, 100_000_000, 100_000, 'entries the stream keeps, about (XADD MAXLEN ~): older ones are dropped')
   }, 'The audit trail: logins, lockouts, bearer tokens issued, used and refused, access keys\ncreated, revoked and first used, private tokens, password changes, users disabled and\nenabled, logouts (docs/observability.md). Never a password, token, secret or session id.'),
   reload: live(section({
