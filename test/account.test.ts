@@ -192,7 +192,7 @@ t.test('the CLI and the endpoints share the store: each sees what the other did'
   const dir = tempDir('sidegate-account-')
   const file = join(dir, 'gateway.yml')
   writeFileSync(file, stringify({ redis: { url: redis.url, prefix: g.config.redis.prefix } }))
-  // stdout only: stderr has the command's audit line (src/audit.ts), or its error
+  // stdout only: stderr is empty or the command's error (its audit event goes to the store's audit stream)
   const cli = async (...args: string[]): Promise<{ code: number, out: string }> => {
     let out = ''
     let err = ''
