@@ -21,7 +21,7 @@ export function renderChart (report) {
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`)
   const o = report.options
   const m = report.machine
-  out.push(`<text x="12" y="22" font-size="15" font-weight="bold" fill="#111">sidegate: requests/s relative to a bare node:http proxy (1.0× = mean of its two runs)</text>`)
+  out.push('<text x="12" y="22" font-size="15" font-weight="bold" fill="#111">sidegate: requests/s relative to a bare node:http proxy (1.0× = mean of its two runs)</text>')
   out.push(`<text x="12" y="40" fill="#555">${esc(`${o.connections} connections, ${o.duration} s per scenario after ${o.warmup} s warm-up; ${m.cpus} cores, node ${m.node}; ${report.date.slice(0, 10)}`)}</text>`)
   // grid
   for (let v = 0; v <= maxRatio; v += 0.5) {

@@ -94,7 +94,6 @@ ${liveSections().join(' ')}
 `
 }
 
-
 const files = {
   'values.yaml': values(),
   'values.schema.json': JSON.stringify(schema(), null, 2) + '\n',

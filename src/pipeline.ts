@@ -467,11 +467,13 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       else await limiter.check(ctx.identity)
     }
     if (ctx.identity.digests !== undefined) {
+      // a forwarded request's body is read and checked; a handshake has no body, so a signed
+      // digest must be the empty body's; a decision's body stays at the proxy in front, so a
+      // signed digest cannot be checked there and is not accepted unchecked
       if (body === 'read') await checkDigest(ctx as RequestContext)
-      // a handshake has no body: a signed digest must be the empty body's
-      else if (body === 'upgrade') { if (!bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest() }
-      // the proxy in front keeps the body: a signed digest cannot be checked here, so it is not accepted unchecked
-      else throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
+      else if (body === 'upgrade') {
+        if (!bodyMatches(Buffer.alloc(0), ctx.identity.digests)) throw E.invalidDigest()
+      } else throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
     }
     const org = upstreamOrg(ctx, path, original?.url)
     ctx.orgId = typeof org === 'string' ? org : await org
@@ -593,7 +595,6 @@ function bearerOf (req: http.IncomingMessage): string | undefined {
   const h = req.headers.authorization
   return typeof h === 'string' && /^bearer(?:\s|$)/i.test(h) ? h.slice(6).trim() : undefined
 }
-
 
 function secondsSince (start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9

@@ -19,4 +19,3 @@ export function parsePolicy (spec: string): Policy | null {
 }
 
 export const formatPolicy = (p: Policy): string => `${p.limit}/${p.window}s`
-

@@ -6,17 +6,17 @@
 // data-fresh-ms allows: the page then shows a password field and sends it.
 'use strict'
 ;(function () {
-  var body = document.body
-  var keysUrl = body.getAttribute('data-keys-url')
-  var tokenUrl = body.getAttribute('data-token-url')
-  var csrfCookie = body.getAttribute('data-csrf-cookie')
-  var $ = function (id) { return document.getElementById(id) }
-  var statusEl = $('status')
+  const body = document.body
+  const keysUrl = body.getAttribute('data-keys-url')
+  const tokenUrl = body.getAttribute('data-token-url')
+  const csrfCookie = body.getAttribute('data-csrf-cookie')
+  const $ = function (id) { return document.getElementById(id) }
+  const statusEl = $('status')
 
   function cookie (name) {
-    var parts = document.cookie ? document.cookie.split('; ') : []
-    for (var i = 0; i < parts.length; i++) {
-      var eq = parts[i].indexOf('=')
+    const parts = document.cookie ? document.cookie.split('; ') : []
+    for (let i = 0; i < parts.length; i++) {
+      const eq = parts[i].indexOf('=')
       if (parts[i].slice(0, eq) === name) return decodeURIComponent(parts[i].slice(eq + 1))
     }
     return ''
@@ -28,7 +28,7 @@
   }
 
   function api (method, url, data) {
-    var opts = { method: method, credentials: 'same-origin', headers: { Accept: 'application/json' } }
+    const opts = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } }
     if (method !== 'GET') opts.headers['X-CSRFToken'] = cookie(csrfCookie)
     if (data !== undefined) {
       opts.headers['Content-Type'] = 'application/json'
@@ -43,7 +43,7 @@
       if (res.status === 204) return null
       return res.json().catch(function () { return {} }).then(function (json) {
         if (!res.ok) {
-          var err = new Error((json && json.detail) || ('Request failed (' + res.status + ').'))
+          const err = new Error((json && json.detail) || ('Request failed (' + res.status + ').'))
           err.code = json && json.code
           throw err
         }
@@ -54,12 +54,12 @@
 
   function fmt (iso) {
     if (!iso) return 'never'
-    var d = new Date(iso)
+    const d = new Date(iso)
     return isNaN(d.getTime()) ? iso : d.toLocaleString()
   }
 
   function el (tag, attrs, children) {
-    var e = document.createElement(tag)
+    const e = document.createElement(tag)
     Object.keys(attrs || {}).forEach(function (k) {
       if (k === 'text') e.textContent = attrs[k]
       else e.setAttribute(k, attrs[k])
@@ -75,8 +75,8 @@
 
   // ---- confirming with the password (a sign-in older than the server allows)
 
-  var confirmBox = $('confirm')
-  var passwordField = $('confirm-password')
+  const confirmBox = $('confirm')
+  const passwordField = $('confirm-password')
 
   function askPassword () { confirmBox.hidden = false }
   // the sign-in becomes too old while the page is open: ask from then on
@@ -115,7 +115,7 @@
   // `extra`: more fields of the body (a new key's options)
   function createWithConfirmation (url, extra) {
     return confirmation().then(function (data) {
-      var body = data
+      let body = data
       if (extra) {
         body = {}
         Object.keys(extra).forEach(function (k) { body[k] = extra[k] })
@@ -128,13 +128,13 @@
   // ---- access keys
 
   function renderKeys (keys) {
-    var tbody = $('ak-table').querySelector('tbody')
+    const tbody = $('ak-table').querySelector('tbody')
     tbody.textContent = ''
     $('ak-table').hidden = keys.length === 0
     $('ak-empty').hidden = keys.length !== 0
     keys.forEach(function (k) {
-      var toggle = el('button', { type: 'button', class: 'small', 'data-action': 'toggle', 'aria-label': (k.is_active ? 'Disable' : 'Enable') + ' key ' + k.id, text: k.is_active ? 'Disable' : 'Enable' })
-      var del = el('button', { type: 'button', class: 'small danger', 'data-action': 'delete', 'aria-label': 'Delete key ' + k.id, text: 'Delete' })
+      const toggle = el('button', { type: 'button', class: 'small', 'data-action': 'toggle', 'aria-label': (k.is_active ? 'Disable' : 'Enable') + ' key ' + k.id, text: k.is_active ? 'Disable' : 'Enable' })
+      const del = el('button', { type: 'button', class: 'small danger', 'data-action': 'delete', 'aria-label': 'Delete key ' + k.id, text: 'Delete' })
       toggle.addEventListener('click', function () {
         busy(toggle, api('PATCH', keysUrl + k.id + '/', { is_active: !k.is_active })).then(function () {
           say('Access key ' + (k.is_active ? 'disabled' : 'enabled') + '.')
@@ -148,9 +148,9 @@
           return loadKeys()
         }).catch(function () {})
       })
-      var expired = k.date_expired && new Date(k.date_expired).getTime() <= Date.now()
-      var state = !k.is_active ? 'Disabled' : expired ? 'Expired' : 'Active'
-      var row = el('tr', { 'data-key-id': k.id }, [
+      const expired = k.date_expired && new Date(k.date_expired).getTime() <= Date.now()
+      const state = !k.is_active ? 'Disabled' : expired ? 'Expired' : 'Active'
+      const row = el('tr', { 'data-key-id': k.id }, [
         el('td', { class: 'key-name', text: k.name || '' }),
         el('td', {}, [el('code', { text: k.id })]),
         el('td', {}, [el('time', { datetime: k.date_created, text: fmt(k.date_created) })]),
@@ -169,14 +169,14 @@
   }
 
   // the new key's options: sent as typed; the server parses them as the command line does
-  var optionFields = { name: $('ak-name'), expires: $('ak-expires'), allow_ips: $('ak-allow-ips') }
+  const optionFields = { name: $('ak-name'), expires: $('ak-expires'), allow_ips: $('ak-allow-ips') }
 
   function keyOptions () {
-    var out = {}
+    const out = {}
     Object.keys(optionFields).forEach(function (k) {
-      var f = optionFields[k]
+      const f = optionFields[k]
       f.removeAttribute('aria-invalid')
-      var v = f.value.trim()
+      const v = f.value.trim()
       if (v !== '') out[k] = v
     })
     return out
@@ -184,8 +184,8 @@
 
   // a 400 names the field first ("expires: …"): mark that one
   function optionRefused (err) {
-    var m = err && err.code === 'bad_request' && /^(\w+):/.exec(err.message)
-    var f = m && optionFields[m[1]]
+    const m = err && err.code === 'bad_request' && /^(\w+):/.exec(err.message)
+    const f = m && optionFields[m[1]]
     if (f) {
       f.setAttribute('aria-invalid', 'true')
       f.focus()
@@ -218,11 +218,11 @@
   function copyText (text) {
     if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text)
     return new Promise(function (resolve, reject) {
-      var ta = el('textarea', { readonly: '', class: 'sr-only' })
+      const ta = el('textarea', { readonly: '', class: 'sr-only' })
       ta.value = text
       document.body.appendChild(ta)
       ta.select()
-      var ok = false
+      let ok = false
       try { ok = document.execCommand('copy') } catch (e) {}
       document.body.removeChild(ta)
       if (ok) resolve()
@@ -231,11 +231,11 @@
   }
 
   document.addEventListener('click', function (ev) {
-    var b = ev.target.closest ? ev.target.closest('button[data-copy]') : null
+    const b = ev.target.closest ? ev.target.closest('button[data-copy]') : null
     if (!b) return
-    var text = $(b.getAttribute('data-copy')).textContent
+    const text = $(b.getAttribute('data-copy')).textContent
     copyText(text).then(function () {
-      var old = b.textContent
+      const old = b.textContent
       b.textContent = 'Copied'
       say('Copied to the clipboard.')
       setTimeout(function () { b.textContent = old }, 1500)
@@ -244,11 +244,11 @@
 
   // ---- private token
 
-  var token = null
-  var shown = false
+  let token = null
+  let shown = false
 
   function renderToken () {
-    var has = token !== null
+    const has = token !== null
     $('pt-none').hidden = has
     $('pt-box').hidden = !has
     $('pt-delete').hidden = !has
@@ -265,7 +265,7 @@
   $('pt-show').addEventListener('click', function () { shown = !shown; renderToken() })
 
   $('pt-create').addEventListener('click', function () {
-    var reset = token !== null
+    const reset = token !== null
     if (reset && !window.confirm('Reset the private token? The current one stops working.')) return
     busy($('pt-create'), createWithConfirmation(tokenUrl)).then(function (r) {
       token = r.token

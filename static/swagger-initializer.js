@@ -5,14 +5,14 @@
 // X-CSRFToken, as sidegate's own pages do.
 'use strict'
 window.addEventListener('DOMContentLoaded', function () {
-  var root = document.getElementById('swagger-ui')
-  var csrfCookie = root.getAttribute('data-csrf-cookie')
-  var SAFE = { GET: 1, HEAD: 1, OPTIONS: 1, TRACE: 1 }
+  const root = document.getElementById('swagger-ui')
+  const csrfCookie = root.getAttribute('data-csrf-cookie')
+  const SAFE = { GET: 1, HEAD: 1, OPTIONS: 1, TRACE: 1 }
 
   function cookie (name) {
-    var parts = document.cookie ? document.cookie.split('; ') : []
-    for (var i = 0; i < parts.length; i++) {
-      var eq = parts[i].indexOf('=')
+    const parts = document.cookie ? document.cookie.split('; ') : []
+    for (let i = 0; i < parts.length; i++) {
+      const eq = parts[i].indexOf('=')
       if (parts[i].slice(0, eq) === name) return decodeURIComponent(parts[i].slice(eq + 1))
     }
     return ''
@@ -29,8 +29,8 @@ window.addEventListener('DOMContentLoaded', function () {
     defaultModelsExpandDepth: 0,
     persistAuthorization: false,
     requestInterceptor: function (req) {
-      var method = String(req.method || 'GET').toUpperCase()
-      var token = csrfCookie ? cookie(csrfCookie) : ''
+      const method = String(req.method || 'GET').toUpperCase()
+      const token = csrfCookie ? cookie(csrfCookie) : ''
       if (!SAFE[method] && token && !req.headers.Authorization && !req.headers['X-CSRFToken']) req.headers['X-CSRFToken'] = token
       return req
     }

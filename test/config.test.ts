@@ -322,8 +322,8 @@ t.test('`sidegate start --config bad.yml` exits 2 with one line naming the key',
 
   const broken = run('broken.yml')
   t.equal(broken.status, 2)
-  t.match(broken.stderr, /^sidegate: config: .*broken\.yml: not valid YAML: [^\n]*[^:\n]\n(    [^\n]*\n)+$/, 'the message, then the code frame')
-  t.match(broken.stderr, /\n    listen: \[\n/)
+  t.match(broken.stderr, /^sidegate: config: .*broken\.yml: not valid YAML: [^\n]*[^:\n]\n( {4}[^\n]*\n)+$/, 'the message, then the code frame')
+  t.match(broken.stderr, /\n {4}listen: \[\n/)
 
   const missing = run('missing.yml')
   t.equal(missing.status, 2)

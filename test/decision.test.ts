@@ -230,7 +230,10 @@ t.test('the caller\'s rate limit and key rules apply to decisions; a signed body
   const { createHmac } = await import('node:crypto')
   const mac = createHmac('sha256', key.secret).update(text).digest('base64')
   const digest = await decide({
-    date, digest: 'SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=', 'x-forwarded-uri': '/api/v1/upload/', 'x-forwarded-method': 'POST',
+    date,
+    digest: 'SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=',
+    'x-forwarded-uri': '/api/v1/upload/',
+    'x-forwarded-method': 'POST',
     authorization: `Signature keyId="${key.key.id}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${mac}"`
   })
   t.same([digest.status, digest.json?.code], [400, 'bad_request'], 'a signed digest: 400, the body stays at the proxy')

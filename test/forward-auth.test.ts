@@ -336,8 +336,17 @@ if ('why' in nginx && 'why' in caddy) {
 
       t.test('headers spelled with "_" (X_SVC_User_Id, …) do not reach the upstream', async (t) => {
         const underscored = {
-          X_SVC_User_Id: 'forged', X_SVC_Username: 'mallory', X_SVC_ORG: ORG_B, X_SVC_Auth_Method: 'forged', X_SVC_Identity: 'forged.forged.forged',
-          X_JMS_User_Id: 'forged', X_JMS_ORG: ORG_B, X_CSRFToken: 'forged', X_Forwarded_For: '203.0.113.9', X_Real_IP: '203.0.113.9', 'X-SVC_User-Id': 'forged'
+          X_SVC_User_Id: 'forged',
+          X_SVC_Username: 'mallory',
+          X_SVC_ORG: ORG_B,
+          X_SVC_Auth_Method: 'forged',
+          X_SVC_Identity: 'forged.forged.forged',
+          X_JMS_User_Id: 'forged',
+          X_JMS_ORG: ORG_B,
+          X_CSRFToken: 'forged',
+          X_Forwarded_For: '203.0.113.9',
+          X_Real_IP: '203.0.113.9',
+          'X-SVC_User-Id': 'forged'
         }
         for (const p of [unique('/api/v1/things/'), unique('/public/x')]) {
           const { res, seen } = await via(base, p, { authorization: `Token ${privateToken}`, ...underscored })

@@ -313,7 +313,7 @@ t.test('privileged changes: spelled out by a dry run, refused without their flag
   const before = await snapshot(redis.url, prefix)
   const refused = await run('import', '--from', f)
   t.equal(refused.code, 1)
-  t.match(refused.stderr, /privileged\.jsonl: 6 privileged changes not allowed, nothing was imported:\n  line 1: creates mallory as a superuser \(--allow-superuser\)\n/)
+  t.match(refused.stderr, /privileged\.jsonl: 6 privileged changes not allowed, nothing was imported:\n {2}line 1: creates mallory as a superuser \(--allow-superuser\)\n/)
   t.match(refused.stderr, /then run again with --allow-superuser --allow-takeover/)
   t.same(await snapshot(redis.url, prefix), before, 'nothing written')
   const half = await run('import', '--from', f, '--allow-superuser')

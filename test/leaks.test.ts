@@ -72,9 +72,18 @@ t.test('at debug level, no password, token, secret, session id or CSRF token app
 
   // credentials in places no redaction list names: the query, other auth headers, anything named like a secret
   const planted: Record<string, string> = {
-    'query token': 'qtok-Secret-11', 'query api key': 'qkey-Secret-12', 'Proxy-Authorization': 'proxy-Secret-13', 'X-Api-Key': 'apikey-Secret-14',
-    'X-Auth-Token': 'authtok-Secret-15', 'X-Amz-Security-Token': 'amz-Secret-16', 'X-Session-Id': 'sess-Secret-17', 'X-Client-Secret': 'client-Secret-18',
-    'X-Password': 'pw-Secret-19', 'X-XSRF-TOKEN': 'xsrf-Secret-20', 'Set-Cookie': 'setcookie-Secret-21', 'X-Access-Key': 'ak-Secret-22'
+    'query token': 'qtok-Secret-11',
+    'query api key': 'qkey-Secret-12',
+    'Proxy-Authorization': 'proxy-Secret-13',
+    'X-Api-Key': 'apikey-Secret-14',
+    'X-Auth-Token': 'authtok-Secret-15',
+    'X-Amz-Security-Token': 'amz-Secret-16',
+    'X-Session-Id': 'sess-Secret-17',
+    'X-Client-Secret': 'client-Secret-18',
+    'X-Password': 'pw-Secret-19',
+    'X-XSRF-TOKEN': 'xsrf-Secret-20',
+    'Set-Cookie': 'setcookie-Secret-21',
+    'X-Access-Key': 'ak-Secret-22'
   }
   Object.assign(secrets, planted)
   const plantedHeaders = Object.fromEntries(Object.entries(planted).filter(([k]) => !k.startsWith('query')))

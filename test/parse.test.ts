@@ -14,7 +14,6 @@ import { GatewayError } from '../src/errors.js'
 /** A subtest's `t`. */
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
-
 /** Throws a 401 malformed_authorization GatewayError. */
 function malformed (t: T, fn: () => unknown, why?: RegExp): void {
   let err: unknown

@@ -133,4 +133,3 @@ t.test('rotation keeps every credential working, through two rotations', async (
   t.ok(await eventually(async () => (await withToken(pt1)) === 401, 3000), 'revoking an old-key token works')
   t.equal(await gw.stop(), 0)
 })
-

@@ -132,4 +132,3 @@ t.test('replicas starting at once on an empty store without a key: exactly one k
   t.equal(await raw.get(prefix + 'key-check'), new Keyring(readFileSync(join(dirs[winner].dir, 'sidegate.key'), 'utf8').trim()).checkValue())
   t.equal(await procs[winner].stop(), 0)
 })
-

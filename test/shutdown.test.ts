@@ -10,7 +10,6 @@ import { openTestStore } from './fixtures/store-contract.js'
 import { request, startEcho, type Res } from './fixtures/http.js'
 import { eventually, sleep, bootstrappedAdmin } from './fixtures/wait.js'
 
-
 const redis = await startRedis()
 t.teardown(async () => { await redis.stop() })
 const echo = await startEcho()

@@ -93,7 +93,15 @@ t.test('the SDK is loaded only when tracing is on: src/otel.ts alone imports it,
 
 // ── over real processes ───────────────────────────────────────────────────
 
-interface OtlpSpan { traceId: string, spanId: string, parentSpanId?: string, name: string, kind: number, attributes: Array<{ key: string, value: Record<string, unknown> }>, resource: Record<string, unknown> }
+interface OtlpSpan {
+  traceId: string
+  spanId: string
+  parentSpanId?: string
+  name: string
+  kind: number
+  attributes: Array<{ key: string, value: Record<string, unknown> }>
+  resource: Record<string, unknown>
+}
 
 /** The OTLP/HTTP receiver: every body as received (for the credential search) and every span, flattened. */
 async function startReceiver (): Promise<{ url: string, bodies: string[], headers: http.IncomingHttpHeaders[], spans: OtlpSpan[], close: () => Promise<void> }> {

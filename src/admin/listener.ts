@@ -53,8 +53,7 @@ export async function listenAdmin (where: Where, o: { metrics: Scraper | null, a
     server.once('error', reject)
     const done = (): void => { server.off('error', reject); resolve() }
     // a worker killed before it could close its socket leaves the file behind (in the primary's private dir)
-    if ('path' in where) { rmSync(where.path, { force: true }); server.listen(where.path, done) }
-    else server.listen(where.port, where.host, done)
+    if ('path' in where) { rmSync(where.path, { force: true }); server.listen(where.path, done) } else server.listen(where.port, where.host, done)
   })
   const addr = server.address()
   return {

@@ -62,7 +62,18 @@ function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, u
 }
 
 export interface UserJson { id: string, username: string, is_active: boolean, is_superuser: boolean, orgs: Record<string, OrgRole>, [k: string]: unknown }
-export interface KeyJson { id: string, user_id: string, is_active: boolean, date_created: string, date_last_used: string | null, name?: string, date_expired?: string, allow_ips?: string[], unreadable?: true, [k: string]: unknown }
+export interface KeyJson {
+  id: string
+  user_id: string
+  is_active: boolean
+  date_created: string
+  date_last_used: string | null
+  name?: string
+  date_expired?: string
+  allow_ips?: string[]
+  unreadable?: true
+  [k: string]: unknown
+}
 export interface OrgJson { id: string, name: string, date_created: string }
 export interface SessionJson { id: string, date_created: string, date_expires: string }
 export interface LimitTarget { kind: 'key' | 'user', id: string, name: string }

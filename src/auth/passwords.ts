@@ -102,7 +102,6 @@ export class PasswordChecker {
     return user
   }
 
-
   /**
    * The user when username and password match an active account, else null.
    * An unknown user, one without a password and a disabled one cost one

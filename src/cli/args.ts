@@ -54,7 +54,6 @@ function dashValues (argv: string[]): { args: string[], restore: (v: string) => 
   return { args, restore: (v) => v.startsWith(DASH_VALUE) ? argv[Number(v.slice(1))] : v }
 }
 
-
 /**
  * The options and positionals of `argv`. An unknown option is a usage error
  * naming the nearest known one, if any is near: `--jsn` → did you mean --json?

@@ -47,7 +47,7 @@ function report (io: Io, json: boolean, err: unknown): number {
 /** Runs `cmd sub …args` (both known: src/cli.ts checked them); returns the exit code. */
 export async function run (cmd: string, sub: string | undefined, rest: string[], values: Values, io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   const json = values.json === true
-  if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError(`--workers is an option of start only; see \`sidegate start --help\``))
+  if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError('--workers is an option of start only; see `sidegate start --help`'))
   if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
   // a worker of `start --workers N`: the config comes from the primary, which read and checked it (src/cluster.ts)
   if (cmd === 'start' && isWorker()) {
@@ -556,8 +556,16 @@ class Admin {
         const states = keyStates(set.keys, Date.now(), this.config.identity.jwt.ttl * 1000)
         const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
         const WHEN: Record<KeyState, string> = { signing: 'until', next: 'signs from', replaced: 'published until', retired: '' }
-        return this.#print(states.map(({ key: k, state, until }) => ({ kid: k.kid, alg: k.alg, state, created: iso(k.created), active_from: iso(k.active_from), until: iso(until), ...(k.private === null ? { unreadable: true } : {}) })),
-          states.map(({ key: k, state, until }) => `${k.kid}  ${k.alg.padEnd(5)}  ${state.padEnd(8)}${until === null ? '' : `  ${WHEN[state]} ${iso(until)}`}${k.private === null ? '  UNREADABLE (stored under another secret key)' : ''}`).join('\n') || '(no keys: the first gateway started with identity.jwt.enabled creates one)')
+        return this.#print(states.map(({ key: k, state, until }) => ({
+          kid: k.kid,
+          alg: k.alg,
+          state,
+          created: iso(k.created),
+          active_from: iso(k.active_from),
+          until: iso(until),
+          ...(k.private === null ? { unreadable: true } : {})
+        })),
+        states.map(({ key: k, state, until }) => `${k.kid}  ${k.alg.padEnd(5)}  ${state.padEnd(8)}${until === null ? '' : `  ${WHEN[state]} ${iso(until)}`}${k.private === null ? '  UNREADABLE (stored under another secret key)' : ''}`).join('\n') || '(no keys: the first gateway started with identity.jwt.enabled creates one)')
       }
       case 'limit set': {
         if (args.length !== 2) throw new UsageError('expected a username or key id and a limit, e.g. `sidegate limit set alice 100/60s`')

@@ -168,7 +168,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
         '',
         `**Organization.** \`?oid=\`, else the \`${n.orgHeader}\` header, else the user's default organization. A UUID, \`default\` or \`root\`.`,
         '',
-        `**Errors.** Every error sidegate returns is JSON \`{"detail": "…", "code": "…"}\`; 401s carry \`WWW-Authenticate\`. Each code is a schema under components.`,
+        '**Errors.** Every error sidegate returns is JSON `{"detail": "…", "code": "…"}`; 401s carry `WWW-Authenticate`. Each code is a schema under components.',
         '',
         `**Lockout.** ${config.auth.lockout.max_failures > 0 ? `${config.auth.lockout.max_failures} failed passwords for one username from one client IP within ${config.auth.lockout.window} s` : 'Off in this deployment; when on, repeated failed passwords for one username from one client IP'} give \`429 too_many_attempts\` with \`Retry-After\`, on the token endpoint and on \`/login\`.`,
         '',

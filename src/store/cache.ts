@@ -44,6 +44,7 @@ export class LruCache<V> {
     this.#evictions++
     for (const [k, e] of this.#map) if (pred(e.v)) this.#map.delete(k)
   }
+
   clear (): void { this.#evictions++; this.#map.clear() }
   get size (): number { return this.#map.size }
 }

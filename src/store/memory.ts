@@ -36,7 +36,16 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredUser extends User { password_hash: string | null, password_imported?: string }
-interface StoredKey extends NewKeyOptions { id: string, user_id: string, is_active: boolean, date_created: string, date_enabled?: string, disabled_by?: KeyDisabler, secret: string, rate_limit?: RateLimitPolicy | null }
+interface StoredKey extends NewKeyOptions {
+  id: string
+  user_id: string
+  is_active: boolean
+  date_created: string
+  date_enabled?: string
+  disabled_by?: KeyDisabler
+  secret: string
+  rate_limit?: RateLimitPolicy | null
+}
 interface Expiring<V> { v: V, exp: number }
 
 /** RedisStore's throttle of last-use writes per key and process. */

@@ -183,8 +183,7 @@ export class RedisStore implements ManagedStore {
     else if (kind === 'ak') this.accessKeys.delete(id)
     else if (kind === 'pt') this.privateTokens.delete(id)
     else if (kind === 'sess') this.sessions.delete(id)
-    else if (kind === 'pt-imported') { this.#imported = null; void this.#loadImported() }
-    else if (kind === 'user-aks') {
+    else if (kind === 'pt-imported') { this.#imported = null; void this.#loadImported() } else if (kind === 'user-aks') {
       // a disabled user: drop every cached key and session of theirs
       this.users.delete(id)
       this.#clearKeysOf(id)

@@ -168,8 +168,7 @@ return {0, 0, tonumber(oldest[2]) + win - now}`, triple),
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
-return 1`, (raw) => { int(raw) })
-,
+return 1`, (raw) => { int(raw) }),
 
   /** Frees a lock (Store.releaseLock): KEYS[1] the lock, deleted only while it holds ARGV[1], its owner's token. True: freed. */
   releaseLock: script<[token: string], boolean>(`
