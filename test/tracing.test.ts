@@ -88,7 +88,7 @@ t.test('the SDK is loaded only when tracing is on: src/otel.ts alone imports it,
     if (f === 'otel.ts') t.ok(runtime.some((m) => m.startsWith('@opentelemetry/')), 'otel.ts imports the SDK')
     else t.same(runtime, [], `${f} imports neither the SDK nor otel.ts statically`)
   }
-  t.match(readFileSync(join(src, 'cli.ts'), 'utf8'), /await import\('\.\/otel\.js'\)/, 'start imports it when tracing is on')
+  t.match(readFileSync(join(src, 'cli', 'commands.ts'), 'utf8'), /await import\('\.\.\/otel\.js'\)/, 'start imports it when tracing is on')
 })
 
 // ── over real processes ───────────────────────────────────────────────────
