@@ -1,5 +1,5 @@
 /**
- * What a new access key may have besides its secret (issue 15, part 4): an
+ * What a new access key may have besides its secret: an
  * expiry, a name and an IP allow-list. One parser for both ways of making a
  * key: `sidegate key create --expires --name --allow-ip` (src/cli.ts) and the
  * self-service endpoint and page (src/routes/account.ts). A value that does

@@ -1,4 +1,4 @@
-/** Fixed limits of the account endpoints (not configurable); the error catalogue and the OpenAPI document state them. */
+/** Fixed limits (not configurable); the error catalogue and the OpenAPI document state those of the account endpoints. */
 
 /** Access keys one user may hold at once. */
 export const MAX_ACCESS_KEYS = 10
@@ -8,3 +8,5 @@ export const FRESH_LOGIN_MS = 5 * 60_000
 export const MAX_KEY_NAME = 128
 /** Entries of an access key's IP allow-list. */
 export const MAX_KEY_ALLOW_IPS = 64
+/** An access key's last use is written at most this often (per process and across replicas): auth.keys.disable_after reads it. */
+export const LAST_USED_EVERY_MS = 60_000

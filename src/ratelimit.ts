@@ -1,5 +1,5 @@
 /**
- * Rate limits per authenticated caller (issue 15), shared by every replica:
+ * Rate limits per authenticated caller, shared by every replica:
  * one atomic store call per request (Store.hitRateLimit: a sliding window log
  * in one Redis sorted set, Redis's clock), so N replicas let through exactly
  * `limit` requests per window between them.

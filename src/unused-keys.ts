@@ -1,5 +1,5 @@
 /**
- * auth.keys.disable_after (issue 15, part 4): access keys unused for that
+ * auth.keys.disable_after: access keys unused for that
  * many days are disabled (not deleted) by a periodic pass. Nothing of it is
  * on the request path: a request only reads the key's cached `is_active`.
  *

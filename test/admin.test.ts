@@ -1,5 +1,5 @@
 /**
- * Issue 17, part 4: the admin API on the admin listener of a real
+ * The admin API on the admin listener of a real
  * `sidegate start` process (admin.enabled), over real HTTP, with real Redis.
  * Every operation family round-trips, and its effect shows on the public
  * port; bad input is 400 with catalogue codes; the CLI and the API share one

@@ -1,5 +1,5 @@
 /**
- * Issue 17, part 5: the audit trail. A real `sidegate start` (log.level
+ * The audit trail. A real `sidegate start` (log.level
  * error: the audit lines come anyway) with audit.stream on, the CLI as
  * processes, real Redis, real HTTP: each credential event is one JSON line
  * with the right fields (a command's: one stream entry, none on its stderr); no password, token, secret, session id or CSRF

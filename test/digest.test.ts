@@ -1,5 +1,5 @@
 /**
- * Issue 15, part 2: body integrity for signed requests. A signature that lists
+ * Body integrity for signed requests. A signature that lists
  * `digest` (RFC 3230) or `content-digest` (RFC 9530) makes sidegate read the
  * body (at most auth.signature.max_body), check it and forward the same
  * bytes; a digest header the signature does not list proves nothing. Over

@@ -1,5 +1,5 @@
 /**
- * Issue 17, part 2: the Helm chart (deploy/helm/sidegate), checked with a real
+ * The Helm chart (deploy/helm/sidegate), checked with a real
  * helm (test/fixtures/helm.ts: the official binary shipped inside an npm
  * package): `helm lint --strict`, `helm template` with several value sets,
  * values.schema.json refusing bad values. The rendered manifests are checked

@@ -1,5 +1,5 @@
 /**
- * Drop-in for JumpServer clients (issue 16), over real HTTP against real
+ * Drop-in for JumpServer clients, over real HTTP against real
  * gateways and a real Redis: what JumpServer's clients send that a strict
  * sidegate refused, and the settings a migration turns on. Two gateways in
  * `names.abbrev: JMS` mode:

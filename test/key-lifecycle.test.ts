@@ -1,5 +1,5 @@
 /**
- * Issue 15, part 4: access keys with an expiry, an IP allow-list and a name,
+ * Access keys with an expiry, an IP allow-list and a name,
  * made with `sidegate key create` (a process) and with the self-service
  * endpoint (the same parser: the same refusals in the same words), used
  * over real HTTP on two gateways sharing one Redis: one behind a trusted

@@ -1,5 +1,5 @@
 /**
- * Issue 15, part 1: rate limits per authenticated caller, shared by every
+ * Rate limits per authenticated caller, shared by every
  * replica. Two `sidegate start` processes on one Redis, real HTTP; the CLI
  * (`sidegate limit set|list|clear`) as a process against the same Redis.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 17, part 3: live reload. Real `sidegate start` processes on a real
+ * Live reload. Real `sidegate start` processes on a real
  * Redis, an echo upstream, real HTTP; the config file edited on disk, then
  * SIGHUP (reload.watch: false, so only the signal can have reloaded), or a
  * Kubernetes-style `..data` symlink swap with no signal at all. Every wait

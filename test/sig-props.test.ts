@@ -1,5 +1,5 @@
 /**
- * Issue 15: property-based tests (fast-check) of the signature's date rule
+ * Property-based tests (fast-check) of the signature's date rule
  * (Date / X-Date) and of the body digest headers (Digest, Content-Digest).
  * For any input each returns or throws a 401 GatewayError with its own code,
  * never anything else; valid values are accepted.

@@ -1,5 +1,5 @@
 /**
- * auth.keys.disable_after (issue 15, part 4): two `sidegate start` replicas
+ * auth.keys.disable_after: two `sidegate start` replicas
  * on one Redis, a pass every second (auth.keys.check_interval: 1). "Unused"
  * is made by writing date_last_used (and, for a key never used, its
  * creation date) straight into Redis, not by waiting days. Each replica logs

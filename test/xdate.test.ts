@@ -1,5 +1,5 @@
 /**
- * Issue 15, part 3: `x-date` may be signed instead of `date`; the clock-skew
+ * `x-date` may be signed instead of `date`; the clock-skew
  * rule applies to whichever is signed, and when both are signed they must
  * agree. Over real HTTP, against two replicas sharing one Redis.
  */

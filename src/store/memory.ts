@@ -23,6 +23,7 @@
 import { randomUUID } from 'node:crypto'
 import { credentialShaped, hashPassword, type Keyring } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
+import { LAST_USED_EVERY_MS } from '../limits.js'
 import { openKeySet, sealKeySet, type StoredKeySet } from './keyset.js'
 import { importedDisable, lifecycle, openKeySecret } from './layout.js'
 import { newUserRecord } from './records.js'
@@ -48,8 +49,6 @@ interface StoredKey extends NewKeyOptions {
 }
 interface Expiring<V> { v: V, exp: number }
 
-/** RedisStore's throttle of last-use writes per key and process. */
-const THROTTLE_LAST_USED_MS = 60_000
 /** Expired entries nobody reads again are dropped at most this often (clock time). */
 const SWEEP_EVERY_MS = 60_000
 
@@ -379,11 +378,11 @@ export class MemoryStore implements RunningStore {
   touchAccessKey (id: string): Promise<boolean> | undefined {
     if (this.#gate !== null || this.#closed) return undefined
     const now = this.#now()
-    if (now - (this.#lastTouched.get(id) ?? -Infinity) < THROTTLE_LAST_USED_MS) return undefined
+    if (now - (this.#lastTouched.get(id) ?? -Infinity) < LAST_USED_EVERY_MS) return undefined
     this.#lastTouched.set(id, now)
     // as the Redis script: not over a time less than a minute old, whichever replica wrote it
     const last = this.#data.keyUsed.get(id)
-    if (last !== undefined && last > new Date(now - THROTTLE_LAST_USED_MS).toISOString()) return Promise.resolve(false)
+    if (last !== undefined && last > new Date(now - LAST_USED_EVERY_MS).toISOString()) return Promise.resolve(false)
     this.#data.keyUsed.set(id, new Date(now).toISOString())
     return Promise.resolve(last === undefined)
   }

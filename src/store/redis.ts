@@ -27,6 +27,7 @@ import type { RedisTopology } from '../config.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import { E, GatewayError } from '../errors.js'
 import { credentialShaped, hashPassword, type Keyring } from '../crypto.js'
+import { LAST_USED_EVERY_MS } from '../limits.js'
 import { LruCache } from './cache.js'
 import { defineScripts, type Scripts } from './scripts.js'
 import { JWKS_KEY, openKeySet, parseKeySet, sealKeySet } from './keyset.js'
@@ -60,7 +61,6 @@ export interface RedisStoreOptions {
   onUnreadable?: (record: string) => void
 }
 
-const THROTTLE_LAST_USED_MS = 60_000
 /**
  * Sessions are cached in process for at most this long (or auth.cache.ttl if
  * shorter): logout and disabling a user evict them everywhere at once through
@@ -455,11 +455,11 @@ export class RedisStore implements ManagedStore {
   touchAccessKey (id: string): Promise<boolean> | undefined {
     const now = Date.now()
     const last = this.#lastTouched.get(id) ?? 0
-    if (now - last < THROTTLE_LAST_USED_MS) return undefined
+    if (now - last < LAST_USED_EVERY_MS) return undefined
     if (this.#lastTouched.size > 100_000) this.#lastTouched.clear()
     this.#lastTouched.set(id, now)
     // and across replicas: the script writes only over a time older than a minute (2: there was none)
-    return this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - THROTTLE_LAST_USED_MS).toISOString())
+    return this.#scripts.touchIfOlder(this.#k('ak-used', id), new Date(now).toISOString(), new Date(now - LAST_USED_EVERY_MS).toISOString())
       .then((r) => r === 2, () => false)
   }
 

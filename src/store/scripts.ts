@@ -135,7 +135,7 @@ if v then return 1 end
 return 2`, int),
 
   /**
-   * Counts one request in a sliding window log (issue 15). KEYS[1] the
+   * Counts one request in a sliding window log. KEYS[1] the
    * bucket's sorted set (member: a unique request id, score: when, ms);
    * ARGV[1] limit, ARGV[2] window ms, ARGV[3] the request's unique member.
    * The clock is the server's (TIME), so replicas with skewed clocks count
