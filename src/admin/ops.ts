@@ -53,27 +53,17 @@ export const CLI_LABELS: Labels = {
 /** Fields of each kind of record in the JSON, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS: Array<keyof AccessKey> = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'disabled_by', 'allow_ips', 'rate_limit', 'unreadable']
+const KEY_FIELDS = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'disabled_by', 'allow_ips', 'rate_limit', 'unreadable'] as const satisfies ReadonlyArray<keyof AccessKey>
 
-function pick<T extends object> (o: T, fields: Array<keyof T>): Record<string, unknown> {
+function pick<T extends object> (o: T, fields: ReadonlyArray<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const f of fields) if (o[f] !== undefined) out[f as string] = o[f]
   return out
 }
 
 export interface UserJson { id: string, username: string, is_active: boolean, is_superuser: boolean, orgs: Record<string, OrgRole>, [k: string]: unknown }
-export interface KeyJson {
-  id: string
-  user_id: string
-  is_active: boolean
-  date_created: string
-  date_last_used: string | null
-  name?: string
-  date_expired?: string
-  allow_ips?: string[]
-  unreadable?: true
-  [k: string]: unknown
-}
+/** An access key as the CLI's --json and the admin API show it: the record's KEY_FIELDS. */
+export type KeyJson = Pick<AccessKey, typeof KEY_FIELDS[number]>
 export interface OrgJson { id: string, name: string, date_created: string }
 export interface SessionJson { id: string, date_created: string, date_expires: string }
 export interface LimitTarget { kind: 'key' | 'user', id: string, name: string }
