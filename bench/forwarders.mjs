@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
  * The forwarder behind the same gateway, four ways, in one run: the undici
- * forwarder of src/proxy.ts (dist/ as built) and the variants in
+ * forwarder of src/forward/proxy.ts (dist/ as built) and the variants in
  * bench/forwarders/ (node:http, http-proxy, http-proxy-3), each compiled in place
- * of dist/proxy.js in a copy of the build under bench/.variants/. One sidegate
+ * of dist/forward/proxy.js in a copy of the build under bench/.variants/. One sidegate
  * per variant, all started at once; the rounds are interleaved with the order
  * rotated every round, so drift on a noisy machine hits every variant alike.
  *
@@ -22,26 +22,26 @@ const kinds = { public: ['plain', PUBLIC_PATH], private_token: ['token', API_PAT
 const [kind, path] = kinds[f.scenario] ?? (() => { throw new Error(`scenario: one of ${Object.keys(kinds).join(', ')}`) })()
 
 const VARIANTS = [
-  { name: 'undici Pool.dispatch (src/proxy.ts)', id: 'undici', file: null },
+  { name: 'undici Pool.dispatch (src/forward/proxy.ts)', id: 'undici', file: null },
   { name: 'lean node:http', id: 'node-http', file: 'node-http.ts' },
   { name: 'http-proxy', id: 'http-proxy', file: 'http-proxy.ts', helpers: ['http-proxy-family.ts'] },
   { name: 'http-proxy-3', id: 'http-proxy-3', file: 'http-proxy-3.ts', helpers: ['http-proxy-family.ts'] }
 ].filter((v) => f.only === '' || f.only.split(',').includes(v.id))
 
-/** a copy of bin/, dist/ and static/ with the variant compiled over dist/proxy.js; node_modules resolve from the checkout */
+/** a copy of bin/, dist/ and static/ with the variant compiled over dist/forward/proxy.js; node_modules resolve from the checkout */
 function buildVariant (v) {
   if (v.file === null) return ROOT
   const dir = join(BENCH, '.variants', v.id)
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   for (const p of ['bin', 'dist', 'static', 'package.json']) cpSync(join(ROOT, p), join(dir, p), { recursive: true })
-  // the variant becomes dist/proxy.js; a helper it imports (http-proxy-family.ts) goes beside it
+  // the variant becomes dist/forward/proxy.js; a helper it imports (http-proxy-family.ts) goes beside it
   for (const file of [v.file, ...v.helpers ?? []]) {
     const src = readFileSync(join(BENCH, 'forwarders', file), 'utf8')
     const out = ts.transpileModule(src, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, esModuleInterop: true }, fileName: file })
-    writeFileSync(join(dir, 'dist', file === v.file ? 'proxy.js' : file.replace(/\.ts$/, '.js')), out.outputText)
+    writeFileSync(join(dir, 'dist', 'forward', file === v.file ? 'proxy.js' : file.replace(/\.ts$/, '.js')), out.outputText)
   }
-  rmSync(join(dir, 'dist', 'proxy.js.map'), { force: true })
+  rmSync(join(dir, 'dist', 'forward', 'proxy.js.map'), { force: true })
   return dir
 }
 

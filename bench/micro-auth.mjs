@@ -17,14 +17,14 @@ import { openStore, seedCredentials, SECRET, PREFIX } from './stack.mjs'
 
 const flags = parseFlags(process.argv.slice(2), { calls: 200_000, rounds: 5 })
 const { buildConfig } = await import(join(ROOT, 'dist', 'config.js'))
-const { AuthPipeline } = await import(join(ROOT, 'dist', 'auth', 'index.js'))
+const { Authenticators } = await import(join(ROOT, 'dist', 'auth', 'index.js'))
 
 const redis = await startRedis()
 const store = await openStore(redis.url)
 try {
   const creds = await seedCredentials(store, 1)
   const config = buildConfig({ redis: { url: redis.url, prefix: PREFIX }, secret_key: SECRET })
-  const auth = new AuthPipeline(store, config)
+  const auth = new Authenticators(store, config)
   const path = '/api/v1/items/?limit=20'
   const req = (headers) => ({ method: 'GET', url: path, headers, socket: { remoteAddress: '127.0.0.1' } })
   const signed = () => {
@@ -42,7 +42,7 @@ try {
   const rows = []
   for (const c of cases) {
     const r = c.make()
-    // as the request path calls it (src/pipeline.ts): AuthPipeline.resolve, awaiting only a promise
+    // as the request path calls it (src/pipeline/pipeline.ts): Authenticators.resolve, awaiting only a promise
     // (the paths the in-process caches decide answer at once)
     const refused = (err) => { if (!c.rejects) throw err }
     const once = () => {

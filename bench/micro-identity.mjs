@@ -2,7 +2,7 @@
 /**
  * `npm run bench:identity`: what identity.jwt adds to a forwarded request, in
  * process, per call: the identity headers with and without the signed token
- * (src/headers.ts injectIdentity, the token cached as it is for repeat
+ * (src/pipeline/headers.ts injectIdentity, the token cached as it is for repeat
  * callers), and minting a token when it is not cached (node:crypto, EdDSA and
  * ES256; jose's SignJWT for comparison). Each call is timed on its own and the
  * median reported (hrtime itself costs some tens of ns, the same in every row).

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { main } from '../dist/cli.js'
+import { main } from '../dist/cli/index.js'
 
 // A reader that went away (`sidegate key list | head -1`) ends the output, not the process with a stack trace.
 for (const s of [process.stdout, process.stderr]) s.on('error', (err) => { if (err.code !== 'EPIPE') throw err })

@@ -3,7 +3,7 @@
  * `npm run docs:tables`: writes the tables generated from the code's own
  * catalogues into docs/: the error codes of src/errors.ts (docs/errors.md,
  * between `<!-- errors:begin -->` and `<!-- errors:end -->`), the audit events
- * of src/audit.ts (docs/observability.md, `audit`) and every configuration key
+ * of src/observability/audit.ts (docs/observability.md, `audit`) and every configuration key
  * of src/config/schema.ts (docs/configuration.md, `config`). test/docs.test.ts
  * fails while any differs. Reads the built dist/.
  */

@@ -114,7 +114,7 @@ const CREDENTIAL_SHAPE = /^[A-Za-z0-9_-]{44}$/
 /**
  * A string of the shape of sidegate's own tagged credentials (private tokens,
  * bearer tokens, session ids). One whose tag does not verify is refused in
- * process: no import can make such a string a token (src/import.ts refuses
+ * process: no import can make such a string a token (src/admin/import.ts refuses
  * them), so it is never looked up.
  */
 export function credentialShaped (value: string): boolean {

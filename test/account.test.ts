@@ -10,7 +10,7 @@ import { startGateway, SECRET } from './fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from './fixtures/creds.js'
 import { login } from './fixtures/session.js'
 import { eventually } from './fixtures/wait.js'
-import { main } from '../src/cli.js'
+import { main } from '../src/cli/index.js'
 
 const redis = await startRedis()
 const g = await startGateway(redis.url)

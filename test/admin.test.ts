@@ -15,7 +15,7 @@ import { cliIn } from './fixtures/procs.js'
 import { bearer, signAny, signedHeaders, signedWithBody } from './fixtures/creds.js'
 import { login } from './fixtures/session.js'
 import { eventually } from './fixtures/wait.js'
-import { buildConfig } from '../src/config.js'
+import { buildConfig } from '../src/config/index.js'
 import { ADMIN_ROUTES } from '../src/admin/api.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'

@@ -14,7 +14,7 @@ import { startRedis } from './fixtures/redis.js'
 import { startEcho, request, post } from './fixtures/http.js'
 import { ROOT, SECRET, startGateway } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
-import { main } from '../src/cli.js'
+import { main } from '../src/cli/index.js'
 import { eventually } from './fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'

@@ -1,7 +1,7 @@
 /**
  * The Dockerfile and the Kubernetes manifests, cross-checked against the code:
  * every manifest parses; probe paths and ports exist on a running gateway; env
- * names are ones config.ts reads; the ConfigMap's gateway.yml passes
+ * names are ones src/config/index.ts reads; the ConfigMap's gateway.yml passes
  * sidegate's own validation; ports line up from Service to container to
  * listen.port; the termination grace covers the drain.
  */
@@ -12,7 +12,7 @@ import { builtinModules } from 'node:module'
 import { join, relative } from 'node:path'
 import { promisify } from 'node:util'
 import { parse, parseAllDocuments } from 'yaml'
-import { buildConfig, ENV_VARIABLES } from '../src/config.js'
+import { buildConfig, ENV_VARIABLES } from '../src/config/index.js'
 import { removeDir, tempDir } from './fixtures/cleanup.js'
 import { ROOT, spawnGateway } from './fixtures/gateway.js'
 import { startRedis, freePort } from './fixtures/redis.js'
@@ -94,7 +94,7 @@ t.test('the ConfigMap\'s gateway.yml passes sidegate\'s validation and matches t
   t.notOk(app.ports, 'the app declares no port: nothing targets it')
 })
 
-t.test('env names the pod sets are ones config.ts reads; Secret keys exist', async (t) => {
+t.test('env names the pod sets are ones src/config/index.ts reads; Secret keys exist', async (t) => {
   const read = new Set(ENV_VARIABLES)
   t.ok(read.has('SIDEGATE_SECRET_KEY') && read.has('SIDEGATE_CONFIG'))
   const example = readFileSync(join(BASE, 'secret.env.example'), 'utf8')
@@ -102,7 +102,7 @@ t.test('env names the pod sets are ones config.ts reads; Secret keys exist', asy
   const secretGen = kustomization.secretGenerator[0]
   t.same(secretGen.envs, ['secret.env'])
   for (const e of sidegate.env) {
-    t.ok(read.has(e.name), `${e.name} is read by config.ts`)
+    t.ok(read.has(e.name), `${e.name} is read by src/config/index.ts`)
     const ref = e.valueFrom?.secretKeyRef
     if (ref !== undefined) {
       t.equal(ref.name, secretGen.name, `${e.name} comes from the generated Secret`)

@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import { ROOT } from './fixtures/gateway.js'
 import { configKeys } from '../src/config/reference.js'
-import { AUDIT_EVENTS } from '../src/audit.js'
+import { AUDIT_EVENTS } from '../src/observability/audit.js'
 
 const DOCS = ['README.md', 'CHANGELOG.md', 'TESTING.md', 'deploy/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 const text = (f: string): string => readFileSync(join(ROOT, f), 'utf8')

@@ -13,7 +13,7 @@ import { cliIn, workdir } from './fixtures/procs.js'
 import { makeUser, signedHeaders } from './fixtures/creds.js'
 import { removeDir } from './fixtures/cleanup.js'
 import { eventually } from './fixtures/wait.js'
-import { parseExpiry } from '../src/keyopts.js'
+import { parseExpiry } from '../src/admin/key-options.js'
 
 const redis = await startRedis()
 const echo = await startEcho()

@@ -15,7 +15,7 @@ import { makeUser } from './fixtures/creds.js'
 import { CheckGate, checkGateStats } from '../src/auth/check-gate.js'
 import { PasswordChecker } from '../src/auth/passwords.js'
 import { addressBucket } from '../src/http/address.js'
-import { Metrics } from '../src/metrics.js'
+import { Metrics } from '../src/observability/metrics.js'
 
 const redis = await startRedis()
 t.teardown(async () => { await redis.stop() })

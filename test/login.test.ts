@@ -335,7 +335,7 @@ t.test('disabling a user ends their browser sessions; they cannot sign in again'
 })
 
 t.test('config: session timeouts and lockout are validated', async (t) => {
-  const { buildConfig } = await import('../src/config.js')
+  const { buildConfig } = await import('../src/config/index.js')
   t.throws(() => buildConfig({ session: { idle_timeout: 0 } }), /session\.idle_timeout/)
   t.throws(() => buildConfig({ session: { idle_timeout: 600, absolute_timeout: 300 } }), /session\.absolute_timeout: must be at least session\.idle_timeout/)
   t.throws(() => buildConfig({ auth: { lockout: { max_failures: -1 } } }), /auth\.lockout\.max_failures/)

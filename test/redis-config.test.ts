@@ -1,6 +1,6 @@
 /**
  * redis.mode / sentinels / nodes / password / tls, server.drain_delay and
- * metrics.* in config.ts; the client factory; a real TLS Redis with a password.
+ * metrics.* in src/config/index.ts; the client factory; a real TLS Redis with a password.
  */
 import t from 'tap'
 import { execFile, execFileSync, spawn } from 'node:child_process'
@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Cluster } from 'ioredis'
 import { parse } from 'yaml'
-import { buildConfig, type Config } from '../src/config.js'
+import { buildConfig, type Config } from '../src/config/index.js'
 import { createRedisClient, describeRedis } from '../src/store/connect.js'
 import { removeDir, tempDir, track } from './fixtures/cleanup.js'
 import { ROOT } from './fixtures/gateway.js'

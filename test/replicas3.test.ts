@@ -11,7 +11,7 @@ import { ROOT, SECRET, spawnGateway, startGateway } from './fixtures/gateway.js'
 import { openTestStore } from './fixtures/store-contract.js'
 import { request } from './fixtures/http.js'
 import { bearer, signedHeaders } from './fixtures/creds.js'
-import { buildConfig } from '../src/config.js'
+import { buildConfig } from '../src/config/index.js'
 import { ANNOUNCED_WITHIN, eventually, bootstrappedAdmin } from './fixtures/wait.js'
 
 const run = promisify(execFile)

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { buildConfig } from '../src/config.js'
+import { buildConfig } from '../src/config/index.js'
 import { UsageError } from '../src/errors.js'
 import { ADMIN_PASSWORD, ROOT } from './fixtures/gateway.js'
 import { signedHeaders } from './fixtures/creds.js'
@@ -78,17 +78,17 @@ t.test('tracing is off unless an endpoint is given; the OTEL_* variables are hon
   t.same(buildConfig({}, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }).tracing.url, null, 'http/protobuf is accepted (the same OTLP/HTTP port takes JSON)')
 })
 
-t.test('the SDK is loaded only when tracing is on: src/otel.ts alone imports it, and only cli.ts imports otel.ts, dynamically', async (t) => {
+t.test('the SDK is loaded only when tracing is on: src/observability/otel.ts alone imports it, and only the start command imports it, dynamically', async (t) => {
   const src = join(ROOT, 'src')
   const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
   for (const f of files) {
     const text = readFileSync(join(src, f), 'utf8')
     // every static import but `import type` (which is erased), multi-line ones too
-    const runtime = [...text.matchAll(/^import (?!type )[\s\S]*?from '([^']+)'/gm)].map((m) => m[1]).filter((m) => m.startsWith('@opentelemetry/') || resolve(dirname(join(src, f)), m) === join(src, 'otel.js'))
-    if (f === 'otel.ts') t.ok(runtime.some((m) => m.startsWith('@opentelemetry/')), 'otel.ts imports the SDK')
+    const runtime = [...text.matchAll(/^import (?!type )[\s\S]*?from '([^']+)'/gm)].map((m) => m[1]).filter((m) => m.startsWith('@opentelemetry/') || resolve(dirname(join(src, f)), m) === join(src, 'observability', 'otel.js'))
+    if (f === join('observability', 'otel.ts')) t.ok(runtime.some((m) => m.startsWith('@opentelemetry/')), 'otel.ts imports the SDK')
     else t.same(runtime, [], `${f} imports neither the SDK nor otel.ts statically`)
   }
-  t.match(readFileSync(join(src, 'cli', 'commands.ts'), 'utf8'), /await import\('\.\.\/otel\.js'\)/, 'start imports it when tracing is on')
+  t.match(readFileSync(join(src, 'cli', 'commands.ts'), 'utf8'), /await import\('\.\.\/observability\/otel\.js'\)/, 'start imports it when tracing is on')
 })
 
 // ── over real processes ───────────────────────────────────────────────────

@@ -1,6 +1,6 @@
 /**
  * The authenticators as tables: request headers → the claim (method and
- * user) or the error (status and code), through AuthPipeline on a
+ * user) or the error (status and code), through Authenticators on a
  * MemoryStore. No sockets, no Redis: a row costs microseconds, so every rule
  * gets its row (the same rules are tested over real HTTP elsewhere).
  * The store's clock is stepped for expiries; the session's absolute timeout
@@ -10,10 +10,10 @@
 import t from 'tap'
 import { createHmac } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import { buildConfig, type Config } from '../src/config.js'
+import { buildConfig, type Config } from '../src/config/index.js'
 import { Keyring } from '../src/crypto.js'
 import { GatewayError } from '../src/errors.js'
-import { AuthPipeline } from '../src/auth/index.js'
+import { Authenticators } from '../src/auth/index.js'
 import { MemoryStore } from '../src/store/memory.js'
 import type { User } from '../src/store/types.js'
 import { SECRET } from './fixtures/gateway.js'
@@ -64,7 +64,7 @@ async function fixture (doc: Record<string, unknown> = {}): Promise<Fixture> {
   const privateToken = await store.createPrivateToken(alice.id)
   const doraToken = await store.createPrivateToken(dora.id)
   await store.setUserActive(dora.id, false)
-  const pipeline = new AuthPipeline(store, config)
+  const pipeline = new Authenticators(store, config)
   const auth = async (r: Request): Promise<Outcome> => {
     const req = { method: r.method ?? 'GET', url: r.url ?? '/api/v1/users/profile/', headers: r.headers } as unknown as IncomingMessage
     try {
@@ -310,11 +310,11 @@ runTable('the pipeline: no credentials, unknown schemes, malformed headers', [
   { name: 'Signature without parameters', req: () => ({ headers: { authorization: 'Signature' } }), want: no(401, 'malformed_authorization') }
 ])
 
-// ---- the synchronous fast path (AuthPipeline.resolve, what the request path calls)
+// ---- the synchronous fast path (Authenticators.resolve, what the request path calls)
 
 t.test('resolve answers at once where in-process state decides, else with a promise', async (t) => {
   const f = await fixture()
-  const pipeline = new AuthPipeline(f.store, f.config)
+  const pipeline = new Authenticators(f.store, f.config)
   const req = (authorization: string): IncomingMessage => ({ method: 'GET', url: '/api/v1/x', headers: { authorization } }) as unknown as IncomingMessage
   const who = pipeline.resolve(req(`Token ${f.privateToken}`))
   t.notOk(who instanceof Promise, 'a known private token of an active user: the identity itself')

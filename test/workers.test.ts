@@ -1,5 +1,5 @@
 /**
- * `sidegate start --workers N` (src/cluster.ts): real processes (a primary and
+ * `sidegate start --workers N` (src/app/primary.ts): real processes (a primary and
  * its node:cluster workers, from dist/), a real Redis, an echo upstream, real
  * HTTP. Which worker served a request is read from its access log line
  * ("worker": 1..N; the primary is 0 and serves none). Every wait is a deadline

@@ -1,10 +1,10 @@
 /**
  * Bench helper, not shipped: the forwarder of the http-proxy variants
  * (http-proxy.ts, http-proxy-3.ts), which differ only in the library's
- * createProxyServer. Plain requests through it, with the rules src/proxy.ts
+ * createProxyServer. Plain requests through it, with the rules src/forward/proxy.ts
  * keeps: 502/504, upstream timeout, client abort, upstream reset
  * mid-response, hop-by-hop headers dropped, the gateway's X-Request-Id wins.
- * WebSocket upgrades as in src/proxy.ts (src/upstream.ts).
+ * WebSocket upgrades as in src/forward/proxy.ts (src/forward/upstream.ts).
  */
 import http from 'node:http'
 import https from 'node:https'

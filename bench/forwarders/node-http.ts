@@ -1,14 +1,14 @@
 /**
- * Bench variant, not shipped (src/proxy.ts until the undici forwarder
+ * Bench variant, not shipped (src/forward/proxy.ts until the undici forwarder
  * replaced it): a lean node:http forwarder over a keep-alive agent for plain
  * requests (one request object, the headers copied once, no per-request
- * option parsing); WebSocket upgrades as src/proxy.ts (src/upstream.ts). Every call has an
+ * option parsing); WebSocket upgrades as src/forward/proxy.ts (src/forward/upstream.ts). Every call has an
  * error handler: refused → 502, no answer within upstream.timeout → 504,
  * client gone → nothing to answer, nothing leaked.
  *
- * A drop-in replacement for src/proxy.ts: `npm run bench:forwarders` compiles
- * it in place of dist/proxy.js; to run the proxy tests against it, copy it
- * over src/proxy.ts (see README, Performance).
+ * A drop-in replacement for src/forward/proxy.ts: `npm run bench:forwarders` compiles
+ * it in place of dist/forward/proxy.js; to run the proxy tests against it, copy it
+ * over src/forward/proxy.ts (see README, Performance).
  */
 import http from 'node:http'
 import https from 'node:https'

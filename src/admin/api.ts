@@ -20,19 +20,19 @@ import type http from 'node:http'
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import { AuthPipeline, CHALLENGES, type Identity } from '../auth/index.js'
+import { Authenticators, CHALLENGES, type Identity } from '../auth/index.js'
 import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { E, GatewayError, UsageError } from '../errors.js'
-import { clientIp, headerPolicy, requestId, trustedProxies, type HeaderPolicy } from '../headers.js'
+import { clientIp, headerPolicy, requestId, trustedProxies, type HeaderPolicy } from '../pipeline/headers.js'
 import { isJsonType, mediaType } from '../http/content-type.js'
 import { pathOf } from '../http/query.js'
-import type { Logger } from '../log.js'
+import type { Logger } from '../observability/log.js'
 import { sendError, sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
 import { AdminOps, type Labels } from './ops.js'
-import { keyUsed, type Auditor } from '../audit.js'
+import { keyUsed, type Auditor } from '../observability/audit.js'
 import { adminOpenApi, type DocumentedRoute } from './openapi.js'
 
 export const ADMIN_PREFIX = '/admin/v1/'
@@ -344,7 +344,7 @@ const ADMIN_CHALLENGES = CHALLENGES.filter((c) => !c.startsWith('Bearer '))
 
 /** What the admin API reads from the gateway on every call: after a live reload, the new config's. */
 export interface AdminGatewayView {
-  /** the config in force (src/server.ts Gateway.config) */
+  /** the config in force (src/pipeline/server.ts Gateway.config) */
   readonly config: Config
 }
 
@@ -424,10 +424,10 @@ async function bodyOf (req: http.IncomingMessage, route: AdminRoute, limit: numb
 export function createAdminApi (o: AdminApiOptions): AdminApi {
   const { gateway, store, log, audit } = o
   /** What a call derives from the config in force, built again only when a live reload replaced it. */
-  let derived: { config: Config, policy: HeaderPolicy, auth: AuthPipeline, document?: Buffer } | undefined
+  let derived: { config: Config, policy: HeaderPolicy, auth: Authenticators, document?: Buffer } | undefined
   const inForce = (): NonNullable<typeof derived> => {
     const config = gateway.config
-    if (derived?.config !== config) derived = { config, policy: headerPolicy(config), auth: new AuthPipeline(store, adminAuthConfig(config)) }
+    if (derived?.config !== config) derived = { config, policy: headerPolicy(config), auth: new Authenticators(store, adminAuthConfig(config)) }
     return derived
   }
 

@@ -1,12 +1,12 @@
 /**
  * The listeners apart from the public port, so that neither is reachable
  * through the Service or load balancer in front of the gateway: GET /metrics
- * on metrics.host:metrics.port (metrics.enabled, src/metrics.ts), and the
+ * on metrics.host:metrics.port (metrics.enabled, src/observability/metrics.ts), and the
  * admin API under /admin/v1/ on admin.host:admin.port (admin.enabled,
  * src/admin/api.ts; loopback by default, as metrics usually must not be).
  * Anything else each answers 404 in plain text.
  *
- * With `sidegate start --workers N` (src/cluster.ts) the primary runs both,
+ * With `sidegate start --workers N` (src/app/primary.ts) the primary runs both,
  * with /metrics summed over the workers and admin API calls relayed to a
  * worker, which serves them on a private unix socket (`path`, `relayed`).
  */
@@ -15,15 +15,15 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { isIP } from 'node:net'
 import { ADMIN_PREFIX } from './api.js'
-import type { Config } from '../config.js'
-import type { Logger } from '../log.js'
+import type { Config } from '../config/index.js'
+import type { Logger } from '../observability/log.js'
 
 export interface AdminListener {
   readonly address: AddressInfo
   close (): Promise<void>
 }
 
-/** GET /metrics: Metrics (src/metrics.ts), or the primary's sum over its workers. */
+/** GET /metrics: Metrics (src/observability/metrics.ts), or the primary's sum over its workers. */
 export interface Scraper { scrape (req: http.IncomingMessage, res: http.ServerResponse): void }
 /** The admin API (src/admin/api.ts), or the primary's relay to a worker. */
 export interface AdminHandler { handle (req: http.IncomingMessage, res: http.ServerResponse): void }

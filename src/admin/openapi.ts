@@ -5,7 +5,7 @@
  * validates with) and the error catalogue (src/errors.ts), with the error
  * answers and schemas of the public document (src/routes/openapi.ts).
  */
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { VERSION, errorResponse, errorSchemasOf } from '../routes/openapi.js'
 import { json, schemaRef, type Json } from '../routes/spec.js'

@@ -1,6 +1,6 @@
 /**
  * The administration operations, one implementation behind both the command
- * line (`sidegate user|org|key|token|limit|session …`, src/cli.ts) and the
+ * line (`sidegate user|org|key|token|limit|session …`, src/cli/index.ts) and the
  * admin API (/admin/v1/…, src/admin/api.ts): the same checks, the same
  * store calls, the same JSON (`--json` prints exactly what the API answers).
  *
@@ -12,14 +12,14 @@
  * an input as its caller knows it (`Labels`: `--expires` on the command line,
  * `expires` in a JSON body).
  */
-import type { AuditRecord } from '../audit.js'
-import type { Config } from '../config.js'
+import type { AuditRecord } from '../observability/audit.js'
+import type { Config } from '../config/index.js'
 import { UsageError } from '../errors.js'
-import { KeyOptionError, keyOptions, type KeyOption } from '../keyopts.js'
+import { KeyOptionError, keyOptions, type KeyOption } from './key-options.js'
 import { isUuid } from '../http/uuid.js'
-import { USERNAME } from '../import.js'
+import { USERNAME } from './import.js'
 import { hasControl, NO_CONTROLS } from '../text.js'
-import { parsePolicy } from '../ratelimit-policy.js'
+import { parsePolicy } from '../auth/rate-limit-policy.js'
 import { UNREADABLE, type AccessKey, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
 /** How the caller names each input, for messages. */
@@ -36,7 +36,7 @@ export interface Labels {
   tokenRevoke: (username: string) => string
 }
 
-/** Which label names each key option (src/keyopts.ts). */
+/** Which label names each key option (src/admin/key-options.ts). */
 const KEY_OPTION_LABEL: Record<KeyOption, 'expires' | 'name' | 'allowIp'> = { expires: 'expires', name: 'name', allow_ips: 'allowIp' }
 
 export const CLI_LABELS: Labels = {
@@ -114,7 +114,7 @@ export interface NewKeyInput {
 
 export class AdminOps {
   /**
-   * `audit`: where each credential event goes (src/audit.ts): the CLI's
+   * `audit`: where each credential event goes (src/observability/audit.ts): the CLI's
    * auditor (actor `cli`), or the admin API's with the request and its
    * superuser (actor that user). Reads that show no secret are not audited.
    */

@@ -17,7 +17,7 @@ export interface CheckGateOptions {
   per_address_waiting: number
 }
 
-/** Counts since start, read by the metrics (src/metrics.ts). */
+/** Counts since start, read by the metrics (src/observability/metrics.ts). */
 export const checkGateStats = { busy: 0, address: 0, dropped: 0 }
 
 interface Waiter { bucket: string, gone: () => boolean, start: () => void, cancel: () => void }

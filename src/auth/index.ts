@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { E, GatewayError } from '../errors.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import type { Store, User } from '../store/types.js'
 import { BearerAuthenticator } from './bearer.js'
 import { parseCookies } from '../http/cookies.js'
@@ -28,7 +28,7 @@ export const CHALLENGES = [
 /**
  * `target`: the method and URI the credentials are checked against, when not
  * the request's own (a forward-auth decision is about the request the proxy in
- * front received; src/headers.ts originalRequest).
+ * front received; src/pipeline/headers.ts originalRequest).
  */
 export function readCredentials (req: IncomingMessage, target?: { method: string, url: string }): Credentials {
   const h = req.headers.authorization
@@ -43,7 +43,7 @@ export function readCredentials (req: IncomingMessage, target?: { method: string
   }
 }
 
-export class AuthPipeline {
+export class Authenticators {
   readonly authenticators: Authenticator[]
   readonly session: SessionAuthenticator
 
@@ -82,7 +82,7 @@ export class AuthPipeline {
    * authenticate, but synchronous where in-process state decides (a cached
    * private token of a cached user, a token whose check tag is wrong): the
    * Identity itself, or a synchronous throw; else a promise, as authenticate.
-   * The request path (src/pipeline.ts) awaits only what is a promise.
+   * The request path (src/pipeline/pipeline.ts) awaits only what is a promise.
    */
   resolve (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Identity | Promise<Identity> {
     let c: Credentials

@@ -3,7 +3,7 @@
  * password confirmation of the account endpoints, with the login lockout.
  */
 import type { IncomingMessage } from 'node:http'
-import type { AuditContext, Auditor } from '../audit.js'
+import type { AuditContext, Auditor } from '../observability/audit.js'
 import { E } from '../errors.js'
 import { hashPassword, isLegacyHash, verifyPassword } from '../crypto.js'
 import { addressBucket } from '../http/address.js'
@@ -35,7 +35,7 @@ export class PasswordChecker {
   constructor (
     private readonly store: Store,
     private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 },
-    /** records login.succeeded, login.failed and login.locked_out (src/audit.ts) */
+    /** records login.succeeded, login.failed and login.locked_out (src/observability/audit.ts) */
     private readonly audit: Auditor | null = null,
     gate: CheckGateOptions = UNBOUNDED
   ) {

@@ -6,7 +6,7 @@
  */
 import { E } from '../errors.js'
 import { safeEqual } from '../crypto.js'
-import type { Names } from '../config.js'
+import type { Names } from '../config/index.js'
 import type { Session, Store } from '../store/types.js'
 import { LruCache } from '../store/cache.js'
 import type { Authenticator, Claim, Credentials } from './types.js'

@@ -21,7 +21,7 @@ export interface Claim {
   userId: string
   method: AuthMethod
   session?: Session
-  /** access keys: the key's id (the identity token's akid) and its own rate limit (src/ratelimit.ts) */
+  /** access keys: the key's id (the identity token's akid) and its own rate limit (src/auth/rate-limit.ts) */
   keyId?: string
   keyLimit?: RateLimitPolicy
   /** the key's allow-list (addresses, CIDR ranges): checked against the client address by the pipeline */
@@ -41,7 +41,7 @@ export interface Authenticator {
   authenticate (c: Credentials): Promise<Claim>
   /**
    * The claim when in-process state alone decides it (no I/O: the fast path
-   * of AuthPipeline.resolve), throwing as authenticate would; undefined when
+   * of Authenticators.resolve), throwing as authenticate would; undefined when
    * only authenticate can tell.
    */
   cached? (c: Credentials): Claim | undefined

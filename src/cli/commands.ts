@@ -1,12 +1,12 @@
 /**
- * What `sidegate …` does once its command line is read (src/cli.ts): start
+ * What `sidegate …` does once its command line is read (src/cli/index.ts): start
  * the gateway, check its config, or administer the store. Loaded only for a
  * command that needs it, so that --help and --version load none of it.
  */
 import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { userInfo } from 'node:os'
-import { ConfigError, configWarningList, configWarnings, loadConfig, type Config } from '../config.js'
+import { ConfigError, configWarningList, configWarnings, loadConfig, type Config } from '../config/index.js'
 import { defaultsYaml } from '../config/defaults.js'
 import { changedKeys } from '../config/live.js'
 import { jsonSchema } from '../config/json-schema.js'
@@ -15,23 +15,23 @@ import { report as reportError, VERSION, type Io } from './io.js'
 import type { Values } from './args.js'
 import { Keyring } from '../crypto.js'
 import { E, GatewayError, UsageError } from '../errors.js'
-import { Auditor, formatAuditEntry, parseSince } from '../audit.js'
-import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from '../log.js'
-import { Reloader } from '../reload.js'
+import { Auditor, formatAuditEntry, parseSince } from '../observability/audit.js'
+import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from '../observability/log.js'
+import { Reloader } from '../app/reload.js'
 import { maskUrl } from '../http/mask.js'
-import { ensureDefaults, type SecretKey } from '../bootstrap.js'
-import { keyStates, rotateKeySet, type KeyState } from '../identity.js'
-import { formatPolicy } from '../ratelimit-policy.js'
-import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from '../runtime.js'
-import { createGateway } from '../server.js'
+import { ensureDefaults, type SecretKey } from '../app/bootstrap.js'
+import { keyStates, rotateKeySet, type KeyState } from '../forward/identity.js'
+import { formatPolicy } from '../auth/rate-limit-policy.js'
+import { keyForStart, openStore, redisTarget, requireSecretKey, storeWhere } from '../app/open-store.js'
+import { createGateway } from '../pipeline/server.js'
 import { createAdminApi } from '../admin/api.js'
 import { announceAdmin, listenAdmin, listenFailure, type AdminListener, type Listener } from '../admin/listener.js'
-import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from '../cluster.js'
-import { guardScrape, Metrics, scrapeCredentials } from '../metrics.js'
+import { connectToPrimary, isWorker, runPrimary, workerCount, type WorkerLink } from '../app/primary.js'
+import { guardScrape, Metrics, scrapeCredentials } from '../observability/metrics.js'
 import { KeyCheckError } from '../store/keycheck.js'
 import type { ManagedStore, RunningStore, Store } from '../store/types.js'
 import { AdminOps, checkPassword, CLI_LABELS, parseMembership } from '../admin/ops.js'
-import { ImportProblems, parseImport, PRIVILEGE_FLAGS, PrivilegedRefused, RECORD_TYPES, runImport, type Action, type PrivilegeKind, type Summary } from '../import.js'
+import { ImportProblems, parseImport, PRIVILEGE_FLAGS, PrivilegedRefused, RECORD_TYPES, runImport, type Action, type PrivilegeKind, type Summary } from '../admin/import.js'
 
 /** `sidegate import` lists at most this many bad lines. */
 const SHOW_PROBLEMS = 100
@@ -44,12 +44,12 @@ function report (io: Io, json: boolean, err: unknown): number {
   return reportError(io, json, err instanceof KeyCheckError ? new UsageError(err.message, 2, err.code) : err)
 }
 
-/** Runs `cmd sub …args` (both known: src/cli.ts checked them); returns the exit code. */
+/** Runs `cmd sub …args` (both known: src/cli/index.ts checked them); returns the exit code. */
 export async function run (cmd: string, sub: string | undefined, rest: string[], values: Values, io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   const json = values.json === true
   if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError('--workers is an option of start only; see `sidegate start --help`'))
   if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
-  // a worker of `start --workers N`: the config comes from the primary, which read and checked it (src/cluster.ts)
+  // a worker of `start --workers N`: the config comes from the primary, which read and checked it (src/app/primary.ts)
   if (cmd === 'start' && isWorker()) {
     const link = await connectToPrimary()
     return await start(link.config, io, env, link)
@@ -198,7 +198,7 @@ async function rotate (store: ManagedStore, config: Config, newKey: string, io: 
  * `sidegate start`: one process, or (`worker`) one of the workers of
  * `start --workers N`, which takes its config and live reloads from the
  * primary, serves /metrics to it over IPC and the admin API on a private
- * socket, and does not watch the config file (src/cluster.ts).
+ * socket, and does not watch the config file (src/app/primary.ts).
  */
 async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: WorkerLink): Promise<number> {
   const log: Logger = createLogger(config.log.level, undefined, worker === undefined ? {} : { worker: worker.slot })
@@ -253,8 +253,8 @@ async function start (config: Config, io: Io, env: NodeJS.ProcessEnv, worker?: W
   // before the connection: the first start's bootstrap (prepare, on ready) records the superuser it creates
   const audit = new Auditor({ config: config.audit, log, store, onStreamError: metrics?.auditStreamError })
   store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
-  // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/otel.ts)
-  const tracer = config.tracing.url === null ? null : (await import('../otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
+  // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/observability/otel.ts)
+  const tracer = config.tracing.url === null ? null : (await import('../observability/otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
   if (tracer !== null) log.info({ endpoint: maskUrl(config.tracing.url!), sampler: config.tracing.sampler.name }, 'tracing on')
   const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, tracer, audit })
   metrics?.observe(store, () => gw.draining)

@@ -6,7 +6,7 @@
  * Secrets are never shown; passwords in URLs are masked.
  */
 import { isIP } from 'node:net'
-import { parsePolicy } from '../ratelimit-policy.js'
+import { parsePolicy } from '../auth/rate-limit-policy.js'
 import type { TSchema } from '@sinclair/typebox'
 import { maskUrl } from '../http/mask.js'
 

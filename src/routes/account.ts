@@ -17,13 +17,13 @@
  * private token back (403 permission_denied).
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
-import type { AuditEvent, Auditor } from '../audit.js'
+import type { AuditEvent, Auditor } from '../observability/audit.js'
 import { isUuid } from '../http/uuid.js'
 import { decodeFields, readBody } from '../body.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { E, GatewayError } from '../errors.js'
 import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS, MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from '../limits.js'
-import { KeyOptionError, keyOptions } from '../keyopts.js'
+import { KeyOptionError, keyOptions } from '../admin/key-options.js'
 import { sendJson } from '../respond.js'
 import type { AccessKey, NewKeyOptions, Store } from '../store/types.js'
 import { esc, page, redirect, sendHtml } from './html.js'
@@ -49,7 +49,7 @@ function keyJson (k: AccessKey): Record<string, unknown> {
 
 /**
  * The key options of a create (`expires`, `name`, `allow_ips`), parsed as
- * `sidegate key create` parses its flags (src/keyopts.ts): 400 bad_request
+ * `sidegate key create` parses its flags (src/admin/key-options.ts): 400 bad_request
  * naming the field otherwise. `allow_ips` is a JSON list of strings, or one
  * string of entries separated by commas or spaces (a form field).
  */

@@ -2,27 +2,27 @@
  * /_sidegate/auth: the forward-auth (decision) endpoint, for nginx
  * `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth and Envoy
  * `ext_authz` (configurations in deploy/forward-auth/). Any method, with or
- * without upstream.url. The pipeline (src/pipeline.ts, decide) authenticates
+ * without upstream.url. The pipeline (src/pipeline/pipeline.ts, decide) authenticates
  * the original request the proxy describes and resolves its org, with every
  * check proxy mode applies to the same request; this handler answers 200 with
  * no body, the identity headers (the same ones a forwarded request carries:
- * src/headers.ts identityHeaders) and `Cookie`: the client's Cookie header
+ * src/pipeline/headers.ts identityHeaders) and `Cookie`: the client's Cookie header
  * without sidegate's session and CSRF cookies, for the proxy to set in place of
  * the client's (empty: remove it). Only a peer in server.trusted_proxies may
  * ask (403 untrusted_proxy). A decision request that carries Upgrade (Caddy
- * copies it) is answered the same way (src/server.ts). Refusals are the
+ * copies it) is answered the same way (src/pipeline/server.ts). Refusals are the
  * pipeline's usual JSON errors. No decision may be cached (a one-time bearer
  * token is used up by it): every answer says `Cache-Control: no-store`.
  *
  * A browser's navigation with no credential (session.login_redirect; the
- * pipeline decides, src/pipeline.ts decide): nginx (X-Original-URI) gets the
+ * pipeline decides, src/pipeline/pipeline.ts decide): nginx (X-Original-URI) gets the
  * 401 with the login page in X-<abbrev>-Login, the others the 303 to it.
  *
  * Below the path (`/_sidegate/auth/api/v1/x?y`) the rest is the original URI
  * when the proxy sends no X-Forwarded-Uri or X-Original-URI: Envoy's
  * ext_authz HTTP service appends the original path to its `path_prefix`.
  */
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { redirectTo, type DocumentedMethod, type Json, type Operation } from './spec.js'
 import type { Route } from './types.js'
 

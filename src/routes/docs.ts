@@ -6,7 +6,7 @@
  * is src/routes/openapi.ts's, built from every route's docs (these included).
  */
 import { stringify } from 'yaml'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { esc, page, redirect, sendHtml } from './html.js'
 import type { AssetSet } from './static.js'
 import { html, json, redirectTo, type RouteDocs } from './spec.js'

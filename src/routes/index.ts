@@ -6,17 +6,17 @@
  * Without an upstream, a path that is none of the routes is 404.
  */
 import type { IncomingMessage } from 'node:http'
-import { configWarningList, type Config } from '../config.js'
+import { configWarningList, type Config } from '../config/index.js'
 import { E } from '../errors.js'
-import type { Auditor } from '../audit.js'
-import type { AuthPipeline } from '../auth/index.js'
+import type { Auditor } from '../observability/audit.js'
+import type { Authenticators } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
 import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
-import type { IdentitySigner } from '../identity.js'
+import type { IdentitySigner } from '../forward/identity.js'
 import { jwksRoute } from './jwks.js'
 import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
@@ -30,8 +30,8 @@ export type { Route, RouteAuth, RequestContext } from './types.js'
 export interface RouterOptions {
   config: Config
   store: Store
-  auth: AuthPipeline
-  /** src/origin.ts: a browser's request from another site */
+  auth: Authenticators
+  /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: IncomingMessage) => boolean
   /** the gateway is draining (/readyz answers 503) */
   draining: () => boolean
@@ -39,7 +39,7 @@ export interface RouterOptions {
   ready?: () => Promise<void>
   /** identity.jwt enabled: its signer (the JWKS route) */
   identity?: IdentitySigner | null
-  /** the audit trail (src/audit.ts) */
+  /** the audit trail (src/observability/audit.ts) */
   audit?: Auditor
 }
 

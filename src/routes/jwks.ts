@@ -1,12 +1,12 @@
 /**
  * GET /.well-known/jwks.json: the public keys of the identity JWT
- * (identity.jwt, src/identity.ts): every key whose tokens may still be valid
+ * (identity.jwt, src/forward/identity.ts): every key whose tokens may still be valid
  * and every key about to sign. Registered only when identity.jwt.enabled
  * (otherwise the path is not sidegate's: 404, or the upstream's, protected
  * like any other path).
  */
 import { E } from '../errors.js'
-import type { IdentitySigner } from '../identity.js'
+import type { IdentitySigner } from '../forward/identity.js'
 import { sendJson } from '../respond.js'
 import { json } from './spec.js'
 import type { Route } from './types.js'

@@ -5,18 +5,18 @@
  * new one and sets two cookies: `<abbrev>_sessionid` (HttpOnly) and
  * `<abbrev>_csrftoken` (readable by scripts, to echo in `X-CSRFToken`).
  * Both are SameSite=Lax, Path=/, and Secure over HTTPS or with
- * `session.cookie_secure`. Cross-site posts (src/origin.ts: `Sec-Fetch-Site`,
+ * `session.cookie_secure`. Cross-site posts (src/pipeline/origin.ts: `Sec-Fetch-Site`,
  * else `Origin`, else `Referer`) are refused, so no other site can log a
  * browser in or out.
  */
 import type { IncomingMessage } from 'node:http'
-import type { Auditor } from '../audit.js'
-import type { AuthPipeline } from '../auth/index.js'
+import type { Auditor } from '../observability/audit.js'
+import type { Authenticators } from '../auth/index.js'
 import { parseCookies } from '../http/cookies.js'
 import { FORM_TYPE, isJsonType, mediaType } from '../http/content-type.js'
 import { queryParam } from '../http/query.js'
 import { decodeFields, readBody } from '../body.js'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
@@ -56,7 +56,7 @@ export function safeNext (v: unknown, fallback = HOME): string {
  * target as received: latin1, so a raw UTF-8 byte is read back as UTF-8):
  * back there afterwards when it is a safe `next`, else to "/" (a target such
  * as `//evil.example/` or `/\evil` never leaves the site). `origin`: a
- * proxy's origin to make it absolute (src/headers.ts forwardedOrigin), or ''.
+ * proxy's origin to make it absolute (src/pipeline/headers.ts forwardedOrigin), or ''.
  */
 export function loginLocation (original: string, origin = ''): string {
   const target = /[\x80-\xff]/.test(original) ? Buffer.from(original, 'latin1').toString('utf8') : original
@@ -74,10 +74,10 @@ function isForm (req: IncomingMessage): boolean {
 export interface LoginDeps {
   config: Config
   store: Store
-  auth: AuthPipeline
+  auth: Authenticators
   passwords: PasswordChecker
   assets: AssetSet
-  /** src/origin.ts: a browser's request from another site */
+  /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: IncomingMessage) => boolean
   /** records session.revoked (logout, or a login that replaces the browser's session) */
   audit?: Auditor

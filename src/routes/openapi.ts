@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Config } from '../config.js'
+import type { Config } from '../config/index.js'
 import { ERRORS, HTTP_ERROR_CODES, type ErrorCode } from '../errors.js'
 import { LOGIN_PATH } from './login.js'
 import { ref, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'

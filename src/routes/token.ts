@@ -10,7 +10,7 @@
  * counted, so no page can lock a user out through a visitor's browser.
  */
 import type { IncomingMessage } from 'node:http'
-import type { Auditor } from '../audit.js'
+import type { Auditor } from '../observability/audit.js'
 import { E, GatewayError } from '../errors.js'
 import { decodeFieldsOf, readBody, requireString } from '../body.js'
 import { jmsDate } from '../http/date.js'
@@ -39,7 +39,7 @@ export interface TokenRouteOptions {
   /** names.abbrev JMS: a wrong password is JumpServer's 400 {error: "password_failed", msg} */
   jumpserver: boolean
   bodyLimit: number
-  /** src/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted) */
+  /** src/pipeline/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted) */
   crossSite: (req: IncomingMessage) => boolean
   /** records token.issued */
   audit?: Auditor

@@ -1,10 +1,10 @@
-import type { RequestContext } from '../context.js'
+import type { RequestContext } from '../pipeline/context.js'
 import type { RouteDocs } from './spec.js'
 
 export type { RequestContext }
 
 /**
- * What the pipeline does before a route's handler runs (src/pipeline.ts):
+ * What the pipeline does before a route's handler runs (src/pipeline/pipeline.ts):
  * - `none`: nothing; no credential is looked at. Health checks, the token
  *   endpoint and `POST /login` (they check a password), `POST /logout` (it
  *   ends the session its cookie names, with its own CSRF check), the

@@ -7,7 +7,7 @@
  */
 import { E } from '../errors.js'
 import { sendJson } from '../respond.js'
-import { ROOT_ORG_ID } from '../org.js'
+import { ROOT_ORG_ID } from '../auth/org.js'
 import type { Store } from '../store/types.js'
 import { profile, profileSchemas } from './profile.js'
 import { json, schemaRef, type ErrorAnswer } from './spec.js'

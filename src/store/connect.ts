@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
-import type { RedisTls, RedisTopology } from '../config.js'
+import type { RedisTls, RedisTopology } from '../config/index.js'
 import { UsageError } from '../errors.js'
 import { maskUrl } from '../http/mask.js'
 

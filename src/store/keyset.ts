@@ -1,5 +1,5 @@
 /**
- * The identity JWT's key set as the store keeps it (src/identity.ts): one
+ * The identity JWT's key set as the store keeps it (src/forward/identity.ts): one
  * record, `jwks` under the prefix, `{rev, keys}`, each key's private JWK
  * encrypted with the secret key (additional data `jwk:<kid>`). Shared by
  * RedisStore, MemoryStore and the secret rotation (./rotate.ts). Imports
@@ -7,11 +7,11 @@
  */
 import type { Keyring } from '../crypto.js'
 
-/** The algorithms of the identity JWT's signing keys (src/identity.ts). */
+/** The algorithms of the identity JWT's signing keys (src/forward/identity.ts). */
 export type SigningAlgorithm = 'EdDSA' | 'ES256'
 
 /**
- * One key of the identity JWT's key set (src/identity.ts): published in the
+ * One key of the identity JWT's key set (src/forward/identity.ts): published in the
  * JWKS from `created`, used for signing from `active_from` (the newest key
  * whose `active_from` has come signs). Its private half is stored encrypted
  * with the secret key.
@@ -36,7 +36,7 @@ export interface SigningKeySet {
   keys: SigningKey[]
 }
 
-/** The key of the identity JWT's key set (src/identity.ts), under the store's prefix. */
+/** The key of the identity JWT's key set (src/forward/identity.ts), under the store's prefix. */
 export const JWKS_KEY = 'jwks'
 
 /** A signing key as stored: the private JWK encrypted with the secret key (additional data `jwk:<kid>`). */

@@ -10,7 +10,7 @@
  * both are pruned when added to and expire with their longest-lived member.
  *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
- *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/identity.ts)
+ *   jwks   (the identity JWT's signing keys, private halves encrypted: layout.ts, src/forward/identity.ts)
  *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
  * Tokens and session ids are stored only as keyed hashes; access-key secrets
  * and private tokens are encrypted (AES-256-GCM) so they can be read back.
@@ -23,7 +23,7 @@
  * Keep it so: a new multi-key operation must share one {hash tag} or be split.
  */
 import { randomUUID } from 'node:crypto'
-import type { RedisTopology } from '../config.js'
+import type { RedisTopology } from '../config/index.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import { E, GatewayError } from '../errors.js'
 import { credentialShaped, hashPassword, type Keyring } from '../crypto.js'

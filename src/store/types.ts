@@ -33,7 +33,7 @@ export interface User {
   rate_limit?: RateLimitPolicy | null
 }
 
-/** `limit` requests per `window` seconds (src/ratelimit.ts). */
+/** `limit` requests per `window` seconds (src/auth/rate-limit.ts). */
 export interface RateLimitPolicy {
   limit: number
   window: number
@@ -223,7 +223,7 @@ export interface Store {
   userIdForPrivateToken(token: string): Promise<string | null>
   /**
    * userIdForPrivateToken without I/O, for the synchronous fast path
-   * (src/auth/index.ts, AuthPipeline.resolve): null when the token is none
+   * (src/auth/index.ts, Authenticators.resolve): null when the token is none
    * (its check tag is wrong), the user id when the in-process cache holds it,
    * undefined when only userIdForPrivateToken can tell.
    */
@@ -363,5 +363,5 @@ export interface StoreCaches {
   readonly sessions: LruCache<unknown>
 }
 
-/** What src/runtime.ts openStore gives `sidegate start` and the admin commands. */
+/** What src/app/open-store.ts openStore gives `sidegate start` and the admin commands. */
 export interface ManagedStore extends RunningStore, KeyAdmin, StoreCaches {}

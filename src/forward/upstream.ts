@@ -1,5 +1,5 @@
 /**
- * What every forwarder shares (src/proxy.ts, and the variants measured in
+ * What every forwarder shares (src/forward/proxy.ts, and the variants measured in
  * bench/forwarders/): the Forwarder contract, the error a request gets when
  * the upstream fails it, the hop-by-hop headers, the forwarded path, and
  * WebSocket upgrades through http-proxy.
@@ -8,14 +8,14 @@ import http from 'node:http'
 import https from 'node:https'
 import type { Duplex } from 'node:stream'
 import httpProxy from 'http-proxy'
-import { E, type GatewayError } from './errors.js'
-import type { UpstreamCall } from './tracing.js'
+import { E, type GatewayError } from '../errors.js'
+import type { UpstreamCall } from '../observability/tracing.js'
 
 export interface Forwarder {
   /**
    * The response carries the gateway's X-Request-Id: the one setForwarded put
    * on the request (`req.headers['x-request-id']`), never the upstream's.
-   * `call`: tracing's span of this upstream call (src/tracing.ts), ended when
+   * `call`: tracing's span of this upstream call (src/observability/tracing.ts), ended when
    * the upstream's answer is complete or fails.
    */
   web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void, call?: UpstreamCall): void

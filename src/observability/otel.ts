@@ -25,7 +25,7 @@ import { W3CTraceContextPropagator, setGlobalErrorHandler } from '@opentelemetry
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler } from '@opentelemetry/sdk-trace'
-import type { TracingConfig } from './config.js'
+import type { TracingConfig } from '../config/index.js'
 import type { Logger } from './log.js'
 import type { RequestTrace, Tracer, UpstreamCall } from './tracing.js'
 

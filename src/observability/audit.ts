@@ -13,16 +13,16 @@
  * (Keyring.auditRef): it tells one token from another, the same on every
  * replica, without revealing it, nor a password mistyped as one.
  *
- * The lines go through their own logger (src/log.ts auditLogger): level info
+ * The lines go through their own logger (src/observability/log.ts auditLogger): level info
  * whatever log.level says, `"log":"audit"` on every line; only `audit.log:
  * false` turns them off. The stream is written without waiting: a request
  * never waits for Redis on account of the audit, a failed append is counted
  * (sidegate_audit_stream_errors_total) and logged once per outage, and at
  * most MAX_PENDING appends are in flight (more are dropped and counted).
  */
-import type { Config } from './config.js'
+import type { Config } from '../config/index.js'
 import { auditLogger, type Logger } from './log.js'
-import type { AuditEntry, Store } from './store/types.js'
+import type { AuditEntry, Store } from '../store/types.js'
 
 export interface AuditEventSpec {
   outcome: 'success' | 'failure'
@@ -264,7 +264,7 @@ function printable (v: unknown): string {
  * An access key was used (its signature verified, its allow-list passed):
  * its last use is written (the store sends at most one write a minute per
  * key), and the first use ever is audited as key.first_used. For the
- * gateway's requests (src/pipeline.ts) and the admin API's alike, so a key
+ * gateway's requests (src/pipeline/pipeline.ts) and the admin API's alike, so a key
  * used only there is not taken for unused by auth.keys.disable_after.
  */
 export function keyUsed (store: Pick<Store, 'touchAccessKey'>, audit: Auditor | null, ctx: AuditContext, user: { id: string, username: string }, keyId: string): void {

@@ -8,11 +8,11 @@
  * And the `oid` the upstream sees: the resolved org (withResolvedOid).
  */
 import type { IncomingMessage } from 'node:http'
-import { E } from './errors.js'
-import { parseCookies } from './http/cookies.js'
-import { isUuid } from './http/uuid.js'
-import { decodeQueryPart, eachParam } from './http/query.js'
-import type { Store, User } from './store/types.js'
+import { E } from '../errors.js'
+import { parseCookies } from '../http/cookies.js'
+import { isUuid } from '../http/uuid.js'
+import { decodeQueryPart, eachParam } from '../http/query.js'
+import type { Store, User } from '../store/types.js'
 
 export const ROOT_ORG_ID = '00000000-0000-0000-0000-000000000000'
 export const DEFAULT_ORG_ID = '00000000-0000-0000-0000-000000000002'

@@ -16,8 +16,8 @@
  * creation and its last re-enabling (date_enabled), so a key enabled again by
  * `sidegate key enable` gets a fresh disable_after days.
  */
-import type { Logger } from './log.js'
-import type { AccessKey, Store } from './store/types.js'
+import type { Logger } from '../observability/log.js'
+import type { AccessKey, Store } from '../store/types.js'
 
 export const UNUSED_KEYS_LOCK = 'unused-keys'
 const DAY_MS = 86_400_000

@@ -34,7 +34,7 @@ export interface RequestTrace {
   end (status: number, ctx: TracedFacts, code: string | undefined): void
 }
 
-/** What the server span records of a request (src/context.ts StepContext has these): never a credential. */
+/** What the server span records of a request (src/pipeline/context.ts StepContext has these): never a credential. */
 export interface TracedFacts {
   path: string
   https: boolean

@@ -14,13 +14,13 @@
  * and `"<policy>";r=<remaining>;t=<seconds to reset>`); a refusal is 429
  * rate_limited with Retry-After.
  */
-import type { Identity } from './auth/index.js'
-import type { Config } from './config.js'
-import { E, GatewayError } from './errors.js'
-import type { Logger } from './log.js'
-import type { RateLimitPolicy, Store } from './store/types.js'
+import type { Identity } from './index.js'
+import type { Config } from '../config/index.js'
+import { E, GatewayError } from '../errors.js'
+import type { Logger } from '../observability/log.js'
+import type { RateLimitPolicy, Store } from '../store/types.js'
 
-import { parsePolicy } from './ratelimit-policy.js'
+import { parsePolicy } from './rate-limit-policy.js'
 
 type Methods = Config['rate_limit']['methods']
 

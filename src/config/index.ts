@@ -7,13 +7,13 @@
 import { readFileSync, existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
-import { UsageError } from './errors.js'
-import { ENV, Schema, type Doc } from './config/schema.js'
-import { HOST_PORT, validate, type Problem } from './config/validate.js'
-import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './config/otel.js'
+import { UsageError } from '../errors.js'
+import { ENV, Schema, type Doc } from './schema.js'
+import { HOST_PORT, validate, type Problem } from './validate.js'
+import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './otel.js'
 
-export type { Problem } from './config/validate.js'
-export type { TracingConfig } from './config/otel.js'
+export type { Problem } from './validate.js'
+export type { TracingConfig } from './otel.js'
 
 export interface Names {
   abbrev: string

@@ -36,16 +36,16 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue } from 'prom-client'
-import type { Config } from './config.js'
-import { validate } from './config/validate.js'
-import { nodeAt } from './config/schema.js'
-import { E, UsageError } from './errors.js'
-import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from './log.js'
-import { guardScrape, Metrics, scrapeCredentials } from './metrics.js'
+import type { Config } from '../config/index.js'
+import { validate } from '../config/validate.js'
+import { nodeAt } from '../config/schema.js'
+import { E, UsageError } from '../errors.js'
+import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from '../observability/log.js'
+import { guardScrape, Metrics, scrapeCredentials } from '../observability/metrics.js'
 import { Reloader } from './reload.js'
-import { keyForStart } from './runtime.js'
-import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener, type Listener } from './admin/listener.js'
-import { sendError } from './respond.js'
+import { keyForStart } from './open-store.js'
+import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener, type Listener } from '../admin/listener.js'
+import { sendError } from '../respond.js'
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>
 
@@ -77,7 +77,7 @@ export function workerCount (flag: string | undefined, config: Config): number {
   return v === 'auto' ? availableParallelism() : v as number
 }
 
-/** What `start` (src/cli.ts) gets in a worker: its config and slot from the primary, and how to talk back. */
+/** What `start` (src/cli/index.ts) gets in a worker: its config and slot from the primary, and how to talk back. */
 export interface WorkerLink {
   /** 1 to N; a restarted worker keeps the slot of the one it replaces */
   slot: number

@@ -18,12 +18,12 @@
  */
 import { randomUUID } from 'node:crypto'
 import { parse as parseCsv } from 'csv-parse/sync'
-import { credentialShaped, parseLegacyHash, safeEqual } from './crypto.js'
-import { normalizeKeyId } from './auth/signature.js'
-import { ROOT_ORG_ID, SYSTEM_ORG_ID } from './org.js'
-import type { OrgRole, Store, User } from './store/types.js'
-import type { AuditRecord } from './audit.js'
-import { hasControl, NO_CONTROLS } from './text.js'
+import { credentialShaped, parseLegacyHash, safeEqual } from '../crypto.js'
+import { normalizeKeyId } from '../auth/signature.js'
+import { ROOT_ORG_ID, SYSTEM_ORG_ID } from '../auth/org.js'
+import type { OrgRole, Store, User } from '../store/types.js'
+import type { AuditRecord } from '../observability/audit.js'
+import { hasControl, NO_CONTROLS } from '../text.js'
 
 export type RecordType = 'org' | 'user' | 'membership' | 'access_key' | 'private_token'
 export const RECORD_TYPES: RecordType[] = ['org', 'user', 'membership', 'access_key', 'private_token']
@@ -265,7 +265,7 @@ export class PrivilegedRefused extends Error {
   }
 }
 
-/** An audit event of the import (src/audit.ts; the command line's Auditor adds the operator). */
+/** An audit event of the import (src/observability/audit.ts; the command line's Auditor adds the operator). */
 export type ImportAudit = (r: AuditRecord) => void
 
 interface Step { type: RecordType, action: Action, write: () => Promise<void> }

@@ -1,15 +1,15 @@
 /**
  * What a new access key may have besides its secret: an
  * expiry, a name and an IP allow-list. One parser for both ways of making a
- * key: `sidegate key create --expires --name --allow-ip` (src/cli.ts) and the
+ * key: `sidegate key create --expires --name --allow-ip` (src/cli/index.ts) and the
  * self-service endpoint and page (src/routes/account.ts). A value that does
  * not parse is a KeyOptionError naming the option; each caller words it its
  * own way (a usage error, a 400 bad_request).
  */
-import { trustedProxies } from './headers.js'
-import { hasControl, NO_CONTROLS } from './text.js'
-import { MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from './limits.js'
-import type { NewKeyOptions } from './store/types.js'
+import { trustedProxies } from '../pipeline/headers.js'
+import { hasControl, NO_CONTROLS } from '../text.js'
+import { MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from '../limits.js'
+import type { NewKeyOptions } from '../store/types.js'
 
 export type KeyOption = 'expires' | 'name' | 'allow_ips'
 

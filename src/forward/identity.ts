@@ -1,7 +1,7 @@
 /**
  * The signed identity for the upstream (identity.jwt): a JWT naming the
  * caller, set as X-<abbrev>-Identity on every forwarded request
- * (src/headers.ts injectIdentity), and the JWKS its verifiers fetch
+ * (src/pipeline/headers.ts injectIdentity), and the JWKS its verifiers fetch
  * (GET /.well-known/jwks.json, src/routes/jwks.ts).
  *
  * Keys. One key set in the store (Store.getSigningKeys/putSigningKeys: one
@@ -34,12 +34,12 @@
  * request id (X-Request-Id): a verifier can then tie it to the request.
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto'
-import type { Identity } from './auth/index.js'
-import type { JwtConfig } from './config.js'
-import { E, GatewayError } from './errors.js'
-import type { Logger } from './log.js'
-import { LruCache } from './store/cache.js'
-import type { SigningAlgorithm, SigningKey, Store } from './store/types.js'
+import type { Identity } from '../auth/index.js'
+import type { JwtConfig } from '../config/index.js'
+import { E, GatewayError } from '../errors.js'
+import type { Logger } from '../observability/log.js'
+import { LruCache } from '../store/cache.js'
+import type { SigningAlgorithm, SigningKey, Store } from '../store/types.js'
 
 /** How long past ttl a replaced key stays published: clock differences between replicas and verifiers. */
 export const RETIRE_MARGIN_MS = 60_000

@@ -3,15 +3,15 @@
  * The composition root of the store: the one place a RedisStore is built;
  * everything else sees the interfaces of ./store/types.ts.
  */
-import type { Config } from './config.js'
-import { Keyring } from './crypto.js'
-import { UsageError } from './errors.js'
-import type { Logger } from './log.js'
+import type { Config } from '../config/index.js'
+import { Keyring } from '../crypto.js'
+import { UsageError } from '../errors.js'
+import type { Logger } from '../observability/log.js'
 import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, type SecretKey } from './bootstrap.js'
-import { RedisStore } from './store/redis.js'
-import { createRedisClient, describeRedis } from './store/connect.js'
-import { KEY_CHECK, storeIsEmpty } from './store/keycheck.js'
-import type { ManagedStore } from './store/types.js'
+import { RedisStore } from '../store/redis.js'
+import { createRedisClient, describeRedis } from '../store/connect.js'
+import { KEY_CHECK, storeIsEmpty } from '../store/keycheck.js'
+import type { ManagedStore } from '../store/types.js'
 
 /** Optional observers of the store's connections (metrics). */
 export interface StoreHooks {

@@ -7,12 +7,12 @@
  * commands (src/cli/commands.ts, with the store, the server and the config
  * schema) are loaded only to run one.
  */
-import { UsageError } from './errors.js'
-import { parseCommandLine, nearest, type Values } from './cli/args.js'
-import { HELP, SUBCOMMANDS } from './cli/help.js'
-import { defaultIo, report, terminalSafe, VERSION, type Io } from './cli/io.js'
+import { UsageError } from '../errors.js'
+import { parseCommandLine, nearest, type Values } from './args.js'
+import { HELP, SUBCOMMANDS } from './help.js'
+import { defaultIo, report, terminalSafe, VERSION, type Io } from './io.js'
 
-export { VERSION } from './cli/io.js'
+export { VERSION } from './io.js'
 
 const RUN_HELP = '\nRun `sidegate --help` for usage.'
 
@@ -54,6 +54,6 @@ export async function main (argv: string[], given: Io = defaultIo, env: NodeJS.P
     const guess = nearest(sub!, subs)
     return report(io, json, new UsageError(`unknown command "${cmd} ${sub!}"; ${guess === undefined ? `see \`sidegate ${cmd} --help\`` : `did you mean "${cmd} ${guess}"?`}`))
   }
-  const { run } = await import('./cli/commands.js')
+  const { run } = await import('./commands.js')
   return await run(cmd, sub, rest, values, io, env)
 }

@@ -1,12 +1,12 @@
 /**
- * The one per-request state, made when a request arrives (src/pipeline.ts,
+ * The one per-request state, made when a request arrives (src/pipeline/pipeline.ts,
  * receive) and filled in by the steps: the route's handler and the access
  * log read it. A WebSocket upgrade has the same fields but no `res` (it is
  * answered on the socket): StepContext, which is what the steps take.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Identity } from './auth/index.js'
-import type { RequestTrace } from './tracing.js'
+import type { Identity } from '../auth/index.js'
+import type { RequestTrace } from '../observability/tracing.js'
 
 export interface RequestContext {
   req: IncomingMessage
@@ -23,13 +23,13 @@ export interface RequestContext {
   orgId?: string
   /**
    * set by the pipeline for a forward-auth decision ('decision' routes): the
-   * identity headers to answer with (src/headers.ts identityHeaders), empty
+   * identity headers to answer with (src/pipeline/headers.ts identityHeaders), empty
    * when the original request is on a public path
    */
   decision?: Record<string, string>
   /** the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet */
   expectsContinue?: boolean
-  /** the request's server span when tracing is on (src/tracing.ts) */
+  /** the request's server span when tracing is on (src/observability/tracing.ts) */
   trace?: RequestTrace
 }
 

@@ -8,11 +8,11 @@ import type { TLSSocket } from 'node:tls'
 import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { BlockList, isIP } from 'node:net'
-import type { Config } from './config.js'
-import type { Identity } from './auth/index.js'
-import { E } from './errors.js'
-import { withoutCookies } from './http/cookies.js'
-import { withResolvedOid } from './org.js'
+import type { Config } from '../config/index.js'
+import type { Identity } from '../auth/index.js'
+import { E } from '../errors.js'
+import { withoutCookies } from '../http/cookies.js'
+import { withResolvedOid } from '../auth/org.js'
 
 export interface HeaderPolicy {
   /**
@@ -30,7 +30,7 @@ export interface HeaderPolicy {
   identityHeader: string
   /** X-<abbrev>-Login, lowercase: a decision's login page, for nginx to redirect a browser to */
   loginHeader: string
-  /** identity.jwt enabled: the signed identity token of a caller in an org (src/identity.ts) */
+  /** identity.jwt enabled: the signed identity token of a caller in an org (src/forward/identity.ts) */
   identityToken?: (id: Identity, orgId: string, requestId: string) => string
   credentialCookies: Set<string>
   /** whether a peer (or an X-Forwarded-For hop) is one of server.trusted_proxies */
@@ -248,14 +248,14 @@ export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, r
     [p.orgHeader]: orgId,
     [p.authMethodHeader]: id.method
   }
-  // identity.jwt: the signed token (src/identity.ts; 503 when the signing keys cannot be read)
+  // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)
   if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId, requestId)
   return h
 }
 
 /**
  * Strip, then inject: the upstream request carries exactly the resolved
- * identity (with identity.jwt, also as a signed token: src/identity.ts; it
+ * identity (with identity.jwt, also as a signed token: src/forward/identity.ts; it
  * throws 503 when the signing keys cannot be read), and a query `oid` (any
  * spelling) names the resolved org. Called
  * after authentication: a signature covers the target as the client sent it.

@@ -1,7 +1,7 @@
 /**
  * The request path, top to bottom. Every request sidegate receives takes
  * these steps, in this order; each is a named function below, over the one
- * request context (src/context.ts):
+ * request context (src/pipeline/context.ts):
  *
  *   receive ─▶ route ─┬─ own route ─▶ authenticate ─▶ resolveOrg ─▶ the route's handler
  *                     └─ upstream ──▶ authenticate ─▶ resolveOrg ─▶ stripAndInject ─▶ setForwarded ─▶ forward
@@ -15,14 +15,14 @@
  *    'user+org', 'user+org-if-member', 'session-page'); an upstream path always, unless it is in
  *    upstream.public_paths. A browser's navigation refused for want of a
  *    credential is sent to the login page instead (loginFor, session.login_redirect).
- * 4. resolveOrg: `?oid=`, the org header or the user's default (src/org.ts),
+ * 4. resolveOrg: `?oid=`, the org header or the user's default (src/auth/org.ts),
  *    for 'user+org' routes and every authenticated upstream path (the profile
  *    needs no membership: 'user+org-if-member', and the user's own org upstream).
  * 5. An own route's handler answers. For the upstream: stripAndInject (the
  *    client's copies of the identity headers and sidegate's own credentials
  *    go, the resolved identity is set, with identity.jwt also as a signed
- *    token: src/headers.ts, src/identity.ts), setForwarded
- *    (X-Forwarded-*, X-Request-Id), forward (src/proxy.ts).
+ *    token: src/pipeline/headers.ts, src/forward/identity.ts), setForwarded
+ *    (X-Forwarded-*, X-Request-Id), forward (src/forward/proxy.ts).
  *
  * A WebSocket upgrade takes the same steps to the upstream (upgrade below),
  * forwarded by forwarder.ws. The forward-auth decision endpoint
@@ -36,55 +36,55 @@
  * `rejectUpgrade` on the socket.
  *
  * The steps are small functions made once per gateway: a request costs no
- * closure or promise beyond what the work needs. A live reload (src/reload.ts)
+ * closure or promise beyond what the work needs. A live reload (src/app/reload.ts)
  * makes them anew from the new config and the server swaps one reference
- * (src/server.ts apply): what they derive from the config is fixed per pipeline.
+ * (src/pipeline/server.ts apply): what they derive from the config is fixed per pipeline.
  *
- * Tracing (src/tracing.ts, on only with an endpoint): receive starts the
+ * Tracing (src/observability/tracing.ts, on only with an endpoint): receive starts the
  * request's server span and runs the steps in its context, route names it,
  * forward starts the upstream call's span, done ends it and logs its trace id.
  * Off, each of these is a null check.
  *
- * The audit trail (src/audit.ts) hears from authenticate (a bearer token
+ * The audit trail (src/observability/audit.ts) hears from authenticate (a bearer token
  * used or refused) and checkKeyIp (an access key's first use, known from the
  * last-use write the request makes anyway, at most once a minute per key). Nothing else on
  * this path writes to it, and it never waits for Redis.
  */
 import type http from 'node:http'
 import type { Duplex } from 'node:stream'
-import { keyUsed, type Auditor } from './audit.js'
-import type { AuthPipeline, Identity } from './auth/index.js'
-import { bodyMatches } from './auth/digest.js'
-import { BEFORE_BODY, keepBody } from './body.js'
-import type { Config } from './config.js'
+import { keyUsed, type Auditor } from '../observability/audit.js'
+import type { Authenticators, Identity } from '../auth/index.js'
+import { bodyMatches } from '../auth/digest.js'
+import { BEFORE_BODY, keepBody } from '../body.js'
+import type { Config } from '../config/index.js'
 import type { RequestContext, StepContext } from './context.js'
-import { E, GatewayError } from './errors.js'
+import { E, GatewayError } from '../errors.js'
 import { clientIp, forwardedOrigin, fromTrustedPeer, identityHeaders, injectIdentity, isHttps, isNavigation, isUpgradeOf, originalRequest, requestId, setForwarded as setForwardedHeaders, stripInjected, trustedProxies, upstreamCookie, type HeaderPolicy } from './headers.js'
-import { parseCookies } from './http/cookies.js'
-import { pathOf } from './http/query.js'
-import { accessLogger, redactHeaders, redactUrl, type Logger } from './log.js'
-import type { RequestObserver } from './metrics.js'
-import { memberOrg, requestedOrg, resolveOrg as resolveOrgOf } from './org.js'
-import type { IdentitySigner } from './identity.js'
-import type { Forwarder } from './proxy.js'
-import { rawErrorResponse, sendError } from './respond.js'
-import { DECISION_PATH } from './routes/decision.js'
-import { redirect } from './routes/html.js'
-import { loginLocation } from './routes/login.js'
-import { RateLimiter } from './ratelimit.js'
-import type { Router } from './routes/index.js'
-import { PROFILE_PATH } from './routes/users.js'
-import type { Store } from './store/types.js'
-import type { Tracer } from './tracing.js'
+import { parseCookies } from '../http/cookies.js'
+import { pathOf } from '../http/query.js'
+import { accessLogger, redactHeaders, redactUrl, type Logger } from '../observability/log.js'
+import type { RequestObserver } from '../observability/metrics.js'
+import { memberOrg, requestedOrg, resolveOrg as resolveOrgOf } from '../auth/org.js'
+import type { IdentitySigner } from '../forward/identity.js'
+import type { Forwarder } from '../forward/proxy.js'
+import { rawErrorResponse, sendError } from '../respond.js'
+import { DECISION_PATH } from '../routes/decision.js'
+import { redirect } from '../routes/html.js'
+import { loginLocation } from '../routes/login.js'
+import { RateLimiter } from '../auth/rate-limit.js'
+import type { Router } from '../routes/index.js'
+import { PROFILE_PATH } from '../routes/users.js'
+import type { Store } from '../store/types.js'
+import type { Tracer } from '../observability/tracing.js'
 
 export interface PipelineOptions {
   config: Config
   store: Store
   log: Logger
-  auth: AuthPipeline
+  auth: Authenticators
   router: Router
   policy: HeaderPolicy
-  /** src/origin.ts: a browser's request from another site */
+  /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: http.IncomingMessage) => boolean
   /** null without upstream.url: only sidegate's own routes */
   forwarder: Forwarder | null
@@ -94,9 +94,9 @@ export interface PipelineOptions {
   metrics?: RequestObserver
   /** identity.jwt enabled: its signer (the token itself is set by injectIdentity) */
   identity?: IdentitySigner | null
-  /** tracing on (src/otel.ts); null or absent: off, and each step below checks only this */
+  /** tracing on (src/observability/otel.ts); null or absent: off, and each step below checks only this */
   tracer?: Tracer | null
-  /** the audit trail (src/audit.ts): bearer tokens used and refused, an access key's first use */
+  /** the audit trail (src/observability/audit.ts): bearer tokens used and refused, an access key's first use */
   audit?: Auditor
 }
 
@@ -146,11 +146,11 @@ export function createPipeline (o: PipelineOptions): Pipeline {
       start: process.hrtime.bigint()
     }
     // X-Request-Id: set here for sidegate's own routes (handle), else written with the
-    // head: the upstream's answer (src/proxy.ts) or an error (fail), so Node writes it in one pass
+    // head: the upstream's answer (src/forward/proxy.ts) or an error (fail), so Node writes it in one pass
     // tracing: the server span (an incoming traceparent is continued only from a trusted peer)
     const trace = tracer === null ? undefined : (ctx.trace = tracer.request(req, fromTrustedPeer(req, policy)))
     if (o.draining() || expectsContinue) res.setHeader('connection', 'close')
-    // Query values and headers named like a credential are redacted (src/log.ts), only when debug is on.
+    // Query values and headers named like a credential are redacted (src/observability/log.ts), only when debug is on.
     if (log.isLevelEnabled('debug')) log.debug({ reqId: ctx.requestId, req: { method: req.method, url: redactUrl(url), headers: redactHeaders(req.headers) }, ip: ctx.clientIp }, 'request received')
     // one listener made once for all requests ('close' is emitted once): no closure per request
     ;(res as LiveRes)[CTX] = ctx
@@ -286,7 +286,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   }
 
   /**
-   * rate_limit (src/ratelimit.ts): one store call counts the request; the
+   * rate_limit (src/auth/rate-limit.ts): one store call counts the request; the
    * RateLimit fields go on the answer, whatever it is; over the limit, 429.
    */
   async function rateLimit (ctx: RequestContext): Promise<void> {
@@ -399,7 +399,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   /**
    * The request the proxy in front received (its method and URI from
    * X-Forwarded-Method and -Uri or X-Original-Method and -URI, else this
-   * request's own; src/headers.ts originalRequest), decided as proxy mode
+   * request's own; src/pipeline/headers.ts originalRequest), decided as proxy mode
    * decides the same request (admit): on a public path (upstream.public_paths)
    * no credential is looked at; a signature is checked over its method and URI.
    * Its other headers (credentials, the org header, Origin, Sec-Fetch-*,

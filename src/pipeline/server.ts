@@ -1,29 +1,29 @@
 /**
  * The gateway's listener: one raw node:http server with its timeouts, the
  * answers to requests Node could not parse, and the graceful stop. What
- * happens to a request is src/pipeline.ts; sidegate's own routes are
+ * happens to a request is src/pipeline/pipeline.ts; sidegate's own routes are
  * src/routes/index.ts.
  */
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { Auditor } from './audit.js'
-import { AuthPipeline } from './auth/index.js'
-import { configWarningList, type Config } from './config.js'
-import { E } from './errors.js'
+import { Auditor } from '../observability/audit.js'
+import { Authenticators } from '../auth/index.js'
+import { configWarningList, type Config } from '../config/index.js'
+import { E } from '../errors.js'
 import { headerPolicy, requestId } from './headers.js'
-import { pathOf } from './http/query.js'
-import { IdentitySigner } from './identity.js'
-import type { Logger } from './log.js'
-import type { RequestObserver } from './metrics.js'
+import { pathOf } from '../http/query.js'
+import { IdentitySigner } from '../forward/identity.js'
+import type { Logger } from '../observability/log.js'
+import type { RequestObserver } from '../observability/metrics.js'
 import { crossSiteCheck } from './origin.js'
 import { createPipeline, type Pipeline, type ResWithCode } from './pipeline.js'
-import { createForwarder } from './proxy.js'
-import { rawErrorResponse, sendError } from './respond.js'
-import { createRouter, type Route, type Router } from './routes/index.js'
-import { UnusedKeys } from './unused-keys.js'
-import type { Store } from './store/types.js'
-import type { Tracer } from './tracing.js'
+import { createForwarder } from '../forward/proxy.js'
+import { rawErrorResponse, sendError } from '../respond.js'
+import { createRouter, type Route, type Router } from '../routes/index.js'
+import { UnusedKeys } from '../admin/unused-keys.js'
+import type { Store } from '../store/types.js'
+import type { Tracer } from '../observability/tracing.js'
 
 export interface GatewayOptions {
   config: Config
@@ -33,7 +33,7 @@ export interface GatewayOptions {
   ready?: () => Promise<void>
   /** Called once per finished request (Prometheus metrics). */
   metrics?: RequestObserver
-  /** tracing on (src/otel.ts); absent or null: off */
+  /** tracing on (src/observability/otel.ts); absent or null: off */
   tracer?: Tracer | null
   /** The audit trail; default: one made from config.audit, on `store` and `log`. */
   audit?: Auditor
@@ -42,7 +42,7 @@ export interface GatewayOptions {
 export interface Gateway {
   server: http.Server
   /** the authentication pipeline of the config in force */
-  readonly auth: AuthPipeline
+  readonly auth: Authenticators
   /** identity.jwt's signer; null when disabled */
   identity: IdentitySigner | null
   /** sidegate's own routes, in lookup order */
@@ -50,7 +50,7 @@ export interface Gateway {
   /** The config in force: the start's, or the last one a live reload applied. */
   readonly config: Config
   /**
-   * A live reload (src/reload.ts): requests from now on are handled under
+   * A live reload (src/app/reload.ts): requests from now on are handled under
    * `next`. Only keys the schema marks `live` may differ from the config in
    * force (src/config/live.ts); the caller checks that. What is derived from
    * the config (the authenticators, the header policy, the routes, the public
@@ -72,7 +72,7 @@ export interface Gateway {
 
 /** What is built from the config for the request path: swapped whole by a live reload. */
 interface Handlers {
-  auth: AuthPipeline
+  auth: Authenticators
   router: Router
   pipeline: Pipeline
 }
@@ -95,7 +95,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const audit = opts.audit ?? new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
   const build = (c: Config): Handlers => {
     for (const w of configWarningList(c)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
-    const auth = new AuthPipeline(store, c)
+    const auth = new Authenticators(store, c)
     const policy = headerPolicy(c, identity === null ? undefined : (id, orgId, reqId) => identity.token(id, orgId, reqId))
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity, audit })

@@ -1,12 +1,12 @@
 /** First-start work: the secret key file, the Default org and the first superuser. */
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
-import type { Auditor } from './audit.js'
-import type { Config } from './config.js'
-import { UsageError, GatewayError } from './errors.js'
-import type { Logger } from './log.js'
-import { DEFAULT_ORG_ID } from './org.js'
-import type { Store } from './store/types.js'
+import type { Auditor } from '../observability/audit.js'
+import type { Config } from '../config/index.js'
+import { UsageError, GatewayError } from '../errors.js'
+import type { Logger } from '../observability/log.js'
+import { DEFAULT_ORG_ID } from '../auth/org.js'
+import type { Store } from '../store/types.js'
 
 /** A secret key and where it came from (for messages; never the key itself). */
 export interface SecretKey { key: string, source: string }

@@ -12,21 +12,21 @@ import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import { dirname, resolve } from 'node:path'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import { checkGateStats } from './auth/check-gate.js'
-import type { LruCache } from './store/cache.js'
-import type { Config } from './config.js'
-import { E, UsageError } from './errors.js'
-import { sendError } from './respond.js'
+import { checkGateStats } from '../auth/check-gate.js'
+import type { LruCache } from '../store/cache.js'
+import type { Config } from '../config/index.js'
+import { E, UsageError } from '../errors.js'
+import { sendError } from '../respond.js'
 
 /** What the gateway calls once per finished request. */
 export interface RequestObserver {
   /** `seconds`: from the request's start to its end */
   request (status: number, authMethod: string | undefined, code: string | undefined, seconds: number): void
-  /** a request the rate limit could not count: the store was unavailable (src/ratelimit.ts) */
+  /** a request the rate limit could not count: the store was unavailable (src/auth/rate-limit.ts) */
   rateLimitStoreError?: () => void
-  /** a pass of auth.keys.disable_after that this replica ran, and the keys it disabled (src/unused-keys.ts) */
+  /** a pass of auth.keys.disable_after that this replica ran, and the keys it disabled (src/admin/unused-keys.ts) */
   unusedKeysPass?: (disabled: number) => void
-  /** an audit event the stream did not take (src/audit.ts) */
+  /** an audit event the stream did not take (src/observability/audit.ts) */
   auditStreamError?: () => void
 }
 
@@ -146,7 +146,7 @@ export class Metrics implements RequestObserver {
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }
   readonly unusedKeysPass = (disabled: number): void => { this.#unusedKeyPasses.inc(); this.#unusedKeysDisabled.inc(disabled) }
 
-  /** A live reload's outcome (src/reload.ts). */
+  /** A live reload's outcome (src/app/reload.ts). */
   readonly configReload = (result: 'success' | 'failure'): void => { this.#configReloads.inc({ result }) }
   readonly auditStreamError = (): void => { this.#auditStreamErrors.inc() }
 
@@ -170,7 +170,7 @@ export class Metrics implements RequestObserver {
     new Counter({ name: 'sidegate_cache_hits_total', help: 'In-process cache hits, by cache.', labelNames: ['cache'], registers, collect: fromCaches('hits') })
     new Counter({ name: 'sidegate_cache_misses_total', help: 'In-process cache misses (absent or expired), by cache.', labelNames: ['cache'], registers, collect: fromCaches('misses') })
     new Gauge({ name: 'sidegate_cache_entries', help: 'Entries held in each in-process cache.', labelNames: ['cache'], registers, collect: fromCaches('size') })
-    // summed over --workers like every counter (src/cluster.ts), except these two: 1 only if every worker's Redis is up; 1 once any worker drains
+    // summed over --workers like every counter (src/app/primary.ts), except these two: 1 only if every worker's Redis is up; 1 once any worker drains
     new Gauge({ name: 'sidegate_redis_up', help: '1 when the Redis command connection is ready (with --workers: in every worker).', registers, aggregator: 'min', collect () { this.set(store.isReady ? 1 : 0) } })
     new Gauge({ name: 'sidegate_draining', help: '1 after SIGTERM: readiness is false and the gateway is draining.', registers, aggregator: 'max', collect () { this.set(isDraining() ? 1 : 0) } })
   }

@@ -1,14 +1,14 @@
 /**
  * Live reload of gateway.yml: on SIGHUP, and when the file changes on disk,
  * it is read again through the same parse and validation as `sidegate start`
- * (src/config.ts, with the same environment overrides). Then exactly one of:
+ * (src/config/index.ts, with the same environment overrides). Then exactly one of:
  *
  * - the file cannot be read or is not valid: one error line with the
  *   problems, the config in force stays;
  * - it changes a key the schema does not mark `live` (src/config/live.ts):
  *   refused with one error line naming those keys, the config in force stays
  *   entirely (nothing of the file is applied);
- * - otherwise it is applied (src/server.ts Gateway.apply, the log level) and
+ * - otherwise it is applied (src/pipeline/server.ts Gateway.apply, the log level) and
  *   one line lists the changed keys; or it changed nothing.
  *
  * Each outcome counts in sidegate_config_reloads_total{result}.
@@ -22,10 +22,10 @@
 import { createHash } from 'node:crypto'
 import { readFileSync, watch, type FSWatcher } from 'node:fs'
 import { dirname } from 'node:path'
-import { ConfigError, configFromText, type Config } from './config.js'
-import { changedKeys } from './config/live.js'
-import { UsageError } from './errors.js'
-import type { Logger } from './log.js'
+import { ConfigError, configFromText, type Config } from '../config/index.js'
+import { changedKeys } from '../config/live.js'
+import { UsageError } from '../errors.js'
+import type { Logger } from '../observability/log.js'
 
 export interface ReloaderOptions {
   /** the config in force */
