@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const { errorTable } = await import(join(ROOT, 'dist', 'routes', 'openapi.js'))
-const { auditTable } = await import(join(ROOT, 'dist', 'audit.js'))
+const { auditTable } = await import(join(ROOT, 'dist', 'observability', 'audit.js'))
 const { configTable } = await import(join(ROOT, 'dist', 'config', 'reference.js'))
 
 const TABLES = [

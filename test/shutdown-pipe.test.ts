@@ -33,7 +33,7 @@ async function exitWithin (p: ReturnType<typeof spawn>, ms: number): Promise<num
 t.test('the logger alone: a line pending when the process exits on a broken pipe', async (t) => {
   // What hung: pino.destination flushes synchronously at exit and retried EPIPE every 100 ms, forever.
   const script = `
-    import { createLogger, accessLogger } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'log.js')).href)}
+    import { createLogger, accessLogger } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'observability', 'log.js')).href)}
     const log = createLogger('info')
     setTimeout(() => { accessLogger(log).write({ reqId: 'r', method: 'GET', path: '/pending', status: 200, ms: 1, ip: '127.0.0.1' }); process.exit(0) }, 50)`
   for (let i = 0; i < 3; i++) {
