@@ -31,36 +31,26 @@
  * does that when the IPC channel closes), so a SIGKILLed primary leaves none.
  */
 import cluster, { type Worker } from 'node:cluster'
-import http from 'node:http'
+import type http from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue } from 'prom-client'
+import { AggregatorRegistry, Counter, Gauge } from 'prom-client'
 import type { Config } from '../config/index.js'
 import { validate } from '../config/validate.js'
 import { nodeAt } from '../config/schema.js'
-import { E, UsageError } from '../errors.js'
+import { UsageError } from '../errors.js'
 import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from '../observability/log.js'
 import { guardScrape, Metrics, scrapeCredentials } from '../observability/metrics.js'
-import { Reloader } from './reload.js'
+import { announceAdmin, listenAdmin, listenFailure, type AdminListener, type Listener } from '../admin/listener.js'
+import type { AppIo } from './io.js'
 import { keyForStart } from './open-store.js'
-import { announceAdmin, listenAdmin, listenFailure, RELAY_PEER_HEADER, type AdminListener, type Listener } from '../admin/listener.js'
-import { sendError } from '../respond.js'
+import { Reloader } from './reload.js'
+import { adminRelay } from './relay.js'
+import { Shutdown } from './shutdown.js'
+import type { MetricsJson, ToPrimary, ToWorker } from './worker-link.js'
 
-type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>
-
-/** Messages between the primary and a worker (`sg` tells them from cluster's own). */
-type ToWorker =
-  | { sg: 'start', slot: number, config: Config, adminSocket: string | null }
-  | { sg: 'apply', config: Config }
-  | { sg: 'metrics', id: number }
-type ToPrimary =
-  | { sg: 'hello' }
-  | { sg: 'listening' }
-  | { sg: 'metrics', id: number, data: MetricsJson | null }
-
-/** Whether this process is a worker forked by `sidegate start --workers N`. */
-export function isWorker (): boolean { return cluster.isWorker }
+export { connectToPrimary, isWorker, type WorkerLink } from './worker-link.js'
 
 /**
  * `--workers` (or server.workers) as a number of processes: validated by the
@@ -77,49 +67,6 @@ export function workerCount (flag: string | undefined, config: Config): number {
   return v === 'auto' ? availableParallelism() : v as number
 }
 
-/** What `start` (src/cli/index.ts) gets in a worker: its config and slot from the primary, and how to talk back. */
-export interface WorkerLink {
-  /** 1 to N; a restarted worker keeps the slot of the one it replaces */
-  slot: number
-  config: Config
-  /** where to serve the admin API for the primary to relay to (admin.enabled), else null */
-  adminSocket: string | null
-  /** the public listener is up */
-  listening (): void
-  /** a live reload the primary applied: put it in force */
-  onApply (fn: (next: Config) => void): void
-  /** this worker's metrics, for the primary's sum */
-  onMetrics (fn: () => Promise<MetricsJson>): void
-}
-
-/** In a worker: asks the primary for its config and slot. */
-export async function connectToPrimary (): Promise<WorkerLink> {
-  let apply: (next: Config) => void = () => {}
-  let metrics: (() => Promise<MetricsJson>) | null = null
-  const send = (m: ToPrimary): void => { if (process.connected) process.send!(m) }
-  const started = new Promise<Extract<ToWorker, { sg: 'start' }>>((resolve) => {
-    process.on('message', (m: ToWorker) => {
-      if (typeof m !== 'object' || m === null || !('sg' in m)) return
-      if (m.sg === 'start') resolve(m)
-      else if (m.sg === 'apply') apply(m.config)
-      else if (m.sg === 'metrics') {
-        const id = m.id
-        ;(metrics === null ? Promise.resolve(null) : metrics().catch(() => null)).then((data) => send({ sg: 'metrics', id, data }), () => {})
-      }
-    })
-  })
-  send({ sg: 'hello' })
-  const s = await started
-  return {
-    slot: s.slot,
-    config: s.config,
-    adminSocket: s.adminSocket,
-    listening: () => send({ sg: 'listening' }),
-    onApply (fn) { apply = fn },
-    onMetrics (fn) { metrics = fn }
-  }
-}
-
 /** A worker's restart waits this long after its first death, doubling per death in a row… */
 const RESTART_MIN_MS = 250
 /** …up to this… */
@@ -131,7 +78,8 @@ const METRICS_WAIT_MS = 5000
 /** Past drain delay + grace + this, a stopping primary kills what is left and exits. */
 const STOP_MARGIN_S = 10
 
-interface Slot {
+/** One worker's place: a restarted worker takes the slot (and admin socket) of the one it replaces. */
+export interface Slot {
   n: number
   worker: Worker | null
   /** when the current worker was forked */
@@ -143,13 +91,11 @@ interface Slot {
   adminSocket: string | null
 }
 
-export interface PrimaryIo { err: (s: string) => void }
-
 /**
  * The primary of `sidegate start --workers N` (N > 1). Resolves with the exit
  * code once every worker has exited.
  */
-export async function runPrimary (config: Config, count: number, io: PrimaryIo, env: NodeJS.ProcessEnv): Promise<number> {
+export async function runPrimary (config: Config, count: number, io: AppIo, env: NodeJS.ProcessEnv): Promise<number> {
   const log: Logger = createLogger(config.log.level, undefined, { worker: 0 })
   // the key before any worker: on a first start, one key (and key file) for all of them
   let scrapeAuth: string[] | null
@@ -161,32 +107,113 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
     if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return err.exitCode }
     throw err
   }
-  let inForce = config
-  const metrics = config.metrics.enabled ? new Metrics({ processMetrics: false }) : null
-  const restarts = metrics === null ? null : new Counter({ name: 'sidegate_worker_restarts_total', help: 'Workers (sidegate start --workers N) the primary restarted after one died.', registers: [metrics.registry] })
-  const slots: Slot[] = []
-  if (metrics !== null) {
-    new Gauge({ name: 'sidegate_workers', help: 'Workers (sidegate start --workers N) running and listening.', registers: [metrics.registry], collect () { this.set(slots.filter((s) => s.listening).length) } })
+  return await new Primary(config, count, io, env, log, scrapeAuth).run()
+}
+
+class Primary {
+  readonly slots: Slot[] = []
+  #inForce: Config
+  #allUp = false
+  readonly #exitCodes: number[] = []
+  readonly #metrics: Metrics | null
+  readonly #restarts: Counter | null
+  readonly #socketDir: string | null
+  readonly #reloader: Reloader
+  readonly #shutdown: Shutdown
+  #adminListener: AdminListener | null = null
+  #metricsListener: AdminListener | null = null
+  /** resolves true once every worker listens, false when the start is abandoned */
+  #up: (ok: boolean) => void = () => {}
+  /** resolves once every worker has exited while stopping */
+  #allExited: () => void = () => {}
+  /** metrics requests in flight, by id */
+  readonly #pending = new Map<number, (data: MetricsJson | null) => void>()
+  #nextId = 1
+
+  constructor (config: Config, private readonly count: number, private readonly io: AppIo, env: NodeJS.ProcessEnv, private readonly log: Logger, private readonly scrapeAuth: string[] | null) {
+    this.#inForce = config
+    this.#metrics = config.metrics.enabled ? new Metrics({ processMetrics: false }) : null
+    const registers = this.#metrics === null ? [] : [this.#metrics.registry]
+    this.#restarts = this.#metrics === null ? null : new Counter({ name: 'sidegate_worker_restarts_total', help: 'Workers (sidegate start --workers N) the primary restarted after one died.', registers })
+    if (this.#metrics !== null) {
+      const slots = this.slots
+      new Gauge({ name: 'sidegate_workers', help: 'Workers (sidegate start --workers N) running and listening.', registers, collect () { this.set(slots.filter((s) => s.listening).length) } })
+    }
+    this.#socketDir = config.admin.enabled ? mkdtempSync(join(tmpdir(), 'sidegate-')) : null
+    for (let n = 1; n <= count; n++) {
+      this.slots.push({ n, worker: null, since: 0, listening: false, deaths: 0, restartTimer: null, adminSocket: this.#socketDir === null ? null : join(this.#socketDir, `w${n}.sock`) })
+    }
+    this.#reloader = new Reloader({
+      current: () => this.#inForce,
+      apply: (next) => {
+        this.#inForce = next
+        setLevel(log, next.log.level)
+        if (next.reload.watch) this.#reloader.watch()
+        else this.#reloader.close()
+        for (const s of this.slots) if (s.worker?.isConnected() === true) s.worker.send({ sg: 'apply', config: next } satisfies ToWorker)
+      },
+      env,
+      log,
+      count: this.#metrics?.configReload
+    })
+    this.#shutdown = new Shutdown({
+      server: () => this.#inForce.server,
+      marginS: STOP_MARGIN_S,
+      // each worker drains as one process does; a second signal ends it at once
+      again: (signal) => { for (const s of this.slots) s.worker?.process.kill(signal) },
+      overdue: () => {
+        for (const s of this.slots) s.worker?.process.kill('SIGKILL')
+        abandonStdout()
+        io.err(`sidegate: workers still running after server.drain_delay + server.shutdown_grace + ${STOP_MARGIN_S} s; killed\n`)
+        this.#cleanup()
+        process.exit(1)
+      },
+      run: async (signal) => await this.#stop(signal === 'fatal' ? 'SIGTERM' : signal, signal === 'fatal')
+    })
   }
-  const socketDir = config.admin.enabled ? mkdtempSync(join(tmpdir(), 'sidegate-')) : null
-  for (let n = 1; n <= count; n++) {
-    slots.push({ n, worker: null, since: 0, listening: false, deaths: 0, restartTimer: null, adminSocket: socketDir === null ? null : join(socketDir, `w${n}.sock`) })
+
+  async run (): Promise<number> {
+    const config = this.#inForce
+    this.#shutdown.trap()
+    process.on('SIGHUP', () => { if (!this.#shutdown.stopping) this.#reloader.reload('SIGHUP') })
+    if (config.reload.watch) this.#reloader.watch()
+    // Both bound before any worker starts: a port taken on this host stops the start before
+    // anything is said to listen (the public port is the workers' to bind: one that cannot ends it too).
+    let binding: Listener = 'metrics'
+    try {
+      if (this.#metrics !== null) {
+        const scrape = { scrape: (req: http.IncomingMessage, res: http.ServerResponse) => this.#scrape(req, res) }
+        this.#metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, this.scrapeAuth), api: null })
+      }
+      binding = 'admin'
+      const relay = adminRelay(this.slots, () => this.#shutdown.stopping)
+      if (config.admin.enabled) this.#adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay })
+    } catch (err) {
+      this.io.err(listenFailure(config, binding, err as Error))
+      await this.#metricsListener?.close()
+      this.#reloader.close()
+      this.#cleanup()
+      return 1
+    }
+    if (this.#shutdown.stopping) {
+      // a signal while binding: the stop is done already, with no worker to wait for
+      await this.#closeListeners()
+      return await this.#shutdown.done
+    }
+    const up = new Promise<boolean>((resolve) => { this.#up = resolve })
+    this.log.info({ workers: this.count, listen: `${config.listen.host}:${config.listen.port}` }, 'starting workers')
+    for (const s of this.slots) this.#fork(s)
+    if (!(await up)) return await this.#shutdown.done
+    if (this.#metricsListener !== null) {
+      const addr = this.#metricsListener.address
+      this.log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
+    }
+    if (this.#adminListener !== null) announceAdmin(this.log, config, this.#adminListener.address, 'admin API listening (relayed to the workers)')
+    this.log.info({ workers: this.count, address: `${config.listen.host}:${config.listen.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
+    return await this.#shutdown.done
   }
 
-  let stopping = false
-  let allUp = false
-  const exitCodes: number[] = []
-  let finish: (code: number) => void = () => {}
-  const done = new Promise<number>((resolve) => { finish = resolve })
-  let onAllUp: () => void = () => {}
-  let abortStart: () => void = () => {}
-  const up = new Promise<boolean>((resolve) => { onAllUp = () => resolve(true); abortStart = () => resolve(false) })
-
-  // metrics requests in flight, by id
-  let nextId = 1
-  const pending = new Map<number, (data: MetricsJson | null) => void>()
-
-  const fork = (slot: Slot): void => {
+  #fork (slot: Slot): void {
     slot.restartTimer = null
     slot.listening = false
     slot.since = Date.now()
@@ -195,195 +222,90 @@ export async function runPrimary (config: Config, count: number, io: PrimaryIo, 
     w.on('message', (m: ToPrimary) => {
       if (typeof m !== 'object' || m === null || !('sg' in m)) return
       if (m.sg === 'hello') {
-        w.send({ sg: 'start', slot: slot.n, config: inForce, adminSocket: slot.adminSocket } satisfies ToWorker)
+        w.send({ sg: 'start', slot: slot.n, config: this.#inForce, adminSocket: slot.adminSocket } satisfies ToWorker)
       } else if (m.sg === 'listening') {
         slot.listening = true
-        log.info({ worker_id: slot.n, pid: w.process.pid }, 'worker listening')
-        if (!allUp && slots.every((s) => s.listening)) { allUp = true; onAllUp() }
+        this.log.info({ worker_id: slot.n, pid: w.process.pid }, 'worker listening')
+        if (!this.#allUp && this.slots.every((s) => s.listening)) { this.#allUp = true; this.#up(true) }
       } else if (m.sg === 'metrics') {
-        pending.get(m.id)?.(m.data)
+        this.#pending.get(m.id)?.(m.data)
       }
     })
-    w.on('exit', (code, signal) => { exited(slot, w, code, signal) })
+    w.on('exit', (code, signal) => { this.#exited(slot, w, code, signal) })
     // a message to a worker that has just died (its channel closed): its exit is handled above
-    w.on('error', (err: Error) => { log.debug({ worker_id: slot.n, err: err.message }, 'worker channel error') })
+    w.on('error', (err: Error) => { this.log.debug({ worker_id: slot.n, err: err.message }, 'worker channel error') })
   }
 
-  const exited = (slot: Slot, w: Worker, code: number | null, signal: string | null): void => {
+  #exited (slot: Slot, w: Worker, code: number | null, signal: string | null): void {
     if (slot.worker === w) { slot.worker = null; slot.listening = false }
     const status = code ?? 1
-    if (stopping) {
-      exitCodes.push(signal !== null ? 1 : status)
-      if (slots.every((s) => s.worker === null)) finishStop()
+    if (this.#shutdown.stopping) {
+      this.#exitCodes.push(signal !== null ? 1 : status)
+      if (this.slots.every((s) => s.worker === null)) this.#allExited()
       return
     }
-    const lived = Date.now() - slot.since
-    if (!allUp || code === 2) {
+    if (!this.#allUp || code === 2) {
       // a worker that cannot start (its port, the key, the store's database) will not start by trying again
-      log.error({ worker_id: slot.n, pid: w.process.pid, code, signal }, allUp ? 'a worker stopped on a problem a restart cannot cure (exit code 2); stopping every worker' : 'a worker ended before every worker was listening; stopping every worker')
-      exitCodes.push(signal !== null ? 1 : status === 0 ? 1 : status)
-      abortStart()
-      stopAll('SIGTERM', true)
+      this.log.error({ worker_id: slot.n, pid: w.process.pid, code, signal }, this.#allUp ? 'a worker stopped on a problem a restart cannot cure (exit code 2); stopping every worker' : 'a worker ended before every worker was listening; stopping every worker')
+      this.#exitCodes.push(signal !== null ? 1 : status === 0 ? 1 : status)
+      this.#shutdown.stop('fatal', 1)
       return
     }
-    slot.deaths = lived >= STABLE_MS ? 1 : slot.deaths + 1
+    slot.deaths = Date.now() - slot.since >= STABLE_MS ? 1 : slot.deaths + 1
     const wait = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** (slot.deaths - 1))
-    log.warn({ worker_id: slot.n, pid: w.process.pid, code, signal, restart_in_ms: wait }, 'worker died; restarting it')
-    restarts?.inc()
-    slot.restartTimer = setTimeout(() => fork(slot), wait)
+    this.log.warn({ worker_id: slot.n, pid: w.process.pid, code, signal, restart_in_ms: wait }, 'worker died; restarting it')
+    this.#restarts?.inc()
+    slot.restartTimer = setTimeout(() => this.#fork(slot), wait)
   }
 
-  let hardStop: NodeJS.Timeout | null = null
-  const stopAll = (signal: NodeJS.Signals, fatal = false): void => {
-    const first = !stopping
-    stopping = true
+  /** The stop (./shutdown.ts runs it once): the signal to every worker, then wait for all to exit. */
+  async #stop (signal: NodeJS.Signals, fatal: boolean): Promise<number> {
     // stopped before every worker listened: the start ends here too
-    abortStart()
-    reloader.close()
-    for (const s of slots) {
+    this.#up(false)
+    this.#reloader.close()
+    const exited = new Promise<void>((resolve) => { this.#allExited = resolve })
+    for (const s of this.slots) {
       if (s.restartTimer !== null) { clearTimeout(s.restartTimer); s.restartTimer = null }
-      // each worker drains as one process does (server.drain_delay, server.shutdown_grace); a second signal ends it at once
       s.worker?.process.kill(signal)
     }
-    if (first) {
-      const c = inForce.server
-      const delay = signal === 'SIGINT' || fatal ? 0 : c.drain_delay
-      hardStop = setTimeout(() => {
-        for (const s of slots) s.worker?.process.kill('SIGKILL')
-        abandonStdout()
-        io.err(`sidegate: workers still running after server.drain_delay + server.shutdown_grace + ${STOP_MARGIN_S} s; killed\n`)
-        cleanup()
-        process.exit(1)
-      }, (delay + c.shutdown_grace + STOP_MARGIN_S) * 1000)
-      hardStop.unref()
-      if (!fatal) log.info({ signal, workers: slots.filter((s) => s.worker !== null).length }, 'stopping: signal passed to every worker')
-    }
-    if (slots.every((s) => s.worker === null)) finishStop()
+    if (!fatal) this.log.info({ signal, workers: this.slots.filter((s) => s.worker !== null).length }, 'stopping: signal passed to every worker')
+    if (this.slots.some((s) => s.worker !== null)) await exited
+    const code = this.#exitCodes.find((c) => c !== 0) ?? 0
+    await this.#closeListeners()
+    this.#cleanup()
+    this.log.info({ code }, 'stopped: every worker has exited')
+    await flushStdout(1000)
+    return code
   }
 
-  let adminListener: AdminListener | null = null
-  let metricsListener: AdminListener | null = null
-  const cleanup = (): void => {
-    if (socketDir !== null) rmSync(socketDir, { recursive: true, force: true })
-  }
-  let finishing = false
-  const finishStop = (): void => {
-    if (finishing) return
-    finishing = true
-    const code = exitCodes.find((c) => c !== 0) ?? 0
-    ;(async () => {
-      await adminListener?.close()
-      await metricsListener?.close()
-      cleanup()
-      if (hardStop !== null) clearTimeout(hardStop)
-      log.info({ code }, 'stopped: every worker has exited')
-      await flushStdout(1000)
-      finish(code)
-    })().catch(() => finish(1))
+  async #closeListeners (): Promise<void> {
+    await this.#adminListener?.close()
+    await this.#metricsListener?.close()
   }
 
-  const reloader = new Reloader({
-    current: () => inForce,
-    apply (next) {
-      inForce = next
-      setLevel(log, next.log.level)
-      if (next.reload.watch) reloader.watch()
-      else reloader.close()
-      for (const s of slots) if (s.worker?.isConnected() === true) s.worker.send({ sg: 'apply', config: next } satisfies ToWorker)
-    },
-    env,
-    log,
-    count: metrics?.configReload
-  })
+  #cleanup (): void {
+    if (this.#socketDir !== null) rmSync(this.#socketDir, { recursive: true, force: true })
+  }
 
-  process.on('SIGTERM', () => stopAll('SIGTERM'))
-  process.on('SIGINT', () => stopAll('SIGINT'))
-  process.on('SIGHUP', () => { if (!stopping) reloader.reload('SIGHUP') })
-  if (config.reload.watch) reloader.watch()
+  /** /metrics: the primary's own figures and every listening worker's, summed. */
+  #scrape (req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.#sum().then((registry) => registry.metrics().then((text) => {
+      res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
+      res.end(req.method === 'HEAD' ? undefined : text)
+    }), () => { res.writeHead(500).end() })
+  }
 
-  // the metrics and admin listeners, in the primary only
-  const scrape = metrics === null
-    ? null
-    : {
-        scrape (req: http.IncomingMessage, res: http.ServerResponse): void {
-          sum().then((registry) => registry.metrics().then((text) => {
-            res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
-            res.end(req.method === 'HEAD' ? undefined : text)
-          }), () => { res.writeHead(500).end() })
-        }
-      }
-  const sum = async (): Promise<ReturnType<typeof AggregatorRegistry.aggregate>> => {
-    const own = await metrics!.registry.getMetricsAsJSON()
-    const asked = slots.flatMap((s) => s.worker !== null && s.listening && s.worker.isConnected() ? [s.worker] : []).map(async (w) => {
-      const id = nextId++
+  async #sum (): Promise<ReturnType<typeof AggregatorRegistry.aggregate>> {
+    const own = await this.#metrics!.registry.getMetricsAsJSON()
+    const asked = this.slots.flatMap((s) => s.worker !== null && s.listening && s.worker.isConnected() ? [s.worker] : []).map(async (w) => {
+      const id = this.#nextId++
       return await new Promise<MetricsJson | null>((resolve) => {
-        const timer = setTimeout(() => { pending.delete(id); resolve(null) }, METRICS_WAIT_MS)
-        pending.set(id, (data) => { clearTimeout(timer); pending.delete(id); resolve(data) })
+        const timer = setTimeout(() => { this.#pending.delete(id); resolve(null) }, METRICS_WAIT_MS)
+        this.#pending.set(id, (data) => { clearTimeout(timer); this.#pending.delete(id); resolve(data) })
         w.send({ sg: 'metrics', id } satisfies ToWorker)
       })
     })
     const theirs = (await Promise.all(asked)).filter((d): d is MetricsJson => d !== null)
     return AggregatorRegistry.aggregate([own, ...theirs])
   }
-  let turn = 0
-  const relay = !config.admin.enabled
-    ? null
-    : {
-        handle (req: http.IncomingMessage, res: http.ServerResponse): void {
-          const ready = slots.filter((s) => s.listening && s.adminSocket !== null)
-          if (ready.length === 0) { sendError(res, stopping ? E.shuttingDown() : E.workerUnavailable()); return }
-          const slot = ready[turn++ % ready.length]
-          const headers: string[] = []
-          for (let i = 0; i < req.rawHeaders.length; i += 2) {
-            const name = req.rawHeaders[i].toLowerCase()
-            if (name === RELAY_PEER_HEADER || name === 'connection' || name === 'keep-alive') continue
-            headers.push(req.rawHeaders[i], req.rawHeaders[i + 1])
-          }
-          headers.push(RELAY_PEER_HEADER, req.socket.remoteAddress ?? '')
-          const out = http.request({ socketPath: slot.adminSocket!, method: req.method, path: req.url, headers, agent: false }, (answer) => {
-            const h: http.OutgoingHttpHeaders = {}
-            for (const [k, v] of Object.entries(answer.headers)) {
-              if (k !== 'connection' && k !== 'keep-alive' && k !== 'transfer-encoding' && v !== undefined) h[k] = v
-            }
-            res.writeHead(answer.statusCode ?? 502, h)
-            answer.pipe(res)
-          })
-          out.on('error', () => {
-            if (!res.headersSent) sendError(res, E.workerUnavailable())
-            else res.destroy()
-          })
-          req.pipe(out)
-        }
-      }
-  // Both bound before any worker starts: a port taken on this host stops the start before
-  // anything is said to listen (the public port is the workers' to bind: one that cannot ends it too).
-  let binding: Listener = 'metrics'
-  try {
-    if (scrape !== null) metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, scrapeAuth), api: null })
-    binding = 'admin'
-    if (relay !== null) adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay })
-  } catch (err) {
-    io.err(listenFailure(config, binding, err as Error))
-    await metricsListener?.close()
-    reloader.close()
-    cleanup()
-    return 1
-  }
-  if (stopping) {
-    // a signal while binding: the stop is done already, with no worker to wait for
-    await metricsListener?.close()
-    await adminListener?.close()
-    return await done
-  }
-
-  log.info({ workers: count, listen: `${config.listen.host}:${config.listen.port}` }, 'starting workers')
-  for (const s of slots) fork(s)
-  if (!(await up)) return await done
-  if (metricsListener !== null) {
-    const addr = metricsListener.address
-    log.info({ address: `${addr.address}:${addr.port}`, path: '/metrics' }, 'metrics listening (summed over the workers)')
-  }
-  if (adminListener !== null) announceAdmin(log, config, adminListener.address, 'admin API listening (relayed to the workers)')
-  log.info({ workers: count, address: `${config.listen.host}:${config.listen.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
-  return await done
 }

@@ -3,7 +3,6 @@
  * escaped for the terminal, and the one way an error is reported (a line, or
  * `{detail, code}` with --json) with its exit code.
  */
-import { readFileSync } from 'node:fs'
 import { escapeControls } from '../text.js'
 import { GatewayError, UsageError } from '../errors.js'
 
@@ -37,7 +36,7 @@ export const defaultIo: Io = {
   isTTY: process.stderr.isTTY === true
 }
 
-export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+export { VERSION } from '../app/version.js'
 
 /** Prints an error as one line (or `{detail, code}` with --json) on stderr; returns the exit code. */
 export function report (io: Io, json: boolean, err: unknown): number {
