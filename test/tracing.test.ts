@@ -88,7 +88,7 @@ t.test('the SDK is loaded only when tracing is on: src/observability/otel.ts alo
     if (f === join('observability', 'otel.ts')) t.ok(runtime.some((m) => m.startsWith('@opentelemetry/')), 'otel.ts imports the SDK')
     else t.same(runtime, [], `${f} imports neither the SDK nor otel.ts statically`)
   }
-  t.match(readFileSync(join(src, 'cli', 'commands.ts'), 'utf8'), /await import\('\.\.\/observability\/otel\.js'\)/, 'start imports it when tracing is on')
+  t.match(readFileSync(join(src, 'app', 'start.ts'), 'utf8'), /await import\('\.\.\/observability\/otel\.js'\)/, 'start imports it when tracing is on')
 })
 
 // ── over real processes ───────────────────────────────────────────────────
