@@ -4,7 +4,7 @@
  * catalogues into docs/: the error codes of src/errors.ts (docs/errors.md,
  * between `<!-- errors:begin -->` and `<!-- errors:end -->`), the audit events
  * of src/observability/audit.ts (docs/observability.md, `audit`) and every configuration key
- * of src/config/schema.ts (docs/configuration.md, `config`). test/docs.test.ts
+ * of src/config/schema.ts (docs/configuration.md, `config`). test/unit/docs.test.ts
  * fails while any differs. Reads the built dist/.
  */
 import { readFileSync, writeFileSync } from 'node:fs'

@@ -6,9 +6,9 @@
  * ERRORS is the one catalogue of codes: status, the detail as sent (an example
  * where the detail carries a value) and when it happens. A GatewayError can
  * only carry a catalogue code, and takes its status from there; the `E`
- * factories below are the only place one is made (test/architecture.test.ts).
+ * factories below are the only place one is made (test/unit/architecture.test.ts).
  * The OpenAPI document (src/routes/openapi.ts) and docs/errors.md's table
- * (test/docs.test.ts) are built from the catalogue.
+ * (test/unit/docs.test.ts) are built from the catalogue.
  */
 import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS } from './limits.js'
 

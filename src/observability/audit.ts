@@ -216,7 +216,7 @@ export class Auditor {
   }
 }
 
-/** docs/observability.md's table of audit events (test/docs.test.ts checks it; npm run docs:tables writes it). */
+/** docs/observability.md's table of audit events (test/unit/docs.test.ts checks it; npm run docs:tables writes it). */
 export function auditTable (): string {
   const rows = (Object.entries(AUDIT_EVENTS) as Array<[string, AuditEventSpec]>).map(([name, s]) => `| \`${name}\` | ${s.outcome} | ${s.when.replace(/\|/g, '\\|')} |`)
   return ['| event | outcome | when |', '|---|---|---|', ...rows].join('\n')

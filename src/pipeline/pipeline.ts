@@ -31,7 +31,7 @@
  * (decide below) and answers with the identity headers instead of
  * forwarding: the same headers (identityHeadersOf) a forwarded request gets.
  * Forwarded, upgraded or decided, a request for the upstream passes the one
- * admit step, so the three cannot drift apart (test/verdicts.test.ts). Any step
+ * admit step, so the three cannot drift apart (test/http/verdicts.test.ts). Any step
  * may throw a GatewayError (src/errors.ts): `fail` answers it as JSON,
  * `rejectUpgrade` on the socket.
  *

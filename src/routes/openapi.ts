@@ -23,7 +23,7 @@ export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPa
 /**
  * docs/errors.md's error table, from the catalogue: every code an
  * HTTP client can get, by status. `npm run docs:errors` writes it into the
- * docs; test/docs.test.ts fails when its copy differs.
+ * docs; test/unit/docs.test.ts fails when its copy differs.
  */
 export function errorTable (): string {
   const rows = [...HTTP_ERROR_CODES].sort((a, b) => ERRORS[a].status - ERRORS[b].status)

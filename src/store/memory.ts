@@ -1,7 +1,7 @@
 /**
  * The Store contract in process memory: what RedisStore does, without Redis
  * (test/fixtures/store-contract.ts runs the same suite against both). For
- * tests that need a store but no sockets (test/unit-auth.test.ts), and for
+ * tests that need a store but no sockets (test/unit/unit-auth.test.ts), and for
  * tooling.
  *
  * - Replicas: `replica()` gives another store on the same data, as another

@@ -1,0 +1,189 @@
+/**
+ * A login flood cannot lock everyone out (the second security review): password
+ * checks are bounded (auth.password_checks), one client address has a budget
+ * checked before any hashing (auth.lockout.address_max_failures; IPv6 by its
+ * /64), an unknown user costs sidegate's own hash only, and a check whose
+ * client has gone is dropped. Loopback only; every loop is bounded.
+ */
+import t from 'tap'
+import http from 'node:http'
+import { pbkdf2Sync, randomBytes } from 'node:crypto'
+import { startRedis } from '../fixtures/redis.js'
+import { post, type Res } from '../fixtures/http.js'
+import { startGateway } from '../fixtures/gateway.js'
+import { makeUser } from '../fixtures/creds.js'
+import { CheckGate, checkGateStats } from '../../src/auth/check-gate.js'
+import { PasswordChecker } from '../../src/auth/passwords.js'
+import { addressBucket } from '../../src/http/address.js'
+import { Metrics } from '../../src/observability/metrics.js'
+
+const redis = await startRedis()
+t.teardown(async () => { await redis.stop() })
+const TOKEN = '/api/v1/authentication/auth/'
+const from = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip })
+const trusted = { server: { trusted_proxies: ['127.0.0.1'] } }
+
+t.test('one address floods with 200 concurrent logins: another address signs in within 1 s; the flood gets fast 429/503', async (t) => {
+  const g = await startGateway(redis.url, trusted)
+  t.teardown(() => g.close())
+  await makeUser(g, 'legit')
+  // a gateway in its steady state: one sign-in done (the first check also makes the dummy hash)
+  t.equal((await post(g.url, TOKEN, { username: 'legit', password: 'legit-password' }, from('203.0.113.5'))).status, 201)
+  const flood: Array<Promise<{ r: Res, ms: number }>> = []
+  for (let i = 0; i < 200; i++) {
+    const t0 = performance.now()
+    flood.push(post(g.url, TOKEN, { username: `nobody-${i}-${randomBytes(4).toString('hex')}`, password: 'guess-guess' }, from('198.51.100.66')).then((r) => ({ r, ms: performance.now() - t0 })))
+  }
+  const t0 = performance.now()
+  const ok = await post(g.url, TOKEN, { username: 'legit', password: 'legit-password' }, from('203.0.113.5'))
+  const ms = performance.now() - t0
+  t.equal(ok.status, 201, 'the legitimate login succeeds')
+  t.ok(ms < 1000, `within 1 s (${Math.round(ms)} ms)`)
+  const answers = await Promise.all(flood)
+  const refused = answers.filter((a) => a.r.status === 429 || a.r.status === 503)
+  t.ok(refused.length >= 150, `the flooding address is refused (${refused.length} of 200 got 429/503)`)
+  t.ok(refused.every((a) => a.r.headers['retry-after'] !== undefined), 'with Retry-After')
+  const checked = answers.filter((a) => a.r.status === 401).length
+  t.ok(checked <= 50, `refused before any hashing: ${checked} of 200 had their password checked (at most per_address at a time)`)
+  const sorted = refused.map((a) => a.ms).sort((a, b) => a - b)
+  const median = sorted[Math.floor(sorted.length / 2)]
+  t.ok(median < 1000, `fast: median ${Math.round(median)} ms`)
+  t.ok(answers.every((a) => [401, 429, 503].includes(a.r.status)), 'nothing else (no 500)')
+})
+
+t.test('beyond the places and the queue: 503 busy with Retry-After, counted in the metrics', async (t) => {
+  const g = await startGateway(redis.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 1, per_address: 10, per_address_waiting: 10 } } })
+  t.teardown(() => g.close())
+  const metrics = new Metrics({ processMetrics: false })
+  await metrics.registry.metrics()
+  const answers = await Promise.all(Array.from({ length: 12 }, async (_, i) => await post(g.url, TOKEN, { username: `u${i}`, password: 'guess-guess' }, from(`192.0.2.${i + 1}`))))
+  const busy = answers.filter((r) => r.status === 503)
+  t.ok(busy.length >= 5, `${busy.length} of 12 answered 503`)
+  t.same(busy[0].json, { detail: 'Too many passwords are being checked; try again in a moment.', code: 'busy' })
+  t.equal(busy[0].headers['retry-after'], '1')
+  t.ok(answers.every((r) => r.status === 401 || r.status === 503))
+  const text = await metrics.registry.metrics()
+  const n = Number(/sidegate_password_checks_refused_total\{reason="busy"\} (\d+)/.exec(text)?.[1])
+  t.ok(n >= busy.length, `sidegate_password_checks_refused_total{reason="busy"} ${n}`)
+})
+
+t.test('the address budget: failures with any usernames from one address, checked before hashing; IPv6 by /64', async (t) => {
+  const g = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 100, address_max_failures: 3 } } })
+  t.teardown(() => g.close())
+  await makeUser(g, 'carol')
+  await makeUser(g, 'dan')
+  for (let i = 0; i < 3; i++) t.equal((await post(g.url, TOKEN, { username: `x${i}`, password: 'wrong-wrong' }, from('192.0.2.50'))).status, 401)
+  const locked = await post(g.url, TOKEN, { username: 'carol', password: 'carol-password' }, from('192.0.2.50'))
+  t.equal(locked.status, 429, 'the fourth, even right, is refused')
+  t.ok(Number(locked.headers['retry-after']) > 1000)
+  t.equal((await post(g.url, TOKEN, { username: 'carol', password: 'carol-password' }, from('192.0.2.51'))).status, 201, 'another address is not')
+  // a success gives its count back: an address that signs in is not used up
+  for (let i = 0; i < 6; i++) t.equal((await post(g.url, TOKEN, { username: 'dan', password: 'dan-password' }, from('192.0.2.52'))).status, 201, `success ${i + 1}`)
+  // IPv6: every address of one /64 shares the budget
+  for (let i = 1; i <= 3; i++) t.equal((await post(g.url, TOKEN, { username: 'nobody', password: 'wrong-wrong' }, from(`2001:db8:1:2::${i}`))).status, 401)
+  t.equal((await post(g.url, TOKEN, { username: 'carol', password: 'carol-password' }, from('2001:db8:1:2:ffff::9'))).status, 429, 'same /64: refused')
+  t.equal((await post(g.url, TOKEN, { username: 'carol', password: 'carol-password' }, from('2001:db8:1:3::1'))).status, 201, 'next /64: not')
+})
+
+t.test('the lockout counts an IPv6 client by its /64 (auth.lockout.ipv6_prefix)', async (t) => {
+  const g = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 3 } } })
+  t.teardown(() => g.close())
+  await makeUser(g, 'erin')
+  for (let i = 1; i <= 3; i++) t.equal((await post(g.url, TOKEN, { username: 'erin', password: 'wrong-wrong' }, from(`2001:db8:aa:bb::${i}`))).status, 401)
+  t.equal((await post(g.url, TOKEN, { username: 'erin', password: 'erin-password' }, from('2001:db8:aa:bb:1:2:3:4'))).status, 429, 'another address of the /64 is locked too')
+  t.equal((await post(g.url, TOKEN, { username: 'erin', password: 'erin-password' }, from('2001:db8:aa:bc::1'))).status, 201, 'another /64 is not')
+  const g128 = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 3, ipv6_prefix: 128 } } })
+  t.teardown(() => g128.close())
+  await makeUser(g128, 'erin')
+  for (let i = 1; i <= 3; i++) await post(g128.url, TOKEN, { username: 'erin', password: 'wrong-wrong' }, from(`2001:db8:aa:bb::${i}`))
+  t.equal((await post(g128.url, TOKEN, { username: 'erin', password: 'erin-password' }, from('2001:db8:aa:bb::99'))).status, 201, 'ipv6_prefix 128: per address')
+})
+
+t.test('addressBucket', async (t) => {
+  t.equal(addressBucket('192.0.2.1', 64), '192.0.2.1')
+  t.equal(addressBucket('2001:db8:1:2:3:4:5:6', 64), '2001:db8:1:2:0:0:0:0/64')
+  t.equal(addressBucket('2001:DB8:1:2::', 64), '2001:db8:1:2:0:0:0:0/64')
+  t.equal(addressBucket('::1', 64), '0:0:0:0:0:0:0:0/64')
+  t.equal(addressBucket('2001:db8:1:2:3:4:5:6', 56), '2001:db8:1:0:0:0:0:0/56')
+  t.equal(addressBucket('2001:db8:1:ff:3:4:5:6', 60), '2001:db8:1:f0:0:0:0:0/60')
+  t.equal(addressBucket('64:ff9b::192.0.2.1', 96), '64:ff9b:0:0:0:0:0:0/96')
+  t.equal(addressBucket('2001:db8::7', 128), '2001:db8::7')
+  t.equal(addressBucket('not-an-ip', 64), 'not-an-ip')
+})
+
+t.test('the gate: a waiting check whose client has gone is dropped, never run', async (t) => {
+  const gate = new CheckGate({ concurrency: 1, queue: 10, per_address: 10, per_address_waiting: 10 })
+  let release!: () => void
+  const first = gate.run('a', () => false, async () => await new Promise<string>((resolve) => { release = () => resolve('first') }))
+  const ran: string[] = []
+  const gone = new Set(['b', 'c'])
+  const waiting = ['b', 'c', 'd'].map(async (who) => await gate.run(who, () => gone.has(who), async () => { ran.push(who); return who }))
+  t.equal(gate.queued, 3)
+  const before = checkGateStats.dropped
+  release()
+  t.equal(await first, 'first')
+  const settled = await Promise.allSettled(waiting)
+  t.same(ran, ['d'], 'only the client still there is checked')
+  t.same(settled.map((s) => s.status), ['rejected', 'rejected', 'fulfilled'])
+  t.equal(checkGateStats.dropped - before, 2)
+  t.equal(gate.running, 0)
+  // one address runs at most per_address checks; its others wait (per_address_waiting), beyond that 429
+  const small = new CheckGate({ concurrency: 4, queue: 10, per_address: 2, per_address_waiting: 1 })
+  const frees: Array<() => void> = []
+  const hold = async (): Promise<void> => await new Promise<void>((resolve) => { frees.push(resolve) })
+  const x1 = small.run('x', () => false, hold)
+  const x2 = small.run('x', () => false, hold)
+  const order: string[] = []
+  const x3 = small.run('x', () => false, async () => { order.push('x3') })
+  t.equal(small.running, 2, 'x runs two, though places are free')
+  t.equal(small.queued, 1, 'its third waits')
+  await t.rejects(small.run('x', () => false, async () => {}), { code: 'too_many_attempts' }, 'a fourth: 429')
+  await small.run('y', () => false, async () => { order.push('y') })
+  t.same(order, ['y'], 'another address runs at once')
+  for (const f of frees.splice(0)) f()
+  await Promise.all([x1, x2, x3])
+  t.same(order, ['y', 'x3'], 'x3 ran when x had a place again')
+  t.equal(small.running, 0)
+})
+
+t.test('a waiting check whose HTTP client hung up is dropped', async (t) => {
+  const g = await startGateway(redis.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 50, per_address: 50, per_address_waiting: 50 } } })
+  t.teardown(() => g.close())
+  const u = new URL(g.url)
+  const before = checkGateStats.dropped
+  const reqs = Array.from({ length: 20 }, (_, i) => {
+    const body = JSON.stringify({ username: `gone${i}`, password: 'guess-guess' })
+    const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: TOKEN, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-forwarded-for': `192.0.2.${100 + i}` } })
+    req.on('error', () => {})
+    req.end(body)
+    return req
+  })
+  await new Promise((resolve) => setTimeout(resolve, 150))
+  for (const r of reqs) r.destroy()
+  const ok = await post(g.url, TOKEN, { username: 'nobody', password: 'guess-guess' }, from('203.0.113.77'))
+  t.equal(ok.status, 401, 'the next client is answered')
+  t.ok(checkGateStats.dropped - before >= 10, `dropped ${checkGateStats.dropped - before} of the 20 that left`)
+})
+
+t.test('an unknown user costs sidegate\'s own hash, not the costliest imported one', async (t) => {
+  const g = await startGateway(redis.url)
+  t.teardown(() => g.close())
+  const salt = 'saltsaltsalt'
+  const iterations = 1_000_000
+  const started = performance.now()
+  const h = pbkdf2Sync('imported-password', salt, iterations, 32, 'sha256').toString('base64')
+  const pbkdf2Ms = performance.now() - started
+  await g.store.createUser({ username: 'imported', password: null, password_hash: `pbkdf2_sha256$${iterations}$${salt}$${h}` })
+  await makeUser(g, 'native')
+  const checker = new PasswordChecker(g.store)
+  const time = async (u: string): Promise<number> => { const s = performance.now(); await checker.check(u, 'wrong-password'); return performance.now() - s }
+  const unknown: number[] = []
+  const native: number[] = []
+  for (let i = 0; i < 5; i++) { unknown.push(await time('nobody-at-all')); native.push(await time('native')) }
+  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[2]
+  t.ok(med(unknown) < pbkdf2Ms / 3, `unknown ${Math.round(med(unknown))} ms against ${Math.round(pbkdf2Ms)} ms for the imported hash`)
+  t.ok(med(unknown) < med(native) * 2 + 20 && med(native) < med(unknown) * 2 + 20, `unknown ${Math.round(med(unknown))} ms ≈ a native user's ${Math.round(med(native))} ms`)
+  // the first successful login re-hashes it: the one remaining difference ends there
+  t.ok(await checker.check('imported', 'imported-password'))
+  t.match(await g.store.getPasswordHash((await g.store.getUserByUsername('imported'))!.id), /^scrypt\$/)
+})

@@ -1,0 +1,52 @@
+/**
+ * Proxy mode and the forward-auth decision reach the same verdict on the same
+ * request (test/fixtures/verdicts.ts): each row of the table is sent to a
+ * proxy-mode gateway, and described to a decision gateway as nginx and as
+ * Caddy describe it; both gateways share one store and one configuration but
+ * for the upstream and trusted_proxies.
+ */
+import t from 'tap'
+import { startRedis } from '../fixtures/redis.js'
+import { startEcho } from '../fixtures/http.js'
+import { startGateway } from '../fixtures/gateway.js'
+import { bearer, makeUser } from '../fixtures/creds.js'
+import { login } from '../fixtures/session.js'
+import { VERDICT_CASES, decisionVerdict, proxyVerdict, type VerdictCreds } from '../fixtures/verdicts.js'
+
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
+const ORG_A = 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa'
+const ORG_B = 'bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb'
+
+const redis = await startRedis()
+const echo = await startEcho()
+const common = { upstream: { public_paths: ['/public'] } }
+const proxy = await startGateway(redis.url, { upstream: { ...common.upstream, url: echo.url } })
+const decider = await startGateway(redis.url, { ...common, redis: { url: redis.url, prefix: proxy.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
+t.teardown(async () => { await proxy.close(); await decider.close(); await echo.close(); await redis.stop() })
+
+await proxy.store.createOrg('Org A', ORG_A)
+await proxy.store.createOrg('Org B', ORG_B)
+const alice = await makeUser(proxy, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
+const key = await proxy.store.createAccessKey(alice.id)
+const s = await login(proxy.url, 'alice', 'alice-password')
+const creds: VerdictCreds = {
+  session: { cookie: s.cookie, csrf: s.csrf },
+  privateToken: await proxy.store.createPrivateToken(alice.id),
+  key: { id: key.key.id, secret: key.secret },
+  bearer: async () => await bearer(proxy.url, 'alice', 'alice-password'),
+  memberOrg: ORG_A,
+  otherOrg: ORG_B,
+  orgHeader: proxy.config.names.orgHeader
+}
+
+t.test('every row: proxy mode, the decision as nginx asks and as Caddy asks, the same verdict', async (t) => {
+  t.ok(VERDICT_CASES.length >= 20, `${VERDICT_CASES.length} rows`)
+  for (const row of VERDICT_CASES) {
+    const got = {
+      proxy: await proxyVerdict(proxy.url, row, creds),
+      nginx: await decisionVerdict(decider.url, row, creds, 'nginx'),
+      caddy: await decisionVerdict(decider.url, row, creds, 'caddy')
+    }
+    t.same(got, { proxy: row.expect, nginx: row.expect, caddy: row.expect }, row.name)
+  }
+})

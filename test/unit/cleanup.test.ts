@@ -1,0 +1,47 @@
+/**
+ * test/fixtures/cleanup.ts: whatever a test process started is gone when it
+ * ends, however it ends. A child node process starts a redis-server and makes
+ * a temp dir through the fixtures, then is killed: with SIGALRM (tap's
+ * timeout, the signal handler runs) and with SIGKILL (no handler can run:
+ * the detached reaper does the work).
+ */
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { connect } from 'node:net'
+import { pathToFileURL } from 'node:url'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { ROOT } from '../fixtures/gateway.js'
+import { track } from '../fixtures/cleanup.js'
+import { eventually } from '../fixtures/wait.js'
+
+/** Something accepts connections on the port. */
+const listening = async (port: number): Promise<boolean> => await new Promise((resolve) => {
+  const s = connect(port, '127.0.0.1')
+  s.once('connect', () => { s.destroy(); resolve(true) })
+  s.once('error', () => resolve(false))
+})
+/** tap's own TypeScript loader, as tap runs test files */
+const LOADER = pathToFileURL(join(ROOT, 'node_modules', '@tapjs', 'typescript', 'dist', 'esm', 'import.mjs')).href
+
+async function startVictim (): Promise<{ kill: (s: NodeJS.Signals) => void, port: number, dir: string }> {
+  const p = track(spawn(process.execPath, [`--import=${LOADER}`, join(ROOT, 'test', 'fixtures', 'cleanup-victim.ts')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }))
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    p.stdout!.on('data', (c: Buffer) => { out += c.toString(); if (out.includes('\n')) resolve(out.split('\n')[0]) })
+    p.once('exit', (code) => reject(new Error(`the test process exited ${code}: ${out}`)))
+  })
+  const { port, dir } = JSON.parse(line) as { port: number, dir: string }
+  return { kill: (s) => p.kill(s), port, dir }
+}
+
+for (const signal of ['SIGALRM', 'SIGKILL'] as const) {
+  t.test(`a test process killed with ${signal}: its redis-server and temp dir are gone`, async (t) => {
+    const v = await startVictim()
+    t.ok(await listening(v.port), `its redis-server answers on ${v.port}`)
+    t.ok(existsSync(v.dir), 'the temp dir exists')
+    v.kill(signal)
+    const started = Date.now()
+    t.ok(await eventually(async () => !(await listening(v.port)) && !existsSync(v.dir), 30_000, 100), `both gone (${Date.now() - started} ms)`)
+  })
+}
