@@ -1,4 +1,5 @@
 import type { Keyring } from '../crypto.js'
+import type { KeyDisabler } from './types.js'
 
 /**
  * How RedisStore lays out a private token's record (shared with the key
@@ -12,9 +13,6 @@ export function openPrivateToken (stored: string): { hash: string | null, sealed
   const i = stored.indexOf(':')
   return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
 }
-
-/** Who disabled an access key: its owner (the account API), an operator (the CLI, the admin API, an import) or auth.keys.disable_after. */
-export type KeyDisabler = 'owner' | 'operator' | 'policy'
 
 interface Lifecycle { name?: string, date_expired?: string, allow_ips?: string[], date_enabled?: string, disabled_by?: KeyDisabler }
 

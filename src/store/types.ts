@@ -62,8 +62,8 @@ export interface Org {
   date_created: string
 }
 
-import type { KeyDisabler } from './layout.js'
-export type { KeyDisabler }
+/** Who disabled an access key: its owner (the account API), an operator (the CLI, the admin API, an import) or auth.keys.disable_after. */
+export type KeyDisabler = 'owner' | 'operator' | 'policy'
 /** What an access key's enabled state was when it was read (a compare-and-set's expectation). */
 export interface KeyState { is_active: boolean, disabled_by?: KeyDisabler }
 
