@@ -25,7 +25,7 @@ import { buildConfig, defaultIssuer } from '../src/config/index.js'
 import { MemoryStore } from '../src/store/memory/index.js'
 import { ensureKeySet, keyStates, keyView, newSigningKey, RETIRE_MARGIN_MS, rotateKeySet } from '../src/forward/identity.js'
 import { JWKS_KEY } from '../src/store/keyset.js'
-import { rotateSecretKey } from '../src/store/rotate.js'
+import { rotateSecretKey } from '../src/store/redis/rotate.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const OTHER_ORG = '7d0c4f1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f'
