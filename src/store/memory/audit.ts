@@ -1,6 +1,5 @@
-/** The audit stream and the identity JWT's sealed key set, in memory. */
-import type { StoredKeySet } from '../keyset.js'
-import type { AuditStorage, SigningKeyStorage } from '../ports.js'
+/** The audit stream in memory, with ids as Redis makes them. */
+import type { AuditStorage } from '../ports.js'
 import type { AuditEntry, AuditQuery } from '../types.js'
 import type { Local } from './data.js'
 
@@ -45,16 +44,3 @@ function streamId (id: string): [number, number] {
   return [Number(ms), Number(seq)]
 }
 const compareIds = (a: [number, number], b: [number, number]): number => a[0] - b[0] || a[1] - b[1]
-
-export class MemorySigningKeys implements SigningKeyStorage {
-  constructor (private readonly l: Local) {}
-
-  async get (): Promise<StoredKeySet> { return structuredClone(this.l.open().jwks) }
-
-  async putIfRev (rev: number, set: StoredKeySet): Promise<boolean> {
-    const d = this.l.open()
-    if (d.jwks.rev !== rev) return false
-    d.jwks = structuredClone(set)
-    return true
-  }
-}

@@ -1,5 +1,5 @@
-/** Login attempts, replay marks, rate-limit buckets and locks in memory, each with its expiry on the clock. */
-import type { LimitStorage, LockStorage } from '../ports.js'
+/** Login attempts, replay marks and rate-limit buckets in memory, each with its expiry on the clock. */
+import type { LimitStorage } from '../ports.js'
 import type { LoginFailures } from '../types.js'
 import type { Local } from './data.js'
 
@@ -49,23 +49,5 @@ export class MemoryLimits implements LimitStorage {
     }
     d.rates.set(bucket, { v: times, exp: times[times.length - 1] + windowMs })
     return { allowed: false, remaining: 0, resetMs: times[times.length - limit] + windowMs - now }
-  }
-}
-
-export class MemoryLocks implements LockStorage {
-  constructor (private readonly l: Local) {}
-
-  async acquire (name: string, token: string, ttlMs: number): Promise<boolean> {
-    const d = this.l.open()
-    if (d.alive(d.locks, name) !== undefined) return false
-    d.locks.set(name, { v: token, exp: this.l.now() + ttlMs })
-    return true
-  }
-
-  async release (name: string, token: string): Promise<boolean> {
-    const d = this.l.open()
-    if (d.alive(d.locks, name)?.v !== token) return false
-    d.locks.delete(name)
-    return true
   }
 }

@@ -16,6 +16,7 @@ import { BearerTokens } from './bearer-tokens.js'
 import { Caches, type CacheOptions } from './caches.js'
 import type { Context } from './context.js'
 import { Limits } from './limits.js'
+import { Locks } from './locks.js'
 import { Passwords } from './passwords.js'
 import { PrivateTokens } from './private-tokens.js'
 import { Sessions } from './sessions.js'
@@ -44,6 +45,7 @@ export class PolicyStore implements RunningStore {
   readonly #bt: BearerTokens
   readonly #sessions: Sessions
   readonly #limits: Limits
+  readonly #locks: Locks
   readonly #jwks: SigningKeys
 
   constructor (storage: Storage, keyring: Keyring, o: PolicyOptions = {}) {
@@ -59,6 +61,7 @@ export class PolicyStore implements RunningStore {
     this.#bt = new BearerTokens(c)
     this.#sessions = new Sessions(c)
     this.#limits = new Limits(c)
+    this.#locks = new Locks(c)
     this.#jwks = new SigningKeys(c)
   }
 
@@ -152,8 +155,8 @@ export class PolicyStore implements RunningStore {
   forgiveLoginAttempt (subject: string): Promise<void> { return this.#limits.forgiveLoginAttempt(subject) }
   markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> { return this.#limits.markOnce(kind, value, ttlSeconds) }
   hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> { return this.#limits.hitRateLimit(bucket, limit, windowSeconds) }
-  acquireLock (name: string, ttlMs: number): Promise<string | null> { return this.#limits.acquireLock(name, ttlMs) }
-  releaseLock (name: string, token: string): Promise<boolean> { return this.#limits.releaseLock(name, token) }
+  acquireLock (name: string, ttlMs: number): Promise<string | null> { return this.#locks.acquire(name, ttlMs) }
+  releaseLock (name: string, token: string): Promise<boolean> { return this.#locks.release(name, token) }
 
   setRateLimit (subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean> {
     return 'user' in subject ? this.#users.setRateLimit(subject.user, policy) : this.#keys.setRateLimit(subject.key, policy)

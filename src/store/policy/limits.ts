@@ -1,10 +1,8 @@
 /**
- * Counters with a window, and locks: login attempts and replay marks are
- * kept under the lookup hash of their subject (never the username or the
- * signature itself); a rate-limit hit is rounded up to whole seconds; a lock
- * is held with a random token that only its holder knows.
+ * Counters with a window: login attempts and replay marks are kept under the
+ * lookup hash of their subject (never the username or the signature itself);
+ * a rate-limit hit is rounded up to whole seconds.
  */
-import { randomUUID } from 'node:crypto'
 import type { LoginFailures, RateLimitHit } from '../types.js'
 import type { Context } from './context.js'
 
@@ -30,14 +28,5 @@ export class Limits {
   async hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> {
     const { allowed, remaining, resetMs } = await this.c.storage.limits.hit(bucket, limit, windowSeconds * 1000)
     return { allowed, remaining, reset: Math.max(1, Math.ceil(resetMs / 1000)) }
-  }
-
-  async acquireLock (name: string, ttlMs: number): Promise<string | null> {
-    const token = randomUUID()
-    return (await this.c.storage.locks.acquire(name, token, ttlMs)) ? token : null
-  }
-
-  async releaseLock (name: string, token: string): Promise<boolean> {
-    return await this.c.storage.locks.release(name, token)
   }
 }

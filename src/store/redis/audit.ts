@@ -1,6 +1,5 @@
-/** The audit stream (`audit`, a Redis Stream capped with XADD MAXLEN ~) and the identity JWT's sealed key set (`jwks`), in Redis. */
-import { JWKS_KEY, parseKeySet, type StoredKeySet } from '../keyset.js'
-import type { AuditStorage, SigningKeyStorage } from '../ports.js'
+/** The audit stream in Redis: `audit`, a Redis Stream capped with XADD MAXLEN ~, one field `e` holding the event's JSON. */
+import type { AuditStorage } from '../ports.js'
 import type { AuditEntry, AuditQuery } from '../types.js'
 import type { RedisContext } from './context.js'
 
@@ -30,16 +29,4 @@ export class RedisAudit implements AuditStorage {
 /** Stream entries as ioredis gives them → AuditEntry (the field `e`). */
 function entries (raw: Array<[id: string, fields: string[]]>): AuditEntry[] {
   return raw.map(([id, fields]) => ({ id, json: fields[fields.indexOf('e') + 1] ?? '{}' }))
-}
-
-export class RedisSigningKeys implements SigningKeyStorage {
-  constructor (private readonly c: RedisContext) {}
-
-  async get (): Promise<StoredKeySet> {
-    return parseKeySet(await this.c.run(() => this.c.redis.get(this.c.k(JWKS_KEY))))
-  }
-
-  async putIfRev (rev: number, set: StoredKeySet): Promise<boolean> {
-    return await this.c.run(() => this.c.scripts.putIfRev(this.c.k(JWKS_KEY), rev, JSON.stringify(set)))
-  }
 }

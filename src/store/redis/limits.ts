@@ -1,10 +1,10 @@
 /**
- * Counters and locks in Redis, one key and one command or script each:
+ * Counters in Redis, one key and one command or script each:
  * `fail:<hash>` login attempts, `once:<kind>:<hash>` replay marks,
- * `rl:<bucket>` rate-limit windows (on the server's clock), `lock:<name>`.
+ * `rl:<bucket>` rate-limit windows (on the server's clock).
  */
 import { randomUUID } from 'node:crypto'
-import type { LimitStorage, LockStorage } from '../ports.js'
+import type { LimitStorage } from '../ports.js'
 import type { LoginFailures } from '../types.js'
 import type { RedisContext } from './context.js'
 
@@ -31,18 +31,5 @@ export class RedisLimits implements LimitStorage {
     const member = `${this.#nonce}:${(this.#seq++).toString(36)}`
     const [allowed, remaining, resetMs] = await this.c.run(() => this.c.scripts.rateLimit(this.c.k('rl', bucket), limit, windowMs, member))
     return { allowed: allowed === 1, remaining, resetMs }
-  }
-}
-
-export class RedisLocks implements LockStorage {
-  constructor (private readonly c: RedisContext) {}
-
-  /** SET NX PX: one key, cluster-safe. */
-  async acquire (name: string, token: string, ttlMs: number): Promise<boolean> {
-    return (await this.c.run(() => this.c.redis.set(this.c.k('lock', name), token, 'PX', ttlMs, 'NX'))) !== null
-  }
-
-  async release (name: string, token: string): Promise<boolean> {
-    return await this.c.run(() => this.c.scripts.releaseLock(this.c.k('lock', name), token))
   }
 }
