@@ -78,7 +78,7 @@ export class MemoryStorage implements Storage, Local {
 
 /** The shared policy over a MemoryStorage. */
 export class MemoryStore extends PolicyStore {
-  declare readonly storage: MemoryStorage
+  declare protected readonly storage: MemoryStorage
 
   constructor (keyring: Keyring, o: MemoryStoreOptions & { shareWith?: MemoryStore } = {}) {
     const data = o.shareWith === undefined ? new Data(o.now ?? Date.now) : o.shareWith.storage.data

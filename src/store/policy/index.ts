@@ -31,10 +31,10 @@ export interface PolicyOptions {
 }
 
 export class PolicyStore implements RunningStore {
-  readonly storage: Storage
-  readonly keyring: Keyring
+  protected readonly storage: Storage
+  protected readonly keyring: Keyring
   /** null where the backend has no Storage.invalidation: its replicas see every change at once */
-  readonly caches: Caches | null
+  protected readonly caches: Caches | null
   #gate: GatewayError | null = null
   #closed = false
   readonly #orgs: Orgs

@@ -21,8 +21,8 @@ export interface RedisStoreOptions extends RedisStorageOptions {
 }
 
 export class RedisStore extends PolicyStore implements ManagedStore {
-  declare readonly storage: RedisStorage
-  declare readonly caches: Caches
+  declare protected readonly storage: RedisStorage
+  declare protected readonly caches: Caches
 
   constructor (opts: RedisStoreOptions, keyring: Keyring) {
     super(new RedisStorage(opts), keyring, { cache: opts.cache, onUnreadable: opts.onUnreadable })
