@@ -125,7 +125,7 @@ export async function startSpanSink () {
 export async function openStore (redisUrl) {
   const { buildConfig } = await import(join(ROOT, 'dist', 'config', 'index.js'))
   const { Keyring } = await import(join(ROOT, 'dist', 'crypto.js'))
-  const { RedisStore } = await import(join(ROOT, 'dist', 'store', 'redis.js'))
+  const { RedisStore } = await import(join(ROOT, 'dist', 'store', 'redis', 'index.js'))
   const c = buildConfig({ redis: { url: redisUrl, prefix: PREFIX }, secret_key: SECRET })
   const store = new RedisStore({
     url: c.redis.url, topology: c.redis, prefix: PREFIX, commandTimeout: 10_000, connectTimeout: c.redis.connect_timeout, cache: c.auth.cache

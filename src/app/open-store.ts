@@ -8,9 +8,9 @@ import { Keyring } from '../crypto.js'
 import { UsageError } from '../errors.js'
 import type { Logger } from '../observability/log.js'
 import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, type SecretKey } from './bootstrap.js'
-import { RedisStore } from '../store/redis.js'
-import { createRedisClient, describeRedis } from '../store/connect.js'
-import { KEY_CHECK, storeIsEmpty } from '../store/keycheck.js'
+import { RedisStore } from '../store/redis/index.js'
+import { createRedisClient, describeRedis } from '../store/redis/connect.js'
+import { KEY_CHECK, storeIsEmpty } from '../store/redis/keycheck.js'
 import type { ManagedStore } from '../store/types.js'
 
 /** Optional observers of the store's connections (metrics). */

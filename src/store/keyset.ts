@@ -2,8 +2,9 @@
  * The identity JWT's key set as the store keeps it (src/forward/identity.ts): one
  * record, `jwks` under the prefix, `{rev, keys}`, each key's private JWK
  * encrypted with the secret key (additional data `jwk:<kid>`). Shared by
- * RedisStore, MemoryStore and the secret rotation (./rotate.ts). Imports
- * nothing of the store, so ./types.ts can name its types.
+ * the policy (./policy/signing-keys.ts), the backends and the secret
+ * rotation (./redis/rotate.ts). Imports nothing of the store, so ./types.ts
+ * can name its types.
  */
 import type { Keyring } from '../crypto.js'
 

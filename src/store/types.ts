@@ -1,16 +1,18 @@
 /**
- * The one storage interface. Everything persistent goes through `Store`:
- * RedisStore (./redis.ts) is the gateway's, MemoryStore (./memory.ts) the same
- * contract in process (test/fixtures/store-contract.ts runs against both).
- * `ManagedStore` adds what a process's composition root needs around it:
- * connecting, the gate, the secret key's check and rotation, the caches'
- * counters for metrics. In src/, only runtime.ts constructs a RedisStore.
+ * The application-facing storage interface. Everything persistent goes
+ * through `Store`: the account policy (./policy/) over a backend that only
+ * stores (./ports.ts); RedisStore (./redis/) is the gateway's, MemoryStore
+ * (./memory/) the same contract in process (test/fixtures/store-contract.ts
+ * runs against both). `ManagedStore` adds what a process's composition root
+ * needs around it: connecting, the gate, the secret key's check and
+ * rotation, the caches' counters for metrics. In src/, only
+ * src/app/open-store.ts constructs a RedisStore.
  */
 import type { Keyring } from '../crypto.js'
 import type { GatewayError } from '../errors.js'
 import type { LruCache } from './cache.js'
-import type { VerifyOptions, Verified } from './keycheck.js'
-import type { RotateOptions, RotateResult } from './rotate.js'
+import type { VerifyOptions, Verified } from './redis/keycheck.js'
+import type { RotateOptions, RotateResult } from './redis/rotate.js'
 import type { SigningKey, SigningKeySet } from './keyset.js'
 
 export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
@@ -62,8 +64,8 @@ export interface Org {
   date_created: string
 }
 
-import type { KeyDisabler } from './layout.js'
-export type { KeyDisabler }
+/** Who disabled an access key: its owner (the account API), an operator (the CLI, the admin API, an import) or auth.keys.disable_after. */
+export type KeyDisabler = 'owner' | 'operator' | 'policy'
 /** What an access key's enabled state was when it was read (a compare-and-set's expectation). */
 export interface KeyState { is_active: boolean, disabled_by?: KeyDisabler }
 
@@ -293,7 +295,7 @@ export interface Store {
   setRateLimit(subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean>
 
   /**
-   * A lock shared by every replica (periodic jobs: src/jobs.ts): a new random
+   * A lock shared by every replica (periodic jobs: src/admin/unused-keys.ts): a new random
    * token when `name` was free (held for `ttlMs` at most), null when another
    * holds it. One key, SET NX PX: cluster-safe.
    */

@@ -12,7 +12,7 @@ import { holdingProxy } from '../fixtures/tcp-proxy.js'
 import { SECRET } from '../fixtures/gateway.js'
 import { eventually } from '../fixtures/wait.js'
 import { Keyring } from '../../src/crypto.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { RedisStore } from '../../src/store/redis/index.js'
 
 const redis = await startRedis()
 const proxy = await holdingProxy(Number(new URL(redis.url).port))

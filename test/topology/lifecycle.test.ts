@@ -15,7 +15,7 @@ import { startEcho, request, post, type Res } from '../fixtures/http.js'
 import { ADMIN_PASSWORD, ROOT, SECRET } from '../fixtures/gateway.js'
 import { signedHeaders } from '../fixtures/creds.js'
 import { Keyring } from '../../src/crypto.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { RedisStore } from '../../src/store/redis/index.js'
 import { eventually, sleep } from '../fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'

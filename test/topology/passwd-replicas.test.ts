@@ -11,7 +11,7 @@ import { bearer, signedHeaders } from '../fixtures/creds.js'
 import { login, postForm } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
 import { Keyring } from '../../src/crypto.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { RedisStore } from '../../src/store/redis/index.js'
 import { main } from '../../src/cli/index.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'

@@ -8,7 +8,7 @@ import { startEcho, request } from '../fixtures/http.js'
 import { ADMIN_PASSWORD, SECRET, spawnGateway } from '../fixtures/gateway.js'
 import { bearer, signedHeaders } from '../fixtures/creds.js'
 import { Keyring } from '../../src/crypto.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { RedisStore } from '../../src/store/redis/index.js'
 import { eventually } from '../fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'

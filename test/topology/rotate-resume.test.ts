@@ -10,7 +10,7 @@ import { Redis } from 'ioredis'
 import { startRedis } from '../fixtures/redis.js'
 import { BIN, cliIn, startIn, workdir } from '../fixtures/procs.js'
 import { Keyring } from '../../src/crypto.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { RedisStore } from '../../src/store/redis/index.js'
 import { track } from '../fixtures/cleanup.js'
 
 const K2 = 'the-second-secret-key-after-rotation-0123456789'

@@ -15,7 +15,7 @@ import { signedHeaders } from '../fixtures/creds.js'
 import { eventually } from '../fixtures/wait.js'
 import { cliIn, snapshot, startIn, workdir } from '../fixtures/procs.js'
 import { Keyring } from '../../src/crypto.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { RedisStore } from '../../src/store/redis/index.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { Keyring } from '../../src/crypto.js'
 import { E } from '../../src/errors.js'
-import { MemoryStore } from '../../src/store/memory.js'
+import { MemoryStore } from '../../src/store/memory/index.js'
 import { memoryStores, storeContract } from '../fixtures/store-contract.js'
 import { SECRET } from '../fixtures/gateway.js'
 

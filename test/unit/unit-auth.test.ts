@@ -14,7 +14,7 @@ import { buildConfig, type Config } from '../../src/config/index.js'
 import { Keyring } from '../../src/crypto.js'
 import { GatewayError } from '../../src/errors.js'
 import { Authenticators } from '../../src/auth/index.js'
-import { MemoryStore } from '../../src/store/memory.js'
+import { MemoryStore } from '../../src/store/memory/index.js'
 import type { User } from '../../src/store/types.js'
 import { SECRET } from '../fixtures/gateway.js'
 

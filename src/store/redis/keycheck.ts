@@ -8,7 +8,7 @@
  *   key-legacy:<check value>  earlier keys' lookup and tag keys, encrypted under that key (crypto.ts KeyGeneration)
  *   key-rotation              a rotation under way: {from, to, started, converted} (rotate.ts)
  */
-import type { Keyring, KeyGeneration } from '../crypto.js'
+import type { Keyring, KeyGeneration } from '../../crypto.js'
 import type { RedisClient } from './connect.js'
 import { openPrivateToken } from './layout.js'
 

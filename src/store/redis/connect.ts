@@ -1,16 +1,17 @@
 /**
  * The one place Redis clients are built: standalone (a URL), Sentinel (a
  * master group name and its sentinels) or Cluster (seed nodes), each with
- * optional credentials and TLS. RedisStore calls it twice: once for the
- * command connection, which fails fast while disconnected, and once for the
- * pub/sub subscriber, which queues and retries forever.
+ * optional credentials and TLS. The Redis backend calls it twice: once for
+ * the command connection (./storage.ts), which fails fast while disconnected,
+ * and once for the pub/sub subscriber (./invalidation.ts), which queues and
+ * retries forever.
  */
 import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
-import type { RedisTls, RedisTopology } from '../config/index.js'
-import { UsageError } from '../errors.js'
-import { maskUrl } from '../http/mask.js'
+import type { RedisTls, RedisTopology } from '../../config/index.js'
+import { UsageError } from '../../errors.js'
+import { maskUrl } from '../../http/mask.js'
 
 /** Both client kinds speak the same commands; typed as Redis so the store has one code path. */
 export type RedisClient = Redis

@@ -13,11 +13,11 @@
  * key, encrypted under it (`key-legacy:<new check value>`): with the new key a
  * process still accepts what the old one issued. See crypto.ts KeyGeneration.
  */
-import type { Keyring, KeyGeneration } from '../crypto.js'
+import type { Keyring, KeyGeneration } from '../../crypto.js'
 import type { RedisClient } from './connect.js'
 import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './keycheck.js'
 import { openPrivateToken, sealPrivateToken } from './layout.js'
-import { JWKS_KEY, parseKeySet, signingKeyAad } from './keyset.js'
+import { JWKS_KEY, parseKeySet, signingKeyAad } from '../keyset.js'
 
 export interface RotateOptions {
   /** count what would be converted; write nothing */

@@ -1,0 +1,68 @@
+/** Access keys in memory: the record, its last use apart, and the user's set of key ids. */
+import type { AccessKeyStorage, KeyStateFields, StoredKey } from '../ports.js'
+import type { KeyDisabler, RateLimitPolicy } from '../types.js'
+import { addTo, type Local } from './data.js'
+
+export class MemoryAccessKeys implements AccessKeyStorage {
+  constructor (private readonly l: Local) {}
+
+  async insert (key: StoredKey, max: number): Promise<boolean> {
+    const d = this.l.open()
+    if (max > 0 && (d.userKeys.get(key.user_id)?.size ?? 0) >= max) return false
+    d.keys.set(key.id, structuredClone(key))
+    addTo(d.userKeys, key.user_id, key.id)
+    return true
+  }
+
+  async insertNew (key: StoredKey): Promise<boolean> {
+    const d = this.l.open()
+    if (d.keys.has(key.id)) return false
+    d.keys.set(key.id, structuredClone(key))
+    addTo(d.userKeys, key.user_id, key.id)
+    return true
+  }
+
+  async get (id: string): Promise<{ stored: StoredKey, lastUsed: string | null } | null> {
+    const d = this.l.open()
+    const s = d.keys.get(id)
+    return s === undefined ? null : { stored: structuredClone(s), lastUsed: d.keyUsed.get(id) ?? null }
+  }
+
+  async ids (userId: string): Promise<string[]> { return [...(this.l.open().userKeys.get(userId) ?? [])] }
+
+  async setState (id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean> {
+    const s = this.l.open().keys.get(id)
+    if (s === undefined) return false
+    if (expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)) return false
+    s.is_active = fields.is_active
+    if (fields.date_enabled !== undefined) s.date_enabled = fields.date_enabled
+    if (fields.disabled_by === null) delete s.disabled_by
+    else s.disabled_by = fields.disabled_by
+    return true
+  }
+
+  async setRateLimit (id: string, policy: RateLimitPolicy | null): Promise<boolean> {
+    const s = this.l.open().keys.get(id)
+    if (s === undefined) return false
+    s.rate_limit = policy === null ? null : { ...policy }
+    return true
+  }
+
+  async delete (id: string): Promise<boolean> {
+    const d = this.l.open()
+    const s = d.keys.get(id)
+    if (s === undefined) return false
+    d.keys.delete(id)
+    d.keyUsed.delete(id)
+    d.userKeys.get(s.user_id)?.delete(id)
+    return true
+  }
+
+  async touch (id: string, now: string, olderThan: string): Promise<0 | 1 | 2> {
+    const d = this.l.open()
+    const last = d.keyUsed.get(id)
+    if (last !== undefined && last > olderThan) return 0
+    d.keyUsed.set(id, now)
+    return last === undefined ? 2 : 1
+  }
+}

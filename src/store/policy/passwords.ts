@@ -1,0 +1,51 @@
+/**
+ * Passwords: hashed (scrypt) when set; an imported Django hash kept as it is
+ * until a login re-hashes it by compare-and-set. A new password, or a new
+ * imported hash, ends what whoever held the old one may hold: the user's
+ * sessions and unused bearer tokens, on every replica at once. Private
+ * tokens and access keys are separate credentials and stay.
+ */
+import { hashPassword } from '../../crypto.js'
+import { E } from '../../errors.js'
+import { invalidate, type Context } from './context.js'
+import { importedFingerprint } from './records.js'
+
+export class Passwords {
+  constructor (private readonly c: Context) {}
+
+  async hash (userId: string): Promise<string | null> {
+    return (await this.c.storage.users.get(userId))?.password_hash ?? null
+  }
+
+  async set (userId: string, password: string): Promise<void> {
+    await this.#write(userId, 'password_hash', await hashPassword(password))
+    await this.#endCredentials(userId)
+  }
+
+  async setLegacy (userId: string, hash: string): Promise<void> {
+    await this.#write(userId, 'password_hash', hash)
+    await this.#write(userId, 'password_imported', importedFingerprint(this.c.keys, hash))
+    await this.#endCredentials(userId)
+  }
+
+  async isImported (userId: string, hash: string): Promise<boolean> {
+    const s = await this.c.storage.users.get(userId)
+    // under any key the store was rotated through: the same hash again is no change
+    return s !== null && (s.password_hash === hash || (s.password_imported !== undefined && this.c.keys.lookups(`imported password:${hash}`).includes(s.password_imported)))
+  }
+
+  /** Ends nothing: the password is the same. */
+  async upgrade (userId: string, oldHash: string, newHash: string): Promise<boolean> {
+    return await this.c.storage.users.swapPasswordHash(userId, oldHash, newHash)
+  }
+
+  async #write (userId: string, field: 'password_hash' | 'password_imported', value: string): Promise<void> {
+    if (!(await this.c.storage.users.setField(userId, field, value))) throw E.userNotFound()
+  }
+
+  async #endCredentials (userId: string): Promise<void> {
+    await this.c.storage.sessions.endAll(userId)
+    await this.c.storage.bearerTokens.endAll(userId)
+    await invalidate(this.c, `user-sess:${userId}`)
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Private tokens: one per user, issued with a check tag and stored as a
+ * lookup hash (→ user) beside the token sealed for reading back. Creating or
+ * importing one replaces the user's token in one storage step, and whoever
+ * replaced a token removes its lookup entry, so concurrent creations leave
+ * exactly one token that works. An imported (untagged, JumpServer) token is
+ * accepted only when its hash is listed as imported.
+ */
+import { credentialShaped } from '../../crypto.js'
+import type { StoredPrivateToken } from '../ports.js'
+import { UNREADABLE } from '../types.js'
+import { invalidate, type Context } from './context.js'
+
+export class PrivateTokens {
+  constructor (private readonly c: Context) {}
+
+  async create (userId: string): Promise<string> {
+    const token = this.c.keys.issue('private token')
+    const h = this.c.keys.lookup(token)
+    await this.c.storage.privateTokens.setLookup(h, userId)
+    const old = await this.c.storage.privateTokens.swap(userId, { hash: h, sealed: this.c.keys.encrypt(token, `pt:${userId}`) })
+    if (old !== null) await this.#drop(userId, old, h)
+    return token
+  }
+
+  async import (userId: string, token: string): Promise<void> {
+    const pt = this.c.storage.privateTokens
+    const h = this.c.keys.lookup(token)
+    await pt.setLookup(h, userId)
+    // listed before it is the user's token: every replica knows it before a client can send it
+    await pt.addImported(h)
+    const old = await pt.swap(userId, { hash: h, sealed: this.c.keys.encrypt(token, `pt:${userId}`) })
+    if (old !== null) await this.#drop(userId, old, h)
+    await invalidate(this.c, 'pt-imported:')
+  }
+
+  async read (userId: string): Promise<string | null | typeof UNREADABLE> {
+    const stored = await this.c.storage.privateTokens.get(userId)
+    if (stored === null) return null
+    const token = this.c.keys.tryDecrypt(stored.sealed, `pt:${userId}`)
+    if (token !== null) return token
+    this.c.onUnreadable?.(`user-pt:${userId}`)
+    return UNREADABLE
+  }
+
+  async revoke (userId: string): Promise<boolean> {
+    const old = await this.c.storage.privateTokens.take(userId)
+    if (old === null) return false
+    await this.#drop(userId, old)
+    return true
+  }
+
+  /**
+   * Removes the lookup entry of a replaced or revoked token (never `keep`).
+   * Its hash is stored beside the sealed token, so this needs no decryption.
+   * A token stored before that (no hash) is decrypted; if that fails (another
+   * secret key), every lookup entry of this user but `keep` is removed instead.
+   */
+  async #drop (userId: string, stored: StoredPrivateToken, keep?: string): Promise<void> {
+    const pt = this.c.storage.privateTokens
+    const token = stored.hash === null ? this.c.keys.tryDecrypt(stored.sealed, `pt:${userId}`) : null
+    const h = stored.hash ?? (token === null ? null : this.c.keys.lookup(token))
+    if (h === null) {
+      this.c.onUnreadable?.(`user-pt:${userId}`)
+      for (const orphan of await pt.lookupsOf(userId)) {
+        if (orphan === keep) continue
+        await pt.dropLookup(orphan)
+        await invalidate(this.c, `pt:${orphan}`)
+      }
+      return
+    }
+    if (h === keep) return
+    await pt.dropLookup(h)
+    await invalidate(this.c, `pt:${h}`)
+    if (await pt.dropImported(h)) await invalidate(this.c, 'pt-imported:')
+  }
+
+  async userIdFor (token: string): Promise<string | null> {
+    let h: string
+    if (this.c.keys.tagged('private token', token)) h = this.c.keys.lookup(token)
+    // sidegate's own shape with a tag that does not verify (another key's, a guess): never imported, refused without storage
+    else if (credentialShaped(token)) return null
+    else {
+      const imported = await this.c.storage.privateTokens.findImported(() => this.c.keys.lookups(token))
+      if (imported === null) return null
+      h = imported
+    }
+    const cache = this.c.caches
+    const hit = cache?.trusted === true ? cache.privateTokens.get(h) : undefined
+    if (hit !== undefined) return hit
+    const stamp = cache?.privateTokens.stamp
+    const id = await this.c.storage.privateTokens.lookup(h)
+    if (id !== null) cache?.privateTokens.set(h, id, stamp)
+    return id
+  }
+
+  /** userIdFor without I/O: null when the token is none (a wrong check tag), the user id when known in process, undefined when only userIdFor can tell. */
+  cachedUserIdFor (token: string): string | null | undefined {
+    // untagged: refused here when of sidegate's own shape; any other may be imported (userIdFor knows)
+    if (!this.c.keys.tagged('private token', token)) return credentialShaped(token) ? null : undefined
+    const cache = this.c.caches
+    // a miss is counted by userIdFor, which the caller asks next
+    if (cache !== null) return cache.trusted ? cache.privateTokens.get(this.c.keys.lookup(token), false) : undefined
+    return this.c.storage.instant?.privateTokenUser(this.c.keys.lookup(token))
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Sessions: the id carries a check tag and is stored only as its lookup
+ * hash, with the idle timeout as its expiry (touch pushes it back); the
+ * user's index of sessions lives as long as the longest-lived may (the
+ * absolute timeout). The CSRF token is derived from the id, never stored.
+ * Ending a session, or all of a user's, evicts it on every replica at once.
+ */
+import type { StoredSession } from '../ports.js'
+import type { Session, SessionInfo } from '../types.js'
+import { invalidate, type Context } from './context.js'
+
+export class Sessions {
+  constructor (private readonly c: Context) {}
+
+  async create (userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds): Promise<Session> {
+    const id = this.c.keys.issue('session id')
+    const s: StoredSession = { user_id: userId, created: this.c.storage.now() }
+    await this.c.storage.sessions.insert(this.c.keys.lookup(id), s, ttlSeconds, Math.max(ttlSeconds, lifetimeSeconds))
+    return { id, ...s, csrf: this.c.keys.lookup(`csrf:${id}`) }
+  }
+
+  async get (id: string): Promise<Session | null> {
+    if (!this.c.keys.tagged('session id', id)) return null
+    const h = this.c.keys.lookup(id)
+    const cache = this.c.caches
+    let s = cache?.trusted === true ? cache.sessions.get(h) : undefined
+    if (s === undefined) {
+      const stamp = cache?.sessions.stamp
+      const stored = await this.c.storage.sessions.get(h)
+      if (stored === null) return null
+      s = { user_id: stored.user_id, created: stored.created }
+      cache?.sessions.set(h, s, stamp)
+    }
+    return this.#session(id, s)
+  }
+
+  /** get without I/O: null when the id is none (a wrong check tag), the session when known in process, else undefined. */
+  cached (id: string): Session | null | undefined {
+    if (!this.c.keys.tagged('session id', id)) return null
+    const cache = this.c.caches
+    let s: StoredSession | null | undefined
+    if (cache !== null) s = cache.trusted ? cache.sessions.get(this.c.keys.lookup(id), false) : undefined
+    else s = this.c.storage.instant?.session(this.c.keys.lookup(id))
+    return s === undefined || s === null ? s : this.#session(id, s)
+  }
+
+  /** The CSRF token is derived on first use only: safe methods never need it. */
+  #session (id: string, s: StoredSession): Session {
+    const keys = this.c.keys
+    let csrf: string | undefined
+    return { id, user_id: s.user_id, created: s.created, get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) } }
+  }
+
+  async touch (id: string, ttlSeconds: number): Promise<void> {
+    if (!this.c.keys.tagged('session id', id)) return
+    await this.c.storage.sessions.touch(this.c.keys.lookup(id), ttlSeconds)
+  }
+
+  async delete (id: string): Promise<string | null> {
+    // no record can exist for an id without a valid tag
+    if (!this.c.keys.tagged('session id', id)) return null
+    const h = this.c.keys.lookup(id)
+    const userId = await this.c.storage.sessions.delete(h)
+    // every replica drops its cached copy (logout ends the session everywhere at once)
+    await invalidate(this.c, `sess:${h}`)
+    return userId
+  }
+
+  async list (userId: string): Promise<SessionInfo[]> {
+    return (await this.c.storage.sessions.list(userId)).sort((a, b) => a.created - b.created || a.id.localeCompare(b.id))
+  }
+
+  async end (userId: string, id: string): Promise<boolean> {
+    if (!(await this.c.storage.sessions.deleteOf(userId, id))) return false
+    await invalidate(this.c, `sess:${id}`)
+    return true
+  }
+
+  async endAll (userId: string): Promise<number> {
+    const n = (await this.list(userId)).length
+    await this.c.storage.sessions.endAll(userId)
+    await invalidate(this.c, `user-sess:${userId}`)
+    return n
+  }
+}

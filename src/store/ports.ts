@@ -1,0 +1,218 @@
+/**
+ * Storage, by aggregate: what a backend (./redis/, ./memory/) must keep and
+ * nothing else. Each method stores or reads; what to store, when, and what a
+ * change ends (the account policy) is decided once above it, in ./policy/.
+ * Where a step must be atomic (a username claimed once, the access-key cap
+ * under concurrent creations, a bearer token consumed once, a
+ * compare-and-set), it is one storage method: atomicity is the backend's job.
+ * Secrets reach a backend already sealed with the Keyring, and credentials
+ * only as their lookup hashes.
+ */
+import type { GatewayError } from '../errors.js'
+import type { StoredKeySet } from './keyset.js'
+import type {
+  AccessKey, AuditEntry, AuditQuery, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo, User
+} from './types.js'
+
+/** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */
+export interface StoredUser extends User {
+  password_hash: string | null
+  /** a keyed hash of the legacy hash the last import set (Store.isImportedPasswordHash) */
+  password_imported?: string
+}
+
+/** The user fields a single-field update may write. */
+export type UserField = 'is_active' | 'password_hash' | 'password_imported' | 'last_login' | 'name' | 'email' | 'is_superuser' | 'rate_limit'
+
+/** An access key as stored: its secret sealed with the Keyring (additional data `ak:<id>`); its last use is kept apart. */
+export interface StoredKey extends Omit<AccessKey, 'date_last_used' | 'unreadable'> {
+  secret: string
+}
+
+/** What setAccessKeyActive writes: null removes the field. */
+export interface KeyStateFields {
+  is_active: boolean
+  date_enabled?: string
+  disabled_by: KeyDisabler | null
+}
+
+/** A private token as stored for its user: its lookup hash (null in records written before it was kept) and the sealed token. */
+export interface StoredPrivateToken {
+  hash: string | null
+  sealed: string
+}
+
+export interface StoredSession {
+  user_id: string
+  /** epoch ms */
+  created: number
+}
+
+export interface OrgStorage {
+  /** False when the id is taken. */
+  insert(org: Org): Promise<boolean>
+  get(id: string): Promise<Org | null>
+  /** In no particular order. */
+  list(): Promise<Org[]>
+}
+
+export interface UserStorage {
+  /** Claims the username (lowercase) and stores the record, atomically against concurrent creations; says what was taken otherwise. */
+  insert(user: StoredUser, usernameLower: string): Promise<'ok' | 'username_taken' | 'id_taken'>
+  get(id: string): Promise<StoredUser | null>
+  idByUsername(usernameLower: string): Promise<string | null>
+  /** Every user's id, in no particular order. */
+  ids(): Promise<string[]>
+  count(): Promise<number>
+  /** Writes one field atomically (other fields kept); false when there is no such user. */
+  setField<F extends UserField>(id: string, field: F, value: StoredUser[F]): Promise<boolean>
+  /** Replaces the password hash only while it is still `expected` (compare-and-set). */
+  swapPasswordHash(id: string, expected: string, hash: string): Promise<boolean>
+  /** Sets (null: removes) a membership; default_org moves to another of the user's orgs (or null) when it is no longer one. False: no such user. */
+  setMembership(id: string, orgId: string, role: OrgRole | null): Promise<boolean>
+}
+
+export interface AccessKeyStorage {
+  /** Stores a new key unless its user already has `max` (> 0), atomically against concurrent creations; false: at the cap. */
+  insert(key: StoredKey, max: number): Promise<boolean>
+  /** Stores an imported key unless its id is taken; false: taken. */
+  insertNew(key: StoredKey): Promise<boolean>
+  /** The record and its last use (an ISO time, null: never). */
+  get(id: string): Promise<{ stored: StoredKey, lastUsed: string | null } | null>
+  /** The user's key ids, in no particular order. */
+  ids(userId: string): Promise<string[]>
+  /** Writes the fields only while the key's state is still `expect` (when given): compare-and-set. False: no such key, or changed. */
+  setState(id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean>
+  setRateLimit(id: string, policy: RateLimitPolicy | null): Promise<boolean>
+  /** Deletes the key, its last use and its place in its user's set; false: none. */
+  delete(id: string): Promise<boolean>
+  /** Writes `now` as the last use unless the stored one is newer than `olderThan` (ISO times): 0 not written, 1 written, 2 written and there was none. */
+  touch(id: string, now: string, olderThan: string): Promise<0 | 1 | 2>
+}
+
+export interface PrivateTokenStorage {
+  /** The lookup entry: hash(token) → user id. */
+  setLookup(hash: string, userId: string): Promise<void>
+  lookup(hash: string): Promise<string | null>
+  dropLookup(hash: string): Promise<void>
+  /** Hashes of every lookup entry pointing to the user (a scan: only for records that have no hash). */
+  lookupsOf(userId: string): Promise<string[]>
+  /** Makes `t` the user's token in one step and returns the one it replaced. */
+  swap(userId: string, t: { hash: string, sealed: string }): Promise<StoredPrivateToken | null>
+  get(userId: string): Promise<StoredPrivateToken | null>
+  /** Removes the user's token in one step and returns it. */
+  take(userId: string): Promise<StoredPrivateToken | null>
+  /** Lists a hash among the imported, untagged tokens'. */
+  addImported(hash: string): Promise<void>
+  /** True when it was listed. */
+  dropImported(hash: string): Promise<boolean>
+  /** The first of `candidates()` that is an imported token's hash; the candidates are computed only when any token was imported. */
+  findImported(candidates: () => string[]): Promise<string | null>
+}
+
+export interface BearerTokenStorage {
+  /** Stores hash → user id for `ttlSeconds` from `now`, indexed under the user; false when the hash is taken. */
+  insert(hash: string, userId: string, now: number, ttlSeconds: number): Promise<boolean>
+  /** Reads and deletes in one step: one caller gets the user id. */
+  consume(hash: string): Promise<string | null>
+  read(hash: string): Promise<string | null>
+  /** Deletes every one of the user's unused tokens. */
+  endAll(userId: string): Promise<void>
+}
+
+export interface SessionStorage {
+  /** Stores the session for `ttlSeconds` (the idle timeout), indexed under its user; the index lives `indexSeconds`. */
+  insert(hash: string, s: StoredSession, ttlSeconds: number, indexSeconds: number): Promise<void>
+  get(hash: string): Promise<StoredSession | null>
+  /** Pushes an existing session's expiry to `ttlSeconds` from now. */
+  touch(hash: string, ttlSeconds: number): Promise<void>
+  /** Deletes it; the user id it had, or null. */
+  delete(hash: string): Promise<string | null>
+  /** The user's live sessions (id: the hash), in no particular order. */
+  list(userId: string): Promise<SessionInfo[]>
+  /** Deletes it only when it is the user's; false otherwise. */
+  deleteOf(userId: string, hash: string): Promise<boolean>
+  /** Deletes every session of the user. */
+  endAll(userId: string): Promise<void>
+}
+
+/** Counters with a window: login attempts, rate-limit buckets, replay marks. */
+export interface LimitStorage {
+  /** Counts one attempt under `hash`: the window starts at the first and again at the `max`-th (Store.countLoginAttempt). */
+  countAttempt(hash: string, windowSeconds: number, max: number): Promise<LoginFailures>
+  resetAttempts(hash: string): Promise<void>
+  /** One attempt back, never below 0; the window kept. */
+  forgiveAttempt(hash: string): Promise<void>
+  /** True the first time `kind`/`hash` is marked within `ttlSeconds`. */
+  markOnce(kind: string, hash: string, ttlSeconds: number): Promise<boolean>
+  /** Counts one request in a sliding window log on the store's clock; `resetMs`: until the oldest counted request that matters leaves the window. */
+  hit(bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }>
+}
+
+export interface LockStorage {
+  /** Holds `name` with `token` for `ttlMs` when it is free; false when held. */
+  acquire(name: string, token: string, ttlMs: number): Promise<boolean>
+  /** Frees it only while `token` holds it. */
+  release(name: string, token: string): Promise<boolean>
+}
+
+export interface AuditStorage {
+  append(json: string, maxLen: number): Promise<void>
+  read(q: AuditQuery): Promise<AuditEntry[]>
+}
+
+export interface SigningKeyStorage {
+  /** The sealed set (rev 0, no keys, when none was written). */
+  get(): Promise<StoredKeySet>
+  /** Writes `set` only while the stored one is still at `rev` (compare-and-set). */
+  putIfRev(rev: number, set: StoredKeySet): Promise<boolean>
+}
+
+/**
+ * How a backend whose replicas cache records in process (Redis) tells them
+ * of a change. Messages name what changed: `user:<id>`, `ak:<id>`,
+ * `pt:<hash>`, `sess:<hash>`, `user-aks:<user id>` (a disabled user),
+ * `user-sess:<user id>` (their sessions), `pt-imported:`.
+ */
+export interface Invalidation {
+  /** Cached entries may be used: the gate is open and every connection that carries messages is up. */
+  readonly trusted: boolean
+  /** Applies the message to what the backend caches itself, and sends it to every replica. */
+  publish(msg: string): Promise<void>
+  /** `onMessage`: a message from any replica; `onReset`: messages may have been missed (a reconnect), so start cold. */
+  listen(onMessage: (msg: string) => void, onReset: () => void): void
+}
+
+/** Reads a backend in process memory answers without I/O (the synchronous fast path of Store.cached*). */
+export interface InstantReads {
+  user(id: string): StoredUser | null
+  privateTokenUser(hash: string): string | null
+  session(hash: string): StoredSession | null
+}
+
+/** A backend: every aggregate's storage, its clock, and its lifecycle. */
+export interface Storage {
+  readonly orgs: OrgStorage
+  readonly users: UserStorage
+  readonly accessKeys: AccessKeyStorage
+  readonly privateTokens: PrivateTokenStorage
+  readonly bearerTokens: BearerTokenStorage
+  readonly sessions: SessionStorage
+  readonly limits: LimitStorage
+  readonly locks: LockStorage
+  readonly audit: AuditStorage
+  readonly signingKeys: SigningKeyStorage
+  /** Present where replicas cache in process and must hear of changes. */
+  readonly invalidation?: Invalidation
+  /** Present where every read is in process memory. */
+  readonly instant?: InstantReads
+  /** The clock of every date and expiry the policy writes, epoch ms. */
+  now(): number
+  connect(): Promise<void>
+  readonly isReady: boolean
+  /** RunningStore.setGate: while closed, every storage call fails with the error. */
+  setGate(err: GatewayError | null): void
+  /** A round trip; a 503 GatewayError when unreachable. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}

@@ -1,0 +1,61 @@
+/**
+ * Access keys in Redis: `ak:<id>` the JSON record (secret sealed),
+ * `ak-used:<id>` its last use (an ISO time), `user-aks:<user id>` the set of
+ * the user's key ids, which also enforces the cap (the id is reserved in the
+ * set first, atomically against the cap; a listing skips an id without a
+ * record yet).
+ */
+import type { AccessKeyStorage, KeyStateFields, StoredKey } from '../ports.js'
+import type { KeyDisabler, RateLimitPolicy } from '../types.js'
+import type { RedisContext } from './context.js'
+
+export class RedisAccessKeys implements AccessKeyStorage {
+  constructor (private readonly c: RedisContext) {}
+
+  async insert (key: StoredKey, max: number): Promise<boolean> {
+    const { c } = this
+    if (!(await c.run(() => c.scripts.addCapped(c.k('user-aks', key.user_id), key.id, max)))) return false
+    await c.run(() => c.redis.set(c.k('ak', key.id), JSON.stringify(key)))
+    return true
+  }
+
+  async insertNew (key: StoredKey): Promise<boolean> {
+    const { c } = this
+    if ((await c.run(() => c.redis.set(c.k('ak', key.id), JSON.stringify(key), 'NX'))) === null) return false
+    await c.run(() => c.redis.sadd(c.k('user-aks', key.user_id), key.id))
+    return true
+  }
+
+  async get (id: string): Promise<{ stored: StoredKey, lastUsed: string | null } | null> {
+    const { c } = this
+    // two GETs, not MGET: the keys may live in different cluster slots
+    const [raw, used] = await c.run(async () => await Promise.all([c.redis.get(c.k('ak', id)), c.redis.get(c.k('ak-used', id))]))
+    return raw === null ? null : { stored: JSON.parse(raw) as StoredKey, lastUsed: used }
+  }
+
+  async ids (userId: string): Promise<string[]> { return await this.c.run(() => this.c.redis.smembers(this.c.k('user-aks', userId))) }
+
+  async setState (id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean> {
+    return await this.c.run(() => this.c.scripts.setFields(this.c.k('ak', id), JSON.stringify(fields), JSON.stringify(expect ?? {})))
+  }
+
+  async setRateLimit (id: string, policy: RateLimitPolicy | null): Promise<boolean> {
+    return await this.c.run(() => this.c.scripts.setField(this.c.k('ak', id), 'rate_limit', JSON.stringify(policy)))
+  }
+
+  async delete (id: string): Promise<boolean> {
+    const { c } = this
+    const raw = await c.run(() => c.redis.get(c.k('ak', id)))
+    if (raw === null) return false
+    const s = JSON.parse(raw) as StoredKey
+    await c.run(() => c.redis.del(c.k('ak', id)))
+    await c.run(() => c.redis.del(c.k('ak-used', id)))
+    await c.run(() => c.redis.srem(c.k('user-aks', s.user_id), id))
+    return true
+  }
+
+  /** Not through run: a failed write of a last use is no request's failure (the caller gets false). */
+  async touch (id: string, now: string, olderThan: string): Promise<0 | 1 | 2> {
+    return await this.c.scripts.touchIfOlder(this.c.k('ak-used', id), now, olderThan) as 0 | 1 | 2
+  }
+}

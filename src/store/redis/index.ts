@@ -1,0 +1,47 @@
+/**
+ * RedisStore: the shared policy (../policy/) over the Redis backend
+ * (./storage.ts), with what a process's composition root needs around it
+ * (ManagedStore): the secret key's check and rotation, and the caches'
+ * counters. In src/, only src/app/open-store.ts constructs one.
+ */
+import type { Keyring } from '../../crypto.js'
+import type { Caches, CacheOptions } from '../policy/caches.js'
+import { PolicyStore } from '../policy/index.js'
+import type { ManagedStore } from '../types.js'
+import type { RedisClient } from './connect.js'
+import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
+import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
+import { RedisStorage, type RedisStorageOptions } from './storage.js'
+
+export interface RedisStoreOptions extends RedisStorageOptions {
+  /** The in-process caches: entries and TTL (seconds). */
+  cache: CacheOptions
+  /** Called with the record's key (never its content) when an encrypted value cannot be decrypted with this key. */
+  onUnreadable?: (record: string) => void
+}
+
+export class RedisStore extends PolicyStore implements ManagedStore {
+  declare protected readonly storage: RedisStorage
+  declare protected readonly caches: Caches
+
+  constructor (opts: RedisStoreOptions, keyring: Keyring) {
+    super(new RedisStorage(opts), keyring, { cache: opts.cache, onUnreadable: opts.onUnreadable })
+  }
+
+  /** The command connection (tests and tools read keys through it). */
+  get redis (): RedisClient { return this.storage.redis }
+
+  get users (): Caches['users'] { return this.caches.users }
+  get accessKeys (): Caches['accessKeys'] { return this.caches.accessKeys }
+  get privateTokens (): Caches['privateTokens'] { return this.caches.privateTokens }
+  get sessions (): Caches['sessions'] { return this.caches.sessions }
+
+  async verifyKey (o: Omit<VerifyOptions, 'prefix'>): Promise<Verified> {
+    return await verifyStoreKey(this.redis, this.keyring, { ...o, prefix: this.storage.prefix })
+  }
+
+  async rotateKey (newKeys: Keyring, o: RotateOptions & { db: number }): Promise<RotateResult> {
+    await selectDb(this.redis, o.db, o.where)
+    return await rotateSecretKey(this.redis, this.storage.prefix, this.keyring, newKeys, o)
+  }
+}

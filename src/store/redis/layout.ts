@@ -1,0 +1,36 @@
+/**
+ * How the Redis backend lays out its keys, all under the configured prefix:
+ *   org:<id>  user:<id>  uname:<lowercase username>  ak:<id>  ak-used:<id>
+ *   pt:<hash(token)>  user-pt:<user id>  bt:<hash(token)>  sess:<hash(id)>
+ *   user-aks:<user id>  user-sess:<user id>  user-bt:<user id>  once:<kind>:<hash>  fail:<hash(subject)>  orgs  users
+ *   rl:<policy>:<user or key id>   (rate-limit buckets: a sorted set per bucket, one script per request)
+ *   lock:<name>   (a periodic job's lock: a random token, SET NX PX; freed by its owner only: src/admin/unused-keys.ts)
+ *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
+ *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
+ *   jwks   (the identity JWT's signing keys, private halves encrypted: ../keyset.ts)
+ *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
+ *   invalidate   (the pub/sub channel of cache invalidations: ./invalidation.ts)
+ * user-sess (a set of session hashes) and user-bt (a sorted set of bearer
+ * token hashes by expiry) index what a password change or disabling ends;
+ * both are pruned when added to and expire with their longest-lived member.
+ * Tokens and session ids are stored only as keyed hashes; access-key secrets
+ * and private tokens are encrypted (AES-256-GCM) so they can be read back.
+ * Cluster safety: every command, script and transaction touches exactly one
+ * key (no MGET/MSET, multi-key DEL, MULTI or script over several keys), so
+ * no key needs a hash tag and the layout works unchanged on Redis Cluster.
+ * Invalidation uses classic PUBLISH, which a cluster relays to every node.
+ * Keep it so: a new multi-key operation must share one {hash tag} or be split.
+ */
+
+/**
+ * A stored private token is `<lookup hash>:<encrypted token>`, so revoking it
+ * needs no decryption (shared with the key check and the secret rotation,
+ * which read records without a store). Values written before the hash was
+ * kept have none.
+ */
+export function sealPrivateToken (hash: string, sealed: string): string { return `${hash}:${sealed}` }
+
+export function openPrivateToken (stored: string): { hash: string | null, sealed: string } {
+  const i = stored.indexOf(':')
+  return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
+}

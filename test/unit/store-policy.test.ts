@@ -1,0 +1,68 @@
+/**
+ * The account policy (src/store/policy/) over a Storage that records every
+ * call it gets: what the policy decides once for every backend, seen from the
+ * storage side. A credential whose check tag is wrong never reaches storage,
+ * whichever backend is below.
+ */
+import t from 'tap'
+import { Keyring } from '../../src/crypto.js'
+import { MemoryStorage } from '../../src/store/memory/index.js'
+import { Data } from '../../src/store/memory/data.js'
+import { createStore } from '../../src/store/policy/index.js'
+import type { Storage } from '../../src/store/ports.js'
+import { SECRET } from '../fixtures/gateway.js'
+
+const AGGREGATES = ['orgs', 'users', 'accessKeys', 'privateTokens', 'bearerTokens', 'sessions', 'limits', 'locks', 'audit', 'signingKeys'] as const
+
+/** `s` with every aggregate's calls written to `calls` as `aggregate.method`. */
+function recording (s: Storage, calls: string[]): Storage {
+  const wrapped: Record<string, unknown> = {}
+  for (const name of AGGREGATES) {
+    const target = s[name] as unknown as Record<string, unknown>
+    wrapped[name] = new Proxy(target, {
+      get (o, method: string) {
+        const v = Reflect.get(o, method, o)
+        return typeof v === 'function' ? (...a: unknown[]) => { calls.push(`${name}.${method}`); return v.apply(o, a) } : v
+      }
+    })
+  }
+  return new Proxy(s, { get: (o, p) => p in wrapped ? wrapped[p as string] : Reflect.get(o, p, o) })
+}
+
+t.test('a credential with a wrong check tag is refused before storage is asked', async (t) => {
+  const calls: string[] = []
+  const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
+  const u = await store.createUser({ username: 'tagged', password: null })
+  const pt = await store.createPrivateToken(u.id)
+  const bt = (await store.issueBearerToken(u.id, 60)).token
+  const sess = await store.createSession(u.id, 60)
+  const wrong = (v: string): string => v.slice(0, 43) + (v[43] === 'A' ? 'B' : 'A')
+  const foreign = new Keyring('another-secret-key-that-is-long-enough-987')
+  calls.length = 0
+  for (const x of [wrong(pt), foreign.issue('private token'), bt]) t.equal(await store.userIdForPrivateToken(x), null)
+  for (const x of [wrong(bt), foreign.issue('bearer token'), pt]) {
+    t.equal(await store.consumeBearerToken(x), null)
+    t.equal(await store.readBearerToken(x), null)
+  }
+  for (const x of [wrong(sess.id), foreign.issue('session id'), bt]) {
+    t.equal(await store.getSession(x), null)
+    t.equal(store.cachedSession(x), null)
+    await store.touchSession(x, 60)
+    t.equal(await store.deleteSession(x), null)
+  }
+  t.same(calls, [], 'no storage call')
+  t.equal(await store.consumeBearerToken(bt), u.id, 'the genuine bearer token is intact')
+  t.same(calls, ['bearerTokens.consume'], 'and asks storage once')
+})
+
+t.test('a password change ends sessions and unused bearer tokens through storage; disabling ends sessions', async (t) => {
+  const calls: string[] = []
+  const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
+  const u = await store.createUser({ username: 'changer', password: 'changer-password' })
+  calls.length = 0
+  await store.setPassword(u.id, 'changer-password-2')
+  t.same(calls, ['users.setField', 'sessions.endAll', 'bearerTokens.endAll'])
+  calls.length = 0
+  await store.setUserActive(u.id, false)
+  t.same(calls, ['users.setField', 'sessions.endAll'], 'disabling ends the sessions only')
+})
