@@ -1,28 +1,30 @@
 /**
- * Authenticate: the first authenticator that claims the request decides
- * (src/auth/). The audit trail hears of a bearer token used or refused here.
- * A browser's navigation refused for want of a credential is sent to the
- * login page instead (loginFor, session.login_redirect).
+ * The authenticate steps (src/pipeline/chains.ts STEPS.authenticate): the first
+ * authenticator that claims the request decides (src/auth/). The audit trail
+ * hears of a bearer token used or refused here. A browser's navigation refused
+ * for want of a credential is sent to the login page instead (loginFor,
+ * session.login_redirect).
  */
 import type http from 'node:http'
 import type { Identity } from '../auth/index.js'
-import type { RequestContext, StepContext } from './context.js'
+import type { Impl } from './chains.js'
+import type { Flow, Live, StepContext } from './context.js'
 import { GatewayError } from '../errors.js'
-import { isNavigation } from './headers.js'
+import { forwardedOrigin, isNavigation } from './headers.js'
 import { parseCookies } from '../http/cookies.js'
 import { redirect } from '../routes/html.js'
 import { loginLocation } from '../routes/login.js'
 import { auditOf, type PipelineOptions } from './options.js'
 
 export function authenticateSteps (o: PipelineOptions) {
-  const { auth } = o
+  const { auth, router, policy } = o
   const audit = auditOf(o)
   const loginRedirect = o.config.session.login_redirect
 
   /**
    * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
-   * `original`: a decision's original method and URI (decide).
-   * Audited: a bearer token used or refused (an access key's first use: checkKeyIp).
+   * `original`: a decision's original method and URI (the `original` step).
+   * Audited: a bearer token used or refused (an access key's first use: keyIp, steps.ts).
    */
   function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | Promise<Identity> {
     if (audit === null) return auth.resolve(ctx.req, original)
@@ -50,17 +52,15 @@ export function authenticateSteps (o: PipelineOptions) {
 
   /**
    * `session-page` routes: the browser's session when it has a valid one,
-   * else undefined (the page decides); a request with an Authorization
-   * header is not a browser's. Only a failing store is an error.
+   * else none (the page decides); a request with an Authorization header is
+   * not a browser's (not asked here). Only a failing store is an error.
    */
-  async function browserSession (ctx: StepContext): Promise<Identity | undefined> {
-    if (ctx.req.headers.authorization !== undefined) return undefined
+  async function browserSession (ctx: Live): Promise<void> {
     try {
       const who = await auth.authenticate(ctx.req)
-      return who.method === 'session' ? who : undefined
+      if (who.method === 'session') ctx.identity = who
     } catch (err) {
-      if (err instanceof GatewayError && err.status === 401) return undefined
-      throw err
+      if (!(err instanceof GatewayError && err.status === 401)) throw err
     }
   }
 
@@ -71,7 +71,8 @@ export function authenticateSteps (o: PipelineOptions) {
    * credential, or one session cookie that is no longer valid (expired, logged
    * out: how a browser's session ends). Else undefined: any other refused
    * credential, and a session cookie sent twice with different values, keep
-   * their 401 (signing in would not change them).
+   * their 401 (signing in would not change them). Only authenticate refuses
+   * with these codes, so only its refusals are looked at.
    */
   function loginFor (req: http.IncomingMessage, err: unknown, method: string, url: string, origin = ''): string | undefined {
     if (!loginRedirect || !(err instanceof GatewayError)) return undefined
@@ -81,16 +82,61 @@ export function authenticateSteps (o: PipelineOptions) {
     return loginLocation(url, origin)
   }
 
-  /** A refusal answered with a redirect to the login page instead (loginFor): whether it was. */
-  function sentToLogin (ctx: RequestContext, err: unknown): boolean {
+  /** A refusal answered with a redirect to the login page instead (loginFor), else thrown on. */
+  function toLogin (ctx: Live, err: unknown): void {
     const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/')
-    if (login === undefined) return false
+    if (login === undefined) throw err
     // 303: "see the login page" (a GET whatever came), never stored
     redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
-    return true
+    ctx.answered = true
   }
 
-  return { authenticate, browserSession, loginFor, sentToLogin }
+  /**
+   * A decision's refusal sent to sign in: nginx's auth_request (X-Original-URI)
+   * turns any answer but 2xx, 401 and 403 into 500, so its 401 names the login
+   * page in X-<abbrev>-Login for the proxy's error_page; Caddy, Traefik and
+   * Envoy pass a refusal on as it is, so theirs is the redirect itself
+   * (absolute from the proxy's X-Forwarded-Host: Traefik resolves a relative
+   * one against sidegate's address).
+   */
+  function toLoginThroughProxy (ctx: Live, err: unknown): void {
+    const original = ctx.original!
+    const h = ctx.req.headers
+    const nginx = h['x-forwarded-uri'] === undefined && h['x-original-uri'] !== undefined
+    const login = loginFor(ctx.req, err, original.method, original.url, nginx ? '' : forwardedOrigin(ctx.req, policy))
+    if (login === undefined) throw err
+    if (nginx) {
+      ctx.res.setHeader(policy.loginHeader, login)
+      throw err
+    }
+    redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
+    ctx.answered = true
+  }
+
+  function rethrow (_ctx: Flow, err: unknown): never {
+    throw err
+  }
+
+  /** ctx.identity, at once when authenticate answered from memory; a refusal goes to `refusal`. */
+  function identify<C extends Flow> (ctx: C, refusal: (ctx: C, err: unknown) => void): void | Promise<void> {
+    let who: Identity | Promise<Identity>
+    try {
+      who = authenticate(ctx, ctx.original)
+    } catch (err) {
+      refusal(ctx, err)
+      return
+    }
+    if (!(who instanceof Promise)) ctx.identity = who
+    else return who.then((w) => { ctx.identity = w }, (err: unknown) => refusal(ctx, err))
+  }
+
+  return {
+    'authenticate:login': (ctx: Live) => identify(ctx, toLogin),
+    'authenticate:browser': (ctx: Live) => ctx.req.headers.authorization === undefined ? browserSession(ctx) : undefined,
+    'authenticate:public+login': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx, toLogin),
+    'authenticate:original': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx, toLoginThroughProxy),
+    'authenticate:public': (ctx: Flow) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx, rethrow)
+  } satisfies Partial<Impl>
 }
 
 /** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */

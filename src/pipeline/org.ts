@@ -1,9 +1,10 @@
 /**
- * The org the authenticated caller acts in: `?oid=`, the org header or the
- * user's default (src/auth/org.ts), or 400 invalid_org / 403 org_forbidden /
- * 404 org_not_found.
+ * The org steps (src/pipeline/chains.ts STEPS.org): the org the authenticated
+ * caller acts in, from `?oid=`, the org header or the user's default
+ * (src/auth/org.ts), or 400 invalid_org / 403 org_forbidden / 404 org_not_found.
  */
-import type { StepContext } from './context.js'
+import type { Impl } from './chains.js'
+import type { Flow, Live, StepContext } from './context.js'
 import { GatewayError } from '../errors.js'
 import { memberOrg, requestedOrg, resolveOrg as resolveOrgOf } from '../auth/org.js'
 import { PROFILE_PATH } from '../routes/users.js'
@@ -33,22 +34,32 @@ export function orgSteps (o: PipelineOptions) {
     }
   }
 
-  /**
-   * The org of an upstream path: the profile needs no membership (as in JumpServer), the user's own org is injected instead.
-   * At once (no promise) when the user is a member of the org asked for, the common case.
-   */
-  function upstreamOrg (ctx: StepContext, path: string, url?: string): string | Promise<string> {
-    if (path !== PROFILE_PATH) {
-      const member = memberOrg(ctx.identity!.user, requestedOrg(ctx.req, orgHeaderLower, orgHeader, url))
-      if (member !== undefined) return member
-      return resolveOrg(ctx, { url })
-    }
-    return profileOrg(ctx, url)
+  /** The org asked for: at once (no promise) when the user is a member of it, the common case. */
+  function member (ctx: Flow): void | Promise<void> {
+    const url = ctx.original?.url
+    const id = memberOrg(ctx.identity!.user, requestedOrg(ctx.req, orgHeaderLower, orgHeader, url))
+    if (id !== undefined) ctx.orgId = id
+    else return settle(ctx, resolveOrg(ctx, { url }))
+  }
+
+  async function settle (ctx: Flow, org: Promise<string | undefined>): Promise<void> {
+    ctx.orgId = await org
+  }
+
+  /** An upstream path's (none on a public one): the profile needs no membership (as in JumpServer), the user's own org is sent instead. */
+  function upstream (ctx: Flow): void | Promise<void> {
+    if (ctx.identity === undefined) return
+    if (ctx.target !== PROFILE_PATH) return member(ctx)
+    return settle(ctx, profileOrg(ctx, ctx.original?.url))
   }
 
   async function profileOrg (ctx: StepContext, url?: string): Promise<string> {
     return await orgIfMember(ctx, url) ?? await resolveOrg(ctx, { own: true })
   }
 
-  return { resolveOrg, orgIfMember, upstreamOrg }
+  return {
+    'org:member': member,
+    'org:if-member': (ctx: Live) => settle(ctx, orgIfMember(ctx)),
+    'org:upstream': upstream
+  } satisfies Partial<Impl>
 }

@@ -5,7 +5,7 @@
  * error as JSON) and `proceed` (`100 Continue`).
  */
 import type http from 'node:http'
-import type { RequestContext } from './context.js'
+import type { Live, RequestContext } from './context.js'
 import { E, GatewayError } from '../errors.js'
 import { clientIp, fromTrustedPeer, isHttps, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
@@ -21,25 +21,34 @@ export interface Receive {
   proceed (ctx: RequestContext): void
 }
 
-/** `handle`: what follows receive (route and the rest); a rejection is answered by `fail`. */
-export function createReceive (o: PipelineOptions, handle: (ctx: RequestContext) => Promise<void>): Receive {
+/** `dispatch`: what follows receive (route, then the chain); what it throws or rejects with is answered by `fail`. */
+export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void | Promise<void>): Receive {
   const { log, policy } = o
   const tracer = o.tracer ?? null
   const access = accessLogger(log)
 
   function request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
     const url = req.url ?? '/'
+    const path = pathOf(url)
     const ctx: Live = {
       req,
       res,
-      path: pathOf(url),
+      path,
       requestId: requestId(req),
       clientIp: clientIp(req, policy),
       https: isHttps(req, policy),
+      identity: undefined,
+      orgId: undefined,
+      decision: undefined,
       expectsContinue,
-      start: process.hrtime.bigint()
+      trace: undefined,
+      start: process.hrtime.bigint(),
+      route: null,
+      target: path,
+      original: undefined,
+      answered: false
     }
-    // X-Request-Id: set here for sidegate's own routes (handle), else written with the
+    // X-Request-Id: set here for sidegate's own routes (the route step), else written with the
     // head: the upstream's answer (src/forward/proxy.ts) or an error (fail), so Node writes it in one pass
     // tracing: the server span (an incoming traceparent is continued only from a trusted peer)
     const trace = tracer === null ? undefined : (ctx.trace = tracer.request(req, fromTrustedPeer(req, policy)))
@@ -54,8 +63,20 @@ export function createReceive (o: PipelineOptions, handle: (ctx: RequestContext)
       fail(ctx, E.badRequest('The Host header is required.'))
       return
     }
-    if (trace === undefined) handle(ctx).catch((err) => fail(ctx, err))
-    else trace.run(() => handle(ctx).catch((err) => fail(ctx, err)))
+    if (trace === undefined) begin(ctx)
+    else trace.run(() => begin(ctx))
+  }
+
+  /** Route and chain: no promise unless a step made one. */
+  function begin (ctx: Live): void {
+    let pending: void | Promise<void>
+    try {
+      pending = dispatch(ctx)
+    } catch (err) {
+      fail(ctx, err)
+      return
+    }
+    if (pending instanceof Promise) pending.catch((err: unknown) => fail(ctx, err))
   }
 
   function onClose (this: LiveRes): void {
@@ -117,8 +138,6 @@ export function createReceive (o: PipelineOptions, handle: (ctx: RequestContext)
   return { request, fail, proceed }
 }
 
-/** A request's context while it is answered: when it started (process.hrtime.bigint). */
-interface Live extends RequestContext { start: bigint }
 const CTX = Symbol('sidegate.context')
 type LiveRes = http.ServerResponse & { [CTX]: Live }
 
