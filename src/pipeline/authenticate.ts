@@ -113,12 +113,24 @@ export function authenticateSteps (o: PipelineOptions) {
     ctx.answered = true
   }
 
-  function rethrow (_ctx: Flow, err: unknown): never {
-    throw err
+  /**
+   * Whether a refusal could be sent to sign in at all (loginFor's conditions
+   * on the request alone): else it is thrown on as it is, never caught and
+   * thrown again (a refused API client costs one throw).
+   */
+  function mayNavigate (req: http.IncomingMessage, method: string): boolean {
+    return loginRedirect && (method === 'GET' || method === 'HEAD') && isNavigation(req)
   }
 
-  /** ctx.identity, at once when authenticate answered from memory; a refusal goes to `refusal`. */
-  function identify<C extends Flow> (ctx: C, refusal: (ctx: C, err: unknown) => void): void | Promise<void> {
+  /** ctx.identity, at once when authenticate answered from memory. */
+  function identify (ctx: Flow): void | Promise<void> {
+    const who = authenticate(ctx, ctx.original)
+    if (!(who instanceof Promise)) ctx.identity = who
+    else return who.then((w) => { ctx.identity = w })
+  }
+
+  /** identify, a refusal handed to `refusal` (which answers it, or throws it on). */
+  function identifyOr (ctx: Live, refusal: (ctx: Live, err: unknown) => void): void | Promise<void> {
     let who: Identity | Promise<Identity>
     try {
       who = authenticate(ctx, ctx.original)
@@ -130,12 +142,20 @@ export function authenticateSteps (o: PipelineOptions) {
     else return who.then((w) => { ctx.identity = w }, (err: unknown) => refusal(ctx, err))
   }
 
+  function login (ctx: Live): void | Promise<void> {
+    return mayNavigate(ctx.req, ctx.req.method ?? '') ? identifyOr(ctx, toLogin) : identify(ctx)
+  }
+
+  function loginThroughProxy (ctx: Live): void | Promise<void> {
+    return mayNavigate(ctx.req, ctx.original!.method) ? identifyOr(ctx, toLoginThroughProxy) : identify(ctx)
+  }
+
   return {
-    'authenticate:login': (ctx: Live) => identify(ctx, toLogin),
+    'authenticate:login': login,
     'authenticate:browser': (ctx: Live) => ctx.req.headers.authorization === undefined ? browserSession(ctx) : undefined,
-    'authenticate:public+login': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx, toLogin),
-    'authenticate:original': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx, toLoginThroughProxy),
-    'authenticate:public': (ctx: Flow) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx, rethrow)
+    'authenticate:public+login': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : login(ctx),
+    'authenticate:original': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : loginThroughProxy(ctx),
+    'authenticate:public': (ctx: Flow) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx)
   } satisfies Partial<Impl>
 }
 
