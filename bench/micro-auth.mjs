@@ -16,7 +16,7 @@ import { ROOT, parseFlags, startRedis } from './lib.mjs'
 import { openStore, seedCredentials, SECRET, PREFIX } from './stack.mjs'
 
 const flags = parseFlags(process.argv.slice(2), { calls: 200_000, rounds: 5 })
-const { buildConfig } = await import(join(ROOT, 'dist', 'config.js'))
+const { buildConfig } = await import(join(ROOT, 'dist', 'config', 'index.js'))
 const { Authenticators } = await import(join(ROOT, 'dist', 'auth', 'index.js'))
 
 const redis = await startRedis()

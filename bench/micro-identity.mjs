@@ -15,12 +15,12 @@ import { join } from 'node:path'
 import { ROOT, parseFlags } from './lib.mjs'
 
 const flags = parseFlags(process.argv.slice(2), { calls: 100_000, users: 1000 })
-const { buildConfig } = await import(join(ROOT, 'dist', 'config.js'))
+const { buildConfig } = await import(join(ROOT, 'dist', 'config', 'index.js'))
 const { Keyring } = await import(join(ROOT, 'dist', 'crypto.js'))
 const { MemoryStore } = await import(join(ROOT, 'dist', 'store', 'memory.js'))
-const { IdentitySigner } = await import(join(ROOT, 'dist', 'identity.js'))
-const { headerPolicy, injectIdentity } = await import(join(ROOT, 'dist', 'headers.js'))
-const { createLogger } = await import(join(ROOT, 'dist', 'log.js'))
+const { IdentitySigner } = await import(join(ROOT, 'dist', 'forward', 'identity.js'))
+const { headerPolicy, injectIdentity } = await import(join(ROOT, 'dist', 'pipeline', 'headers.js'))
+const { createLogger } = await import(join(ROOT, 'dist', 'observability', 'log.js'))
 const { SignJWT } = await import('jose')
 
 const SECRET = 'bench-secret-key-that-is-long-enough-0123456789'

@@ -123,7 +123,7 @@ export async function startSpanSink () {
 
 /** The store API of dist/, on the bench's Redis and prefix: what `sidegate user add` etc. use. */
 export async function openStore (redisUrl) {
-  const { buildConfig } = await import(join(ROOT, 'dist', 'config.js'))
+  const { buildConfig } = await import(join(ROOT, 'dist', 'config', 'index.js'))
   const { Keyring } = await import(join(ROOT, 'dist', 'crypto.js'))
   const { RedisStore } = await import(join(ROOT, 'dist', 'store', 'redis.js'))
   const c = buildConfig({ redis: { url: redisUrl, prefix: PREFIX }, secret_key: SECRET })
