@@ -34,9 +34,11 @@ try {
       case 'public': return [PUBLIC_PATH, {}]
       case 'private_token': return [API_PATH, { authorization: `Token ${creds.tokens[i % creds.tokens.length]}` }]
       case 'session': return [API_PATH, { cookie: `svc_sessionid=${creds.sessions[i % creds.sessions.length]}` }]
+      // the forward-auth decision about a private-token request (127.0.0.1 is a trusted proxy below)
+      case 'decision': return ['/_sidegate/auth', { 'x-forwarded-method': 'GET', 'x-forwarded-uri': API_PATH, authorization: `Token ${creds.tokens[i % creds.tokens.length]}` }]
       // a well-formed token with a wrong check tag: a new guess each time
       case 'rejected': return [API_PATH, { authorization: `Token ${creds.tokens[0].slice(0, 20)}${String(i).padStart(12, '0')}${creds.tokens[0].slice(32, -1)}${creds.tokens[0].endsWith('A') ? 'B' : 'A'}` }]
-      default: throw new Error('scenario: public, private_token, session or rejected')
+      default: throw new Error('scenario: public, private_token, session, decision or rejected')
     }
   }
   for (const [name, root] of [['A', resolve(f.a)], ['B', resolve(f.b)]]) {

@@ -42,7 +42,7 @@ try {
   const rows = []
   for (const c of cases) {
     const r = c.make()
-    // as the request path calls it (src/pipeline/pipeline.ts): Authenticators.resolve, awaiting only a promise
+    // as the request path calls it (src/pipeline/chains.ts run): Authenticators.resolve, awaiting only a promise
     // (the paths the in-process caches decide answer at once)
     const refused = (err) => { if (!c.rejects) throw err }
     const once = () => {

@@ -4,8 +4,9 @@
  * catalogues into docs/: the error codes of src/errors.ts (docs/errors.md,
  * between `<!-- errors:begin -->` and `<!-- errors:end -->`), the audit events
  * of src/observability/audit.ts (docs/observability.md, `audit`) and every configuration key
- * of src/config/schema.ts (docs/configuration.md, `config`). test/unit/docs.test.ts
- * fails while any differs. Reads the built dist/.
+ * of src/config/schema.ts (docs/configuration.md, `config`), and the request
+ * chains of src/pipeline/chains.ts (docs/architecture.md, `chains`).
+ * test/unit/docs.test.ts and test/unit/chains.test.ts fail while any differs. Reads the built dist/.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -15,11 +16,13 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const { errorTable } = await import(join(ROOT, 'dist', 'routes', 'openapi.js'))
 const { auditTable } = await import(join(ROOT, 'dist', 'observability', 'audit.js'))
 const { configTable } = await import(join(ROOT, 'dist', 'config', 'reference.js'))
+const { chainTable } = await import(join(ROOT, 'dist', 'pipeline', 'chains.js'))
 
 const TABLES = [
   ['docs/errors.md', 'errors', errorTable()],
   ['docs/observability.md', 'audit', auditTable()],
-  ['docs/configuration.md', 'config', configTable()]
+  ['docs/configuration.md', 'config', configTable()],
+  ['docs/architecture.md', 'chains', chainTable()]
 ]
 let changed = 0
 for (const [rel, name, table] of TABLES) {

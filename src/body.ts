@@ -10,7 +10,7 @@ import { FORM_TYPE, MULTIPART_TYPE, isJsonType, mediaType } from './http/content
 export const BEFORE_BODY = Symbol('sidegate.beforeBody')
 
 /**
- * A body already read whole (to check a signed digest, src/pipeline/pipeline.ts):
+ * A body already read whole (to check a signed digest, src/pipeline/steps.ts):
  * readBody returns it, the forwarder sends these same bytes.
  */
 export const READ_BODY = Symbol('sidegate.readBody')

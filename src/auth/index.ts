@@ -82,7 +82,7 @@ export class Authenticators {
    * authenticate, but synchronous where in-process state decides (a cached
    * private token of a cached user, a token whose check tag is wrong): the
    * Identity itself, or a synchronous throw; else a promise, as authenticate.
-   * The request path (src/pipeline/pipeline.ts) awaits only what is a promise.
+   * The request path (src/pipeline/chains.ts run) awaits only what is a promise.
    */
   resolve (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Identity | Promise<Identity> {
     let c: Credentials

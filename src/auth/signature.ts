@@ -90,7 +90,7 @@ export class SignatureAuthenticator implements Authenticator {
     if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew > 0 ? this.opts.clockSkew * 2 : REPLAY_WITHOUT_SKEW))) {
       throw E.signatureReplayed()
     }
-    // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline/pipeline.ts, checkKeyIp)
+    // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline/steps.ts, keyIp)
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
     if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips

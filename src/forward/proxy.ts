@@ -133,7 +133,7 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
         bodyTimeout: timeout,
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         headers: headers as unknown as string[],
-        // a body read whole to check its signed digest (src/pipeline/pipeline.ts) goes as those same bytes
+        // a body read whole to check its signed digest (src/pipeline/steps.ts) goes as those same bytes
         body: hasBody ? bufferedBody(req) ?? req : null
       }, handler as unknown as Dispatcher.DispatchHandler)
     },

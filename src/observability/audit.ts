@@ -264,7 +264,7 @@ function printable (v: unknown): string {
  * An access key was used (its signature verified, its allow-list passed):
  * its last use is written (the store sends at most one write a minute per
  * key), and the first use ever is audited as key.first_used. For the
- * gateway's requests (src/pipeline/pipeline.ts) and the admin API's alike, so a key
+ * gateway's requests (src/pipeline/steps.ts keyIp) and the admin API's alike, so a key
  * used only there is not taken for unused by auth.keys.disable_after.
  */
 export function keyUsed (store: Pick<Store, 'touchAccessKey'>, audit: Auditor | null, ctx: AuditContext, user: { id: string, username: string }, keyId: string): void {

@@ -41,7 +41,7 @@ export function redactUrl (url: string): string {
 const AUDIT = Symbol('sidegate.auditLogger')
 const ACCESS = Symbol('sidegate.accessLog')
 
-/** The fields of the one line per request (src/pipeline/pipeline.ts, done), in the order they are written. */
+/** The fields of the one line per request (src/pipeline/receive.ts, done), in the order they are written. */
 export interface AccessFields {
   /** a request id is `[\w.:@/+=-]` or a UUID: nothing JSON would escape */
   reqId: string
@@ -93,7 +93,7 @@ export function createLogger (level: string, dest?: DestinationStream, o: { work
     hooks: { logMethod (args, method) { method.apply(this, args); flush() } }
   }, stream)
   // The per-request line has a fixed set of fields, none of them a credential
-  // (src/pipeline/pipeline.ts, done): it is serialized here by hand, without pino's
+  // (src/pipeline/receive.ts, done): it is serialized here by hand, without pino's
   // redaction pass and object merging, which cost more than the rest of the
   // request's own work. Same stream, same level, the same line pino writes.
   const enabled = log.isLevelEnabled('info')

@@ -1,8 +1,8 @@
 /**
  * The gateway's listener: one raw node:http server with its timeouts, the
  * answers to requests Node could not parse, and the graceful stop. What
- * happens to a request is src/pipeline/pipeline.ts; sidegate's own routes are
- * src/routes/index.ts.
+ * happens to a request is src/pipeline/pipeline.ts (the chains of
+ * src/pipeline/chains.ts); sidegate's own routes are src/routes/index.ts.
  */
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
@@ -116,10 +116,10 @@ export function createGateway (opts: GatewayOptions): Gateway {
     // request's first byte, not from the idle time before it: it stays short.
     keepAliveTimeout: config.server.keep_alive_timeout * 1000,
     maxHeaderSize: config.server.max_header_size,
-    // a request without Host gets our JSON 400 (pipeline, receive), not Node's plain-text one
+    // a request without Host gets our JSON 400 (src/pipeline/receive.ts), not Node's plain-text one
     requireHostHeader: false
   }, (req, res) => current.pipeline.request(req, res))
-  // `Expect: 100-continue`: Node would answer 100 before sidegate looked at the request (pipeline.ts, proceed)
+  // `Expect: 100-continue`: Node would answer 100 before sidegate looked at the request (receive.ts, proceed)
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => current.pipeline.request(req, res, true))
   // Node answers an unknown Expect with an empty 417 of its own: answer JSON like every other error
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {

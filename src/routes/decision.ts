@@ -2,7 +2,7 @@
  * /_sidegate/auth: the forward-auth (decision) endpoint, for nginx
  * `auth_request`, Caddy `forward_auth`, Traefik ForwardAuth and Envoy
  * `ext_authz` (configurations in deploy/forward-auth/). Any method, with or
- * without upstream.url. The pipeline (src/pipeline/pipeline.ts, decide) authenticates
+ * without upstream.url. The pipeline (its decision chain, src/pipeline/chains.ts) authenticates
  * the original request the proxy describes and resolves its org, with every
  * check proxy mode applies to the same request; this handler answers 200 with
  * no body, the identity headers (the same ones a forwarded request carries:
@@ -15,7 +15,7 @@
  * token is used up by it): every answer says `Cache-Control: no-store`.
  *
  * A browser's navigation with no credential (session.login_redirect; the
- * pipeline decides, src/pipeline/pipeline.ts decide): nginx (X-Original-URI) gets the
+ * pipeline decides, src/pipeline/authenticate.ts): nginx (X-Original-URI) gets the
  * 401 with the login page in X-<abbrev>-Login, the others the 303 to it.
  *
  * Below the path (`/_sidegate/auth/api/v1/x?y`) the rest is the original URI

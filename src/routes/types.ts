@@ -4,7 +4,8 @@ import type { RouteDocs } from './spec.js'
 export type { RequestContext }
 
 /**
- * What the pipeline does before a route's handler runs (src/pipeline/pipeline.ts):
+ * What the pipeline does before a route's handler runs (the chain of the
+ * mode, src/pipeline/chains.ts CHAINS):
  * - `none`: nothing; no credential is looked at. Health checks, the token
  *   endpoint and `POST /login` (they check a password), `POST /logout` (it
  *   ends the session its cookie names, with its own CSRF check), the
@@ -12,7 +13,7 @@ export type { RequestContext }
  * - `user`: the authenticate step: one of the four credentials, else 401
  *   (403 for a session's missing CSRF token); `ctx.identity` is set.
  *   The caller's own credentials: no organization is involved.
- * - `user+org`: `user`, then the resolveOrg step (400 or 403 when the
+ * - `user+org`: `user`, then the org step (400 or 403 when the
  *   requested organization is malformed or not the user's); `ctx.orgId` is set.
  * - `user+org-if-member`: `user`, then the org as `user+org` resolves it when
  *   the user may act in it; an org the user may not act in (403) or that does

@@ -1,0 +1,166 @@
+/**
+ * The authenticate steps (src/pipeline/chains.ts STEPS.authenticate): the first
+ * authenticator that claims the request decides (src/auth/). The audit trail
+ * hears of a bearer token used or refused here. A browser's navigation refused
+ * for want of a credential is sent to the login page instead (loginFor,
+ * session.login_redirect).
+ */
+import type http from 'node:http'
+import type { Identity } from '../auth/index.js'
+import type { Impl } from './chains.js'
+import type { Flow, Live, StepContext } from './context.js'
+import { GatewayError } from '../errors.js'
+import { forwardedOrigin, isNavigation } from './headers.js'
+import { parseCookies } from '../http/cookies.js'
+import { redirect } from '../routes/html.js'
+import { loginLocation } from '../routes/login.js'
+import { auditOf, type PipelineOptions } from './options.js'
+
+export function authenticateSteps (o: PipelineOptions) {
+  const { auth, router, policy } = o
+  const audit = auditOf(o)
+  const loginRedirect = o.config.session.login_redirect
+
+  /**
+   * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
+   * `original`: a decision's original method and URI (the `original` step).
+   * Audited: a bearer token used or refused (an access key's first use: keyIp, steps.ts).
+   */
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | Promise<Identity> {
+    if (audit === null) return auth.resolve(ctx.req, original)
+    let who: Identity | Promise<Identity>
+    try {
+      who = auth.resolve(ctx.req, original)
+    } catch (err) {
+      return refused(ctx, err)
+    }
+    return who instanceof Promise ? who.then((w) => audited(ctx, w), (err: unknown) => refused(ctx, err)) : audited(ctx, who)
+  }
+
+  function audited (ctx: StepContext, who: Identity): Identity {
+    if (who.method === 'bearer') audit!.record({ event: 'token.used', ctx: { ...ctx, identity: who }, user: who.user, credential: bearerOf(ctx.req) })
+    return who
+  }
+
+  function refused (ctx: StepContext, err: unknown): never {
+    const token = bearerOf(ctx.req)
+    if (token !== undefined && err instanceof GatewayError && err.status === 401) {
+      audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
+    }
+    throw err
+  }
+
+  /**
+   * `session-page` routes: the browser's session when it has a valid one,
+   * else none (the page decides); a request with an Authorization header is
+   * not a browser's (not asked here). Only a failing store is an error.
+   */
+  async function browserSession (ctx: Live): Promise<void> {
+    try {
+      const who = await auth.authenticate(ctx.req)
+      if (who.method === 'session') ctx.identity = who
+    } catch (err) {
+      if (!(err instanceof GatewayError && err.status === 401)) throw err
+    }
+  }
+
+  /**
+   * session.login_redirect: the login page, with `url` as where to come back
+   * to, in place of a 401 for a browser's navigation (GET or HEAD: another
+   * method's body could not be sent again after signing in) that carried no
+   * credential, or one session cookie that is no longer valid (expired, logged
+   * out: how a browser's session ends). Else undefined: any other refused
+   * credential, and a session cookie sent twice with different values, keep
+   * their 401 (signing in would not change them). Only authenticate refuses
+   * with these codes, so only its refusals are looked at.
+   */
+  function loginFor (req: http.IncomingMessage, err: unknown, method: string, url: string, origin = ''): string | undefined {
+    if (!loginRedirect || !(err instanceof GatewayError)) return undefined
+    if (err.code !== 'not_authenticated' && err.code !== 'invalid_session') return undefined
+    if ((method !== 'GET' && method !== 'HEAD') || !isNavigation(req)) return undefined
+    if (err.code === 'invalid_session' && typeof auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) }) !== 'string') return undefined
+    return loginLocation(url, origin)
+  }
+
+  /** A refusal answered with a redirect to the login page instead (loginFor), else thrown on. */
+  function toLogin (ctx: Live, err: unknown): void {
+    const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/')
+    if (login === undefined) throw err
+    // 303: "see the login page" (a GET whatever came), never stored
+    redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
+    ctx.answered = true
+  }
+
+  /**
+   * A decision's refusal sent to sign in: nginx's auth_request (X-Original-URI)
+   * turns any answer but 2xx, 401 and 403 into 500, so its 401 names the login
+   * page in X-<abbrev>-Login for the proxy's error_page; Caddy, Traefik and
+   * Envoy pass a refusal on as it is, so theirs is the redirect itself
+   * (absolute from the proxy's X-Forwarded-Host: Traefik resolves a relative
+   * one against sidegate's address).
+   */
+  function toLoginThroughProxy (ctx: Live, err: unknown): void {
+    const original = ctx.original!
+    const h = ctx.req.headers
+    const nginx = h['x-forwarded-uri'] === undefined && h['x-original-uri'] !== undefined
+    const login = loginFor(ctx.req, err, original.method, original.url, nginx ? '' : forwardedOrigin(ctx.req, policy))
+    if (login === undefined) throw err
+    if (nginx) {
+      ctx.res.setHeader(policy.loginHeader, login)
+      throw err
+    }
+    redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
+    ctx.answered = true
+  }
+
+  /**
+   * Whether a refusal could be sent to sign in at all (loginFor's conditions
+   * on the request alone): else it is thrown on as it is, never caught and
+   * thrown again (a refused API client costs one throw).
+   */
+  function mayNavigate (req: http.IncomingMessage, method: string): boolean {
+    return loginRedirect && (method === 'GET' || method === 'HEAD') && isNavigation(req)
+  }
+
+  /** ctx.identity, at once when authenticate answered from memory. */
+  function identify (ctx: Flow): void | Promise<void> {
+    const who = authenticate(ctx, ctx.original)
+    if (!(who instanceof Promise)) ctx.identity = who
+    else return who.then((w) => { ctx.identity = w })
+  }
+
+  /** identify, a refusal handed to `refusal` (which answers it, or throws it on). */
+  function identifyOr (ctx: Live, refusal: (ctx: Live, err: unknown) => void): void | Promise<void> {
+    let who: Identity | Promise<Identity>
+    try {
+      who = authenticate(ctx, ctx.original)
+    } catch (err) {
+      refusal(ctx, err)
+      return
+    }
+    if (!(who instanceof Promise)) ctx.identity = who
+    else return who.then((w) => { ctx.identity = w }, (err: unknown) => refusal(ctx, err))
+  }
+
+  function login (ctx: Live): void | Promise<void> {
+    return mayNavigate(ctx.req, ctx.req.method ?? '') ? identifyOr(ctx, toLogin) : identify(ctx)
+  }
+
+  function loginThroughProxy (ctx: Live): void | Promise<void> {
+    return mayNavigate(ctx.req, ctx.original!.method) ? identifyOr(ctx, toLoginThroughProxy) : identify(ctx)
+  }
+
+  return {
+    'authenticate:login': login,
+    'authenticate:browser': (ctx: Live) => ctx.req.headers.authorization === undefined ? browserSession(ctx) : undefined,
+    'authenticate:public+login': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : login(ctx),
+    'authenticate:original': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : loginThroughProxy(ctx),
+    'authenticate:public': (ctx: Flow) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx)
+  } satisfies Partial<Impl>
+}
+
+/** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */
+function bearerOf (req: http.IncomingMessage): string | undefined {
+  const h = req.headers.authorization
+  return typeof h === 'string' && /^bearer(?:\s|$)/i.test(h) ? h.slice(6).trim() : undefined
+}
