@@ -29,14 +29,13 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
   await makeUser(g, 'legit')
   // a gateway in its steady state: one sign-in done (the first check also makes the dummy hash)
   t.equal((await post(g.url, TOKEN, { username: 'legit', password: 'legit-password' }, from('203.0.113.5'))).status, 201)
-  // what one sign-in costs on this machine right now, without a flood. Unbounded, the sign-in
-  // waits behind the flood's password checks: 11 s on a quiet machine, where bounded it takes
-  // under 1 s. The bound leaves room for a loaded machine (the flood's 200 requests are work
-  // too) and stays far below the unbounded wait.
+  // What one sign-in costs on this machine right now, without a flood: the bounds below are
+  // relative to it and to the flood's own answers, so a loaded machine does not fail them.
+  // Unbounded, the sign-in waited behind the flood's password checks (11 s on a quiet machine,
+  // under 1 s bounded), and so did the flood's own answers.
   const b0 = performance.now()
   t.equal((await post(g.url, TOKEN, { username: 'legit', password: 'legit-password' }, from('203.0.113.5'))).status, 201)
   const base = performance.now() - b0
-  const bound = Math.max(3000, 6 * base)
   const flood: Array<Promise<{ r: Res, ms: number }>> = []
   for (let i = 0; i < 200; i++) {
     const t0 = performance.now()
@@ -46,7 +45,6 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
   const ok = await post(g.url, TOKEN, { username: 'legit', password: 'legit-password' }, from('203.0.113.5'))
   const ms = performance.now() - t0
   t.equal(ok.status, 201, 'the legitimate login succeeds')
-  t.ok(ms < bound, `within ${Math.round(bound)} ms (${Math.round(ms)} ms; ${Math.round(base)} ms without the flood)`)
   const answers = await Promise.all(flood)
   const refused = answers.filter((a) => a.r.status === 429 || a.r.status === 503)
   t.ok(refused.length >= 150, `the flooding address is refused (${refused.length} of 200 got 429/503)`)
@@ -55,7 +53,12 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
   t.ok(checked <= 50, `refused before any hashing: ${checked} of 200 had their password checked (at most per_address at a time)`)
   const sorted = refused.map((a) => a.ms).sort((a, b) => a - b)
   const median = sorted[Math.floor(sorted.length / 2)]
-  t.ok(median < bound, `fast: median ${Math.round(median)} ms (bound ${Math.round(bound)} ms)`)
+  // refused without a hash: a few sign-ins' worth, not the 50 checks in a row a queue would take
+  t.ok(median < 10 * base + 1000, `fast: median ${Math.round(median)} ms (one sign-in alone: ${Math.round(base)} ms)`)
+  // the legitimate sign-in is not queued behind the flood: it is answered about when the flood's
+  // own arrivals are, plus its one password check
+  const bound = median + 4 * base + 500
+  t.ok(ms < bound, `signed in within ${Math.round(bound)} ms (${Math.round(ms)} ms; the flood's median ${Math.round(median)} ms, one sign-in alone ${Math.round(base)} ms)`)
   t.ok(answers.every((a) => [401, 429, 503].includes(a.r.status)), 'nothing else (no 500)')
 })
 
