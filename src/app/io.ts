@@ -1,6 +1,6 @@
 /** What a gateway process writes besides its log: one line on stderr for what stops it. */
 import { GatewayError, UsageError } from '../errors.js'
-import { KeyCheckError } from '../store/redis/keycheck.js'
+import { KeyCheckError } from '../store/secret/check.js'
 
 export interface AppIo { err: (s: string) => void }
 

@@ -10,7 +10,8 @@ import type { Logger } from '../observability/log.js'
 import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, type SecretKey } from './bootstrap.js'
 import { RedisStore } from '../store/redis/index.js'
 import { createRedisClient, describeRedis } from '../store/redis/connect.js'
-import { KEY_CHECK, storeIsEmpty } from '../store/redis/keycheck.js'
+import { RedisKeyRecords } from '../store/redis/key-records.js'
+import { KEY_CHECK, type KeyRecords } from '../store/secret/records.js'
 import type { ManagedStore } from '../store/types.js'
 
 /** Optional observers of the store's connections (metrics). */
@@ -91,7 +92,6 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
 export async function keyForStart (config: Config, log: Logger, env: Record<string, string | undefined>): Promise<SecretKey> {
   const found = readSecretKey(config, env)
   if (found !== null) return found
-  const prefix = config.redis.prefix
   const target = storeWhere(config)
   const client = createRedisClient({ url: config.redis.url, topology: config.redis, commandTimeout: config.redis.command_timeout, connectTimeout: config.redis.connect_timeout }, 'command')
   let lastError = ''
@@ -105,30 +105,39 @@ export async function keyForStart (config: Config, log: Logger, env: Record<stri
     client.connect().catch(() => {})
     await ready
     if (config.redis.db !== 0) await client.select(config.redis.db)
-    if (!(await storeIsEmpty(client, prefix))) {
-      const again = await keyFileWithin(config, env, 2000)
-      if (again !== null) return again
-      throw new UsageError(`${missingKeyMessage(config)}. The store at ${target} already holds data, which a new key could not read`, 2, 'secret_key_missing')
-    }
-    const key = newSecretKey()
-    const check = new Keyring(key).checkValue()
-    if ((await client.set(prefix + KEY_CHECK, check, 'NX')) === null) {
-      // another replica created the store's key just now: in the same directory its file appears
-      const again = await keyFileWithin(config, env, 2000)
-      if (again !== null) return again
-      throw new UsageError(`${missingKeyMessage(config)}. Another process has just set up the store at ${target} with its own key`, 2, 'secret_key_missing')
-    }
-    const written = ((): SecretKey | Error => { try { return writeSecretKeyFile(config, key, log) } catch (err) { return err as Error } })()
-    if (written instanceof Error || written.key !== key) {
-      // not ours after all: give the store back, unless another key has claimed it since
-      await client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, prefix + KEY_CHECK, check)
-      if (written instanceof Error) throw written
-      throw new UsageError(`another process wrote ${config.secret_key_file} at the same time; start again`, 1)
-    }
-    return written
+    return await claimNewKey(new RedisKeyRecords(client, config.redis.prefix, target), config, log, env)
   } finally {
     client.disconnect()
   }
+}
+
+/**
+ * A new key for an empty store: its check value is recorded first (set only
+ * when absent, so of several processes starting at once exactly one key
+ * wins), then the file is written. A store that holds data is refused.
+ */
+async function claimNewKey (r: KeyRecords, config: Config, log: Logger, env: Record<string, string | undefined>): Promise<SecretKey> {
+  if (!(await r.isEmpty())) {
+    const again = await keyFileWithin(config, env, 2000)
+    if (again !== null) return again
+    throw new UsageError(`${missingKeyMessage(config)}. The store at ${r.where} already holds data, which a new key could not read`, 2, 'secret_key_missing')
+  }
+  const key = newSecretKey()
+  const check = new Keyring(key).checkValue()
+  if (!(await r.setIfAbsent(KEY_CHECK, check))) {
+    // another process created the store's key just now: in the same directory its file appears
+    const again = await keyFileWithin(config, env, 2000)
+    if (again !== null) return again
+    throw new UsageError(`${missingKeyMessage(config)}. Another process has just set up the store at ${r.where} with its own key`, 2, 'secret_key_missing')
+  }
+  const written = ((): SecretKey | Error => { try { return writeSecretKeyFile(config, key, log) } catch (err) { return err as Error } })()
+  if (written instanceof Error || written.key !== key) {
+    // not ours after all: give the store back, unless another key has claimed it since
+    await r.deleteIfEqual(KEY_CHECK, check)
+    if (written instanceof Error) throw written
+    throw new UsageError(`another process wrote ${config.secret_key_file} at the same time; start again`, 1)
+  }
+  return written
 }
 
 async function keyFileWithin (config: Config, env: Record<string, string | undefined>, ms: number): Promise<SecretKey | null> {

@@ -18,7 +18,7 @@ import { openStore, redisTarget, requireSecretKey, storeWhere } from '../app/ope
 import { connectToPrimary, isWorker, runPrimary, workerCount } from '../app/primary.js'
 import { start } from '../app/start.js'
 import { Admin, operatorName } from './admin.js'
-import { KeyCheckError } from '../store/redis/keycheck.js'
+import { KeyCheckError } from '../store/secret/check.js'
 import type { ManagedStore, RunningStore } from '../store/types.js'
 
 /** How long an admin command waits for Redis before it gives up. */

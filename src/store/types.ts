@@ -11,8 +11,8 @@
 import type { Keyring } from '../crypto.js'
 import type { GatewayError } from '../errors.js'
 import type { LruCache } from './cache.js'
-import type { VerifyOptions, Verified } from './redis/keycheck.js'
-import type { RotateOptions, RotateResult } from './redis/rotate.js'
+import type { VerifyOptions, Verified } from './secret/check.js'
+import type { RotateOptions, RotateResult } from './secret/rotate.js'
 import type { SigningKey, SigningKeySet } from './keyset.js'
 
 export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
@@ -349,12 +349,12 @@ export interface RunningStore extends Store {
   setGate(err: GatewayError | null): void
 }
 
-/** The secret key as the store records it (./keycheck.ts) and its rotation (./rotate.ts). */
+/** The secret key as the store records it (./secret/check.ts) and its rotation (./secret/rotate.ts). */
 export interface KeyAdmin {
   /** Compares this process's key with the store's key check value; throws KeyCheckError when it may not use the store. */
-  verifyKey(o: Omit<VerifyOptions, 'prefix'>): Promise<Verified>
+  verifyKey(o: VerifyOptions): Promise<Verified>
   /** Re-encrypts every encrypted record under `newKeys`, resumably; `db` is selected first (a refusal is a KeyCheckError). */
-  rotateKey(newKeys: Keyring, o: RotateOptions & { db: number }): Promise<RotateResult>
+  rotateKey(newKeys: Keyring, o: RotateOptions & { db: number, where: string }): Promise<RotateResult>
 }
 
 /** The in-process caches, read by the metrics at scrape time. */

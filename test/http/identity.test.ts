@@ -25,7 +25,6 @@ import { buildConfig, defaultIssuer } from '../../src/config/index.js'
 import { MemoryStore } from '../../src/store/memory/index.js'
 import { ensureKeySet, keyStates, keyView, newSigningKey, RETIRE_MARGIN_MS, rotateKeySet } from '../../src/forward/identity.js'
 import { JWKS_KEY } from '../../src/store/keyset.js'
-import { rotateSecretKey } from '../../src/store/redis/rotate.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const OTHER_ORG = '7d0c4f1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f'
@@ -264,7 +263,7 @@ t.test('`secret rotate` re-encrypts the signing keys; a store with another key r
   await s.redis.set(prefix + 'key-check', new Keyring(SECRET).checkValue())
   const before = await ensureKeySet(s, 'EdDSA')
   const NEW = 'the-new-secret-key-that-is-long-enough-9876543210'
-  const r = await rotateSecretKey(s.redis, prefix, new Keyring(SECRET), new Keyring(NEW), { dryRun: false, limit: null, where: 'test', progress: () => {} })
+  const r = await s.rotateKey(new Keyring(NEW), { dryRun: false, limit: null, where: 'test', db: 0, progress: () => {} })
   t.equal(r.done, true)
   t.equal(r.converted, 1, 'the one signing key')
   const after = await openTestStore({ url: redis.url }, prefix, { secret: NEW })

@@ -9,8 +9,9 @@ import type { Caches, CacheOptions } from '../policy/caches.js'
 import { PolicyStore } from '../policy/index.js'
 import type { ManagedStore } from '../types.js'
 import type { RedisClient } from './connect.js'
-import { selectDb, verifyStoreKey, type Verified, type VerifyOptions } from './keycheck.js'
-import { rotateSecretKey, type RotateOptions, type RotateResult } from './rotate.js'
+import { verifyStoreKey, type Verified, type VerifyOptions } from '../secret/check.js'
+import { rotateSecretKey, type RotateOptions, type RotateResult } from '../secret/rotate.js'
+import { RedisKeyRecords, selectDb } from './key-records.js'
 import { RedisStorage, type RedisStorageOptions } from './storage.js'
 
 export interface RedisStoreOptions extends RedisStorageOptions {
@@ -36,12 +37,15 @@ export class RedisStore extends PolicyStore implements ManagedStore {
   get privateTokens (): Caches['privateTokens'] { return this.caches.privateTokens }
   get sessions (): Caches['sessions'] { return this.caches.sessions }
 
-  async verifyKey (o: Omit<VerifyOptions, 'prefix'>): Promise<Verified> {
-    return await verifyStoreKey(this.redis, this.keyring, { ...o, prefix: this.storage.prefix })
+  async verifyKey (o: VerifyOptions): Promise<Verified> {
+    await selectDb(this.redis, o.db, o.where)
+    return await verifyStoreKey(this.keyRecords(o.where), this.keyring, o)
   }
 
-  async rotateKey (newKeys: Keyring, o: RotateOptions & { db: number }): Promise<RotateResult> {
+  async rotateKey (newKeys: Keyring, o: RotateOptions & { db: number, where: string }): Promise<RotateResult> {
     await selectDb(this.redis, o.db, o.where)
-    return await rotateSecretKey(this.redis, this.storage.prefix, this.keyring, newKeys, o)
+    return await rotateSecretKey(this.keyRecords(o.where), this.keyring, newKeys, o)
   }
+
+  keyRecords (where: string): RedisKeyRecords { return new RedisKeyRecords(this.redis, this.storage.prefix, where) }
 }

@@ -6,7 +6,7 @@
  *   rl:<policy>:<user or key id>   (rate-limit buckets: a sorted set per bucket, one script per request)
  *   lock:<name>   (a periodic job's lock: a random token, SET NX PX; freed by its owner only: src/admin/unused-keys.ts)
  *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
- *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: keycheck.ts)
+ *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: ../secret/)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: ../keyset.ts)
  *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
  *   invalidate   (the pub/sub channel of cache invalidations: ./invalidation.ts)
@@ -20,17 +20,7 @@
  * no key needs a hash tag and the layout works unchanged on Redis Cluster.
  * Invalidation uses classic PUBLISH, which a cluster relays to every node.
  * Keep it so: a new multi-key operation must share one {hash tag} or be split.
+ * A private token's record is `<lookup hash>:<sealed token>` (../secret/records.ts).
  */
+export {}
 
-/**
- * A stored private token is `<lookup hash>:<encrypted token>`, so revoking it
- * needs no decryption (shared with the key check and the secret rotation,
- * which read records without a store). Values written before the hash was
- * kept have none.
- */
-export function sealPrivateToken (hash: string, sealed: string): string { return `${hash}:${sealed}` }
-
-export function openPrivateToken (stored: string): { hash: string | null, sealed: string } {
-  const i = stored.indexOf(':')
-  return i === -1 ? { hash: null, sealed: stored } : { hash: stored.slice(0, i), sealed: stored.slice(i + 1) }
-}

@@ -8,7 +8,7 @@
  */
 import type { PrivateTokenStorage, StoredPrivateToken } from '../ports.js'
 import { scanKeys, type RedisContext } from './context.js'
-import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { openPrivateToken, sealPrivateToken } from '../secret/records.js'
 
 export class RedisPrivateTokens implements PrivateTokenStorage {
   #imported: Promise<Set<string>> | null = null

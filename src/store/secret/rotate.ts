@@ -14,9 +14,8 @@
  * process still accepts what the old one issued. See crypto.ts KeyGeneration.
  */
 import type { Keyring, KeyGeneration } from '../../crypto.js'
-import type { RedisClient } from './connect.js'
-import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './keycheck.js'
-import { openPrivateToken, sealPrivateToken } from './layout.js'
+import { KEY_CHECK, KEY_ROTATION, KeyCheckError, keyLegacy, readLegacy, readMarker, type RotationMarker } from './check.js'
+import { openPrivateToken, sealPrivateToken, type KeyRecords } from './records.js'
 import { JWKS_KEY, parseKeySet, signingKeyAad } from '../keyset.js'
 
 export interface RotateOptions {
@@ -24,8 +23,6 @@ export interface RotateOptions {
   dryRun: boolean
   /** stop after this many records (run again to continue); null: all */
   limit: number | null
-  /** the Redis target and prefix, for messages */
-  where: string
   /** a progress line (every PROGRESS_EVERY records and at the end) */
   progress: (line: string) => void
 }
@@ -47,34 +44,30 @@ export interface RotateResult {
 const PROGRESS_EVERY = 100
 const MAX_CAS_TRIES = 5
 
-// Replaces KEYS[1] only if it still holds ARGV[1] (a gateway may have changed the record meanwhile).
-const COMPARE_AND_SET = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end
-return 0`
-
 type Outcome = 'converted' | 'already' | 'unreadable' | 'gone'
 
-export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKeys: Keyring, newKeys: Keyring, o: RotateOptions): Promise<RotateResult> {
+export async function rotateSecretKey (r: KeyRecords, oldKeys: Keyring, newKeys: Keyring, o: RotateOptions): Promise<RotateResult> {
   const from = oldKeys.checkValue()
   const to = newKeys.checkValue()
-  const [check, marker] = await Promise.all([redis.get(prefix + KEY_CHECK), readMarker(redis, prefix)])
+  const where = r.where
+  const [check, marker] = await Promise.all([r.get(KEY_CHECK), readMarker(r)])
   // a rerun after the check value moved converts what replicas still on the old key wrote meanwhile
   let sweep = false
   if (marker !== null) {
     if (marker.from !== from || marker.to !== to) {
       throw new KeyCheckError('key_rotation_in_progress', marker.from === from
-        ? `another rotation from this key to a different new key is under way at ${o.where} (started ${marker.started}): finish it with that key`
-        : `a rotation to another key is under way at ${o.where} (started ${marker.started}), and this is not its old key`)
+        ? `another rotation from this key to a different new key is under way at ${where} (started ${marker.started}): finish it with that key`
+        : `a rotation to another key is under way at ${where} (started ${marker.started}), and this is not its old key`)
     }
   } else if (check === to) {
     sweep = true
   } else if (check === null) {
-    throw new KeyCheckError('store_not_initialized', `the store at ${o.where} has no key check value yet: run \`sidegate start\` once first`)
+    throw new KeyCheckError('store_not_initialized', `the store at ${where} has no key check value yet: run \`sidegate start\` once first`)
   } else if (check !== from) {
-    throw new KeyCheckError('secret_key_mismatch', `the current secret key is not the key of the store at ${o.where} (its key check value differs): rotate from the key the gateway uses`)
+    throw new KeyCheckError('secret_key_mismatch', `the current secret key is not the key of the store at ${where} (its key check value differs): rotate from the key the gateway uses`)
   }
   // the old key's own earlier generations: its lookup hashes of what they issued, carried over to the new key
-  const legacy = await readLegacy(redis, oldKeys, prefix)
+  const legacy = await readLegacy(r, oldKeys)
   oldKeys.setLegacy(legacy)
 
   const result: RotateResult = { dry_run: o.dryRun, checked: 0, converted: 0, already: 0, unreadable: [], done: false }
@@ -82,13 +75,13 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
   if (!o.dryRun && !sweep) {
     if (marker === null) {
       const m: RotationMarker = { from, to, started, converted: 0 }
-      if ((await redis.set(prefix + KEY_ROTATION, JSON.stringify(m), 'NX')) === null) {
-        throw new KeyCheckError('key_rotation_in_progress', `another rotation started at ${o.where} just now`)
+      if (!(await r.setIfAbsent(KEY_ROTATION, JSON.stringify(m)))) {
+        throw new KeyCheckError('key_rotation_in_progress', `another rotation started at ${where} just now`)
       }
     }
     const gens: KeyGeneration[] = [...legacy.filter((g) => g.check !== to), oldKeys.exportGeneration()]
     const name = keyLegacy(to)
-    await redis.set(prefix + name, newKeys.encrypt(JSON.stringify(gens), name))
+    await r.set(name, newKeys.encrypt(JSON.stringify(gens), name))
   }
 
   const count = (what: Outcome, record: string): void => {
@@ -102,7 +95,7 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
   const report = (): void => {
     o.progress(`${result.checked} records checked: ${result.converted} ${o.dryRun ? 'to re-encrypt' : 're-encrypted'}, ${result.already} already under the new key, ${result.unreadable.length} unreadable`)
     if (!o.dryRun && !sweep) {
-      redis.set(prefix + KEY_ROTATION, JSON.stringify({ from, to, started, converted: result.converted } satisfies RotationMarker)).catch(() => {})
+      r.set(KEY_ROTATION, JSON.stringify({ from, to, started, converted: result.converted } satisfies RotationMarker)).catch(() => {})
     }
   }
   const full = (): boolean => o.limit !== null && result.converted >= o.limit
@@ -110,31 +103,31 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
   /** Re-encrypts one record in place: `seal(plain)` gives the new stored value. */
   const convert = async (key: string, open: (stored: string) => { sealed: string, aad: string }, seal: (stored: string, plain: string) => string): Promise<Outcome> => {
     for (let i = 0; i < MAX_CAS_TRIES; i++) {
-      const stored = await redis.get(key)
+      const stored = await r.read(key)
       if (stored === null) return 'gone'
       const { sealed, aad } = open(stored)
       if (newKeys.tryDecrypt(sealed, aad) !== null) return 'already'
       const plain = oldKeys.tryDecrypt(sealed, aad)
       if (plain === null) return 'unreadable'
       if (o.dryRun) return 'converted'
-      if (await redis.eval(COMPARE_AND_SET, 1, key, stored, seal(stored, plain)) === 1) return 'converted'
+      if (await r.compareAndSet(key, stored, seal(stored, plain))) return 'converted'
     }
     throw new Error(`${key} kept changing while being re-encrypted; run the command again`)
   }
 
-  const users = await redis.smembers(prefix + 'users')
+  const users = await r.userIds()
   outer: for (const uid of users) {
-    for (const id of await redis.smembers(`${prefix}user-aks:${uid}`)) {
+    for (const id of await r.keyIds(uid)) {
       if (full()) break outer
       const aad = `ak:${id}`
-      count(await convert(prefix + aad, (stored) => ({ sealed: (JSON.parse(stored) as { secret: string }).secret, aad }), (stored, plain) => {
+      count(await convert(aad, (stored) => ({ sealed: (JSON.parse(stored) as { secret: string }).secret, aad }), (stored, plain) => {
         const rec = JSON.parse(stored) as Record<string, unknown>
         return JSON.stringify({ ...rec, secret: newKeys.encrypt(plain, aad) })
       }), aad)
     }
     if (full()) break
     const aad = `pt:${uid}`
-    count(await convert(`${prefix}user-pt:${uid}`, (stored) => ({ sealed: openPrivateToken(stored).sealed, aad }), (stored, plain) => {
+    count(await convert(`user-pt:${uid}`, (stored) => ({ sealed: openPrivateToken(stored).sealed, aad }), (stored, plain) => {
       // the lookup entry stays where it is (hashed under the key that issued the token)
       const hash = openPrivateToken(stored).hash ?? oldKeys.lookup(plain)
       return sealPrivateToken(hash, newKeys.encrypt(plain, aad))
@@ -142,9 +135,9 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
   }
   /** The key set is one record holding several sealed private keys: each is counted, the record written once. */
   const convertKeySet = async (): Promise<Array<{ what: Outcome, record: string }>> => {
-    const key = prefix + JWKS_KEY
+    const key = JWKS_KEY
     for (let i = 0; i < MAX_CAS_TRIES; i++) {
-      const stored = await redis.get(key)
+      const stored = await r.read(key)
       if (stored === null) return []
       const set = parseKeySet(stored)
       const out: Array<{ what: Outcome, record: string }> = []
@@ -158,7 +151,7 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
         return { ...k, private: newKeys.encrypt(plain, aad) }
       })
       if (o.dryRun || !out.some((x) => x.what === 'converted')) return out
-      if (await redis.eval(COMPARE_AND_SET, 1, key, stored, JSON.stringify({ ...set, keys })) === 1) return out
+      if (await r.compareAndSet(key, stored, JSON.stringify({ ...set, keys }))) return out
     }
     throw new Error(`${key} kept changing while being re-encrypted; run the command again`)
   }
@@ -168,9 +161,9 @@ export async function rotateSecretKey (redis: RedisClient, prefix: string, oldKe
   if (o.dryRun || stopped) return result
   if (!sweep) {
     // last: from here every process must have the new key
-    await redis.set(prefix + KEY_CHECK, to)
-    await redis.del(prefix + keyLegacy(from))
-    await redis.del(prefix + KEY_ROTATION)
+    await r.set(KEY_CHECK, to)
+    await r.delete(keyLegacy(from))
+    await r.delete(KEY_ROTATION)
   }
   result.done = true
   return result

@@ -3,19 +3,13 @@
  * fixed label under the secret key, never the key: Keyring.checkValue) at the
  * first start; every process, gateway replica or CLI, compares its own at
  * connect time and refuses to run with another key, so nothing is ever read
- * or written under the wrong one. Keys, under the store's prefix:
- *   key-check                 the check value of the store's secret key
- *   key-legacy:<check value>  earlier keys' lookup and tag keys, encrypted under that key (crypto.ts KeyGeneration)
- *   key-rotation              a rotation under way: {from, to, started, converted} (rotate.ts)
+ * or written under the wrong one. Written once over every backend's
+ * KeyRecords (./records.ts).
  */
 import type { Keyring, KeyGeneration } from '../../crypto.js'
-import type { RedisClient } from './connect.js'
-import { openPrivateToken } from './layout.js'
+import { KEY_CHECK, KEY_ROTATION, keyLegacy, openPrivateToken, type KeyRecords } from './records.js'
 
-export const KEY_CHECK = 'key-check'
-export const KEY_ROTATION = 'key-rotation'
-export const keyLegacy = (check: string): string => `key-legacy:${check}`
-
+export { KEY_CHECK, KEY_ROTATION, keyLegacy }
 export interface RotationMarker {
   /** check value of the key being rotated away from */
   from: string
@@ -48,12 +42,11 @@ export class KeyCheckError extends Error {
 export interface VerifyOptions {
   /** `start` records the check value on a store that has none; other commands refuse such a store */
   mode: 'start' | 'cli'
-  prefix: string
-  /** what to name in messages: the Redis target and prefix */
+  /** what to name in messages: the store's place (the Redis target and prefix, the database file) */
   where: string
   /** where the key came from (SIDEGATE_SECRET_KEY, a file), for messages */
   source: string
-  /** the database the configuration names (0 means none is selected) */
+  /** Redis: the database the configuration names (0 means none is selected; ../redis/key-records.ts selects it) */
   db: number
 }
 
@@ -70,15 +63,15 @@ const parseMarker = (v: string | null): RotationMarker | null => {
   } catch { return null }
 }
 
-export async function readMarker (redis: RedisClient, prefix: string): Promise<RotationMarker | null> {
-  return parseMarker(await redis.get(prefix + KEY_ROTATION))
+export async function readMarker (r: KeyRecords): Promise<RotationMarker | null> {
+  return parseMarker(await r.get(KEY_ROTATION))
 }
 
 /**
  * Compares this process's key with the store's and, when it matches, gives
  * the keyring the generations of the keys the store was rotated away from.
  * Throws KeyCheckError when the process must not use the store; any other
- * error is a Redis failure (retry). Rules:
+ * error is a store failure (retry). Rules:
  * - the store's check value equals this key's: ok;
  * - a rotation is under way to this key: ok (records not converted yet are unreadable until it ends);
  * - a rotation is under way away from this key: refused;
@@ -87,12 +80,11 @@ export async function readMarker (redis: RedisClient, prefix: string): Promise<R
  *   other commands refuse until a start has recorded it;
  * - any other check value: refused.
  */
-export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: VerifyOptions): Promise<Verified> {
+export async function verifyStoreKey (r: KeyRecords, keyring: Keyring, o: VerifyOptions): Promise<Verified> {
   const notes: Verified['notes'] = []
   const warnings: string[] = []
-  await selectDb(redis, o.db, o.where)
   const mine = keyring.checkValue()
-  const [check, markerRaw] = await Promise.all([redis.get(o.prefix + KEY_CHECK), redis.get(o.prefix + KEY_ROTATION)])
+  const [check, markerRaw] = await Promise.all([r.get(KEY_CHECK), r.get(KEY_ROTATION)])
   const marker = parseMarker(markerRaw)
   const mismatch = (): KeyCheckError => new KeyCheckError('secret_key_mismatch',
     `the secret key (${o.source}) is not the key of the store at ${o.where}: its key check value differs, so it holds data encrypted under another key. ` +
@@ -108,41 +100,27 @@ export async function verifyStoreKey (redis: RedisClient, keyring: Keyring, o: V
       throw new KeyCheckError('store_not_initialized',
         `the store at ${o.where} has no key check value yet: run \`sidegate start\` once (it records the key's check value), then run this again`)
     }
-    const sample = await findSample(redis, o.prefix)
+    const sample = await findSample(r)
     if (sample !== null && keyring.tryDecrypt(sample.sealed, sample.aad) === null) {
       throw new KeyCheckError('secret_key_mismatch',
         `the secret key (${o.source}) cannot decrypt ${sample.record} in the store at ${o.where}, which has no key check value yet: ` +
-        'it was set up with another key. Start with that key (it records the check value), or use another redis.prefix')
+        'it was set up with another key. Start with that key (it records the check value), or use another store')
     }
-    const set = await redis.set(o.prefix + KEY_CHECK, mine, 'NX')
-    if (set === null && (await redis.get(o.prefix + KEY_CHECK)) !== mine) throw mismatch()
-    if (set !== null) notes.push({ level: 'info', msg: sample === null ? 'recorded the secret key\'s check value in the store' : `recorded the secret key's check value in the store (it decrypts ${sample.record})` })
+    const set = await r.setIfAbsent(KEY_CHECK, mine)
+    if (!set && (await r.get(KEY_CHECK)) !== mine) throw mismatch()
+    if (set) notes.push({ level: 'info', msg: sample === null ? 'recorded the secret key\'s check value in the store' : `recorded the secret key's check value in the store (it decrypts ${sample.record})` })
   } else if (check !== mine) {
     throw mismatch()
   }
-  keyring.setLegacy(await readLegacy(redis, keyring, o.prefix, warnings))
+  keyring.setLegacy(await readLegacy(r, keyring, warnings))
   for (const msg of warnings) notes.push({ level: 'warn', msg })
   return { notes }
 }
 
-/**
- * Selects the configured database (0: nothing to do). ioredis reports a
- * failed SELECT as an error and carries on with database 0: here it is a
- * KeyCheckError, so nothing is read or written in the wrong database.
- */
-export async function selectDb (redis: RedisClient, db: number, where: string): Promise<void> {
-  if (db === 0) return
-  try {
-    await redis.select(db)
-  } catch (err) {
-    throw new KeyCheckError('redis_db_unavailable', `cannot select database ${db} at ${where}: ${(err as Error).message}`)
-  }
-}
-
 /** The generations this key's store was rotated away from (encrypted under this key), or none. */
-export async function readLegacy (redis: RedisClient, keyring: Keyring, prefix: string, notes: string[] = []): Promise<KeyGeneration[]> {
+export async function readLegacy (r: KeyRecords, keyring: Keyring, notes: string[] = []): Promise<KeyGeneration[]> {
   const name = keyLegacy(keyring.checkValue())
-  const sealed = await redis.get(prefix + name)
+  const sealed = await r.get(name)
   if (sealed === null) return []
   const plain = keyring.tryDecrypt(sealed, name)
   if (plain === null) {
@@ -152,26 +130,17 @@ export async function readLegacy (redis: RedisClient, keyring: Keyring, prefix: 
   return JSON.parse(plain) as KeyGeneration[]
 }
 
-/**
- * True when the store holds nothing of sidegate's: no check value, no user, no
- * org. Only then may `sidegate start` create a new secret key.
- */
-export async function storeIsEmpty (redis: RedisClient, prefix: string): Promise<boolean> {
-  const [check, users, orgs] = await Promise.all([redis.exists(prefix + KEY_CHECK), redis.scard(prefix + 'users'), redis.scard(prefix + 'orgs')])
-  return check === 0 && users === 0 && orgs === 0
-}
-
 /** Looks at up to this many users for an encrypted record. */
 const SAMPLE_USERS = 1000
 
 /** An encrypted record of the store (a private token or an access-key secret), or null when there is none. */
-export async function findSample (redis: RedisClient, prefix: string): Promise<{ record: string, sealed: string, aad: string } | null> {
-  const users = (await redis.smembers(prefix + 'users')).slice(0, SAMPLE_USERS)
+export async function findSample (r: KeyRecords): Promise<{ record: string, sealed: string, aad: string } | null> {
+  const users = (await r.userIds()).slice(0, SAMPLE_USERS)
   for (const uid of users) {
-    const pt = await redis.get(`${prefix}user-pt:${uid}`)
+    const pt = await r.read(`user-pt:${uid}`)
     if (pt !== null) return { record: `user-pt:${uid}`, sealed: openPrivateToken(pt).sealed, aad: `pt:${uid}` }
-    for (const id of await redis.smembers(`${prefix}user-aks:${uid}`)) {
-      const raw = await redis.get(`${prefix}ak:${id}`)
+    for (const id of await r.keyIds(uid)) {
+      const raw = await r.read(`ak:${id}`)
       if (raw === null) continue
       const secret = (JSON.parse(raw) as { secret?: unknown }).secret
       if (typeof secret === 'string') return { record: `ak:${id}`, sealed: secret, aad: `ak:${id}` }
