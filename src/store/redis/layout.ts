@@ -23,4 +23,3 @@
  * A private token's record is `<lookup hash>:<sealed token>` (../secret/records.ts).
  */
 export {}
-
