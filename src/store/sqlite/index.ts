@@ -1,0 +1,47 @@
+/**
+ * SqliteStore: the shared policy (../policy/) over the embedded backend
+ * (./storage.ts), with what a process's composition root needs around it
+ * (ManagedStore): the secret key's check and rotation (../secret/, over
+ * ./key-records.ts) and the caches' counters. In src/, only
+ * src/app/open-store.ts constructs one.
+ */
+import type { Keyring } from '../../crypto.js'
+import type { Caches, CacheOptions } from '../policy/caches.js'
+import { PolicyStore } from '../policy/index.js'
+import { verifyStoreKey, type Verified, type VerifyOptions } from '../secret/check.js'
+import { rotateSecretKey, type RotateOptions, type RotateResult } from '../secret/rotate.js'
+import type { ManagedStore } from '../types.js'
+import { SqliteKeyRecords } from './key-records.js'
+import { SqliteStorage, type SqliteStorageOptions } from './storage.js'
+
+export interface SqliteStoreOptions extends SqliteStorageOptions {
+  /** The in-process caches: entries and TTL (seconds). */
+  cache: CacheOptions
+  /** Called with the record's name (never its content) when a sealed value cannot be opened with this key. */
+  onUnreadable?: (record: string) => void
+}
+
+export class SqliteStore extends PolicyStore implements ManagedStore {
+  declare protected readonly storage: SqliteStorage
+  declare protected readonly caches: Caches
+
+  constructor (opts: SqliteStoreOptions, keyring: Keyring) {
+    super(new SqliteStorage(opts), keyring, { cache: opts.cache, onUnreadable: opts.onUnreadable })
+  }
+
+  get users (): Caches['users'] { return this.caches.users }
+  get accessKeys (): Caches['accessKeys'] { return this.caches.accessKeys }
+  get privateTokens (): Caches['privateTokens'] { return this.caches.privateTokens }
+  get sessions (): Caches['sessions'] { return this.caches.sessions }
+
+  /** The backend (tests and tools reach the file through it). */
+  get sqlite (): SqliteStorage { return this.storage }
+
+  async verifyKey (o: VerifyOptions): Promise<Verified> {
+    return await verifyStoreKey(new SqliteKeyRecords(this.storage, o.where), this.keyring, o)
+  }
+
+  async rotateKey (newKeys: Keyring, o: RotateOptions & { where: string }): Promise<RotateResult> {
+    return await rotateSecretKey(new SqliteKeyRecords(this.storage, o.where), this.keyring, newKeys, o)
+  }
+}

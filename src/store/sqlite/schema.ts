@@ -1,0 +1,112 @@
+/**
+ * The embedded store's file: one SQLite database in WAL mode, its tables,
+ * and the checks made before anything is read or written. A file that is
+ * not sidegate's (another application id, other tables), is damaged, or was
+ * written by a newer sidegate (a higher schema version) is refused with a
+ * StoreFileError: never re-initialised, never written to.
+ *
+ * Durability: WAL with synchronous=NORMAL. A transaction is on disk in the
+ * WAL when its statement returns, so a process killed at any moment (even
+ * SIGKILL) loses nothing acknowledged; a power loss may roll back the last
+ * transactions, never corrupt the file.
+ */
+import Database from 'better-sqlite3'
+
+/** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
+export const APPLICATION_ID = 0x53475431
+/** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
+export const SCHEMA_VERSION = 1
+
+export type Db = Database.Database
+
+/** Why the file cannot be used: a one-line message, exit 2 at start. */
+export class StoreFileError extends Error {
+  constructor (readonly code: 'store_file_unusable' | 'store_file_newer' | 'store_file_foreign', message: string) {
+    super(message)
+    this.name = 'StoreFileError'
+  }
+}
+
+const TABLES = `
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE orgs (id TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE users (id TEXT PRIMARY KEY, username_lower TEXT NOT NULL UNIQUE, json TEXT NOT NULL);
+CREATE TABLE access_keys (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, json TEXT NOT NULL, last_used TEXT);
+CREATE INDEX access_keys_user ON access_keys (user_id);
+CREATE TABLE pt_lookup (hash TEXT PRIMARY KEY, user_id TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX pt_lookup_user ON pt_lookup (user_id);
+CREATE TABLE pt_user (user_id TEXT PRIMARY KEY, stored TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE pt_imported (hash TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE bearer (hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, exp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX bearer_user ON bearer (user_id);
+CREATE INDEX bearer_exp ON bearer (exp);
+CREATE TABLE sessions (hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, created INTEGER NOT NULL, exp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX sessions_user ON sessions (user_id);
+CREATE INDEX sessions_exp ON sessions (exp);
+CREATE TABLE attempts (hash TEXT PRIMARY KEY, count INTEGER NOT NULL, exp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX attempts_exp ON attempts (exp);
+CREATE TABLE once (key TEXT PRIMARY KEY, exp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX once_exp ON once (exp);
+CREATE TABLE rate_hits (bucket TEXT NOT NULL, t INTEGER NOT NULL, exp INTEGER NOT NULL);
+CREATE INDEX rate_hits_bucket ON rate_hits (bucket, t);
+CREATE INDEX rate_hits_exp ON rate_hits (exp);
+CREATE TABLE locks (name TEXT PRIMARY KEY, token TEXT NOT NULL, exp INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE audit (n INTEGER PRIMARY KEY, ms INTEGER NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL);
+CREATE INDEX audit_ms ON audit (ms, seq);
+CREATE TABLE invalidations (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, msg TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX invalidations_at ON invalidations (at);
+`
+
+export interface OpenOptions {
+  /** ms a statement waits for another process's write lock before failing (then 503 store_unavailable) */
+  busyTimeout: number
+  /** open an existing file only (tools that read: never create one) */
+  mustExist?: boolean
+}
+
+/** Opens (creating when new) and checks the file; throws StoreFileError naming the path when it cannot be used. */
+export function openDatabase (path: string, o: OpenOptions): Db {
+  let db: Db
+  try {
+    db = new Database(path, { timeout: o.busyTimeout, fileMustExist: o.mustExist === true })
+  } catch (err) {
+    throw new StoreFileError('store_file_unusable', `cannot open the store file ${path}: ${describe(err)}`)
+  }
+  try {
+    prepare(db, path)
+    return db
+  } catch (err) {
+    db.close()
+    if (err instanceof StoreFileError) throw err
+    throw new StoreFileError('store_file_unusable', `cannot use the store file ${path}: ${describe(err)}`)
+  }
+}
+
+function prepare (db: Db, path: string): void {
+  // reads the header first: a file that is not a database fails here, before any write
+  const app = db.pragma('application_id', { simple: true }) as number
+  const version = db.pragma('user_version', { simple: true }) as number
+  const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n
+  if (app === 0 && version === 0 && tables === 0) {
+    db.pragma('journal_mode = WAL')
+    db.transaction(() => {
+      db.exec(TABLES)
+      db.pragma(`application_id = ${APPLICATION_ID}`)
+      db.pragma(`user_version = ${SCHEMA_VERSION}`)
+    }).immediate()
+  } else if (app !== APPLICATION_ID) {
+    throw new StoreFileError('store_file_foreign', `${path} is not a sidegate store (an SQLite database of another application): nothing was read or written; give store.path a file of its own`)
+  } else if (version > SCHEMA_VERSION) {
+    throw new StoreFileError('store_file_newer', `${path} was written by a newer sidegate (schema version ${version}; this one knows up to ${SCHEMA_VERSION}): nothing was written; run that version, or restore a backup made for this one`)
+  }
+  if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  // a quick look at the pages' structure: a damaged file is refused at start, not at a request
+  const check = db.pragma('quick_check(1)', { simple: true })
+  if (check !== 'ok') throw new StoreFileError('store_file_unusable', `${path} is damaged (${String(check)}): restore it from a backup (sidegate store backup)`)
+}
+
+export function describe (err: unknown): string {
+  const e = err as { code?: string, message?: string }
+  return e.code !== undefined && e.message !== undefined && !e.message.includes(e.code) ? `${e.message} (${e.code})` : e.message ?? String(err)
+}
