@@ -5,7 +5,8 @@
  * and gateway.yml cannot drift:
  *
  * - values.yaml after its `# ---- everything below is generated` line: `config:`,
- *   every gateway.yml key with its default and comment (`sidegate config defaults`);
+ *   every gateway.yml key with its default and comment (`sidegate config defaults`),
+ *   but store.backend: redis (the chart runs several replicas, which share one Redis);
  * - values.schema.json: the chart's own values, and `config` as `sidegate config schema`;
  * - templates/_live.tpl: the keys a live reload may change (src/config/live.ts),
  *   which the pods' checksum/config annotation leaves out.
@@ -24,13 +25,14 @@ const { jsonSchema } = await import(join(ROOT, 'dist', 'config', 'json-schema.js
 const { liveSections } = await import(join(ROOT, 'dist', 'config', 'live.js'))
 
 const MARK = '# ---- everything below is generated'
+const CHART_BACKEND = 'backend: redis                  # the chart: several replicas share one Redis (sqlite or auto: replicaCount 1 only)'
 
 function values () {
   const text = readFileSync(join(CHART, 'values.yaml'), 'utf8')
   const at = text.indexOf(MARK)
   if (at === -1) throw new Error(`values.yaml: no "${MARK}" line`)
   const head = text.slice(0, text.indexOf('\n', at) + 1)
-  const config = defaultsYaml().replace(/\n+$/, '').split('\n').map((l) => l === '' ? '' : `  ${l}`).join('\n')
+  const config = defaultsYaml().replace(/\n+$/, '').replace(/\n  backend: auto\n/, `\n  ${CHART_BACKEND}\n`).split('\n').map((l) => l === '' ? '' : `  ${l}`).join('\n')
   return `${head}
 # gateway.yml: mounted from a ConfigMap at /etc/sidegate/gateway.yml (SIDEGATE_CONFIG).
 # Every key of \`sidegate config defaults\`, with its default. Keep secrets out of it:
@@ -82,7 +84,15 @@ function schema () {
       podSecurityContext: obj,
       securityContext: obj,
       config: { ...config, description: 'gateway.yml (`sidegate config schema`); every key is optional' }
-    }
+    },
+    // the embedded store is one file on one host: several replicas cannot share it
+    allOf: [{
+      if: { properties: { config: { properties: { store: { properties: { backend: { enum: ['sqlite', 'auto'] } }, required: ['backend'] } }, required: ['store'] } }, required: ['config'] },
+      then: {
+        properties: { replicaCount: { maximum: 1 }, autoscaling: { properties: { enabled: { const: false } } } },
+        description: 'config.store.backend sqlite (or auto) keeps everything in one file on one pod: replicaCount at most 1 and no autoscaling; several replicas need backend redis'
+      }
+    }]
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * Wiring shared by `sidegate start` and the admin CLI: config → key → store.
- * The composition root of the store: the one place a RedisStore is built;
- * everything else sees the interfaces of ./store/types.ts.
+ * The composition root of the store: the one place a RedisStore or a
+ * SqliteStore is built (store.backend); everything else sees the interfaces
+ * of ../store/types.ts.
  */
 import type { Config } from '../config/index.js'
 import { Keyring } from '../crypto.js'
@@ -11,6 +12,9 @@ import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, typ
 import { RedisStore } from '../store/redis/index.js'
 import { createRedisClient, describeRedis } from '../store/redis/connect.js'
 import { RedisKeyRecords } from '../store/redis/key-records.js'
+import { SqliteStore } from '../store/sqlite/index.js'
+import { SqliteKeyRecords } from '../store/sqlite/key-records.js'
+import { SqliteStorage } from '../store/sqlite/storage.js'
 import { KEY_CHECK, type KeyRecords } from '../store/secret/records.js'
 import type { ManagedStore } from '../store/types.js'
 
@@ -25,9 +29,19 @@ export function redisTarget (config: Config): string {
   return describeRedis({ url: config.redis.url, commandTimeout: 0, connectTimeout: 0, topology: config.redis })
 }
 
-/** The Redis target and the key prefix, for messages about the store. */
+/** Where the store is, for messages: the database file, or the Redis target and the key prefix. */
 export function storeWhere (config: Config): string {
-  return `${redisTarget(config)} (prefix ${config.redis.prefix})`
+  return config.store.backend === 'sqlite' ? config.store.path : `${redisTarget(config)} (prefix ${config.redis.prefix})`
+}
+
+/** The store as a message names it: "Redis at …" or "the store file …". */
+export function storeName (config: Config): string {
+  return config.store.backend === 'sqlite' ? `the store file ${config.store.path}` : `Redis at ${redisTarget(config)}`
+}
+
+/** The store as log lines name it: its kind and where. */
+export function storeFields (config: Config): { store: 'sqlite' | 'redis', where: string } {
+  return { store: config.store.backend, where: config.store.backend === 'sqlite' ? config.store.path : redisTarget(config) }
 }
 
 /** Every command but `start`: the existing key, or exit 2 saying where it was looked for. */
@@ -50,6 +64,27 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
   const target = redisTarget(config)
   let lastError = ''
   const reported = new Map<string, number>()
+  const onUnreadable = (record: string): void => {
+    if (o.quiet === true) return
+    const now = Date.now()
+    if (now - (reported.get(record) ?? 0) < UNREADABLE_REPORT_MS) return
+    if (reported.size > 10_000) reported.clear()
+    reported.set(record, now)
+    log.warn({ record }, 'a stored record cannot be decrypted with this secret key (it was written under another key); it is treated as unusable')
+  }
+  if (config.store.backend === 'sqlite') {
+    return new SqliteStore({
+      path: config.store.path,
+      busyTimeout: config.store.busy_timeout,
+      cache: config.auth.cache,
+      onCommandError: hooks.onCommandError,
+      onReady () {
+        if (o.quiet !== true) log.info(storeFields(config), 'store ready')
+        onReady?.()
+      },
+      onUnreadable
+    }, keyring)
+  }
   return new RedisStore({
     url: config.redis.url,
     topology: config.redis,
@@ -68,17 +103,10 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
     },
     onReady () {
       lastError = ''
-      log.info({ redis: target }, 'redis ready')
+      log.info({ ...storeFields(config), redis: target }, 'redis ready')
       onReady?.()
     },
-    onUnreadable (record) {
-      if (o.quiet === true) return
-      const now = Date.now()
-      if (now - (reported.get(record) ?? 0) < UNREADABLE_REPORT_MS) return
-      if (reported.size > 10_000) reported.clear()
-      reported.set(record, now)
-      log.warn({ record }, 'a stored record cannot be decrypted with this secret key (it was written under another key); it is treated as unusable')
-    }
+    onUnreadable
   }, keyring)
 }
 
@@ -93,6 +121,15 @@ export async function keyForStart (config: Config, log: Logger, env: Record<stri
   const found = readSecretKey(config, env)
   if (found !== null) return found
   const target = storeWhere(config)
+  if (config.store.backend === 'sqlite') {
+    const storage = new SqliteStorage({ path: config.store.path, busyTimeout: config.store.busy_timeout })
+    try {
+      await storage.connect()
+      return await claimNewKey(new SqliteKeyRecords(storage, target), config, log, env)
+    } finally {
+      await storage.close()
+    }
+  }
   const client = createRedisClient({ url: config.redis.url, topology: config.redis, commandTimeout: config.redis.command_timeout, connectTimeout: config.redis.connect_timeout }, 'command')
   let lastError = ''
   client.on('error', (err: Error) => {
@@ -137,7 +174,7 @@ async function claimNewKey (r: KeyRecords, config: Config, log: Logger, env: Rec
     if (written instanceof Error) throw written
     throw new UsageError(`another process wrote ${config.secret_key_file} at the same time; start again`, 1)
   }
-  return written
+  return { ...written, created: true }
 }
 
 async function keyFileWithin (config: Config, env: Record<string, string | undefined>, ms: number): Promise<SecretKey | null> {

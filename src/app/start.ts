@@ -52,6 +52,10 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   }
   const keyring = new Keyring(secret.key)
   const verify = { mode: 'start' as const, where: storeWhere(config), source: secret.source, db: config.redis.db }
+  const whereField = config.store.backend === 'sqlite' ? { store: 'sqlite', path: verify.where } : { redis: verify.where }
+  // the key was used before: read from the key file sidegate writes (not created by this start), or checked against this store already
+  const keyFromFile = secret.source === config.secret_key_file && secret.created !== true
+  let verifiedOnce = false
   let store: ManagedStore
   let fatal: ((err: KeyCheckError) => void) | null = null
   // Ready (/readyz) only once the key check passed and the Default org and the first
@@ -60,9 +64,12 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   let prepared: Promise<void> | null = null
   const prepare = async (): Promise<void> => {
     prepared ??= (async () => {
-      const { notes } = await store.verifyKey(verify)
-      for (const n of notes) log[n.level]({ redis: verify.where }, n.msg)
+      const usedBefore = keyFromFile || verifiedOnce
+      const { notes, empty } = await store.verifyKey({ ...verify, refuseEmpty: usedBefore && config.store.require_existing })
+      verifiedOnce = true
+      for (const n of notes) log[n.level](whereField, n.msg)
       store.setGate(null)
+      if (empty && usedBefore) dataMissing(keyFromFile ? 'key_file' : 'check_value_lost')
       await ensureDefaults(store, config, log, io.err, audit)
     })().catch((err: unknown) => {
       if (!(err instanceof KeyCheckError)) prepared = null
@@ -77,8 +84,8 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
       prepared = null
       prepare().catch((err: unknown) => {
         if (err instanceof KeyCheckError) {
-          log.error({ redis: verify.where, problem: err.code }, `${err.message}; not serving: /readyz answers 503`)
-          if (err.code === 'redis_db_unavailable') fatal?.(err)
+          log.error({ ...whereField, problem: err.code }, `${err.message}; not serving: /readyz answers 503`)
+          if (err.code === 'redis_db_unavailable' || err.code === 'store_data_missing') fatal?.(err)
         } else {
           log.error({ err: (err as Error).message }, 'bootstrap failed; will retry')
         }
@@ -90,7 +97,20 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   store.setGate(E.storeUnavailable())
   // before the connection: the first start's bootstrap (prepare, on ready) records the superuser it creates
   const audit = new Auditor({ config: config.audit, log, store, onStreamError: metrics?.auditStreamError })
-  store.connect().catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
+  const dataMissing = (reason: string): void => {
+    metrics?.storeDataMissing()
+    audit.record({ event: 'store.data_missing', reason })
+    log.warn({ ...whereField, reason }, reason === 'key_file'
+      ? `the store is EMPTY, but the secret key comes from ${config.secret_key_file}, which sidegate wrote for a store that held data: that data is lost or elsewhere (another store.path or redis.url?). Set up again with a new admin; set store.require_existing: true to refuse instead`
+      : 'the store is EMPTY although this process had checked its key against it: its data is lost (a Redis restarted without persistence?). Set up again with a new admin; set store.require_existing: true to refuse instead')
+  }
+  const connecting = store.connect()
+  if (config.store.backend === 'sqlite') {
+    // the file opens now or never: a clear line and exit 2, not a retry loop
+    try { await connecting } catch (err) { await store.close(); return failed(io, err) }
+  } else {
+    connecting.catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
+  }
   // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/observability/otel.ts)
   const tracer = config.tracing.url === null ? null : (await import('../observability/otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
   if (tracer !== null) log.info({ endpoint: maskUrl(config.tracing.url!), sampler: config.tracing.sampler.name }, 'tracing on')

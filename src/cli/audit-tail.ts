@@ -2,7 +2,7 @@
 import type { Config } from '../config/index.js'
 import { GatewayError, UsageError } from '../errors.js'
 import { formatAuditEntry, parseSince } from '../observability/audit.js'
-import { redisTarget } from '../app/open-store.js'
+import { storeName } from '../app/open-store.js'
 import type { Store } from '../store/types.js'
 import type { Values } from './args.js'
 import type { Io } from './io.js'
@@ -55,10 +55,10 @@ export async function tailAudit (store: Store, io: Io, v: Values, config: Config
       let got: Array<{ id: string, json: string }> | null
       try {
         got = await Promise.race([store.readAudit({ after: cursor, block: TAIL_BLOCK_MS, count: TAIL_PAGE }), stopped])
-        if (down) { down = false; io.err('sidegate: Redis answers again\n') }
+        if (down) { down = false; io.err('sidegate: the store answers again\n') }
       } catch (err) {
         if (!(err instanceof GatewayError) || err.code !== 'store_unavailable') throw err
-        if (!down) { down = true; io.err(`sidegate: cannot reach Redis at ${redisTarget(config)}; retrying every second (Ctrl-C to stop)\n`) }
+        if (!down) { down = true; io.err(`sidegate: cannot reach ${storeName(config)}; retrying every second (Ctrl-C to stop)\n`) }
         got = await Promise.race([new Promise<[]>((resolve) => setTimeout(() => resolve([]), TAIL_BLOCK_MS)), stopped])
       }
       if (got === null) return 0

@@ -14,7 +14,7 @@ import { E, UsageError } from '../errors.js'
 import { Auditor } from '../observability/audit.js'
 import { createLogger } from '../observability/log.js'
 import type { SecretKey } from '../app/bootstrap.js'
-import { openStore, redisTarget, requireSecretKey, storeWhere } from '../app/open-store.js'
+import { openStore, requireSecretKey, storeName, storeWhere } from '../app/open-store.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount } from '../app/primary.js'
 import { start } from '../app/start.js'
 import { Admin, operatorName } from './admin.js'
@@ -76,7 +76,7 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
       await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
     } catch (err) {
       if (err instanceof KeyCheckError) throw err
-      throw new UsageError(`cannot reach Redis at ${redisTarget(config)}`, 1, 'store_unavailable')
+      throw new UsageError(`cannot reach ${storeName(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
     // whatever audit.stream and audit.log say: the stream is where a command's events are kept
@@ -89,7 +89,7 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
   } finally {
     // the stream appends of this command's audit event, before the store closes
     await audit?.settle()
-    if (unstreamed > 0) io.err(`sidegate: warning: ${unstreamed === 1 ? 'the audit event' : `${unstreamed} audit events`} of this command could not be appended to the audit stream at ${redisTarget(config)}\n`)
+    if (unstreamed > 0) io.err(`sidegate: warning: ${unstreamed === 1 ? 'the audit event' : `${unstreamed} audit events`} of this command could not be appended to the audit stream at ${storeName(config)}\n`)
     await store?.close()
   }
 }
@@ -122,17 +122,19 @@ function configCommand (sub: string, rest: string[], v: Values, io: Io, env: Nod
  * included); on a terminal, says so if it takes a moment.
  */
 async function connectWithin (store: RunningStore, config: Config, io: Io): Promise<void> {
-  const target = redisTarget(config)
+  const target = storeName(config)
   let said = false
-  const slow = io.isTTY === true ? setTimeout(() => { said = true; io.err(`sidegate: connecting to Redis at ${target} …`) }, 250) : undefined
+  const slow = io.isTTY === true ? setTimeout(() => { said = true; io.err(`sidegate: connecting to ${target} …`) }, 250) : undefined
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([
       store.connect(),
       new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error('timeout')), CLI_CONNECT_MS) })
     ])
-  } catch {
-    throw new UsageError(`cannot reach Redis at ${target}`, 1, 'store_unavailable')
+  } catch (err) {
+    // a store file that cannot be used says why
+    if (err instanceof UsageError) throw err
+    throw new UsageError(`cannot reach ${target}`, 1, 'store_unavailable')
   } finally {
     clearTimeout(slow)
     clearTimeout(timer)

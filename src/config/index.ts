@@ -44,12 +44,16 @@ export type RedisTopology = Omit<Doc['redis'], 'url' | 'prefix' | 'command_timeo
 
 export type MetricsConfig = Doc['metrics']
 
+/** The store section with the backend decided (auto resolved) and the path absolute. */
+export type StoreConfig = Omit<Doc['store'], 'backend'> & { backend: 'sqlite' | 'redis' }
+
 export type JwtAlgorithm = Doc['identity']['jwt']['algorithm']
 /** identity.jwt, with the issuer decided (defaultIssuer when the file leaves it empty). */
 export type JwtConfig = Omit<Doc['identity']['jwt'], 'issuer'> & { issuer: string }
 
 /** The validated configuration every module reads: the document, plus what is derived from it. */
-export interface Config extends Omit<Doc, 'names' | 'redis' | 'identity' | 'tracing'> {
+export interface Config extends Omit<Doc, 'names' | 'store' | 'redis' | 'identity' | 'tracing'> {
+  store: StoreConfig
   identity: { jwt: JwtConfig }
   /** The config file this came from, or null when running on defaults. */
   file: string | null
@@ -232,6 +236,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     ...d,
     file,
     names: namesFor(d.names.abbrev),
+    store: { ...d.store, backend: storeBackend(d, rawRedis, env), path: resolve(base, d.store.path) },
     redis: {
       ...d.redis,
       db: d.redis.mode === 'standalone' ? (urlDb(d.redis.url) as number | null) ?? d.redis.db : d.redis.db,
@@ -246,6 +251,19 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     tracing: tracing.value,
     auth: { ...d.auth, signature: { ...d.auth.signature, required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase()) } }
   }
+}
+
+/**
+ * store.backend auto: Redis when SIDEGATE_REDIS_URL is set or the file sets a
+ * `redis:` key to something else than its default (a deployment that names
+ * its Redis), else the embedded store.
+ */
+function storeBackend (d: Doc, rawRedis: Record<string, unknown> | undefined, env: Env): 'sqlite' | 'redis' {
+  if (d.store.backend !== 'auto') return d.store.backend
+  if ((env.SIDEGATE_REDIS_URL ?? '') !== '') return 'redis'
+  const defaults = (validate(Schema, {}).value as Doc).redis as Record<string, unknown>
+  const given = d.redis as Record<string, unknown>
+  return Object.keys(rawRedis ?? {}).some((k) => JSON.stringify(given[k]) !== JSON.stringify(defaults[k])) ? 'redis' : 'sqlite'
 }
 
 /**

@@ -19,6 +19,7 @@ import { Type as T, type Static, type TSchema, type TProperties } from '@sinclai
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
+export const STORE_BACKENDS = ['auto', 'sqlite', 'redis'] as const
 export const JWT_ALGORITHMS = ['EdDSA', 'ES256'] as const
 /** server.workers and `--workers`: at most this many. */
 export const MAX_WORKERS = 256
@@ -52,6 +53,12 @@ export const Schema = T.Object({
   names: section({
     abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Identity.\nJMS gives the names JumpServer clients use.' })
   }),
+  store: section({
+    backend: oneOf(STORE_BACKENDS, 'auto', 'sqlite: the embedded store, one file on this host (`path`), shared by every\n--workers process and the CLI; several hosts cannot share it (docs/deploy.md).\nredis: the `redis:` section below: for several replicas. auto: redis when\nSIDEGATE_REDIS_URL is set or a `redis:` key below differs from its default, else sqlite'),
+    path: str('sidegate.db', { description: 'sqlite: the database file (relative to this file); -wal and -shm files sit beside it' }),
+    busy_timeout: int(1, 10000, 250, 'sqlite: ms a write waits for another process\'s, then 503 store_unavailable'),
+    require_existing: bool(false, 'true: refuse to start (exit 2) on a store that is empty although the secret key was\nused before (a key file sidegate wrote earlier, or a store that lost its key check\nvalue while running): the sign of lost or misplaced data. false: a loud warning,\nan audit event and a metric, then a new store. Set it in production once data exists')
+  }, 'Where users, keys, tokens and sessions are kept.'),
   redis: section({
     mode: oneOf(REDIS_MODES, 'standalone', 'standalone: one Redis at `url`. sentinel: ask `sentinels` for the primary of\nthe group `name` and follow its failovers. cluster: Redis Cluster, seeded\nfrom `nodes` (any few; the rest are discovered).'),
     url: str('redis://127.0.0.1:6379', { check: 'redisUrl', url: true, description: 'standalone only; rediss:// for TLS; redis://:password@host:port/db (db 0-15, like `db`)' }),
@@ -209,6 +216,7 @@ export const ENV: ReadonlyArray<readonly [string, string]> = [
   ['SIDEGATE_METRICS_PORT', 'metrics.port'],
   ['SIDEGATE_ADMIN_PORT', 'admin.port'],
   ['SIDEGATE_UPSTREAM', 'upstream.url'],
+  ['SIDEGATE_STORE', 'store.backend'],
   ['SIDEGATE_REDIS_URL', 'redis.url'],
   ['SIDEGATE_REDIS_PASSWORD', 'redis.password'],
   ['SIDEGATE_SECRET_KEY', 'secret_key'],

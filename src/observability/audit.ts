@@ -54,6 +54,7 @@ export const AUDIT_EVENTS = {
   'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
+  'store.data_missing': { outcome: 'failure', when: 'The gateway found its store empty although its secret key was used before (a key file sidegate wrote earlier, or a store that had its key check value while this process ran): lost or misplaced data. The store was set up again (a new `admin`) unless store.require_existing refused it. `reason` says which sign.' },
   'session.revoked': { outcome: 'success', when: 'A browser session ended: `via` logout (POST /logout) or login (a new login in the same browser replaced it), `ref` naming it; or `via` admin (`sidegate session revoke`, the admin API: one event per call, for one session or all).' }
 } as const satisfies Record<string, AuditEventSpec>
 

@@ -56,6 +56,7 @@ export class Metrics implements RequestObserver {
   readonly #unusedKeyPasses: Counter
   readonly #unusedKeysDisabled: Counter
   readonly #auditStreamErrors: Counter
+  readonly #storeDataMissing: Counter
   /**
    * The per-request figures are counted here, in plain numbers, and handed to
    * prom-client only when /metrics is scraped (the `collect` hooks below):
@@ -98,6 +99,7 @@ export class Metrics implements RequestObserver {
     this.#unusedKeysDisabled = new Counter({ name: 'sidegate_unused_keys_disabled_total', help: 'Access keys this replica disabled because they were unused for auth.keys.disable_after days.', registers })
     this.#auditStreamErrors = new Counter({ name: 'sidegate_audit_stream_errors_total', help: 'Audit events not appended to the audit stream (audit.stream): Redis failed or was too slow; each is still in the log.', registers })
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
+    this.#storeDataMissing = new Counter({ name: 'sidegate_store_data_missing_total', help: 'Times the store was found empty although the secret key was used before (audit event store.data_missing).', registers })
     this.#configReloads = new Counter({ name: 'sidegate_config_reloads_total', help: 'Live reloads of gateway.yml (SIGHUP or the file changing): success (applied, or nothing changed) or failure (not valid, or a key that cannot change live).', labelNames: ['result'], registers })
     const gateSeen = { busy: 0, address: 0, dropped: 0 }
     new Counter({
@@ -149,6 +151,7 @@ export class Metrics implements RequestObserver {
   /** A live reload's outcome (src/app/reload.ts). */
   readonly configReload = (result: 'success' | 'failure'): void => { this.#configReloads.inc({ result }) }
   readonly auditStreamError = (): void => { this.#auditStreamErrors.inc() }
+  readonly storeDataMissing = (): void => { this.#storeDataMissing.inc() }
 
   /** Hooks for openStore: connection and command errors. */
   storeHooks (): { onConnectionError: () => void, onCommandError: () => void } {

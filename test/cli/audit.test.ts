@@ -256,7 +256,7 @@ t.test('sidegate audit tail --follow when Redis goes away: says so once, retries
   await r4.kill()
   t.ok(await eventually(async () => /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+; retrying every second/.test(err()), 30_000), `says so: ${err()}`)
   await r4.restart()
-  t.ok(await eventually(async () => err().includes('Redis answers again'), 30_000), `and when it is back: ${err()}`)
+  t.ok(await eventually(async () => err().includes('the store answers again'), 30_000), `and when it is back: ${err()}`)
   t.equal(err().match(/cannot reach Redis/g)?.length, 1, 'once for the outage')
   t.ok(await eventually(async () => {
     await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Bearer after-the-outage' } })

@@ -36,6 +36,7 @@ t.test('defaults', async (t) => {
     file: null,
     listen: { host: '0.0.0.0', port: 8080 },
     upstream: { url: null, timeout: 30, public_paths: [] },
+    store: { backend: 'sqlite', path: resolve('sidegate.db'), busy_timeout: 250, require_existing: false },
     names: {
       abbrev: 'SVC',
       jumpserver: false,
@@ -119,12 +120,25 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
+    'config: nope: unknown key (known: listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
     'config: log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'
   ])
+})
+
+t.test('store.backend auto: Redis when SIDEGATE_REDIS_URL is set or the file names a Redis, the embedded store otherwise', async (t) => {
+  t.equal(buildConfig({}).store.backend, 'sqlite', 'nothing said: the embedded store')
+  t.equal(buildConfig({ redis: { url: 'redis://127.0.0.1:6379', prefix: 'sidegate:' } }).store.backend, 'sqlite', 'the shipped file\'s redis defaults name no Redis')
+  t.equal(buildConfig({ redis: { url: 'redis://10.0.0.5:6379' } }).store.backend, 'redis', 'another url')
+  t.equal(buildConfig({ redis: { prefix: 'team-a:' } }).store.backend, 'redis', 'another prefix')
+  t.equal(buildConfig({ redis: { mode: 'sentinel', sentinels: ['s:26379'] } }).store.backend, 'redis', 'sentinel mode')
+  t.equal(buildConfig({}, { SIDEGATE_REDIS_URL: 'redis://127.0.0.1:6379' }).store.backend, 'redis', 'SIDEGATE_REDIS_URL, even the default one')
+  t.equal(buildConfig({ store: { backend: 'sqlite' }, redis: { url: 'redis://10.0.0.5:6379' } }).store.backend, 'sqlite', 'an explicit backend wins')
+  t.equal(buildConfig({}, { SIDEGATE_STORE: 'redis' }).store.backend, 'redis', 'SIDEGATE_STORE')
+  t.equal(buildConfig({ store: { path: 'data/gw.db' } }, {}, '/etc/sidegate/gateway.yml').store.path, '/etc/sidegate/data/gw.db', 'the path is relative to the file')
+  t.throws(() => buildConfig({ store: { backend: 'mysql' } }), /store\.backend: must be one of auto, sqlite, redis, got "mysql"/)
 })
 
 t.test('file values are read and typed', async (t) => {

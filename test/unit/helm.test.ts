@@ -64,7 +64,7 @@ t.test('values.yaml, values.schema.json and _live.tpl are what the config schema
   const keys = (o: Doc, prefix = ''): string[] => Object.entries(o).flatMap(([k, v]) =>
     v !== null && typeof v === 'object' && !Array.isArray(v) ? keys(v, `${prefix}${k}.`) : [`${prefix}${k}`])
   t.same(keys(values.config).sort(), leafKeys().map((k) => k.key).sort())
-  t.same({ ...buildConfig(values.config, {}, '/x/gateway.yml'), file: null }, { ...buildConfig({}, {}, '/x/gateway.yml'), file: null }, 'the config values are the defaults')
+  t.same({ ...buildConfig(values.config, {}, '/x/gateway.yml'), file: null }, { ...buildConfig({ store: { backend: 'redis' } }, {}, '/x/gateway.yml'), file: null }, 'the config values are the defaults, but for store.backend: redis')
 })
 
 t.test('helm lint --strict passes', async (t) => {
@@ -175,6 +175,13 @@ t.test('bad values are refused by values.schema.json (the config schema) or the 
   t.match(renderError({ secretKey: KEY, config: { nope: true } }), /at '\/config': additional properties 'nope' not allowed/)
   t.match(renderError({ secretKey: KEY, config: { rate_limit: { methods: { bearer: 'lots' } } } }), schemaError('/config/rate_limit/methods/bearer'))
   t.match(renderError({ secretKey: KEY, replicas: 3 }), /additional properties 'replicas' not allowed/, 'a misspelt chart value')
+  // the embedded store is one file in one pod: several replicas would each have their own
+  for (const backend of ['sqlite', 'auto']) {
+    t.match(renderError({ secretKey: KEY, config: { store: { backend } } }), schemaError('/replicaCount'), `${backend} with the default 2 replicas`)
+    t.match(renderError({ secretKey: KEY, replicaCount: 1, autoscaling: { enabled: true }, config: { store: { backend } } }), schemaError('/autoscaling/enabled'), `${backend} with autoscaling`)
+    t.equal(renderError({ secretKey: KEY, replicaCount: 1, config: { store: { backend } } }), '', `${backend} with one replica`)
+  }
+  t.equal(renderError({ secretKey: KEY, replicaCount: 5 }), '', 'redis (the chart\'s default) with several')
 })
 
 t.test('checksum/config changes only for keys that cannot change live', async (t) => {

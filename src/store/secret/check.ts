@@ -30,6 +30,8 @@ export type KeyProblem =
   | 'key_rotation_in_progress'
   /** the configured database cannot be selected */
   | 'redis_db_unavailable'
+  /** the store is empty although this key was used before, and store.require_existing refuses that */
+  | 'store_data_missing'
 
 /** Why a process may not use this store with its key. Never carries the key or a record's content. */
 export class KeyCheckError extends Error {
@@ -46,6 +48,12 @@ export interface VerifyOptions {
   where: string
   /** where the key came from (SIDEGATE_SECRET_KEY, a file), for messages */
   source: string
+  /**
+   * `start` only: the key was used before (a key file, a store that had its
+   * check value), so an empty store means lost or misplaced data: refuse it
+   * (store.require_existing) rather than record the key in it
+   */
+  refuseEmpty?: boolean
   /** Redis: the database the configuration names (0 means none is selected; ../redis/key-records.ts selects it) */
   db: number
 }
@@ -53,6 +61,8 @@ export interface VerifyOptions {
 export interface Verified {
   /** notes worth a log line: a rotation under way (warn), a check value just recorded (info) */
   notes: Array<{ level: 'info' | 'warn', msg: string }>
+  /** the store held nothing (no check value, no user, no org) and this key's check value was recorded in it now */
+  empty: boolean
 }
 
 const parseMarker = (v: string | null): RotationMarker | null => {
@@ -83,6 +93,7 @@ export async function readMarker (r: KeyRecords): Promise<RotationMarker | null>
 export async function verifyStoreKey (r: KeyRecords, keyring: Keyring, o: VerifyOptions): Promise<Verified> {
   const notes: Verified['notes'] = []
   const warnings: string[] = []
+  let empty = false
   const mine = keyring.checkValue()
   const [check, markerRaw] = await Promise.all([r.get(KEY_CHECK), r.get(KEY_ROTATION)])
   const marker = parseMarker(markerRaw)
@@ -100,6 +111,12 @@ export async function verifyStoreKey (r: KeyRecords, keyring: Keyring, o: Verify
       throw new KeyCheckError('store_not_initialized',
         `the store at ${o.where} has no key check value yet: run \`sidegate start\` once (it records the key's check value), then run this again`)
     }
+    empty = await r.isEmpty()
+    if (empty && o.refuseEmpty === true) {
+      throw new KeyCheckError('store_data_missing',
+        `the store at ${o.where} is empty, but the secret key (${o.source}) was used before: its data is lost or this is not its store. ` +
+        'Nothing was written (store.require_existing is true); point store.path or redis.url at the store that holds the data, or restore a backup')
+    }
     const sample = await findSample(r)
     if (sample !== null && keyring.tryDecrypt(sample.sealed, sample.aad) === null) {
       throw new KeyCheckError('secret_key_mismatch',
@@ -114,7 +131,7 @@ export async function verifyStoreKey (r: KeyRecords, keyring: Keyring, o: Verify
   }
   keyring.setLegacy(await readLegacy(r, keyring, warnings))
   for (const msg of warnings) notes.push({ level: 'warn', msg })
-  return { notes }
+  return { notes, empty }
 }
 
 /** The generations this key's store was rotated away from (encrypted under this key), or none. */

@@ -10,7 +10,9 @@
  * SIGKILL) loses nothing acknowledged; a power loss may roll back the last
  * transactions, never corrupt the file.
  */
+import { closeSync, openSync } from 'node:fs'
 import Database from 'better-sqlite3'
+import { UsageError } from '../../errors.js'
 
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
@@ -20,9 +22,9 @@ export const SCHEMA_VERSION = 1
 export type Db = Database.Database
 
 /** Why the file cannot be used: a one-line message, exit 2 at start. */
-export class StoreFileError extends Error {
-  constructor (readonly code: 'store_file_unusable' | 'store_file_newer' | 'store_file_foreign', message: string) {
-    super(message)
+export class StoreFileError extends UsageError {
+  constructor (code: 'store_file_unusable' | 'store_file_newer' | 'store_file_foreign', message: string) {
+    super(message, 2, code)
     this.name = 'StoreFileError'
   }
 }
@@ -68,6 +70,8 @@ export interface OpenOptions {
 export function openDatabase (path: string, o: OpenOptions): Db {
   let db: Db
   try {
+    // a new file is readable by its owner only (its -wal and -shm files take its mode)
+    if (o.mustExist !== true) { try { closeSync(openSync(path, 'wx', 0o600)) } catch (err) { if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err } }
     db = new Database(path, { timeout: o.busyTimeout, fileMustExist: o.mustExist === true })
   } catch (err) {
     throw new StoreFileError('store_file_unusable', `cannot open the store file ${path}: ${describe(err)}`)

@@ -34,6 +34,8 @@ export interface SqliteStorageOptions {
   now?: () => number
   /** called with every failed statement (counted by metrics) */
   onCommandError?: (err: unknown) => void
+  /** called once the file is open and checked */
+  onReady?: () => void
 }
 
 /** Expired rows nobody reads again are dropped at most this often (clock time). */
@@ -108,6 +110,7 @@ export class SqliteStorage implements Storage, SqlContext {
     if (this.#db !== null) return
     this.#db = openDatabase(this.path, { busyTimeout: this.#o.busyTimeout })
     this.invalidation.start()
+    this.#o.onReady?.()
   }
 
   get isReady (): boolean { return this.#db !== null && !this.#closed }
