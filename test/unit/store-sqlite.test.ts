@@ -1,9 +1,172 @@
 /**
  * SqliteStore: the Store contract (test/fixtures/store-contract.ts, the suite
  * RedisStore and MemoryStore pass) on the embedded backend, on a clock the
- * tests step.
+ * tests step; and what only a file has: its mode, durability across a
+ * restart, secrets sealed at rest, files it must refuse, a full disk, a
+ * write lock held elsewhere, the invalidation log.
  */
 import t from 'tap'
-import { sqliteStores, storeContract } from '../fixtures/store-contract.js'
+import Database from 'better-sqlite3'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Keyring } from '../../src/crypto.js'
+import { GatewayError, UsageError } from '../../src/errors.js'
+import { SqliteStore } from '../../src/store/sqlite/index.js'
+import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/sqlite/schema.js'
+import { tempDir } from '../fixtures/cleanup.js'
+import { SECRET } from '../fixtures/gateway.js'
+import { rejectsWith, sqliteStores, storeContract } from '../fixtures/store-contract.js'
+import { eventually } from '../fixtures/wait.js'
 
 t.test('the Store contract', async (t) => { storeContract(t, sqliteStores()) })
+
+/** A store on a file of its own. */
+async function open (path: string, o: { busyTimeout?: number, pollMs?: number } = {}): Promise<SqliteStore> {
+  const s = new SqliteStore({ path, busyTimeout: o.busyTimeout ?? 200, pollMs: o.pollMs, cache: { max: 1000, ttl: 60 } }, new Keyring(SECRET))
+  await s.connect()
+  return s
+}
+const fileIn = (name = 'store.db'): string => join(tempDir('sidegate-sqlite-'), name)
+
+/** The error a connect gives, or null. */
+async function openError (path: string): Promise<Error | null> {
+  const s = new SqliteStore({ path, busyTimeout: 200, cache: { max: 0, ttl: 1 } }, new Keyring(SECRET))
+  try { await s.connect(); return null } catch (err) { return err as Error } finally { await s.close() }
+}
+
+t.test('the file: WAL mode, readable by its owner only, marked as sidegate\'s, with its schema version', async (t) => {
+  const path = fileIn()
+  const s = await open(path)
+  t.teardown(() => s.close())
+  t.equal(s.sqlite.db.pragma('journal_mode', { simple: true }), 'wal')
+  t.equal(s.sqlite.db.pragma('synchronous', { simple: true }), 1, 'NORMAL: durable against a killed process')
+  t.equal(s.sqlite.db.pragma('application_id', { simple: true }), APPLICATION_ID)
+  t.equal(s.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
+  t.equal(statSync(path).mode & 0o777, 0o600)
+})
+
+t.test('a restart keeps every record: users, keys, tokens, sessions, signing keys', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  const u = await a.createUser({ username: 'kept', password: 'kept-password' })
+  const { key, secret } = await a.createAccessKey(u.id)
+  const pt = await a.createPrivateToken(u.id)
+  const bt = await a.issueBearerToken(u.id, 3600)
+  const sess = await a.createSession(u.id, 3600)
+  await a.close()
+  const b = await open(path)
+  t.teardown(() => b.close())
+  t.equal((await b.getUserByUsername('kept'))?.id, u.id)
+  t.equal((await b.getAccessKey(key.id))?.secret, secret, 'the key\'s secret decrypts')
+  t.equal(await b.userIdForPrivateToken(pt), u.id)
+  t.equal((await b.getSession(sess.id))?.user_id, u.id)
+  t.equal(await b.consumeBearerToken(bt.token), u.id)
+  t.equal(await b.consumeBearerToken(bt.token), null, 'and only once')
+})
+
+t.test('secrets are encrypted at rest: no secret, token or session id in the file', async (t) => {
+  const path = fileIn()
+  const s = await open(path)
+  const u = await s.createUser({ username: 'sealed', password: 'sealed-password' })
+  const { secret } = await s.createAccessKey(u.id)
+  const pt = await s.createPrivateToken(u.id)
+  const bt = await s.issueBearerToken(u.id, 3600)
+  const sess = await s.createSession(u.id, 3600)
+  await s.close()
+  const bytes = Buffer.concat([readFileSync(path), ...['-wal'].filter((x) => existsSync(path + x)).map((x) => readFileSync(path + x))]).toString('latin1')
+  t.ok(bytes.includes('sealed'), 'the file is read (the username is there)')
+  for (const [what, v] of [['access-key secret', secret], ['private token', pt], ['bearer token', bt.token], ['session id', sess.id], ['password', 'sealed-password']]) t.notOk(bytes.includes(v), `no ${what}`)
+})
+
+t.test('a file it cannot use is refused with one line naming it, and never written to', async (t) => {
+  const dir = tempDir('sidegate-sqlite-bad-')
+  const gone = join(dir, 'no-such-dir', 'store.db')
+  t.match((await openError(gone))?.message, /^cannot open the store file .*no-such-dir\/store\.db: /)
+  t.notOk(existsSync(join(dir, 'no-such-dir')), 'no directory made')
+
+  const junk = join(dir, 'junk.db')
+  writeFileSync(junk, 'this is not a database, it is a text file that is long enough to have a header'.repeat(100))
+  const before = readFileSync(junk)
+  const err = await openError(junk)
+  t.ok(err instanceof UsageError && err.exitCode === 2, 'exit 2')
+  t.match(err?.message, /^cannot use the store file .*junk\.db: file is not a database/)
+  t.same(readFileSync(junk), before, 'untouched')
+
+  const foreign = join(dir, 'foreign.db')
+  const f = new Database(foreign)
+  f.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)')
+  f.close()
+  t.match((await openError(foreign))?.message, /foreign\.db is not a sidegate store \(an SQLite database of another application\): nothing was read or written/)
+  const g = new Database(foreign)
+  t.same(g.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all(), ['invoices'], 'nothing added')
+  g.close()
+
+  const newer = fileIn()
+  ;(await open(newer)).close()
+  const n = new Database(newer)
+  n.pragma(`user_version = ${SCHEMA_VERSION + 1}`)
+  n.close()
+  t.match((await openError(newer))?.message, new RegExp(`was written by a newer sidegate \\(schema version ${SCHEMA_VERSION + 1}; this one knows up to ${SCHEMA_VERSION}\\): nothing was written`))
+  for (const e of [await openError(gone), await openError(junk), await openError(foreign), await openError(newer)]) t.notMatch(e?.message, /\n/, 'one line')
+})
+
+t.test('a full disk (max_page_count) and a write lock held too long are 503 store_unavailable, and the store goes on', async (t) => {
+  const path = fileIn()
+  const s = await open(path, { busyTimeout: 100 })
+  t.teardown(() => s.close())
+  const u = await s.createUser({ username: 'full', password: 'full-password' })
+  const pages = s.sqlite.db.pragma('page_count', { simple: true }) as number
+  s.sqlite.db.pragma(`max_page_count = ${pages}`)
+  let failed = 0
+  for (let i = 0; i < 200 && failed === 0; i++) {
+    try { await s.appendAudit(JSON.stringify({ filler: 'x'.repeat(2000), i }), 100_000) } catch (err) {
+      failed++
+      t.ok(err instanceof GatewayError && err.status === 503 && err.code === 'store_unavailable', `503 store_unavailable: ${(err as Error).message}`)
+    }
+  }
+  t.equal(failed, 1, 'the disk filled up')
+  t.equal((await s.getUser(u.id))?.username, 'full', 'reads go on')
+  s.sqlite.db.pragma('max_page_count = 1073741823')
+  await s.appendAudit('{"after":true}', 100_000)
+
+  // another process holds the write lock: a write waits busy_timeout, then 503
+  const other = new Database(path)
+  other.exec('BEGIN IMMEDIATE')
+  const started = Date.now()
+  await rejectsWith(t, s.createOrg('Blocked'), 503, 'store_unavailable', 'while another holds the lock')
+  t.ok(Date.now() - started >= 90, 'after waiting about busy_timeout')
+  t.ok(await s.getUser(u.id), 'reads do not wait (WAL)')
+  other.exec('ROLLBACK')
+  other.close()
+  t.ok(await s.createOrg('Free again'), 'and writes go on once it is released')
+})
+
+t.test('invalidations: a replica hears a change within the poll; one that fell behind starts cold', async (t) => {
+  const path = fileIn()
+  const a = await open(path, { pollMs: 50 })
+  const b = await open(path, { pollMs: 50 })
+  t.teardown(async () => { await a.close(); await b.close() })
+  const u = await a.createUser({ username: 'cached', password: 'cached-password' })
+  t.ok(await b.getUser(u.id), 'b reads it')
+  b.users.set(u.id, { ...(await b.getUser(u.id))!, name: 'stale' })
+  t.equal(b.cachedUser(u.id)?.name, 'stale', 'b serves its cache')
+  await a.setUserActive(u.id, false)
+  t.ok(await eventually(async () => b.cachedUser(u.id) === undefined, 2000, 20), 'b evicted it on a\'s message')
+  t.equal((await b.getUser(u.id))?.is_active, false)
+
+  // c reads the log only when told: it falls behind, and the row it missed is dropped (as rows older than a minute are)
+  const c = await open(path, { pollMs: 3_600_000 })
+  t.teardown(() => c.close())
+  c.users.set(u.id, { ...(await c.getUser(u.id))!, name: 'stale in c' })
+  c.users.set('another', { ...(await c.getUser(u.id))!, id: 'another' })
+  await a.setUserActive(u.id, true)
+  a.sqlite.db.prepare('DELETE FROM invalidations').run()
+  c.sqlite.invalidation.read()
+  t.equal(c.users.size, 0, 'c missed a message: its whole cache is dropped')
+  c.users.set(u.id, { ...(await c.getUser(u.id))!, name: 'cached again' })
+  c.sqlite.invalidation.read()
+  t.equal(c.cachedUser(u.id)?.name, 'cached again', 'and from there on it reads only what is new')
+  c.sqlite.invalidation.stop()
+  t.equal(c.sqlite.invalidation.trusted, false, 'a process that stopped reading the log does not trust its cache')
+  t.equal(c.cachedUser(u.id), undefined, 'so the fast path answers nothing from it')
+})
