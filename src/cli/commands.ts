@@ -89,7 +89,7 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
   } finally {
     // the stream appends of this command's audit event, before the store closes
     await audit?.settle()
-    if (unstreamed > 0) io.err(`sidegate: warning: ${unstreamed === 1 ? 'the audit event' : `${unstreamed} audit events`} of this command could not be appended to the audit stream at ${storeName(config)}\n`)
+    if (unstreamed > 0) io.err(`sidegate: warning: ${unstreamed === 1 ? 'the audit event' : `${unstreamed} audit events`} of this command could not be appended to the audit trail in ${storeName(config)}\n`)
     await store?.close()
   }
 }

@@ -303,7 +303,7 @@ t.test('a Redis that refuses the stream (XADD renamed away): requests succeed, e
   const made = await cliIn(tempConfigDir(g.configFile), ['token', 'create', 'admin', '--config', g.configFile], { env })
   t.equal(made.code, 0, made.stderr)
   t.match(made.stdout, /^[\w-]{20,}\n$/, 'the token')
-  t.match(made.stderr, /^sidegate: warning: the audit event of this command could not be appended to the audit stream at redis:\/\/\S+\n$/, 'one line')
+  t.match(made.stderr, /^sidegate: warning: the audit event of this command could not be appended to the audit trail in Redis at redis:\/\/\S+\n$/, 'one line')
 })
 
 t.test('audit.stream off: events logged, no Redis command for them; a repeated signed request sends nothing to Redis for the audit', async (t) => {
