@@ -57,7 +57,9 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   const keyFromFile = secret.source === config.secret_key_file && secret.created !== true
   let verifiedOnce = false
   let store: ManagedStore
-  let fatal: ((err: KeyCheckError) => void) | null = null
+  // a refusal before the shutdown exists (the embedded store opens before listening) waits for it
+  let early: KeyCheckError | null = null
+  let fatal = (err: KeyCheckError): void => { early ??= err }
   // Ready (/readyz) only once the key check passed and the Default org and the first
   // superuser exist. Redone on every (re)connect, since Redis may come back empty (or
   // another store); a failed attempt is retried, a failed key check is not.
@@ -85,7 +87,7 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
       prepare().catch((err: unknown) => {
         if (err instanceof KeyCheckError) {
           log.error({ ...whereField, problem: err.code }, `${err.message}; not serving: /readyz answers 503`)
-          if (err.code === 'redis_db_unavailable' || err.code === 'store_data_missing') fatal?.(err)
+          if (err.code === 'redis_db_unavailable' || err.code === 'store_data_missing') fatal(err)
         } else {
           log.error({ err: (err as Error).message }, 'bootstrap failed; will retry')
         }
@@ -215,5 +217,6 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
     io.err(`sidegate: ${err.message}\n`)
     shutdown.stop('fatal', 2)
   }
+  if (early !== null) fatal(early)
   return await shutdown.done
 }
