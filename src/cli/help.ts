@@ -35,7 +35,8 @@ ${GLOBAL}`,
 
 Runs the gateway. Listens on listen.host:listen.port (SIDEGATE_HOST, SIDEGATE_PORT),
 forwards authenticated requests to upstream.url (SIDEGATE_UPSTREAM), stores state
-in Redis at redis.url (SIDEGATE_REDIS_URL). On an empty store it creates the Default
+in store.path (sidegate.db beside the config), or in Redis at redis.url when
+SIDEGATE_REDIS_URL or the config names one (store.backend). On an empty store it creates the Default
 org and the superuser "admin" (password from SIDEGATE_ADMIN_PASSWORD, or generated and
 printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
