@@ -1,31 +1,40 @@
 # syntax=docker/dockerfile:1
 # sidegate: authentication gateway sidecar.
 #   docker build -t sidegate:0.1.0 .
-#   docker run --rm -p 8080:8080 -e SIDEGATE_SECRET_KEY="$(openssl rand -hex 32)" \
-#     -e SIDEGATE_REDIS_URL=redis://host.docker.internal:6379 --stop-timeout 20 sidegate:0.1.0
+#   docker run --rm -p 8080:8080 -v sidegate-data:/data --stop-timeout 20 sidegate:0.1.0
+#   (several replicas: -e SIDEGATE_SECRET_KEY=… -e SIDEGATE_REDIS_URL=redis://host.docker.internal:6379)
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# ---- build: dev dependencies and the TypeScript compiler, dist/ is all that leaves
+# ---- build: dev dependencies, the TypeScript compiler and a C++ toolchain for better-sqlite3 (the
+# embedded store's native module); dist/ and the production node_modules are all that leave
 FROM ${NODE_IMAGE} AS build
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: "prepare" would build before the sources are copied; it runs below
-RUN npm ci --ignore-scripts --no-audit --no-fund
+# --ignore-scripts: "prepare" would build before the sources are copied; it runs below.
+# better-sqlite3's own install script is run on its own: a prebuilt binary where one can be
+# fetched, else compiled from source here (about a minute), never in the runtime image
+RUN npm ci --ignore-scripts --no-audit --no-fund && npm rebuild better-sqlite3
 COPY tsconfig.json ./
 COPY src ./src
-RUN npm run build
+RUN npm run build && npm prune --omit=dev && npm cache clean --force
 
-# ---- runtime: production dependencies only, no compiler, no tests
+# ---- runtime: production dependencies only (with the native module built above), no compiler, no tests
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY static ./static
 COPY gateway.yml ./gateway.yml
+# the embedded store and the generated secret key live in /data, a volume the user below can
+# write (mount one to keep them: docker run -v sidegate-data:/data); SIDEGATE_REDIS_URL selects Redis instead
+RUN mkdir -p /data && chown 1000:1000 /data
+ENV SIDEGATE_STORE_PATH=/data/sidegate.db SIDEGATE_SECRET_KEY_FILE=/data/sidegate.key
+VOLUME ["/data"]
 # uid/gid 1000 is the image's "node" user; numeric so Kubernetes' runAsNonRoot can verify it
 USER 1000:1000
 EXPOSE 8080 9090

@@ -217,9 +217,11 @@ export const ENV: ReadonlyArray<readonly [string, string]> = [
   ['SIDEGATE_ADMIN_PORT', 'admin.port'],
   ['SIDEGATE_UPSTREAM', 'upstream.url'],
   ['SIDEGATE_STORE', 'store.backend'],
+  ['SIDEGATE_STORE_PATH', 'store.path'],
   ['SIDEGATE_REDIS_URL', 'redis.url'],
   ['SIDEGATE_REDIS_PASSWORD', 'redis.password'],
   ['SIDEGATE_SECRET_KEY', 'secret_key'],
+  ['SIDEGATE_SECRET_KEY_FILE', 'secret_key_file'],
   ['SIDEGATE_LOG_LEVEL', 'log.level']
 ]
 
