@@ -23,7 +23,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
-import { API_PATH, PUBLIC_PATH, issueBearerTokens, openStore, seedCredentials, startSidegate, startSpanSink, startStack } from './stack.mjs'
+import { API_PATH, PUBLIC_PATH, issueBearerTokens, openSqliteStore, openStore, seedCredentials, startSidegate, startSpanSink, startStack } from './stack.mjs'
 import { renderChart } from './chart.mjs'
 import { findNginx, startNginxPeer } from './peers/nginx.mjs'
 import { startNginxDecision } from './peers/nginx-decision.mjs'
@@ -58,6 +58,13 @@ const SCENARIOS = [
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 0.9 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
   { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0, maxCpuUs: 25 },
+  // the same paths on the embedded store (store.backend sqlite): the cached ones must cost no more CPU than on Redis (`vsRedis`)
+  { name: 'sqlite_private_token', label: 'sidegate on SQLite, private token', target: 'gateway_sqlite', kind: 'token', path: API_PATH, auth: true, vsRedis: 'private_token' },
+  { name: 'sqlite_access_key', label: 'sidegate on SQLite, access-key signature', target: 'gateway_sqlite', kind: 'signature', path: API_PATH, auth: true, vsRedis: 'access_key' },
+  { name: 'sqlite_session', label: 'sidegate on SQLite, session cookie', target: 'gateway_sqlite', kind: 'session', path: API_PATH, auth: true, vsRedis: 'session' },
+  // one write (a DELETE … RETURNING) per request: reported as it is
+  { name: 'sqlite_bearer', label: 'sidegate on SQLite, single-use bearer', target: 'gateway_sqlite', kind: 'bearer', path: API_PATH, auth: true },
+  { name: 'sqlite_rejected', label: 'sidegate on SQLite, invalid token (401)', target: 'gateway_sqlite', kind: 'rejected', path: API_PATH, expect: 401 },
   // the baseline again: the machine's drift during the run shows, and the ratios use the mean of both
   { name: 'bare_end', label: 'bare node:http proxy, again at the end', target: 'bare', kind: 'plain', path: API_PATH }
 ]
@@ -96,12 +103,16 @@ let nginxDecision = null
 let limited = null
 /** the gateway as `sidegate start --workers 2` */
 let multi = null
+/** a gateway on the embedded store, and that store opened here for its credentials */
+let onSqlite = null
+let sqliteStore = null
 /** a gateway with tracing on, and where its spans go */
 let traced = null
 let sink = null
 let exitCode = 0
 try {
   const creds = await seedCredentials(store, 10)
+  const credsFor = { gateway_sqlite: null }
   const urls = { upstream: stack.upstreamUrl, bare: stack.bareUrl, gateway: stack.gatewayUrl }
   const pids = { upstream: () => [stack.pids.upstream], bare: () => [stack.pids.bare], gateway: () => [stack.pids.sidegate] }
   if (scenarios.some((s) => s.target === 'gateway_rl')) {
@@ -114,6 +125,13 @@ try {
     urls.gateway_w2 = multi.url
     // the primary and its workers (a worker restarted meanwhile is counted from its start only)
     pids.gateway_w2 = () => [multi.pid, ...childPids(multi.pid)]
+  }
+  if (scenarios.some((s) => s.target === 'gateway_sqlite')) {
+    onSqlite = await startSidegate({ dir: stack.dir, upstreamUrl: stack.upstreamUrl, logLevel: flags.logLevel, name: 'sidegate-sqlite', sqlite: true })
+    sqliteStore = await openSqliteStore(join(stack.dir, 'sidegate-sqlite.db'))
+    credsFor.gateway_sqlite = await seedCredentials(sqliteStore, 10)
+    urls.gateway_sqlite = onSqlite.url
+    pids.gateway_sqlite = () => [onSqlite.pid]
   }
   if (scenarios.some((s) => s.target === 'gateway_traced')) {
     sink = await startSpanSink()
@@ -148,19 +166,20 @@ try {
 
   for (const s of scenarios) {
     if (urls[s.target] === undefined) continue
+    const c = credsFor[s.target] ?? creds
     const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
-    if (s.kind === 'token') job.creds.tokens = creds.tokens
-    if (s.kind === 'session') job.creds.sessions = creds.sessions
-    if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = creds.keys
+    if (s.kind === 'token') job.creds.tokens = c.tokens
+    if (s.kind === 'session') job.creds.sessions = c.sessions
+    if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = c.keys
     if (s.kind === 'bearer') {
       // enough for the fastest authenticated rate seen so far, plus a margin; each used once
       const fastest = Math.max(1000, ...results.filter((r) => r.auth || r.name === 'bare').map((r) => r.rps))
       const n = Math.ceil(fastest * (flags.duration + flags.warmup) * 1.3) + flags.connections * 4
       const t0 = Date.now()
-      job.creds.tokensFile = await issueBearerTokens(store, creds.users, n, join(stack.dir, 'bearer-tokens.txt'))
+      job.creds.tokensFile = await issueBearerTokens(s.target === 'gateway_sqlite' ? sqliteStore : store, c.users, n, join(stack.dir, `bearer-tokens-${s.name}.txt`))
       log(`  issued ${n} bearer tokens in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
     }
-    await probe(s, job, creds)
+    await probe(s, job, c)
     const procs = pids[s.target]()
     const cpu0 = cpuSeconds(procs)
     const r = await runJson(join(BENCH, 'load.mjs'), job)
@@ -179,6 +198,8 @@ try {
   await nginxDecision?.stop()
   await limited?.stop()
   await multi?.stop()
+  await sqliteStore?.close()
+  await onSqlite?.stop()
   await traced?.stop()
   if (sink !== null) log(`  span sink: ${sink.exports} exports, ${(sink.bytes / 1e6).toFixed(1)} MB of OTLP JSON`)
   await sink?.stop()
@@ -210,6 +231,8 @@ for (const r of results) {
     r.targets.push({ what: `req/s ≥ ${s.vsPeer.toFixed(2)}× nginx`, pass: r.rps >= s.vsPeer * peer.rps })
     if (peer.cpuUsPerReq !== null && r.cpuUsPerReq !== null) r.targets.push({ what: 'CPU ≤ nginx', pass: r.cpuUsPerReq <= peer.cpuUsPerReq })
   }
+  const onRedis = s.vsRedis === undefined ? undefined : results.find((x) => x.name === s.vsRedis)
+  if (onRedis?.cpuUsPerReq != null && r.cpuUsPerReq !== null) r.targets.push({ what: `CPU ≤ 1.05× on Redis (${onRedis.cpuUsPerReq.toFixed(0)} µs)`, pass: r.cpuUsPerReq <= 1.05 * onRedis.cpuUsPerReq })
   if (s.maxCpuRatio !== undefined && r.cpuRatio !== null) r.targets.push({ what: `CPU ≤ ${s.maxCpuRatio.toFixed(2)}× bare`, pass: r.cpuRatio <= s.maxCpuRatio })
   if (s.maxCpuUs !== undefined && r.cpuUsPerReq !== null) r.targets.push({ what: `CPU ≤ ${s.maxCpuUs} µs`, pass: r.cpuUsPerReq <= s.maxCpuUs })
   if (s.auth) r.targets.push({ what: `p99 ≤ ${P99_MAX_RATIO}× bare`, pass: r.p99Ratio <= P99_MAX_RATIO })

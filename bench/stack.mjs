@@ -55,14 +55,15 @@ export async function startStack (o = {}) {
 
 /** `sidegate start` from dist/, its JSON log appended to a file (as a container runtime would collect it). */
 /** `extra`: more gateway.yml (the rate-limited scenario's second gateway). */
-export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate', extra = {}, args = [] }) {
+/** `sqlite`: the embedded store in <dir>/<name>.db instead of Redis. */
+export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'info', nodeArgs = [], root = ROOT, name = 'sidegate', extra = {}, args = [], sqlite = false }) {
   const port = await freePort()
   const metricsPort = await freePort()
   const file = join(dir, `${name}.yml`)
   writeFileSync(file, stringify({
     listen: { host: '127.0.0.1', port },
     upstream: { url: upstreamUrl, public_paths: [PUBLIC_PREFIX] },
-    redis: { url: redisUrl, prefix: PREFIX },
+    ...(sqlite ? { store: { backend: 'sqlite', path: join(dir, `${name}.db`) } } : { store: { backend: 'redis' }, redis: { url: redisUrl, prefix: PREFIX } }),
     metrics: { host: '127.0.0.1', port: metricsPort },
     // the bench's nginx in decision mode (bench/peers/nginx-decision.mjs) describes the original request
     server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
@@ -130,6 +131,15 @@ export async function openStore (redisUrl) {
   const store = new RedisStore({
     url: c.redis.url, topology: c.redis, prefix: PREFIX, commandTimeout: 10_000, connectTimeout: c.redis.connect_timeout, cache: c.auth.cache
   }, new Keyring(SECRET))
+  await store.connect()
+  return store
+}
+
+/** The embedded store of a gateway started with `sqlite` (its file, beside the gateway: WAL lets both use it). */
+export async function openSqliteStore (path) {
+  const { Keyring } = await import(join(ROOT, 'dist', 'crypto.js'))
+  const { SqliteStore } = await import(join(ROOT, 'dist', 'store', 'sqlite', 'index.js'))
+  const store = new SqliteStore({ path, busyTimeout: 5000, cache: { max: 0, ttl: 1 } }, new Keyring(SECRET))
   await store.connect()
   return store
 }
