@@ -23,7 +23,7 @@
  * ext_authz HTTP service appends the original path to its `path_prefix`.
  */
 import type { Config } from '../config/index.js'
-import { redirectTo, type DocumentedMethod, type Json, type Operation } from './spec.js'
+import { redirectTo, type Json } from './spec.js'
 import type { Route } from './types.js'
 
 export const DECISION_PATH = '/_sidegate/auth'
@@ -51,9 +51,10 @@ function docs (config: Config): Route['docs'] {
       'Cache-Control': identity('`no-store`: a decision must never be cached (a one-time bearer token is used up by it).')
     }
   }
-  const op = (method: DocumentedMethod): Operation => ({
+  return {
     tags: ['Forward auth'],
-    operationId: `forwardAuth${method[0].toUpperCase()}${method.slice(1)}`,
+    // documented as each of GET, POST, PUT, PATCH and DELETE: forwardAuthGet, …
+    operationId: 'forwardAuth',
     summary: 'Forward-auth decision about the request a proxy in front received',
     description: 'Any method (the original method may also come as this request\'s own). The credential (any of the four) and the org header ' +
       'are those of the original request, sent along by the proxy; a signature is verified over the original method and URI as ' +
@@ -67,19 +68,17 @@ function docs (config: Config): Route['docs'] {
       400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] },
       403: { description: 'The caller is not a proxy in server.trusted_proxies.', codes: ['untrusted_proxy'] }
     }
-  })
-  const methods: DocumentedMethod[] = ['get', 'post', 'put', 'patch', 'delete']
-  return { operations: Object.fromEntries(methods.map((m) => [m, op(m)])) }
+  }
 }
 
 export function decisionRoutes (config: Config): Route[] {
-  const handle: Route['handle'] = (ctx) => {
+  const handler: Route['handler'] = (ctx) => {
     ctx.res.writeHead(200, { ...ctx.decision, 'cache-control': 'no-store', 'content-length': 0 })
     ctx.res.end()
   }
   return [
-    { methods: ['*'], path: DECISION_PATH, auth: 'decision', docs: docs(config), handle },
+    { method: '*', path: DECISION_PATH, auth: 'decision', docs: docs(config), handler },
     // Envoy: the original path appended (not documented as a path of its own)
-    { methods: ['*'], path: DECISION_PATH + '/', prefix: true, auth: 'decision', docs: null, handle }
+    { method: '*', path: DECISION_PATH + '/', prefix: true, auth: 'decision', docs: null, handler }
   ]
 }

@@ -12,31 +12,23 @@ import type { Route } from './types.js'
 export function healthRoutes (store: Store, isDraining: () => boolean, ready?: () => Promise<void>, warnings: readonly string[] = []): Route[] {
   const readyBody = warnings.length === 0 ? { status: 'ready' } : { status: 'ready', warnings }
   return [{
-    methods: ['GET', 'HEAD'],
+    method: 'GET',
     path: '/healthz',
     auth: 'none',
-    docs: {
-      operations: {
-        get: { tags: ['Health'], operationId: 'healthz', summary: 'Liveness', responses: { 200: { description: 'The process answers.', content: json({ type: 'object', properties: { status: { const: 'ok' } } }) } } }
-      }
-    },
-    handle (ctx) { sendJson(ctx.res, 200, { status: 'ok' }) }
+    docs: { tags: ['Health'], operationId: 'healthz', summary: 'Liveness', responses: { 200: { description: 'The process answers.', content: json({ type: 'object', properties: { status: { const: 'ok' } } }) } } },
+    handler (ctx) { sendJson(ctx.res, 200, { status: 'ok' }) }
   }, {
-    methods: ['GET', 'HEAD'],
+    method: 'GET',
     path: '/readyz',
     auth: 'none',
     docs: {
-      operations: {
-        get: {
-          tags: ['Health'],
-          operationId: 'readyz',
-          summary: 'Readiness: the store answers and the gateway is not draining',
-          responses: { 200: { description: 'Ready. `warnings` (only when there are any) names settings that weaken security, as the start-up log does.', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ready' }, warnings: { type: 'array', items: { enum: ['signature_freshness_off', 'signature_sha1_accepted'] } } } }) } },
-          errors: { 503: 'Unavailable' }
-        }
-      }
+      tags: ['Health'],
+      operationId: 'readyz',
+      summary: 'Readiness: the store answers and the gateway is not draining',
+      responses: { 200: { description: 'Ready. `warnings` (only when there are any) names settings that weaken security, as the start-up log does.', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ready' }, warnings: { type: 'array', items: { enum: ['signature_freshness_off', 'signature_sha1_accepted'] } } } }) } },
+      errors: { 503: 'Unavailable' }
     },
-    async handle (ctx) {
+    async handler (ctx) {
       if (isDraining()) throw E.shuttingDown()
       await store.ping()
       if (ready !== undefined) {

@@ -1,10 +1,13 @@
 /**
- * sidegate's own HTML pages: escaping, the page frame, and the security
- * headers every page carries. No inline script or style anywhere, so the
- * strict CSP below holds (Swagger UI included: it styles through the CSSOM,
- * which `style-src 'self'` allows).
+ * sidegate's own HTML pages: escaping, the pages' files (static/*.html) with
+ * their placeholders, and the security headers every page carries. No
+ * inline script or style anywhere, so the strict CSP below holds (Swagger UI
+ * included: it styles through the CSSOM, which `style-src 'self'` allows).
  */
+import { readFileSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
+import { join } from 'node:path'
+import { STATIC_DIR } from './static.js'
 
 export const CSP = [
   "default-src 'self'",
@@ -34,33 +37,57 @@ export function esc (v: unknown): string {
   return String(v ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c])
 }
 
-export interface PageOptions {
-  title: string
-  /** stylesheet URLs */
-  styles: string[]
-  /** script URLs, loaded with defer */
-  scripts?: string[]
-  bodyAttrs?: Record<string, string>
-  bodyClass?: string
-}
+/**
+ * A page from a file under static/ (`login.html`), read once when the routes
+ * are made. The file is the whole page; what varies is a placeholder:
+ * - `{{name}}`: the value, always escaped (esc: text and attribute values);
+ * - `{{#name}}…{{/name}}`: the part when the value is true, `{{^name}}…{{/name}}`
+ *   when it is false (sections do not nest).
+ * No value is ever inserted as markup, and a page has no inline script or
+ * style (the CSP above). Rendering with a placeholder's value missing throws:
+ * the page and its route disagree.
+ */
+export class Template<V extends Record<string, string | number | boolean>> {
+  readonly #parts: Array<{ text: string } | { value: string } | { section: string, when: boolean, parts: Array<{ text: string } | { value: string }> }>
+  readonly names: ReadonlySet<string>
 
-export function page (o: PageOptions, body: string): string {
-  const attrs = Object.entries(o.bodyAttrs ?? {}).map(([k, v]) => ` ${k}="${esc(v)}"`).join('')
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${esc(o.title)}</title>
-<link rel="icon" href="data:,">
-${o.styles.map((s) => `<link rel="stylesheet" href="${esc(s)}">`).join('\n')}
-${(o.scripts ?? []).map((s) => `<script src="${esc(s)}" defer></script>`).join('\n')}
-</head>
-<body${o.bodyClass ? ` class="${esc(o.bodyClass)}"` : ''}${attrs}>
-${body}
-</body>
-</html>
-`
+  constructor (readonly file: string, source: string) {
+    const names = new Set<string>()
+    const flat = (text: string): Array<{ text: string } | { value: string }> => text.split(/\{\{([\w]+)\}\}/).map((t, i) => {
+      if (i % 2 === 0) return { text: t }
+      names.add(t)
+      return { value: t }
+    })
+    this.#parts = []
+    const section = /\{\{([#^])(\w+)\}\}([\s\S]*?)\{\{\/\2\}\}/g
+    let at = 0
+    for (const m of source.matchAll(section)) {
+      this.#parts.push(...flat(source.slice(at, m.index)))
+      names.add(m[2])
+      this.#parts.push({ section: m[2], when: m[1] === '#', parts: flat(m[3]) })
+      at = m.index + m[0].length
+    }
+    this.#parts.push(...flat(source.slice(at)))
+    const left = this.#parts.find((p) => 'text' in p && /\{\{/.test(p.text))
+    if (left !== undefined) throw new Error(`${file}: a placeholder that does not parse near ${JSON.stringify((left as { text: string }).text.slice(0, 40))}`)
+    this.names = names
+  }
+
+  /** The file under static/, read now. */
+  static load<V extends Record<string, string | number | boolean>> (name: string): Template<V> {
+    return new Template<V>(name, readFileSync(join(STATIC_DIR, name), 'utf8'))
+  }
+
+  render (values: V): string {
+    const v = values as Record<string, string | number | boolean | undefined>
+    const get = (name: string): string | number | boolean => {
+      const x = v[name]
+      if (x === undefined) throw new Error(`${this.file}: no value for {{${name}}}`)
+      return x
+    }
+    const flat = (parts: Array<{ text: string } | { value: string }>): string => parts.map((p) => 'text' in p ? p.text : esc(get(p.value))).join('')
+    return this.#parts.map((p) => 'section' in p ? (Boolean(get(p.section)) === p.when ? flat(p.parts) : '') : flat([p])).join('')
+  }
 }
 
 /** Sends a page: never cached (pages may carry a CSRF token or a username), with the security headers. */

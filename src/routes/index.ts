@@ -22,10 +22,11 @@ import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoutes } from './token.js'
-import type { Route } from './types.js'
+import type { RequestContext, Route, ServedRoute } from './types.js'
 import { userRoutes } from './users.js'
+import { readValidBody, refusal } from './body.js'
 
-export type { Route, RouteAuth, RequestContext } from './types.js'
+export type { Route, RouteAuth, RequestContext, ServedRoute } from './types.js'
 
 export interface RouterOptions {
   config: Config
@@ -45,9 +46,9 @@ export interface RouterOptions {
 
 export interface Router {
   /** sidegate's own routes, in lookup order */
-  readonly routes: readonly Route[]
-  /** The route for this path and method; null when sidegate does not serve the path; throws 405 for a known path and another method. */
-  find (path: string, method: string): Route | null
+  readonly routes: readonly ServedRoute[]
+  /** The route for this path and method (HEAD: the GET route); null when sidegate does not serve the path; throws 405 for a known path and another method. */
+  find (path: string, method: string): ServedRoute | null
   /** An upstream path that needs no credential (upstream.public_paths, and no dot segment). */
   isPublicUpstream (path: string): boolean
 }
@@ -62,13 +63,13 @@ export function createRouter (o: RouterOptions): Router {
   const bodyLimit = config.server.body_limit
   const users = userRoutes(store, upstream, config.names.jumpserver)
   let document: Record<string, unknown> | undefined
-  const routes: Route[] = [
+  const declared: Route[] = [
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
     ...decisionRoutes(config),
-    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, bodyLimit, crossSite, audit }),
+    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, crossSite, audit }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit }),
     accountPageRoute(config, assets),
-    ...accountApiRoutes(store, bodyLimit, passwords, audit),
+    ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),
     ...(config.docs.enabled ? docsRoutes(config, docsAssets(), () => document!) : []),
@@ -76,11 +77,12 @@ export function createRouter (o: RouterOptions): Router {
     ...(upstream ? [] : [...users, homeRoute()])
   ]
   // The document: every route, and with an upstream the JumpServer paths it serves (forwarded, not sidegate's).
-  if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...routes, ...users] : routes)
+  if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...declared, ...users] : declared)
+  const routes = declared.map((r) => served(r, bodyLimit))
 
   // Lookup: exact paths first, then the longest matching prefix; several routes may share a path with different methods.
-  const exact = new Map<string, Route[]>()
-  const prefixes: Route[] = []
+  const exact = new Map<string, ServedRoute[]>()
+  const prefixes: ServedRoute[] = []
   for (const r of routes) {
     if (r.prefix === true) prefixes.push(r)
     else exact.set(r.path, [...(exact.get(r.path) ?? []), r])
@@ -97,11 +99,34 @@ export function createRouter (o: RouterOptions): Router {
         if (p === undefined) return null
         group = prefixes.filter((r) => r.path === p.path)
       }
-      const r = group.find((x) => x.methods.includes(method) || x.methods[0] === '*')
-      if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.methods))].join(', '))
+      const r = group.find((x) => x.method === method || x.method === '*' || (method === 'HEAD' && x.method === 'GET'))
+      if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.method === 'GET' ? ['GET', 'HEAD'] : [x.method]))].join(', '))
       return r
     },
     isPublicUpstream: (path) => publicPaths(path) && !hasDotSegment(path)
+  }
+}
+
+const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined })
+
+/**
+ * A route as served: preValidation, then (when it takes a body) the body read
+ * within server.body_limit, decoded and checked against its schema (the
+ * first failing field refused, unless attachValidation), then the handler.
+ */
+function served (r: Route, bodyLimit: number): ServedRoute {
+  const body = r.body
+  // no promise unless the handler makes one (most GET routes answer at once)
+  if (body === undefined && r.preValidation === undefined) return { ...r, handle: (ctx) => r.handler(ctx, NO_INPUT) }
+  return {
+    ...r,
+    async handle (ctx: RequestContext) {
+      const pre = r.preValidation === undefined ? undefined : await r.preValidation(ctx)
+      if (body === undefined) return await r.handler(ctx, { ...NO_INPUT, pre })
+      const { fields, failures } = await readValidBody(ctx, body, bodyLimit)
+      if (failures.length > 0 && body.attachValidation !== true) throw refusal(body, failures[0])
+      await r.handler(ctx, { body: fields, failures, pre })
+    }
   }
 }
 

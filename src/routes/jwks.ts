@@ -30,30 +30,26 @@ const JWK = {
 /** `header`: the token's header name (X-SVC-Identity, or as names.abbrev says). */
 export function jwksRoute (signer: IdentitySigner, header: string): Route {
   return {
-    methods: ['GET', 'HEAD'],
+    method: 'GET',
     path: JWKS_PATH,
     auth: 'none',
     docs: {
-      operations: {
-        get: {
-          tags: ['Identity'],
-          operationId: 'jwks',
-          summary: `Public keys of the identity JWT (${header})`,
-          description: `Served when identity.jwt.enabled. Verify the token in ${header} against these keys: ` +
-            'every key whose tokens may still be valid, and a new key from `sidegate jwk rotate` for identity.jwt.publish_ahead seconds before it signs. ' +
-            'Cache-Control max-age is at most 60 s and under half of publish_ahead.',
-          responses: {
-            200: {
-              description: 'The JSON Web Key Set (RFC 7517).',
-              headers: { 'Cache-Control': { schema: { type: 'string' }, example: 'public, max-age=60' } },
-              content: json({ type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: JWK } } })
-            }
-          },
-          errors: { 503: 'Unavailable' }
+      tags: ['Identity'],
+      operationId: 'jwks',
+      summary: `Public keys of the identity JWT (${header})`,
+      description: `Served when identity.jwt.enabled. Verify the token in ${header} against these keys: ` +
+        'every key whose tokens may still be valid, and a new key from `sidegate jwk rotate` for identity.jwt.publish_ahead seconds before it signs. ' +
+        'Cache-Control max-age is at most 60 s and under half of publish_ahead.',
+      responses: {
+        200: {
+          description: 'The JSON Web Key Set (RFC 7517).',
+          headers: { 'Cache-Control': { schema: { type: 'string' }, example: 'public, max-age=60' } },
+          content: json({ type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: JWK } } })
         }
-      }
+      },
+      errors: { 503: 'Unavailable' }
     },
-    async handle (ctx) {
+    async handler (ctx) {
       await signer.ready().catch(() => { throw E.storeUnavailable() })
       const body = signer.jwks()
       if (body === null) throw E.storeUnavailable()

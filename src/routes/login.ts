@@ -13,20 +13,21 @@ import type { IncomingMessage } from 'node:http'
 import type { Auditor } from '../observability/audit.js'
 import type { Authenticators } from '../auth/index.js'
 import { parseCookies } from '../http/cookies.js'
-import { FORM_TYPE, isJsonType, mediaType } from '../http/content-type.js'
+import { Type as T } from '@sinclair/typebox'
+import { FORM_TYPE as FORM_MEDIA_TYPE, isJsonType, mediaType } from '../http/content-type.js'
 import { queryParam } from '../http/query.js'
-import { decodeFields, readBody } from '../body.js'
 import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
-import { esc, page, redirect, sendHtml } from './html.js'
+import { redirect, sendHtml, Template } from './html.js'
 import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
+import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef } from './spec.js'
-import type { Route, RequestContext } from './types.js'
+import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
@@ -68,8 +69,28 @@ function isJson (req: IncomingMessage): boolean {
 }
 
 function isForm (req: IncomingMessage): boolean {
-  return mediaType(req.headers['content-type']) === FORM_TYPE
+  return mediaType(req.headers['content-type']) === FORM_MEDIA_TYPE
 }
+
+/** The sign-in: a form (the page's) or JSON. Either field missing or empty is 400 `required`, too long 400 `bad_request`; a form post gets the page again instead. */
+const LOGIN_BODY = {
+  name: 'LoginRequest',
+  schema: T.Object({
+    username: T.String({ minLength: 1, maxLength: 150 }),
+    password: T.String({ minLength: 1, maxLength: 1024, format: 'password' }),
+    next: T.Optional(T.String({ description: 'A path on this gateway to go to afterwards.' }))
+  }),
+  types: [FORM_TYPE, JSON_TYPE],
+  required: true
+} satisfies BodySpec
+
+/** The page's logout form (JSON and an empty body are taken too). */
+const LOGOUT_BODY = {
+  name: 'LogoutForm',
+  schema: T.Object({ csrfmiddlewaretoken: T.Optional(T.String()) }),
+  types: [FORM_TYPE],
+  required: false
+} satisfies BodySpec
 
 export interface LoginDeps {
   config: Config
@@ -87,7 +108,6 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const { config, store, auth, passwords, assets, crossSite, audit } = d
   const names = config.names
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
-  const docsLink = config.docs.enabled ? '<a href="/api/docs/">API documentation</a>' : ''
 
   const sessionCookies = (ctx: RequestContext, id: string, csrf: string): string[] => [
     `${names.sessionCookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure(ctx)}`,
@@ -109,95 +129,54 @@ export function loginRoutes (d: LoginDeps): Route[] {
     return id === undefined || id === null || id === '' || id.length > 256 ? undefined : id
   }
 
-  const loginPage = (o: { next: string, username?: string, error?: string }): string => page({
-    title: 'Sign in · sidegate',
-    styles: [assets.url('sidegate.css')],
-    bodyClass: 'center'
-  }, `<main class="card" aria-labelledby="title">
-  <p class="brand">sidegate</p>
-  <h1 id="title">Sign in</h1>
-  ${o.error === undefined ? '' : `<p class="error" role="alert" id="login-error">${esc(o.error)}</p>`}
-  <form method="post" action="${LOGIN_PATH}" class="stack">
-    <input type="hidden" name="next" value="${esc(o.next)}">
-    <div class="field">
-      <label for="username">Username</label>
-      <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="150" value="${esc(o.username ?? '')}"${o.error === undefined ? ' autofocus' : ' aria-describedby="login-error"'}>
-    </div>
-    <div class="field">
-      <label for="password">Password</label>
-      <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${o.error === undefined ? '' : ' autofocus aria-describedby="login-error" aria-invalid="true"'}>
-    </div>
-    <button type="submit" class="primary">Sign in</button>
-  </form>
-  <p class="links">${docsLink}</p>
-</main>`)
+  const template = Template.load<{ css: string, action: string, next: string, username: string, error: string, docs: boolean }>('login.html')
+  const loginPage = (o: { next: string, username?: string, error?: string }): string =>
+    template.render({ css: assets.url('sidegate.css'), action: LOGIN_PATH, next: o.next, username: o.username ?? '', error: o.error ?? '', docs: config.docs.enabled })
 
-  const getLogin: Route = {
-    methods: ['GET', 'HEAD'],
+  const getLogin = route({
+    method: 'GET',
     path: LOGIN_PATH,
     auth: 'session-page',
     docs: {
-      operations: {
-        get: {
-          tags: ['Browser'],
-          operationId: 'loginPage',
-          summary: 'The login page',
-          security: 'none',
-          parameters: [ref('parameters', 'Next')],
-          responses: {
-            200: html('The login form.'),
-            302: redirectTo('Already signed in: to `next`.')
-          }
-        }
+      tags: ['Browser'],
+      operationId: 'loginPage',
+      summary: 'The login page',
+      security: 'none',
+      parameters: [ref('parameters', 'Next')],
+      responses: {
+        200: html('The login form.'),
+        302: redirectTo('Already signed in: to `next`.')
       }
     },
-    handle (ctx) {
+    handler (ctx) {
       const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
       // already signed in: go on
       if (ctx.identity !== undefined) redirect(ctx.res, 302, next)
       else sendHtml(ctx.res, 200, loginPage({ next }))
     }
-  }
+  })
 
-  const postLogin: Route = {
-    methods: ['POST'],
+  const postLogin = route({
+    method: 'POST',
     path: LOGIN_PATH,
     // checks the password itself (with the lockout)
     auth: 'none',
+    // a form post gets the form again with its error, a JSON post the catalogue's
+    body: { ...LOGIN_BODY, attachValidation: true },
     docs: {
-      operations: {
-        post: {
-          tags: ['Browser'],
-          operationId: 'login',
-          summary: 'Sign in and start a browser session',
-          description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
-            'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
-          requestBody: {
-            required: true,
-            content: {
-              'application/x-www-form-urlencoded': { schema: schemaRef('LoginRequest') },
-              'application/json': { schema: schemaRef('LoginRequest') }
-            }
-          },
-          responses: {
-            200: { description: 'JSON login succeeded.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) },
-            303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
-            // not only an error: a form post gets the form again
-            401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: schemaRef('AuthenticationFailedError') } } }
-          },
-          errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
-        }
+      tags: ['Browser'],
+      operationId: 'login',
+      summary: 'Sign in and start a browser session',
+      description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
+        'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
+      responses: {
+        200: { description: 'JSON login succeeded.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) },
+        303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
+        // not only an error: a form post gets the form again
+        401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: schemaRef('AuthenticationFailedError') } } }
       },
+      errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' },
       schemas: {
-        LoginRequest: {
-          type: 'object',
-          required: ['username', 'password'],
-          properties: {
-            username: { type: 'string', maxLength: 150 },
-            password: { type: 'string', maxLength: 1024, format: 'password' },
-            next: { type: 'string', description: 'A path on this gateway to go to afterwards.' }
-          }
-        },
         LoginResult: {
           type: 'object',
           required: ['user', 'next'],
@@ -206,18 +185,20 @@ export function loginRoutes (d: LoginDeps): Route[] {
         ...profileSchemas(config.names.jumpserver)
       }
     },
-    async handle (ctx) {
-      if (crossSite(ctx.req)) throw E.crossSite()
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body: fields, failures }) {
       const json = isJson(ctx.req)
-      const fields = decodeFields(ctx.req.headers['content-type'], await readBody(ctx.req, config.server.body_limit))
+      // a `next` that is no safe path (not even a string) is the default one, not an error
       const next = safeNext(fields.next)
       const username = typeof fields.username === 'string' ? fields.username : ''
       const password = typeof fields.password === 'string' ? fields.password : ''
       const formError = (status: number, error: string, headers: Record<string, string | string[]> = {}): void =>
         sendHtml(ctx.res, status, loginPage({ next, username: username.slice(0, 150), error }), headers)
 
-      if (username === '' || password === '' || username.length > 150 || password.length > 1024) {
-        if (json) throw username === '' ? E.missingField('username') : password === '' ? E.missingField('password') : E.badRequest('username or password is too long.')
+      const refused = failures.filter((f) => f.field !== 'next')
+      if (refused.length > 0) {
+        // JSON: either one missing first, then one too long
+        if (json) throw refused.some((f) => f.missing) ? E.missingField(refused.find((f) => f.missing)!.field) : E.badRequest('username or password is too long.')
         formError(400, 'Enter your username and password.')
         return
       }
@@ -250,37 +231,31 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
-  }
+  })
 
-  const postLogout: Route = {
-    methods: ['POST'],
+  const postLogout = route({
+    method: 'POST',
     path: LOGOUT_PATH,
     // ends the session its cookie names, with its own CSRF check (the header or the form field)
     auth: 'none',
+    // a form field that is no string is no token: 403 when there is a session to end, as a missing one
+    body: { ...LOGOUT_BODY, attachValidation: true },
     docs: {
-      operations: {
-        post: {
-          tags: ['Browser'],
-          operationId: 'logout',
-          summary: 'End the browser session',
-          description: 'Deletes the session and clears the cookies. Needs the CSRF token in `X-CSRFToken`, or in the form field `csrfmiddlewaretoken`.',
-          security: 'session',
-          parameters: [ref('parameters', 'CsrfToken')],
-          requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: schemaRef('LogoutForm') } } },
-          responses: {
-            200: { description: 'Logged out (JSON or empty body).', content: json({ type: 'object', properties: { detail: { type: 'string' } } }) },
-            303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
-          },
-          errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
-        }
+      tags: ['Browser'],
+      operationId: 'logout',
+      summary: 'End the browser session',
+      description: 'Deletes the session and clears the cookies. Needs the CSRF token in `X-CSRFToken`, or in the form field `csrfmiddlewaretoken`.',
+      security: 'session',
+      parameters: [ref('parameters', 'CsrfToken')],
+      responses: {
+        200: { description: 'Logged out (JSON or empty body).', content: json({ type: 'object', properties: { detail: { type: 'string' } } }) },
+        303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
       },
-      schemas: { LogoutForm: { type: 'object', properties: { csrfmiddlewaretoken: { type: 'string' } } } }
+      errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
     },
-    async handle (ctx) {
-      if (crossSite(ctx.req)) throw E.crossSite()
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body: fields }) {
       const form = isForm(ctx.req)
-      const body = await readBody(ctx.req, config.server.body_limit)
-      const fields = body.length === 0 ? {} : decodeFields(ctx.req.headers['content-type'], body)
       const id = currentSessionId(ctx.req)
       if (id !== undefined) {
         const s = await store.getSession(id)
@@ -295,7 +270,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': clearCookies(ctx) })
       else sendJson(ctx.res, 200, { detail: 'Logged out.' }, { 'set-cookie': clearCookies(ctx) })
     }
-  }
+  })
 
   return [getLogin, postLogin, postLogout]
 }
@@ -303,14 +278,10 @@ export function loginRoutes (d: LoginDeps): Route[] {
 /** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */
 export function homeRoute (): Route {
   return {
-    methods: ['GET', 'HEAD'],
+    method: 'GET',
     path: '/',
     auth: 'none',
-    docs: {
-      operations: {
-        get: { tags: ['Browser'], operationId: 'home', summary: 'Without an upstream: to the API keys page (and so to sign-in)', responses: { 302: redirectTo('To /account/keys.') } }
-      }
-    },
-    handle (ctx) { redirect(ctx.res, 302, HOME) }
+    docs: { tags: ['Browser'], operationId: 'home', summary: 'Without an upstream: to the API keys page (and so to sign-in)', responses: { 302: redirectTo('To /account/keys.') } },
+    handler (ctx) { redirect(ctx.res, 302, HOME) }
   }
 }

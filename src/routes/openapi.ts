@@ -1,7 +1,8 @@
 /**
  * The OpenAPI 3.1 document of everything sidegate serves, assembled from the
- * routes (each declares its operations and schemas beside its handler:
- * Route.docs, src/routes/spec.ts) and the error catalogue (src/errors.ts).
+ * routes (each declares its operation and schemas beside its handler:
+ * Route.docs, src/routes/spec.ts; its request body is the schema that
+ * validates it, Route.body) and the error catalogue (src/errors.ts).
  * What a route's `auth` mode implies is added here, the same for every route:
  * the security requirement, the org header and ?oid= ('user+org'),
  * X-CSRFToken (unsafe methods), and the authentication errors. Names follow
@@ -14,7 +15,8 @@ import { fileURLToPath } from 'node:url'
 import type { Config } from '../config/index.js'
 import { ERRORS, HTTP_ERROR_CODES, type ErrorCode } from '../errors.js'
 import { LOGIN_PATH } from './login.js'
-import { ref, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'
+import { publishedSchema, requestBodyOf } from './body.js'
+import { ref, type DocumentedMethod, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'
 import { TOKEN_PATH } from './token.js'
 import type { Route, RouteAuth } from './types.js'
 
@@ -108,38 +110,42 @@ function implied (auth: RouteAuth, method: string, op: Operation): { security: u
   return { security, parameters, errors }
 }
 
-/** The document's `paths` and the schemas the routes declare. */
+const ANY_METHOD: readonly DocumentedMethod[] = ['get', 'post', 'put', 'patch', 'delete']
+
+/** The document's `paths` and the schemas the routes declare (their bodies' schemas among them). */
 function assemble (routes: readonly Route[]): { paths: Record<string, Json>, schemas: Record<string, Json> } {
   const paths: Record<string, Json> = {}
   const schemas: Record<string, Json> = {}
   const answer = (e: ErrorAnswer): Json => typeof e === 'string' ? ref('responses', e) : errorResponse(e.description, e.codes, e.headers)
+  const declare = (name: string, schema: Json): void => {
+    if (schemas[name] !== undefined && JSON.stringify(schemas[name]) !== JSON.stringify(schema)) throw new Error(`schema ${name}: two routes declare it differently`)
+    schemas[name] = schema
+  }
   for (const route of routes) {
-    const docs = route.docs
-    if (docs === null) continue
-    const path = docs.path ?? route.path
+    const op = route.docs
+    if (op === null) continue
+    const path = op.path ?? route.path
     const item: Json = paths[path] ??= {}
-    if (docs.parameters !== undefined) item.parameters = docs.parameters
-    for (const [method, op] of Object.entries(docs.operations) as Array<[string, Operation]>) {
-      if (!route.methods.includes(method.toUpperCase()) && route.methods[0] !== '*') throw new Error(`${path}: ${method} is documented but not a method of the route`)
+    if (op.pathParameters !== undefined) item.parameters = op.pathParameters
+    const any = route.method === '*'
+    for (const method of any ? ANY_METHOD : [route.method.toLowerCase() as DocumentedMethod]) {
       if (item[method] !== undefined) throw new Error(`${path}: ${method} documented twice`)
       const i = implied(route.auth, method, op)
       const parameters = [...i.parameters, ...(op.parameters ?? [])]
       const errors = { ...i.errors, ...op.errors }
       item[method] = {
         tags: op.tags,
-        operationId: op.operationId,
+        operationId: any ? `${op.operationId}${method[0].toUpperCase()}${method.slice(1)}` : op.operationId,
         summary: op.summary,
         ...(op.description === undefined ? {} : { description: op.description }),
         security: i.security,
         ...(parameters.length === 0 ? {} : { parameters }),
-        ...(op.requestBody === undefined ? {} : { requestBody: op.requestBody }),
+        ...(route.body === undefined ? {} : { requestBody: requestBodyOf(route.body) }),
         responses: { ...op.responses, ...Object.fromEntries(Object.entries(errors).map(([status, e]) => [status, answer(e)])) }
       }
     }
-    for (const [name, schema] of Object.entries(docs.schemas ?? {})) {
-      if (schemas[name] !== undefined && JSON.stringify(schemas[name]) !== JSON.stringify(schema)) throw new Error(`schema ${name}: two routes declare it differently`)
-      schemas[name] = schema
-    }
+    if (route.body !== undefined) declare(route.body.name, publishedSchema(route.body))
+    for (const [name, schema] of Object.entries(op.schemas ?? {})) declare(name, schema)
   }
   return { paths, schemas }
 }

@@ -1,10 +1,12 @@
 /**
  * The OpenAPI pieces a route declares beside its handler (Route.docs): its
- * operations (summary, parameters, request body, answers, the errors it can
- * answer by code) and the schemas of its bodies. src/routes/openapi.ts puts
- * them together with what the route's `auth` mode implies (security, the org
- * and CSRF parameters, the authentication errors) and the error catalogue
- * (src/errors.ts) into the document served under /api/docs/.
+ * operation (summary, parameters, answers, the errors it can answer by code)
+ * and the schemas of its answers; its request body is its body schema
+ * (Route.body, src/routes/body.ts), the one that validates it.
+ * src/routes/openapi.ts puts them together with what the route's `auth` mode
+ * implies (security, the org and CSRF parameters, the authentication errors)
+ * and the error catalogue (src/errors.ts) into the document served under
+ * /api/docs/.
  */
 import type { ErrorCode } from '../errors.js'
 
@@ -22,12 +24,6 @@ export const html = (description: string): Json => ({ description, content: { 't
 /** A redirect as an answer. */
 export const redirectTo = (description: string): Json => ({ description, headers: { Location: ref('headers', 'Location') } })
 
-/** A required body of this schema, JSON or form (in this order of the media types). */
-export const bodyOf = (schema: string, types: readonly string[] = ['application/json', 'application/x-www-form-urlencoded']): Json => ({
-  required: true,
-  content: Object.fromEntries(types.map((t) => [t, { schema: schemaRef(schema) }]))
-})
-
 /**
  * The error answers shared by many operations (components/responses in the
  * document; openapi.ts lists the codes of each).
@@ -38,7 +34,7 @@ export type SharedErrors = 'BadRequest' | 'BadOrg' | 'Unauthorized' | 'LoginFail
 /** An error answer: a shared one by name, or this operation's own (a description and the catalogue codes it may carry). */
 export type ErrorAnswer = SharedErrors | { description: string, codes: ErrorCode[], headers?: Json }
 
-/** The errors of an operation that reads a body with readBody and decodeFields (src/body.ts). */
+/** The errors of an operation that takes a body (src/routes/body.ts). */
 export const BODY_ERRORS = { 400: 'BadRequest', 413: 'PayloadTooLarge', 415: 'UnsupportedMediaType' } as const satisfies Record<number, ErrorAnswer>
 
 export interface Operation {
@@ -54,7 +50,6 @@ export interface Operation {
   security?: 'none' | 'session'
   /** besides those its auth mode implies (the org header and ?oid=, X-CSRFToken) */
   parameters?: Json[]
-  requestBody?: Json
   /** its answers other than errors, by status */
   responses: Record<number, Json>
   /** the errors it can answer besides those of its auth mode (a status given here replaces that one's) */
@@ -63,13 +58,12 @@ export interface Operation {
 
 export type DocumentedMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
 
-export interface RouteDocs {
+/** A route's operation; a route of any method (`*`) is documented as each of the five, its operationId followed by the method (`forwardAuthGet`). */
+export interface RouteDocs extends Operation {
   /** the path as documented, when not the route's own (a prefix route: `…/{id}/`) */
   path?: string
-  /** parameters of every operation on the path (a path parameter) */
-  parameters?: Json[]
-  /** one per method of the route (HEAD goes with GET) */
-  operations: Partial<Record<DocumentedMethod, Operation>>
-  /** components/schemas its operations refer to */
+  /** parameters of every operation on the path (a path parameter); every route of the path declares the same */
+  pathParameters?: Json[]
+  /** components/schemas its answers refer to */
   schemas?: Record<string, Json>
 }

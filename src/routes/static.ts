@@ -78,16 +78,16 @@ export class AssetSet {
 
   has (name: string): boolean { return this.#files.has(name) }
 
-  /** A public GET/HEAD route for every file of the set. */
+  /** A public GET (and HEAD) route for every file of the set. */
   route (): Route {
     return {
-      methods: ['GET', 'HEAD'],
+      method: 'GET',
       path: this.prefix,
       prefix: true,
       auth: 'none',
       // static files are not API
       docs: null,
-      handle: async (ctx) => { await this.serve(ctx, ctx.path.slice(this.prefix.length)) }
+      handler: async (ctx) => { await this.serve(ctx, ctx.path.slice(this.prefix.length)) }
     }
   }
 

@@ -12,25 +12,28 @@
 import type { IncomingMessage } from 'node:http'
 import type { Auditor } from '../observability/audit.js'
 import { E, GatewayError } from '../errors.js'
-import { decodeFieldsOf, readBody, requireString } from '../body.js'
+import { Type as T } from '@sinclair/typebox'
 import { jmsDate } from '../http/date.js'
 import { sendJson } from '../respond.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { profile, profileSchemas } from './profile.js'
-import { BODY_ERRORS, bodyOf, json, schemaRef } from './spec.js'
-import type { Route, RequestContext } from './types.js'
+import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
+import { BODY_ERRORS, json, schemaRef } from './spec.js'
+import { route, type Route } from './types.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
 /** JumpServer serves the same operation here too (koko and several SDKs use it) */
 export const TOKENS_PATH = '/api/v1/authentication/tokens/'
 
-export interface LoginFields { username: string, password: string }
-
-export async function readLogin (ctx: RequestContext, limit: number): Promise<LoginFields> {
-  const fields = await decodeFieldsOf(ctx.req.headers['content-type'], await readBody(ctx.req, limit))
-  return { username: requireString(fields, 'username', 150), password: requireString(fields, 'password', 1024) }
-}
+/** A username and password: JSON, a form, or (as JumpServer takes it) multipart. Either missing or empty is 400 `required`. */
+const CREDENTIALS = {
+  name: 'Credentials',
+  schema: T.Object({ username: T.String({ minLength: 1, maxLength: 150 }), password: T.String({ minLength: 1, maxLength: 1024, format: 'password' }) }),
+  types: [JSON_TYPE, FORM_TYPE],
+  multipart: true,
+  required: true
+} satisfies BodySpec
 
 export interface TokenRouteOptions {
   ttl: number
@@ -38,7 +41,6 @@ export interface TokenRouteOptions {
   singleUse: boolean
   /** names.abbrev JMS: a wrong password is JumpServer's 400 {error: "password_failed", msg} */
   jumpserver: boolean
-  bodyLimit: number
   /** src/pipeline/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted) */
   crossSite: (req: IncomingMessage) => boolean
   /** records token.issued */
@@ -57,27 +59,23 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
   const failed = opts.jumpserver
     ? 'A wrong password, unknown user or disabled account gives JumpServer\'s `400 {"error": "password_failed", "msg": …, "code": "authentication_failed"}` (schema PasswordFailed; names.abbrev JMS).'
     : 'Unknown user, wrong password and disabled account give the same 401.'
-  return {
-    methods: ['POST'],
+  return route({
+    method: 'POST',
     path,
     // the password is the credential, checked in the handler
     auth: 'none',
+    body: CREDENTIALS,
     docs: {
-      operations: {
-        post: {
-          tags: ['Authentication'],
-          operationId: path === TOKEN_PATH ? 'createBearerToken' : 'createBearerTokenAtTokens',
-          summary: path === TOKEN_PATH ? 'Exchange a username and password for a bearer token' : `The same as POST ${TOKEN_PATH} (JumpServer's second path for it)`,
-          description: `The token is ${lifetime}. ${failed} ` +
-            'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
-          requestBody: bodyOf('Credentials'),
-          responses: { 201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) } },
-          // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
-          errors: opts.jumpserver
-            ? { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
-            : { ...BODY_ERRORS, 401: 'LoginFailed', 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
-        }
-      },
+      tags: ['Authentication'],
+      operationId: path === TOKEN_PATH ? 'createBearerToken' : 'createBearerTokenAtTokens',
+      summary: path === TOKEN_PATH ? 'Exchange a username and password for a bearer token' : `The same as POST ${TOKEN_PATH} (JumpServer's second path for it)`,
+      description: `The token is ${lifetime}. ${failed} ` +
+        'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
+      responses: { 201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) } },
+      // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
+      errors: opts.jumpserver
+        ? { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+        : { ...BODY_ERRORS, 401: 'LoginFailed', 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' },
       schemas: {
         ...(opts.jumpserver
           ? {
@@ -88,11 +86,6 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
               }
             }
           : {}),
-        Credentials: {
-          type: 'object',
-          required: ['username', 'password'],
-          properties: { username: { type: 'string', maxLength: 150 }, password: { type: 'string', maxLength: 1024, format: 'password' } }
-        },
         TokenResult: {
           type: 'object',
           required: ['token', 'keyword', 'date_expired', 'user'],
@@ -106,11 +99,10 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         ...profileSchemas(opts.jumpserver)
       }
     },
-    async handle (ctx) {
-      // A form post needs no CORS preflight: without this, any page could
-      // spend the lockout's failures for a username and lock its owner out.
-      if (opts.crossSite(ctx.req)) throw E.crossSite()
-      const { username, password } = await readLogin(ctx, opts.bodyLimit)
+    // A form post needs no CORS preflight: without this, any page could
+    // spend the lockout's failures for a username and lock its owner out.
+    preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body: { username, password } }) {
       let user
       try {
         user = await passwords.login(username, password, ctx, 'token')
@@ -125,5 +117,5 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       await store.recordLogin(user.id)
       sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) })
     }
-  }
+  })
 }

@@ -1,4 +1,6 @@
 import type { RequestContext } from '../pipeline/context.js'
+import type { Static, TObject } from '@sinclair/typebox'
+import type { BodySpec, FieldFailure } from './body.js'
 import type { RouteDocs } from './spec.js'
 
 export type { RequestContext }
@@ -30,14 +32,50 @@ export type { RequestContext }
  */
 export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 'session-page' | 'decision'
 
-export interface Route {
-  /** `['*']`: any method */
-  methods: string[]
+/** A route's one method; a GET route answers HEAD too. `*`: any method (the decision endpoint). */
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+
+/** What a handler gets besides the context. */
+export interface Input<S extends TObject, P> {
+  /** the body, valid by Route.body's schema (`{}` without one); with attachValidation, as decoded */
+  body: Static<S>
+  /** with body.attachValidation: the fields that fail the schema (else always empty: a failing body is refused before the handler) */
+  failures: readonly FieldFailure[]
+  /** what preValidation returned */
+  pre: P
+}
+
+/**
+ * One method on one path, declared as Fastify declares a route: what the
+ * pipeline checks first (`auth`), the body's schema (validates it and
+ * documents it), the OpenAPI operation, and the handler. Several routes may
+ * share a path; another method on it is 405 with their methods in Allow.
+ */
+export interface Route<S extends TObject = TObject, P = unknown> {
+  method: Method | '*'
   path: string
   /** `path` is a prefix (ending in "/"): the route serves every path under it */
   prefix?: boolean
   auth: RouteAuth
-  /** its OpenAPI operations and schemas (src/routes/spec.ts); null for what is not API (static files) */
+  /** the request body it takes (src/routes/body.ts); none: it reads no body */
+  body?: BodySpec<S>
+  /** its OpenAPI operation (src/routes/spec.ts); null for what is not API (static files) */
   docs: RouteDocs | null
+  /**
+   * Fastify's hook of that name: runs before the body is read and checked (a
+   * cross-site refusal, the key a path names), so its answers come first as
+   * they did; what it returns is the handler's `pre`.
+   */
+  preValidation? (ctx: RequestContext): P | Promise<P>
+  handler (ctx: RequestContext, input: Input<S, P>): Promise<void> | void
+}
+
+/** A route as the router serves it: handle runs preValidation, the body's check and the handler (src/routes/index.ts). */
+export interface ServedRoute extends Route {
   handle (ctx: RequestContext): Promise<void> | void
+}
+
+/** Declares a route: the body's and preValidation's types flow into the handler's input. */
+export function route<S extends TObject = TObject, P = undefined> (r: Route<S, P>): Route {
+  return r as unknown as Route
 }

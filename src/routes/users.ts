@@ -22,44 +22,36 @@ export function userRoutes (store: Store, forwarded = false, jumpserver = false)
     : 'Served by sidegate\'s built-in demo API (no upstream is configured).'
   const upstreamErrors: Record<number, ErrorAnswer> = forwarded ? { 502: 'UpstreamUnavailable', 504: 'UpstreamTimeout' } : {}
   return [{
-    methods: ['GET', 'HEAD'],
+    method: 'GET',
     path: PROFILE_PATH,
     // as JumpServer: any user may read their profile in any org (org_roles are those of the org, if a member)
     auth: 'user+org-if-member',
     docs: {
-      operations: {
-        get: {
-          tags: ['Users'],
-          operationId: 'getProfile',
-          summary: 'The calling user\'s profile',
-          description: builtIn,
-          responses: { 200: { description: 'The profile.', content: json(schemaRef('Profile')) } },
-          errors: upstreamErrors
-        }
-      },
+      tags: ['Users'],
+      operationId: 'getProfile',
+      summary: 'The calling user\'s profile',
+      description: builtIn,
+      responses: { 200: { description: 'The profile.', content: json(schemaRef('Profile')) } },
+      errors: upstreamErrors,
       schemas: profileSchemas(jumpserver)
     },
-    handle (ctx) {
+    handler (ctx) {
       sendJson(ctx.res, 200, profile(ctx.identity!.user, ctx.orgId, jumpserver))
     }
   }, {
-    methods: ['GET', 'HEAD'],
+    method: 'GET',
     path: '/api/v1/users/users/',
     auth: 'user+org',
     docs: {
-      operations: {
-        get: {
-          tags: ['Users'],
-          operationId: 'listUsers',
-          summary: 'Users of the organization',
-          description: `${builtIn} Superusers and organization admins only; in the root organization, every user.`,
-          responses: { 200: { description: 'The users.', content: json({ type: 'array', items: schemaRef('Profile') }) } },
-          errors: upstreamErrors
-        }
-      },
+      tags: ['Users'],
+      operationId: 'listUsers',
+      summary: 'Users of the organization',
+      description: `${builtIn} Superusers and organization admins only; in the root organization, every user.`,
+      responses: { 200: { description: 'The users.', content: json({ type: 'array', items: schemaRef('Profile') }) } },
+      errors: upstreamErrors,
       schemas: profileSchemas(jumpserver)
     },
-    async handle (ctx) {
+    async handler (ctx) {
       const u = ctx.identity!.user
       const orgId = ctx.orgId!
       if (!u.is_superuser && u.orgs[orgId] !== 'admin') throw E.permissionDenied()

@@ -1,0 +1,94 @@
+/**
+ * A route's body schema (Route.body, src/routes/body.ts) is one declaration
+ * with two uses: it refuses a body that fails it (400 with a catalogue code)
+ * and it is what the OpenAPI document publishes for the operation. Also the
+ * pages' templates (src/routes/html.ts Template): every value escaped.
+ */
+import t from 'tap'
+import { Type as T } from '@sinclair/typebox'
+import { startRedis } from '../fixtures/redis.js'
+import { post, request } from '../fixtures/http.js'
+import { startGateway } from '../fixtures/gateway.js'
+import { makeUser } from '../fixtures/creds.js'
+import { ERRORS } from '../../src/errors.js'
+import { refusal, validate, type BodySpec } from '../../src/routes/body.js'
+import { Template } from '../../src/routes/html.js'
+
+const redis = await startRedis()
+const g = await startGateway(redis.url)
+t.teardown(async () => { await g.close(); await redis.stop() })
+const doc = (await request(g.url, '/api/docs/openapi.json')).json
+
+t.test('every body schema the routes validate with is the one the document publishes for their operation', async (t) => {
+  const withBody = g.gw.routes.filter((r) => r.body !== undefined)
+  t.ok(withBody.length >= 6, `${withBody.length} routes take a body`)
+  for (const r of withBody) {
+    const body = r.body!
+    const path = r.docs?.path ?? r.path
+    const op = doc.paths[path][r.method.toLowerCase()]
+    t.same(Object.keys(op.requestBody.content), body.types, `${r.method} ${path}: the media types`)
+    for (const type of body.types) t.equal(op.requestBody.content[type].schema.$ref, `#/components/schemas/${body.name}`, `${r.method} ${path} ${type}: refers to ${body.name}`)
+    t.equal(op.requestBody.required, body.required, `${r.method} ${path}: required as declared`)
+    t.same(doc.components.schemas[body.name], JSON.parse(JSON.stringify(body.schema)), `${body.name}: published as validated`)
+  }
+})
+
+t.test('a body that fails its schema is 400 with the catalogue\'s code, the limits as published', async (t) => {
+  const token = '/api/v1/authentication/auth/'
+  const credentials = doc.components.schemas.Credentials
+  t.same(credentials.required, ['username', 'password'])
+  const max = credentials.properties.username.maxLength
+  t.equal(max, 150, 'the document publishes the username limit')
+  const missing = await post(g.url, token, { username: 'alice' })
+  t.same([missing.status, missing.json], [400, { detail: 'password: This field is required.', code: 'required' }], 'a required field absent')
+  t.equal(ERRORS.required.status, 400, 'required is the catalogue\'s 400')
+  const long = await post(g.url, token, { username: 'u'.repeat(max + 1), password: 'p' })
+  t.same([long.status, long.json], [400, { detail: `username: Ensure this field has no more than ${max} characters.`, code: 'bad_request' }], 'one character over the published maxLength')
+  const atMax = await post(g.url, token, { username: 'u'.repeat(max), password: 'p' })
+  t.equal(atMax.status, 401, 'at the published maxLength: valid, and the password is checked')
+
+  // a boolean, also as a form's "true"/"false": AccessKeyUpdate
+  const u = await makeUser(g, 'bodyschema')
+  const pt = await g.store.createPrivateToken(u.id)
+  const { key } = await g.store.createAccessKey(u.id)
+  const path = `/api/v1/authentication/access-keys/${key.id}/`
+  t.same(doc.components.schemas.AccessKeyUpdate.properties.is_active, { type: 'boolean' })
+  const auth = { authorization: `Token ${pt}`, 'content-type': 'application/json' }
+  const bad = await request(g.url, path, { method: 'PATCH', headers: auth, body: JSON.stringify({ is_active: 'maybe' }) })
+  t.same([bad.status, bad.json], [400, { detail: 'is_active: Must be a valid boolean.', code: 'bad_request' }])
+  t.equal((await g.store.getAccessKey(key.id))?.key.is_active, true, 'nothing changed')
+  const form = await request(g.url, path, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'is_active=false' })
+  t.same([form.status, form.json.is_active], [200, false], 'a form\'s "false" is the boolean')
+  // the key is looked up before the body is read: another's key is 404 whatever the body
+  const other = await request(g.url, '/api/v1/authentication/access-keys/00000000-0000-4000-8000-000000000000/', { method: 'PATCH', headers: auth, body: '{}' })
+  t.equal(other.status, 404)
+})
+
+t.test('validate and refusal: the first failing field in the schema\'s order', async (t) => {
+  const spec: BodySpec = {
+    name: 'Example',
+    schema: T.Object({ a: T.String({ minLength: 1, maxLength: 3 }), b: T.Optional(T.Boolean()), c: T.Optional(T.String()) }),
+    types: ['application/json'],
+    required: true,
+    invalid: { c: 'Must be words.' }
+  }
+  const answer = (fields: Record<string, unknown>): unknown => { const f = validate(spec.schema, fields)[0]; return f === undefined ? null : refusal(spec, f).toJSON() }
+  t.same(answer({}), { detail: 'a: This field is required.', code: 'required' })
+  t.same(answer({ a: '' }), { detail: 'a: This field is required.', code: 'required' }, 'empty where minLength 1')
+  t.same(answer({ a: 7 }), { detail: 'a: This field is required.', code: 'required' }, 'not a string where a non-empty one is asked for')
+  t.same(answer({ a: 'abcd' }), { detail: 'a: Ensure this field has no more than 3 characters.', code: 'bad_request' })
+  t.same(answer({ a: 'abcd', b: 'x' }), { detail: 'a: Ensure this field has no more than 3 characters.', code: 'bad_request' }, 'the first field wins')
+  t.same(answer({ a: 'ab', b: 'x' }), { detail: 'b: Must be a valid boolean.', code: 'bad_request' })
+  t.same(answer({ a: 'ab', c: 1 }), { detail: 'c: Must be words.', code: 'bad_request' }, 'the declared message')
+  t.same(answer({ a: 'ab', b: true, c: 'x', extra: 1 }), null, 'valid; other fields are ignored')
+})
+
+t.test('a page template escapes every value and wants all of them', async (t) => {
+  const tpl = new Template<{ v: string, on: boolean }>('test.html', '<p title="{{v}}">{{v}}</p>{{#on}}<b>{{v}}</b>{{/on}}{{^on}}off{{/on}}')
+  t.same([...tpl.names].sort(), ['on', 'v'])
+  t.equal(tpl.render({ v: '<x>"&\'', on: true }), '<p title="&lt;x&gt;&quot;&amp;&#39;">&lt;x&gt;&quot;&amp;&#39;</p><b>&lt;x&gt;&quot;&amp;&#39;</b>')
+  t.equal(tpl.render({ v: '{{v}}', on: false }), '<p title="{{v}}">{{v}}</p>off', 'a value is never read as a placeholder')
+  t.throws(() => tpl.render({ v: 'x' } as any), /no value for \{\{on\}\}/)
+  t.throws(() => new Template('bad.html', '<p>{{#on}}x</p>'), /does not parse/, 'an unclosed section')
+  for (const page of ['login.html', 'account.html', 'docs.html']) t.ok(Template.load(page).names.size > 0, `static/${page} parses`)
+})
