@@ -165,10 +165,23 @@ function checkRecord (v: unknown): TransferRecord {
       break
     }
     case 'user': {
-      const u = new Fields(f.obj('user'), 'user.')
-      u.str('id'); u.str('username'); u.text('name'); u.text('email'); u.bool('is_active'); u.bool('is_superuser')
-      u.str('date_joined'); u.strOrNull('last_login'); u.strOrNull('default_org'); u.strOrNull('password_hash'); u.optStr('password_imported'); u.limit('rate_limit')
-      for (const [org, role] of Object.entries(u.obj('orgs'))) if (role !== 'admin' && role !== 'user') throw new Error(`user.orgs.${org} must be admin or user`)
+      const raw = f.obj('user')
+      const u = new Fields(raw, 'user.')
+      u.str('id'); u.str('username'); u.bool('is_active')
+      // the rest as records of any earlier version may have them: checked when present
+      const has = (k: string): boolean => raw[k] !== undefined
+      if (has('name')) u.text('name')
+      if (has('email')) u.text('email')
+      if (has('is_superuser')) u.bool('is_superuser')
+      if (has('date_joined')) u.str('date_joined')
+      if (has('last_login')) u.strOrNull('last_login')
+      if (has('default_org')) u.strOrNull('default_org')
+      if (has('password_hash')) u.strOrNull('password_hash')
+      u.optStr('password_imported'); u.limit('rate_limit')
+      // cjson may have written an empty object as [] (Redis)
+      const orgs = Array.isArray(raw.orgs) && raw.orgs.length === 0 ? (raw.orgs = {}) : raw.orgs ?? (raw.orgs = {})
+      if (!isObj(orgs)) throw new Error('user.orgs must be an object')
+      for (const [org, role] of Object.entries(orgs)) if (role !== 'admin' && role !== 'user') throw new Error(`user.orgs.${org} must be admin or user`)
       break
     }
     case 'access_key': {
@@ -219,7 +232,7 @@ export function parseTransfer (text: string): Parsed {
   const records: Parsed['records'] = []
   for (let i = 1; i < lines.length; i++) {
     const line = i + 1
-    if (lines[i].trim() === '') throw new TransferProblem(line, 'an empty line')
+    if (lines[i].trim() === '') continue
     let v: unknown
     try { v = JSON.parse(lines[i]) } catch (err) { throw new TransferProblem(line, `not JSON (${(err as Error).message})`) }
     try { records.push({ line, record: checkRecord(v) }) } catch (err) { throw new TransferProblem(line, (err as Error).message) }

@@ -215,6 +215,21 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   const dangling = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(dangling.code, 2)
   t.match(dangling.stderr, /line 4: session of user nobody, who is neither in the file nor in/)
+  const noSecret = original.split('\n')
+  const at = noSecret.findIndex((l) => l.includes('"kind":"access_key"'))
+  const rec = JSON.parse(noSecret[at]) as { key: Record<string, unknown> }
+  delete rec.key.secret
+  noSecret[at] = JSON.stringify(rec)
+  noSecret.push(noSecret[1])
+  writeFileSync(badFile, noSecret.join('\n'))
+  const unsealed = await cliIn(empty.dir, ['store', 'import', badFile], { env })
+  t.equal(unsealed.code, 2)
+  t.match(unsealed.stderr, new RegExp(`line ${at + 1}: key\\.secret must be a non-empty string`), 'a record without a field: its line')
+  noSecret[at] = original.split('\n')[at]
+  writeFileSync(badFile, noSecret.join('\n'))
+  const twice = await cliIn(empty.dir, ['store', 'import', badFile], { env })
+  t.equal(twice.code, 2)
+  t.match(twice.stderr, new RegExp(`line ${noSecret.length}: org ".*" is already on line 2`), 'a record given twice')
   writeFileSync(badFile, original.split('\n').slice(1).join('\n'))
   const headless = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(headless.code, 2)
