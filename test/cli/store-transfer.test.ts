@@ -10,7 +10,7 @@
  */
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Keyring } from '../../src/crypto.js'
 import { RedisStore } from '../../src/store/redis/index.js'
@@ -117,6 +117,7 @@ t.test('export: a header with the key check value, then every record; nothing de
   t.equal(r.code, 0, r.stderr)
   t.match(r.stdout, /exported \d+ records from the store file .*store\.db to .*store\.ndjson: 1 org, 2 users, 1 access key, 2 private tokens/)
   original = readFileSync(exportFile, 'utf8')
+  t.equal(statSync(exportFile).mode & 0o777, 0o600, 'the file is its owner\'s only')
   const all = lines(original)
   t.match(all[0], { format: 'sidegate-store', version: 1, key_check: new Keyring(SECRET).checkValue() })
   t.ok(Date.parse(String(all[0].exported)) > Date.now() - 60_000, 'exported: an ISO time')
@@ -271,6 +272,7 @@ t.test('backup while another process writes: a consistent copy that opens as a s
   t.equal(r.code, 0, r.stderr)
   t.match(r.stdout, /copied the store file .* to .*copy\.db \(\d+ pages/)
   t.ok(writer.exitCode === null, 'the writer was still writing')
+  t.equal(statSync(copy).mode & 0o777, 0o600, 'the copy is its owner\'s only')
   writer.kill('SIGKILL')
   const s = await openSqlite(copy)
   t.teardown(() => s.close())
