@@ -30,7 +30,9 @@ export const OPTIONS = {
   format: { type: 'string' },
   follow: { type: 'boolean', short: 'f' },
   since: { type: 'string' },
-  workers: { type: 'string' }
+  workers: { type: 'string' },
+  out: { type: 'string' },
+  merge: { type: 'boolean' }
 } as const
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']

@@ -18,6 +18,7 @@ import { openStore, requireSecretKey, storeName, storeWhere } from '../app/open-
 import { connectToPrimary, isWorker, runPrimary, workerCount } from '../app/primary.js'
 import { start } from '../app/start.js'
 import { Admin, operatorName } from './admin.js'
+import { checkStoreCommand, importCommand, storeCommand } from './store.js'
 import { KeyCheckError } from '../store/secret/check.js'
 import type { ManagedStore, RunningStore } from '../store/types.js'
 
@@ -64,6 +65,7 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
   let audit: Auditor | undefined
   let unstreamed = 0
   try {
+    if (cmd === 'store') checkStoreCommand(sub!, rest, config)
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
     const newKey = cmd === 'secret' ? await readNewKey(values, io, secret) : null
@@ -72,6 +74,7 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
     store.setGate(E.storeUnavailable())
     await connectWithin(store, config, io)
     if (newKey !== null) return await rotate(store, config, newKey, io, values)
+    if (cmd === 'store' && sub === 'import') return await importCommand(store, config, keyring, secret.source, rest[0], values, io)
     try {
       await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
     } catch (err) {
@@ -79,6 +82,7 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
       throw new UsageError(`cannot reach ${storeName(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
+    if (cmd === 'store') return await storeCommand(store, config, sub!, rest, values, io)
     // whatever audit.stream and audit.log say: the stream is where a command's events are kept
     // (`sidegate audit tail`), so the output is only what was asked; a failed append is one line below
     audit = new Auditor({ config: { ...config.audit, log: false, stream: true }, log: createLogger('silent', { write: () => {} }), store, operator: operatorName(), onStreamError: () => { unstreamed++ } })

@@ -22,6 +22,7 @@ Commands:
   session list|revoke                a user's browser sessions
   secret rotate                      re-encrypt the store under a new secret key
   import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
+  store export|import|backup         move every record between stores (embedded file, Redis); copy the file
   jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
   audit tail                         print (or follow) the audit stream (audit.stream)
   config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
@@ -201,6 +202,34 @@ ${GLOBAL}`,
                        stream id. The stream holds about audit.max_len events; the log has them all.
 
 ${GLOBAL}`,
+  store: `Usage:
+  sidegate store export [--out FILE]   every record of the store as NDJSON (default: to standard output):
+                                       a header line with the store's key check value, then orgs, users
+                                       (password hashes), access keys (secrets still encrypted, last use),
+                                       private tokens, unexpired bearer tokens and sessions (with their
+                                       expiry), the identity JWT's signing keys, the key generations of
+                                       earlier rotations and the audit trail. Nothing is decrypted: the
+                                       file is of use only with the same secret key (keep it as secret as
+                                       the key all the same). Not exported: login attempt counters, replay
+                                       marks, rate-limit counts, locks, the caches' invalidation log.
+  sidegate store import FILE|- [--merge]
+                                       into the store this configuration selects (store.backend), with the
+                                       same secret key: refused (exit 2, nothing written) when the file
+                                       came from a store with another key, has no header or another
+                                       version, has an invalid line (its number is named), or when the
+                                       store already holds users or orgs. --merge: add only the records
+                                       the store lacks (those whose id is there are skipped, and counted).
+                                       Every line is checked before anything is written; into the
+                                       embedded store in one transaction. Prints the counts per kind.
+                                       An empty store is initialised with the secret key's check value.
+  sidegate store backup FILE           a consistent copy of the embedded store's file while the gateway
+                                       runs (SQLite's online backup); FILE must not exist. It opens as a
+                                       store with the same data. With Redis (exit 2): use Redis
+                                       persistence (BGSAVE, AOF), or store export.
+
+Moving from the embedded store to Redis: docs/deploy.md.
+
+${GLOBAL}`,
   config: `Usage:
   sidegate config check [--config FILE]
                        validates the file as \`sidegate start\` would (environment overrides
@@ -227,5 +256,6 @@ export const SUBCOMMANDS: Record<string, string[]> = {
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
   audit: ['tail'],
+  store: ['export', 'import', 'backup'],
   config: ['check', 'defaults', 'schema']
 }
