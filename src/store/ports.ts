@@ -36,6 +36,23 @@ export interface KeyStateFields {
   disabled_by: KeyDisabler | null
 }
 
+/** The state AccessKeyStorage.setState compares with before it writes. */
+export interface KeyStateExpected { is_active: boolean, disabled_by: KeyDisabler | null }
+
+/**
+ * AccessKeyStorage.setState on a record held as an object (the memory and
+ * SQLite backends; Redis's script does the same): false, and nothing
+ * changed, when its state is no longer `expect`.
+ */
+export function applyKeyState (s: StoredKey, fields: KeyStateFields, expect?: KeyStateExpected): boolean {
+  if (expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)) return false
+  s.is_active = fields.is_active
+  if (fields.date_enabled !== undefined) s.date_enabled = fields.date_enabled
+  if (fields.disabled_by === null) delete s.disabled_by
+  else s.disabled_by = fields.disabled_by
+  return true
+}
+
 /** A private token as stored for its user: its lookup hash (null in records written before it was kept) and the sealed token. */
 export interface StoredPrivateToken {
   hash: string | null
@@ -82,7 +99,7 @@ export interface AccessKeyStorage {
   /** The user's key ids, in no particular order. */
   ids(userId: string): Promise<string[]>
   /** Writes the fields only while the key's state is still `expect` (when given): compare-and-set. False: no such key, or changed. */
-  setState(id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean>
+  setState(id: string, fields: KeyStateFields, expect?: KeyStateExpected): Promise<boolean>
   setRateLimit(id: string, policy: RateLimitPolicy | null): Promise<boolean>
   /** Deletes the key, its last use and its place in its user's set; false: none. */
   delete(id: string): Promise<boolean>

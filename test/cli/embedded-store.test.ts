@@ -16,11 +16,11 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { Keyring } from '../../src/crypto.js'
 import { SqliteStore } from '../../src/store/sqlite/index.js'
-import { tempDir, track, trackGroup } from '../fixtures/cleanup.js'
+import { tempDir, track } from '../fixtures/cleanup.js'
 import { signedHeaders } from '../fixtures/creds.js'
 import { ROOT, SECRET } from '../fixtures/gateway.js'
 import { request, startEcho } from '../fixtures/http.js'
-import { cliIn, spawnIn, startIn, type Started } from '../fixtures/procs.js'
+import { cliIn, npmStartIn, spawnIn, startIn, type Started } from '../fixtures/procs.js'
 import { freePort } from '../fixtures/redis.js'
 import { eventually } from '../fixtures/wait.js'
 
@@ -54,16 +54,11 @@ const form = (fields: Record<string, string>): { method: string, body: string, h
 t.test('npm start with no Redis configured serves the README\'s quick start on the embedded store', async (t) => {
   const dir = freshDir()
   const { env, url } = await envFor()
-  const base: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SIDEGATE_') && v !== undefined) base[k] = v
-  const p = spawn('npm', ['start'], { cwd: dir, env: { ...base, ...env, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-  trackGroup(p.pid!)
+  const { p, out: output, exited } = npmStartIn(dir, env)
   let out = ''
-  p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
-  p.stderr!.on('data', (c: Buffer) => { out += c.toString() })
-  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
   t.teardown(() => { try { process.kill(-p.pid!, 'SIGKILL') } catch {} })
-  t.ok(await eventually(async () => { try { return (await request(url, '/readyz')).status === 200 } catch { return false } }, 60_000, 100), `ready: ${out}`)
+  t.ok(await eventually(async () => { try { return (await request(url, '/readyz')).status === 200 } catch { return false } }, 60_000, 100), `ready: ${output()}`)
+  out = output()
 
   const store = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"store ready"')) ?? '{}')
   t.match(store, { store: 'sqlite', where: join(dir, 'sidegate.db') }, 'the log says which store and where')

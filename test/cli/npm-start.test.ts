@@ -12,9 +12,8 @@ import { join } from 'node:path'
 import { startRedis } from '../fixtures/redis.js'
 import { request } from '../fixtures/http.js'
 import { ROOT, SECRET } from '../fixtures/gateway.js'
-import { workdir } from '../fixtures/procs.js'
+import { npmStartIn, workdir } from '../fixtures/procs.js'
 import { eventually } from '../fixtures/wait.js'
-import { trackGroup } from '../fixtures/cleanup.js'
 
 const hasNpm = spawnSync('npm', ['--version'], { encoding: 'utf8' }).status === 0
 const redis = await startRedis()
@@ -26,20 +25,11 @@ async function npmStart (prefix: string): Promise<{ p: ReturnType<typeof spawn>,
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
   writeFileSync(join(W.dir, 'package.json'), JSON.stringify({ name: 'npm-start-check', version: '0.0.0', private: true, scripts: { start: pkg.scripts.start } }))
   symlinkSync(join(ROOT, 'bin'), join(W.dir, 'bin'))
-  const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SIDEGATE_') && v !== undefined) env[k] = v
-  // its own process group, as a terminal's foreground job is
-  const p = spawn('npm', ['start'], { cwd: W.dir, env: { ...env, SIDEGATE_SECRET_KEY: SECRET, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-  trackGroup(p.pid!)
-  let out = ''
-  p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
-  p.stderr!.on('data', (c: Buffer) => { out += c.toString() })
-  // 'close': npm ended and its output has all been read
-  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
+  const { p, out, exited } = npmStartIn(W.dir, { SIDEGATE_SECRET_KEY: SECRET })
   t.teardown(() => { try { process.kill(-p.pid!, 'SIGKILL') } catch {} })
   const ok = await eventually(async () => { try { return (await request(W.url, '/readyz')).status === 200 } catch { return false } }, 30_000, 100)
-  if (!ok) throw new Error(`npm start did not become ready: ${out}`)
-  return { p, url: W.url, out: () => out, exited }
+  if (!ok) throw new Error(`npm start did not become ready: ${out()}`)
+  return { p, url: W.url, out, exited }
 }
 
 const gone = async (url: string): Promise<boolean> => { try { await request(url, '/healthz'); return false } catch { return true } }

@@ -1,6 +1,6 @@
 /** Access keys in memory: the record, its last use apart, and the user's set of key ids. */
-import type { AccessKeyStorage, KeyStateFields, StoredKey } from '../ports.js'
-import type { KeyDisabler, RateLimitPolicy } from '../types.js'
+import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey } from '../ports.js'
+import type { RateLimitPolicy } from '../types.js'
 import { addTo, type Local } from './data.js'
 
 export class MemoryAccessKeys implements AccessKeyStorage {
@@ -30,15 +30,9 @@ export class MemoryAccessKeys implements AccessKeyStorage {
 
   async ids (userId: string): Promise<string[]> { return [...(this.l.open().userKeys.get(userId) ?? [])] }
 
-  async setState (id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean> {
+  async setState (id: string, fields: KeyStateFields, expect?: KeyStateExpected): Promise<boolean> {
     const s = this.l.open().keys.get(id)
-    if (s === undefined) return false
-    if (expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)) return false
-    s.is_active = fields.is_active
-    if (fields.date_enabled !== undefined) s.date_enabled = fields.date_enabled
-    if (fields.disabled_by === null) delete s.disabled_by
-    else s.disabled_by = fields.disabled_by
-    return true
+    return s !== undefined && applyKeyState(s, fields, expect)
   }
 
   async setRateLimit (id: string, policy: RateLimitPolicy | null): Promise<boolean> {

@@ -9,7 +9,7 @@ import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
   AccessKey, AuditEntry, AuditQuery, KeyDisabler, KeyState, LoginFailures, NewKeyOptions, NewUser, Org, OrgRole, RateLimitHit,
-  RateLimitPolicy, RunningStore, Session, SessionInfo, SigningKey, SigningKeySet, UNREADABLE, User
+  RateLimitPolicy, RunningStore, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
 import { BearerTokens } from './bearer-tokens.js'
@@ -170,6 +170,19 @@ export class PolicyStore implements RunningStore {
   auditRef (credential: string): string { return this.keyring.auditRef(credential) }
   appendAudit (json: string, maxLen: number): Promise<void> { return this.storage.audit.append(json, maxLen) }
   readAudit (q: AuditQuery): Promise<AuditEntry[]> { return this.storage.audit.read(q) }
+}
+
+/**
+ * The policy over a backend whose processes cache in process (Storage.invalidation:
+ * Redis, SQLite): the caches' counters for metrics (StoreCaches).
+ */
+export class CachedPolicyStore extends PolicyStore implements StoreCaches {
+  declare protected readonly caches: Caches
+
+  get users (): Caches['users'] { return this.caches.users }
+  get accessKeys (): Caches['accessKeys'] { return this.caches.accessKeys }
+  get privateTokens (): Caches['privateTokens'] { return this.caches.privateTokens }
+  get sessions (): Caches['sessions'] { return this.caches.sessions }
 }
 
 /** The Store of a backend: the shared policy over `storage`, sealing with `keyring`. */

@@ -5,8 +5,8 @@
  * set first, atomically against the cap; a listing skips an id without a
  * record yet).
  */
-import type { AccessKeyStorage, KeyStateFields, StoredKey } from '../ports.js'
-import type { KeyDisabler, RateLimitPolicy } from '../types.js'
+import type { AccessKeyStorage, KeyStateExpected, KeyStateFields, StoredKey } from '../ports.js'
+import type { RateLimitPolicy } from '../types.js'
 import type { RedisContext } from './context.js'
 
 export class RedisAccessKeys implements AccessKeyStorage {
@@ -35,7 +35,7 @@ export class RedisAccessKeys implements AccessKeyStorage {
 
   async ids (userId: string): Promise<string[]> { return await this.c.run(() => this.c.redis.smembers(this.c.k('user-aks', userId))) }
 
-  async setState (id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean> {
+  async setState (id: string, fields: KeyStateFields, expect?: KeyStateExpected): Promise<boolean> {
     return await this.c.run(() => this.c.scripts.setFields(this.c.k('ak', id), JSON.stringify(fields), JSON.stringify(expect ?? {})))
   }
 

@@ -5,8 +5,8 @@
  * counters. In src/, only src/app/open-store.ts constructs one.
  */
 import type { Keyring } from '../../crypto.js'
-import type { Caches, CacheOptions } from '../policy/caches.js'
-import { PolicyStore } from '../policy/index.js'
+import type { CacheOptions } from '../policy/caches.js'
+import { CachedPolicyStore } from '../policy/index.js'
 import type { ManagedStore } from '../types.js'
 import type { RedisClient } from './connect.js'
 import { verifyStoreKey, type Verified, type VerifyOptions } from '../secret/check.js'
@@ -21,9 +21,8 @@ export interface RedisStoreOptions extends RedisStorageOptions {
   onUnreadable?: (record: string) => void
 }
 
-export class RedisStore extends PolicyStore implements ManagedStore {
+export class RedisStore extends CachedPolicyStore implements ManagedStore {
   declare protected readonly storage: RedisStorage
-  declare protected readonly caches: Caches
 
   constructor (opts: RedisStoreOptions, keyring: Keyring) {
     super(new RedisStorage(opts), keyring, { cache: opts.cache, onUnreadable: opts.onUnreadable })
@@ -31,11 +30,6 @@ export class RedisStore extends PolicyStore implements ManagedStore {
 
   /** The command connection (tests and tools read keys through it). */
   get redis (): RedisClient { return this.storage.redis }
-
-  get users (): Caches['users'] { return this.caches.users }
-  get accessKeys (): Caches['accessKeys'] { return this.caches.accessKeys }
-  get privateTokens (): Caches['privateTokens'] { return this.caches.privateTokens }
-  get sessions (): Caches['sessions'] { return this.caches.sessions }
 
   async verifyKey (o: VerifyOptions): Promise<Verified> {
     await selectDb(this.redis, o.db, o.where)

@@ -3,8 +3,8 @@
  * use in a column of its own (written often, never rewriting the record),
  * indexed by user for the listing and the cap.
  */
-import type { AccessKeyStorage, KeyStateFields, StoredKey } from '../ports.js'
-import type { KeyDisabler, RateLimitPolicy } from '../types.js'
+import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey } from '../ports.js'
+import type { RateLimitPolicy } from '../types.js'
 import type { SqlContext } from './context.js'
 
 export class SqliteAccessKeys implements AccessKeyStorage {
@@ -32,15 +32,8 @@ export class SqliteAccessKeys implements AccessKeyStorage {
     return this.c.run(() => this.c.st('SELECT id FROM access_keys WHERE user_id = ?').pluck().all(userId) as string[])
   }
 
-  async setState (id: string, fields: KeyStateFields, expect?: { is_active: boolean, disabled_by: KeyDisabler | null }): Promise<boolean> {
-    return this.#change(id, (s) => {
-      if (expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)) return false
-      s.is_active = fields.is_active
-      if (fields.date_enabled !== undefined) s.date_enabled = fields.date_enabled
-      if (fields.disabled_by === null) delete s.disabled_by
-      else s.disabled_by = fields.disabled_by
-      return true
-    })
+  async setState (id: string, fields: KeyStateFields, expect?: KeyStateExpected): Promise<boolean> {
+    return this.#change(id, (s) => applyKeyState(s, fields, expect))
   }
 
   async setRateLimit (id: string, policy: RateLimitPolicy | null): Promise<boolean> {

@@ -6,8 +6,8 @@
  * src/app/open-store.ts constructs one.
  */
 import type { Keyring } from '../../crypto.js'
-import type { Caches, CacheOptions } from '../policy/caches.js'
-import { PolicyStore } from '../policy/index.js'
+import type { CacheOptions } from '../policy/caches.js'
+import { CachedPolicyStore } from '../policy/index.js'
 import { verifyStoreKey, type Verified, type VerifyOptions } from '../secret/check.js'
 import { rotateSecretKey, type RotateOptions, type RotateResult } from '../secret/rotate.js'
 import type { ManagedStore } from '../types.js'
@@ -21,18 +21,12 @@ export interface SqliteStoreOptions extends SqliteStorageOptions {
   onUnreadable?: (record: string) => void
 }
 
-export class SqliteStore extends PolicyStore implements ManagedStore {
+export class SqliteStore extends CachedPolicyStore implements ManagedStore {
   declare protected readonly storage: SqliteStorage
-  declare protected readonly caches: Caches
 
   constructor (opts: SqliteStoreOptions, keyring: Keyring) {
     super(new SqliteStorage(opts), keyring, { cache: opts.cache, onUnreadable: opts.onUnreadable })
   }
-
-  get users (): Caches['users'] { return this.caches.users }
-  get accessKeys (): Caches['accessKeys'] { return this.caches.accessKeys }
-  get privateTokens (): Caches['privateTokens'] { return this.caches.privateTokens }
-  get sessions (): Caches['sessions'] { return this.caches.sessions }
 
   /** The backend (tests and tools reach the file through it). */
   get sqlite (): SqliteStorage { return this.storage }
