@@ -13,6 +13,9 @@
  * on, as `npm run bench`), gets `--warmup` requests (caches filled, code
  * optimised), then its counters are zeroed, `--requests` requests are sent
  * over 4 keep-alive connections, and the counters dumped: Ir / requests.
+ *
+ *   --stores redis,sqlite   A on the first store, B on the second (default redis,redis): the same
+ *                           build on Redis and on the embedded store (credentials seeded in each)
  */
 import http from 'node:http'
 import { spawn, execFileSync } from 'node:child_process'
@@ -20,15 +23,18 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { stringify } from 'yaml'
 import { ROOT, freePort, parseFlags, sleep, stopProc, track } from './lib.mjs'
-import { API_PATH, PREFIX, PUBLIC_PATH, PUBLIC_PREFIX, SECRET, openStore, seedCredentials, startStack } from './stack.mjs'
+import { API_PATH, PREFIX, PUBLIC_PATH, PUBLIC_PREFIX, SECRET, openSqliteStore, openStore, seedCredentials, startStack } from './stack.mjs'
 
-const f = parseFlags(process.argv.slice(2), { a: ROOT, b: ROOT, scenario: 'private_token', requests: 2000, warmup: 3000 })
+const f = parseFlags(process.argv.slice(2), { a: ROOT, b: ROOT, scenario: 'private_token', requests: 2000, warmup: 3000, stores: 'redis,redis' })
+const stores = f.stores.split(',')
+if (stores.length !== 2 || stores.some((s) => s !== 'redis' && s !== 'sqlite')) throw new Error('--stores: two of redis, sqlite')
 
 const stack = await startStack({ logLevel: 'warn' })
 const store = await openStore(stack.redis.url)
 const results = {}
 try {
-  const creds = await seedCredentials(store, 10)
+  const redisCreds = await seedCredentials(store, 10)
+  let creds = redisCreds
   const headersFor = (i) => {
     switch (f.scenario) {
       case 'public': return [PUBLIC_PATH, {}]
@@ -41,13 +47,21 @@ try {
       default: throw new Error('scenario: public, private_token, session, decision or rejected')
     }
   }
-  for (const [name, root] of [['A', resolve(f.a)], ['B', resolve(f.b)]]) {
+  for (const [name, root, kind] of [['A', resolve(f.a), stores[0]], ['B', resolve(f.b), stores[1]]]) {
     const port = await freePort()
     const file = join(stack.dir, `cg-${name}.yml`)
+    const dbPath = join(stack.dir, `cg-${name}.db`)
+    creds = redisCreds
+    if (kind === 'sqlite') {
+      // credentials of its own in its own file, seeded before it starts
+      const s = await openSqliteStore(dbPath)
+      creds = await seedCredentials(s, 10)
+      await s.close()
+    }
     writeFileSync(file, stringify({
       listen: { host: '127.0.0.1', port },
       upstream: { url: stack.upstreamUrl, public_paths: [PUBLIC_PREFIX] },
-      redis: { url: stack.redis.url, prefix: PREFIX },
+      ...(kind === 'sqlite' ? { store: { backend: 'sqlite', path: dbPath } } : { store: { backend: 'redis' }, redis: { url: stack.redis.url, prefix: PREFIX } }),
       metrics: { host: '127.0.0.1', port: await freePort() },
       server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
       log: { level: 'info' }
@@ -86,7 +100,7 @@ try {
     const dump = readdirSync(stack.dir).filter((x) => x.startsWith(`callgrind.${name}.`)).sort().pop()
     const text = readFileSync(join(stack.dir, dump), 'utf8')
     const ir = Number(/^(?:summary|totals): (\d+)/m.exec(text)[1])
-    results[name] = { irPerRequest: Math.round(ir / f.requests), statuses }
+    results[name] = { store: kind, irPerRequest: Math.round(ir / f.requests), statuses }
     process.stderr.write(`  ${name}: ${results[name].irPerRequest} instructions/request ${JSON.stringify(statuses)}\n`)
     agent.destroy()
     await stopProc(proc, 'SIGINT')

@@ -121,6 +121,12 @@ t.test('the CLI beside the running gateway and its workers: at once, and revocat
   t.equal((await request(url, '/anything', { headers: { authorization: `Token ${kept}` } })).status, 200, 'and the private token still works')
   t.equal((await request(url, '/anything', byToken())).status, 401, 'and the revoked one stays revoked')
   t.match((await cliIn(dir, ['user', 'list'])).stdout, /bob/)
+  // the audit trail is a table of the same file: the CLI's events and the gateway's, in order
+  const tail = await cliIn(dir, ['audit', 'tail', '--json', '--limit', '1000'])
+  t.equal(tail.code, 0, tail.stderr)
+  const events = tail.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string, id: string })
+  for (const ev of ['user.created', 'private_token.created', 'private_token.revoked', 'key.created', 'key.disabled', 'key.enabled']) t.ok(events.some((e) => e.event === ev), `audit tail shows ${ev}`)
+  t.same(events.map((e) => e.id), [...events.map((e) => e.id)].sort((a, b) => Number(a.split('-')[0]) - Number(b.split('-')[0]) || Number(a.split('-')[1]) - Number(b.split('-')[1])), 'oldest first')
 })
 
 t.test('a writer killed with SIGKILL loses nothing it acknowledged, and the file stays whole', async (t) => {
