@@ -8,7 +8,6 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { connect } from 'node:net'
-import { pathToFileURL } from 'node:url'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT } from '../fixtures/gateway.js'
@@ -21,8 +20,8 @@ const listening = async (port: number): Promise<boolean> => await new Promise((r
   s.once('connect', () => { s.destroy(); resolve(true) })
   s.once('error', () => resolve(false))
 })
-/** tap's own TypeScript loader, as tap runs test files */
-const LOADER = pathToFileURL(join(ROOT, 'node_modules', '@tapjs', 'typescript', 'dist', 'esm', 'import.mjs')).href
+/** the TypeScript loader tap runs test files with (package.json "tap".node-arg) */
+const LOADER = 'tsx'
 
 async function startVictim (): Promise<{ kill: (s: NodeJS.Signals) => void, port: number, dir: string }> {
   const p = track(spawn(process.execPath, [`--import=${LOADER}`, join(ROOT, 'test', 'fixtures', 'cleanup-victim.ts')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }))
