@@ -4,17 +4,16 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { tempDir } from '../fixtures/cleanup.js'
-import { startRedis } from '../fixtures/redis.js'
 import { request, type Res } from '../fixtures/http.js'
-import { startGateway, SECRET } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, SECRET, storeDoc } from '../fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
 import { main } from '../../src/cli/index.js'
 
-const redis = await startRedis()
-const g = await startGateway(redis.url)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const db = embeddedStore()
+const g = await startGateway(db.url)
+t.teardown(async () => { await g.close(); await db.stop() })
 
 const KEYS = '/api/v1/authentication/access-keys/'
 const TOKEN = '/api/v1/authentication/private-token/'
@@ -191,7 +190,7 @@ t.test('the CLI and the endpoints share the store: each sees what the other did'
   const pt = await g.store.createPrivateToken(u.id)
   const dir = tempDir('sidegate-account-')
   const file = join(dir, 'gateway.yml')
-  writeFileSync(file, stringify({ redis: { url: redis.url, prefix: g.config.redis.prefix } }))
+  writeFileSync(file, stringify(storeDoc(db.url, g.config.redis.prefix)))
   // stdout only: stderr is empty or the command's error (its audit event goes to the store's audit stream)
   const cli = async (...args: string[]): Promise<{ code: number, out: string }> => {
     let out = ''
@@ -218,7 +217,7 @@ t.test('a key an operator or auth.keys.disable_after disabled stays off for its 
   const u = await makeUser(g, 'olga')
   const dir = tempDir('sidegate-account-')
   const file = join(dir, 'gateway.yml')
-  writeFileSync(file, stringify({ redis: { url: redis.url, prefix: g.config.redis.prefix } }))
+  writeFileSync(file, stringify(storeDoc(db.url, g.config.redis.prefix)))
   const cli = async (...args: string[]): Promise<number> => await main([...args, '--config', file], { out: () => {}, err: () => {}, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
   const asOwner: Auth = async () => ({ authorization: `Bearer ${await bearer(g.url, 'olga', 'olga-password')}` })
   const active = async (id: string): Promise<boolean | undefined> => (await g.store.listAccessKeys(u.id)).find((k) => k.id === id)?.is_active

@@ -5,17 +5,16 @@
  * tracing on or off, public paths too.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, startEcho } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const common = { upstream: { url: echo.url, public_paths: ['/public'] } }
-const untrusting = await startGateway(redis.url, common)
-const trusting = await startGateway(redis.url, { ...common, redis: { url: redis.url, prefix: untrusting.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
-t.teardown(async () => { await untrusting.close(); await trusting.close(); await echo.close(); await redis.stop() })
+const untrusting = await startGateway(db.url, common)
+const trusting = await startGateway(db.url, { ...common, redis: { url: db.url, prefix: untrusting.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
+t.teardown(async () => { await untrusting.close(); await trusting.close(); await echo.close(); await db.stop() })
 const alice = await makeUser(untrusting, 'alice')
 const token = await untrusting.store.createPrivateToken(alice.id)
 const baggage = 'user.id=admin,tenant=acme'

@@ -2,20 +2,19 @@
  * Requests a browser sends from another site: the token endpoint, /login and
  * /logout (form posts need no CORS preflight), WebSocket upgrades carrying
  * only the session cookie; and session cookies tossed in from a sibling
- * sub-domain. All over real HTTP against a real gateway and Redis.
+ * sub-domain. All over real HTTP against a real gateway on the embedded store.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, startEcho, post, type Res } from '../fixtures/http.js'
-import { startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { bearer, makeUser } from '../fixtures/creds.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 import { upgrade } from '../fixtures/raw.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const g = await startGateway(redis.url, { upstream: { url: echo.url } })
-t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url } })
+t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
 const TOKEN = '/api/v1/authentication/auth/'
 const PROFILE = '/api/v1/x/'
@@ -100,8 +99,8 @@ t.test('/login without Sec-Fetch-Site: Origin, then Referer, decide; Origin: nul
 })
 
 t.test('the gateway\'s own origin: https and X-Forwarded-Host only from a trusted proxy, or https with cookie_secure', async (t) => {
-  const proxied = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] } })
-  const secure = await startGateway(redis.url, { session: { cookie_secure: true } })
+  const proxied = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.1'] } })
+  const secure = await startGateway(db.url, { session: { cookie_secure: true } })
   t.teardown(async () => { await proxied.close(); await secure.close() })
   for (const gw of [proxied, secure, g]) await makeUser(gw, 'omar')
   const try_ = async (gw: TestGateway, headers: Record<string, string>): Promise<number> =>
@@ -205,7 +204,7 @@ t.test('two different session ids in one request are refused (401 invalid_sessio
 })
 
 t.test('legacy name not accepted: a sessionid cookie is just another cookie', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, session: { accept_legacy_cookie: false } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url }, session: { accept_legacy_cookie: false } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'ned')
   const s = await login(g2.url, 'ned', 'ned-password')

@@ -8,9 +8,8 @@
  * Through real nginx and Caddy: test/proxies/forward-auth.test.ts.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, startEcho, type Res } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 
@@ -19,12 +18,12 @@ const ORG_A = 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa'
 const ORG_B = 'bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb'
 const AUTH = '/_sidegate/auth'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 // g: no upstream at all, the test client (127.0.0.1) is a trusted proxy. u: an upstream, no trusted proxy.
-const g = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] }, upstream: { public_paths: ['/public'] } })
-const u = await startGateway(redis.url, { upstream: { url: echo.url } })
-t.teardown(async () => { await g.close(); await u.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.1'] }, upstream: { public_paths: ['/public'] } })
+const u = await startGateway(db.url, { upstream: { url: echo.url } })
+t.teardown(async () => { await g.close(); await u.close(); await echo.close(); await db.stop() })
 
 await g.store.createOrg('Org A', ORG_A)
 await g.store.createOrg('Org B', ORG_B)
@@ -210,7 +209,7 @@ t.test('an original URI with a byte Node\'s parser refuses in a request target i
 })
 
 t.test('the caller\'s rate limit and key rules apply to decisions; a signed body digest is refused, not decided unchecked', async (t) => {
-  const rl = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] }, rate_limit: { enabled: true, limit: 2, window: 60 } })
+  const rl = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] }, rate_limit: { enabled: true, limit: 2, window: 60 } })
   t.teardown(async () => { await rl.close() })
   const bob = await makeUser(rl, 'bob-rl')
   const tok = { authorization: `Token ${await rl.store.createPrivateToken(bob.id)}` }

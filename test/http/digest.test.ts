@@ -3,19 +3,18 @@
  * `digest` (RFC 3230) or `content-digest` (RFC 9530) makes sidegate read the
  * body (at most auth.signature.max_body), check it and forward the same
  * bytes; a digest header the signature does not list proves nothing. Over
- * real HTTP, on two replicas sharing one Redis, with an upstream that reports
+ * real HTTP, on two replicas sharing one embedded store, with an upstream that reports
  * the hash of the body it received.
  */
 import t from 'tap'
 import http from 'node:http'
 import { createHash } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { startRedis } from '../fixtures/redis.js'
 import { request } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser, signAny } from '../fixtures/creds.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 /** upstream: answers with the SHA-256 and length of the body it received, and its headers */
 const seen: Array<{ sha256: string, length: number, headers: http.IncomingHttpHeaders }> = []
 const upstream = http.createServer((req, res) => {
@@ -31,15 +30,15 @@ const upstream = http.createServer((req, res) => {
 await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
 const upUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
 const prefix = `digest${process.pid}:`
-const conf = { upstream: { url: upUrl }, redis: { url: redis.url, prefix }, auth: { signature: { max_body: 1024 * 1024 } } }
-const a = await startGateway(redis.url, conf)
-const b = await startGateway(redis.url, conf)
-const strict = await startGateway(redis.url, { ...conf, auth: { signature: { require_digest: true, max_body: 1024 } } })
+const conf = { upstream: { url: upUrl }, redis: { url: db.url, prefix }, auth: { signature: { max_body: 1024 * 1024 } } }
+const a = await startGateway(db.url, conf)
+const b = await startGateway(db.url, conf)
+const strict = await startGateway(db.url, { ...conf, auth: { signature: { require_digest: true, max_body: 1024 } } })
 t.teardown(async () => {
   await a.close(); await b.close(); await strict.close()
   upstream.closeAllConnections()
   await new Promise<void>((resolve) => upstream.close(() => resolve()))
-  await redis.stop()
+  await db.stop()
 })
 
 const alice = await makeUser(a, 'alice')

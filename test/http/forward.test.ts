@@ -2,16 +2,16 @@
  * What the upstream receives and what the client gets back: identity headers
  * (stripped, then injected), credentials withheld, X-Forwarded-*, X-Request-Id,
  * upstream failures (502/504), client aborts, bodies, WebSocket upgrades and
- * public paths. Real gateway, real Redis, real upstream servers.
+ * public paths. Real gateway on the embedded store, real upstream servers.
  */
 import t from 'tap'
 import http from 'node:http'
 import net from 'node:net'
 import { createHash, randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { startRedis, REFUSED_URL } from '../fixtures/redis.js'
+import { REFUSED_URL } from '../fixtures/redis.js'
 import { startEcho, request, type Echo } from '../fixtures/http.js'
-import { startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { eventually } from '../fixtures/wait.js'
 import { rawHead, rawRequest, upgrade } from '../fixtures/raw.js'
@@ -19,11 +19,11 @@ import { rawHead, rawRequest, upgrade } from '../fixtures/raw.js'
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const g = await startGateway(redis.url, { upstream: { url: echo.url } })
-const gt = await startGateway(redis.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.1'] } })
-t.teardown(async () => { await g.close(); await gt.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url } })
+const gt = await startGateway(db.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.1'] } })
+t.teardown(async () => { await g.close(); await gt.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(g, 'alice')
 const token = await g.store.createPrivateToken(alice.id)
@@ -158,7 +158,7 @@ t.test('client ip behind a trusted proxy: the nearest address no trusted proxy v
   t.equal(last().headers['x-forwarded-for'], '1.1.1.1, 10.0.0.5, 127.0.0.1')
   t.equal(logLine(gt, 'xff-chain')?.ip, '10.0.0.5', 'not the forgeable leftmost entry')
 
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.1', '10.0.0.5'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.1', '10.0.0.5'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'chain')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -194,7 +194,7 @@ t.test('X-Request-Id: propagated when well-formed, else a new UUID; always retur
 })
 
 t.test('upstream refused: 502 upstream_unavailable', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: REFUSED_URL } })
+  const g2 = await startGateway(db.url, { upstream: { url: REFUSED_URL } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'refused')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -210,7 +210,7 @@ t.test('upstream refused: 502 upstream_unavailable', async (t) => {
 })
 
 t.test('upstream slower than upstream.timeout: 504 upstream_timeout', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, timeout: 1 } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url, timeout: 1 } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'patient')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -227,7 +227,7 @@ t.test('upstream slower than upstream.timeout: 504 upstream_timeout', async (t) 
 
 t.test('client aborts while a slow upstream works: nothing leaks, the gateway keeps serving', async (t) => {
   const up = await startEcho()
-  const g2 = await startGateway(redis.url, { upstream: { url: up.url } })
+  const g2 = await startGateway(db.url, { upstream: { url: up.url } })
   t.teardown(async () => { await g2.close(); await up.close() })
   const u = await makeUser(g2, 'quitter')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -284,7 +284,7 @@ async function startBodyEcho (): Promise<{ url: string, close: () => Promise<voi
 
 t.test('request bodies are streamed to the upstream intact (beyond server.body_limit)', async (t) => {
   const up = await startBodyEcho()
-  const g2 = await startGateway(redis.url, { upstream: { url: up.url } })
+  const g2 = await startGateway(db.url, { upstream: { url: up.url } })
   t.teardown(async () => { await g2.close(); await up.close() })
   const u = await makeUser(g2, 'uploader')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -354,7 +354,7 @@ t.test('WebSocket upgrade: authenticated, identity injected, bytes proxied both 
 
 t.test('WebSocket: closing either side closes the other', async (t) => {
   const up = await startEcho()
-  const g2 = await startGateway(redis.url, { upstream: { url: up.url } })
+  const g2 = await startGateway(db.url, { upstream: { url: up.url } })
   t.teardown(async () => { await g2.close(); await up.close() })
   const upstreamSockets: net.Socket[] = []
   up.server.on('upgrade', (_req, socket: net.Socket) => { upstreamSockets.push(socket) })
@@ -396,7 +396,7 @@ t.test('WebSocket upgrade without a credential: 401 JSON, never reaches the upst
 })
 
 t.test('public paths: forwarded without a credential, identity headers and credentials still stripped', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'pub')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -428,7 +428,7 @@ t.test('public paths: forwarded without a credential, identity headers and crede
 })
 
 t.test('public paths: dot segments cannot climb out of the public prefix', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'climber')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -447,7 +447,7 @@ t.test('public paths: dot segments cannot climb out of the public prefix', async
 })
 
 t.test('public paths match whole segments: /status covers /status and /status/â€¦, never /status-admin', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/status', '/static/', '/healthcheck'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/status', '/static/', '/healthcheck'] } })
   t.teardown(() => g2.close())
   for (const p of ['/status', '/status/', '/status/x?y=1', '/static/', '/static/app.css', '/healthcheck']) {
     const r = await request(g2.url, p)
@@ -463,7 +463,7 @@ t.test('public paths match whole segments: /status covers /status and /status/â€
   const warned = g2.logs.map((l) => JSON.parse(l)).filter((o) => o.level === 40 && /public_paths/.test(o.msg))
   t.equal(warned.length, 1, 'one warning at start for the entries without a trailing slash')
   t.same(warned[0]?.entries, ['/status', '/healthcheck'])
-  const g3 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
+  const g3 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
   t.teardown(() => g3.close())
   t.notOk(g3.logs.some((l) => /public_paths/.test(l)), 'none when every entry ends in /')
 })
@@ -472,7 +472,7 @@ t.test('with an upstream, every path but sidegate\'s own is forwarded; without o
   const r = await request(g.url, '/api/v1/users/users/', { headers: { authorization: `Token ${token}` } })
   t.equal(r.status, 200)
   t.equal(last().url, '/api/v1/users/users/', 'the built-in demo API is off when an upstream is set')
-  const gb = await startGateway(redis.url, {})
+  const gb = await startGateway(db.url, {})
   t.teardown(() => gb.close())
   const nf = await request(gb.url, '/api/v1/assets/')
   t.equal(nf.status, 404)
@@ -483,7 +483,7 @@ t.test('with an upstream, every path but sidegate\'s own is forwarded; without o
 })
 
 t.test('trusted_proxies takes CIDR ranges; X-Forwarded-For is read from the right, skipping trusted hops', async (t) => {
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.0/8', '10.0.0.0/8'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.0/8', '10.0.0.0/8'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'cidr')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -509,7 +509,7 @@ t.test('Forwarded and X-Real-IP from an untrusted client never reach the upstrea
   t.equal(h.forwarded, undefined, 'Forwarded stripped')
   t.equal(h['x-real-ip'], undefined, 'X-Real-IP stripped')
   t.equal(h.x_real_ip, undefined, 'and its underscore spelling')
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/pub/'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/pub/'] } })
   t.teardown(() => g2.close())
   await request(g2.url, '/pub/x', { headers: forged })
   h = last().headers
@@ -559,7 +559,7 @@ t.test('forwarding headers from an untrusted peer never reach the upstream (any 
   t.equal(h['x-forwarded-proto'], 'http')
   t.equal(h['x-forwarded-host'], host(g))
 
-  const g2 = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/pub/'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/pub/'] } })
   t.teardown(() => g2.close())
   await request(g2.url, '/pub/x', { headers: { ...FORWARDING, ...FORWARDING_UNDERSCORE } })
   h = last().headers
@@ -604,7 +604,7 @@ t.test('a request without Host: JSON 400 bad_request, never forwarded', async (t
 t.test('an upstream\'s own X-Request-Id does not replace the gateway\'s', async (t) => {
   const up = http.createServer((req, res) => { res.writeHead(200, { 'x-request-id': 'upstream-chose-this', 'content-type': 'application/json' }).end(JSON.stringify({ got: req.headers['x-request-id'] })) })
   await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
-  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}` } })
+  const g2 = await startGateway(db.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}` } })
   t.teardown(async () => { await g2.close(); up.closeAllConnections(); up.close() })
   const u = await makeUser(g2, 'reqid')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -622,7 +622,7 @@ t.test('WebSocket upgrade to an upstream that never answers: 504 after upstream.
   const up = http.createServer()
   up.on('upgrade', (_req, socket: net.Socket) => { held.push(socket) }) // never answers
   await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
-  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, timeout: 1 } })
+  const g2 = await startGateway(db.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, timeout: 1 } })
   t.teardown(async () => { await g2.close(); for (const s of held) s.destroy(); up.close() })
   const u = await makeUser(g2, 'wsslow')
   const tok = await g2.store.createPrivateToken(u.id)
@@ -642,7 +642,7 @@ t.test('the upstream\'s repeated response headers (two Set-Cookie) all reach the
     res.end(req.url === '/204' ? undefined : 'body')
   })
   await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve))
-  const g2 = await startGateway(redis.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, public_paths: ['/pub/'] } })
+  const g2 = await startGateway(db.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, public_paths: ['/pub/'] } })
   t.teardown(async () => { await g2.close(); up.closeAllConnections(); up.close() })
   const u = await makeUser(g2, 'cookies')
   const tok = await g2.store.createPrivateToken(u.id)

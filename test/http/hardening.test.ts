@@ -7,7 +7,7 @@ import t from 'tap'
 import net from 'node:net'
 import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request } from '../fixtures/http.js'
-import { startGateway, SECRET } from '../fixtures/gateway.js'
+import { startGateway, SECRET, redisOf } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { parseResponse } from '../fixtures/raw.js'
@@ -129,18 +129,18 @@ t.test('the per-user session index: expired ids are pruned at the next login, an
   const index = `${short.config.redis.prefix}user-sess:${u.id}`
   const sessKey = (h: string): string => `${short.config.redis.prefix}sess:${h}`
   const first = await Promise.all([1, 2, 3].map(async () => await login(short.url, 'ida', 'ida-password')))
-  t.equal(await short.store.redis.scard(index), 3, 'three sessions indexed')
-  const ttl = await short.store.redis.ttl(index)
+  t.equal(await redisOf(short).scard(index), 3, 'three sessions indexed')
+  const ttl = await redisOf(short).ttl(index)
   t.ok(ttl > 60 && ttl <= 120, `the index expires with the longest session (absolute timeout 120 s): TTL ${ttl}`)
 
   // idle for a second: the records expire in Redis (no request touches them)
-  const members = await short.store.redis.smembers(index)
-  t.ok(await eventually(async () => (await Promise.all(members.map(async (h) => await short.store.redis.exists(sessKey(h))))).every((n) => n === 0), 10_000, 100), 'the sessions expired')
-  t.equal(await short.store.redis.scard(index), 3, 'the index still names them')
+  const members = await redisOf(short).smembers(index)
+  t.ok(await eventually(async () => (await Promise.all(members.map(async (h) => await redisOf(short).exists(sessKey(h))))).every((n) => n === 0), 10_000, 100), 'the sessions expired')
+  t.equal(await redisOf(short).scard(index), 3, 'the index still names them')
 
   const next = await login(short.url, 'ida', 'ida-password')
   const h = new Keyring(SECRET).lookup(next.session)
-  t.same(await short.store.redis.smembers(index), [h], 'the next login dropped the three expired ids')
+  t.same(await redisOf(short).smembers(index), [h], 'the next login dropped the three expired ids')
   t.equal((await request(short.url, '/api/v1/users/profile/', { headers: { cookie: next.cookie } })).status, 200)
   for (const s of first) t.equal((await request(short.url, '/api/v1/users/profile/', { headers: { cookie: s.cookie } })).status, 401)
 })

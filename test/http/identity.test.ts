@@ -13,7 +13,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose'
 import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, type Res } from '../fixtures/http.js'
-import { SECRET, startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { SECRET, startGateway, type TestGateway, redisOf } from '../fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { upgrade } from '../fixtures/raw.js'
@@ -235,7 +235,7 @@ t.test('the WebSocket upgrade carries the token too', async (t) => {
 })
 
 t.test('the key set in Redis: private halves encrypted with the secret key, never in the clear', async (t) => {
-  const raw = await g.store.redis.get(g.config.redis.prefix + JWKS_KEY)
+  const raw = await redisOf(g).get(g.config.redis.prefix + JWKS_KEY)
   t.ok(raw)
   const doc = JSON.parse(raw!)
   t.ok(doc.keys.length >= 1)

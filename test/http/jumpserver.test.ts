@@ -1,6 +1,6 @@
 /**
  * Drop-in for JumpServer clients, over real HTTP against real
- * gateways and a real Redis: what JumpServer's clients send that a strict
+ * gateways on the embedded store: what JumpServer's clients send that a strict
  * sidegate refused, and the settings a migration turns on. Two gateways in
  * `names.abbrev: JMS` mode:
  * - `strict`: the defaults (single-use bearer tokens, ±300 s, sha256/sha512,
@@ -11,9 +11,8 @@
  */
 import t from 'tap'
 import { createHmac } from 'node:crypto'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, post, type Res } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
@@ -23,18 +22,18 @@ const PROFILE = '/api/v1/users/profile/'
 /** The date JumpServer's own documented example signs */
 const DOC_DATE = 'Mon, 17 Feb 2014 06:11:05 GMT'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 // all gateways here on one store: the same users, keys and tokens
-const shared = { url: redis.url, prefix: `jms${process.pid}:` }
-const strict = await startGateway(redis.url, { redis: shared, names: { abbrev: 'JMS' }, upstream: { url: echo.url } })
-const migrating = await startGateway(redis.url, {
+const shared = { url: db.url, prefix: `jms${process.pid}:` }
+const strict = await startGateway(db.url, { redis: shared, names: { abbrev: 'JMS' }, upstream: { url: echo.url } })
+const migrating = await startGateway(db.url, {
   redis: shared,
   names: { abbrev: 'JMS' },
   auth: { bearer: { single_use: false, ttl: 600 }, signature: { clock_skew: 0, algorithms: ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'], replay_cache: true } },
   org: { unknown: 'default' }
 })
-t.teardown(async () => { await strict.close(); await migrating.close(); await echo.close(); await redis.stop() })
+t.teardown(async () => { await strict.close(); await migrating.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(strict, 'alice')
 const boss = await makeUser(strict, 'boss', { superuser: true })
@@ -217,7 +216,7 @@ t.test('JMS mode: a wrong password is JumpServer\'s 400 {error, msg} (with code)
   t.same([missing.status, missing.json.code], [400, 'required'], 'a missing field: 400 required')
 
   // SVC mode keeps sidegate's 401
-  const svc = await startGateway(redis.url, { redis: shared })
+  const svc = await startGateway(db.url, { redis: shared })
   t.teardown(async () => { await svc.close() })
   const r401 = await post(svc.url, '/api/v1/authentication/auth/', { username: 'alice', password: 'nope' })
   t.same([r401.status, r401.json.code], [401, 'authentication_failed'], 'SVC mode: 401 {detail, code}')
@@ -232,7 +231,7 @@ t.test('JMS mode: profile fields in JumpServer\'s shapes (source, roles, dates)'
   t.same(r.json.system_roles, [{ id: '00000000-0000-0000-0000-000000000001', display_name: 'SystemAdmin' }])
   t.match(r.json.date_joined, /^\d{4}\/\d{2}\/\d{2} \d{2}:\d{2}:\d{2} \+0000$/)
   t.match(r.json.last_login, /^\d{4}\/\d{2}\/\d{2} \d{2}:\d{2}:\d{2} \+0000$/, 'last_login too')
-  const svc = await startGateway(redis.url, { redis: shared })
+  const svc = await startGateway(db.url, { redis: shared })
   t.teardown(async () => { await svc.close() })
   const s = await get(svc.url, PROFILE, { authorization: `Token ${pt}` })
   t.equal(s.json.source, 'local', 'SVC mode: sidegate\'s own shapes')

@@ -5,17 +5,16 @@
  */
 import t from 'tap'
 import net from 'node:net'
-import { startRedis } from '../fixtures/redis.js'
 import { request } from '../fixtures/http.js'
-import { startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { rawHead, rawRequest } from '../fixtures/raw.js'
 import { eventually, sleep } from '../fixtures/wait.js'
 import type { IncomingMessage } from 'node:http'
 
 const TOKEN = '/api/v1/authentication/auth/'
-const redis = await startRedis()
-const g = await startGateway(redis.url) // server.body_limit 8192, server.max_header_size 16384 (the defaults)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const db = embeddedStore()
+const g = await startGateway(db.url) // server.body_limit 8192, server.max_header_size 16384 (the defaults)
+t.teardown(async () => { await g.close(); await db.stop() })
 const json = { 'content-type': 'application/json' }
 /** A JSON login body of exactly `size` bytes. */
 const bodyOf = (size: number): string => {
@@ -48,7 +47,7 @@ t.test('bad JSON 400 parse_error, unsupported type 415, on every endpoint that r
 })
 
 t.test('server.body_limit is configurable', async (t) => {
-  const small = await startGateway(redis.url, { server: { body_limit: 512 } })
+  const small = await startGateway(db.url, { server: { body_limit: 512 } })
   t.teardown(() => small.close())
   t.equal((await request(small.url, TOKEN, { method: 'POST', body: bodyOf(512), headers: json })).status, 401)
   const r = await request(small.url, TOKEN, { method: 'POST', body: bodyOf(513), headers: json })
@@ -64,7 +63,7 @@ t.test('headers over server.max_header_size: 431 headers_too_large, JSON; config
   t.equal(big.headers['content-type'], 'application/json')
   t.same(big.json, { detail: 'Request headers are too large.', code: 'headers_too_large' })
 
-  const tight = await startGateway(redis.url, { server: { max_header_size: 4096 } })
+  const tight = await startGateway(db.url, { server: { max_header_size: 4096 } })
   t.teardown(() => tight.close())
   t.equal((await request(tight.url, '/healthz', { headers: { 'x-pad': 'a'.repeat(3000) } })).status, 200)
   const r = await rawRequest(tight.url, rawHead('GET', '/healthz', [['Host', 'x'], ['X-Pad', 'a'.repeat(6000)], ['Connection', 'close']]))

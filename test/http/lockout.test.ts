@@ -2,7 +2,7 @@
 import t from 'tap'
 import { startRedis } from '../fixtures/redis.js'
 import { post, type Res } from '../fixtures/http.js'
-import { startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { startGateway, type TestGateway, redisOf } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { postForm } from '../fixtures/session.js'
 import { sleep } from '../fixtures/wait.js'
@@ -99,12 +99,12 @@ t.test('the count lives in one Redis key, shared by every replica', async (t) =>
   const ip = '192.0.2.6'
   for (let i = 0; i < 4; i++) await token(a, 'frank', 'wrong', ip)
   for (let i = 0; i < 3; i++) await token(b, 'frank', 'wrong', ip)
-  const keys = await a.store.redis.keys('lockshare:fail:*')
+  const keys = await redisOf(a).keys('lockshare:fail:*')
   t.equal(keys.length, 2, 'one key per (username, address), one per address (auth.lockout.address_max_failures)')
   for (const key of keys) {
     t.notMatch(key, /frank|192\.0\.2/, 'neither username nor IP readable in the key')
-    t.equal(await a.store.redis.get(key), '7')
-    const ttl = await a.store.redis.ttl(key)
+    t.equal(await redisOf(a).get(key), '7')
+    const ttl = await redisOf(a).ttl(key)
     t.ok(ttl > 0 && ttl <= 1800, `the key expires (ttl ${ttl})`)
   }
   t.equal((await token(a, 'frank', 'frank-password', ip)).status, 429, 'replica A sees B\'s failures')

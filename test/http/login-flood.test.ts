@@ -8,23 +8,22 @@
 import t from 'tap'
 import http from 'node:http'
 import { pbkdf2Sync, randomBytes } from 'node:crypto'
-import { startRedis } from '../fixtures/redis.js'
 import { post, type Res } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { CheckGate, checkGateStats } from '../../src/auth/check-gate.js'
 import { PasswordChecker } from '../../src/auth/passwords.js'
 import { addressBucket } from '../../src/http/address.js'
 import { Metrics } from '../../src/observability/metrics.js'
 
-const redis = await startRedis()
-t.teardown(async () => { await redis.stop() })
+const db = embeddedStore()
+t.teardown(async () => { await db.stop() })
 const TOKEN = '/api/v1/authentication/auth/'
 const from = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip })
 const trusted = { server: { trusted_proxies: ['127.0.0.1'] } }
 
 t.test('one address floods with 200 concurrent logins: another address signs in about as fast as without the flood; the flood gets fast 429/503', async (t) => {
-  const g = await startGateway(redis.url, trusted)
+  const g = await startGateway(db.url, trusted)
   t.teardown(() => g.close())
   await makeUser(g, 'legit')
   // a gateway in its steady state: one sign-in done (the first check also makes the dummy hash)
@@ -63,7 +62,7 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
 })
 
 t.test('beyond the places and the queue: 503 busy with Retry-After, counted in the metrics', async (t) => {
-  const g = await startGateway(redis.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 1, per_address: 10, per_address_waiting: 10 } } })
+  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 1, per_address: 10, per_address_waiting: 10 } } })
   t.teardown(() => g.close())
   const metrics = new Metrics({ processMetrics: false })
   await metrics.registry.metrics()
@@ -79,7 +78,7 @@ t.test('beyond the places and the queue: 503 busy with Retry-After, counted in t
 })
 
 t.test('the address budget: failures with any usernames from one address, checked before hashing; IPv6 by /64', async (t) => {
-  const g = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 100, address_max_failures: 3 } } })
+  const g = await startGateway(db.url, { ...trusted, auth: { lockout: { max_failures: 100, address_max_failures: 3 } } })
   t.teardown(() => g.close())
   await makeUser(g, 'carol')
   await makeUser(g, 'dan')
@@ -97,13 +96,13 @@ t.test('the address budget: failures with any usernames from one address, checke
 })
 
 t.test('the lockout counts an IPv6 client by its /64 (auth.lockout.ipv6_prefix)', async (t) => {
-  const g = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 3 } } })
+  const g = await startGateway(db.url, { ...trusted, auth: { lockout: { max_failures: 3 } } })
   t.teardown(() => g.close())
   await makeUser(g, 'erin')
   for (let i = 1; i <= 3; i++) t.equal((await post(g.url, TOKEN, { username: 'erin', password: 'wrong-wrong' }, from(`2001:db8:aa:bb::${i}`))).status, 401)
   t.equal((await post(g.url, TOKEN, { username: 'erin', password: 'erin-password' }, from('2001:db8:aa:bb:1:2:3:4'))).status, 429, 'another address of the /64 is locked too')
   t.equal((await post(g.url, TOKEN, { username: 'erin', password: 'erin-password' }, from('2001:db8:aa:bc::1'))).status, 201, 'another /64 is not')
-  const g128 = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 3, ipv6_prefix: 128 } } })
+  const g128 = await startGateway(db.url, { ...trusted, auth: { lockout: { max_failures: 3, ipv6_prefix: 128 } } })
   t.teardown(() => g128.close())
   await makeUser(g128, 'erin')
   for (let i = 1; i <= 3; i++) await post(g128.url, TOKEN, { username: 'erin', password: 'wrong-wrong' }, from(`2001:db8:aa:bb::${i}`))
@@ -158,7 +157,7 @@ t.test('the gate: a waiting check whose client has gone is dropped, never run', 
 })
 
 t.test('a waiting check whose HTTP client hung up is dropped', async (t) => {
-  const g = await startGateway(redis.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 50, per_address: 50, per_address_waiting: 50 } } })
+  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 50, per_address: 50, per_address_waiting: 50 } } })
   t.teardown(() => g.close())
   const u = new URL(g.url)
   const before = checkGateStats.dropped
@@ -177,7 +176,7 @@ t.test('a waiting check whose HTTP client hung up is dropped', async (t) => {
 })
 
 t.test('an unknown user costs sidegate\'s own hash, not the costliest imported one', async (t) => {
-  const g = await startGateway(redis.url)
+  const g = await startGateway(db.url)
   t.teardown(() => g.close())
   const salt = 'saltsaltsalt'
   const iterations = 1_000_000

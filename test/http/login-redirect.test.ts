@@ -5,24 +5,23 @@
  * a credential that is refused, other methods and frames keep their 401; an
  * original URL that would leave the site never becomes a `next` that does.
  * On sidegate's own `user` routes (the demo API without an upstream) the same.
- * Off, every such request is 401. Real gateways, a real Redis, an echo upstream.
+ * Off, every such request is 401. Real gateways on the embedded store, an echo upstream.
  * The same rows as forward-auth decisions: test/http/verdicts.test.ts; through
  * nginx and Caddy: test/proxies/forward-auth.test.ts; in Chromium: test/browser/browser.test.ts.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, startEcho } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { rawHead, rawRequest } from '../fixtures/raw.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const g = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public'] } })
-const demo = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix } })
-const off = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, session: { login_redirect: false } })
-t.teardown(async () => { await g.close(); await demo.close(); await off.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public'] } })
+const demo = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix } })
+const off = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, session: { login_redirect: false } })
+t.teardown(async () => { await g.close(); await demo.close(); await off.close(); await echo.close(); await db.stop() })
 const alice = await makeUser(g, 'alice')
 const token = await g.store.createPrivateToken(alice.id)
 

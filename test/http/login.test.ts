@@ -2,7 +2,7 @@
 import t from 'tap'
 import { startRedis } from '../fixtures/redis.js'
 import { request, post, type Res } from '../fixtures/http.js'
-import { startGateway, ADMIN_PASSWORD, SECRET } from '../fixtures/gateway.js'
+import { startGateway, ADMIN_PASSWORD, SECRET, redisOf } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 import { safeNext } from '../../src/routes/login.js'
@@ -289,7 +289,7 @@ t.test('idle timeout: a used session lives on, an idle one ends', async (t) => {
 
   // then idle: the record expires in Redis idle s after the last push forward, which came at most
   // idle/4 s before the last use; wait for that (no request meanwhile: each would be a use)
-  t.ok(await eventually(async () => await g2.store.redis.exists(key) === 0, idle * 1000 + 15_000, 100), 'idle: the session record expires')
+  t.ok(await eventually(async () => await redisOf(g2).exists(key) === 0, idle * 1000 + 15_000, 100), 'idle: the session record expires')
   const idleFor = Date.now() - lastUse
   t.ok(idleFor >= idle * 750, `not before the idle timeout: ${idleFor} ms after the last use`)
   // the gateway may still hold it in its in-process cache for a few seconds: then it is refused

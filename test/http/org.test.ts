@@ -3,9 +3,8 @@
  * the JumpServer names (`names.abbrev: JMS`) and the built-in demo API.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, type Res } from '../fixtures/http.js'
-import { startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser, signedHeaders } from '../fixtures/creds.js'
 import { upgrade } from '../fixtures/raw.js'
 
@@ -22,10 +21,10 @@ const FORBIDDEN = { detail: 'You are not a member of this organization.', code: 
 const NOT_FOUND = { detail: 'No such organization.', code: 'org_not_found' }
 const INVALID = { detail: 'Organization must be a UUID, "default", "root" or "system".', code: 'invalid_org' }
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const g = await startGateway(redis.url, { upstream: { url: echo.url } })
-t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url } })
+t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
 await g.store.createOrg('Org A', ORG_A)
 await g.store.createOrg('Org B', ORG_B)
@@ -224,7 +223,7 @@ t.test('uppercase UUID accepted and sent upstream in lowercase', async (t) => {
 })
 
 t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accepted', async (t) => {
-  const gj = await startGateway(redis.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' } })
+  const gj = await startGateway(db.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' } })
   t.teardown(() => gj.close())
   await gj.store.createOrg('Org A', ORG_A)
   await gj.store.createOrg('Org B', ORG_B)
@@ -259,7 +258,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
 })
 
 t.test('built-in API (no upstream): profile and users', async (t) => {
-  const gb = await startGateway(redis.url, {})
+  const gb = await startGateway(db.url, {})
   t.teardown(() => gb.close())
   await gb.store.createOrg('Org A', ORG_A)
   await gb.store.createOrg('Org B', ORG_B)

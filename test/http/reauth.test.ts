@@ -3,18 +3,17 @@
  * private token) needs the password again, unless the caller is a browser
  * session signed in less than 5 minutes ago: a one-hour bearer token, an
  * access key or private token, or an old session cannot mint one that
- * outlives it. Over real HTTP against a real gateway and Redis.
+ * outlives it. Over real HTTP against a real gateway on the embedded store.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, type Res } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { ageSession, login } from '../fixtures/session.js'
 
-const redis = await startRedis()
-const g = await startGateway(redis.url)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const db = embeddedStore()
+const g = await startGateway(db.url)
+t.teardown(async () => { await g.close(); await db.stop() })
 
 const KEYS = '/api/v1/authentication/access-keys/'
 const TOKEN = '/api/v1/authentication/private-token/'

@@ -1,12 +1,11 @@
 /**
  * POST /api/v1/authentication/auth/: the token endpoint, through real HTTP
- * against a real gateway, a real Redis and the echo upstream.
+ * against a real gateway, the embedded store and the echo upstream.
  */
 import t from 'tap'
 import http from 'node:http'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, post, type Res } from '../fixtures/http.js'
-import { ADMIN_PASSWORD, startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, ADMIN_PASSWORD, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 
 /** A subtest's `t`. */
@@ -16,11 +15,11 @@ const PATH = '/api/v1/authentication/auth/'
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const FAILED = { detail: 'Unable to log in with provided credentials.', code: 'authentication_failed' }
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const TTL = 900
-const g = await startGateway(redis.url, { upstream: { url: echo.url }, auth: { bearer: { ttl: TTL } }, server: { body_limit: 1024 } })
-t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url }, auth: { bearer: { ttl: TTL } }, server: { body_limit: 1024 } })
+t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(g, 'alice')
 const form = async (body: string, headers: Record<string, string> = {}): Promise<Res> =>

@@ -6,9 +6,8 @@
  * for the upstream and trusted_proxies.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { bearer, makeUser } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { VERDICT_CASES, decisionVerdict, proxyVerdict, type VerdictCreds } from '../fixtures/verdicts.js'
@@ -17,12 +16,12 @@ const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const ORG_A = 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa'
 const ORG_B = 'bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const common = { upstream: { public_paths: ['/public'] } }
-const proxy = await startGateway(redis.url, { upstream: { ...common.upstream, url: echo.url } })
-const decider = await startGateway(redis.url, { ...common, redis: { url: redis.url, prefix: proxy.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
-t.teardown(async () => { await proxy.close(); await decider.close(); await echo.close(); await redis.stop() })
+const proxy = await startGateway(db.url, { upstream: { ...common.upstream, url: echo.url } })
+const decider = await startGateway(db.url, { ...common, redis: { url: db.url, prefix: proxy.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
+t.teardown(async () => { await proxy.close(); await decider.close(); await echo.close(); await db.stop() })
 
 await proxy.store.createOrg('Org A', ORG_A)
 await proxy.store.createOrg('Org B', ORG_B)

@@ -1,20 +1,19 @@
 /**
  * `x-date` may be signed instead of `date`; the clock-skew
  * rule applies to whichever is signed, and when both are signed they must
- * agree. Over real HTTP, against two replicas sharing one Redis.
+ * agree. Over real HTTP, against two replicas sharing one embedded store file.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser, signAny } from '../fixtures/creds.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const prefix = `xdate${process.pid}:`
-const a = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix } })
-const b = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix } })
-t.teardown(async () => { await a.close(); await b.close(); await echo.close(); await redis.stop() })
+const a = await startGateway(db.url, { upstream: { url: echo.url }, redis: { url: db.url, prefix } })
+const b = await startGateway(db.url, { upstream: { url: echo.url }, redis: { url: db.url, prefix } })
+t.teardown(async () => { await a.close(); await b.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(a, 'alice')
 const { key, secret } = await a.store.createAccessKey(alice.id)

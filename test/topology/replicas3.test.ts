@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { startRedis } from '../fixtures/redis.js'
-import { ROOT, SECRET, spawnGateway, startGateway } from '../fixtures/gateway.js'
+import { ROOT, SECRET, spawnGateway, startGateway, redisOf } from '../fixtures/gateway.js'
 import { openTestStore } from '../fixtures/store-contract.js'
 import { request } from '../fixtures/http.js'
 import { bearer, signedHeaders } from '../fixtures/creds.js'
@@ -101,7 +101,7 @@ t.test('cache TTL is the fallback when an invalidation message is lost', async (
   const cachedAt = Date.now()
   t.equal((await request(g.url, PROFILE, { headers: signed() })).status, 200, 'cached')
   // delete behind the store's back: no PUBLISH, as if the message were lost
-  await g.store.redis.del(`${g.config.redis.prefix}ak:${key.id}`)
+  await redisOf(g).del(`${g.config.redis.prefix}ak:${key.id}`)
   t.equal((await request(g.url, PROFILE, { headers: signed() })).status, 200, 'still served from the cache: only the message makes revocation instant')
   let status = 200
   const refused = await eventually(async () => (status = (await request(g.url, PROFILE, { headers: signed() })).status) !== 200, ttl * 1000 + 15_000, 100)
