@@ -1,6 +1,6 @@
 /**
  * Fuzz through a live gateway (test/fixtures/fuzz.ts), short run; `npm run test:hard` sends 10,000+.
- * The seed is printed; FUZZ_SEED=<seed> npx tap test/http/fuzz.test.ts replays a run.
+ * The seed is printed; FUZZ_SEED=<seed> npx tap test/process/fuzz.test.ts replays a run.
  */
 import t from 'tap'
 import { assertFuzz, describeGrowth, fuzzGateway, fuzzSeed, FUZZ_LIMITS, growthMB, leakArgs } from '../fixtures/fuzz.js'

@@ -60,7 +60,7 @@ async function tryLaunch (o: { config: Record<string, unknown>, env?: Record<str
   const dir = o.dir ?? tempDir('sidegate-life-')
   dirs.add(dir)
   const file = join(dir, 'gateway.yml')
-  // no drain delay (SIGTERM semantics are test/cli/shutdown.test.ts's) and no metrics listener on the shared port 9090
+  // no drain delay (SIGTERM semantics are test/process/shutdown.test.ts's) and no metrics listener on the shared port 9090
   const server = { drain_delay: 0, ...(o.config.server as object | undefined) }
   writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, metrics: { enabled: false }, ...o.config, server }))
   const proc = track(spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
@@ -305,4 +305,4 @@ t.test('started while Redis is down: listens, /readyz 503, ready once Redis star
   t.equal(await g.stop(), 0)
 })
 
-// SIGTERM (drain delay, grace, in-flight requests) is covered by test/cli/shutdown.test.ts
+// SIGTERM (drain delay, grace, in-flight requests) is covered by test/process/shutdown.test.ts
