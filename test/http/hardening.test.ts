@@ -1,23 +1,19 @@
 /**
  * `Expect: 100-continue` is answered only once a request is routed and
- * authenticated (raw sockets, byte by byte); the per-user session index in
- * Redis is pruned and expires.
+ * authenticated (raw sockets, byte by byte). On the embedded store (the
+ * per-user session index in Redis: test/topology/redis-http.test.ts).
  */
 import t from 'tap'
 import net from 'node:net'
-import { startRedis } from '../fixtures/redis.js'
-import { startEcho, request } from '../fixtures/http.js'
-import { startGateway, SECRET, redisOf } from '../fixtures/gateway.js'
+import { startEcho } from '../fixtures/http.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
-import { login } from '../fixtures/session.js'
 import { parseResponse } from '../fixtures/raw.js'
-import { eventually } from '../fixtures/wait.js'
-import { Keyring } from '../../src/crypto.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const g = await startGateway(redis.url, { upstream: { url: echo.url }, server: { body_limit: 1024 } })
-t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url }, server: { body_limit: 1024 } })
+t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
 
@@ -120,27 +116,4 @@ t.test('Expect: 100-continue: an authenticated request gets 100 Continue, then i
   t.ok(failed.raw.startsWith(CONTINUE), 'a wrong password can only be known from the body')
   t.equal(failed.status, 401)
   t.not(failed.headers.connection, 'close', 'the body was read: the connection may be reused')
-})
-
-t.test('the per-user session index: expired ids are pruned at the next login, and the index expires', async (t) => {
-  const short = await startGateway(redis.url, { session: { idle_timeout: 1, absolute_timeout: 120 } })
-  t.teardown(() => short.close())
-  const u = await makeUser(short, 'ida')
-  const index = `${short.config.redis.prefix}user-sess:${u.id}`
-  const sessKey = (h: string): string => `${short.config.redis.prefix}sess:${h}`
-  const first = await Promise.all([1, 2, 3].map(async () => await login(short.url, 'ida', 'ida-password')))
-  t.equal(await redisOf(short).scard(index), 3, 'three sessions indexed')
-  const ttl = await redisOf(short).ttl(index)
-  t.ok(ttl > 60 && ttl <= 120, `the index expires with the longest session (absolute timeout 120 s): TTL ${ttl}`)
-
-  // idle for a second: the records expire in Redis (no request touches them)
-  const members = await redisOf(short).smembers(index)
-  t.ok(await eventually(async () => (await Promise.all(members.map(async (h) => await redisOf(short).exists(sessKey(h))))).every((n) => n === 0), 10_000, 100), 'the sessions expired')
-  t.equal(await redisOf(short).scard(index), 3, 'the index still names them')
-
-  const next = await login(short.url, 'ida', 'ida-password')
-  const h = new Keyring(SECRET).lookup(next.session)
-  t.same(await redisOf(short).smembers(index), [h], 'the next login dropped the three expired ids')
-  t.equal((await request(short.url, '/api/v1/users/profile/', { headers: { cookie: next.cookie } })).status, 200)
-  for (const s of first) t.equal((await request(short.url, '/api/v1/users/profile/', { headers: { cookie: s.cookie } })).status, 401)
 })

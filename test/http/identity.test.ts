@@ -5,15 +5,15 @@
  * client-sent copies stripped whether the feature is on or off; disabled: no
  * header and no JWKS; ES256; the key set in the store (encrypted, created once
  * by concurrent starters, re-encrypted by `secret rotate`); the published and
- * retired keys of a rotation. Rotation under load across two replicas is
- * test/topology/identity-replicas.test.ts.
+ * retired keys of a rotation. On the embedded store (the key set as Redis
+ * holds it: test/topology/redis-http.test.ts). Rotation under load across two
+ * replicas is test/topology/identity-replicas.test.ts.
  */
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, type Res } from '../fixtures/http.js'
-import { SECRET, startGateway, type TestGateway, redisOf } from '../fixtures/gateway.js'
+import { embeddedStore, openStoreAt, SECRET, sqliteOf, startGateway, storeDoc, type TestGateway } from '../fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { upgrade } from '../fixtures/raw.js'
@@ -29,19 +29,19 @@ import { JWKS_KEY } from '../../src/store/keyset.js'
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const OTHER_ORG = '7d0c4f1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const JWT = { enabled: true, audience: 'orders-service', ttl: 60 }
-const g = await startGateway(redis.url, { upstream: { url: echo.url }, identity: { jwt: JWT } })
-const gPublic = await startGateway(redis.url, { upstream: { url: echo.url, public_paths: ['/public/'] }, identity: { jwt: { enabled: true } } })
-const off = await startGateway(redis.url, { upstream: { url: echo.url } })
-const offBare = await startGateway(redis.url, {})
-const jms = await startGateway(redis.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' }, identity: { jwt: { enabled: true } } })
-const es = await startGateway(redis.url, { upstream: { url: echo.url }, identity: { jwt: { enabled: true, algorithm: 'ES256', issuer: 'https://gw.example.test' } } })
+const g = await startGateway(db.url, { upstream: { url: echo.url }, identity: { jwt: JWT } })
+const gPublic = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public/'] }, identity: { jwt: { enabled: true } } })
+const off = await startGateway(db.url, { upstream: { url: echo.url } })
+const offBare = await startGateway(db.url, {})
+const jms = await startGateway(db.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' }, identity: { jwt: { enabled: true } } })
+const es = await startGateway(db.url, { upstream: { url: echo.url }, identity: { jwt: { enabled: true, algorithm: 'ES256', issuer: 'https://gw.example.test' } } })
 t.teardown(async () => {
   for (const x of [g, gPublic, off, offBare, es, jms]) await x.close()
   await echo.close()
-  await redis.stop()
+  await db.stop()
 })
 
 const jwksOf = (gw: TestGateway): ReturnType<typeof createRemoteJWKSet> => createRemoteJWKSet(new URL('/.well-known/jwks.json', gw.url))
@@ -177,7 +177,7 @@ t.test('names.abbrev JMS: X-JMS-Identity; a client\'s X-SVC-Identity is stripped
 })
 
 t.test('`sidegate jwk list` and `jwk rotate` (text): the new key is published at once, the old one goes on signing', async (t) => {
-  const { dir } = await workdir({ redis: { url: redis.url, prefix: g.config.redis.prefix }, identity: { jwt: { enabled: true } } }, 'sidegate-jwk-')
+  const { dir } = await workdir({ ...storeDoc(db.url, g.config.redis.prefix), identity: { jwt: { enabled: true } } }, 'sidegate-jwk-')
   t.teardown(() => removeDir(dir))
   const env = { SIDEGATE_SECRET_KEY: SECRET }
   const before = (await request(g.url, '/.well-known/jwks.json')).json.keys[0].kid
@@ -234,8 +234,9 @@ t.test('the WebSocket upgrade carries the token too', async (t) => {
   await jwtVerify(seen!.headers['x-svc-identity'] as string, gJwks)
 })
 
-t.test('the key set in Redis: private halves encrypted with the secret key, never in the clear', async (t) => {
-  const raw = await redisOf(g).get(g.config.redis.prefix + JWKS_KEY)
+t.test('the key set in the store: private halves encrypted with the secret key, never in the clear', async (t) => {
+  // as the file holds it (in Redis: test/topology/redis-http.test.ts)
+  const raw = sqliteOf(g).prepare('SELECT value FROM meta WHERE name = ?').pluck().get(JWKS_KEY) as string | undefined
   t.ok(raw)
   const doc = JSON.parse(raw!)
   t.ok(doc.keys.length >= 1)
@@ -246,9 +247,9 @@ t.test('the key set in Redis: private halves encrypted with the secret key, neve
 })
 
 t.test('first start: concurrent creators, one key set (compare-and-set)', async (t) => {
-  const { openTestStore } = await import('../fixtures/store-contract.js')
+  // five stores on one file, each with its own connection, as five starting processes have (on Redis: test/topology/redis-http.test.ts)
   const prefix = `ks${process.pid}:`
-  const stores = await Promise.all([0, 1, 2, 3, 4].map(async () => await openTestStore({ url: redis.url }, prefix)))
+  const stores = await Promise.all([0, 1, 2, 3, 4].map(async () => await openStoreAt(db.url, prefix)))
   t.teardown(async () => { for (const s of stores) await s.close() })
   const sets = await Promise.all(stores.map(async (s) => await ensureKeySet(s, 'EdDSA')))
   t.equal(sets.filter((s) => s.created).length, 1, 'exactly one created it')
@@ -256,17 +257,18 @@ t.test('first start: concurrent creators, one key set (compare-and-set)', async 
 })
 
 t.test('`secret rotate` re-encrypts the signing keys; a store with another key reads them as unreadable', async (t) => {
-  const { openTestStore } = await import('../fixtures/store-contract.js')
+  // (on Redis: test/topology/redis-http.test.ts)
   const prefix = `sr${process.pid}:`
-  const s = await openTestStore({ url: redis.url }, prefix)
+  const s = await openStoreAt(db.url, prefix)
   t.teardown(async () => { await s.close() })
-  await s.redis.set(prefix + 'key-check', new Keyring(SECRET).checkValue())
+  // the key's check value, as `sidegate start` records it
+  await s.verifyKey({ mode: 'start', where: 'test', source: 'test', db: 0 })
   const before = await ensureKeySet(s, 'EdDSA')
   const NEW = 'the-new-secret-key-that-is-long-enough-9876543210'
   const r = await s.rotateKey(new Keyring(NEW), { dryRun: false, limit: null, where: 'test', db: 0, progress: () => {} })
   t.equal(r.done, true)
   t.equal(r.converted, 1, 'the one signing key')
-  const after = await openTestStore({ url: redis.url }, prefix, { secret: NEW })
+  const after = await openStoreAt(db.url, prefix, { secret: NEW })
   t.teardown(async () => { await after.close() })
   const set = await after.getSigningKeys()
   t.equal(set.keys[0].kid, before.keys[0].kid)
@@ -317,7 +319,7 @@ t.test('cached tokens (the default) are shared by requests; identity.jwt.per_req
   t.equal(cached[0].jti, cached[1].jti, 'the default: one cached token for both requests (it names the caller, not the request)')
   t.not(cached[0].jti, ids[0])
 
-  const per = await startGateway(redis.url, { redis: { url: redis.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, identity: { jwt: { ...JWT, per_request: true } } })
+  const per = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, identity: { jwt: { ...JWT, per_request: true } } })
   t.teardown(async () => { await per.close() })
   const perJwks = jwksOf(per)
   const seen: JWTPayload[] = []

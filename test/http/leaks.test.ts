@@ -1,29 +1,29 @@
 /**
  * Nothing leaks: no user enumeration (answers and timing), no secret in the
  * logs at debug level across every flow, security headers on sidegate's own
- * pages and no-store on every answer that carries a secret.
+ * pages and no-store on every answer that carries a secret. On the embedded
+ * store.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, post, startEcho } from '../fixtures/http.js'
-import { startGateway, ADMIN_PASSWORD } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, ADMIN_PASSWORD } from '../fixtures/gateway.js'
 import { makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login, postForm } from '../fixtures/session.js'
 import { checkEnumeration, enumeration } from '../fixtures/enumeration.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-t.teardown(async () => { await echo.close(); await redis.stop() })
+t.teardown(async () => { await echo.close(); await db.stop() })
 const AK = '/api/v1/authentication/access-keys/'
 const PT = '/api/v1/authentication/private-token/'
 const TOKEN = '/api/v1/authentication/auth/'
 
 t.test('no user enumeration: identical answers, overlapping response times (40 tries each)', async (t) => {
-  checkEnumeration(t, await enumeration(t, 40))
+  checkEnumeration(t, await enumeration(t, 40, { url: db.url }))
 })
 
 t.test('at debug level, no password, token, secret, session id or CSRF token appears in the log, whatever the flow', async (t) => {
-  const g = await startGateway(redis.url, { upstream: { url: echo.url }, log: { level: 'debug' } })
+  const g = await startGateway(db.url, { upstream: { url: echo.url }, log: { level: 'debug' } })
   t.teardown(() => g.close())
   const secrets: Record<string, string> = { 'admin password': ADMIN_PASSWORD, 'user password': 'carol-pass-Xy9-secret', 'wrong password': 'wrong-pass-Qz7-secret' }
   await makeUser(g, 'carol', { password: secrets['user password'] })
@@ -104,7 +104,7 @@ t.test('at debug level, no password, token, secret, session id or CSRF token app
 })
 
 t.test('sidegate\'s own pages: strict CSP, nosniff, no framing, Referrer-Policy; secrets never cached', async (t) => {
-  const g = await startGateway(redis.url)
+  const g = await startGateway(db.url)
   t.teardown(() => g.close())
   await makeUser(g, 'dora')
   const s = await login(g.url, 'dora', 'dora-password')

@@ -1,17 +1,20 @@
-/** Login lockout: failures per (username, client IP) in Redis, shared by /login and the token endpoint and by every replica. */
+/**
+ * Login lockout: failures per (username, client IP) in the store, shared by
+ * /login and the token endpoint and by every replica. On the embedded store
+ * (the count in one Redis key: test/topology/redis-http.test.ts).
+ */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { post, type Res } from '../fixtures/http.js'
-import { startGateway, type TestGateway, redisOf } from '../fixtures/gateway.js'
+import { embeddedStore, sqliteOf, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { postForm } from '../fixtures/session.js'
 import { sleep } from '../fixtures/wait.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 // 127.0.0.1 is a trusted proxy, so each test can speak for several client IPs (documentation addresses, never contacted)
 const trusted = { server: { trusted_proxies: ['127.0.0.1'] } }
-const g = await startGateway(redis.url, trusted)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const g = await startGateway(db.url, trusted)
+t.teardown(async () => { await g.close(); await db.stop() })
 
 const TOKEN = '/api/v1/authentication/auth/'
 const from = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip })
@@ -78,7 +81,7 @@ t.test('unknown users are counted and locked the same: answers never tell whethe
 })
 
 t.test('the lock ends when the window passes', async (t) => {
-  const short = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 3, window: 2 } } })
+  const short = await startGateway(db.url, { ...trusted, auth: { lockout: { max_failures: 3, window: 2 } } })
   t.teardown(() => short.close())
   await makeUser(short, 'erin')
   const ip = '192.0.2.5'
@@ -90,22 +93,23 @@ t.test('the lock ends when the window passes', async (t) => {
   t.equal((await token(short, 'erin', 'erin-password', ip)).status, 201, 'allowed again')
 })
 
-t.test('the count lives in one Redis key, shared by every replica', async (t) => {
-  const shared = { url: redis.url, prefix: 'lockshare:' }
-  const a = await startGateway(redis.url, { ...trusted, redis: shared })
-  const b = await startGateway(redis.url, { ...trusted, redis: shared })
+t.test('the count lives in one row of the store, shared by every replica', async (t) => {
+  // (in one Redis key: test/topology/redis-http.test.ts)
+  const shared = { url: db.url, prefix: 'lockshare:' }
+  const a = await startGateway(db.url, { ...trusted, redis: shared })
+  const b = await startGateway(db.url, { ...trusted, redis: shared })
   t.teardown(async () => { await a.close(); await b.close() })
   await makeUser(a, 'frank')
   const ip = '192.0.2.6'
   for (let i = 0; i < 4; i++) await token(a, 'frank', 'wrong', ip)
   for (let i = 0; i < 3; i++) await token(b, 'frank', 'wrong', ip)
-  const keys = await redisOf(a).keys('lockshare:fail:*')
-  t.equal(keys.length, 2, 'one key per (username, address), one per address (auth.lockout.address_max_failures)')
-  for (const key of keys) {
-    t.notMatch(key, /frank|192\.0\.2/, 'neither username nor IP readable in the key')
-    t.equal(await redisOf(a).get(key), '7')
-    const ttl = await redisOf(a).ttl(key)
-    t.ok(ttl > 0 && ttl <= 1800, `the key expires (ttl ${ttl})`)
+  const rows = sqliteOf(a).prepare('SELECT hash, count, exp FROM attempts').all() as Array<{ hash: string, count: number, exp: number }>
+  t.equal(rows.length, 2, 'one row per (username, address), one per address (auth.lockout.address_max_failures)')
+  for (const row of rows) {
+    t.notMatch(row.hash, /frank|192\.0\.2/, 'neither username nor IP readable in the row')
+    t.equal(row.count, 7)
+    const ttl = (row.exp - Date.now()) / 1000
+    t.ok(ttl > 0 && ttl <= 1800, `the row expires (in ${Math.round(ttl)} s)`)
   }
   t.equal((await token(a, 'frank', 'frank-password', ip)).status, 429, 'replica A sees B\'s failures')
   t.equal((await token(b, 'frank', 'frank-password', ip)).status, 429)
@@ -122,7 +126,7 @@ t.test('a burst of parallel guesses gets no more than 7 password checks', async 
 })
 
 t.test('auth.lockout.max_failures: 0 turns the lockout off', async (t) => {
-  const off = await startGateway(redis.url, { ...trusted, auth: { lockout: { max_failures: 0 } } })
+  const off = await startGateway(db.url, { ...trusted, auth: { lockout: { max_failures: 0 } } })
   t.teardown(() => off.close())
   await makeUser(off, 'gina')
   for (let i = 0; i < 10; i++) await token(off, 'gina', 'wrong', '192.0.2.7')
@@ -130,7 +134,7 @@ t.test('auth.lockout.max_failures: 0 turns the lockout off', async (t) => {
 })
 
 t.test('an untrusted client cannot escape the lockout by forging X-Forwarded-For: it is keyed by its real address', async (t) => {
-  const plain = await startGateway(redis.url, { auth: { lockout: { max_failures: 3 } } }) // trusts no proxy
+  const plain = await startGateway(db.url, { auth: { lockout: { max_failures: 3 } } }) // trusts no proxy
   t.teardown(() => plain.close())
   await makeUser(plain, 'ivan')
   for (let i = 0; i < 3; i++) t.equal((await token(plain, 'ivan', 'wrong', `198.51.100.${i + 1}`)).status, 401)
@@ -141,7 +145,7 @@ t.test('an untrusted client cannot escape the lockout by forging X-Forwarded-For
 })
 
 t.test('behind a trusted proxy range (CIDR), the lockout is per real client', async (t) => {
-  const cidr = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.0/8'] }, auth: { lockout: { max_failures: 3 } } })
+  const cidr = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.0/8'] }, auth: { lockout: { max_failures: 3 } } })
   t.teardown(() => cidr.close())
   await makeUser(cidr, 'judy')
   for (let i = 0; i < 3; i++) await token(cidr, 'judy', 'wrong', '6.6.6.6, 203.0.113.10')

@@ -1,17 +1,20 @@
-/** Browser sessions over plain HTTP: the login page and form, cookies, CSRF, safe redirects, logout, expiry. */
+/**
+ * Browser sessions over plain HTTP: the login page and form, cookies, CSRF,
+ * safe redirects, logout, expiry. On the embedded store (a session's expiry as
+ * a Redis TTL: test/topology/redis-http.test.ts).
+ */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { request, post, type Res } from '../fixtures/http.js'
-import { startGateway, ADMIN_PASSWORD, SECRET, redisOf } from '../fixtures/gateway.js'
+import { embeddedStore, sqliteOf, startGateway, ADMIN_PASSWORD, SECRET } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 import { safeNext } from '../../src/routes/login.js'
 import { eventually, sleep } from '../fixtures/wait.js'
 import { Keyring } from '../../src/crypto.js'
 
-const redis = await startRedis()
-const g = await startGateway(redis.url)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const db = embeddedStore()
+const g = await startGateway(db.url)
+t.teardown(async () => { await g.close(); await db.stop() })
 
 const alice = await makeUser(g, 'alice')
 const PROFILE = '/api/v1/users/profile/'
@@ -84,7 +87,7 @@ t.test('POST /login (form): wrong password shows the error, right one sets the c
   t.same(Object.keys(c.svc_csrftoken.attrs).sort(), ['path', 'samesite'], 'CSRF cookie readable by scripts')
   t.equal(c.svc_csrftoken.attrs.samesite, 'Lax')
   const s = await g.store.getSession(ok.session)
-  t.ok(s, 'the session is in Redis')
+  t.ok(s, 'the session is in the store')
   t.equal(s!.user_id, alice.id)
   t.equal(ok.csrf, s!.csrf, 'the CSRF cookie is the session\'s token')
 
@@ -135,8 +138,8 @@ t.test('POST /login (JSON)', async (t) => {
 })
 
 t.test('Secure: with session.cookie_secure, or HTTPS as said by a trusted proxy only', async (t) => {
-  const secure = await startGateway(redis.url, { session: { cookie_secure: true } })
-  const proxied = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] } })
+  const secure = await startGateway(db.url, { session: { cookie_secure: true } })
+  const proxied = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.1'] } })
   t.teardown(async () => { await secure.close(); await proxied.close() })
   for (const gw of [secure, proxied]) await makeUser(gw, 'sec')
 
@@ -211,7 +214,7 @@ t.test('CSRF: unsafe methods with a session need X-CSRFToken bound to that sessi
   t.equal(viaToken.status, 204)
 })
 
-t.test('POST /logout: CSRF-protected, deletes the session in Redis, clears the cookies', async (t) => {
+t.test('POST /logout: CSRF-protected, deletes the session in the store, clears the cookies', async (t) => {
   const s = await login(g.url, 'alice', 'alice-password')
   const noToken = await request(g.url, '/logout', { method: 'POST', headers: { cookie: s.cookie } })
   t.equal(noToken.status, 403)
@@ -225,7 +228,7 @@ t.test('POST /logout: CSRF-protected, deletes the session in Redis, clears the c
   t.equal(c.svc_sessionid.value, '')
   t.equal(c.svc_sessionid.attrs['max-age'], '0')
   t.equal(c.svc_csrftoken.attrs['max-age'], '0')
-  t.equal(await g.store.getSession(s.session), null, 'gone from Redis')
+  t.equal(await g.store.getSession(s.session), null, 'gone from the store')
   const after = await request(g.url, PROFILE, { headers: { cookie: s.cookie } })
   t.equal(after.status, 401)
   t.equal(after.json.code, 'invalid_session')
@@ -269,10 +272,11 @@ t.test('/account/keys needs a session; /login with one goes on; / leads to sign-
 t.test('idle timeout: a used session lives on, an idle one ends', async (t) => {
   // idle 5 s: the gateway pushes a session's end forward at most every idle/4 s (1.25 s) per process
   const idle = 5
-  const g2 = await startGateway(redis.url, { session: { idle_timeout: idle, absolute_timeout: 60 } })
+  const g2 = await startGateway(db.url, { session: { idle_timeout: idle, absolute_timeout: 60 } })
   t.teardown(() => g2.close())
   const s = await login(g2.url, 'admin', ADMIN_PASSWORD)
-  const key = `${g2.config.redis.prefix}sess:${new Keyring(SECRET).lookup(s.session)}`
+  const hash = new Keyring(SECRET).lookup(s.session)
+  const live = (): boolean => sqliteOf(g2).prepare('SELECT 1 FROM sessions WHERE hash = ? AND exp > ?').get(hash, Date.now()) !== undefined
   const loginAt = Date.now()
   const use = async (): Promise<Res> => await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })
 
@@ -287,9 +291,11 @@ t.test('idle timeout: a used session lives on, an idle one ends', async (t) => {
   }
   t.same([...new Set(statuses)], [200], `used ${statuses.length} times over ${Date.now() - loginAt} ms (idle timeout ${idle} s): never refused`)
 
-  // then idle: the record expires in Redis idle s after the last push forward, which came at most
-  // idle/4 s before the last use; wait for that (no request meanwhile: each would be a use)
-  t.ok(await eventually(async () => await redisOf(g2).exists(key) === 0, idle * 1000 + 15_000, 100), 'idle: the session record expires')
+  // then idle: the record expires in the store idle s after the last push forward, which came at most
+  // idle/4 s before the last use; wait for that (no request meanwhile: each would be a use).
+  // (In Redis, the key's TTL: test/topology/redis-http.test.ts)
+  t.ok(live(), 'the session record is there')
+  t.ok(await eventually(async () => !live(), idle * 1000 + 15_000, 100), 'idle: the session record expires')
   const idleFor = Date.now() - lastUse
   t.ok(idleFor >= idle * 750, `not before the idle timeout: ${idleFor} ms after the last use`)
   // the gateway may still hold it in its in-process cache for a few seconds: then it is refused
@@ -301,7 +307,7 @@ t.test('idle timeout: a used session lives on, an idle one ends', async (t) => {
 t.test('absolute timeout: a session ends however busy it is', async (t) => {
   // idle = absolute: in use every 0.3 s the idle timer never runs out first
   const absolute = 3
-  const g2 = await startGateway(redis.url, { session: { idle_timeout: absolute, absolute_timeout: absolute } })
+  const g2 = await startGateway(db.url, { session: { idle_timeout: absolute, absolute_timeout: absolute } })
   t.teardown(() => g2.close())
   const loginAt = Date.now()
   const s = await login(g2.url, 'admin', ADMIN_PASSWORD)

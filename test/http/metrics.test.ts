@@ -1,13 +1,18 @@
+/**
+ * GET /metrics of a `sidegate start` process: the Prometheus text, the
+ * counters as requests move them, WebSocket upgrades, the listener off, and
+ * metrics.auth (with --workers too). On the embedded store, where
+ * sidegate_redis_up is 1 while the store file is open (Redis errors and
+ * sidegate_redis_up with a Redis that dies: test/topology/redis-metrics.test.ts).
+ */
 import t from 'tap'
 import http from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from '../fixtures/cleanup.js'
-import { startRedis, freePort, listeningPorts, REFUSED_URL } from '../fixtures/redis.js'
-import { SECRET, spawnGateway } from '../fixtures/gateway.js'
-import { Keyring } from '../../src/crypto.js'
-import { openTestStore } from '../fixtures/store-contract.js'
-import { request, startEcho } from '../fixtures/http.js'
+import { freePort, listeningPorts, REFUSED_URL } from '../fixtures/redis.js'
+import { embeddedStore, openStoreAt, spawnGateway } from '../fixtures/gateway.js'
+import { request, scrapeMetrics as scrape, startEcho } from '../fixtures/http.js'
 import { upgrade } from '../fixtures/raw.js'
 import { bearer, signedHeaders } from '../fixtures/creds.js'
 import { Metrics } from '../../src/observability/metrics.js'
@@ -16,30 +21,13 @@ import { eventually, bootstrappedAdmin } from '../fixtures/wait.js'
 
 const PROFILE = '/api/v1/users/profile/'
 
-/** Prometheus text → { 'name{a="b"}': value }, labels in the order exposed. */
-function parse (text: string): Map<string, number> {
-  const out = new Map<string, number>()
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue
-    const i = line.lastIndexOf(' ')
-    out.set(line.slice(0, i), Number(line.slice(i + 1)))
-  }
-  return out
-}
-
-async function scrape (url: string): Promise<Map<string, number>> {
-  const r = await request(url, '/metrics')
-  if (r.status !== 200) throw new Error(`/metrics said ${r.status}`)
-  return parse(r.text)
-}
-
 // each thing is stopped from the moment it exists (teardowns run last-registered first)
-const redis = await startRedis()
-t.teardown(async () => { await redis.stop() })
+const db = embeddedStore()
+t.teardown(async () => { await db.stop() })
 const prefix = 'metrics:'
-const gw = await spawnGateway(redis.url, { upstream: { url: REFUSED_URL, timeout: 5 } }, prefix)
+const gw = await spawnGateway(db.url, { upstream: { url: REFUSED_URL, timeout: 5 } }, prefix)
 t.teardown(async () => { await gw.stop() })
-const store = await openTestStore({ url: redis.url }, prefix)
+const store = await openStoreAt(db.url, prefix)
 t.teardown(async () => { await store.close() })
 const admin = await bootstrappedAdmin(store)
 
@@ -51,7 +39,7 @@ t.test('/metrics is Prometheus text on the admin listener only', async (t) => {
   t.match(r.text, /# TYPE sidegate_http_request_duration_seconds histogram/)
   t.match(r.text, /^process_cpu_user_seconds_total /m, 'process metrics')
   t.match(r.text, /^nodejs_heap_size_used_bytes /m, 'runtime metrics')
-  t.match(r.text, /^sidegate_redis_up 1$/m)
+  t.match(r.text, /^sidegate_redis_up 1$/m, 'the store is up (here the embedded store\'s file is open)')
   t.match(r.text, /^sidegate_draining 0$/m)
   t.equal((await request(gw.metricsUrl, '/')).status, 404, 'nothing else on the admin listener')
   t.not((await request(gw.url, '/metrics')).status, 200, 'not served on the gateway port (so not through the Service)')
@@ -81,7 +69,7 @@ t.test('counters move: requests by status and method, auth failures by code, ups
   t.equal(delta(after, 'sidegate_auth_failures_total{code="not_authenticated"}'), 1)
   t.equal(delta(after, 'sidegate_auth_failures_total{code="invalid_token"}'), 2)
   t.equal(delta(after, 'sidegate_upstream_errors_total{code="upstream_unavailable"}'), 4)
-  t.ok(delta(after, 'sidegate_cache_hits_total{cache="access_keys"}') >= 2, 'the key was read from Redis once, then from the cache')
+  t.ok(delta(after, 'sidegate_cache_hits_total{cache="access_keys"}') >= 2, 'the key was read from the store once, then from the cache')
   t.ok(delta(after, 'sidegate_cache_misses_total{cache="access_keys"}') >= 1)
   t.ok(get(after, 'sidegate_cache_entries{cache="access_keys"}') >= 1)
   t.equal(delta(after, 'sidegate_http_request_duration_seconds_count'), 9, 'one latency observation per request')
@@ -89,7 +77,7 @@ t.test('counters move: requests by status and method, auth failures by code, ups
 
 t.test('WebSocket upgrades are counted: 101 when the upstream switched, the error code when refused', async (t) => {
   const echo = await startEcho()
-  const g2 = await spawnGateway(redis.url, { upstream: { url: echo.url } }, prefix)
+  const g2 = await spawnGateway(db.url, { upstream: { url: echo.url } }, prefix)
   t.teardown(async () => { await g2.stop(); await echo.close() })
   const pt = await store.createPrivateToken(admin!.id)
   const before = await scrape(g2.metricsUrl)
@@ -109,25 +97,9 @@ t.test('WebSocket upgrades are counted: 101 when the upstream switched, the erro
   t.ok((downAfter.get('sidegate_http_requests_total{status="502",auth_method="private_token"}') ?? 0) >= 1, 'an upgrade the upstream could not take: 502')
 })
 
-t.test('Redis errors are counted and sidegate_redis_up drops', async (t) => {
-  const before = await scrape(gw.metricsUrl)
-  await redis.kill()
-  t.teardown(async () => { await redis.restart() })
-  // well-tagged but unknown: it takes a Redis command to refuse it (an untagged one would not)
-  const unknown = { authorization: `Bearer ${new Keyring(SECRET).issue('bearer token')}` }
-  let r = await request(gw.url, PROFILE, { headers: unknown })
-  t.ok(await eventually(async () => (r = await request(gw.url, PROFILE, { headers: unknown })).status === 503), 'the gateway notices')
-  t.equal(r.status, 503)
-  const after = await scrape(gw.metricsUrl)
-  const errs = (m: Map<string, number>): number => (m.get('sidegate_redis_errors_total{kind="connection"}') ?? 0) + (m.get('sidegate_redis_errors_total{kind="command"}') ?? 0)
-  t.ok(errs(after) > errs(before), 'redis errors counted')
-  t.equal(after.get('sidegate_redis_up'), 0)
-  t.ok((after.get('sidegate_http_requests_total{status="503",auth_method="none"}') ?? 0) >= 1)
-})
-
 t.test('metrics.enabled: false opens no admin listener; defaults and validation', async (t) => {
   const port = await freePort()
-  const g2 = await spawnGateway(redis.url, { metrics: { enabled: false, host: '127.0.0.1', port } }, prefix)
+  const g2 = await spawnGateway(db.url, { metrics: { enabled: false, host: '127.0.0.1', port } }, prefix)
   t.teardown(async () => { await g2.stop() })
   // what the process listens on (not "is the port refused": another process on the machine may take it)
   t.same(listeningPorts(g2.proc.pid!), [Number(new URL(g2.url).port)], 'the gateway listens on its own port only')
@@ -152,7 +124,7 @@ t.test('metrics.auth: a bearer token or a Basic credential the scrape must send;
   const auth = { bearer_token_file: join(dir, 'token'), username: 'prometheus', password_file: join(dir, 'password') }
   for (const args of [[], ['--workers', '2']]) {
     const port = await freePort()
-    const g = await spawnGateway(redis.url, { metrics: { host: '127.0.0.1', port, auth } }, prefix, { args })
+    const g = await spawnGateway(db.url, { metrics: { host: '127.0.0.1', port, auth } }, prefix, { args })
     const base = `http://127.0.0.1:${port}`
     t.ok(await eventually(async () => await request(base, '/metrics').then(() => true, () => false), 60_000), 'listening')
     const none = await request(base, '/metrics')
@@ -170,7 +142,7 @@ t.test('metrics.auth: a bearer token or a Basic credential the scrape must send;
     await g.stop()
   }
   t.throws(() => buildConfig({ metrics: { auth: { username: 'prometheus' } } }), /metrics\.auth\.password_file: metrics\.auth\.username and metrics\.auth\.password_file go together/)
-  const missing = await spawnGateway(redis.url, { metrics: { host: '127.0.0.1', port: await freePort(), auth: { bearer_token_file: join(dir, 'nope') } } }, prefix).then(() => null, (err: Error) => err.message)
+  const missing = await spawnGateway(db.url, { metrics: { host: '127.0.0.1', port: await freePort(), auth: { bearer_token_file: join(dir, 'nope') } } }, prefix).then(() => null, (err: Error) => err.message)
   t.match(missing, /metrics\.auth\.bearer_token_file: cannot read .*nope: ENOENT/, 'a missing file stops the start, named')
 })
 
