@@ -39,9 +39,11 @@ export function storeName (config: Config): string {
   return config.store.backend === 'sqlite' ? `the store file ${config.store.path}` : `Redis at ${redisTarget(config)}`
 }
 
-/** The store as log lines name it: its kind and where. */
-export function storeFields (config: Config): { store: 'sqlite' | 'redis', where: string } {
-  return { store: config.store.backend, where: config.store.backend === 'sqlite' ? config.store.path : redisTarget(config) }
+/** The store as every log line names it: the file's `path`, or the `redis` target and the key `prefix`. */
+export function storeFields (config: Config): { store: 'sqlite', path: string } | { store: 'redis', redis: string, prefix: string } {
+  return config.store.backend === 'sqlite'
+    ? { store: 'sqlite', path: config.store.path }
+    : { store: 'redis', redis: redisTarget(config), prefix: config.redis.prefix }
 }
 
 /** Every command but `start`: the existing key, or exit 2 saying where it was looked for. */
@@ -103,7 +105,7 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
     },
     onReady () {
       lastError = ''
-      log.info({ ...storeFields(config), redis: target }, 'redis ready')
+      log.info(storeFields(config), 'redis ready')
       onReady?.()
     },
     onUnreadable

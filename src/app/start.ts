@@ -22,7 +22,7 @@ import type { ManagedStore } from '../store/types.js'
 import { failed, type AppIo } from './io.js'
 import { VERSION } from './version.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
-import { keyForStart, openStore, redisTarget, storeWhere } from './open-store.js'
+import { keyForStart, openStore, redisTarget, storeFields, storeWhere } from './open-store.js'
 import type { WorkerLink } from './worker-link.js'
 import { Reloader } from './reload.js'
 import { exitNow, Shutdown } from './shutdown.js'
@@ -52,7 +52,7 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   }
   const keyring = new Keyring(secret.key)
   const verify = { mode: 'start' as const, where: storeWhere(config), source: secret.source, db: config.redis.db }
-  const whereField = config.store.backend === 'sqlite' ? { store: 'sqlite', path: verify.where } : { redis: verify.where }
+  const whereField = storeFields(config)
   // the key was used before: read from the key file sidegate writes (not created by this start), or checked against this store already
   const keyFromFile = secret.source === config.secret_key_file && secret.created !== true
   let verifiedOnce = false

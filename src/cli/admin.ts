@@ -39,11 +39,6 @@ export class Admin {
     return 0
   }
 
-  #one (args: string[], what: string): string {
-    if (args.length !== 1) throw new UsageError(`expected exactly one ${what}`)
-    return args[0]
-  }
-
   async #password (): Promise<string> {
     if (this.v['password-stdin'] !== true) throw new UsageError('the password must come from standard input: add --password-stdin')
     return checkPassword((await this.io.stdin()).replace(/\r?\n$/, ''))
@@ -97,7 +92,7 @@ export class Admin {
   }
 
   async #grant (args: string[]): Promise<number> {
-    const username = this.#one(args, 'username')
+    const username = params(USERNAME, args).username
     await this.#ops.user(username)
     if ((this.v.org ?? []).length === 0) throw new UsageError('user grant needs --org ID[:admin|:none]')
     const after = await this.#ops.grant(username, this.#orgs())
@@ -105,7 +100,7 @@ export class Admin {
   }
 
   async #showToken (args: string[]): Promise<number> {
-    const r = await this.#ops.showToken(this.#one(args, 'username'))
+    const r = await this.#ops.showToken(params(USERNAME, args).username)
     return this.#print(r, r.token)
   }
 
@@ -171,7 +166,10 @@ for (const route of ADMIN_ROUTES) {
 }
 
 /** The positionals as the form's parameters, or its usage error. */
-function params (form: CliForm, args: string[]): Record<string, string> {
+/** The positionals of the commands written by hand here (user grant, user show-token). */
+const USERNAME = { command: 'user', args: ['username'] }
+
+function params (form: Pick<CliForm, 'command' | 'args' | 'what' | 'usage'>, args: string[]): Record<string, string> {
   if (args.length !== form.args.length) {
     throw new UsageError(form.usage ?? (form.args.length === 0 ? `${form.command} takes no arguments` : `expected exactly one ${form.what ?? form.args[0]}`))
   }

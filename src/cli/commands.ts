@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { ConfigError, configWarningList, configWarnings, loadConfig, type Config } from '../config/index.js'
 import { defaultsYaml } from '../config/defaults.js'
 import { jsonSchema } from '../config/json-schema.js'
-import { report as reportError, type Io } from './io.js'
+import { report, type Io } from './io.js'
 import type { Values } from './args.js'
 import { Keyring } from '../crypto.js'
 import { E, UsageError } from '../errors.js'
@@ -24,11 +24,6 @@ import type { ManagedStore, RunningStore } from '../store/types.js'
 
 /** How long an admin command waits for Redis before it gives up. */
 export const CLI_CONNECT_MS = 2000
-
-/** An error as one line (or `{detail, code}` with --json) on stderr; a wrong key is a usage error (exit 2). */
-function report (io: Io, json: boolean, err: unknown): number {
-  return reportError(io, json, err instanceof KeyCheckError ? new UsageError(err.message, 2, err.code) : err)
-}
 
 /** Runs `cmd sub …args` (both known: src/cli/index.ts checked them); returns the exit code. */
 export async function run (cmd: string, sub: string | undefined, rest: string[], values: Values, io: Io, env: NodeJS.ProcessEnv): Promise<number> {

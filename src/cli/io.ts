@@ -4,7 +4,7 @@
  * `{detail, code}` with --json) with its exit code.
  */
 import { escapeControls } from '../text.js'
-import { GatewayError, UsageError } from '../errors.js'
+import { failure } from '../app/io.js'
 
 export interface Io {
   out: (s: string) => void
@@ -40,12 +40,7 @@ export { VERSION } from '../app/version.js'
 
 /** Prints an error as one line (or `{detail, code}` with --json) on stderr; returns the exit code. */
 export function report (io: Io, json: boolean, err: unknown): number {
-  let exit = 1
-  let code = 'failed'
-  let detail = err instanceof Error ? err.message : String(err)
-  if (err instanceof UsageError) { exit = err.exitCode; code = err.code } else if (err instanceof GatewayError) {
-    code = err.code; detail = err.detail
-  }
+  const { detail, code, exit } = failure(err)
   io.err(json ? JSON.stringify({ detail, code }) + '\n' : `sidegate: ${detail}\n`)
   return exit
 }

@@ -253,6 +253,9 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
   }
 }
 
+/** The `redis:` section's defaults, computed at the first auto choice. */
+let redisDefaults: Record<string, unknown> | undefined
+
 /**
  * store.backend auto: Redis when SIDEGATE_REDIS_URL is set or the file sets a
  * `redis:` key to something else than its default (a deployment that names
@@ -261,7 +264,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
 function storeBackend (d: Doc, rawRedis: Record<string, unknown> | undefined, env: Env): 'sqlite' | 'redis' {
   if (d.store.backend !== 'auto') return d.store.backend
   if ((env.SIDEGATE_REDIS_URL ?? '') !== '') return 'redis'
-  const defaults = (validate(Schema, {}).value as Doc).redis as Record<string, unknown>
+  const defaults = redisDefaults ??= (validate(Schema, {}).value as Doc).redis as Record<string, unknown>
   const given = d.redis as Record<string, unknown>
   return Object.keys(rawRedis ?? {}).some((k) => JSON.stringify(given[k]) !== JSON.stringify(defaults[k])) ? 'redis' : 'sqlite'
 }

@@ -9,7 +9,7 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { removeDir, tempDir } from '../fixtures/cleanup.js'
-import { cliIn, type CliRun } from '../fixtures/procs.js'
+import { cliIn, mainIn, type CliRun } from '../fixtures/procs.js'
 import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, post } from '../fixtures/http.js'
 import { ROOT, SECRET, startGateway } from '../fixtures/gateway.js'
@@ -49,12 +49,7 @@ async function spawnCli (args: string[], o: { stdin?: string, config?: string | 
  * kind: usage, stdin, JSON output, an unreachable Redis.
  */
 async function inProcess (args: string[], o: { stdin?: string, config?: string | null } = {}): Promise<Run> {
-  const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
-  let stdout = ''
-  let stderr = ''
-  const started = Date.now()
-  const code = await main(full, { out: (x) => { stdout += x }, err: (x) => { stderr += x }, stdin: async () => o.stdin ?? '' }, { SIDEGATE_SECRET_KEY: SECRET })
-  return { code, stdout, stderr, ms: Date.now() - started }
+  return await mainIn(o.config === null ? args : [...args, '--config', o.config ?? CONFIG], { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin })
 }
 
 const json = (r: Run): any => JSON.parse(r.stdout)

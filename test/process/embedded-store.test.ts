@@ -61,7 +61,7 @@ t.test('npm start with no Redis configured serves the README\'s quick start on t
   out = output()
 
   const store = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"store ready"')) ?? '{}')
-  t.match(store, { store: 'sqlite', where: join(dir, 'sidegate.db') }, 'the log says which store and where')
+  t.match(store, { store: 'sqlite', path: join(dir, 'sidegate.db') }, 'the log says which store and where')
   t.notMatch(out, /redis/i, 'no Redis is named, let alone reached')
   t.ok(existsSync(join(dir, 'sidegate.db')), 'sidegate.db beside gateway.yml')
 

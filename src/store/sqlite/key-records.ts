@@ -21,15 +21,13 @@ export class SqliteKeyRecords implements KeyRecords {
   async keyIds (userId: string): Promise<string[]> { return this.c.ungated(() => this.c.st('SELECT id FROM access_keys WHERE user_id = ?').pluck().all(userId) as string[]) }
 
   async read (record: string): Promise<string | null> {
-    const [sql, id] = where(record)
-    return this.c.ungated(() => (this.c.st(`SELECT ${sql}`).pluck().get(id) as string | undefined) ?? null)
+    const w = where(record)
+    return this.c.ungated(() => (this.c.st(`SELECT ${w.column} FROM ${w.table} WHERE ${w.key} = ?`).pluck().get(w.id) as string | undefined) ?? null)
   }
 
   async compareAndSet (record: string, expected: string, value: string): Promise<boolean> {
-    const [sql, id] = where(record)
-    const [column, rest] = sql.split(' FROM ')
-    const [table, cond] = rest.split(' WHERE ')
-    return this.c.ungated(() => this.c.st(`UPDATE ${table} SET ${column} = ? WHERE ${cond} AND ${column} = ?`).run(value, id, expected).changes === 1)
+    const w = where(record)
+    return this.c.ungated(() => this.c.st(`UPDATE ${w.table} SET ${w.column} = ? WHERE ${w.key} = ? AND ${w.column} = ?`).run(value, w.id, expected).changes === 1)
   }
 
   async isEmpty (): Promise<boolean> {
@@ -37,13 +35,15 @@ export class SqliteKeyRecords implements KeyRecords {
   }
 }
 
-/** A record's column, table and condition, and the id it names. */
-function where (record: string): [string, string] {
-  if (record === 'jwks') return ['value FROM meta WHERE name = ?', 'jwks']
+interface Where { table: string, column: string, key: string, id: string }
+
+/** Where a record lives: its table, the column holding it, the key column and the id it names. */
+function where (record: string): Where {
+  if (record === 'jwks') return { table: 'meta', column: 'value', key: 'name', id: 'jwks' }
   const i = record.indexOf(':')
   const kind = record.slice(0, i)
   const id = record.slice(i + 1)
-  if (kind === 'ak') return ['json FROM access_keys WHERE id = ?', id]
-  if (kind === 'user-pt') return ['stored FROM pt_user WHERE user_id = ?', id]
+  if (kind === 'ak') return { table: 'access_keys', column: 'json', key: 'id', id }
+  if (kind === 'user-pt') return { table: 'pt_user', column: 'stored', key: 'user_id', id }
   throw new Error(`no such record: ${record}`)
 }

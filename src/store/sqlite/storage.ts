@@ -96,7 +96,22 @@ export class SqliteStorage implements Storage, SqlContext {
     }
   }
 
-  tx<T> (fn: () => T): T { return this.run(() => this.db.transaction(fn).immediate()) }
+  /** fn in one IMMEDIATE transaction; within one already open, a savepoint (better-sqlite3's nesting). */
+  tx<T> (fn: () => T): T {
+    return this.run(() => {
+      const db = this.db
+      if (db.inTransaction) return db.transaction(fn)()
+      this.st('BEGIN IMMEDIATE').run()
+      try {
+        const result = fn()
+        this.st('COMMIT').run()
+        return result
+      } catch (err) {
+        if (db.inTransaction) this.st('ROLLBACK').run()
+        throw err
+      }
+    })
+  }
 
   sweep (): void {
     const now = this.now()
