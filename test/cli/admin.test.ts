@@ -1,6 +1,6 @@
 /**
  * The admin API on the admin listener of a real
- * `sidegate start` process (admin.enabled), over real HTTP, with real Redis.
+ * `sidegate start` process (admin.enabled), over real HTTP, on the embedded store.
  * Every operation family round-trips, and its effect shows on the public
  * port; bad input is 400 with catalogue codes; the CLI and the API share one
  * implementation (the same JSON); the OpenAPI document validates.
@@ -8,9 +8,9 @@
 import t from 'tap'
 import { dirname } from 'node:path'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import { freePort, startRedis } from '../fixtures/redis.js'
+import { freePort } from '../fixtures/redis.js'
 import { request, startEcho, type Res } from '../fixtures/http.js'
-import { SECRET, spawnGateway } from '../fixtures/gateway.js'
+import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
 import { cliIn } from '../fixtures/procs.js'
 import { bearer, signAny, signedHeaders, signedWithBody } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
@@ -19,10 +19,10 @@ import { buildConfig } from '../../src/config/index.js'
 import { ADMIN_ROUTES } from '../../src/admin/api.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const gw = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true }, rate_limit: { enabled: true } }, `adm${process.pid}:`)
-t.teardown(async () => { await gw.stop(); await echo.close(); await redis.stop() })
+const gw = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { enabled: true }, rate_limit: { enabled: true } }, `adm${process.pid}:`)
+t.teardown(async () => { await gw.stop(); await echo.close(); await db.stop() })
 
 const cli = async (...args: string[]) => await cliIn(dirname(gw.configFile), [...args, '--config', gw.configFile], { env: { SIDEGATE_SECRET_KEY: SECRET } })
 const cliJson = async (...args: string[]): Promise<any> => {
@@ -45,7 +45,7 @@ const pub = async (path: string, headers: Record<string, string>): Promise<Res> 
 
 t.test('off by default; on the public port the admin paths are not sidegate\'s', async (t) => {
   t.equal(buildConfig({}).admin.enabled, false, 'admin.enabled defaults to false')
-  const off = await spawnGateway(redis.url, { upstream: { url: echo.url } }, `adm${process.pid}:`)
+  const off = await spawnGateway(db.url, { upstream: { url: echo.url } }, `adm${process.pid}:`)
   t.teardown(async () => { await off.stop() })
   for (const path of ['/admin/v1/users', '/admin/v1/openapi.json']) {
     const r = await request(off.metricsUrl, path, { headers: { authorization: `Token ${adminToken}` } })
@@ -56,7 +56,7 @@ t.test('off by default; on the public port the admin paths are not sidegate\'s',
   t.equal((await request(off.metricsUrl, '/metrics')).status, 200, 'the listener still serves /metrics')
   // the admin API alone: its own listener, no metrics one
   const port = await freePort()
-  const alone = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true, port }, metrics: { enabled: false } }, `adm${process.pid}:`)
+  const alone = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { enabled: true, port }, metrics: { enabled: false } }, `adm${process.pid}:`)
   t.teardown(async () => { await alone.stop() })
   const base = `http://127.0.0.1:${port}`
   t.ok(await eventually(async () => await request(base, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } }).then((r) => r.status === 200, () => false), 60_000), 'metrics off, admin on: the API is served')
@@ -145,7 +145,7 @@ t.test('its own listener: loopback by default, a warning on any other address', 
   t.throws(() => buildConfig({ admin: { enabled: true, port: 8080 }, listen: { port: 8080 } }), /admin\.port: must differ from listen\.port/)
   t.equal((await request(gw.metricsUrl, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } })).status, 404, 'not on the metrics listener')
   t.notMatch(gw.output(), /not a loopback address/, 'no warning on 127.0.0.1')
-  const open = await spawnGateway(redis.url, { upstream: { url: echo.url }, admin: { enabled: true, host: '0.0.0.0' }, log: { level: 'info' } }, `adm${process.pid}:`)
+  const open = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { enabled: true, host: '0.0.0.0' }, log: { level: 'info' } }, `adm${process.pid}:`)
   t.teardown(async () => { await open.stop() })
   t.equal((await request(open.adminUrl, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } })).status, 200)
   t.ok(await eventually(async () => open.output().split('\n').some((l) => l.includes('"level":40') && l.includes('the admin API listens on 0.0.0.0, not a loopback address')), 30_000), 'warned at start')

@@ -2,26 +2,25 @@
  * Access keys with an expiry, an IP allow-list and a name,
  * made with `sidegate key create` (a process) and with the self-service
  * endpoint (the same parser: the same refusals in the same words), used
- * over real HTTP on two gateways sharing one Redis: one behind a trusted
+ * over real HTTP on two gateways sharing one store (the embedded store's file): one behind a trusted
  * proxy (X-Forwarded-For believed from 127.0.0.1), one not.
  */
 import t from 'tap'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request } from '../fixtures/http.js'
-import { SECRET, startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, SECRET, startGateway, storeDoc } from '../fixtures/gateway.js'
 import { cliIn, workdir } from '../fixtures/procs.js'
 import { makeUser, signedHeaders } from '../fixtures/creds.js'
 import { removeDir } from '../fixtures/cleanup.js'
 import { eventually } from '../fixtures/wait.js'
 import { parseExpiry } from '../../src/admin/key-options.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const prefix = `kl${process.pid}:`
-const proxied = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
-const direct = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix } })
-const wd = await workdir({ redis: { url: redis.url, prefix } })
-t.teardown(async () => { await proxied.close(); await direct.close(); await echo.close(); await redis.stop(); removeDir(wd.dir) })
+const proxied = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
+const direct = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix } })
+const wd = await workdir(storeDoc(db.url, prefix))
+t.teardown(async () => { await proxied.close(); await direct.close(); await echo.close(); await db.stop(); removeDir(wd.dir) })
 await makeUser(proxied, 'alice')
 const cli = async (...args: string[]) => await cliIn(wd.dir, args, { env: { SIDEGATE_SECRET_KEY: SECRET } })
 const create = async (...flags: string[]): Promise<{ id: string, secret: string, [k: string]: unknown }> => {

@@ -9,19 +9,18 @@ import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { startRedis } from '../fixtures/redis.js'
 import { request } from '../fixtures/http.js'
-import { ROOT, SECRET } from '../fixtures/gateway.js'
+import { embeddedStore, ROOT, SECRET, storeDoc } from '../fixtures/gateway.js'
 import { npmStartIn, workdir } from '../fixtures/procs.js'
 import { eventually } from '../fixtures/wait.js'
 
 const hasNpm = spawnSync('npm', ['--version'], { encoding: 'utf8' }).status === 0
-const redis = await startRedis()
-t.teardown(() => redis.stop())
+const db = embeddedStore()
+t.teardown(() => db.stop())
 
 /** A copy of the package's start script in a directory of its own, with its own gateway.yml. */
 async function npmStart (prefix: string): Promise<{ p: ReturnType<typeof spawn>, url: string, out: () => string, exited: Promise<number | null> }> {
-  const W = await workdir({ redis: { url: redis.url, prefix }, server: { drain_delay: 1, shutdown_grace: 2 } }, 'sidegate-npm-')
+  const W = await workdir({ ...storeDoc(db.url, prefix), server: { drain_delay: 1, shutdown_grace: 2 } }, 'sidegate-npm-')
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
   writeFileSync(join(W.dir, 'package.json'), JSON.stringify({ name: 'npm-start-check', version: '0.0.0', private: true, scripts: { start: pkg.scripts.start } }))
   symlinkSync(join(ROOT, 'bin'), join(W.dir, 'bin'))

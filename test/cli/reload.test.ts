@@ -1,6 +1,6 @@
 /**
- * Live reload. Real `sidegate start` processes on a real
- * Redis, an echo upstream, real HTTP; the config file edited on disk, then
+ * Live reload. Real `sidegate start` processes on the
+ * embedded store, an echo upstream, real HTTP; the config file edited on disk, then
  * SIGHUP (reload.watch: false, so only the signal can have reloaded), or a
  * Kubernetes-style `..data` symlink swap with no signal at all. Every wait
  * is a deadline on the gateway's own log line or answer.
@@ -9,21 +9,21 @@ import t from 'tap'
 import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { parse, stringify } from 'yaml'
-import { startRedis, freePort } from '../fixtures/redis.js'
+import { freePort } from '../fixtures/redis.js'
 import { startEcho, post, request, type Res } from '../fixtures/http.js'
-import { ROOT, spawnGateway, startGateway, type SpawnedGateway } from '../fixtures/gateway.js'
+import { embeddedStore, ROOT, spawnGateway, startGateway, type SpawnedGateway } from '../fixtures/gateway.js'
 import { makeUser, signedHeaders, signedWithBody } from '../fixtures/creds.js'
 import { eventually } from '../fixtures/wait.js'
 import { leafKeys, liveKeys, liveSections } from '../../src/config/live.js'
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
 const prefix = `reload${process.pid}:`
-t.teardown(async () => { await echo.close(); await redis.stop() })
-const g = await spawnGateway(redis.url, { upstream: { url: echo.url }, log: { level: 'info' }, reload: { watch: false } }, prefix)
+t.teardown(async () => { await echo.close(); await db.stop() })
+const g = await spawnGateway(db.url, { upstream: { url: echo.url }, log: { level: 'info' }, reload: { watch: false } }, prefix)
 t.teardown(async () => { await g.stop() })
 // an in-process gateway on the same data, for the store API (users, tokens)
-const admin = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix } })
+const admin = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix } })
 t.teardown(async () => { await admin.close() })
 const user = await makeUser(admin, 'reloader')
 const token = await admin.store.createPrivateToken(user.id)
@@ -150,7 +150,7 @@ t.test('docs, the lockout and trusted proxies change by one reload', async (t) =
 })
 
 t.test('the admin API follows a reload: trusted proxies, body limit, signature algorithms', async (t) => {
-  const a = await spawnGateway(redis.url, { upstream: { url: echo.url }, log: { level: 'info' }, reload: { watch: false }, admin: { enabled: true } }, prefix)
+  const a = await spawnGateway(db.url, { upstream: { url: echo.url }, log: { level: 'info' }, reload: { watch: false }, admin: { enabled: true } }, prefix)
   t.teardown(async () => { await a.stop() })
   const root = await makeUser(admin, 'reload-root', { superuser: true })
   // a key that may be used only from 203.0.113.9: seen only through a trusted proxy's X-Forwarded-For
@@ -233,7 +233,7 @@ t.test('a broken file never takes the gateway down: one error line with the prob
 })
 
 t.test('file watch: a ConfigMap-style ..data symlink swap reloads without a signal', async (t) => {
-  const w = await spawnGateway(redis.url, { upstream: { url: echo.url }, log: { level: 'info' } }, prefix)
+  const w = await spawnGateway(db.url, { upstream: { url: echo.url }, log: { level: 'info' } }, prefix)
   t.teardown(async () => { await w.stop() })
   const dir = dirname(w.configFile)
   // a plain file written in place (an editor, a config management tool)

@@ -14,8 +14,8 @@ import { promisify } from 'node:util'
 import { parse, parseAllDocuments } from 'yaml'
 import { buildConfig, ENV_VARIABLES } from '../../src/config/index.js'
 import { removeDir, tempDir } from '../fixtures/cleanup.js'
-import { ROOT, spawnGateway } from '../fixtures/gateway.js'
-import { startRedis, freePort } from '../fixtures/redis.js'
+import { embeddedStore, ROOT, spawnGateway } from '../fixtures/gateway.js'
+import { freePort } from '../fixtures/redis.js'
 import { request } from '../fixtures/http.js'
 
 const run = promisify(execFile)
@@ -61,7 +61,7 @@ const portByName = (c: Doc, p: number | string): number => typeof p === 'number'
 
 t.test('every YAML file under deploy/ parses, and every manifest has apiVersion, kind, name', async (t) => {
   // deploy/forward-auth/ holds proxy configurations, not manifests (test/proxies/forward-auth.test.ts);
-  // deploy/helm/ a Helm chart, whose templates are not YAML until rendered (test/unit/helm.test.ts)
+  // deploy/helm/ a Helm chart, whose templates are not YAML until rendered (test/deploy/helm.test.ts)
   const files = walk(DEPLOY).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith(join(DEPLOY, 'forward-auth')) && !f.startsWith(join(DEPLOY, 'helm')))
   t.ok(files.length >= 6, `${files.length} YAML files`)
   for (const f of files) {
@@ -129,15 +129,15 @@ t.test('ports: Service targetPort = container port = listen.port; metrics not in
 })
 
 t.test('probe paths and the metrics path answer on a gateway running the ConfigMap\'s config', async (t) => {
-  const redis = await startRedis()
-  t.teardown(async () => { await redis.stop() })
+  const db = embeddedStore()
+  t.teardown(async () => { await db.stop() })
   const metricsPort = await freePort()
-  // the shipped config, with only addresses changed to this machine's (listen: the fixture's port)
-  const { listen: _, ...shipped } = gatewayYml
-  const gw = await spawnGateway(redis.url, {
+  // the shipped config, with only addresses changed to this machine's (listen: the fixture's port),
+  // on the embedded store (spawnGateway's): the probes and the metrics answer the same on either store
+  const { listen: _, store: _store, redis: _redis, ...shipped } = gatewayYml
+  const gw = await spawnGateway(db.url, {
     ...shipped,
     upstream: { ...gatewayYml.upstream, url: `http://127.0.0.1:${await freePort()}` },
-    redis: { ...gatewayYml.redis, url: redis.url },
     metrics: { ...gatewayYml.metrics, host: '127.0.0.1', port: metricsPort },
     server: { ...gatewayYml.server, drain_delay: 0 },
     log: { level: 'warn' }
@@ -334,11 +334,11 @@ t.test('the HEALTHCHECK command and the ENTRYPOINT work as written', async (t) =
   const entry = JSON.parse(ins.filter((i) => i.cmd === 'ENTRYPOINT').pop()!.args) as string[]
   const cmd = JSON.parse(ins.filter((i) => i.cmd === 'CMD').pop()!.args) as string[]
   t.equal(entry[0], 'node')
-  const redis = await startRedis()
-  t.teardown(async () => { await redis.stop() })
+  const db = embeddedStore()
+  t.teardown(async () => { await db.stop() })
   // spawnGateway runs exactly `node bin/sidegate.js start` (with --config) from the package root
   t.same([...entry.slice(1), ...cmd], ['bin/sidegate.js', 'start'])
-  const gw = await spawnGateway(redis.url)
+  const gw = await spawnGateway(db.url)
   t.teardown(async () => { await gw.stop() })
   const port = new URL(gw.url).port
   const ok = await run(hc[0] === 'node' ? process.execPath : hc[0], hc.slice(1), { cwd: ROOT, env: { PATH: process.env.PATH, SIDEGATE_PORT: port } }).then(() => 0, (e) => e.code)

@@ -7,18 +7,17 @@ import { promisify } from 'node:util'
 import { gunzipSync } from 'node:zlib'
 import { parse as parseYaml } from 'yaml'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import { startRedis } from '../fixtures/redis.js'
 import { request, startEcho } from '../fixtures/http.js'
-import { startGateway, ROOT } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, ROOT } from '../fixtures/gateway.js'
 import { E, ERRORS, GatewayError, HTTP_ERROR_CODES, type ErrorSpec } from '../../src/errors.js'
 import { AUDIT_EVENTS, auditTable } from '../../src/observability/audit.js'
 import { errorTable } from '../../src/routes/openapi.js'
 import { configKeys, configTable } from '../../src/config/reference.js'
 import { swaggerUiDir } from '../../src/routes/static.js'
 
-const redis = await startRedis()
-const g = await startGateway(redis.url)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const db = embeddedStore()
+const g = await startGateway(db.url)
+t.teardown(async () => { await g.close(); await db.stop() })
 
 const getDoc = async (url = g.url): Promise<any> => (await request(url, '/api/docs/openapi.json')).json
 
@@ -190,7 +189,7 @@ t.test('docs/configuration.md\'s key table is the config schema (npm run docs:ta
 })
 
 t.test('the document uses the configured names (X-<ABBREV>-ORG, <abbrev>_sessionid)', async (t) => {
-  const jms = await startGateway(redis.url, { names: { abbrev: 'JMS' } })
+  const jms = await startGateway(db.url, { names: { abbrev: 'JMS' } })
   t.teardown(() => jms.close())
   const text = (await request(jms.url, '/api/docs/openapi.json')).text
   const doc = JSON.parse(text)
@@ -258,10 +257,10 @@ t.test('/docs and /docs/ (pre-2.0) and /api/docs redirect to /api/docs/', async 
 })
 
 t.test('docs.enabled: false turns every docs path off', async (t) => {
-  const off = await startGateway(redis.url, { docs: { enabled: false } })
+  const off = await startGateway(db.url, { docs: { enabled: false } })
   const echo = await startEcho()
-  const offUp = await startGateway(redis.url, { docs: { enabled: false }, upstream: { url: echo.url } })
-  const onUp = await startGateway(redis.url, { upstream: { url: echo.url } })
+  const offUp = await startGateway(db.url, { docs: { enabled: false }, upstream: { url: echo.url } })
+  const onUp = await startGateway(db.url, { upstream: { url: echo.url } })
   t.teardown(async () => { await off.close(); await offUp.close(); await onUp.close(); await echo.close() })
   for (const p of ['/api/docs/', '/api/docs/openapi.json', '/api/docs/openapi.yaml', '/docs', '/docs/', '/api/docs', '/api/docs/swagger-ui-bundle.js']) {
     const r = await request(off.url, p)

@@ -6,17 +6,16 @@
  */
 import t from 'tap'
 import { Type as T } from '@sinclair/typebox'
-import { startRedis } from '../fixtures/redis.js'
 import { post, request } from '../fixtures/http.js'
-import { startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { ERRORS } from '../../src/errors.js'
 import { refusal, validate, type BodySpec } from '../../src/routes/body.js'
 import { Template } from '../../src/routes/html.js'
 
-const redis = await startRedis()
-const g = await startGateway(redis.url)
-t.teardown(async () => { await g.close(); await redis.stop() })
+const db = embeddedStore()
+const g = await startGateway(db.url)
+t.teardown(async () => { await g.close(); await db.stop() })
 const doc = (await request(g.url, '/api/docs/openapi.json')).json
 
 t.test('every body schema the routes validate with is the one the document publishes for their operation', async (t) => {
