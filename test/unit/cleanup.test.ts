@@ -1,9 +1,10 @@
 /**
  * test/fixtures/cleanup.ts: whatever a test process started is gone when it
- * ends, however it ends. A child node process starts a redis-server and makes
- * a temp dir through the fixtures, then is killed: with SIGALRM (tap's
- * timeout, the signal handler runs) and with SIGKILL (no handler can run:
- * the detached reaper does the work).
+ * ends, however it ends. A child node process starts a process of its own (a
+ * plain node process listening on a port, as a redis-server or a gateway
+ * would) and makes a temp dir through the fixtures, then is killed: with
+ * SIGALRM (tap's timeout, the signal handler runs) and with SIGKILL (no
+ * handler can run: the detached reaper does the work).
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
@@ -35,9 +36,9 @@ async function startVictim (): Promise<{ kill: (s: NodeJS.Signals) => void, port
 }
 
 for (const signal of ['SIGALRM', 'SIGKILL'] as const) {
-  t.test(`a test process killed with ${signal}: its redis-server and temp dir are gone`, async (t) => {
+  t.test(`a test process killed with ${signal}: the process it started and its temp dir are gone`, async (t) => {
     const v = await startVictim()
-    t.ok(await listening(v.port), `its redis-server answers on ${v.port}`)
+    t.ok(await listening(v.port), `its child process answers on ${v.port}`)
     t.ok(existsSync(v.dir), 'the temp dir exists')
     v.kill(signal)
     const started = Date.now()
