@@ -11,7 +11,7 @@
  * - templates/_live.tpl: the keys a live reload may change (src/config/live.ts),
  *   which the pods' checksum/config annotation leaves out.
  *
- * `--check`: writes nothing, exits 1 naming the files that differ (test/unit/helm.test.ts).
+ * `--check`: writes nothing, exits 1 naming the files that differ (test/deploy/helm.test.ts).
  * Reads the built dist/.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
