@@ -1,29 +1,27 @@
 /**
- * The admin CLI as a user runs it: `node bin/sidegate.js …` against a real
- * Redis, with its effects checked through a running gateway on the same store.
+ * The admin CLI as a user runs it: `node bin/sidegate.js …` on the embedded
+ * store, with its effects checked through a running gateway on the same store
+ * (the CLI and Redis itself: test/topology/cli-redis.test.ts).
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
-import net from 'node:net'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { removeDir, tempDir } from '../fixtures/cleanup.js'
 import { cliIn, mainIn, type CliRun } from '../fixtures/procs.js'
-import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request, post } from '../fixtures/http.js'
-import { ROOT, SECRET, startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, ROOT, SECRET, startGateway, storeDoc } from '../fixtures/gateway.js'
 import { signedHeaders } from '../fixtures/creds.js'
-import { main } from '../../src/cli/index.js'
 import { eventually } from '../fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const PREFIX = `cli${process.pid}:`
 
-const redis = await startRedis()
+const db = embeddedStore()
 const echo = await startEcho()
-const g = await startGateway(redis.url, { upstream: { url: echo.url }, redis: { url: redis.url, prefix: PREFIX } })
-t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
+const g = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix: PREFIX } })
+t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
 const dir = tempDir('sidegate-cli-')
 t.teardown(() => removeDir(dir))
@@ -32,21 +30,21 @@ function writeConfig (name: string, doc: Record<string, unknown>): string {
   writeFileSync(file, stringify(doc))
   return file
 }
-const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PREFIX }, log: { level: 'warn' } })
+const CONFIG = writeConfig('gateway.yml', { ...storeDoc(db.url, PREFIX), log: { level: 'warn' } })
 
 type Run = CliRun
 
 /** Runs the CLI (test/fixtures/procs.ts cliIn) on this file's config unless `config` says otherwise (null: none). */
-async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
+async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number, spawn?: boolean } = {}): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
-  return await cliIn(dir, full, { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin, timeout: o.timeout })
+  return await cliIn(dir, full, { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin, timeout: o.timeout, spawn: o.spawn })
 }
 
 /**
  * The same entry point in process (bin/sidegate.js only calls main): for the
  * long lists of cases, which a spawned process per case would make slow on a
  * busy machine. The real binary (`spawnCli`) is checked on a sample of each
- * kind: usage, stdin, JSON output, an unreachable Redis.
+ * kind: usage, stdin, JSON output, a store file that cannot be opened.
  */
 async function inProcess (args: string[], o: { stdin?: string, config?: string | null } = {}): Promise<Run> {
   return await mainIn(o.config === null ? args : [...args, '--config', o.config ?? CONFIG], { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin })
@@ -185,7 +183,7 @@ t.test('usage errors exit 2 with a message on stderr', async (t) => {
     t.match(args.length === 0 ? runs[i].stdout : runs[i].stderr, /\S/, `${JSON.stringify(args)}: says why`)
   })
   t.equal((await inProcess(['user', 'list'], { config: join(dir, 'missing.yml') })).code, 2, 'config file not found')
-  const bad = writeConfig('bad.yml', { redis: { url: redis.url, prefix: PREFIX }, listen: { port: 'eighty' } })
+  const bad = writeConfig('bad.yml', { ...storeDoc(db.url, PREFIX), listen: { port: 'eighty' } })
   const r = await inProcess(['user', 'list'], { config: bad })
   t.equal(r.code, 2, 'invalid config value')
   t.match(r.stderr, /listen\.port/)
@@ -352,31 +350,26 @@ t.test('--superuser makes a superuser', async (t) => {
   t.same(json(r).orgs, {})
 })
 
-t.test('Redis unreachable: exit 1 with one line, no hang', async (t) => {
-  // port 1 (privileged): nothing listens there, connections are refused (a free port could be taken meanwhile)
-  const cfg = writeConfig('down.yml', { redis: { url: 'redis://127.0.0.1:1', prefix: PREFIX, connect_timeout: 1000 } })
+t.test('a store file that cannot be opened: exit 2 with one line naming it, no hang', async (t) => {
+  // the embedded store's counterpart of an unreachable Redis (test/topology/cli-redis.test.ts): a file in a dir that does not exist
+  const missing = join(dir, 'no-such-dir', 'store.db')
+  const cfg = writeConfig('unopenable.yml', { store: { backend: 'sqlite', path: missing } })
   const cases = [['user', 'list'], ['org', 'list', '--json'], ['token', 'create', 'bob']]
-  // beside them, a command that needs no Redis: what starting node costs on this machine right now
-  // (over 15 s at a load average of 16), so the bound below is on the waiting, not on the machine
-  const [baseline, ...runs] = await Promise.all([
-    spawnCli(['--version'], { config: null }),
-    ...cases.map(async (args) => await spawnCli(args, { config: cfg, timeout: 60_000 }))
-  ])
+  const runs = [await spawnCli(cases[0], { config: cfg, timeout: 60_000, spawn: true }), ...await Promise.all(cases.slice(1).map(async (args) => await spawnCli(args, { config: cfg })))]
   for (const [i, args] of cases.entries()) {
     const r = runs[i]
-    t.equal(r.code, 1, `${args.join(' ')}: exit 1 (null means it hung and was killed)`)
+    t.equal(r.code, 2, `${args.join(' ')}: exit 2, as a config that cannot be used (null means it hung and was killed)`)
     t.equal(r.stdout, '')
     const lines = r.stderr.trimEnd().split('\n')
     t.equal(lines.length, 1, `one line: ${JSON.stringify(r.stderr)}`)
     if (args.includes('--json')) {
-      // with --json the error is JSON too, with the API's code
-      t.match(JSON.parse(lines[0]), { detail: /^cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/, code: 'store_unavailable' })
+      t.same(JSON.parse(lines[0]), { detail: JSON.parse(lines[0]).detail, code: 'store_file_unusable' }, 'with --json the error is JSON too, with its code')
+      t.match(JSON.parse(lines[0]).detail, `cannot open the store file ${missing}: `)
     } else {
-      t.match(lines[0], /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+/)
+      t.match(lines[0], `sidegate: cannot open the store file ${missing}: `)
     }
-    // connect_timeout 1 s, the CLI's own 2 s bound: seconds, not the 20 s of retries a hang would be
-    t.ok(r.ms < baseline.ms + 8_000, `bounded: ${r.ms} ms, against ${baseline.ms} ms for --version started with it`)
   }
+  t.notOk(existsSync(join(dir, 'no-such-dir')), 'nothing was created for it')
 })
 
 t.test('--version prints the package version', async (t) => {
@@ -456,7 +449,7 @@ t.test('an argument that starts with "-" but is an id is an id (a session id is 
 
 t.test('--json lists and records have a stable field order', async (t) => {
   const users = json(await cli(['user', 'list', '--json']))
-  // bob's record was rewritten by Lua scripts (grant, disable), which reorder JSON objects in Redis
+  // bob's record was rewritten (grant, disable); records rewritten by Redis's Lua scripts: test/topology/cli-redis.test.ts
   for (const u of users) t.same(Object.keys(u), ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login'], `${u.username}: fields in order`)
   const bob = users.find((u: any) => u.username === 'bob')
   t.same(Object.keys(bob.orgs), Object.keys(bob.orgs).sort(), 'orgs sorted')
@@ -481,25 +474,6 @@ t.test('usernames: letters of any script, as the README\'s percent-encoding impl
   const r = await request(g.url, '/api/v1/x/', { headers: { authorization: `Bearer ${tok.json.token}` } })
   t.equal(r.status, 200)
   t.equal(r.json.headers['x-svc-username'], 'j%C3%B3zef', 'and reaches the upstream percent-encoded')
-})
-
-t.test('a Redis that accepts but never answers: exit 1 within the 2 s bound, one line', async (t) => {
-  const silent = net.createServer((s) => { s.on('error', () => {}) })
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { silent.close() })
-  const port = (silent.address() as net.AddressInfo).port
-  // were the configured timeouts the bound, this would wait 30 s and more
-  const cfg = writeConfig('silent.yml', { redis: { url: `redis://127.0.0.1:${port}`, prefix: PREFIX, connect_timeout: 30_000, command_timeout: 30_000 } })
-  const r = await spawnCli(['user', 'list'], { config: cfg, timeout: 25_000 })
-  t.equal(r.code, 1, 'exit 1 (null: still waiting after 25 s)')
-  t.match(r.stderr, /^sidegate: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+\n$/, 'one line; not a terminal, so no "connecting" line')
-  t.ok(r.ms < 15_000, `gave up after the bound (${r.ms} ms)`)
-
-  // on a terminal it says what it waits for meanwhile
-  let stderr = ''
-  const code = await main(['user', 'list', '--config', cfg], { out: () => {}, err: (x) => { stderr += x }, stdin: async () => '', isTTY: true }, { SIDEGATE_SECRET_KEY: SECRET })
-  t.equal(code, 1)
-  t.match(stderr, new RegExp(`^sidegate: connecting to Redis at redis://127\\.0\\.0\\.1:${port} …\\r\\x1b\\[2Ksidegate: cannot reach Redis`), 'a "connecting" line, cleared before the error')
 })
 
 t.test('control characters: refused in what the CLI stores; escaped in everything it prints, text and --json', async (t) => {
