@@ -1,0 +1,132 @@
+/**
+ * `sidegate store export|import|backup` through a real Redis (the embedded
+ * store alone: test/cli/store-transfer.test.ts): the embedded store → a Redis
+ * → another embedded store, every record kept (users with their password
+ * hashes, access keys whose secrets still verify, private tokens, sessions,
+ * unexpired bearer tokens, signing keys, legacy key generations, the audit
+ * trail), and a gateway started on the Redis copy accepting credentials made
+ * on the original; what an import into Redis refuses (another secret key, a
+ * store that holds data, a bad line) writing no key, --merge writing only
+ * the missing one; `store backup` of a Redis refused.
+ */
+import t from 'tap'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Keyring } from '../../src/crypto.js'
+import { RedisStore } from '../../src/store/redis/index.js'
+import { startRedis } from '../fixtures/redis.js'
+import { request, startEcho } from '../fixtures/http.js'
+import { SECRET } from '../fixtures/gateway.js'
+import { cliIn, snapshot, startIn, workdir } from '../fixtures/procs.js'
+import { signedHeaders } from '../fixtures/creds.js'
+import { tempDir } from '../fixtures/cleanup.js'
+import { checkCredentials, comparable, makeOriginal, openSqlite, sqliteDir } from '../fixtures/transfer.js'
+
+const redis = await startRedis()
+const echo = await startEcho()
+t.teardown(async () => { await echo.close(); await redis.stop() })
+const env = { SIDEGATE_SECRET_KEY: SECRET }
+const OTHER = 'another-secret-key-that-is-long-enough-9876543210'
+
+let prefixes = 0
+const redisDir = async (): Promise<{ dir: string, port: number, url: string, prefix: string }> => {
+  const prefix = `xfer${process.pid}-${++prefixes}:`
+  return { ...await workdir({ store: { backend: 'redis' }, redis: { url: redis.url, prefix }, upstream: { url: echo.url } }), prefix }
+}
+const openRedis = async (prefix: string): Promise<RedisStore> => {
+  const s = new RedisStore({ url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 0, ttl: 1 } }, new Keyring(SECRET))
+  await s.connect()
+  return s
+}
+
+// the original: an embedded store with one of everything, exported
+const o = await makeOriginal(t, echo.url)
+const exportFile = join(tempDir('sidegate-xfer-'), 'store.ndjson')
+let original = ''
+
+t.test('the original, exported (test/cli/store-transfer.test.ts checks the export)', async (t) => {
+  const r = await cliIn(o.dir, ['store', 'export', '--out', exportFile], { env })
+  t.equal(r.code, 0, r.stderr)
+  original = readFileSync(exportFile, 'utf8')
+})
+
+const red = await redisDir()
+
+t.test('import into an empty Redis: every record, the key check value recorded; a gateway on it accepts the original\'s credentials', async (t) => {
+  const r = await cliIn(red.dir, ['store', 'import', exportFile], { env })
+  t.equal(r.code, 0, r.stderr)
+  t.match(r.stdout, /^imported .*store\.ndjson into Redis at .*: 1 org, 2 users, 1 access key, 2 private tokens, .*1 bearer token, 1 session, 1 signing key set, 1 legacy key generation, 2 audit entries\n$/)
+  const again = await cliIn(red.dir, ['store', 'export'], { env })
+  t.equal(again.code, 0, again.stderr)
+  t.same(comparable(again.stdout), comparable(original), 'exported from Redis: the same records')
+
+  const g = await startIn(red.dir, red.url, { env })
+  t.teardown(() => g.stop())
+  const byToken = await request(red.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${o.ptAlice}` } })
+  t.equal(byToken.status, 200, 'the private token made on the original')
+  t.equal(byToken.json.headers['x-svc-username'], 'Alice')
+  const signed = await request(red.url, '/api/v1/x/', { headers: signedHeaders(o.key.id, o.secret, 'GET', '/api/v1/x/') })
+  t.equal(signed.status, 200, 'an access-key signature with the original\'s secret')
+  t.equal(signed.json.headers['x-svc-username'], 'Alice')
+  const wrong = await request(red.url, '/api/v1/x/', { headers: signedHeaders(o.key.id, 'not-the-secret-0123456789', 'GET', '/api/v1/x/') })
+  t.equal(wrong.status, 401, 'and not another secret')
+  await g.stop()
+
+  const s = await openRedis(red.prefix)
+  t.teardown(() => s.close())
+  await checkCredentials(t, s, o, 'Redis')
+  t.equal(await s.consumeBearerToken(o.bearerLive.token), o.alice.id, 'the bearer token, once')
+  t.equal(await s.consumeBearerToken(o.bearerLive.token), null, 'and only once')
+})
+
+t.test('Redis → a new embedded store (through a pipe): every record again', async (t) => {
+  const back = await sqliteDir(echo.url)
+  const out = await cliIn(red.dir, ['store', 'export'], { env })
+  t.equal(out.code, 0, out.stderr)
+  const r = await cliIn(back.dir, ['store', 'import', '-'], { env, stdin: out.stdout })
+  t.equal(r.code, 0, r.stderr)
+  // the gateway started on the Redis copy added its Default org
+  t.match(r.stdout, /^imported standard input into the store file .*: 2 orgs, 2 users, 1 access key, 2 private tokens/)
+  const s = await openSqlite(back.path)
+  t.teardown(() => s.close())
+  await checkCredentials(t, s, o, 'SQLite again')
+  const again = await cliIn(back.dir, ['store', 'export'], { env })
+  const isDefault = (x: unknown): boolean => (x as { org?: { name: string } }).org?.name === 'Default'
+  t.same(comparable(again.stdout).filter((x) => !isDefault(x)), comparable(original), 'the same records as the original (and the Default org)')
+})
+
+t.test('refused by Redis, exit 2, no key written: another secret key, a store that holds data, a bad line; --merge writes only what is missing', async (t) => {
+  const other = await redisDir()
+  const wrongKey = await cliIn(other.dir, ['store', 'import', exportFile], { env: { SIDEGATE_SECRET_KEY: OTHER } })
+  t.equal(wrongKey.code, 2)
+  t.match(wrongKey.stderr, /exported from a store with another secret key.*nothing was written/)
+  t.same(await snapshot(redis.url, other.prefix), {}, 'another key: nothing written')
+
+  const before = await snapshot(redis.url, red.prefix)
+  const full = await cliIn(red.dir, ['store', 'import', exportFile], { env })
+  t.equal(full.code, 2)
+  t.match(full.stderr, /already holds 2 users and 2 orgs: import into an empty store .*--merge.*nothing was written/)
+  t.same(await snapshot(redis.url, red.prefix), before, 'a store with data: nothing written')
+  const merged = await cliIn(red.dir, ['store', 'import', exportFile, '--merge'], { env })
+  t.equal(merged.code, 0, merged.stderr)
+  // what was deleted since the export comes back: here the bearer token the checks used (docs/cli.md says so)
+  t.match(merged.stdout, /: 1 bearer token; 14 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
+  const merged1 = await snapshot(redis.url, red.prefix)
+  t.same(Object.keys(merged1).filter((k) => !(k in before)).map((k) => k.slice(red.prefix.length).split(':')[0]), ['bt'], '--merge: only the missing record written')
+  t.same(Object.fromEntries(Object.entries(merged1).filter(([k]) => k in before && !k.startsWith(`${red.prefix}user-bt:`))), Object.fromEntries(Object.entries(before).filter(([k]) => !k.startsWith(`${red.prefix}user-bt:`))), 'nothing else changed')
+
+  const bad = original.split('\n')
+  bad[4] = bad[4].slice(0, 20)
+  const badFile = join(tempDir('sidegate-xfer-'), 'bad.ndjson')
+  writeFileSync(badFile, bad.join('\n'))
+  const viaRedis = await cliIn(other.dir, ['store', 'import', badFile], { env })
+  t.equal(viaRedis.code, 2)
+  t.match(viaRedis.stderr, /line 5: not JSON/)
+  t.same(await snapshot(redis.url, other.prefix), {}, 'a bad line, Redis: nothing written')
+})
+
+t.test('backup of Redis: exit 2, pointing at Redis persistence and store export', async (t) => {
+  const r = await cliIn(red.dir, ['store', 'backup', join(tempDir('sidegate-backup-'), 'x.db')], { env })
+  t.equal(r.code, 2)
+  t.match(r.stderr, /BGSAVE.*AOF.*store export/)
+})
