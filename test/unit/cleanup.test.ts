@@ -1,7 +1,7 @@
 /**
  * test/fixtures/cleanup.ts: whatever a test process started is gone when it
  * ends, however it ends. A child node process starts a process of its own (a
- * plain node process listening on a port, as a redis-server or a gateway
+ * plain node process listening on a port, as a Redis server or a gateway
  * would) and makes a temp dir through the fixtures, then is killed: with
  * SIGALRM (tap's timeout, the signal handler runs) and with SIGKILL (no
  * handler can run: the detached reaper does the work).
