@@ -13,8 +13,8 @@ import { execFile } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { embeddedStore, ROOT, SECRET, storeDoc } from '../fixtures/gateway.js'
-import { cliIn, openStoreAt, snapshot, startIn, workdir } from '../fixtures/procs.js'
+import { embeddedStore, openStoreAt, ROOT, SECRET, storeDoc } from '../fixtures/gateway.js'
+import { cliIn, snapshot, startIn, workdir } from '../fixtures/procs.js'
 import { signedHeaders } from '../fixtures/creds.js'
 import { post, request } from '../fixtures/http.js'
 import { eventually } from '../fixtures/wait.js'
@@ -315,7 +315,7 @@ t.test('privileged changes: spelled out by a dry run, refused without their flag
   t.same(await snapshot(db.url, prefix), before, 'nothing written')
 
   // a command's audit events go to the store's audit stream (whatever audit.stream says), not to its stderr
-  const audit = await openStoreAt(db.url, prefix, env2.SIDEGATE_SECRET_KEY)
+  const audit = await openStoreAt(db.url, prefix, { secret: env2.SIDEGATE_SECRET_KEY })
   t.teardown(async () => { await audit.close() })
   const lastId = async (): Promise<string> => (await audit.readAudit({ last: 1 }))[0]?.id ?? '0-0'
   const eventsAfter = async (mark: string): Promise<any[]> => (await audit.readAudit({ after: mark })).map((e) => JSON.parse(e.json))
