@@ -10,16 +10,14 @@
  * MAXLEN, a Redis that goes away or refuses the stream, the commands sent):
  * test/topology/audit-redis.test.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { createHash } from 'node:crypto'
 import { Keyring } from '../../src/crypto.js'
 import { ADMIN_PASSWORD, embeddedStore, openStoreAt, SECRET, startGateway, storeDoc } from '../fixtures/gateway.js'
 import { request, post, startEcho } from '../fixtures/http.js'
 import { signedHeaders } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
-import { BIN, cliIn, startIn, workdir, type CliRun } from '../fixtures/procs.js'
-import { track } from '../fixtures/cleanup.js'
+import { auditOf, cliIn, followAudit, startIn, workdir, type CliRun } from '../fixtures/procs.js'
 import { eventually } from '../fixtures/wait.js'
 
 type Line = Record<string, any>
@@ -62,9 +60,6 @@ const auditOfCli = (r: CliRun): Line[] => {
   if (auditOf(r.stderr).length > 0) throw new Error(`audit lines on the command's stderr: ${r.stderr}`)
   return cliEvents.get(r) ?? []
 }
-const auditOf = (text: string): Line[] => text.split('\n').flatMap((l) => {
-  try { const o = JSON.parse(l) as Line; return o?.log === 'audit' ? [o] : [] } catch { return [] }
-})
 const gatewayAudit = (): Line[] => auditOf(gw.out())
 /** The gateway's audit line matching `where` (deep subset), once it is there. */
 async function line (where: Line): Promise<Line> {
@@ -234,7 +229,7 @@ t.test('sidegate audit tail: the stream\'s events, as text and as JSON; --since'
 })
 
 t.test('sidegate audit tail --follow: prints a new event as it happens; SIGINT ends it with 0', async (t) => {
-  const { p, out, err, exited } = follow(t, wd.dir, ['--json'])
+  const { p, out, err, exited } = followAudit(t, wd.dir, ['--json'], env)
   // the last 10 first: then it is following
   t.ok(await eventually(async () => out().split('\n').length > 10, 60_000), `the last ten printed: ${out()}${err()}`)
   const r = await request(wd.url, '/f', { headers: { authorization: 'Bearer followed-while-tailing' } })
@@ -277,15 +272,3 @@ t.test('audit.stream off: events logged, nothing appended to the store\'s stream
   t.ok(await eventually(async () => logged().some((l) => l.event === 'token.issued') && logged().filter((l) => l.event === 'token.refused').length === 3, 30_000), 'logged with log.level silent')
   t.same(await g.store.readAudit({ since: 0 }), [], 'not one entry in the stream (the first start\'s user.created neither)')
 })
-
-/** `sidegate audit tail --follow …` in `dir`, running until killed (SIGKILLed at the test's end). */
-function follow (t: Test, dir: string, args: string[]): { p: ChildProcess, out: () => string, err: () => string, exited: Promise<number | null> } {
-  const p = track(spawn(process.execPath, [BIN, 'audit', 'tail', '--follow', ...args], { cwd: dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
-  let out = ''
-  let err = ''
-  p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
-  p.stderr!.on('data', (c: Buffer) => { err += c.toString() })
-  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
-  t.teardown(() => { p.kill('SIGKILL') })
-  return { p, out: () => out, err: () => err, exited }
-}

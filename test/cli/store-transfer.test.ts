@@ -16,12 +16,11 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Keyring } from '../../src/crypto.js'
 import { SqliteKeyRecords } from '../../src/store/sqlite/key-records.js'
-import { request, startEcho } from '../fixtures/http.js'
+import { startEcho } from '../fixtures/http.js'
 import { ROOT, SECRET } from '../fixtures/gateway.js'
-import { cliIn, fileSnapshot, startIn } from '../fixtures/procs.js'
-import { signedHeaders } from '../fixtures/creds.js'
+import { cliIn, fileSnapshot } from '../fixtures/procs.js'
 import { tempDir, track } from '../fixtures/cleanup.js'
-import { checkCredentials, comparable, HOUR, lines, makeOriginal, openSqlite, sqliteDir, verify } from '../fixtures/transfer.js'
+import { comparable, HOUR, importIntoEmpty, lines, makeOriginal, openSqlite, sqliteDir, verify } from '../fixtures/transfer.js'
 
 const echo = await startEcho()
 t.teardown(async () => { await echo.close() })
@@ -58,30 +57,7 @@ t.test('export: a header with the key check value, then every record; nothing de
 const copy = await sqliteDir(echo.url)
 
 t.test('import into an empty embedded store: every record, the key check value recorded; a gateway on it accepts the original\'s credentials', async (t) => {
-  const r = await cliIn(copy.dir, ['store', 'import', exportFile], { env })
-  t.equal(r.code, 0, r.stderr)
-  t.match(r.stdout, /^imported .*store\.ndjson into the store file .*store\.db: 1 org, 2 users, 1 access key, 2 private tokens, .*1 bearer token, 1 session, 1 signing key set, 1 legacy key generation, 2 audit entries\n$/)
-  const again = await cliIn(copy.dir, ['store', 'export'], { env })
-  t.equal(again.code, 0, again.stderr)
-  t.same(comparable(again.stdout), comparable(original), 'exported from the copy: the same records')
-
-  const g = await startIn(copy.dir, copy.url, { env })
-  t.teardown(() => g.stop())
-  const byToken = await request(copy.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${o.ptAlice}` } })
-  t.equal(byToken.status, 200, 'the private token made on the original')
-  t.equal(byToken.json.headers['x-svc-username'], 'Alice')
-  const signed = await request(copy.url, '/api/v1/x/', { headers: signedHeaders(o.key.id, o.secret, 'GET', '/api/v1/x/') })
-  t.equal(signed.status, 200, 'an access-key signature with the original\'s secret')
-  t.equal(signed.json.headers['x-svc-username'], 'Alice')
-  const wrong = await request(copy.url, '/api/v1/x/', { headers: signedHeaders(o.key.id, 'not-the-secret-0123456789', 'GET', '/api/v1/x/') })
-  t.equal(wrong.status, 401, 'and not another secret')
-  await g.stop()
-
-  const s = await openSqlite(copy.path)
-  t.teardown(() => s.close())
-  await checkCredentials(t, s, o, 'the copy')
-  t.equal(await s.consumeBearerToken(o.bearerLive.token), o.alice.id, 'the bearer token, once')
-  t.equal(await s.consumeBearerToken(o.bearerLive.token), null, 'and only once')
+  await importIntoEmpty(t, o, exportFile, original, { ...copy, named: 'the store file .*store\\.db', label: 'the copy', open: async () => await openSqlite(copy.path) })
 })
 
 t.test('refused, exit 2, nothing written: another secret key, a store that holds data, a bad line; --merge writes only what is missing', async (t) => {

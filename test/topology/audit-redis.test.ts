@@ -5,25 +5,20 @@
  * comes back; a Redis that refuses the stream (XADD renamed away) failing no
  * request; audit.stream off sending Redis no command for the events.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { Redis } from 'ioredis'
 import { Keyring } from '../../src/crypto.js'
 import { ADMIN_PASSWORD, SECRET, spawnGateway, startGateway } from '../fixtures/gateway.js'
 import { request, post, startEcho } from '../fixtures/http.js'
 import { signedHeaders } from '../fixtures/creds.js'
-import { BIN, cliIn, workdir } from '../fixtures/procs.js'
+import { auditOf, cliIn, followAudit, workdir } from '../fixtures/procs.js'
 import { startRedis } from '../fixtures/redis.js'
-import { track } from '../fixtures/cleanup.js'
 import { eventually } from '../fixtures/wait.js'
 
 type Line = Record<string, any>
 /** A credential's audit ref, as the gateway with this secret key computes it. */
 const credentialRef = (v: string): string => new Keyring(SECRET).auditRef(v)
 const env = { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD }
-const auditOf = (text: string): Line[] => text.split('\n').flatMap((l) => {
-  try { const o = JSON.parse(l) as Line; return o?.log === 'audit' ? [o] : [] } catch { return [] }
-})
 
 t.test('the stream is capped at about audit.max_len (whole stream nodes of 100 are trimmed)', async (t) => {
   const redis = await startRedis()
@@ -46,7 +41,7 @@ t.test('sidegate audit tail --follow when Redis goes away: says so once, retries
   const g = await startGateway(r4.url, { audit: { stream: true }, log: { level: 'silent' } })
   const dir = await workdir({ redis: { url: r4.url, prefix: g.config.redis.prefix } })
   t.teardown(async () => { await g.close(); await r4.stop() })
-  const { p, out, err, exited } = follow(t, dir.dir, [])
+  const { p, out, err, exited } = followAudit(t, dir.dir, [], env)
   await request(g.url, '/api/v1/users/profile/', { headers: { authorization: 'Bearer before-the-outage' } })
   t.ok(await eventually(async () => out().includes(credentialRef('before-the-outage')), 60_000), `following: ${out()}${err()}`)
   await r4.kill()
@@ -104,18 +99,6 @@ t.test('audit.stream off: events logged, no Redis command for them; a repeated s
   for (let i = 0; i < 5; i++) t.equal((await request(g.url, '/api/v1/users/profile/', { headers: signedHeaders(key.id, key.secret, 'GET', '/api/v1/users/profile/') })).status, 200)
   t.same([await calls('evalsha') + await calls('eval'), await calls('xadd')], before, 'no script (last use, first use) and no XADD for them')
 })
-
-/** `sidegate audit tail --follow …` in `dir`, running until killed (SIGKILLed at the test's end). */
-function follow (t: Test, dir: string, args: string[]): { p: ChildProcess, out: () => string, err: () => string, exited: Promise<number | null> } {
-  const p = track(spawn(process.execPath, [BIN, 'audit', 'tail', '--follow', ...args], { cwd: dir, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
-  let out = ''
-  let err = ''
-  p.stdout!.on('data', (c: Buffer) => { out += c.toString() })
-  p.stderr!.on('data', (c: Buffer) => { err += c.toString() })
-  const exited = new Promise<number | null>((resolve) => p.once('close', (code) => resolve(code)))
-  t.teardown(() => { p.kill('SIGKILL') })
-  return { p, out: () => out, err: () => err, exited }
-}
 
 /** The directory of a gateway's config file: where the CLI runs for it. */
 function tempConfigDir (file: string): string {

@@ -12,10 +12,10 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { commandsRun, startRedis } from '../fixtures/redis.js'
 import { startEcho, request, post, type Res } from '../fixtures/http.js'
-import { ADMIN_PASSWORD, SECRET, startGateway, redisOf, type TestGateway } from '../fixtures/gateway.js'
-import { bearer, makeUser } from '../fixtures/creds.js'
-import { login } from '../fixtures/session.js'
-import { eventually, sleep } from '../fixtures/wait.js'
+import { SECRET, startGateway, redisOf, type TestGateway } from '../fixtures/gateway.js'
+import { forgedCredentials, makeUser } from '../fixtures/creds.js'
+import { idleTimeout, login } from '../fixtures/session.js'
+import { eventually } from '../fixtures/wait.js'
 import { Keyring } from '../../src/crypto.js'
 import { ensureKeySet } from '../../src/forward/identity.js'
 import { JWKS_KEY } from '../../src/store/keyset.js'
@@ -23,8 +23,6 @@ import { JWKS_KEY } from '../../src/store/keyset.js'
 const redis = await startRedis()
 const echo = await startEcho()
 t.teardown(async () => { await echo.close(); await redis.stop() })
-
-const PROFILE = '/api/v1/users/profile/'
 
 // test/http/auth.test.ts
 
@@ -36,39 +34,7 @@ t.test('forged credentials: the normal 401, without a single Redis command; genu
   // another deployment (same Redis, another secret key): what it issues must mean nothing to gw
   const other = await startGateway(own.url, { upstream: { url: echo.url }, secret_key: 'another-secret-key-that-is-long-enough-987' })
   t.teardown(async () => { await other.close(); await gw.close(); probe.disconnect(); await own.stop() })
-  const dana = await makeUser(gw, 'dana')
-  const pt = await gw.store.createPrivateToken(dana.id)
-  const bt = await bearer(gw.url, 'dana', 'dana-password')
-  const sess = await gw.store.createSession(dana.id, 60)
-  const wrongTag = (v: string): string => v.slice(0, 32) + (v.slice(32) === 'AAAAAAAAAAAA' ? 'BBBBBBBBBBBB' : 'AAAAAAAAAAAA')
-  const send = async (h: Record<string, string>) => await request(gw.url, '/api/v1/x/', { headers: h })
-  const counted = async (h: Record<string, string>) => {
-    const before = await commandsRun(probe)
-    const r = await send(h)
-    return { r, cost: await commandsRun(probe) - before }
-  }
-  const answer = (r: Awaited<ReturnType<typeof send>>) => ({ status: r.status, body: r.json, challenge: r.headers['www-authenticate'] })
-  const fresh = new Keyring(SECRET)
-  const kinds = [
-    { name: 'private token', header: (v: string) => ({ authorization: `Token ${v}` }), genuine: pt, unknown: fresh.issue('private token'), foreign: await other.store.createPrivateToken(dana.id) },
-    { name: 'bearer token', header: (v: string) => ({ authorization: `Bearer ${v}` }), genuine: bt, unknown: fresh.issue('bearer token'), foreign: (await other.store.issueBearerToken(dana.id, 60)).token },
-    { name: 'session id', header: (v: string) => ({ cookie: `svc_sessionid=${v}` }), genuine: sess.id, unknown: fresh.issue('session id'), foreign: (await other.store.createSession(dana.id, 60)).id }
-  ]
-  for (const k of kinds) {
-    // an unknown token with a valid tag: today's 401, found out by asking Redis
-    const unknown = await counted(k.header(k.unknown))
-    t.equal(unknown.r.status, 401, `${k.name}, well-tagged but unknown: 401`)
-    t.ok(unknown.cost >= 1, `${k.name}, well-tagged but unknown: Redis asked (${unknown.cost} commands)`)
-    for (const [what, v] of [['wrong tag', wrongTag(k.genuine)], ['other secret key', k.foreign], ['old untagged shape', 'x'.repeat(43)]]) {
-      const forged = await counted(k.header(v))
-      t.same(answer(forged.r), answer(unknown.r), `${k.name}, ${what}: the same 401 as an unknown token`)
-      t.equal(forged.cost, 0, `${k.name}, ${what}: no Redis command`)
-    }
-    const ok = await send(k.header(k.genuine))
-    t.equal(ok.status, 200, `${k.name}: the genuine one works`)
-    t.equal(ok.json.headers['x-svc-user-id'], dana.id)
-  }
-  t.equal((await send({ authorization: `Bearer ${bt}` })).status, 401, 'the bearer token stayed single use')
+  await forgedCredentials(t, gw, other, async () => await commandsRun(probe), 'Redis command')
 })
 
 // test/http/hardening.test.ts
@@ -173,33 +139,5 @@ t.test('the count lives in one Redis key, shared by every replica', async (t) =>
 // test/http/login.test.ts
 
 t.test('idle timeout: a used session lives on, an idle one ends', async (t) => {
-  // idle 5 s: the gateway pushes a session's end forward at most every idle/4 s (1.25 s) per process
-  const idle = 5
-  const g2 = await startGateway(redis.url, { session: { idle_timeout: idle, absolute_timeout: 60 } })
-  t.teardown(() => g2.close())
-  const s = await login(g2.url, 'admin', ADMIN_PASSWORD)
-  const key = `${g2.config.redis.prefix}sess:${new Keyring(SECRET).lookup(s.session)}`
-  const loginAt = Date.now()
-  const use = async (): Promise<Res> => await request(g2.url, PROFILE, { headers: { cookie: s.cookie } })
-
-  // in use every 0.3 s for one and a half idle timeouts: never refused (each use is well within
-  // idle − idle/4 = 3.75 s of the last push forward, however slow the machine)
-  const statuses: number[] = []
-  let lastUse = loginAt
-  while (Date.now() - loginAt < idle * 1500) {
-    await sleep(300)
-    lastUse = Date.now()
-    statuses.push((await use()).status)
-  }
-  t.same([...new Set(statuses)], [200], `used ${statuses.length} times over ${Date.now() - loginAt} ms (idle timeout ${idle} s): never refused`)
-
-  // then idle: the record expires in Redis idle s after the last push forward, which came at most
-  // idle/4 s before the last use; wait for that (no request meanwhile: each would be a use)
-  t.ok(await eventually(async () => await redisOf(g2).exists(key) === 0, idle * 1000 + 15_000, 100), 'idle: the session record expires')
-  const idleFor = Date.now() - lastUse
-  t.ok(idleFor >= idle * 750, `not before the idle timeout: ${idleFor} ms after the last use`)
-  // the gateway may still hold it in its in-process cache for a few seconds: then it is refused
-  let r = await use()
-  t.ok(await eventually(async () => (r = await use()).status === 401, 15_000, 200), 'refused once idle')
-  t.equal(r.json.code, 'invalid_session')
+  await idleTimeout(t, redis.url, async (g, hash) => await redisOf(g).exists(`${g.config.redis.prefix}sess:${hash}`) === 1)
 })

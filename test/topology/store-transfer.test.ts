@@ -15,12 +15,11 @@ import { join } from 'node:path'
 import { Keyring } from '../../src/crypto.js'
 import { RedisStore } from '../../src/store/redis/index.js'
 import { startRedis } from '../fixtures/redis.js'
-import { request, startEcho } from '../fixtures/http.js'
+import { startEcho } from '../fixtures/http.js'
 import { SECRET } from '../fixtures/gateway.js'
-import { cliIn, snapshot, startIn, workdir } from '../fixtures/procs.js'
-import { signedHeaders } from '../fixtures/creds.js'
+import { cliIn, snapshot, workdir } from '../fixtures/procs.js'
 import { tempDir } from '../fixtures/cleanup.js'
-import { checkCredentials, comparable, makeOriginal, openSqlite, sqliteDir } from '../fixtures/transfer.js'
+import { checkCredentials, comparable, importIntoEmpty, makeOriginal, openSqlite, sqliteDir } from '../fixtures/transfer.js'
 
 const redis = await startRedis()
 const echo = await startEcho()
@@ -53,30 +52,7 @@ t.test('the original, exported (test/cli/store-transfer.test.ts checks the expor
 const red = await redisDir()
 
 t.test('import into an empty Redis: every record, the key check value recorded; a gateway on it accepts the original\'s credentials', async (t) => {
-  const r = await cliIn(red.dir, ['store', 'import', exportFile], { env })
-  t.equal(r.code, 0, r.stderr)
-  t.match(r.stdout, /^imported .*store\.ndjson into Redis at .*: 1 org, 2 users, 1 access key, 2 private tokens, .*1 bearer token, 1 session, 1 signing key set, 1 legacy key generation, 2 audit entries\n$/)
-  const again = await cliIn(red.dir, ['store', 'export'], { env })
-  t.equal(again.code, 0, again.stderr)
-  t.same(comparable(again.stdout), comparable(original), 'exported from Redis: the same records')
-
-  const g = await startIn(red.dir, red.url, { env })
-  t.teardown(() => g.stop())
-  const byToken = await request(red.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${o.ptAlice}` } })
-  t.equal(byToken.status, 200, 'the private token made on the original')
-  t.equal(byToken.json.headers['x-svc-username'], 'Alice')
-  const signed = await request(red.url, '/api/v1/x/', { headers: signedHeaders(o.key.id, o.secret, 'GET', '/api/v1/x/') })
-  t.equal(signed.status, 200, 'an access-key signature with the original\'s secret')
-  t.equal(signed.json.headers['x-svc-username'], 'Alice')
-  const wrong = await request(red.url, '/api/v1/x/', { headers: signedHeaders(o.key.id, 'not-the-secret-0123456789', 'GET', '/api/v1/x/') })
-  t.equal(wrong.status, 401, 'and not another secret')
-  await g.stop()
-
-  const s = await openRedis(red.prefix)
-  t.teardown(() => s.close())
-  await checkCredentials(t, s, o, 'Redis')
-  t.equal(await s.consumeBearerToken(o.bearerLive.token), o.alice.id, 'the bearer token, once')
-  t.equal(await s.consumeBearerToken(o.bearerLive.token), null, 'and only once')
+  await importIntoEmpty(t, o, exportFile, original, { ...red, named: 'Redis at .*', label: 'Redis', open: async () => await openRedis(red.prefix) })
 })
 
 t.test('Redis → a new embedded store (through a pipe): every record again', async (t) => {
