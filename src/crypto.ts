@@ -138,6 +138,10 @@ export interface KeyGeneration {
 }
 
 interface Generation { check: string, mac: Buffer, tag: Map<CredentialKind, Buffer> }
+interface Known { kind: CredentialKind, gen: Generation | null, lookup: string | null }
+
+/** How many accepted credentials a Keyring remembers (about 200 bytes each). */
+export const KNOWN_MAX = 16_384
 
 const CHECK_LABEL = 'sidegate key check value v1'
 
@@ -149,8 +153,13 @@ export class Keyring {
   readonly #tag = new Map<CredentialKind, Buffer>()
   readonly #check: string
   #legacy: Generation[] = []
-  /** the last value tagged() accepted, and under which generation (null: this key's), so lookup() need not test it again */
-  #last: { value: string, gen: Generation | null } | null = null
+  /**
+   * Credentials tagged() accepted lately, by their value: the kind, the issuing generation
+   * (null: this key's) and, once asked, the lookup hash. Both are fixed for a value under
+   * these keys, so a credential sent again costs no HMAC. Forged values are never kept;
+   * the oldest entry goes beyond KNOWN_MAX; emptied when the generations change.
+   */
+  readonly #known = new Map<string, Known>()
 
   constructor (secret: string) {
     const ikm = Buffer.from(secret, 'utf8')
@@ -185,7 +194,7 @@ export class Keyring {
       mac: Buffer.from(g.lookup, 'base64url'),
       tag: new Map(CREDENTIAL_KINDS.map((k) => [k, Buffer.from(g.tags[k], 'base64url')]))
     }))
-    this.#last = null
+    this.#known.clear()
   }
 
   get legacy (): KeyGeneration[] {
@@ -213,25 +222,30 @@ export class Keyring {
    * credential costs no Redis command.
    */
   tagged (kind: CredentialKind, value: string): boolean {
+    if (this.#known.get(value)?.kind === kind) return true
     if (value.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(value)) return false
     const sent = Buffer.from(value.slice(RANDOM_CHARS), 'base64url')
-    if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) {
-      if (this.#legacy.length > 0) this.#last = { value, gen: null }
-      return true
-    }
+    if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) return this.#remember(value, kind, null)
     for (const gen of this.#legacy) {
-      if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)) {
-        this.#last = { value, gen }
-        return true
-      }
+      if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)) return this.#remember(value, kind, gen)
     }
     return false
+  }
+
+  /** How many accepted credentials are remembered now (at most KNOWN_MAX). */
+  get remembered (): number { return this.#known.size }
+
+  #remember (value: string, kind: CredentialKind, gen: Generation | null): true {
+    if (this.#known.size >= KNOWN_MAX) this.#known.delete(this.#known.keys().next().value!)
+    this.#known.set(value, { kind, gen, lookup: null })
+    return true
   }
 
   /** The legacy generation that issued this credential (the value itself, or what follows its last `:`), if any. */
   #issuer (value: string): Generation | null {
     const c = value.length === CREDENTIAL_LENGTH ? value : value.slice(value.lastIndexOf(':') + 1)
-    if (this.#last?.value === c) return this.#last.gen
+    const known = this.#known.get(c)
+    if (known !== undefined) return known.gen
     if (c.length !== CREDENTIAL_LENGTH || !CREDENTIAL_SHAPE.test(c)) return null
     const sent = Buffer.from(c.slice(RANDOM_CHARS), 'base64url')
     for (const gen of this.#legacy) {
@@ -243,12 +257,6 @@ export class Keyring {
   }
 
   /**
-   * Keyed hash used as a Redis key for tokens: reveals nothing without the
-   * secret. A credential issued under an earlier key (and `csrf:<session id>`
-   * of such a session) is hashed under that key's lookup key, where its entry
-   * was written: rotation cannot re-key entries it only knows by their hash.
-   */
-  /**
    * A credential's name in the audit trail: 16 hex digits of an HMAC under a
    * key derived from the secret key, so the same on every replica and after a
    * restart (refs correlate), yet a mistyped password sent as a token cannot be
@@ -258,7 +266,15 @@ export class Keyring {
     return createHmac('sha256', this.#ref).update(value).digest('hex').slice(0, 16)
   }
 
+  /**
+   * Keyed hash used as a Redis key for tokens: reveals nothing without the
+   * secret. A credential issued under an earlier key (and `csrf:<session id>`
+   * of such a session) is hashed under that key's lookup key, where its entry
+   * was written: rotation cannot re-key entries it only knows by their hash.
+   */
   lookup (value: string): string {
+    const known = this.#known.get(value)
+    if (known !== undefined) return (known.lookup ??= createHmac('sha256', known.gen?.mac ?? this.#mac).update(value).digest('base64url'))
     const gen = this.#legacy.length === 0 ? null : this.#issuer(value)
     return createHmac('sha256', gen?.mac ?? this.#mac).update(value).digest('base64url')
   }

@@ -4,7 +4,7 @@
  * issued, nothing else).
  */
 import t from 'tap'
-import { Keyring } from '../../src/crypto.js'
+import { KNOWN_MAX, Keyring } from '../../src/crypto.js'
 
 const K1 = 'the-first-secret-key-of-the-keyring-test-00000'
 const K2 = 'the-second-secret-key-of-the-keyring-test-1111'
@@ -39,4 +39,33 @@ t.test('a rotated keyring accepts what the old key issued, and hashes it as the 
   cur.setLegacy([cur.exportGeneration(), old.exportGeneration()])
   t.equal(cur.legacy.length, 1, 'its own generation is never a legacy one')
   t.equal(cur.tryDecrypt(old.encrypt('x', 'aad'), 'aad'), null, 'no old encryption key: old ciphertexts stay unreadable')
+})
+
+t.test('accepted credentials are remembered (no HMAC when sent again): the same answers, forged ones never kept, bounded, forgotten when the generations change', async (t) => {
+  const old = new Keyring(K1)
+  const cur = new Keyring(K2)
+  const fresh = (): Keyring => { const k = new Keyring(K2); k.setLegacy([old.exportGeneration()]); return k }
+  cur.setLegacy([old.exportGeneration()])
+  const mine = cur.issue('private token')
+  const theirs = old.issue('session id')
+  for (let i = 0; i < 3; i++) {
+    t.ok(cur.tagged('private token', mine), `its own, time ${i + 1}`)
+    t.equal(cur.lookup(mine), fresh().lookup(mine), `its lookup hash, time ${i + 1}`)
+    t.ok(cur.tagged('session id', theirs), `the old key's, time ${i + 1}`)
+    t.equal(cur.lookup(theirs), old.lookup(theirs), `hashed as the old key did, time ${i + 1}`)
+    t.equal(cur.lookup(`csrf:${theirs}`), old.lookup(`csrf:${theirs}`), `its CSRF token too, time ${i + 1}`)
+  }
+  t.equal(cur.remembered, 2, 'two credentials remembered')
+  t.notOk(cur.tagged('bearer token', mine), 'a remembered value is still only its own kind')
+  const forged = mine.slice(0, 32) + (mine.endsWith('AAAA') ? 'B' : 'A').repeat(12)
+  t.notOk(cur.tagged('private token', forged))
+  t.notOk(cur.tagged('private token', forged), 'a forged one, twice: refused')
+  t.equal(cur.remembered, 2, 'and never remembered')
+  cur.setLegacy([])
+  t.equal(cur.remembered, 0, 'the generations changed: everything forgotten')
+  t.notOk(cur.tagged('session id', theirs), 'so the old key\'s credential is refused once its generation is gone')
+  t.ok(cur.tagged('private token', mine), 'its own still accepted')
+  for (let i = 0; i < KNOWN_MAX + 100; i++) cur.tagged('session id', cur.issue('session id'))
+  t.equal(cur.remembered, KNOWN_MAX, `at most ${KNOWN_MAX}: the oldest go`)
+  t.ok(cur.tagged('private token', mine), 'one that went is checked again, and accepted')
 })
