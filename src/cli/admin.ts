@@ -165,10 +165,10 @@ for (const route of ADMIN_ROUTES) {
   }
 }
 
-/** The positionals as the form's parameters, or its usage error. */
 /** The positionals of the commands written by hand here (user grant, user show-token). */
 const USERNAME = { command: 'user', args: ['username'] }
 
+/** The positionals as the form's parameters, or its usage error. */
 function params (form: Pick<CliForm, 'command' | 'args' | 'what' | 'usage'>, args: string[]): Record<string, string> {
   if (args.length !== form.args.length) {
     throw new UsageError(form.usage ?? (form.args.length === 0 ? `${form.command} takes no arguments` : `expected exactly one ${form.what ?? form.args[0]}`))
