@@ -13,17 +13,18 @@
  * and Envoy configurations are checked for shape. Without nginx or Caddy those tests are skipped, saying why.
  */
 import t from 'tap'
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { parse } from 'yaml'
 import { tempDir, track } from '../fixtures/cleanup.js'
+import { findNginx, startNginx, stop } from '../fixtures/nginx.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { ROOT, startGateway } from '../fixtures/gateway.js'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import { request, startEcho, type Res } from '../fixtures/http.js'
-import { freePort, listenOn, startRedis } from '../fixtures/redis.js'
+import { freePort, startRedis } from '../fixtures/redis.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
 import { wsEchoUpgrade, wsRoundTrip } from '../fixtures/websocket.js'
@@ -113,18 +114,6 @@ t.test('every config closes idle upstream connections before sidegate does (serv
   t.equal(caddy.match(/^\s*keepalive 60s$/gm)?.length, 3, 'Caddy: forward_auth and both reverse_proxy')
 })
 
-/** The nginx binary with auth_request, or why not. */
-function findNginx (): { bin: string } | { why: string } {
-  for (const bin of ['/usr/sbin/nginx', '/usr/bin/nginx']) {
-    if (!existsSync(bin)) continue
-    // nginx -V writes to stderr
-    const v = execFileSync('sh', ['-c', `"${bin}" -V 2>&1 || true`], { encoding: 'utf8' })
-    if (!v.includes('http_auth_request_module')) return { why: `${bin} has no auth_request module` }
-    return { bin }
-  }
-  return { why: 'nginx is not installed (Debian: apt-get install nginx-light)' }
-}
-
 function findCaddy (): { bin: string } | { why: string } {
   for (const bin of ['/usr/bin/caddy', '/usr/local/bin/caddy']) {
     try {
@@ -167,30 +156,8 @@ if ('why' in nginx && 'why' in caddy) {
   const up = new URL(echo.url)
   const ports = { SIDEGATE_HOST: sg.hostname, SIDEGATE_PORT: sg.port, UPSTREAM_HOST: up.hostname, UPSTREAM_PORT: up.port }
 
-  /** Stops a proxy and waits for its exit. */
-  const stop = async (p: ChildProcess, signal: NodeJS.Signals): Promise<void> => {
-    if (p.exitCode !== null || p.signalCode !== null) return
-    await new Promise<void>((resolve) => { p.once('exit', () => resolve()); p.kill(signal) })
-  }
-
-  async function startNginx (bin: string): Promise<string> {
-    const home = tempDir('sidegate-nginx-')
-    mkdirSync(join(home, 'tmp'))
-    const port = await freePort()
-    writeFileSync(join(home, 'sidegate.conf'), filled('nginx.conf', { ...ports, LISTEN_PORT: port }))
-    // the main file a distribution ships, around the deploy/ file
-    writeFileSync(join(home, 'nginx.conf'), [
-      'worker_processes 1;', 'user root;', `pid ${home}/nginx.pid;`, `error_log ${home}/error.log warn;`, 'events { worker_connections 256; }',
-      'http {', `  access_log ${home}/access.log;`,
-      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((k) => `  ${k}_temp_path ${home}/tmp/${k};`),
-      `  include ${home}/sidegate.conf;`, '}'
-    ].join('\n'))
-    const proc = track(spawn(bin, ['-c', join(home, 'nginx.conf'), '-p', home, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] }))
-    t.teardown(() => stop(proc, 'SIGQUIT'))
-    let err = ''
-    proc.stderr!.on('data', (c: Buffer) => { err += c.toString() })
-    if (!(await listenOn(proc, port, START_MS))) throw new Error(`nginx did not listen: ${err} ${readFileSync(join(home, 'error.log'), 'utf8')}`)
-    return `http://127.0.0.1:${port}`
+  async function startNginxWith (bin: string): Promise<string> {
+    return (await startNginx(bin, (port) => filled('nginx.conf', { ...ports, LISTEN_PORT: port }), (fn) => t.teardown(fn))).url
   }
 
   async function startCaddy (bin: string): Promise<string> {
@@ -227,7 +194,7 @@ if ('why' in nginx && 'why' in caddy) {
   })
   const forged = { 'x-svc-identity': 'forged.forged.forged', 'x-jms-identity': 'forged', 'x-svc-user-id': 'forged', 'x-svc-username': 'mallory', 'x-svc-auth-method': 'forged', 'x-jms-user-id': 'forged', 'x-jms-org': 'forged' }
 
-  const proxies: Array<[string, { bin: string } | { why: string }, (bin: string) => Promise<string>]> = [['nginx', nginx, startNginx], ['Caddy', caddy, startCaddy]]
+  const proxies: Array<[string, { bin: string } | { why: string }, (bin: string) => Promise<string>]> = [['nginx', nginx, startNginxWith], ['Caddy', caddy, startCaddy]]
   for (const [name, found, start] of proxies) {
     t.test(`${name} in front of sidegate (deploy/forward-auth)`, { skip: 'why' in found ? found.why : false }, async (t) => {
       const base = await start((found as { bin: string }).bin)
