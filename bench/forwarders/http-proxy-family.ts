@@ -47,8 +47,12 @@ export function httpProxyForwarder (createProxyServer: CreateProxyServer): (targ
     proxy.on('error', () => {})
 
     return {
-      web (req, res, onError) {
-        res.setHeader('x-request-id', req.headers['x-request-id'] as string)
+      web (req, res, list, requestId, onError) {
+        // http-proxy sends req.headers: the ones the gateway built
+        const headers: Record<string, string | string[]> = {}
+        for (let i = 0; i < list.length; i += 2) headers[list[i] as string] = list[i + 1]
+        req.headers = headers
+        res.setHeader('x-request-id', requestId)
         proxy.web(req, res, {}, () => {
           if (res.headersSent || res.destroyed) { res.destroy(); return }
           onError(upstreamError(req))

@@ -28,8 +28,10 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
   const upgrader = createUpgrader(target, timeoutMs)
 
   return {
-    web (req, res, onError) {
+    web (req, res, list, requestId, onError) {
       const h = req.headers
+      const headers: Record<string, string | string[]> = {}
+      for (let i = 0; i < list.length; i += 2) headers[list[i] as string] = list[i + 1]
       // A request without Content-Length or Transfer-Encoding has no body (RFC 9112 6.3).
       const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
       const up = request({
@@ -37,8 +39,8 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         port,
         method: req.method,
         path: pathOf(req.url ?? '/'),
-        // the client's headers, already rewritten by the gateway (Host kept, as http-proxy did)
-        headers: h,
+        // the headers the gateway built (Host kept, as http-proxy did)
+        headers,
         agent,
         ...(isHttps ? { servername: hostname, rejectUnauthorized: true } : {})
       })
@@ -60,10 +62,10 @@ export function createForwarder (target: string, timeoutSeconds: number): Forwar
         const out: string[] = []
         for (let i = 0; i < raw.length; i += 2) {
           const name = raw[i].toLowerCase()
-          // the gateway's X-Request-Id (on the request, setForwarded) is the one the client gets
+          // the gateway's X-Request-Id is the one the client gets
           if (!HOP_BY_HOP.has(name) && name !== 'x-request-id') out.push(raw[i], raw[i + 1])
         }
-        out.push('X-Request-Id', req.headers['x-request-id'] as string)
+        out.push('X-Request-Id', requestId)
         if (ur.statusMessage) res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out)
         else res.writeHead(ur.statusCode ?? 502, out)
         // The upstream dropped the connection mid-response: break the client's

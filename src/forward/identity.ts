@@ -1,7 +1,7 @@
 /**
  * The signed identity for the upstream (identity.jwt): a JWT naming the
  * caller, set as X-<abbrev>-Identity on every forwarded request
- * (src/pipeline/headers.ts injectIdentity), and the JWKS its verifiers fetch
+ * (src/pipeline/headers.ts upstreamHeaders), and the JWKS its verifiers fetch
  * (GET /.well-known/jwks.json, src/routes/jwks.ts).
  *
  * Keys. One key set in the store (Store.getSigningKeys/putSigningKeys: one

@@ -15,6 +15,7 @@
  */
 import { Pool, type Dispatcher } from 'undici'
 import { bufferedBody } from '../body.js'
+import type { HeaderList } from '../pipeline/headers.js'
 import { HOP_BY_HOP, createUpgrader, markTimedOut, pathMapper, upstreamError, type Forwarder } from './upstream.js'
 
 export type { Forwarder }
@@ -62,14 +63,12 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
   const upgrader = createUpgrader(target, timeoutOf)
 
   return {
-    web (req, res, onError, call) {
+    web (req, res, list, requestId, onError, call) {
       const h = req.headers
-      const requestId = h['x-request-id'] as string
       const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
-      const headers: Array<string | string[]> = []
-      for (const name in h) {
-        const v = h[name]
-        if (v !== undefined && !NOT_SENT.has(name)) headers.push(name, v)
+      const headers: HeaderList = []
+      for (let i = 0; i < list.length; i += 2) {
+        if (!NOT_SENT.has(list[i] as string)) headers.push(list[i], list[i + 1])
       }
       let done = false
       let abort: ((err?: Error) => void) | null = null
@@ -88,8 +87,7 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
         onHeaders (statusCode, raw, resume, statusText) {
           if (res.destroyed) { cancel(); return false }
           // One flat list, the upstream's names and order kept (every copy of a repeated
-          // name: two Set-Cookie stay two), then the gateway's X-Request-Id (setForwarded
-          // put it on the request): on a response with no header set before (the common
+          // name: two Set-Cookie stay two), then the gateway's X-Request-Id: on a response with no header set before (the common
           // case), Node writes the head from this list in one pass. Where the pipeline did
           // set some (RateLimit fields, Connection: close), Node replaces those of the same
           // name and appends the rest, repeated names included.

@@ -10,15 +10,17 @@ import type { Duplex } from 'node:stream'
 import httpProxy from 'http-proxy'
 import { E, type GatewayError } from '../errors.js'
 import type { UpstreamCall } from '../observability/tracing.js'
+import type { HeaderList } from '../pipeline/headers.js'
 
 export interface Forwarder {
   /**
-   * The response carries the gateway's X-Request-Id: the one setForwarded put
-   * on the request (`req.headers['x-request-id']`), never the upstream's.
-   * `call`: tracing's span of this upstream call (src/observability/tracing.ts), ended when
-   * the upstream's answer is complete or fails.
+   * `headers`: what the upstream gets (src/pipeline/headers.ts upstreamHeaders),
+   * not req.headers. The response carries `requestId` as X-Request-Id, never
+   * the upstream's. `call`: tracing's span of this upstream call
+   * (src/observability/tracing.ts), ended when the upstream's answer is
+   * complete or fails.
    */
-  web (req: http.IncomingMessage, res: http.ServerResponse, onError: (err: GatewayError) => void, call?: UpstreamCall): void
+  web (req: http.IncomingMessage, res: http.ServerResponse, headers: HeaderList, requestId: string, onError: (err: GatewayError) => void, call?: UpstreamCall): void
   /** `onUpgrade`: the upstream accepted the upgrade (101). */
   ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void
   close (): void

@@ -114,15 +114,16 @@ export function createTracer (c: TracingConfig, log: Logger, o: TracerOptions): 
       traceId: span.spanContext().traceId,
       run: (fn) => contexts.with(active, fn),
       route (name) { route = name },
-      upstream (req) {
+      upstream (headers) {
         const client = tracer.startSpan(method, {
           kind: SpanKind.CLIENT,
           attributes: { 'http.request.method': method, ...upstreamAttributes }
         }, active)
         // the client's own traceparent and tracestate never reach the upstream as sent
-        delete req.headers.traceparent
-        delete req.headers.tracestate
-        propagator.inject(trace.setSpan(active, client), req.headers, defaultTextMapSetter)
+        for (let i = headers.length - 2; i >= 0; i -= 2) if (headers[i] === 'traceparent' || headers[i] === 'tracestate') headers.splice(i, 2)
+        const carrier: Record<string, string> = {}
+        propagator.inject(trace.setSpan(active, client), carrier, defaultTextMapSetter)
+        for (const name in carrier) headers.push(name, carrier[name])
         call = {
           open: true,
           end (status, err) {

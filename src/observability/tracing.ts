@@ -5,6 +5,7 @@
  * null and each step that would trace costs one null check.
  */
 import type { IncomingMessage } from 'node:http'
+import type { HeaderList } from '../pipeline/headers.js'
 
 export interface Tracer {
   /**
@@ -27,9 +28,9 @@ export interface RequestTrace {
   /**
    * The upstream call begins: a CLIENT span, child of the server span, whose
    * traceparent (and the trusted tracestate) replace any the client sent in
-   * `req`'s headers.
+   * the headers the upstream gets.
    */
-  upstream (req: IncomingMessage): UpstreamCall
+  upstream (headers: HeaderList): UpstreamCall
   /** The answer is done (or the client left): the span's attributes from the context, then its end. */
   end (status: number, ctx: TracedFacts, code: string | undefined): void
 }

@@ -24,7 +24,8 @@ export const STEPS = {
     does: 'where the request goes (the lookup chose the chain)',
     options: {
       own: 'one of sidegate\'s routes: the span takes its name, X-Request-Id goes on the answer now',
-      upstream: 'the upstream: 404 without upstream.url; X-Request-Id goes with the head of whatever answers'
+      upstream: 'the upstream: 404 without upstream.url; X-Request-Id goes with the head of whatever answers',
+      decision: 'the decision route: the span takes its name; X-Request-Id goes with the head of whatever answers (Node writes a head given whole in one pass)'
     }
   },
   draining: { does: '503 shutting_down while the gateway drains: a WebSocket would outlive the drain (a request is still answered, with Connection: close)' },
@@ -67,8 +68,7 @@ export const STEPS = {
   crossSite: { does: 'a WebSocket handshake authenticated by the session cookie from another site is refused (403 csrf_failed): no CORS applies to it' },
   signingKeys: { does: 'identity.jwt\'s signing keys, read again only when stale (503 when the store fails); not in the chain when off' },
   decision: { does: 'the answer\'s headers: the identity (none on a public path) and the Cookie header without sidegate\'s cookies' },
-  stripAndInject: { does: 'the client\'s copies of the identity headers and sidegate\'s credentials go, the resolved identity is set' },
-  setForwarded: { does: 'X-Forwarded-For, -Proto and -Host (a trusted proxy\'s kept) and X-Request-Id' },
+  upstreamHeaders: { does: 'one pass over the request\'s headers builds the upstream\'s (the request\'s own stay as sent): the client\'s copies of the identity headers and sidegate\'s credentials go, the resolved identity is set, then X-Forwarded-For, -Proto and -Host (a trusted proxy\'s kept) and X-Request-Id' },
   handler: { does: 'the route answers (100 Continue when it starts reading the body)' },
   forward: { does: 'to the upstream with its body (100 Continue first), its answer back; 502 or 504 when it fails' },
   websocket: { does: 'forwarder.ws: the upstream switches protocols (101) or the handshake is refused on the socket' }
@@ -90,11 +90,11 @@ export const CHAINS = {
   'user+org-if-member': ['route:own', 'authenticate:login', 'keyIp', 'rateLimit:headers', 'digest:read', 'org:if-member', 'handler'],
   'session-page': ['route:own', 'authenticate:browser', 'handler'],
   // what proxy mode would do to the original request, answered with its identity instead of forwarding it
-  decision: ['route:own', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:refused', 'org:upstream', 'signingKeys', 'decision', 'handler'],
+  decision: ['route:decision', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:refused', 'org:upstream', 'signingKeys', 'decision', 'handler'],
   // the same about a WebSocket handshake (the proxy copied Upgrade): admitted as `upgrade` admits it
-  'decision-upgrade': ['route:own', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:empty', 'org:upstream', 'crossSite', 'signingKeys', 'decision', 'handler'],
-  upstream: ['route:upstream', 'authenticate:public+login', 'keyIp', 'rateLimit:headers', 'digest:read', 'org:upstream', 'signingKeys', 'stripAndInject', 'setForwarded', 'forward'],
-  upgrade: ['route:upstream', 'draining', 'authenticate:public', 'keyIp', 'rateLimit:count', 'digest:empty', 'org:upstream', 'crossSite', 'signingKeys', 'stripAndInject', 'setForwarded', 'websocket']
+  'decision-upgrade': ['route:decision', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:empty', 'org:upstream', 'crossSite', 'signingKeys', 'decision', 'handler'],
+  upstream: ['route:upstream', 'authenticate:public+login', 'keyIp', 'rateLimit:headers', 'digest:read', 'org:upstream', 'signingKeys', 'upstreamHeaders', 'forward'],
+  upgrade: ['route:upstream', 'draining', 'authenticate:public', 'keyIp', 'rateLimit:count', 'digest:empty', 'org:upstream', 'crossSite', 'signingKeys', 'upstreamHeaders', 'websocket']
 } as const satisfies { readonly [M in Mode]: readonly Token[] }
 
 /** What each mode is, for the table's readers. */

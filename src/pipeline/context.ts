@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Identity } from '../auth/index.js'
 import type { RequestTrace } from '../observability/tracing.js'
+import type { HeaderList } from './headers.js'
 
 export interface RequestContext {
   req: IncomingMessage
@@ -51,6 +52,8 @@ interface Passed {
   target: string
   /** answered before the end of its chain (sent to sign in): the runner stops there */
   answered: boolean
+  /** the headers the upstream gets (the upstreamHeaders step) */
+  upstream: HeaderList | undefined
 }
 
 /**

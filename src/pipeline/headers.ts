@@ -12,7 +12,6 @@ import type { Config } from '../config/index.js'
 import type { Identity } from '../auth/index.js'
 import { E } from '../errors.js'
 import { withoutCookies } from '../http/cookies.js'
-import { withResolvedOid } from '../auth/org.js'
 
 export interface HeaderPolicy {
   /**
@@ -187,58 +186,66 @@ export function requestId (req: IncomingMessage): string {
   return typeof v === 'string' && REQUEST_ID.test(v) ? v : randomUUID()
 }
 
+/** Request headers as one flat list, `[name, value, name, value, …]`, names lowercase: what the upstream gets. */
+export type HeaderList = Array<string | string[]>
+
 /**
- * One pass over the header names of every proxied request, authenticated or
- * not, removing:
+ * The headers the upstream gets, built in one pass over the request's
+ * (which stay as the client sent them: a signature covers them), for every
+ * proxied request, authenticated or not. Left out:
  * - the identity headers of both families (X-SVC-*, X-JMS-*) and X-CSRFToken;
  * - from a peer that is not in server.trusted_proxies, the forwarding headers
- *   (FORWARDING, any `X-Forwarded-*`, any `X-Auth-Request-*`; setForwarded then
- *   sets X-Forwarded-For, -Proto and -Host itself);
+ *   (FORWARDING, any `X-Forwarded-*`, any `X-Auth-Request-*`);
  * - from any peer, the `_` spellings of all of these and of every header
  *   sidegate sets (CGI-style servers such as WSGI and ASGI read
  *   `X_SVC_User_Id` as `X-SVC-User-Id`; no proxy sends them);
- * and sidegate's own credentials (Authorization, session and CSRF cookies): a
- * client that sends its token everywhere must not hand it to the upstream on a
- * public path.
+ * - sidegate's own credentials (Authorization, session and CSRF cookies): a
+ *   client that sends its token everywhere must not hand it to the upstream on a
+ *   public path.
+ * Then added: `identity` (identityHeaders; none on a public path), and
+ * X-Forwarded-For, -Proto and -Host (a trusted proxy's kept, its
+ * X-Forwarded-For extended with the peer) and X-Request-Id.
  */
-export function stripInjected (req: IncomingMessage, p: HeaderPolicy): void {
-  const h = req.headers
-  const trusted = fromTrustedPeer(req, p)
-  for (const name of Object.keys(h)) {
-    if (p.injected.has(name)) delete h[name]
-    else if (name.includes('_')) {
-      const dashed = name.replace(/_/g, '-')
-      if (p.owned.has(dashed) || isForwarding(dashed)) delete h[name]
-    } else if (!trusted && isForwarding(name)) delete h[name]
-  }
-  delete h.authorization
-  const cookie = withoutCookies(h.cookie, p.credentialCookies)
-  if (cookie === undefined) delete h.cookie
-  else h.cookie = cookie
-}
-
-/**
- * Sets the forwarding headers, honouring a trusted proxy's values (what any
- * other peer sent was removed by stripInjected).
- */
-export function setForwarded (req: IncomingMessage, p: HeaderPolicy, reqId: string): void {
+export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity?: Record<string, string>): HeaderList {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
   const trusted = p.trusted(peer)
-  const prior = trusted ? h['x-forwarded-for'] : undefined
-  h['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer
-  const tls = (req.socket as TLSSocket).encrypted === true
-  if (!trusted || !h['x-forwarded-proto']) h['x-forwarded-proto'] = tls ? 'https' : 'http'
-  if (!trusted || !h['x-forwarded-host']) {
-    if (h.host) h['x-forwarded-host'] = h.host
-    else delete h['x-forwarded-host']
+  const out: HeaderList = []
+  for (const name in h) {
+    const v = h[name]
+    if (v === undefined || p.injected.has(name)) continue
+    if (name.includes('_')) {
+      const dashed = name.replace(/_/g, '-')
+      if (p.owned.has(dashed) || isForwarding(dashed)) continue
+    } else if (isForwarding(name)) {
+      // a trusted proxy's are kept; these three are set below
+      if (!trusted || name === 'x-forwarded-for' || name === 'x-forwarded-proto' || name === 'x-forwarded-host') continue
+    } else if (name === 'authorization' || name === 'cookie' || name === 'x-request-id') continue
+    out.push(name, v)
   }
-  h['x-request-id'] = reqId
+  const cookie = withoutCookies(h.cookie, p.credentialCookies)
+  if (cookie !== undefined) out.push('cookie', cookie)
+  if (identity !== undefined) for (const name in identity) out.push(name, identity[name])
+  const prior = trusted ? h['x-forwarded-for'] : undefined
+  out.push('x-forwarded-for', prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer)
+  const proto = trusted ? h['x-forwarded-proto'] : undefined
+  out.push('x-forwarded-proto', proto || ((req.socket as TLSSocket).encrypted === true ? 'https' : 'http'))
+  const host = (trusted ? h['x-forwarded-host'] : undefined) || h.host
+  if (host) out.push('x-forwarded-host', host)
+  out.push('x-request-id', reqId)
+  return out
+}
+
+/** A HeaderList as a headers object (a WebSocket upgrade's, which http-proxy sends from req.headers). */
+export function headerObject (list: HeaderList): Record<string, string | string[]> {
+  const o: Record<string, string | string[]> = {}
+  for (let i = 0; i < list.length; i += 2) o[list[i] as string] = list[i + 1]
+  return o
 }
 
 /**
  * The identity headers of a resolved caller, lowercase name → value: what a
- * forwarded request carries (injectIdentity) and what a forward-auth decision
+ * forwarded request carries (upstreamHeaders) and what a forward-auth decision
  * answers with (src/routes/decision.ts), built here once for both.
  */
 export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, requestId: string): Record<string, string> {
@@ -251,19 +258,6 @@ export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, r
   // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)
   if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId, requestId)
   return h
-}
-
-/**
- * Strip, then inject: the upstream request carries exactly the resolved
- * identity (with identity.jwt, also as a signed token: src/forward/identity.ts; it
- * throws 503 when the signing keys cannot be read), and a query `oid` (any
- * spelling) names the resolved org. Called
- * after authentication: a signature covers the target as the client sent it.
- */
-export function injectIdentity (req: IncomingMessage, p: HeaderPolicy, identity: Record<string, string>, orgId: string): void {
-  stripInjected(req, p)
-  if (req.url !== undefined) req.url = withResolvedOid(req.url, orgId)
-  Object.assign(req.headers, identity)
 }
 
 /**

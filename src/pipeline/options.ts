@@ -32,7 +32,7 @@ export interface PipelineOptions {
   draining: () => boolean
   /** called once per finished request (Prometheus metrics) */
   metrics?: RequestObserver
-  /** identity.jwt enabled: its signer (the token itself is set by injectIdentity) */
+  /** identity.jwt enabled: its signer (the token itself goes into upstreamHeaders) */
   identity?: IdentitySigner | null
   /** tracing on (src/observability/otel.ts); null or absent: off, and each step checks only this */
   tracer?: Tracer | null

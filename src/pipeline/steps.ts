@@ -11,7 +11,8 @@ import type { Impl } from './chains.js'
 import type { Flow, Live } from './context.js'
 import type { Identity } from '../auth/index.js'
 import { E } from '../errors.js'
-import { identityHeaders, injectIdentity, setForwarded as setForwardedHeaders, stripInjected, trustedProxies } from './headers.js'
+import { identityHeaders, trustedProxies, upstreamHeaders } from './headers.js'
+import { withResolvedOid } from '../auth/org.js'
 import { RateLimiter } from '../auth/rate-limit.js'
 import { auditOf, type PipelineOptions } from './options.js'
 import type { Receive } from './receive.js'
@@ -39,6 +40,10 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
   function ownRoute (ctx: Live): void {
     ctx.trace?.route(ctx.route!.path)
     ctx.res.setHeader('x-request-id', ctx.requestId)
+  }
+
+  function decisionRoute (ctx: Live): void {
+    ctx.trace?.route(ctx.route!.path)
   }
 
   function upstreamRoute (ctx: Flow): void {
@@ -117,22 +122,25 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
     if (ctx.identity !== undefined && !signer!.fresh) return signer!.ready()
   }
 
-  /** The upstream sees exactly the resolved identity (none on a public path) and none of sidegate's credentials. */
-  function stripAndInject (ctx: Flow): void {
-    if (ctx.identity === undefined) stripInjected(ctx.req, policy)
-    else injectIdentity(ctx.req, policy, identityHeaders(policy, ctx.identity, ctx.orgId!, ctx.requestId), ctx.orgId!)
-  }
-
-  /** X-Forwarded-For, -Proto, -Host (a trusted proxy's kept) and X-Request-Id. */
-  function setForwarded (ctx: Flow): void {
-    setForwardedHeaders(ctx.req, policy, ctx.requestId)
+  /**
+   * What the upstream gets (headers.ts upstreamHeaders, one pass): exactly the
+   * resolved identity (none on a public path), none of sidegate's credentials,
+   * the forwarding headers; a query `oid` (any spelling) names the resolved org.
+   * After authentication: a signature covers the target as the client sent it.
+   */
+  function upstreamHeadersStep (ctx: Flow): void {
+    const id = ctx.identity
+    if (id === undefined) { ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId); return }
+    const orgId = ctx.orgId!
+    ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, identityHeaders(policy, id, orgId, ctx.requestId))
+    if (ctx.req.url !== undefined) ctx.req.url = withResolvedOid(ctx.req.url, orgId)
   }
 
   /** The request and its body to the upstream, its answer back; 502/504 when it fails. */
   function forward (ctx: Live): void {
     proceed(ctx)
     // tracing: the upstream call's span, whose traceparent the upstream gets
-    forwarder!.web(ctx.req, ctx.res, (err) => fail(ctx, err), ctx.trace?.upstream(ctx.req))
+    forwarder!.web(ctx.req, ctx.res, ctx.upstream!, ctx.requestId, (err) => fail(ctx, err), ctx.trace?.upstream(ctx.upstream!))
   }
 
   function handler (ctx: Live): void | Promise<void> {
@@ -144,6 +152,7 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
   return {
     'route:own': ownRoute,
     'route:upstream': upstreamRoute,
+    'route:decision': decisionRoute,
     keyIp,
     'rateLimit:headers': limiter === null ? null : rateLimitHeaders,
     'rateLimit:count': limiter === null ? null : rateLimitCount,
@@ -152,8 +161,7 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
     'digest:refused': digestRefused,
     crossSite: crossSiteCheck,
     signingKeys: signer === null ? null : signingKeys,
-    stripAndInject,
-    setForwarded,
+    upstreamHeaders: upstreamHeadersStep,
     forward,
     handler
   } satisfies Partial<Impl>

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream'
 import { run, type Impl, type Step } from './chains.js'
 import type { Handshake, StepContext } from './context.js'
 import { E, GatewayError } from '../errors.js'
-import { clientIp, fromTrustedPeer, isHttps, requestId } from './headers.js'
+import { clientIp, fromTrustedPeer, headerObject, isHttps, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
 import { rawErrorResponse } from '../respond.js'
 import type { PipelineOptions } from './options.js'
@@ -44,7 +44,8 @@ export function upgradeSteps (o: PipelineOptions) {
       start,
       target: path,
       original: undefined,
-      answered: false
+      answered: false,
+      upstream: undefined
     }
     try {
       await run(chain, ctx)
@@ -60,7 +61,9 @@ export function upgradeSteps (o: PipelineOptions) {
 
   function websocket (ctx: Handshake): void {
     const { req, trace, start } = ctx
-    const call = trace?.upstream(req)
+    const call = trace?.upstream(ctx.upstream!)
+    // http-proxy sends req.headers
+    req.headers = headerObject(ctx.upstream!)
     // counted like any request: 101 once the upstream switched protocols, else the error
     forwarder!.ws(req, ctx.socket, ctx.head, (err) => rejectUpgrade(err, ctx), () => {
       o.metrics?.request(101, ctx.identity?.method, undefined, secondsSince(start))
