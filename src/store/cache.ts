@@ -62,12 +62,15 @@ export class CachePool {
   #free: number[] = []
   #hand = 0
   readonly #views: Array<Cache<unknown>> = []
-  #sketch: Sketch | null = null
+  readonly #sketch: Sketch
 
   constructor (o: PoolOptions) {
     this.maxBytes = o.maxBytes
     this.maxEntries = o.maxEntries ?? 0
     this.now = o.now ?? Date.now
+    // two counters an entry of 128 bytes (a byte a counter: 1 MiB for 64 MiB), 64 Ki to 4 Mi counters
+    const expected = Math.min(this.maxEntries > 0 ? this.maxEntries : Infinity, this.maxBytes / 128, 2 ** 21)
+    this.#sketch = new Sketch(expected)
   }
 
   /** @internal a view's index (1…255) */
@@ -78,7 +81,7 @@ export class CachePool {
   }
 
   /** @internal counts one use of an entry (its hash) for admission */
-  touch (h: number): void { this.#sketch?.add(h, this.count) }
+  touch (h: number): void { this.#sketch.add(h, this.count) }
 
   /**
    * @internal stores a new entry, making room for it (CLOCK), unless the
@@ -87,12 +90,9 @@ export class CachePool {
    */
   insert (view: number, key: string, v: unknown, exp: number, cost: number, h: number): number {
     if (cost > this.maxBytes) return -1
-    const full = this.#full(cost)
-    // counted from the first time the budget is full: until then everything is admitted
-    if (full) this.#sketch ??= new Sketch(this.count)
-    this.#sketch?.add(h, this.count)
-    if (full) {
-      const sketch = this.#sketch!
+    const sketch = this.#sketch
+    sketch.add(h, this.count)
+    if (this.#full(cost)) {
       const victim = this.#victim()
       if (this.exp[victim] > this.now() && sketch.estimate(h) <= sketch.estimate(this.hash[victim])) return -1
       this.#evict(victim)
@@ -168,7 +168,7 @@ class Sketch {
   #added = 0
 
   constructor (entries: number) {
-    let w = 1024
+    let w = 65536
     while (w < entries * 2) w *= 2
     this.#t = new Uint8Array(w)
     this.#mask = w - 1
@@ -182,7 +182,7 @@ class Sketch {
         if (this.#t[j] === min) this.#t[j]++
       }
     }
-    if (++this.#added >= Math.max(entries, 1024)) {
+    if (++this.#added >= Math.max(entries * 4, 1024)) {
       this.#added = 0
       const t = this.#t
       for (let j = 0; j < t.length; j++) t[j] >>= 1
