@@ -21,15 +21,15 @@ export interface CacheOptions {
   now?: () => number
 }
 
-/** auth.cache.memory_mb's default: about 100,000 private tokens with their users (ENTRY_BYTES). */
-export const DEFAULT_MEMORY_MB = 64
+/** auth.cache.memory_mb's default: 100,000 private tokens with their users (75 MiB, ENTRY_BYTES) or access keys with theirs (104 MiB). */
+export const DEFAULT_MEMORY_MB = 128
 
 /**
  * Estimated bytes an entry holds besides its key, measured as the heap
  * growth per entry (bench/cache-cost.mjs; docs/performance.md): the value
  * as the policy caches it, the key→slot map entry and the slot arrays.
  */
-export const ENTRY_BYTES = { user: 460, accessKey: 520, privateToken: 150, session: 150 } as const
+export const ENTRY_BYTES = { user: 500, accessKey: 470, privateToken: 170, session: 220 } as const
 
 /**
  * A hit on a hot entry within this share of auth.cache.ttl before it expires
