@@ -3,7 +3,7 @@
  * processes that announce themselves with one JSON line on stdout.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -125,4 +125,17 @@ export function parseFlags (argv, defaults) {
     if (typeof defaults[name] === 'number' && !Number.isFinite(o[name])) throw new Error(`--${name} must be a number`)
   }
   return o
+}
+
+/** CPU seconds (user + system) the processes have used so far (Linux /proc); null when one is gone or there is no /proc. */
+export function cpuSeconds (pids) {
+  let sum = 0
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      sum += (Number(f[11]) + Number(f[12])) / 100 // USER_HZ, 100 on Linux
+    } catch { return null }
+  }
+  return sum
 }

@@ -58,6 +58,9 @@ function digestHeaders (key, headers) {
   headers.authorization = `Signature keyId="${key.id}",algorithm="hmac-sha256",headers="(request-target) date digest",signature="${sig}"`
 }
 
+/** the next credential of token_rotate and signature_rotate */
+let rotation = 0
+
 /** What each connection sends: a request (with setupRequest when every request differs), or a list cycled. */
 function requestFor (clientIndex) {
   const pick = (list) => list[clientIndex % list.length]
@@ -72,6 +75,11 @@ function requestFor (clientIndex) {
       const s = pick(creds.sessions)
       return { method: 'GET', path, headers: { cookie: `svc_sessionid=${s}; theme=dark` } }
     }
+    case 'token_rotate':
+      // every request the next token of the list, across all connections (npm run bench -- --sweep)
+      return { method: 'GET', path, setupRequest (req) { req.headers.authorization = `Token ${creds.tokens[rotation++ % creds.tokens.length]}`; return req } }
+    case 'signature_rotate':
+      return { method: 'GET', path, setupRequest (req) { signatureHeaders(creds.keys[rotation++ % creds.keys.length], req.headers); return req } }
     case 'signature': {
       const key = pick(creds.keys)
       return { method: 'GET', path, setupRequest (req) { signatureHeaders(key, req.headers); return req } }

@@ -13,6 +13,7 @@
  *   --no-latest      do not overwrite latest.json / latest.svg
  *   --log-level L    sidegate's log level (info: the shipped default, what production runs)
  *   --profile DIR    run sidegate with --cpu-prof, the profile written to DIR when it stops
+ *   --sweep          instead: CPU per request over N active credentials (bench/sweep.mjs; its own flags)
  *
  * Exit status: 1 when an authenticated scenario had an error or a non-2xx
  * response, or the rejected one answered anything but 401 (a bench that counts
@@ -22,11 +23,17 @@ import { cpus, loadavg, release, totalmem, arch, platform } from 'node:os'
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHash, createHmac } from 'node:crypto'
 import { join } from 'node:path'
-import { BENCH, parseFlags, runJson } from './lib.mjs'
+import { BENCH, cpuSeconds, parseFlags, runJson } from './lib.mjs'
 import { API_PATH, PUBLIC_PATH, issueBearerTokens, openSqliteStore, openStore, seedCredentials, startSidegate, startSpanSink, startStack } from './stack.mjs'
 import { renderChart } from './chart.mjs'
 import { findNginx, startNginxPeer } from './peers/nginx.mjs'
 import { startNginxDecision } from './peers/nginx-decision.mjs'
+
+// `--sweep`: CPU per request as the number of active credentials grows (./sweep.mjs), instead of the scenarios below
+if (process.argv.includes('--sweep')) {
+  const { sweep } = await import('./sweep.mjs')
+  process.exit(await sweep(process.argv.slice(2).filter((a) => a !== '--sweep')))
+}
 
 const flags = parseFlags(process.argv.slice(2), {
   duration: 10, warmup: 2, connections: 50, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info'
@@ -325,18 +332,6 @@ async function probe (s, job, creds) {
 }
 
 /** user + system CPU seconds of processes (all of a peer's), from /proc (Linux); null elsewhere. */
-function cpuSeconds (pids) {
-  let sum = 0
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      sum += (Number(f[11]) + Number(f[12])) / 100 // USER_HZ, 100 on Linux
-    } catch { return null }
-  }
-  return sum
-}
-
 /** The processes whose parent is `pid` (Linux /proc; none elsewhere): the workers of `sidegate start --workers N`. */
 function childPids (pid) {
   const out = []

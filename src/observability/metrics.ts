@@ -13,7 +13,7 @@ import http from 'node:http'
 import { dirname, resolve } from 'node:path'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { checkGateStats } from '../auth/check-gate.js'
-import type { LruCache } from '../store/cache.js'
+import type { CacheStats } from '../store/cache.js'
 import type { Config } from '../config/index.js'
 import { E, UsageError } from '../errors.js'
 import { sendError } from '../respond.js'
@@ -33,10 +33,10 @@ export interface RequestObserver {
 /** The parts of the store the metrics read at scrape time. */
 export interface ObservedStore {
   readonly isReady: boolean
-  readonly users: LruCache<unknown>
-  readonly accessKeys: LruCache<unknown>
-  readonly privateTokens: LruCache<unknown>
-  readonly sessions?: LruCache<unknown>
+  readonly users: CacheStats
+  readonly accessKeys: CacheStats
+  readonly privateTokens: CacheStats
+  readonly sessions?: CacheStats
 }
 
 const AUTH_METHODS = ['none', 'session', 'bearer', 'private_token', 'access_key']
@@ -164,7 +164,7 @@ export class Metrics implements RequestObserver {
   /** Scrape-time views of the store (in-process cache counters, connection state) and of draining. */
   observe (store: ObservedStore, isDraining: () => boolean): void {
     const registers = [this.registry]
-    const caches: Array<[string, LruCache<unknown>]> = [['users', store.users], ['access_keys', store.accessKeys], ['private_tokens', store.privateTokens]]
+    const caches: Array<[string, CacheStats]> = [['users', store.users], ['access_keys', store.accessKeys], ['private_tokens', store.privateTokens]]
     if (store.sessions !== undefined) caches.push(['sessions', store.sessions])
     const fromCaches = (field: 'hits' | 'misses' | 'size') => function (this: Counter<'cache'> | Gauge<'cache'>) {
       this.reset()

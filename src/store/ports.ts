@@ -96,6 +96,11 @@ export interface AccessKeyStorage {
   insertNew(key: StoredKey): Promise<boolean>
   /** The record and its last use (an ISO time, null: never). */
   get(id: string): Promise<{ stored: StoredKey, lastUsed: string | null } | null>
+  /**
+   * get, with the record of the key's user (null: none), in one round trip
+   * where the backend can (a miss on the request path).
+   */
+  getWithUser(id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null>
   /** The user's key ids, in no particular order. */
   ids(userId: string): Promise<string[]>
   /** Writes the fields only while the key's state is still `expect` (when given): compare-and-set. False: no such key, or changed. */
@@ -111,6 +116,11 @@ export interface PrivateTokenStorage {
   /** The lookup entry: hash(token) → user id. */
   setLookup(hash: string, userId: string): Promise<void>
   lookup(hash: string): Promise<string | null>
+  /**
+   * lookup, with the record of the user it points to (null: none), in one
+   * round trip where the backend can (a miss on the request path).
+   */
+  lookupUser(hash: string): Promise<{ userId: string, user: StoredUser | null } | null>
   dropLookup(hash: string): Promise<void>
   /** Hashes of every lookup entry pointing to the user (a scan: only for records that have no hash). */
   lookupsOf(userId: string): Promise<string[]>

@@ -10,7 +10,7 @@
  */
 import type { Keyring } from '../crypto.js'
 import type { GatewayError } from '../errors.js'
-import type { LruCache } from './cache.js'
+import type { ClearableCache } from './cache.js'
 import type { VerifyOptions, Verified } from './secret/check.js'
 import type { RotateOptions, RotateResult } from './secret/rotate.js'
 import type { SigningKey, SigningKeySet } from './keyset.js'
@@ -359,10 +359,10 @@ export interface KeyAdmin {
 
 /** The in-process caches, read by the metrics at scrape time. */
 export interface StoreCaches {
-  readonly users: LruCache<unknown>
-  readonly accessKeys: LruCache<unknown>
-  readonly privateTokens: LruCache<unknown>
-  readonly sessions: LruCache<unknown>
+  readonly users: ClearableCache
+  readonly accessKeys: ClearableCache
+  readonly privateTokens: ClearableCache
+  readonly sessions: ClearableCache
 }
 
 /** What src/app/open-store.ts openStore gives `sidegate start` and the admin commands. */

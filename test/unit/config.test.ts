@@ -71,7 +71,7 @@ t.test('defaults', async (t) => {
       bearer: { ttl: 3600, single_use: true },
       signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, max_body: 1048576, require_digest: false },
       keys: { disable_after: 0, check_interval: 3600 },
-      cache: { max: 10000, ttl: 30 },
+      cache: { memory_mb: 128, max: 10000, ttl: 30 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
       password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
@@ -227,7 +227,7 @@ t.test('one clear error per bad value, naming the key', async (t) => {
   fails(t, () => buildConfig({ listen: { prot: 1 } }), /^config: listen\.prot: unknown key \(known: host, port\)$/)
   fails(t, () => buildConfig({ auth: { bearer: { tll: 60 } } }), /^config: auth\.bearer\.tll: unknown key \(known: ttl, single_use\)$/, 'a typo one level deeper')
   fails(t, () => buildConfig({ auth: { signature: { clockskew: 60 } } }), /^config: auth\.signature\.clockskew: unknown key/)
-  fails(t, () => buildConfig({ auth: { cache: { size: 1 } } }), /^config: auth\.cache\.size: unknown key \(known: max, ttl\)$/)
+  fails(t, () => buildConfig({ auth: { cache: { size: 1 } } }), /^config: auth\.cache\.size: unknown key \(known: memory_mb, max, ttl\)$/)
   fails(t, () => buildConfig({ auth: { bearer: 3600 } }), /^config: auth\.bearer: must be a mapping$/)
   fails(t, () => buildConfig({ listen: 8080 }), /^config: listen: must be a mapping$/)
   fails(t, () => buildConfig({ listen: { port: 'http' } }), /^config: listen\.port: must be a whole number from 0 to 65535, got "http"$/)

@@ -1,5 +1,5 @@
 /** Access keys in memory: the record, its last use apart, and the user's set of key ids. */
-import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey } from '../ports.js'
+import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser } from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
 import { addTo, type Local } from './data.js'
 
@@ -26,6 +26,14 @@ export class MemoryAccessKeys implements AccessKeyStorage {
     const d = this.l.open()
     const s = d.keys.get(id)
     return s === undefined ? null : { stored: structuredClone(s), lastUsed: d.keyUsed.get(id) ?? null }
+  }
+
+  async getWithUser (id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null> {
+    const d = this.l.open()
+    const s = d.keys.get(id)
+    if (s === undefined) return null
+    const u = d.users.get(s.user_id)
+    return { stored: structuredClone(s), lastUsed: d.keyUsed.get(id) ?? null, user: u === undefined ? null : structuredClone(u) }
   }
 
   async ids (userId: string): Promise<string[]> { return [...(this.l.open().userKeys.get(userId) ?? [])] }

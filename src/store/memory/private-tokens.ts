@@ -1,5 +1,5 @@
 /** Private tokens in memory: lookup entries, each user's sealed token, and the hashes of imported tokens. */
-import type { PrivateTokenStorage, StoredPrivateToken } from '../ports.js'
+import type { PrivateTokenStorage, StoredPrivateToken, StoredUser } from '../ports.js'
 import type { Local } from './data.js'
 
 export class MemoryPrivateTokens implements PrivateTokenStorage {
@@ -9,6 +9,14 @@ export class MemoryPrivateTokens implements PrivateTokenStorage {
   async lookup (hash: string): Promise<string | null> { return this.peek(hash) }
   /** lookup without a promise (Storage.instant) */
   peek (hash: string): string | null { return this.l.open().privateTokens.get(hash) ?? null }
+  async lookupUser (hash: string): Promise<{ userId: string, user: StoredUser | null } | null> {
+    const d = this.l.open()
+    const userId = d.privateTokens.get(hash)
+    if (userId === undefined) return null
+    const u = d.users.get(userId)
+    return { userId, user: u === undefined ? null : structuredClone(u) }
+  }
+
   async dropLookup (hash: string): Promise<void> { this.l.open().privateTokens.delete(hash) }
 
   async lookupsOf (userId: string): Promise<string[]> {

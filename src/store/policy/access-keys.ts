@@ -10,8 +10,9 @@ import { E } from '../../errors.js'
 import { LAST_USED_EVERY_MS } from '../../limits.js'
 import type { KeyStateFields, StoredKey } from '../ports.js'
 import type { AccessKey, KeyDisabler, KeyState, NewKeyOptions, RateLimitPolicy } from '../types.js'
+import type { Caches } from './caches.js'
 import { invalidate, isoNow, type Context } from './context.js'
-import { importedDisable, keyOf, lifecycle, openKeySecret } from './records.js'
+import { importedDisable, keyOf, lifecycle, openKeySecret, publicUser } from './records.js'
 
 /** Keys whose last touch this process remembers; past it, it forgets them all (a touch more, not a write more: storage compares too). */
 const TOUCHED_MAX = 100_000
@@ -19,7 +20,15 @@ const TOUCHED_MAX = 100_000
 export class AccessKeys {
   readonly #lastTouched = new Map<string, number>()
 
-  constructor (private readonly c: Context) {}
+  constructor (private readonly c: Context) {
+    const cache = c.caches
+    // refresh ahead: a hot key is read again (with its user) before it expires; one that is gone is dropped
+    if (cache !== null) {
+      cache.accessKeys.onDue = (id) => {
+        this.#fill(cache, id).then((k) => { if (k === null) cache.accessKeys.delete(id) }, () => { cache.accessKeys.settled(id) })
+      }
+    }
+  }
 
   async create (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
     const id = randomUUID()
@@ -46,14 +55,31 @@ export class AccessKeys {
 
   async get (id: string): Promise<{ key: AccessKey, secret: string } | null> {
     const cache = this.c.caches
-    const hit = cache?.trusted === true ? cache.accessKeys.get(id) : undefined
+    if (cache === null) {
+      const v = await this.#read(id)
+      // a key whose secret cannot be read verifies nothing: refused like an unknown one
+      return v === null || v.secret === null ? null : { key: v.key, secret: v.secret }
+    }
+    const hit = cache.trusted ? cache.accessKeys.get(id) : undefined
     if (hit !== undefined) return hit
-    const stamp = cache?.accessKeys.stamp
-    const v = await this.#read(id)
-    // a key whose secret cannot be read verifies nothing: refused like an unknown one
-    if (v === null || v.secret === null) return null
-    const found = { key: v.key, secret: v.secret }
-    cache?.accessKeys.set(id, found, stamp)
+    return await this.#fill(cache, id)
+  }
+
+  /**
+   * A miss: the key, its last use and its user in one round trip, both
+   * cached (the request asks for the user next); each fill voided by an
+   * eviction since its stamp (../cache.ts).
+   */
+  async #fill (cache: Caches, id: string): Promise<{ key: AccessKey, secret: string } | null> {
+    const stamp = cache.accessKeys.stamp
+    const userStamp = cache.users.stamp
+    const v = await this.c.storage.accessKeys.getWithUser(id)
+    if (v === null) return null
+    if (v.user !== null) cache.users.set(v.stored.user_id, publicUser(v.user), userStamp)
+    const opened = openKeySecret(this.c.keys, keyOf(v.stored, v.lastUsed), v.stored.secret, this.c.onUnreadable)
+    if (opened.secret === null) return null
+    const found = { key: opened.key, secret: opened.secret }
+    cache.accessKeys.set(id, found, stamp)
     return found
   }
 

@@ -6,15 +6,38 @@
  * private token's user, a session. A change evicts here at once and on every
  * other replica through a message (ports.ts Invalidation names them).
  */
-import { LruCache } from '../cache.js'
+import { Cache, CachePool } from '../cache.js'
 import type { Invalidation, StoredSession } from '../ports.js'
 import type { AccessKey, StoreCaches, User } from '../types.js'
 
 export interface CacheOptions {
+  /** 0: nothing is cached; any other value is no longer a bound (memory_mb is) */
   max: number
   /** seconds */
   ttl: number
+  /** the estimated bytes every cache together may hold (default DEFAULT_MEMORY_MB) */
+  memory_mb?: number
+  /** the caches' clock (tests step it); default Date.now */
+  now?: () => number
 }
+
+/** auth.cache.memory_mb's default: 100,000 private tokens with their users (75 MiB, ENTRY_BYTES) or access keys with theirs (104 MiB). */
+export const DEFAULT_MEMORY_MB = 128
+
+/**
+ * Estimated bytes an entry holds besides its key, measured as the heap
+ * growth per entry (bench/cache-cost.mjs; docs/performance.md): the value
+ * as the policy caches it, the key→slot map entry and the slot arrays.
+ */
+export const ENTRY_BYTES = { user: 500, accessKey: 470, privateToken: 170, session: 220 } as const
+
+/**
+ * A hit on a hot entry within this share of auth.cache.ttl before it expires
+ * reads it again in the background (refresh ahead): an entry in use never
+ * expires under the requests that use it, and a lost message is still
+ * bounded by the ttl.
+ */
+export const REFRESH_SHARE = 0.25
 
 /**
  * Sessions are cached in process for at most this long (or auth.cache.ttl if
@@ -24,19 +47,23 @@ export interface CacheOptions {
 const SESSION_CACHE_MAX_MS = 5_000
 
 export class Caches implements StoreCaches {
-  readonly users: LruCache<User>
-  readonly accessKeys: LruCache<{ key: AccessKey, secret: string }>
+  readonly pool: CachePool
+  readonly users: Cache<User>
+  readonly accessKeys: Cache<{ key: AccessKey, secret: string }>
   /** private token lookup hash → user id */
-  readonly privateTokens: LruCache<string>
-  /** session records by hash(session id) */
-  readonly sessions: LruCache<StoredSession>
+  readonly privateTokens: Cache<string>
+  /** session records by hash(session id); not refreshed ahead: they live SESSION_CACHE_MAX_MS at most */
+  readonly sessions: Cache<StoredSession>
 
   constructor (o: CacheOptions, private readonly link: Invalidation) {
-    const ttl = o.ttl * 1000
-    this.users = new LruCache(o.max, ttl)
-    this.accessKeys = new LruCache(o.max, ttl)
-    this.privateTokens = new LruCache(o.max, ttl)
-    this.sessions = new LruCache(o.max, Math.min(ttl, SESSION_CACHE_MAX_MS))
+    const ttlMs = o.ttl * 1000
+    const enabled = o.max !== 0
+    const refreshMs = Math.round(ttlMs * REFRESH_SHARE)
+    this.pool = new CachePool({ maxBytes: (o.memory_mb ?? DEFAULT_MEMORY_MB) * 1024 * 1024, now: o.now })
+    this.users = new Cache(this.pool, { ttlMs, entryBytes: ENTRY_BYTES.user, enabled, refreshMs })
+    this.accessKeys = new Cache(this.pool, { ttlMs, entryBytes: ENTRY_BYTES.accessKey, enabled, refreshMs })
+    this.privateTokens = new Cache(this.pool, { ttlMs, entryBytes: ENTRY_BYTES.privateToken, enabled, refreshMs })
+    this.sessions = new Cache(this.pool, { ttlMs: Math.min(ttlMs, SESSION_CACHE_MAX_MS), entryBytes: ENTRY_BYTES.session, enabled })
     link.listen((msg) => this.evict(msg), () => this.clear())
   }
 

@@ -9,10 +9,20 @@
 import { credentialShaped } from '../../crypto.js'
 import type { StoredPrivateToken } from '../ports.js'
 import { UNREADABLE } from '../types.js'
+import type { Caches } from './caches.js'
 import { invalidate, type Context } from './context.js'
+import { publicUser } from './records.js'
 
 export class PrivateTokens {
-  constructor (private readonly c: Context) {}
+  constructor (private readonly c: Context) {
+    const cache = c.caches
+    // refresh ahead: a hot entry is read again (with its user) before it expires; one that is gone is dropped
+    if (cache !== null) {
+      cache.privateTokens.onDue = (h) => {
+        this.#fill(cache, h).then((id) => { if (id === null) cache.privateTokens.delete(h) }, () => { cache.privateTokens.settled(h) })
+      }
+    }
+  }
 
   async create (userId: string): Promise<string> {
     const token = this.c.keys.issue('private token')
@@ -86,12 +96,25 @@ export class PrivateTokens {
       h = imported
     }
     const cache = this.c.caches
-    const hit = cache?.trusted === true ? cache.privateTokens.get(h) : undefined
+    if (cache === null) return await this.c.storage.privateTokens.lookup(h)
+    const hit = cache.trusted ? cache.privateTokens.get(h) : undefined
     if (hit !== undefined) return hit
-    const stamp = cache?.privateTokens.stamp
-    const id = await this.c.storage.privateTokens.lookup(h)
-    if (id !== null) cache?.privateTokens.set(h, id, stamp)
-    return id
+    return await this.#fill(cache, h)
+  }
+
+  /**
+   * A miss: the lookup entry and its user in one round trip, both cached (the
+   * request asks for the user next); each fill voided by an eviction since
+   * its stamp (../cache.ts).
+   */
+  async #fill (cache: Caches, h: string): Promise<string | null> {
+    const stamp = cache.privateTokens.stamp
+    const userStamp = cache.users.stamp
+    const found = await this.c.storage.privateTokens.lookupUser(h)
+    if (found === null) return null
+    cache.privateTokens.set(h, found.userId, stamp)
+    if (found.user !== null) cache.users.set(found.userId, publicUser(found.user), userStamp)
+    return found.userId
   }
 
   /** userIdFor without I/O: null when the token is none (a wrong check tag), the user id when known in process, undefined when only userIdFor can tell. */

@@ -27,7 +27,15 @@ export class Orgs {
 }
 
 export class Users {
-  constructor (private readonly c: Context) {}
+  constructor (private readonly c: Context) {
+    const cache = c.caches
+    // refresh ahead: a hot user is read again before it expires; one that is gone is dropped
+    if (cache !== null) {
+      cache.users.onDue = (id) => {
+        this.#fill(id).then((u) => { if (u === null) cache.users.delete(id) }, () => { cache.users.settled(id) })
+      }
+    }
+  }
 
   async create (u: NewUser): Promise<User> {
     const id = u.id?.toLowerCase() ?? randomUUID()
@@ -45,6 +53,11 @@ export class Users {
     const cache = this.c.caches
     const hit = cache?.trusted === true ? cache.users.get(id) : undefined
     if (hit !== undefined) return hit
+    return await this.#fill(id)
+  }
+
+  async #fill (id: string): Promise<User | null> {
+    const cache = this.c.caches
     // taken before the read: an eviction meanwhile voids the fill (../cache.ts)
     const stamp = cache?.users.stamp
     const s = await this.c.storage.users.get(id)

@@ -5,9 +5,10 @@
  * set first, atomically against the cap; a listing skips an id without a
  * record yet).
  */
-import type { AccessKeyStorage, KeyStateExpected, KeyStateFields, StoredKey } from '../ports.js'
+import type { AccessKeyStorage, KeyStateExpected, KeyStateFields, StoredKey, StoredUser } from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
 import type { RedisContext } from './context.js'
+import { parseUser } from './users.js'
 
 export class RedisAccessKeys implements AccessKeyStorage {
   constructor (private readonly c: RedisContext) {}
@@ -31,6 +32,20 @@ export class RedisAccessKeys implements AccessKeyStorage {
     // two GETs, not MGET: the keys may live in different cluster slots
     const [raw, used] = await c.run(async () => await Promise.all([c.redis.get(c.k('ak', id)), c.redis.get(c.k('ak-used', id))]))
     return raw === null ? null : { stored: JSON.parse(raw) as StoredKey, lastUsed: used }
+  }
+
+  /** One script; on a cluster (three slots) the two GETs of get, then the user's. */
+  async getWithUser (id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null> {
+    const { c } = this
+    if (c.cluster) {
+      const v = await this.get(id)
+      if (v === null) return null
+      const raw = await c.run(() => c.redis.get(c.k('user', v.stored.user_id)))
+      return { ...v, user: raw === null ? null : parseUser(raw) }
+    }
+    const r = await c.run(() => c.scripts.keyWithUser(c.k('ak', id), c.k('ak-used', id), c.k('user', '')))
+    if (r === null || r[0] === null) return null
+    return { stored: JSON.parse(r[0]) as StoredKey, lastUsed: r[1], user: r[2] === null ? null : parseUser(r[2]) }
   }
 
   async ids (userId: string): Promise<string[]> { return await this.c.run(() => this.c.redis.smembers(this.c.k('user-aks', userId))) }

@@ -6,6 +6,8 @@ export interface RedisContext {
   readonly redis: RedisClient
   readonly scripts: Scripts
   readonly commandTimeout: number
+  /** A Redis Cluster: a script may touch only the keys it is given (no record read through another). */
+  readonly cluster: boolean
   /** The gate is open and both connections are up: what the backend caches may be used. */
   readonly trusted: boolean
   /** A key under the prefix: the parts joined with `:`. */

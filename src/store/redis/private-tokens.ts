@@ -6,8 +6,9 @@
  * publishes `pt-imported:` or the subscriber reconnects: an untagged token
  * whose hash is not in it is refused without a Redis command.
  */
-import type { PrivateTokenStorage, StoredPrivateToken } from '../ports.js'
+import type { PrivateTokenStorage, StoredPrivateToken, StoredUser } from '../ports.js'
 import { scanKeys, type RedisContext } from './context.js'
+import { parseUser } from './users.js'
 import { openPrivateToken, sealPrivateToken } from '../secret/records.js'
 
 export class RedisPrivateTokens implements PrivateTokenStorage {
@@ -17,6 +18,20 @@ export class RedisPrivateTokens implements PrivateTokenStorage {
 
   async setLookup (hash: string, userId: string): Promise<void> { await this.c.run(() => this.c.redis.set(this.c.k('pt', hash), userId)) }
   async lookup (hash: string): Promise<string | null> { return await this.c.run(() => this.c.redis.get(this.c.k('pt', hash))) }
+  /** One script; on a cluster (the user's record in another slot) two commands, one after the other. */
+  async lookupUser (hash: string): Promise<{ userId: string, user: StoredUser | null } | null> {
+    const { c } = this
+    if (c.cluster) {
+      const userId = await this.lookup(hash)
+      if (userId === null) return null
+      const raw = await c.run(() => c.redis.get(c.k('user', userId)))
+      return { userId, user: raw === null ? null : parseUser(raw) }
+    }
+    const r = await c.run(() => c.scripts.lookupUser(c.k('pt', hash), c.k('user', '')))
+    if (r === null || r[0] === null) return null
+    return { userId: r[0], user: r[1] === null ? null : parseUser(r[1]) }
+  }
+
   async dropLookup (hash: string): Promise<void> { await this.c.run(() => this.c.redis.del(this.c.k('pt', hash))) }
 
   /** A scan of pt:*, on every cluster primary. */

@@ -4,7 +4,9 @@
  * when the server does not have the script yet) and returns one typed
  * function per script, so no call site needs a cast. A reply of another
  * shape than declared throws (the store turns it into a 503, like any failed
- * command). Every script touches exactly one key, KEYS[1]: cluster-safe.
+ * command). Every script touches exactly one key, KEYS[1]: cluster-safe;
+ * except lookupUser and keyWithUser, which also read the records KEYS[1]
+ * names and are used only off a cluster.
  */
 import type { RedisClient } from './connect.js'
 
@@ -34,7 +36,41 @@ function pair (raw: unknown): [number, number] {
   return [int(raw[0]), int(raw[1])]
 }
 
+function nullableStrings (n: number) {
+  return (raw: unknown): Array<string | null> | null => {
+    if (raw === null) return null
+    if (!Array.isArray(raw) || raw.length !== n || !raw.every((x) => x === null || typeof x === 'string')) throw new TypeError(`a script replied something other than ${n} strings or nulls`)
+    return raw as Array<string | null>
+  }
+}
+
 export const SCRIPTS = {
+  /**
+   * A private token's lookup entry and its user's record in one round trip.
+   * KEYS[1] pt:<hash>, ARGV[1] the user records' key prefix (`<prefix>user:`).
+   * Reads a key not in KEYS: never used on a cluster (./private-tokens.ts).
+   * Replies null (no entry) or [user id, user record or null].
+   */
+  lookupUser: script<[userPrefix: string], Array<string | null> | null>(`
+local id = redis.call('GET', KEYS[1])
+if not id then return false end
+return {id, redis.call('GET', ARGV[1] .. id)}`, nullableStrings(2)),
+
+  /**
+   * An access key's record, its last use and its user's record in one round
+   * trip. KEYS[1] ak:<id>, ARGV[1] its ak-used key, ARGV[2] the user records'
+   * key prefix. Reads keys not in KEYS: never used on a cluster
+   * (./access-keys.ts). Replies null (no key) or [record, last use or null,
+   * user record or null].
+   */
+  keyWithUser: script<[usedKey: string, userPrefix: string], Array<string | null> | null>(`
+local k = redis.call('GET', KEYS[1])
+if not k then return false end
+local uid = cjson.decode(k).user_id
+local u = false
+if type(uid) == 'string' then u = redis.call('GET', ARGV[2] .. uid) end
+return {k, redis.call('GET', ARGV[1]), u}`, nullableStrings(3)),
+
   /** Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value. False: no record. */
   setField: script<[field: string, json: string], boolean>(`
 local v = redis.call('GET', KEYS[1])

@@ -42,6 +42,7 @@ export class RedisStorage implements Storage, RedisContext {
   readonly scripts: Scripts
   readonly prefix: string
   readonly commandTimeout: number
+  readonly cluster: boolean
   readonly invalidation: PubSub
   readonly orgs = new RedisOrgs(this)
   readonly users = new RedisUsers(this)
@@ -61,6 +62,7 @@ export class RedisStorage implements Storage, RedisContext {
   constructor (o: RedisStorageOptions) {
     this.prefix = o.prefix
     this.commandTimeout = o.commandTimeout
+    this.cluster = o.topology?.mode === 'cluster'
     this.#connectTimeout = o.connectTimeout
     this.#onCommandError = o.onCommandError
     this.redis = createRedisClient(o, 'command')

@@ -3,6 +3,13 @@ import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js
 import type { Org, OrgRole } from '../types.js'
 import { getJson, type RedisContext } from './context.js'
 
+/** A user record as stored: cjson encodes an empty table as {} but may return [] after edits; normalised. */
+export function parseUser (raw: string): StoredUser {
+  const s = JSON.parse(raw) as StoredUser
+  if (Array.isArray(s.orgs)) s.orgs = {}
+  return s
+}
+
 export class RedisOrgs implements OrgStorage {
   constructor (private readonly c: RedisContext) {}
 
@@ -45,10 +52,8 @@ export class RedisUsers implements UserStorage {
   }
 
   async get (id: string): Promise<StoredUser | null> {
-    const s = await getJson<StoredUser>(this.c, this.c.k('user', id))
-    // cjson encodes an empty table as {} but may return [] after edits; normalise
-    if (s !== null && Array.isArray(s.orgs)) s.orgs = {}
-    return s
+    const raw = await this.c.run(() => this.c.redis.get(this.c.k('user', id)))
+    return raw === null ? null : parseUser(raw)
   }
 
   async idByUsername (usernameLower: string): Promise<string | null> {

@@ -3,7 +3,7 @@
  * use in a column of its own (written often, never rewriting the record),
  * indexed by user for the listing and the cap.
  */
-import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey } from '../ports.js'
+import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser } from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
 import type { SqlContext } from './context.js'
 
@@ -26,6 +26,12 @@ export class SqliteAccessKeys implements AccessKeyStorage {
   async get (id: string): Promise<{ stored: StoredKey, lastUsed: string | null } | null> {
     const r = this.c.run(() => this.c.st('SELECT json, last_used FROM access_keys WHERE id = ?').get(id) as { json: string, last_used: string | null } | undefined)
     return r === undefined ? null : { stored: JSON.parse(r.json) as StoredKey, lastUsed: r.last_used }
+  }
+
+  /** One statement: the key's row joined with its user's. */
+  async getWithUser (id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null> {
+    const r = this.c.run(() => this.c.st('SELECT k.json, k.last_used, u.json AS user FROM access_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.id = ?').get(id) as { json: string, last_used: string | null, user: string | null } | undefined)
+    return r === undefined ? null : { stored: JSON.parse(r.json) as StoredKey, lastUsed: r.last_used, user: r.user === null ? null : JSON.parse(r.user) as StoredUser }
   }
 
   async ids (userId: string): Promise<string[]> {

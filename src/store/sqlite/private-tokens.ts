@@ -3,7 +3,7 @@
  * token as `<lookup hash>:<sealed token>`, ../secret/records.ts) and
  * pt_imported (the imported, untagged tokens' hashes).
  */
-import type { PrivateTokenStorage, StoredPrivateToken } from '../ports.js'
+import type { PrivateTokenStorage, StoredPrivateToken, StoredUser } from '../ports.js'
 import { openPrivateToken, sealPrivateToken } from '../secret/records.js'
 import type { SqlContext } from './context.js'
 
@@ -16,6 +16,12 @@ export class SqlitePrivateTokens implements PrivateTokenStorage {
 
   async lookup (hash: string): Promise<string | null> {
     return this.c.run(() => (this.c.st('SELECT user_id FROM pt_lookup WHERE hash = ?').pluck().get(hash) as string | undefined) ?? null)
+  }
+
+  /** One statement: the entry joined with its user's row. */
+  async lookupUser (hash: string): Promise<{ userId: string, user: StoredUser | null } | null> {
+    const r = this.c.run(() => this.c.st('SELECT l.user_id AS id, u.json AS user FROM pt_lookup l LEFT JOIN users u ON u.id = l.user_id WHERE l.hash = ?').get(hash) as { id: string, user: string | null } | undefined)
+    return r === undefined ? null : { userId: r.id, user: r.user === null ? null : JSON.parse(r.user) as StoredUser }
   }
 
   async dropLookup (hash: string): Promise<void> { this.c.run(() => this.c.st('DELETE FROM pt_lookup WHERE hash = ?').run(hash)) }
