@@ -80,8 +80,15 @@ export class CachePool {
     return this.#views.length
   }
 
-  /** @internal counts one use of an entry (its hash) for admission */
-  touch (h: number): void { this.#sketch.add(h, this.count) }
+  /**
+   * @internal counts one use of an entry (its hash) for admission, once the
+   * budget is half used: admission only decides when it is full, and below
+   * that the sketch's aging (a pass over its whole table every few entries'
+   * worth of uses) would cost a hot small cache more than the lookup itself.
+   */
+  touch (h: number): void { if (this.#counting) this.#sketch.add(h, this.count) }
+
+  get #counting (): boolean { return this.bytes * 2 >= this.maxBytes || (this.maxEntries > 0 && this.count * 2 >= this.maxEntries) }
 
   /**
    * @internal stores a new entry, making room for it (CLOCK), unless the
@@ -91,7 +98,7 @@ export class CachePool {
   insert (view: number, key: string, v: unknown, exp: number, cost: number, h: number): number {
     if (cost > this.maxBytes) return -1
     const sketch = this.#sketch
-    sketch.add(h, this.count)
+    if (this.#counting) sketch.add(h, this.count)
     if (this.#full(cost)) {
       const victim = this.#victim()
       if (this.exp[victim] > this.now() && sketch.estimate(h) <= sketch.estimate(this.hash[victim])) return -1

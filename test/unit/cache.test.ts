@@ -135,7 +135,10 @@ t.test('a fill is voided by any eviction since its stamp (delete, deleteWhere, c
   const stamp = cache.stamp
   for (let i = 0; i < 50; i++) cache.set(KEY(i), i)
   t.ok(cache.size === 10 && cache.stamp === stamp, 'evictions for room do not void it')
-  t.equal(cache.set('k', 1, stamp), true)
+  // the budget is full: admission may refuse a new entry until it has been asked for more often than the victim; a voided fill never stores
+  let stored = false
+  for (let i = 0; i < 5 && !stored; i++) stored = cache.set('k', 1, stamp)
+  t.ok(stored && cache.get('k') === 1, 'the fill with that stamp stores')
   const other = pooled(10).cache
   other.set('u1', 7)
   other.set('u2', 8)
