@@ -3,7 +3,7 @@
  * authenticator that claims the request decide, then load the user.
  * Order follows JumpServer: signature, private token, bearer, session.
  */
-import type { IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { E, GatewayError } from '../errors.js'
 import type { Config } from '../config/index.js'
 import type { Store, User } from '../store/types.js'
@@ -32,15 +32,14 @@ export const CHALLENGES = [
  */
 export function readCredentials (req: IncomingMessage, target?: { method: string, url: string }): Credentials {
   const h = req.headers.authorization
-  let cookies: Record<string, string | null> | undefined
-  return {
-    method: target?.method ?? req.method ?? 'GET',
-    url: target?.url ?? req.url ?? '/',
-    headers: req.headers,
-    authorization: h === undefined ? null : parseAuthorization(h),
-    // parsed on first use: with an Authorization header no authenticator reads them
-    get cookies () { return (cookies ??= parseCookies(req.headers.cookie)) }
-  }
+  return new RequestCredentials(target?.method ?? req.method ?? 'GET', target?.url ?? req.url ?? '/', req.headers, h === undefined ? null : parseAuthorization(h))
+}
+
+/** Credentials of one request; the cookies parsed on first use (with an Authorization header no authenticator reads them). */
+class RequestCredentials implements Credentials {
+  #cookies: Record<string, string | null> | undefined = undefined
+  constructor (readonly method: string, readonly url: string, readonly headers: IncomingHttpHeaders, readonly authorization: Credentials['authorization']) {}
+  get cookies (): Record<string, string | null> { return (this.#cookies ??= parseCookies(this.headers.cookie)) }
 }
 
 export class Authenticators {
@@ -113,5 +112,6 @@ export class Authenticators {
 function identityOf (claim: Claim, user: User | null): Identity {
   if (user === null) throw E.authenticationFailed()
   if (!user.is_active) throw E.userInactive()
-  return { ...claim, user }
+  // every field named, in one order: one object shape for every credential kind (no spread)
+  return { userId: claim.userId, method: claim.method, session: claim.session, keyId: claim.keyId, keyLimit: claim.keyLimit, keyAllowIps: claim.keyAllowIps, digests: claim.digests, user }
 }

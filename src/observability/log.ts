@@ -129,7 +129,7 @@ export function accessLine (f: AccessFields): string {
   if (now !== lastMs) { lastMs = now; lastTime = new Date(now).toISOString() }
   let s = `{"level":30,"time":"${lastTime}",${accessBase},"reqId":"${f.reqId}"`
   if (f.method !== undefined) s += `,"method":"${f.method}"`
-  s += `,"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${f.ms}`
+  s += `,"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${msText(f.ms)}`
   if (f.userId !== undefined) s += `,"userId":${JSON.stringify(f.userId)}`
   if (f.authMethod !== undefined) s += `,"authMethod":"${f.authMethod}"`
   if (f.code !== undefined) s += `,"code":"${f.code}"`
@@ -137,6 +137,17 @@ export function accessLine (f: AccessFields): string {
   if (f.aborted === true) s += ',"aborted":true'
   if (f.trace_id !== undefined) s += `,"trace_id":"${f.trace_id}"`
   return s + ',"msg":"request"}\n'
+}
+
+/**
+ * Milliseconds to the microsecond, formatted from integers: the shortest
+ * decimal form of a double (what `${ms}` writes) costs more than the rest of
+ * the line.
+ */
+function msText (ms: number): string {
+  const us = Math.round(ms * 1000)
+  const frac = us % 1000
+  return `${(us - frac) / 1000}.${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}`
 }
 
 /**
