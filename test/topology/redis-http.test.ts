@@ -12,7 +12,7 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { commandsRun, startRedis } from '../fixtures/redis.js'
 import { startEcho, request, post, type Res } from '../fixtures/http.js'
-import { SECRET, startGateway, redisOf, type TestGateway } from '../fixtures/gateway.js'
+import { checkSealedKeySet, SECRET, startGateway, redisOf, type TestGateway } from '../fixtures/gateway.js'
 import { forgedCredentials, makeUser } from '../fixtures/creds.js'
 import { idleTimeout, login } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
@@ -68,14 +68,7 @@ t.test('the key set in Redis: private halves encrypted with the secret key, neve
   const g = await startGateway(redis.url, { upstream: { url: echo.url }, identity: { jwt: { enabled: true, audience: 'orders-service', ttl: 60 } } })
   t.teardown(() => g.close())
   await g.gw.identity!.ready() // the key set, created on this first start
-  const raw = await redisOf(g).get(g.config.redis.prefix + JWKS_KEY)
-  t.ok(raw)
-  const doc = JSON.parse(raw!)
-  t.ok(doc.keys.length >= 1)
-  for (const k of doc.keys) t.match(k.private, /^v1\./, 'sealed')
-  t.notOk(raw!.includes('"d"'), 'no private JWK member in the clear')
-  const set = await g.store.getSigningKeys()
-  t.type(set.keys[0].private?.d, 'string', 'readable with the key')
+  await checkSealedKeySet(t, await redisOf(g).get(g.config.redis.prefix + JWKS_KEY), g.store)
 })
 
 t.test('first start: concurrent creators, one key set (compare-and-set)', async (t) => {
