@@ -5,11 +5,9 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { stringify } from 'yaml'
-import { removeDir, tempDir } from '../fixtures/cleanup.js'
-import { checkFieldOrder, cliIn, mainIn, type CliRun } from '../fixtures/procs.js'
+import { checkFieldOrder, cliIn, configDir, mainIn, type CliRun } from '../fixtures/procs.js'
 import { startEcho, request, post } from '../fixtures/http.js'
 import { embeddedStore, ROOT, SECRET, startGateway, storeDoc } from '../fixtures/gateway.js'
 import { signedHeaders } from '../fixtures/creds.js'
@@ -23,13 +21,7 @@ const echo = await startEcho()
 const g = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix: PREFIX } })
 t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
-const dir = tempDir('sidegate-cli-')
-t.teardown(() => removeDir(dir))
-function writeConfig (name: string, doc: Record<string, unknown>): string {
-  const file = join(dir, name)
-  writeFileSync(file, stringify(doc))
-  return file
-}
+const { dir, write: writeConfig } = configDir(t)
 const CONFIG = writeConfig('gateway.yml', { ...storeDoc(db.url, PREFIX), log: { level: 'warn' } })
 
 type Run = CliRun

@@ -11,9 +11,7 @@ import { writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { stringify } from 'yaml'
-import { removeDir, tempDir } from '../fixtures/cleanup.js'
-import { checkFieldOrder, cliIn, mainIn, startIn, workdir, type CliRun } from '../fixtures/procs.js'
+import { checkFieldOrder, cliIn, configDir, mainIn, startIn, workdir, type CliRun } from '../fixtures/procs.js'
 import { startRedis } from '../fixtures/redis.js'
 import { request } from '../fixtures/http.js'
 import { SECRET, startGateway } from '../fixtures/gateway.js'
@@ -28,13 +26,7 @@ const redis = await startRedis()
 const g = await startGateway(redis.url, { redis: { prefix: PREFIX } })
 t.teardown(async () => { await g.close(); await redis.stop() })
 
-const dir = tempDir('sidegate-cli-')
-t.teardown(() => removeDir(dir))
-function writeConfig (name: string, doc: Record<string, unknown>): string {
-  const file = join(dir, name)
-  writeFileSync(file, stringify(doc))
-  return file
-}
+const { dir, write: writeConfig } = configDir(t)
 const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PREFIX }, log: { level: 'warn' } })
 
 type Run = CliRun
