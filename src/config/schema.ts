@@ -107,7 +107,7 @@ export const Schema = T.Object({
     cache: section({
       memory_mb: int(1, 65536, 128, 'MiB (estimated) the in-process caches of users, access keys, private tokens and\nsessions hold together: 100,000 private tokens or access keys with their users fit\nin the default (docs/performance.md). Past it, an entry gets in only when used more\noften than the one it would evict, so a larger working set still mostly hits'),
       max: int(0, 10_000_000, 10000, 'entries of the identity.jwt token cache. 0 also turns the caches above off.\nDeprecated as their bound: memory_mb is'),
-      ttl: int(1, 3600, 30, 'seconds an entry is trusted after it was read (sessions: 5 at most); changes reach\nevery replica at once (Redis pub/sub, the embedded store\'s log) and an entry hit in\nits last quarter is read again in the background, so hot entries never expire')
+      ttl: int(1, 3600, 300, 'seconds an entry is trusted after it was read (sessions: 5 at most); changes reach\nevery replica at once (Redis pub/sub, the embedded store\'s log), so this only bounds a\nlost message; an entry hit in its last quarter is read again in the background, so\nhot entries never expire (each costs one store read per ttl)')
     }),
     lockout: live(section({
       max_failures: int(0, 1000, 7, '0 turns the lockout off'),

@@ -71,7 +71,7 @@ t.test('defaults', async (t) => {
       bearer: { ttl: 3600, single_use: true },
       signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, max_body: 1048576, require_digest: false },
       keys: { disable_after: 0, check_interval: 3600 },
-      cache: { memory_mb: 128, max: 10000, ttl: 30 },
+      cache: { memory_mb: 128, max: 10000, ttl: 300 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
       password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
