@@ -79,7 +79,7 @@ t.test('a session created through the store works on both replicas', async (t) =
 t.test('a private token revoked through the store is refused by both long before the 30 s cache TTL', async (t) => {
   const tok = await store.createPrivateToken(user.id)
   const call = async (url: string): Promise<number> => (await request(url, '/api/v1/x/', { headers: { authorization: `Token ${tok}` } })).status
-  // both accept it, and so have it cached (for auth.cache.ttl, 30 s)
+  // both accept it, and so have it cached (for auth.cache.ttl, 300 s by default)
   for (const g of replicas) t.equal(await call(g.url), 200)
   await store.revokePrivateToken(user.id)
   for (const g of replicas) t.ok(await eventually(async () => (await call(g.url)) === 401), 'refused')
