@@ -116,9 +116,9 @@ t.test('access-key signature as in the spec (request-target, accept, date)', asy
   t.equal(r2.status, 401)
   t.equal(r2.json.code, 'malformed_authorization')
 
-  const old = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() - 301_000).toUTCString() })
+  const old = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() - 302_000).toUTCString() })
   t.equal((await request(g.url, '/p', { headers: old })).json.code, 'signature_expired')
-  const future = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() + 301_000).toUTCString() })
+  const future = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() + 302_000).toUTCString() })
   t.equal((await request(g.url, '/p', { headers: future })).json.code, 'signature_expired')
   const within = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() - 200_000).toUTCString() })
   t.equal((await request(g.url, '/p', { headers: within })).status, 200)
