@@ -74,16 +74,19 @@ export class Authenticators {
    * unsupported_scheme before it is checked (a one-time bearer token is not used up).
    */
   async authenticate (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Promise<Identity> {
-    return await this.resolve(req, target, methods)
+    const who = await this.resolve(req, target, methods)
+    if (who instanceof GatewayError) throw who
+    return who
   }
 
   /**
    * authenticate, but synchronous where in-process state decides (a cached
    * private token of a cached user, a token whose check tag is wrong): the
-   * Identity itself, or a synchronous throw; else a promise, as authenticate.
+   * Identity itself, or the refusal returned (no throw: see Authenticator.cached);
+   * else a promise, as authenticate (a refusal found by the store rejects it).
    * The request path (src/pipeline/chains.ts run) awaits only what is a promise.
    */
-  resolve (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Identity | Promise<Identity> {
+  resolve (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Identity | GatewayError | Promise<Identity> {
     let c: Credentials
     try {
       c = readCredentials(req, target)
@@ -96,6 +99,7 @@ export class Authenticators {
     if (a === undefined) throw c.authorization === null ? E.notAuthenticated() : E.unsupportedScheme()
     if (methods !== undefined && !methods.includes(a.method)) throw E.adminCredential()
     const claim = a.cached?.(c)
+    if (claim instanceof GatewayError) return claim
     if (claim !== undefined) {
       const user = this.store.cachedUser?.(claim.userId)
       if (user !== undefined) return identityOf(claim, user)

@@ -1,5 +1,5 @@
 /** `Authorization: Token <t>` or `PrivateToken <t>`: the permanent per-user token. */
-import { E } from '../errors.js'
+import { E, type GatewayError } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { parseTokenCredential } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
@@ -12,11 +12,11 @@ export class PrivateTokenAuthenticator implements Authenticator {
 
   claims (c: Credentials): boolean { return c.authorization !== null && SCHEMES.has(c.authorization.scheme) }
 
-  cached (c: Credentials): Claim | undefined {
+  cached (c: Credentials): Claim | GatewayError | undefined {
     const token = parseTokenCredential(c.authorization!.credentials)
     const userId = this.store.cachedUserIdForPrivateToken?.(token)
     if (userId === undefined) return undefined
-    if (userId === null) throw E.invalidToken()
+    if (userId === null) return E.invalidToken()
     return { userId, method: this.method }
   }
 

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { RateLimitPolicy, Session } from '../store/types.js'
 import type { ExpectedDigest } from './digest.js'
+import type { GatewayError } from '../errors.js'
 
 export type AuthMethod = 'session' | 'bearer' | 'private_token' | 'access_key'
 
@@ -41,8 +42,9 @@ export interface Authenticator {
   authenticate (c: Credentials): Promise<Claim>
   /**
    * The claim when in-process state alone decides it (no I/O: the fast path
-   * of Authenticators.resolve), throwing as authenticate would; undefined when
-   * only authenticate can tell.
+   * of Authenticators.resolve); a refusal decided from memory is returned, not
+   * thrown (a throw makes V8 walk the stack); undefined when only authenticate
+   * can tell.
    */
-  cached? (c: Credentials): Claim | undefined
+  cached? (c: Credentials): Claim | GatewayError | undefined
 }

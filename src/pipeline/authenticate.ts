@@ -22,19 +22,21 @@ export function authenticateSteps (o: PipelineOptions) {
   const loginRedirect = o.config.session.login_redirect
 
   /**
-   * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store).
+   * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store);
+   * one decided from memory is returned (auth.resolve), else thrown or rejected with.
    * `original`: a decision's original method and URI (the `original` step).
    * Audited: a bearer token used or refused (an access key's first use: keyIp, steps.ts).
    */
-  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | Promise<Identity> {
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | GatewayError | Promise<Identity> {
     if (audit === null) return auth.resolve(ctx.req, original)
-    let who: Identity | Promise<Identity>
+    let who: Identity | GatewayError | Promise<Identity>
     try {
       who = auth.resolve(ctx.req, original)
     } catch (err) {
-      return refused(ctx, err)
+      throw refused(ctx, err)
     }
-    return who instanceof Promise ? who.then((w) => audited(ctx, w), (err: unknown) => refused(ctx, err)) : audited(ctx, who)
+    if (who instanceof GatewayError) return refused(ctx, who)
+    return who instanceof Promise ? who.then((w) => audited(ctx, w), (err: unknown) => { throw refused(ctx, err) }) : audited(ctx, who)
   }
 
   function audited (ctx: StepContext, who: Identity): Identity {
@@ -42,12 +44,13 @@ export function authenticateSteps (o: PipelineOptions) {
     return who
   }
 
-  function refused (ctx: StepContext, err: unknown): never {
+  /** Audits a refused bearer token; the refusal itself is handed back (to throw or return). */
+  function refused<E> (ctx: StepContext, err: E): E {
     const token = bearerOf(ctx.req)
     if (token !== undefined && err instanceof GatewayError && err.status === 401) {
       audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
     }
-    throw err
+    return err
   }
 
   /**
@@ -122,31 +125,33 @@ export function authenticateSteps (o: PipelineOptions) {
     return loginRedirect && (method === 'GET' || method === 'HEAD') && isNavigation(req)
   }
 
-  /** ctx.identity, at once when authenticate answered from memory. */
-  function identify (ctx: Flow): void | Promise<void> {
+  /** ctx.identity, at once when authenticate answered from memory; a refusal from memory is returned to the runner. */
+  function identify (ctx: Flow): void | GatewayError | Promise<void> {
     const who = authenticate(ctx, ctx.original)
+    if (who instanceof GatewayError) return who
     if (!(who instanceof Promise)) ctx.identity = who
     else return who.then((w) => { ctx.identity = w })
   }
 
   /** identify, a refusal handed to `refusal` (which answers it, or throws it on). */
   function identifyOr (ctx: Live, refusal: (ctx: Live, err: unknown) => void): void | Promise<void> {
-    let who: Identity | Promise<Identity>
+    let who: Identity | GatewayError | Promise<Identity>
     try {
       who = authenticate(ctx, ctx.original)
     } catch (err) {
       refusal(ctx, err)
       return
     }
+    if (who instanceof GatewayError) { refusal(ctx, who); return }
     if (!(who instanceof Promise)) ctx.identity = who
     else return who.then((w) => { ctx.identity = w }, (err: unknown) => refusal(ctx, err))
   }
 
-  function login (ctx: Live): void | Promise<void> {
+  function login (ctx: Live): void | GatewayError | Promise<void> {
     return mayNavigate(ctx.req, ctx.req.method ?? '') ? identifyOr(ctx, toLogin) : identify(ctx)
   }
 
-  function loginThroughProxy (ctx: Live): void | Promise<void> {
+  function loginThroughProxy (ctx: Live): void | GatewayError | Promise<void> {
     return mayNavigate(ctx.req, ctx.original!.method) ? identifyOr(ctx, toLoginThroughProxy) : identify(ctx)
   }
 

@@ -6,11 +6,16 @@
  * that can drift apart. `run` walks a chain; docs/architecture.md holds
  * chainTable() (test/unit/chains.test.ts checks both agree).
  */
+import { GatewayError } from '../errors.js'
 import type { RouteAuth } from '../routes/types.js'
 import type { Flow, Handshake, Live } from './context.js'
 
-/** A step: void when it decided from memory, else a promise, the only thing the runner awaits. */
-export type Step<C> = (ctx: C) => void | Promise<unknown>
+/**
+ * A step: void when it decided from memory, else a promise, the only thing the
+ * runner awaits; or a refusal decided from memory, returned rather than thrown
+ * (a throw makes V8 walk the stack): the runner stops and hands it back.
+ */
+export type Step<C> = (ctx: C) => void | GatewayError | Promise<unknown>
 
 interface StepSpec {
   does: string
@@ -131,12 +136,15 @@ export function buildChains (impl: Impl): Chains {
  * Walks a chain: synchronously while each step decides from memory, and from
  * the first step that returns a promise on in `resume`. A request decided from
  * memory costs no promise and no closure here. A thrown error stops it (the
- * caller answers it); so does a step that answered (ctx.answered).
+ * caller answers it), a returned one too (handed back to the caller, which
+ * answers it the same way; after a promise it is thrown); so does a step that
+ * answered (ctx.answered).
  */
-export function run<C extends { answered: boolean }> (chain: ReadonlyArray<Step<C>>, ctx: C): void | Promise<void> {
+export function run<C extends { answered: boolean }> (chain: ReadonlyArray<Step<C>>, ctx: C): void | GatewayError | Promise<void> {
   for (let i = 0; i < chain.length; i++) {
     const r = chain[i](ctx)
     if (r instanceof Promise) return resume(r, chain, ctx, i + 1)
+    if (r instanceof GatewayError) return r
     if (ctx.answered) return
   }
 }
@@ -146,6 +154,7 @@ async function resume<C extends { answered: boolean }> (pending: Promise<unknown
   for (let i = next; i < chain.length && !ctx.answered; i++) {
     const r = chain[i](ctx)
     if (r instanceof Promise) await r
+    else if (r instanceof GatewayError) throw r
   }
 }
 

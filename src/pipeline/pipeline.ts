@@ -34,6 +34,7 @@
  * key). Nothing else on this path writes to it, and it never waits for Redis.
  */
 import { buildChains, run, type Chains } from './chains.js'
+import type { GatewayError } from '../errors.js'
 import type { Live } from './context.js'
 import { isUpgradeOf } from './headers.js'
 import type { PipelineOptions, Pipeline } from './options.js'
@@ -60,7 +61,7 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   })
 
   /** Route: an own route's chain by its auth mode, else the upstream's. */
-  function dispatch (ctx: Live): void | Promise<void> {
+  function dispatch (ctx: Live): void | GatewayError | Promise<void> {
     const route = router.find(ctx.path, ctx.req.method ?? '')
     if (route === null) return run(chains.upstream, ctx)
     ctx.route = route

@@ -22,7 +22,7 @@ export interface Receive {
 }
 
 /** `dispatch`: what follows receive (route, then the chain); what it throws or rejects with is answered by `fail`. */
-export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void | Promise<void>): Receive {
+export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void | GatewayError | Promise<void>): Receive {
   const { log, policy } = o
   const tracer = o.tracer ?? null
   const access = accessLogger(log)
@@ -68,9 +68,9 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
     else trace.run(() => begin(ctx))
   }
 
-  /** Route and chain: no promise unless a step made one. */
+  /** Route and chain: no promise unless a step made one; a refusal returned or thrown is answered. */
   function begin (ctx: Live): void {
-    let pending: void | Promise<void>
+    let pending: void | GatewayError | Promise<void>
     try {
       pending = dispatch(ctx)
     } catch (err) {
@@ -78,6 +78,7 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
       return
     }
     if (pending instanceof Promise) pending.catch((err: unknown) => fail(ctx, err))
+    else if (pending instanceof GatewayError) fail(ctx, pending)
   }
 
   function onClose (this: LiveRes): void {

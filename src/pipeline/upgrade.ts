@@ -48,7 +48,8 @@ export function upgradeSteps (o: PipelineOptions) {
       upstream: undefined
     }
     try {
-      await run(chain, ctx)
+      const refused = await run(chain, ctx)
+      if (refused instanceof GatewayError) rejectUpgrade(refused, ctx)
     } catch (err) {
       rejectUpgrade(err, ctx)
     }

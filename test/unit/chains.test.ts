@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { CHAINS, STEPS, buildChains, chainTable, run, type Impl, type Mode, type Step, type Token } from '../../src/pipeline/chains.js'
 import { ROOT } from '../fixtures/gateway.js'
+import { E } from '../../src/errors.js'
 
 const modes = Object.keys(CHAINS) as Mode[]
 const names = Object.keys(STEPS)
@@ -86,6 +87,15 @@ t.test('the runner awaits only a promise, and stops at an answer or an error', a
   t.same(ctx.seen, ['a'])
   ctx = fresh()
   await t.rejects(async () => { await run([later('a'), boom, step('c')], ctx) }, /refused/, 'a rejection after a promise')
+  t.same(ctx.seen, ['a'])
+
+  // a refusal returned from memory (no throw): handed back at once, nothing after it runs
+  const no = E.invalidToken()
+  ctx = fresh()
+  t.equal(run([step('a'), () => no, step('c')], ctx), no, 'returned from memory: handed back')
+  t.same(ctx.seen, ['a'])
+  ctx = fresh()
+  await t.rejects(async () => { await run([later('a'), () => no, step('c')], ctx) }, { code: 'invalid_token' }, 'after a promise: thrown')
   t.same(ctx.seen, ['a'])
 })
 

@@ -13,7 +13,7 @@ import type { IncomingMessage } from 'node:http'
 import { buildConfig, type Config } from '../../src/config/index.js'
 import { Keyring } from '../../src/crypto.js'
 import { GatewayError } from '../../src/errors.js'
-import { Authenticators } from '../../src/auth/index.js'
+import { Authenticators, type Identity } from '../../src/auth/index.js'
 import { MemoryStore } from '../../src/store/memory/index.js'
 import type { User } from '../../src/store/types.js'
 import { SECRET } from '../fixtures/gateway.js'
@@ -319,18 +319,20 @@ t.test('resolve answers at once where in-process state decides, else with a prom
   const who = pipeline.resolve(req(`Token ${f.privateToken}`))
   t.notOk(who instanceof Promise, 'a known private token of an active user: the identity itself')
   t.equal((who as { user: User }).user.username, 'alice')
-  t.throws(() => pipeline.resolve(req(`Token ${wrongTag(f.privateToken)}`)), { code: 'invalid_token' }, 'a wrong check tag: refused synchronously')
+  t.match(pipeline.resolve(req(`Token ${wrongTag(f.privateToken)}`)), { code: 'invalid_token', status: 401 }, 'a wrong check tag: the refusal returned at once, not thrown (no stack walk)')
+  t.ok(pipeline.resolve(req(`Token ${wrongTag(f.privateToken)}`)) instanceof GatewayError)
+  await t.rejects(pipeline.authenticate(req(`Token ${wrongTag(f.privateToken)}`)), { code: 'invalid_token' }, 'authenticate rejects with it')
   t.throws(() => pipeline.resolve(req(`Token ${f.doraToken}`)), { code: 'user_inactive' }, 'a disabled user: refused synchronously, as authenticate refuses')
   const bearer = pipeline.resolve(req(`Bearer ${(await f.store.issueBearerToken(f.alice.id, 60)).token}`))
   t.ok(bearer instanceof Promise, 'a single-use bearer token needs the store: a promise')
-  t.equal((await bearer).method, 'bearer')
+  t.equal((await bearer as Identity).method, 'bearer')
   t.equal((await pipeline.authenticate(req(`Token ${f.privateToken}`))).user.username, 'alice', 'authenticate: the same identity, as a promise')
 
   const s = await f.store.createSession(f.alice.id, 600)
   const withCookie = (method: string, headers: Record<string, string> = {}): IncomingMessage => ({ method, url: '/api/v1/x', headers: { cookie: `svc_sessionid=${s.id}`, ...headers } }) as unknown as IncomingMessage
   const first = pipeline.resolve(withCookie('GET'))
   t.ok(first instanceof Promise, "a session's first request pushes its idle timeout back in the store: a promise")
-  t.equal((await first).method, 'session')
+  t.equal((await first as Identity).method, 'session')
   const again = pipeline.resolve(withCookie('GET'))
   t.notOk(again instanceof Promise, 'then, while it was touched recently, the identity itself')
   t.equal((again as { method: string }).method, 'session')
