@@ -291,6 +291,18 @@ export class Cache<V> implements ClearableCache {
     return true
   }
 
+  /**
+   * Refresh ahead with `fill` (which reads the store and sets the entry, with
+   * its stamp): an entry found gone is dropped; a fill that failed, or whose
+   * set an eviction voided, leaves the entry as it was, and its next hit may
+   * ask again.
+   */
+  refreshWith (fill: (key: string) => Promise<unknown>): void {
+    this.onDue = (key) => {
+      fill(key).then((v) => { if (v === null) this.delete(key); else this.settled(key) }, () => { this.settled(key) })
+    }
+  }
+
   /** A refresh (onDue) that stored nothing: the next hit may ask again. */
   settled (key: string): void {
     const p = this.#slots.get(key)

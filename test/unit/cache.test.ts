@@ -171,6 +171,46 @@ t.test('expiry on the clock; refresh ahead: a hit near the end asks once, a set 
   t.equal(cache.size, 0, 'and dropped')
 })
 
+t.test('refreshWith: a refresh voided by an eviction, or failed, may ask again; one that finds the entry gone drops it', async (t) => {
+  const { cache, clock } = pooled(10, { ttlMs: 60_000, refreshMs: 15_000 })
+  const asked: string[] = []
+  let answer: 'void' | 'fail' | 'gone' | 'fresh' = 'void'
+  cache.refreshWith(async (k) => {
+    asked.push(k)
+    const stamp = cache.stamp
+    if (answer === 'fail') throw new Error('store down')
+    if (answer === 'gone') return null
+    if (answer === 'void') cache.delete('other') // an invalidation lands while the read is in flight
+    cache.set(k, 2, stamp)
+    return 2
+  })
+  const tick = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
+  cache.set('k', 1)
+  clock.now += 50_000
+  t.equal(cache.get('k'), 1)
+  await tick()
+  t.same(asked, ['k'])
+  t.equal(cache.get('k'), 1, 'the voided fill stored nothing')
+  await tick()
+  t.same(asked, ['k', 'k'], 'and the next hit asks again (not stuck refreshing until the entry expires)')
+  answer = 'fail'
+  cache.get('k')
+  await tick()
+  cache.get('k')
+  await tick()
+  t.equal(asked.length, 4, 'a failed refresh: asked again')
+  answer = 'fresh'
+  cache.get('k')
+  await tick()
+  clock.now += 50_000
+  t.equal(cache.get('k'), 2, 'a stored refresh renews the entry')
+  answer = 'gone'
+  clock.now += 50_000
+  t.equal(cache.get('k'), 2, 'served while the last refresh runs')
+  await tick()
+  t.equal(cache.get('k', false), undefined, 'gone from the store: dropped')
+})
+
 t.test('through the policy (embedded store): a miss fills the user too; a hot entry is refreshed ahead and never expires', async (t) => {
   const clock = { now: Date.now() }
   const store = await connected(new SqliteStore({ path: join(tempDir('sidegate-cache-'), 'c.db'), busyTimeout: 1000, cache: { max: 1, ttl: 60, now: () => clock.now } }, new Keyring(SECRET)))

@@ -23,11 +23,7 @@ export class AccessKeys {
   constructor (private readonly c: Context) {
     const cache = c.caches
     // refresh ahead: a hot key is read again (with its user) before it expires; one that is gone is dropped
-    if (cache !== null) {
-      cache.accessKeys.onDue = (id) => {
-        this.#fill(cache, id).then((k) => { if (k === null) cache.accessKeys.delete(id) }, () => { cache.accessKeys.settled(id) })
-      }
-    }
+    cache?.accessKeys.refreshWith(async (id) => await this.#fill(cache, id))
   }
 
   async create (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {

@@ -17,11 +17,7 @@ export class PrivateTokens {
   constructor (private readonly c: Context) {
     const cache = c.caches
     // refresh ahead: a hot entry is read again (with its user) before it expires; one that is gone is dropped
-    if (cache !== null) {
-      cache.privateTokens.onDue = (h) => {
-        this.#fill(cache, h).then((id) => { if (id === null) cache.privateTokens.delete(h) }, () => { cache.privateTokens.settled(h) })
-      }
-    }
+    cache?.privateTokens.refreshWith(async (h) => await this.#fill(cache, h))
   }
 
   async create (userId: string): Promise<string> {

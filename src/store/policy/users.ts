@@ -30,11 +30,7 @@ export class Users {
   constructor (private readonly c: Context) {
     const cache = c.caches
     // refresh ahead: a hot user is read again before it expires; one that is gone is dropped
-    if (cache !== null) {
-      cache.users.onDue = (id) => {
-        this.#fill(id).then((u) => { if (u === null) cache.users.delete(id) }, () => { cache.users.settled(id) })
-      }
-    }
+    cache?.users.refreshWith(async (id) => await this.#fill(id))
   }
 
   async create (u: NewUser): Promise<User> {
