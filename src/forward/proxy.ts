@@ -15,13 +15,9 @@
  */
 import { Pool, type Dispatcher } from 'undici'
 import { bufferedBody } from '../body.js'
-import type { HeaderList } from '../pipeline/headers.js'
 import { HOP_BY_HOP, createUpgrader, markTimedOut, pathMapper, upstreamError, type Forwarder } from './upstream.js'
 
 export type { Forwarder }
-
-/** request headers undici refuses or sets itself (it frames the body and owns the connection) */
-const NOT_SENT = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
 
 /** the legacy dispatch handler undici 7 still calls directly (the new API is wrapped into it) */
 interface RawHandler {
@@ -63,13 +59,9 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
   const upgrader = createUpgrader(target, timeoutOf)
 
   return {
-    web (req, res, list, requestId, onError, call) {
+    web (req, res, headers, requestId, onError, call) {
       const h = req.headers
       const hasBody = h['content-length'] !== undefined || h['transfer-encoding'] !== undefined
-      const headers: HeaderList = []
-      for (let i = 0; i < list.length; i += 2) {
-        if (!NOT_SENT.has(list[i] as string)) headers.push(list[i], list[i + 1])
-      }
       let done = false
       let abort: ((err?: Error) => void) | null = null
       let gone = false

@@ -14,7 +14,7 @@ import type { HeaderList } from '../pipeline/headers.js'
 
 export interface Forwarder {
   /**
-   * `headers`: what the upstream gets (src/pipeline/headers.ts upstreamHeaders),
+   * `headers`: what the upstream gets (src/pipeline/headers.ts upstreamHeaders, no hop-by-hop field),
    * not req.headers. The response carries `requestId` as X-Request-Id, never
    * the upstream's. `call`: tracing's span of this upstream call
    * (src/observability/tracing.ts), ended when the upstream's answer is

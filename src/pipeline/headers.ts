@@ -206,7 +206,14 @@ export type HeaderList = Array<string | string[]>
  * X-Forwarded-For, -Proto and -Host (a trusted proxy's kept, its
  * X-Forwarded-For extended with the peer) and X-Request-Id.
  */
-export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity?: Record<string, string>): HeaderList {
+/**
+ * Request headers a forwarded request (not an upgrade) never carries: undici
+ * refuses or sets them itself (it frames the body and owns the connection).
+ * An upgrade keeps them: the handshake is relayed as it came.
+ */
+const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
+
+export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity: Record<string, string> | undefined, upgrade: boolean): HeaderList {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
   const trusted = p.trusted(peer)
@@ -220,7 +227,7 @@ export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: s
     } else if (isForwarding(name)) {
       // a trusted proxy's are kept; these three are set below
       if (!trusted || name === 'x-forwarded-for' || name === 'x-forwarded-proto' || name === 'x-forwarded-host') continue
-    } else if (name === 'authorization' || name === 'cookie' || name === 'x-request-id') continue
+    } else if (name === 'authorization' || name === 'cookie' || name === 'x-request-id' || (!upgrade && NOT_FORWARDED.has(name))) continue
     out.push(name, v)
   }
   const cookie = withoutCookies(h.cookie, p.credentialCookies)

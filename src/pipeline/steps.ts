@@ -8,7 +8,7 @@ import { keyUsed } from '../observability/audit.js'
 import { bodyMatches } from '../auth/digest.js'
 import { BEFORE_BODY, keepBody } from '../body.js'
 import type { Impl } from './chains.js'
-import type { Flow, Live } from './context.js'
+import type { Flow, Handshake, Live } from './context.js'
 import type { Identity } from '../auth/index.js'
 import { E } from '../errors.js'
 import { identityHeaders, trustedProxies, upstreamHeaders } from './headers.js'
@@ -130,9 +130,10 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
    */
   function upstreamHeadersStep (ctx: Flow): void {
     const id = ctx.identity
-    if (id === undefined) { ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId); return }
+    const upgrade = (ctx as Partial<Handshake>).socket !== undefined
+    if (id === undefined) { ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, undefined, upgrade); return }
     const orgId = ctx.orgId!
-    ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, identityHeaders(policy, id, orgId, ctx.requestId))
+    ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, identityHeaders(policy, id, orgId, ctx.requestId), upgrade)
     if (ctx.req.url !== undefined) ctx.req.url = withResolvedOid(ctx.req.url, orgId)
   }
 

@@ -66,6 +66,18 @@ t.test('client-sent identity headers never reach the upstream, in any case or nu
   t.equal(JSON.stringify(h).includes('root'), false)
 })
 
+t.test('hop-by-hop request headers are not forwarded (an upgrade keeps them: see the WebSocket tests)', async (t) => {
+  const r = await request(g.url, '/hop', {
+    rawHeaders: ['Host', host(g), 'Authorization', `Token ${token}`, 'Keep-Alive', 'timeout=5', 'Proxy-Connection', 'keep-alive', 'Upgrade', 'h2c', 'X-Kept', '1']
+  })
+  t.equal(r.status, 200, 'forwarded: undici refuses these, so they never reach it')
+  const h = last().headers
+  t.equal(h['keep-alive'], undefined)
+  t.equal(h['proxy-connection'], undefined)
+  t.equal(h.upgrade, undefined)
+  t.equal(h['x-kept'], '1')
+})
+
 t.test('underscore spellings of the identity headers are dropped too (WSGI/ASGI read them as the same header)', async (t) => {
   const r = await request(g.url, '/x', {
     rawHeaders: [
