@@ -190,6 +190,13 @@ export function requestId (req: IncomingMessage): string {
 export type HeaderList = Array<string | string[]>
 
 /**
+ * Request headers a forwarded request (not an upgrade) never carries: undici
+ * refuses or sets them itself (it frames the body and owns the connection).
+ * An upgrade keeps them: the handshake is relayed as it came.
+ */
+const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
+
+/**
  * The headers the upstream gets, built in one pass over the request's
  * (which stay as the client sent them: a signature covers them), for every
  * proxied request, authenticated or not. Left out:
@@ -201,18 +208,12 @@ export type HeaderList = Array<string | string[]>
  *   `X_SVC_User_Id` as `X-SVC-User-Id`; no proxy sends them);
  * - sidegate's own credentials (Authorization, session and CSRF cookies): a
  *   client that sends its token everywhere must not hand it to the upstream on a
- *   public path.
+ *   public path;
+ * - unless `upgrade`, the hop-by-hop fields (NOT_FORWARDED).
  * Then added: `identity` (identityHeaders; none on a public path), and
  * X-Forwarded-For, -Proto and -Host (a trusted proxy's kept, its
  * X-Forwarded-For extended with the peer) and X-Request-Id.
  */
-/**
- * Request headers a forwarded request (not an upgrade) never carries: undici
- * refuses or sets them itself (it frames the body and owns the connection).
- * An upgrade keeps them: the handshake is relayed as it came.
- */
-const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'expect'])
-
 export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity: Record<string, string> | undefined, upgrade: boolean): HeaderList {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
