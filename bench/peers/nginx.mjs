@@ -26,7 +26,7 @@ export function findNginx () {
   return { bin: null, why: 'nginx is not installed (Debian: apt-get install nginx-light)' }
 }
 
-/** `tokens`: [{ token, userId }]. Returns { url, pids(), stop() }. */
+/** `tokens`: [{ token, userId }]. Returns { url, pids(), authPid, stop() }. */
 export async function startNginxPeer ({ dir, upstreamUrl, tokens }) {
   const found = findNginx()
   if (found.bin === null) throw new Error(found.why)
@@ -74,6 +74,8 @@ export async function startNginxPeer ({ dir, upstreamUrl, tokens }) {
     version: found.version,
     /** master, its workers and the token service */
     pids: () => [proc.pid, ...childPids(proc.pid), auth.proc.pid],
+    /** the token service: the peer's decider */
+    authPid: auth.proc.pid,
     async stop () {
       await stopProc(proc, 'SIGQUIT')
       await auth.stop()
