@@ -178,7 +178,7 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
       ...(kind === 'sqlite' ? { store: { backend: 'sqlite', path: dbPath } } : { store: { backend: 'redis' }, redis: { url: base.redisUrl, prefix: PREFIX } }),
       metrics: { host: '127.0.0.1', port: await freePort() },
       server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
-      log: { level: 'info' }
+      log: { level: process.env.CG_LEVEL ?? 'info' }
     }))
     args = [join(root, 'bin', 'sidegate.js'), 'start', '--config', file]
     creds = { ...creds, port }

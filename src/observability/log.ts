@@ -113,8 +113,17 @@ export function auditLogger (log: Logger): Logger {
   return (log as Logger & { [AUDIT]?: Logger })[AUDIT] ?? log.child({ log: 'audit' })
 }
 
-let lastMs = -1
-let lastTime = ''
+/** the start of the second isoTime last formatted (epoch ms), and its text up to the dot */
+let second = -1
+let secondText = ''
+
+/** `new Date(now).toISOString()`, formatted once a second (Date's own formatting costs more than the rest of the line) */
+export function isoTime (now: number): string {
+  const ms = now % 1000
+  if (now - ms !== second) { second = now - ms; secondText = new Date(second).toISOString().slice(0, 20) }
+  return `${secondText}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`
+}
+
 /** the base fields of the access line: the service, and the worker's number under --workers */
 let accessBase = '"service":"sidegate"'
 
@@ -126,8 +135,7 @@ let accessBase = '"service":"sidegate"'
  */
 export function accessLine (f: AccessFields): string {
   const now = Date.now()
-  if (now !== lastMs) { lastMs = now; lastTime = new Date(now).toISOString() }
-  let s = `{"level":30,"time":"${lastTime}",${accessBase},"reqId":"${f.reqId}"`
+  let s = `{"level":30,"time":"${isoTime(now)}",${accessBase},"reqId":"${f.reqId}"`
   if (f.method !== undefined) s += `,"method":"${f.method}"`
   s += `,"path":${JSON.stringify(f.path)},"status":${f.status},"ms":${msText(f.ms)}`
   if (f.userId !== undefined) s += `,"userId":${JSON.stringify(f.userId)}`
@@ -167,14 +175,19 @@ function msText (ms: number): string {
  */
 const FLUSH_MS = 250
 const MIN_BATCH = 65_536
+/** a batch's buffer: MIN_BATCH and room for the line that reaches it */
+const BATCH_BYTES = MIN_BATCH + 16_384
 const RETRY_MS = 100
 const EXIT_RETRY_MS = 1000
 /** Linux's pipe atomicity limit: a write of at most this many bytes is never interleaved with another process's */
 const PIPE_BUF = 4096
 
 class BatchedFd {
-  #pending: string[] = []
-  #len = 0
+  /** the lines not yet written, encoded as they come (no array of strings to join at the flush) */
+  #buf = Buffer.allocUnsafe(BATCH_BYTES)
+  #off = 0
+  /** shared: where each line in #buf ends */
+  #ends: number[] = []
   /** the batch being written (kept until done, so an exit while it waits for a retry still writes it) */
   #inflight: Buffer | null = null
   /** a write(2) of #inflight is in the thread pool now */
@@ -194,33 +207,42 @@ class BatchedFd {
 
   write (chunk: string): boolean {
     if (this.#broken) return true
-    this.#pending.push(chunk)
-    this.#len += chunk.length
-    if (this.#len >= MIN_BATCH) this.flush()
+    // at most 3 bytes per UTF-16 unit: room checked without measuring the line first
+    if (this.#off + chunk.length * 3 > this.#buf.length) {
+      if (this.#off >= MIN_BATCH) this.flush()
+      if (this.#off + chunk.length * 3 > this.#buf.length) this.#grow(this.#off + chunk.length * 3)
+    }
+    this.#off += this.#buf.write(chunk, this.#off)
+    if (this.#shared) this.#ends.push(this.#off)
+    if (this.#off >= MIN_BATCH) this.flush()
     return true
+  }
+
+  /** Room for `bytes`: a batch waits for the one in the kernel, or a line is longer than a batch. */
+  #grow (bytes: number): void {
+    const next = Buffer.allocUnsafe(Math.max(bytes, this.#buf.length * 2))
+    this.#buf.copy(next, 0, 0, this.#off)
+    this.#buf = next
   }
 
   flush (cb?: (err?: Error) => void): void {
     if (this.#inflight !== null) this.#again = true
-    if (this.#broken || this.#inflight !== null || this.#len === 0) { cb?.(); return }
+    if (this.#broken || this.#inflight !== null || this.#off === 0) { cb?.(); return }
     if (this.#shared) {
       // whole lines up to PIPE_BUF: a pipe writes each atomically (a longer line goes alone)
-      let n = 0
-      let bytes = 0
-      while (n < this.#pending.length) {
-        const b = Buffer.byteLength(this.#pending[n])
-        if (n > 0 && bytes + b > PIPE_BUF) break
-        bytes += b
-        n++
-      }
-      const taken = this.#pending.splice(0, n)
-      this.#inflight = Buffer.from(taken.join(''))
-      this.#len -= taken.reduce((a, c) => a + c.length, 0)
-      if (this.#pending.length > 0) this.#again = true
+      let n = 1
+      while (n < this.#ends.length && this.#ends[n] <= PIPE_BUF) n++
+      const end = this.#ends[n - 1]
+      this.#inflight = Buffer.from(this.#buf.subarray(0, end))
+      this.#buf.copyWithin(0, end, this.#off)
+      this.#off -= end
+      this.#ends = this.#ends.slice(n).map((e) => e - end)
+      if (this.#off > 0) this.#again = true
     } else {
-      this.#inflight = Buffer.from(this.#pending.join(''))
-      this.#pending = []
-      this.#len = 0
+      // the batch goes to the kernel as it is; the next one fills a new buffer
+      this.#inflight = this.#buf.subarray(0, this.#off)
+      this.#buf = Buffer.allocUnsafe(BATCH_BYTES)
+      this.#off = 0
     }
     this.#send(cb)
   }
@@ -241,7 +263,7 @@ class BatchedFd {
       this.#inflight = n < buf.length ? buf.subarray(n) : null
       if (this.#inflight !== null) { this.#send(cb); return }
       cb?.()
-      if (this.#again || this.#len >= MIN_BATCH) { this.#again = false; this.flush() }
+      if (this.#again || this.#off >= MIN_BATCH) { this.#again = false; this.flush() }
     })
   }
 
@@ -249,11 +271,11 @@ class BatchedFd {
   async drain (ms: number): Promise<void> {
     const end = Date.now() + ms
     this.flush()
-    while (!this.#broken && (this.#inflight !== null || this.#len > 0) && Date.now() < end) {
+    while (!this.#broken && (this.#inflight !== null || this.#off > 0) && Date.now() < end) {
       await new Promise((resolve) => setTimeout(resolve, 10))
       this.flush()
     }
-    if (this.#inflight !== null || this.#len > 0) this.abandon()
+    if (this.#inflight !== null || this.#off > 0) this.abandon()
   }
 
   /**
@@ -265,9 +287,9 @@ class BatchedFd {
     if (this.#inKernel) this.abandon()
     if (this.#broken) return
     // a batch already in the thread pool is left to it; one waiting for a retry is written here
-    let buf = Buffer.from((this.#inflight !== null && !this.#inKernel ? this.#inflight.toString() : '') + this.#pending.join(''))
-    this.#pending = []
-    this.#len = 0
+    let buf = Buffer.concat([this.#inflight !== null && !this.#inKernel ? this.#inflight : Buffer.alloc(0), this.#buf.subarray(0, this.#off)])
+    this.#off = 0
+    this.#ends = []
     this.#inflight = null
     const end = Date.now() + EXIT_RETRY_MS
     while (buf.length > 0) {
@@ -283,8 +305,8 @@ class BatchedFd {
   /** No more output: pending lines are dropped, later ones ignored. */
   abandon (): void {
     this.#broken = true
-    this.#pending = []
-    this.#len = 0
+    this.#off = 0
+    this.#ends = []
     this.#inflight = null
   }
 }

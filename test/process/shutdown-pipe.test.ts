@@ -43,6 +43,36 @@ t.test('the logger alone: a line pending when the process exits on a broken pipe
   }
 })
 
+t.test('the batched stdout: every line whole and in order, alone or shared with other processes (--workers), with lines longer than a batch', async (t) => {
+  for (const worker of [undefined, 1]) {
+    const script = `
+      import { createLogger, accessLogger, flushStdout } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'observability', 'log.js')).href)}
+      const log = createLogger('info', undefined, ${JSON.stringify(worker === undefined ? {} : { worker })})
+      const access = accessLogger(log)
+      let i = 0
+      const burst = () => {
+        for (let k = 0; k < 500; k++, i++) {
+          // a path of 100 KiB now and then (longer than a batch), multi-byte characters in between
+          const path = i % 700 === 5 ? '/' + 'x'.repeat(100_000) : '/p/' + i + (i % 3 === 0 ? '/é€𝄞' : '')
+          access.write({ reqId: 'r' + i, method: 'GET', path, status: 200, ms: 1, ip: '127.0.0.1' })
+        }
+        // as sidegate stops: what is pending written (flushStdout), then exit
+        if (i < 5000) setImmediate(burst); else { log.info('done'); flushStdout(${MARGIN_MS}).then(() => process.exit(0)) }
+      }
+      burst()`
+    const p = track(spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }))
+    const chunks: Buffer[] = []
+    p.stdout!.on('data', (c: Buffer) => chunks.push(c))
+    t.equal(await exitWithin(p, MARGIN_MS), 0)
+    const lines = Buffer.concat(chunks).toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    const access = lines.filter((l) => l.msg === 'request')
+    t.equal(access.length, 5000, `${worker === undefined ? 'alone' : 'shared'}: every line, each whole JSON`)
+    t.ok(access.every((l, i) => l.reqId === 'r' + i && (i % 700 === 5 ? l.path.length === 100_001 : l.path === '/p/' + i + (i % 3 === 0 ? '/é€𝄞' : ''))), 'in order, intact')
+    t.equal(lines[lines.length - 1].msg, 'done', 'the last line last')
+    if (worker !== undefined) t.ok(lines.every((l) => l.worker === 1))
+  }
+})
+
 t.test('sidegate start | head: SIGTERM ends it within the grace, 10 times out of 10', async (t) => {
   const W = await workdir({ redis: { url: redis.url, prefix: 'pipe:' }, server: { drain_delay: 0, shutdown_grace: GRACE } }, 'sidegate-pipe-')
   for (let i = 0; i < 10; i++) {
