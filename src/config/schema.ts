@@ -195,7 +195,8 @@ export const Schema = T.Object({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),
   log: live(section({
-    level: oneOf(LEVELS, 'info', 'fatal, error, warn, info, debug, trace or silent')
+    level: oneOf(LEVELS, 'info', 'fatal, error, warn, info, debug, trace or silent'),
+    refusals_per_second: int(0, 1_000_000, 100, 'access lines of refused requests (401, 403, 429) written per second at most; past it,\none "refusals not logged" line a second says how many were left out (a flood of bad\ncredentials costs little and does not flood the log; the metrics and the audit trail\ncount every one). 0: every one written')
   })),
   audit: section({
     log: bool(true, 'one JSON line per credential event ("log":"audit", a stable "event"), whatever\nlog.level says (silent included): only false here turns them off'),

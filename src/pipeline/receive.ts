@@ -10,6 +10,7 @@ import { E, GatewayError } from '../errors.js'
 import { clientIp, fromTrustedPeer, isHttps, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
 import { accessLogger, redactHeaders, redactUrl } from '../observability/log.js'
+import { RefusalLines } from '../observability/refusals.js'
 import { sendError } from '../respond.js'
 import type { PipelineOptions } from './options.js'
 
@@ -26,6 +27,7 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
   const { log, policy } = o
   const tracer = o.tracer ?? null
   const access = accessLogger(log)
+  const refusals = new RefusalLines(o.config.log.refusals_per_second, (left) => log.warn({ not_logged: left }, 'refused requests not logged (log.refusals_per_second)'))
 
   function request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
     const url = req.url ?? '/'
@@ -95,7 +97,7 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
     const authMethod = ctx.identity?.method
     o.metrics?.request(status, authMethod, code, ns / 1e9)
     ctx.trace?.end(status, ctx, code)
-    if (!access.enabled) return
+    if (!access.enabled || !refusals.admit(status)) return
     // only these fields: the access line is not redacted (no credential may be added here)
     access.write({
       reqId: ctx.requestId,
