@@ -81,7 +81,7 @@ t.test('defaults', async (t) => {
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 } },
     server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, keep_alive_timeout: 65, max_header_size: 16384, workers: 1 },
     docs: { enabled: true },
-    log: { level: 'info' },
+    log: { level: 'info', refusals_per_second: 100 },
     reload: { watch: true },
     audit: { log: true, stream: false, max_len: 100000 },
     metrics: { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } },
