@@ -9,6 +9,7 @@
  *   node bench/callgrind.mjs --budget write      # the same, written to bench/budget.json
  *   node bench/callgrind.mjs --budget show       # the same, printed only
  *   node bench/callgrind.mjs --a ../other-checkout --b . --scenario private_token   # A/B of two builds
+ *   node bench/callgrind.mjs --budget show --paths decision --log-level warn   # without the access line
  *
  * Steady state, the same count for the same build run after run (within 0.1%):
  * - valgrind starts with instrumentation off (--instr-atstart=no: 5–10 times faster), and the
@@ -68,7 +69,8 @@ const f = parseFlags(process.argv.slice(2), {
   stores: 'redis,redis',
   windows: 1,
   verbose: false,
-  keep: false
+  keep: false,
+  logLevel: 'info'
 })
 
 const SIDEGATE_PATHS = ['public', 'private_token', 'session', 'access_key', 'bearer', 'decision', 'rejected']
@@ -178,7 +180,7 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
       ...(kind === 'sqlite' ? { store: { backend: 'sqlite', path: dbPath } } : { store: { backend: 'redis' }, redis: { url: base.redisUrl, prefix: PREFIX } }),
       metrics: { host: '127.0.0.1', port: await freePort() },
       server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
-      log: { level: process.env.CG_LEVEL ?? 'info' }
+      log: { level: f.logLevel }
     }))
     args = [join(root, 'bin', 'sidegate.js'), 'start', '--config', file]
     creds = { ...creds, port }
@@ -316,6 +318,7 @@ const nodeVersion = process.version
 async function budget (mode) {
   const only = f.paths ? f.paths.split(',') : []
   for (const p of only) if (![...SIDEGATE_PATHS, ...REFERENCES].includes(p)) throw new Error(`--paths: unknown path ${p}`)
+  if (mode !== 'show' && f.logLevel !== 'info') throw new Error('--log-level: the budget is measured at the shipped level, info')
   const previous = existsSync(f.file) ? JSON.parse(readFileSync(f.file, 'utf8')) : null
   if (mode === 'check' && previous === null) throw new Error(`${f.file}: no budget (write one with --budget write)`)
   // a check measures as the budget was measured
