@@ -185,41 +185,41 @@ try {
   }
 
   for (let round = 1; round <= flags.rounds; round++) {
-  roundLoad.push(loadavg()[0])
-  if (flags.rounds > 1) log(`round ${round} of ${flags.rounds} (load ${loadavg()[0].toFixed(2)})`)
-  for (const s of scenarios) {
-    if (urls[s.target] === undefined) continue
-    const c = credsFor[s.target] ?? creds
-    const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
-    if (s.kind === 'token') job.creds.tokens = c.tokens
-    if (s.kind === 'session') job.creds.sessions = c.sessions
-    if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = c.keys
-    if (s.kind === 'bearer') {
+    roundLoad.push(loadavg()[0])
+    if (flags.rounds > 1) log(`round ${round} of ${flags.rounds} (load ${loadavg()[0].toFixed(2)})`)
+    for (const s of scenarios) {
+      if (urls[s.target] === undefined) continue
+      const c = credsFor[s.target] ?? creds
+      const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
+      if (s.kind === 'token') job.creds.tokens = c.tokens
+      if (s.kind === 'session') job.creds.sessions = c.sessions
+      if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = c.keys
+      if (s.kind === 'bearer') {
       // enough for the fastest authenticated rate seen so far, plus a margin; each used once
-      const fastest = Math.max(1000, ...Object.values(rows).flat().filter((r) => r.auth || r.name === 'bare').map((r) => r.rps))
-      const n = Math.ceil(fastest * (flags.duration + flags.warmup) * 1.3) + flags.connections * 4
-      const t0 = Date.now()
-      job.creds.tokensFile = await issueBearerTokens(s.target === 'gateway_sqlite' ? sqliteStore : store, c.users, n, join(stack.dir, `bearer-tokens-${s.name}-${round}.txt`))
-      log(`  issued ${n} bearer tokens in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+        const fastest = Math.max(1000, ...Object.values(rows).flat().filter((r) => r.auth || r.name === 'bare').map((r) => r.rps))
+        const n = Math.ceil(fastest * (flags.duration + flags.warmup) * 1.3) + flags.connections * 4
+        const t0 = Date.now()
+        job.creds.tokensFile = await issueBearerTokens(s.target === 'gateway_sqlite' ? sqliteStore : store, c.users, n, join(stack.dir, `bearer-tokens-${s.name}-${round}.txt`))
+        log(`  issued ${n} bearer tokens in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+      }
+      await probe(s, job, c)
+      const procs = pids[s.target]()
+      const own = ownPids[s.target]?.() ?? null
+      const cpu0 = cpuSeconds(procs)
+      const own0 = own === null ? null : cpuSeconds(own)
+      const r = await runJson(join(BENCH, 'load.mjs'), job)
+      const cpu1 = cpuSeconds(procs)
+      const own1 = own === null ? null : cpuSeconds(own)
+      // CPU time the processes that answered spent per request (warm-up included), in µs; of a peer, also the deciding process's own
+      const n = r.requests + (r.warmup?.requests ?? 0)
+      r.cpuUsPerReq = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / n
+      r.cpuOwnUs = own0 === null || own1 === null ? null : (own1 - own0) * 1e6 / n
+      const row = { name: s.name, label: s.label, auth: s.auth === true, round, ...r }
+      row.problems = problems(s, r)
+      if (row.problems.length > 0) exitCode = 1
+      ;(rows[s.name] ??= []).push(row)
+      log(`  ${s.name.padEnd(14)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req${r.cpuOwnUs === null ? '' : ` (${fmt(r.cpuOwnUs, 0)} its decider)`}${row.problems.length ? '  ✗ ' + row.problems.join('; ') : ''}`)
     }
-    await probe(s, job, c)
-    const procs = pids[s.target]()
-    const own = ownPids[s.target]?.() ?? null
-    const cpu0 = cpuSeconds(procs)
-    const own0 = own === null ? null : cpuSeconds(own)
-    const r = await runJson(join(BENCH, 'load.mjs'), job)
-    const cpu1 = cpuSeconds(procs)
-    const own1 = own === null ? null : cpuSeconds(own)
-    // CPU time the processes that answered spent per request (warm-up included), in µs; of a peer, also the deciding process's own
-    const n = r.requests + (r.warmup?.requests ?? 0)
-    r.cpuUsPerReq = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / n
-    r.cpuOwnUs = own0 === null || own1 === null ? null : (own1 - own0) * 1e6 / n
-    const row = { name: s.name, label: s.label, auth: s.auth === true, round, ...r }
-    row.problems = problems(s, r)
-    if (row.problems.length > 0) exitCode = 1
-    ;(rows[s.name] ??= []).push(row)
-    log(`  ${s.name.padEnd(14)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  ${fmt(r.cpuUsPerReq, 0)} µs CPU/req${r.cpuOwnUs === null ? '' : ` (${fmt(r.cpuOwnUs, 0)} its decider)`}${row.problems.length ? '  ✗ ' + row.problems.join('; ') : ''}`)
-  }
   }
 } finally {
   await store.close()
