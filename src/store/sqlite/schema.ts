@@ -65,7 +65,6 @@ CREATE TABLE invalidations (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT N
 CREATE INDEX invalidations_at ON invalidations (at);
 ` + MFA_TABLES
 
-
 export interface OpenOptions {
   /** ms a statement waits for another process's write lock before failing (then 503 store_unavailable) */
   busyTimeout: number
