@@ -22,6 +22,7 @@ import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoutes } from './token.js'
+import { SecondFactor } from '../auth/mfa.js'
 import type { RequestContext, Route, ServedRoute } from './types.js'
 import { userRoutes } from './users.js'
 import { readValidBody, refusal } from './body.js'
@@ -59,6 +60,7 @@ export function createRouter (o: RouterOptions): Router {
   // off (audit.log and audit.stream false): the routes do not even look up what an event would name
   const audit = o.audit?.off === false ? o.audit : undefined
   const passwords = new PasswordChecker(store, config.auth.lockout, audit, config.auth.password_checks)
+  const mfa = new SecondFactor(store, config.auth.mfa, config.auth.lockout, audit ?? null)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
   const users = userRoutes(store, upstream, config.names.jumpserver)
@@ -66,7 +68,10 @@ export function createRouter (o: RouterOptions): Router {
   const declared: Route[] = [
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
     ...decisionRoutes(config),
-    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, crossSite, audit }),
+    ...tokenRoutes(store, passwords, {
+      ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, crossSite, audit,
+      store, mfa, mfaCookie: config.names.mfaCookie, cookieSecure: config.session.cookie_secure
+    }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit }),
     accountPageRoute(config, assets),
     ...accountApiRoutes(store, passwords, audit),

@@ -342,6 +342,11 @@ export interface Store {
   /** Requires enrolment at the user's next sign-in; false when enrolled or already required. */
   requireMfa(userId: string): Promise<boolean>
 
+  /** Seals a short state for a client to hold (AES-256-GCM under the secret key, bound to `purpose`): the pending second factor's cookie. */
+  sealState(purpose: string, plain: string): string
+  /** The state sealed for `purpose`, or null (tampered with, another purpose or another key). */
+  openState(purpose: string, sealed: string): string | null
+
   /**
    * Appends one audit event (its JSON) to the audit stream, which keeps about
    * `maxLen` entries (older ones are dropped; Redis: XADD MAXLEN ~, one key).

@@ -181,6 +181,9 @@ export class PolicyStore implements RunningStore {
   getSigningKeys (): Promise<SigningKeySet> { return this.#jwks.get() }
   putSigningKeys (rev: number, keys: SigningKey[]): Promise<boolean> { return this.#jwks.put(rev, keys) }
 
+  sealState (purpose: string, plain: string): string { return this.keyring.encrypt(plain, `state:${purpose}`) }
+  openState (purpose: string, sealed: string): string | null { return sealed.length > 4096 ? null : this.keyring.tryDecrypt(sealed, `state:${purpose}`) }
+
   auditRef (credential: string): string { return this.keyring.auditRef(credential) }
   appendAudit (json: string, maxLen: number): Promise<void> { return this.storage.audit.append(json, maxLen) }
   readAudit (q: AuditQuery): Promise<AuditEntry[]> { return this.storage.audit.read(q) }
