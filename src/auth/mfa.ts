@@ -127,4 +127,3 @@ function clientOf (req: IncomingMessage, ctx: AuditContext): string {
   const ua = req.headers['user-agent'] ?? ''
   return createHash('sha256').update(`${ctx.clientIp}\n${ua}`).digest('base64url').slice(0, 22)
 }
-

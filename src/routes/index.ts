@@ -69,8 +69,15 @@ export function createRouter (o: RouterOptions): Router {
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
     ...decisionRoutes(config),
     ...tokenRoutes(store, passwords, {
-      ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, crossSite, audit,
-      store, mfa, mfaCookie: config.names.mfaCookie, cookieSecure: config.session.cookie_secure
+      ttl: config.auth.bearer.ttl,
+      singleUse: config.auth.bearer.single_use,
+      jumpserver: config.names.jumpserver,
+      crossSite,
+      audit,
+      store,
+      mfa,
+      mfaCookie: config.names.mfaCookie,
+      cookieSecure: config.session.cookie_secure
     }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit }),
     accountPageRoute(config, assets),

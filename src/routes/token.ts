@@ -138,7 +138,6 @@ function challengeRoute (opts: TokenRouteOptions): Route {
   })
 }
 
-
 /** The body's refusals, and a user who must enrol a second factor first. */
 const MFA_BAD_REQUEST = { description: 'Bad request body; or (`mfa_unset`) the user must enrol a second factor first.', codes: ['required', 'parse_error', 'bad_request', 'mfa_unset'] } as const satisfies ErrorAnswer
 
