@@ -16,8 +16,9 @@ import { createHash, randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { E } from '../errors.js'
 import type { AuditContext, Auditor } from '../observability/audit.js'
-import type { Store, User } from '../store/types.js'
+import type { Store, TotpEnrolment, User } from '../store/types.js'
 import type { LockoutOptions } from './passwords.js'
+import { renderSVG } from 'uqr'
 
 /** The factors a sign-in was made with (RFC 8176 `amr` values): the password, then a one-time password (a recovery code counts as `otp`). */
 export type Amr = 'pwd' | 'otp'
@@ -45,6 +46,8 @@ export interface Pending {
   c: string
   /** what it waits for: a code, or an enrolment (the login page) */
   w: 'code' | 'enrol'
+  /** an enrolment's new secret (base32), to show again after a wrong first code */
+  s?: string
 }
 
 const PURPOSE = 'mfa pending'
@@ -66,8 +69,9 @@ export class SecondFactor {
   }
 
   /** The sealed pending state for this client. */
-  pending (user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd']): string {
+  pending (user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string): string {
     const p: Pending = { u: user.id, amr, n: randomBytes(12).toString('base64url'), e: Date.now() + this.opts.pending_ttl * 1000, c: clientOf(req, ctx), w }
+    if (secret !== undefined) p.s = secret
     return this.store.sealState(PURPOSE, JSON.stringify(p))
   }
 
@@ -126,4 +130,16 @@ export class SecondFactor {
 function clientOf (req: IncomingMessage, ctx: AuditContext): string {
   const ua = req.headers['user-agent'] ?? ''
   return createHash('sha256').update(`${ctx.clientIp}\n${ua}`).digest('base64url').slice(0, 22)
+}
+
+/** The otpauth:// URI an authenticator app reads (Key Uri Format): issuer and account in the label, the secret and RFC 6238's parameters. */
+export function otpauthUri (issuer: string, username: string, e: TotpEnrolment): string {
+  const label = `${encodeURIComponent(issuer)}:${encodeURIComponent(username)}`
+  const q = new URLSearchParams({ secret: e.secret, issuer, algorithm: e.algorithm, digits: String(e.digits), period: String(e.period) })
+  return `otpauth://totp/${label}?${q.toString()}`
+}
+
+/** The QR code of an otpauth:// URI, as an SVG data: URI for an <img> (the pages allow data: images, no inline markup). */
+export function qrDataUri (uri: string): string {
+  return `data:image/svg+xml;base64,${Buffer.from(renderSVG(uri, { ecc: 'M', border: 2 })).toString('base64')}`
 }

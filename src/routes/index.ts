@@ -79,7 +79,7 @@ export function createRouter (o: RouterOptions): Router {
       mfaCookie: config.names.mfaCookie,
       cookieSecure: config.session.cookie_secure
     }),
-    ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit }),
+    ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa }),
     accountPageRoute(config, assets),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
