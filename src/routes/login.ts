@@ -152,17 +152,18 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const loginPage = (o: { next: string, username?: string, error?: string }): string =>
     template.render({ css: assets.url('sidegate.css'), action: LOGIN_PATH, next: o.next, username: o.username ?? '', error: o.error ?? '', docs: config.docs.enabled })
 
-  const mfaTemplate = Template.load<{ css: string, action: string, next: string, error: string, code: boolean, enrol: boolean, username: string, secret: string, uri: string, qr: string }>('mfa.html')
+  const mfaTemplate = Template.load<{ css: string, action: string, next: string, error: string, code: boolean, enrol: boolean, shown: boolean, username: string, secret: string, uri: string, qr: string }>('mfa.html')
   const recoveryTemplate = Template.load<{ css: string, next: string, codes: string }>('mfa-recovery.html')
-  const mfaPage = (o: { next: string, user: User, error?: string, secret?: string }): string => {
+  const mfaPage = (o: { next: string, user: User, error?: string, secret?: string, enrol: boolean }): string => {
     const uri = o.secret === undefined ? '' : otpauthUri(ISSUER, o.user.username, { secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
     return mfaTemplate.render({
       css: assets.url('sidegate.css'),
       action: LOGIN_MFA_PATH,
       next: o.next,
       error: o.error ?? '',
-      code: o.secret === undefined,
-      enrol: o.secret !== undefined,
+      code: !o.enrol,
+      enrol: o.enrol,
+      shown: o.secret !== undefined,
       username: o.user.username,
       secret: o.secret ?? '',
       uri,
@@ -278,16 +279,19 @@ export function loginRoutes (d: LoginDeps): Route[] {
       let secret: string | undefined
       if (need === 'enrol') {
         if (json) throw E.mfaUnset()
-        const e = await store.beginTotp(user.id)
-        // enrolled meanwhile (another browser): a code, as for anyone enrolled
-        if (e === null) need = 'code'
-        else secret = e.secret
+        // one an operator began (`sidegate mfa enroll`) is confirmed as it is: its secret is never shown again
+        if ((await store.mfaFactors(user.id)).totp?.operator !== true) {
+          const e = await store.beginTotp(user.id)
+          // enrolled meanwhile (another browser): a code, as for anyone enrolled
+          if (e === null) need = 'code'
+          else secret = e.secret
+        }
       }
       if (need !== 'none') {
         audit?.record({ event: 'mfa.required', ctx, user, via: 'login' })
         const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', ['pwd'], secret), mfa.ttl)
         if (json) sendJson(ctx.res, 200, { error: 'mfa_required', msg: 'MFA required', data: { choices: ['otp'], url: LOGIN_MFA_PATH } }, { 'set-cookie': pending })
-        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret }), { 'set-cookie': pending })
+        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol' }), { 'set-cookie': pending })
         return
       }
       const cookies = await startSession(ctx, user, 'login')
@@ -369,7 +373,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       }
       const code = typeof fields.code === 'string' ? fields.code.trim() : ''
       const again = (status: number, error: string, headers: Record<string, string> = {}): void =>
-        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined }), headers)
+        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol' }), headers)
       if (failures.some((f) => f.field === 'code') || code === '') {
         if (json) throw E.missingField('code')
         again(400, 'Enter the code.')

@@ -133,8 +133,8 @@ export interface NewUser {
 
 /** A user's second factors as administration and the account page see them: never a secret. */
 export interface MfaFactors {
-  /** the TOTP factor: pending until confirmed with a first code */
-  totp: { confirmed: boolean, created: string } | null
+  /** the TOTP factor: pending until confirmed with a first code (`operator`: a pending one an operator began) */
+  totp: { confirmed: boolean, created: string, operator?: true } | null
   /** an operator required enrolment (`sidegate mfa require`, the admin API) */
   required: boolean
   /** unused recovery codes */
@@ -330,7 +330,7 @@ export interface Store {
   /** True when the user has a confirmed second factor: every sign-in needs a code. */
   hasSecondFactor(userId: string): Promise<boolean>
   /** Starts a TOTP enrolment (a new secret, stored sealed, counting only once confirmed); null when a confirmed one exists. */
-  beginTotp(userId: string): Promise<TotpEnrolment | null>
+  beginTotp(userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null>
   /** Confirms a pending enrolment with a first code: the ten new recovery codes, or null (wrong or used code, nothing pending). */
   confirmTotp(userId: string, code: string): Promise<string[] | null>
   /** A TOTP code (accepted once per time step, on every replica) or a recovery code (used up) of a confirmed factor. */

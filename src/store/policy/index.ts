@@ -169,7 +169,7 @@ export class PolicyStore implements RunningStore {
 
   mfaFactors (userId: string): Promise<MfaFactors> { return this.#mfa.factors(userId) }
   hasSecondFactor (userId: string): Promise<boolean> { return this.#mfa.enrolled(userId) }
-  beginTotp (userId: string): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId) }
+  beginTotp (userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId, by) }
   confirmTotp (userId: string, code: string): Promise<string[] | null> { return this.#mfa.confirm(userId, code) }
   verifySecondFactor (userId: string, code: string): Promise<SecondFactorResult> { return this.#mfa.verify(userId, code) }
   regenerateRecoveryCodes (userId: string): Promise<string[] | null> { return this.#mfa.regenerate(userId) }

@@ -15,6 +15,8 @@ interface TotpRecord {
   confirmed: boolean
   created?: string
   required?: boolean
+  /** begun by an operator (`sidegate mfa enroll`): the user confirms it with a code, and is never shown its secret again */
+  operator?: boolean
 }
 
 export const RECOVERY_CODES = 10
@@ -42,7 +44,7 @@ export class Mfa {
 
   async factors (userId: string): Promise<MfaFactors> {
     const r = await this.#record(userId)
-    const totp = r === null || r.rec.secret === undefined ? null : { confirmed: r.rec.confirmed, created: r.rec.created ?? '' }
+    const totp = r === null || r.rec.secret === undefined ? null : { confirmed: r.rec.confirmed, created: r.rec.created ?? '', ...(r.rec.operator === true && !r.rec.confirmed ? { operator: true as const } : {}) }
     return { totp, required: r?.rec.required === true, recovery_codes: totp?.confirmed === true ? await this.c.storage.mfa.countRecoveryCodes(userId) : 0 }
   }
 
@@ -57,12 +59,13 @@ export class Mfa {
    * earlier unconfirmed one is replaced. null when a confirmed factor exists
    * (reset it first).
    */
-  async begin (userId: string): Promise<TotpEnrolment | null> {
+  async begin (userId: string, by: 'user' | 'operator' = 'user'): Promise<TotpEnrolment | null> {
     const r = await this.#record(userId)
     if (r !== null && r.rec.confirmed) return null
     const secret = newTotpSecret()
     const rec: TotpRecord = { secret: this.c.keys.encrypt(secret, `user-totp:${userId}`), confirmed: false, created: isoNow(this.c) }
     if (r?.rec.required === true) rec.required = true
+    if (by === 'operator') rec.operator = true
     await this.c.storage.mfa.putTotp(userId, JSON.stringify(rec))
     return { secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm }
   }
@@ -73,7 +76,7 @@ export class Mfa {
     if (r === null || r.rec.confirmed) return null
     const secret = this.#secret(userId, r.rec)
     if (secret === null || !(await this.#accept(userId, secret, code))) return null
-    const { required: _, ...rest } = r.rec
+    const { required: _, operator: _o, ...rest } = r.rec
     if (!(await this.c.storage.mfa.swapTotp(userId, r.stored, JSON.stringify({ ...rest, confirmed: true })))) return null
     return await this.regenerate(userId) ?? []
   }
