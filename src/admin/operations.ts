@@ -10,9 +10,10 @@ import { Type as T, type TSchema } from '@sinclair/typebox'
 import type { RateLimitPolicy } from '../store/types.js'
 import { formatPolicy } from '../auth/rate-limit-policy.js'
 import { escapeControls } from '../text.js'
-import { keyLines, limitLines, targetOf, type CliForm } from './command-forms.js'
-import type { DocumentedRoute } from './openapi.js'
-import { parseMembership, type AdminOps, type KeyJson, type Labels, type MfaJson, type OrgJson, type SessionJson, type UserJson } from './ops.js'
+import { keyLines, limitLines, targetOf } from './command-forms.js'
+import type { AdminRoute } from './route.js'
+import { MFA_ROUTES } from './mfa-operations.js'
+import { parseMembership, type AdminOps, type KeyJson, type Labels, type OrgJson, type SessionJson, type UserJson } from './ops.js'
 
 export type { CliCall, CliForm, CliInput } from './command-forms.js'
 
@@ -30,18 +31,7 @@ export const API_LABELS: Labels = {
   tokenRevoke: (u) => `DELETE ${ADMIN_PREFIX}users/${encodeURIComponent(u)}/private-token`
 }
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-
-/** One operation: its method, path template and documentation (DocumentedRoute), and what it does. */
-export interface AdminRoute extends DocumentedRoute {
-  method: Method
-  /** 201 for what creates a record, else 200 */
-  status: 200 | 201
-  tag: 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Second factor' | 'Rate limits'
-  run: (ops: AdminOps, p: Record<string, string>, body: Record<string, any>, query: URLSearchParams) => Promise<unknown>
-  /** its command-line forms (none: the admin API only) */
-  cli?: CliForm[]
-}
+export type { AdminRoute, Method } from './route.js'
 
 const obj = (props: Record<string, TSchema>, description?: string): TSchema =>
   T.Object(props, { additionalProperties: false, ...(description === undefined ? {} : { description }) })
@@ -374,76 +364,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     }],
     run: async (ops, p) => await ops.revokeSession(p.username, p.id)
   },
-  {
-    method: 'GET',
-    path: 'users/{username}/mfa',
-    status: 200,
-    tag: 'Second factor',
-    operationId: 'showMfa',
-    summary: 'A user\'s second factors, never a secret (`sidegate mfa show`)',
-    answer: 'MfaFactors',
-    errors: ['not_found'],
-    cli: [{
-      command: 'mfa show',
-      args: ['username'],
-      text: (m: MfaJson) => [
-        `totp: ${m.totp === null ? 'none' : m.totp.confirmed ? `on since ${m.totp.created}` : `pending (begun ${m.totp.created}; confirmed by the first code)`}`,
-        `recovery codes left: ${m.recovery_codes}`,
-        ...(m.required ? ['enrolment required at the next sign-in'] : [])
-      ].join('\n')
-    }],
-    run: async (ops, p) => await ops.mfaFactors(p.username)
-  },
-  {
-    method: 'POST',
-    path: 'users/{username}/mfa/totp',
-    status: 201,
-    tag: 'Second factor',
-    operationId: 'enrollTotp',
-    summary: 'Begin a TOTP enrolment for a user (`sidegate mfa enroll`)',
-    description: 'Answers the otpauth:// URI (and its secret) once: give it to the user for their authenticator app. It counts once confirmed: the user\'s next sign-in on the login page asks for a first code. Refused (400) when the user already has a confirmed factor: reset it first.',
-    answer: 'TotpEnrolment',
-    errors: ['not_found', 'bad_request'],
-    cli: [{
-      command: 'mfa enroll',
-      args: ['username'],
-      text: (r: { username: string, uri: string }) => `${r.uri}\n(shown once: ${r.username} scans it, then confirms with a first code at the next sign-in)`
-    }],
-    run: async (ops, p) => await ops.mfaEnroll(p.username)
-  },
-  {
-    method: 'DELETE',
-    path: 'users/{username}/mfa',
-    status: 200,
-    tag: 'Second factor',
-    operationId: 'resetMfa',
-    summary: 'Remove a user\'s second factor and recovery codes (`sidegate mfa reset`)',
-    description: 'For a user who lost their device. auth.mfa.required still applies: such a user enrols again at the next sign-in.',
-    answer: 'MfaReset',
-    errors: ['not_found'],
-    cli: [{
-      command: 'mfa reset',
-      args: ['username'],
-      text: (r: { username: string, reset: boolean }) => r.reset ? `removed the second factor and recovery codes of ${r.username}` : `${r.username} had no second factor`
-    }],
-    run: async (ops, p) => await ops.mfaReset(p.username)
-  },
-  {
-    method: 'POST',
-    path: 'users/{username}/mfa/required',
-    status: 200,
-    tag: 'Second factor',
-    operationId: 'requireMfa',
-    summary: 'Require a user to enrol a second factor at their next sign-in (`sidegate mfa require`)',
-    answer: 'MfaRequired',
-    errors: ['not_found'],
-    cli: [{
-      command: 'mfa require',
-      args: ['username'],
-      text: (r: { username: string }) => `${r.username} must enrol a second factor at the next sign-in (the token endpoint answers mfa_unset until then)`
-    }],
-    run: async (ops, p) => await ops.mfaRequire(p.username)
-  },
+  ...MFA_ROUTES,
   {
     method: 'GET',
     path: 'rate-limits',
