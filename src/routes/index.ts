@@ -13,6 +13,7 @@ import type { Authenticators } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
+import { accountMfaRoutes } from './account-mfa.js'
 import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
@@ -81,6 +82,7 @@ export function createRouter (o: RouterOptions): Router {
     }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa }),
     accountPageRoute(config, assets),
+    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit }),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),
