@@ -6,6 +6,7 @@
  * `csrfmiddlewaretoken`, as the logout form does. Removing a factor is an
  * operator's (`sidegate mfa reset`): a stolen session cannot turn it off.
  */
+import type { IncomingMessage } from 'node:http'
 import { Type as T } from '@sinclair/typebox'
 import type { Authenticators } from '../auth/index.js'
 import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
@@ -45,6 +46,8 @@ export interface AccountMfaDeps {
   assets: AssetSet
   mfa: SecondFactor
   audit?: Auditor
+  /** src/pipeline/origin.ts: a browser's request from another site */
+  crossSite: (req: IncomingMessage) => boolean
 }
 
 // a type alias (not an interface): Template wants an index signature
@@ -66,7 +69,7 @@ type PageValues = {
 }
 
 export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
-  const { store, auth, assets, mfa, audit } = d
+  const { store, auth, assets, mfa, audit, crossSite } = d
   const template = Template.load<PageValues>('account-mfa.html')
   const page = async (user: User, s: Session, o: Partial<PageValues> = {}): Promise<string> => {
     const f = await store.mfaFactors(user.id)
@@ -142,6 +145,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       responses: { 200: html('The page, with the new secret, the recovery codes or an error.') },
       errors: { ...BODY_ERRORS, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
     },
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {
       const { user, s } = await signedIn(ctx, body.csrfmiddlewaretoken)
       const code = (body.code ?? '').trim()

@@ -82,7 +82,7 @@ export function createRouter (o: RouterOptions): Router {
     }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa }),
     accountPageRoute(config, assets),
-    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit }),
+    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite }),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),

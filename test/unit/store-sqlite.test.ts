@@ -170,3 +170,21 @@ t.test('invalidations: a replica hears a change within the poll; one that fell b
   t.equal(c.sqlite.invalidation.trusted, false, 'a process that stopped reading the log does not trust its cache')
   t.equal(c.cachedUser(u.id), undefined, 'so the fast path answers nothing from it')
 })
+
+t.test('a version-1 file (before second factors) gets their tables at its first open, keeping every record', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  const u = await a.createUser({ username: 'old', password: 'old-password' })
+  await a.close()
+  // the file as sidegate wrote it before schema version 2
+  const raw = new Database(path)
+  raw.exec('DROP TABLE mfa_totp; DROP TABLE mfa_recovery;')
+  raw.pragma('user_version = 1')
+  raw.close()
+  const b = await open(path)
+  t.teardown(() => b.close())
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), 2, 'upgraded to version 2')
+  t.equal((await b.getUserByUsername('old'))?.id, u.id, 'the records kept')
+  t.ok(await b.beginTotp(u.id), 'and second factors can be stored')
+  t.same((await b.mfaFactors(u.id)).totp?.confirmed, false)
+})
