@@ -312,3 +312,89 @@ export class Keyring {
     return Buffer.concat([d.update(Buffer.from(ct, 'base64url')), d.final()]).toString('utf8')
   }
 }
+
+// ---- TOTP (RFC 6238 over RFC 4226): SHA-1, 6 digits, 30 s steps, what every authenticator app reads
+
+/** The TOTP parameters sidegate uses (and writes into the otpauth:// URI). */
+export const TOTP = { digits: 6, period: 30, algorithm: 'SHA1', secretBytes: 20 } as const
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
+
+/** RFC 4648 base32, no padding (the form of an otpauth:// secret). */
+export function base32Encode (buf: Buffer): string {
+  let bits = 0
+  let value = 0
+  let out = ''
+  for (const byte of buf) {
+    value = (value << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31]
+      bits -= 5
+    }
+  }
+  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31]
+  return out
+}
+
+/** The bytes of an unpadded or padded base32 string; null when it is not base32. */
+export function base32Decode (s: string): Buffer | null {
+  const clean = s.replace(/=+$/, '').toUpperCase()
+  let bits = 0
+  let value = 0
+  const out: number[] = []
+  for (const ch of clean) {
+    const i = BASE32.indexOf(ch)
+    if (i === -1) return null
+    value = (value << 5) | i
+    bits += 5
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 255)
+      bits -= 8
+    }
+  }
+  return Buffer.from(out)
+}
+
+/** A new TOTP secret: 160 random bits, base32 (RFC 4226's recommended length). */
+export function newTotpSecret (): string { return base32Encode(randomBytes(TOTP.secretBytes)) }
+
+/** The RFC 4226 HOTP value of `counter` under `key`, as TOTP.digits decimal digits. */
+export function hotp (key: Buffer, counter: number): string {
+  const msg = Buffer.alloc(8)
+  msg.writeBigUInt64BE(BigInt(counter))
+  const mac = createHmac('sha1', key).update(msg).digest()
+  const off = mac[mac.length - 1] & 0x0f
+  const bin = ((mac[off] & 0x7f) << 24) | (mac[off + 1] << 16) | (mac[off + 2] << 8) | mac[off + 3]
+  return String(bin % 10 ** TOTP.digits).padStart(TOTP.digits, '0')
+}
+
+/** The time step of an epoch-ms time. */
+export const totpStep = (nowMs: number): number => Math.floor(nowMs / 1000 / TOTP.period)
+
+/**
+ * The step (within ±`drift` of now) whose code `code` is, else null. Every
+ * candidate is computed and compared in constant time, whatever matches.
+ */
+export function matchTotp (secret: string, code: string, nowMs: number, drift = 1): number | null {
+  const key = base32Decode(secret)
+  if (key === null || key.length === 0) return null
+  const step = totpStep(nowMs)
+  let found: number | null = null
+  const given = Buffer.from(code.padEnd(TOTP.digits, ' ').slice(0, 16))
+  for (let d = -drift; d <= drift; d++) {
+    const want = Buffer.from(hotp(key, step + d).padEnd(TOTP.digits, ' '))
+    const ok = given.length === want.length && timingSafeEqual(given, want)
+    if (ok && found === null) found = step + d
+  }
+  return /^[0-9]{6}$/.test(code) ? found : null
+}
+
+/** A recovery code: 10 characters of base32 (50 bits), shown as xxxxx-xxxxx. */
+export function newRecoveryCode (): string {
+  const s = base32Encode(randomBytes(7)).slice(0, 10).toLowerCase()
+  return `${s.slice(0, 5)}-${s.slice(5)}`
+}
+
+/** A recovery code as typed (any case, spaces or dashes): the canonical form it is hashed in. */
+export const normalizeRecoveryCode = (s: string): string => s.toLowerCase().replace(/[\s-]/g, '')

@@ -101,6 +101,19 @@ const SCHEMAS: Record<string, Json> = {
     }
   },
   SessionList: { type: 'array', items: schemaRef('Session') },
+  MfaFactors: {
+    type: 'object',
+    required: ['username', 'totp', 'required', 'recovery_codes'],
+    properties: {
+      username: { type: 'string' },
+      totp: { oneOf: [{ type: 'null' }, { type: 'object', required: ['confirmed', 'created'], properties: { confirmed: { type: 'boolean', description: 'false: begun, counts once confirmed with a first code' }, created: { type: 'string', format: 'date-time' } } }] },
+      required: { type: 'boolean', description: 'An operator required enrolment (`sidegate mfa require`).' },
+      recovery_codes: { type: 'integer', description: 'Unused recovery codes.' }
+    }
+  },
+  TotpEnrolment: { type: 'object', required: ['username', 'uri', 'secret'], properties: { username: { type: 'string' }, uri: { type: 'string', description: 'otpauth://totp/sidegate:<username>?secret=…&issuer=sidegate&algorithm=SHA1&digits=6&period=30; shown only in this answer.' }, secret: { type: 'string', description: 'The base32 secret the URI carries; shown only in this answer.' } } },
+  MfaReset: { type: 'object', required: ['username', 'reset'], properties: { username: { type: 'string' }, reset: { type: 'boolean', description: 'false: there was nothing to remove.' } } },
+  MfaRequired: { type: 'object', required: ['username', 'required'], properties: { username: { type: 'string' }, required: { const: true } } },
   SessionRevoked: { type: 'object', required: ['username', 'id', 'revoked'], properties: { username: { type: 'string' }, id: { type: 'string' }, revoked: { const: true } } },
   SessionsRevoked: { type: 'object', required: ['username', 'revoked'], properties: { username: { type: 'string' }, revoked: { type: 'integer', description: 'How many sessions were live.' } } },
   RateLimits: {

@@ -10,8 +10,9 @@ import { Type as T, type TSchema } from '@sinclair/typebox'
 import type { RateLimitPolicy } from '../store/types.js'
 import { formatPolicy } from '../auth/rate-limit-policy.js'
 import { escapeControls } from '../text.js'
-import { keyLines, limitLines, targetOf, type CliForm } from './command-forms.js'
-import type { DocumentedRoute } from './openapi.js'
+import { keyLines, limitLines, targetOf } from './command-forms.js'
+import type { AdminRoute } from './route.js'
+import { MFA_ROUTES } from './mfa-operations.js'
 import { parseMembership, type AdminOps, type KeyJson, type Labels, type OrgJson, type SessionJson, type UserJson } from './ops.js'
 
 export type { CliCall, CliForm, CliInput } from './command-forms.js'
@@ -30,18 +31,7 @@ export const API_LABELS: Labels = {
   tokenRevoke: (u) => `DELETE ${ADMIN_PREFIX}users/${encodeURIComponent(u)}/private-token`
 }
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-
-/** One operation: its method, path template and documentation (DocumentedRoute), and what it does. */
-export interface AdminRoute extends DocumentedRoute {
-  method: Method
-  /** 201 for what creates a record, else 200 */
-  status: 200 | 201
-  tag: 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Rate limits'
-  run: (ops: AdminOps, p: Record<string, string>, body: Record<string, any>, query: URLSearchParams) => Promise<unknown>
-  /** its command-line forms (none: the admin API only) */
-  cli?: CliForm[]
-}
+export type { AdminRoute, Method } from './route.js'
 
 const obj = (props: Record<string, TSchema>, description?: string): TSchema =>
   T.Object(props, { additionalProperties: false, ...(description === undefined ? {} : { description }) })
@@ -374,6 +364,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     }],
     run: async (ops, p) => await ops.revokeSession(p.username, p.id)
   },
+  ...MFA_ROUTES,
   {
     method: 'GET',
     path: 'rate-limits',

@@ -20,7 +20,8 @@ import { isUuid } from '../http/uuid.js'
 import { USERNAME } from './import.js'
 import { hasControl, NO_CONTROLS } from '../text.js'
 import { parsePolicy } from '../auth/rate-limit-policy.js'
-import { UNREADABLE, type AccessKey, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
+import { otpauthUri } from '../auth/mfa.js'
+import { UNREADABLE, type AccessKey, type MfaFactors, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
 /** How the caller names each input, for messages. */
 export interface Labels {
@@ -111,6 +112,9 @@ export interface NewKeyInput {
   allow_ips?: string[]
   name?: string
 }
+
+/** A user's second factors as administration sees them (never a secret). */
+export type MfaJson = { username: string } & MfaFactors
 
 export class AdminOps {
   /**
@@ -292,6 +296,44 @@ export class AdminOps {
     const revoked = await this.store.endSessions(u.id)
     if (revoked > 0) this.audit({ event: 'session.revoked', user: u, via: 'admin' })
     return { username: u.username, revoked }
+  }
+
+  // ── second factors ──
+
+  /** The user's second factors: never a secret. */
+  async mfaFactors (username: string): Promise<MfaJson> {
+    const u = await this.user(username)
+    return { username: u.username, ...(await this.store.mfaFactors(u.id)) }
+  }
+
+  /**
+   * Begins a TOTP enrolment for the user: the otpauth:// URI, shown once
+   * (the secret is never shown again). It counts once confirmed with a first
+   * code (the user's sign-in asks for it: the login page's enrolment step).
+   */
+  async mfaEnroll (username: string): Promise<{ username: string, uri: string, secret: string }> {
+    const u = await this.user(username)
+    const e = await this.store.beginTotp(u.id, 'operator')
+    if (e === null) throw new UsageError(`${u.username} already has a second factor: reset it first`, 1, 'bad_request')
+    // the user must confirm it at their next sign-in
+    await this.store.requireMfa(u.id)
+    this.audit({ event: 'mfa.enrolled', user: u, via: 'admin' })
+    return { username: u.username, uri: otpauthUri('sidegate', u.username, e), secret: e.secret }
+  }
+
+  /** Removes the user's second factor and recovery codes (and a requirement). */
+  async mfaReset (username: string): Promise<{ username: string, reset: boolean }> {
+    const u = await this.user(username)
+    const reset = await this.store.resetMfa(u.id)
+    if (reset) this.audit({ event: 'mfa.reset', user: u, via: 'admin' })
+    return { username: u.username, reset }
+  }
+
+  /** Requires enrolment at the user's next sign-in. */
+  async mfaRequire (username: string): Promise<{ username: string, required: true }> {
+    const u = await this.user(username)
+    if (await this.store.requireMfa(u.id)) this.audit({ event: 'mfa.reset', user: u, via: 'admin', reason: 'required' })
+    return { username: u.username, required: true }
   }
 
   // ── rate limits ──

@@ -20,6 +20,7 @@ Commands:
   token create|show|revoke           private tokens
   limit set|list|clear               rate limits of a user or an access key
   session list|revoke                a user's browser sessions
+  mfa show|enroll|reset|require      a user's second factor (TOTP)
   secret rotate                      re-encrypt the store under a new secret key
   import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
   store export|import|backup         move every record between stores (embedded file, Redis); copy the file
@@ -135,6 +136,19 @@ ${GLOBAL}`,
 
 A session's id here is its keyed hash in the store, not the cookie value: it names the
 session and cannot be used as one.
+
+${GLOBAL}`,
+  mfa: `Usage:
+  sidegate mfa show <username>         the user's second factor: TOTP on, pending or none, recovery codes
+                                       left; never a secret
+  sidegate mfa enroll <username>       begins a TOTP enrolment and prints its otpauth:// URI once (give it to
+                                       the user for their authenticator app); it counts once the user
+                                       confirms it with a first code at the next sign-in on the login page
+  sidegate mfa reset <username>        removes the user's second factor and recovery codes (a lost device)
+  sidegate mfa require <username>      the user must enrol at the next sign-in on the login page; until
+                                       then the token endpoint answers mfa_unset
+
+auth.mfa.required (none, superusers, all) requires it of many users at once (docs/mfa.md).
 
 ${GLOBAL}`,
   secret: `Usage:
@@ -253,6 +267,7 @@ export const SUBCOMMANDS: Record<string, string[]> = {
   token: ['create', 'show', 'revoke'],
   limit: ['set', 'list', 'clear'],
   session: ['list', 'revoke'],
+  mfa: ['show', 'enroll', 'reset', 'require'],
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
   audit: ['tail'],

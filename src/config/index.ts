@@ -23,6 +23,8 @@ export interface Names {
   sessionCookie: string
   legacySessionCookie: string
   csrfCookie: string
+  /** the pending second factor (src/auth/mfa.ts), between the password and the code */
+  mfaCookie: string
   userIdHeader: string
   usernameHeader: string
   authMethodHeader: string
@@ -80,6 +82,7 @@ export function namesFor (abbrev: string): Names {
     sessionCookie: `${low}_sessionid`,
     legacySessionCookie: 'sessionid',
     csrfCookie: `${low}_csrftoken`,
+    mfaCookie: `${low}_mfa`,
     userIdHeader: `X-${up}-User-Id`,
     usernameHeader: `X-${up}-Username`,
     authMethodHeader: `X-${up}-Auth-Method`,

@@ -115,6 +115,10 @@ export const Schema = T.Object({
       address_max_failures: int(0, 1_000_000, 100, 'failed passwords from one client address, whatever the usernames, within\n`window` before every password from it is 429 too_many_attempts for a full\nwindow. Counted before any hashing (a success gives its count back). 0: off'),
       ipv6_prefix: int(1, 128, 64, 'IPv6 clients are counted by this network prefix (one host usually holds a\nwhole /64); IPv4 clients by their address')
     }, 'After max_failures wrong passwords for one username from one client address\nwithin `window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in the store, so across replicas.')),
+    mfa: section({
+      required: oneOf(['none', 'superusers', 'all'] as const, 'none', 'Who must give a second factor (TOTP) after the password. A user who enrolled\none always must. none: only they; superusers: also every superuser; all: every\nuser. One who must but has none is sent to enrol right after the password on the\nlogin page; the token endpoint answers 400 mfa_unset. Private tokens and access\nkeys are never asked for a code (machine credentials: docs/mfa.md)'),
+      pending_ttl: int(60, 3600, 600, 'seconds the passed password step waits for its code (the MFA challenge\'s cookie,\nthe login page\'s second step), as JumpServer\'s 600')
+    }, 'Second factor (docs/mfa.md). Wrong codes count toward a lockout per user:\nauth.lockout.max_failures within auth.lockout.window.'),
     password_checks: live(section({
       concurrency: int(1, 256, 4, 'password checks (scrypt) running at once; Node runs them on its 4 libuv threads'),
       queue: int(0, 100_000, 64, 'checks waiting for a place; beyond it 503 busy with Retry-After'),

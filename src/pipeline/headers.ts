@@ -59,7 +59,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
     identityHeader: lower[4],
     loginHeader: `x-${n.abbrev.toLowerCase()}-login`,
     identityToken,
-    credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie]),
+    credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie, n.mfaCookie]),
     trusted: trustedProxies(config.server.trusted_proxies)
   }
 }

@@ -13,6 +13,7 @@ import type { Authenticators } from '../auth/index.js'
 import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
+import { accountMfaRoutes } from './account-mfa.js'
 import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
@@ -22,6 +23,7 @@ import { buildOpenApi } from './openapi.js'
 import { homeRoute, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoutes } from './token.js'
+import { SecondFactor } from '../auth/mfa.js'
 import type { RequestContext, Route, ServedRoute } from './types.js'
 import { userRoutes } from './users.js'
 import { readValidBody, refusal } from './body.js'
@@ -59,6 +61,7 @@ export function createRouter (o: RouterOptions): Router {
   // off (audit.log and audit.stream false): the routes do not even look up what an event would name
   const audit = o.audit?.off === false ? o.audit : undefined
   const passwords = new PasswordChecker(store, config.auth.lockout, audit, config.auth.password_checks)
+  const mfa = new SecondFactor(store, config.auth.mfa, config.auth.lockout, audit ?? null)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
   const users = userRoutes(store, upstream, config.names.jumpserver)
@@ -66,9 +69,20 @@ export function createRouter (o: RouterOptions): Router {
   const declared: Route[] = [
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
     ...decisionRoutes(config),
-    ...tokenRoutes(store, passwords, { ttl: config.auth.bearer.ttl, singleUse: config.auth.bearer.single_use, jumpserver: config.names.jumpserver, crossSite, audit }),
-    ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit }),
+    ...tokenRoutes(store, passwords, {
+      ttl: config.auth.bearer.ttl,
+      singleUse: config.auth.bearer.single_use,
+      jumpserver: config.names.jumpserver,
+      crossSite,
+      audit,
+      store,
+      mfa,
+      mfaCookie: config.names.mfaCookie,
+      cookieSecure: config.session.cookie_secure
+    }),
+    ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa }),
     accountPageRoute(config, assets),
+    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite }),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),

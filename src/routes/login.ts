@@ -20,7 +20,9 @@ import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
-import type { Store } from '../store/types.js'
+import type { Store, User } from '../store/types.js'
+import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
+import { TOTP } from '../crypto.js'
 import { redirect, sendHtml, Template } from './html.js'
 import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
@@ -31,10 +33,14 @@ import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
+/** The second step of a sign-in: the code (or the first code of an enrolment) after the password */
+export const LOGIN_MFA_PATH = '/login/mfa'
 /** Where a login lands when `next` is missing or unsafe. */
 export const HOME = '/account/keys'
 
 const BASE = 'http://sidegate.invalid'
+/** The issuer an authenticator app shows beside the account */
+const ISSUER = 'sidegate'
 
 /**
  * `next` if it is a same-origin path, else the fallback. Refused: anything
@@ -102,10 +108,23 @@ export interface LoginDeps {
   crossSite: (req: IncomingMessage) => boolean
   /** records session.revoked (logout, or a login that replaces the browser's session) */
   audit?: Auditor
+  /** the second factor (src/auth/mfa.ts) */
+  mfa: SecondFactor
 }
 
+/** The second step: a one-time password or a recovery code, and `next` carried on. */
+const MFA_BODY = {
+  name: 'LoginCode',
+  schema: T.Object({
+    code: T.String({ minLength: 1, maxLength: 64, description: 'The 6-digit one-time password, or a recovery code (not while enrolling).' }),
+    next: T.Optional(T.String({ description: 'A path on this gateway to go to afterwards.' }))
+  }),
+  types: [FORM_TYPE, JSON_TYPE],
+  required: true
+} satisfies BodySpec
+
 export function loginRoutes (d: LoginDeps): Route[] {
-  const { config, store, auth, passwords, assets, crossSite, audit } = d
+  const { config, store, auth, passwords, assets, crossSite, audit, mfa } = d
   const names = config.names
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
 
@@ -132,6 +151,44 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const template = Template.load<{ css: string, action: string, next: string, username: string, error: string, docs: boolean }>('login.html')
   const loginPage = (o: { next: string, username?: string, error?: string }): string =>
     template.render({ css: assets.url('sidegate.css'), action: LOGIN_PATH, next: o.next, username: o.username ?? '', error: o.error ?? '', docs: config.docs.enabled })
+
+  const mfaTemplate = Template.load<{ css: string, action: string, next: string, error: string, code: boolean, enrol: boolean, shown: boolean, username: string, secret: string, uri: string, qr: string }>('mfa.html')
+  const recoveryTemplate = Template.load<{ css: string, next: string, codes: string }>('mfa-recovery.html')
+  const mfaPage = (o: { next: string, user: User, error?: string, secret?: string, enrol: boolean }): string => {
+    const uri = o.secret === undefined ? '' : otpauthUri(ISSUER, o.user.username, { secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
+    return mfaTemplate.render({
+      css: assets.url('sidegate.css'),
+      action: LOGIN_MFA_PATH,
+      next: o.next,
+      error: o.error ?? '',
+      code: !o.enrol,
+      enrol: o.enrol,
+      shown: o.secret !== undefined,
+      username: o.user.username,
+      secret: o.secret ?? '',
+      uri,
+      qr: uri === '' ? '' : qrDataUri(uri)
+    })
+  }
+  /** The pending second step's cookie: only /login and /login/mfa see it. */
+  const mfaCookie = (ctx: RequestContext, value: string, maxAge: number): string =>
+    `${names.mfaCookie}=${value}; Path=${LOGIN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
+
+  /** Starts the session a sign-in ends in: the browser's old one ended, the cookies to set. */
+  const startSession = async (ctx: RequestContext, user: User, via: string): Promise<string[]> => {
+    const old = currentSessionId(ctx.req)
+    if (old !== undefined) await endSession(ctx, old, 'login')
+    const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
+    audit?.record({ event: 'session.created', ctx, user, authMethod: 'password', via, credential: s.id })
+    await store.recordLogin(user.id)
+    const cookies = sessionCookies(ctx, s.id, s.csrf)
+    // a legacy cookie left beside the new one would make every request ambiguous (401)
+    const legacy = names.legacySessionCookie
+    if (config.session.accept_legacy_cookie && legacy in parseCookies(ctx.req.headers.cookie)) {
+      cookies.push(`${legacy}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`)
+    }
+    return cookies
+  }
 
   const getLogin = route({
     method: 'GET',
@@ -217,17 +274,27 @@ export function loginRoutes (d: LoginDeps): Route[] {
         } else throw err
         return
       }
-      const old = currentSessionId(ctx.req)
-      if (old !== undefined) await endSession(ctx, old, 'login')
-      const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
-      audit?.record({ event: 'session.created', ctx, user, authMethod: 'password', via: 'login', credential: s.id })
-      await store.recordLogin(user.id)
-      const cookies = sessionCookies(ctx, s.id, s.csrf)
-      // a legacy cookie left beside the new one would make every request ambiguous (401)
-      const legacy = names.legacySessionCookie
-      if (config.session.accept_legacy_cookie && legacy in parseCookies(ctx.req.headers.cookie)) {
-        cookies.push(`${legacy}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`)
+      // the second step: the password alone starts nothing
+      let need = await mfa.need(user)
+      let secret: string | undefined
+      if (need === 'enrol') {
+        if (json) throw E.mfaUnset()
+        // one an operator began (`sidegate mfa enroll`) is confirmed as it is: its secret is never shown again
+        if ((await store.mfaFactors(user.id)).totp?.operator !== true) {
+          const e = await store.beginTotp(user.id)
+          // enrolled meanwhile (another browser): a code, as for anyone enrolled
+          if (e === null) need = 'code'
+          else secret = e.secret
+        }
       }
+      if (need !== 'none') {
+        audit?.record({ event: 'mfa.required', ctx, user, via: 'login' })
+        const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', ['pwd'], secret), mfa.ttl)
+        if (json) sendJson(ctx.res, 200, { error: 'mfa_required', msg: 'MFA required', data: { choices: ['otp'], url: LOGIN_MFA_PATH } }, { 'set-cookie': pending })
+        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol' }), { 'set-cookie': pending })
+        return
+      }
+      const cookies = await startSession(ctx, user, 'login')
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
@@ -272,7 +339,80 @@ export function loginRoutes (d: LoginDeps): Route[] {
     }
   })
 
-  return [getLogin, postLogin, postLogout]
+  const postMfa = route({
+    method: 'POST',
+    path: LOGIN_MFA_PATH,
+    // the pending cookie from POST /login is the credential, checked here
+    auth: 'none',
+    body: { ...MFA_BODY, attachValidation: true },
+    docs: {
+      tags: ['Browser'],
+      operationId: 'loginSecondFactor',
+      summary: 'The second step of a sign-in: the code after the password',
+      description: `After POST ${LOGIN_PATH} answered with the code page (a form post) or \`mfa_required\` (JSON), with the \`${names.mfaCookie}\` cookie (valid ${mfa.ttl} s, for the client address and User-Agent it was given to): ` +
+        'the 6-digit one-time password or a recovery code starts the session (the cookies as POST /login sets them). ' +
+        'A user sent to enrol (auth.mfa.required) confirms their new factor with its first code here, and sees their ten recovery codes once. ' +
+        'A form post gets the page again with an error; a JSON post the catalogue\'s error. Wrong codes count toward the per-user code lockout. See docs/mfa.md.',
+      responses: {
+        200: { description: 'JSON: signed in; or a form post that enrolled: the recovery codes page (the session cookies set).', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: { 'application/json': { schema: schemaRef('LoginResult') }, 'text/html': { schema: { type: 'string' } } } },
+        303: { description: 'Form post: signed in, to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
+        401: { description: 'A wrong code, or no pending password step: the page again with an error (form post), or `mfa_failed` / `mfa_pending_missing` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', properties: { detail: { type: 'string' }, code: { enum: ['mfa_failed', 'mfa_pending_missing'] } } } } } }
+      },
+      errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+    },
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body: fields, failures }) {
+      const json = isJson(ctx.req)
+      const next = safeNext(fields.next)
+      const p = mfa.open(parseCookies(ctx.req.headers.cookie)[names.mfaCookie] ?? undefined, ctx.req, ctx)
+      const user = p === null || p.amr.includes('otp') ? null : await store.getUser(p.u)
+      if (p === null || user === null || !user.is_active) {
+        if (json) throw E.mfaPendingMissing()
+        sendHtml(ctx.res, 401, loginPage({ next, error: 'Your sign-in expired. Sign in again.' }), { 'set-cookie': mfaCookie(ctx, '', 0) })
+        return
+      }
+      const code = typeof fields.code === 'string' ? fields.code.trim() : ''
+      const again = (status: number, error: string, headers: Record<string, string> = {}): void =>
+        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol' }), headers)
+      if (failures.some((f) => f.field === 'code') || code === '') {
+        if (json) throw E.missingField('code')
+        again(400, 'Enter the code.')
+        return
+      }
+      let recovery: string[] | null = null
+      if (p.w === 'enrol') {
+        recovery = await store.confirmTotp(user.id, code)
+        if (recovery === null) {
+          audit?.record({ event: 'mfa.failed', ctx, user, via: 'login', reason: 'mfa_failed' })
+          if (json) throw E.mfaFailed('One-time password invalid')
+          again(401, 'That code is not right. Check the time on your device and try the next code.')
+          return
+        }
+        audit?.record({ event: 'mfa.enrolled', ctx, user, via: 'login' })
+      } else {
+        try {
+          await mfa.check(user, code, ctx, 'login')
+        } catch (err) {
+          if (json || !(err instanceof GatewayError)) throw err
+          if (err.code === 'too_many_attempts') again(429, 'Too many wrong codes. Try again later.', err.headers as Record<string, string>)
+          else if (err.code === 'mfa_failed') again(401, 'That code is not right.')
+          else throw err
+          return
+        }
+      }
+      if (!(await mfa.consume(p))) {
+        if (json) throw E.mfaPendingMissing()
+        sendHtml(ctx.res, 401, loginPage({ next, error: 'Your sign-in expired. Sign in again.' }), { 'set-cookie': mfaCookie(ctx, '', 0) })
+        return
+      }
+      const cookies = [...(await startSession(ctx, user, 'login')), mfaCookie(ctx, '', 0)]
+      if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
+      else if (recovery !== null) sendHtml(ctx.res, 200, recoveryTemplate.render({ css: assets.url('sidegate.css'), next, codes: recovery.join('\n') }), { 'set-cookie': cookies })
+      else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
+    }
+  })
+
+  return [getLogin, postLogin, postMfa, postLogout]
 }
 
 /** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */

@@ -19,17 +19,28 @@ import type { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { profile, profileSchemas } from './profile.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { BODY_ERRORS, json, schemaRef } from './spec.js'
-import { route, type Route } from './types.js'
+import { BODY_ERRORS, json, schemaRef, type ErrorAnswer } from './spec.js'
+import { route, type RequestContext, type Route } from './types.js'
+import type { SecondFactor } from '../auth/mfa.js'
+import { parseCookies } from '../http/cookies.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
+/** JumpServer's MFA challenge: the code after the token endpoint answered mfa_required */
+export const MFA_CHALLENGE_PATH = '/api/v1/authentication/mfa/challenge/'
+/** Where the pending second factor's cookie is sent: the token endpoint and the challenge only */
+const MFA_COOKIE_PATH = '/api/v1/authentication/'
 /** JumpServer serves the same operation here too (koko and several SDKs use it) */
 export const TOKENS_PATH = '/api/v1/authentication/tokens/'
 
 /** A username and password: JSON, a form, or (as JumpServer takes it) multipart. Either missing or empty is 400 `required`. */
 const CREDENTIALS = {
   name: 'Credentials',
-  schema: T.Object({ username: T.String({ minLength: 1, maxLength: 150 }), password: T.String({ minLength: 1, maxLength: 1024, format: 'password' }) }),
+  schema: T.Object({
+    username: T.String({ minLength: 1, maxLength: 150 }),
+    password: T.String({ minLength: 1, maxLength: 1024, format: 'password' }),
+    code: T.Optional(T.String({ maxLength: 64, description: 'The one-request form: a one-time password (or a recovery code) with the password, for a user with a second factor (docs/mfa.md).' })),
+    mfa_code: T.Optional(T.String({ maxLength: 64, description: 'The same as `code`.' }))
+  }),
   types: [JSON_TYPE, FORM_TYPE],
   multipart: true,
   required: true
@@ -45,14 +56,90 @@ export interface TokenRouteOptions {
   crossSite: (req: IncomingMessage) => boolean
   /** records token.issued */
   audit?: Auditor
+  store: Store
+  /** the second factor (src/auth/mfa.ts) */
+  mfa: SecondFactor
+  /** the pending second factor's cookie name */
+  mfaCookie: string
+  /** session.cookie_secure */
+  cookieSecure: boolean
 }
+
+/** JumpServer's MFA answer (authentication/errors: mfa_required_msg) */
+export const JMS_MFA_REQUIRED = 'MFA required'
 
 /** The wrong-password answer of JumpServer's token endpoint (users/exceptions: reason_password_failed) */
 export const JMS_PASSWORD_FAILED = 'The username or password you entered is incorrect, please enter it again.'
 
 export function tokenRoutes (store: Store, passwords: PasswordChecker, opts: TokenRouteOptions): Route[] {
-  return [tokenRoute(store, passwords, opts, TOKEN_PATH), tokenRoute(store, passwords, opts, TOKENS_PATH)]
+  return [tokenRoute(store, passwords, opts, TOKEN_PATH), tokenRoute(store, passwords, opts, TOKENS_PATH), challengeRoute(opts)]
 }
+
+const pendingCookie = (opts: TokenRouteOptions, ctx: RequestContext, value: string, maxAge: number): string =>
+  `${opts.mfaCookie}=${value}; Path=${MFA_COOKIE_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${opts.cookieSecure || ctx.https ? '; Secure' : ''}`
+
+/** The refusal of a code: JumpServer's `{error, msg}` (names.abbrev JMS), else the catalogue's `{detail, code}`. */
+function sendMfaFailure (opts: TokenRouteOptions, ctx: RequestContext, err: GatewayError): void {
+  ;(ctx.res as typeof ctx.res & { errorCode?: string }).errorCode = err.code
+  const headers = err.headers as Record<string, string> | undefined
+  if (opts.jumpserver) sendJson(ctx.res, err.status, { error: err.code, msg: err.detail }, headers)
+  else sendJson(ctx.res, err.status, err.toJSON(), headers)
+}
+
+const CHALLENGE = {
+  name: 'MfaChallenge',
+  schema: T.Object({
+    type: T.Optional(T.String({ maxLength: 32, description: '`otp` (the only type; a recovery code is sent as an otp code).' })),
+    code: T.String({ minLength: 1, maxLength: 64, description: 'The 6-digit one-time password, or a recovery code.' })
+  }),
+  types: [JSON_TYPE, FORM_TYPE],
+  required: true
+} satisfies BodySpec
+
+/**
+ * POST /api/v1/authentication/mfa/challenge/: the code for the password step
+ * the token endpoint's cookie remembers. `{"msg": "ok"}` and a new cookie
+ * that remembers both steps; the token endpoint then issues the token.
+ */
+function challengeRoute (opts: TokenRouteOptions): Route {
+  return route({
+    method: 'POST',
+    path: MFA_CHALLENGE_PATH,
+    // the pending cookie is the credential, checked in the handler
+    auth: 'none',
+    body: CHALLENGE,
+    docs: {
+      tags: ['Authentication'],
+      operationId: 'mfaChallenge',
+      summary: 'Give the second factor after the token endpoint answered mfa_required',
+      description: `JumpServer's MFA challenge. Needs the \`${opts.mfaCookie}\` cookie the token endpoint set with \`mfa_required\` (valid ${opts.mfa.ttl} s, for the client address and User-Agent it was given to). ` +
+        `A right code answers \`{"msg": "ok"}\` and replaces the cookie; then POST ${TOKEN_PATH} again (same username and password, with the cookie) issues the token. ` +
+        'A wrong, reused or out-of-window code is 401 `mfa_failed` (names.abbrev JMS: JumpServer\'s `{"error": "mfa_failed", "msg": …}`) and counts toward the per-user code lockout (429). See docs/mfa.md.',
+      responses: { 200: { description: 'The code was right.', headers: { 'Set-Cookie': { description: 'The pending state, now with both steps.', schema: { type: 'string' } } }, content: json({ type: 'object', required: ['msg'], properties: { msg: { const: 'ok' } } }) } },
+      errors: { ...BODY_ERRORS, 401: { description: 'A wrong code, or no pending password step (the cookie missing, expired, used or another client\'s).', codes: ['mfa_failed', 'mfa_pending_missing'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+    },
+    preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite(); return undefined },
+    async handler (ctx, { body: { code } }) {
+      const p = opts.mfa.open(parseCookies(ctx.req.headers.cookie)[opts.mfaCookie] ?? undefined, ctx.req, ctx)
+      const user = p === null || p.w !== 'code' || p.amr.includes('otp') ? null : await opts.store.getUser(p.u)
+      if (p === null || user === null || !user.is_active) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
+      try {
+        await opts.mfa.check(user, code, ctx, 'challenge')
+      } catch (err) {
+        if (!(err instanceof GatewayError)) throw err
+        sendMfaFailure(opts, ctx, err)
+        return
+      }
+      // the old state is used up: only the new one (both steps) leads to a token
+      if (!(await opts.mfa.consume(p))) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
+      const next = opts.mfa.pending(user, ctx.req, ctx, 'code', ['pwd', 'otp'])
+      sendJson(ctx.res, 200, { msg: 'ok' }, { 'set-cookie': pendingCookie(opts, ctx, next, opts.mfa.ttl) })
+    }
+  })
+}
+
+/** The body's refusals, and a user who must enrol a second factor first. */
+const MFA_BAD_REQUEST = { description: 'Bad request body; or (`mfa_unset`) the user must enrol a second factor first.', codes: ['required', 'parse_error', 'bad_request', 'mfa_unset'] } as const satisfies ErrorAnswer
 
 function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteOptions, path: string): Route {
   const lifetime = opts.singleUse ? `valid for ${opts.ttl} s and for exactly one request` : `valid for ${opts.ttl} s, for any number of requests (auth.bearer.single_use: false)`
@@ -71,11 +158,14 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       summary: path === TOKEN_PATH ? 'Exchange a username and password for a bearer token' : `The same as POST ${TOKEN_PATH} (JumpServer's second path for it)`,
       description: `The token is ${lifetime}. ${failed} ` +
         'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
-      responses: { 201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) } },
+      responses: {
+        201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) },
+        200: { description: `The password was right and the user has a second factor: give the code to POST ${MFA_CHALLENGE_PATH} (with the cookie set here), then post here again; or post here again with \`code\`.`, headers: { 'Set-Cookie': { description: 'The pending password step (HttpOnly, Path=/api/v1/authentication/).', schema: { type: 'string' } } }, content: json(schemaRef('MfaRequired')) }
+      },
       // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
       errors: opts.jumpserver
-        ? { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
-        : { ...BODY_ERRORS, 401: 'LoginFailed', 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' },
+        ? { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'A wrong second factor in the one-request form (`code`).', codes: ['mfa_failed'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+        : { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'Wrong credentials, or a wrong second factor in the one-request form (`code`).', codes: ['authentication_failed', 'mfa_failed'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' },
       schemas: {
         ...(opts.jumpserver
           ? {
@@ -86,6 +176,15 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
               }
             }
           : {}),
+        MfaRequired: {
+          type: 'object',
+          required: ['error', 'msg', 'data'],
+          properties: {
+            error: { const: 'mfa_required' },
+            msg: { const: JMS_MFA_REQUIRED },
+            data: { type: 'object', required: ['choices', 'url'], properties: { choices: { type: 'array', items: { const: 'otp' } }, url: { const: MFA_CHALLENGE_PATH } } }
+          }
+        },
         TokenResult: {
           type: 'object',
           required: ['token', 'keyword', 'date_expired', 'user'],
@@ -102,7 +201,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
     // A form post needs no CORS preflight: without this, any page could
     // spend the lockout's failures for a username and lock its owner out.
     preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body: { username, password } }) {
+    async handler (ctx, { body: { username, password, code: c1, mfa_code: c2 } }) {
       let user
       try {
         user = await passwords.login(username, password, ctx, 'token')
@@ -112,10 +211,40 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         ;(ctx.res as typeof ctx.res & { errorCode?: string }).errorCode = err.code
         return
       }
+      const headers: Record<string, string> = {}
+      const need = await opts.mfa.need(user)
+      if (need === 'enrol') {
+        // a user who must enrol does so in a browser (the account page), never through the token endpoint
+        opts.audit?.record({ event: 'mfa.failed', ctx, user, via: 'token', reason: 'mfa_unset' })
+        sendMfaFailure(opts, ctx, E.mfaUnset())
+        return
+      }
+      if (need === 'code') {
+        const p = opts.mfa.open(parseCookies(ctx.req.headers.cookie)[opts.mfaCookie] ?? undefined, ctx.req, ctx)
+        const code = c1 ?? c2
+        if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.consume(p))) {
+          // the challenge was passed for this user: the token, and the cookie is spent
+        } else if (code !== undefined && code !== '') {
+          try {
+            await opts.mfa.check(user, code, ctx, 'token')
+          } catch (err) {
+            if (!(err instanceof GatewayError)) throw err
+            sendMfaFailure(opts, ctx, err)
+            return
+          }
+        } else {
+          opts.audit?.record({ event: 'mfa.required', ctx, user, via: 'token' })
+          const pending = opts.mfa.pending(user, ctx.req, ctx, 'code')
+          sendJson(ctx.res, 200, { error: 'mfa_required', msg: JMS_MFA_REQUIRED, data: { choices: ['otp'], url: MFA_CHALLENGE_PATH } }, { 'set-cookie': pendingCookie(opts, ctx, pending, opts.mfa.ttl) })
+          return
+        }
+        headers['set-cookie'] = pendingCookie(opts, ctx, '', 0)
+      }
       const { token, expires } = await store.issueBearerToken(user.id, opts.ttl)
+
       opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
       await store.recordLogin(user.id)
-      sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) })
+      sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) }, headers)
     }
   })
 }

@@ -188,6 +188,27 @@ export interface AuditStorage {
   read(q: AuditQuery): Promise<AuditEntry[]>
 }
 
+/**
+ * A user's second factors: the TOTP record (its JSON, the secret sealed with
+ * additional data `user-totp:<user id>`: ../secret/records.ts) and the lookup
+ * hashes of their recovery codes. Used codes are replay marks (LimitStorage.markOnce).
+ */
+export interface MfaStorage {
+  /** The stored TOTP record, or null. */
+  getTotp(userId: string): Promise<string | null>
+  /** Writes the record (a new enrolment replaces any other). */
+  putTotp(userId: string, stored: string): Promise<void>
+  /** Replaces the record only while it still holds `expected` (compare-and-set); false otherwise. */
+  swapTotp(userId: string, expected: string, stored: string): Promise<boolean>
+  /** Deletes the record and every recovery code; false when there was no record. */
+  deleteAll(userId: string): Promise<boolean>
+  /** Replaces the user's recovery codes with these hashes. */
+  setRecoveryCodes(userId: string, hashes: string[]): Promise<void>
+  /** Removes one recovery code in one step: true for the one caller that removed it. */
+  takeRecoveryCode(userId: string, hash: string): Promise<boolean>
+  countRecoveryCodes(userId: string): Promise<number>
+}
+
 export interface SigningKeyStorage {
   /** The sealed set (rev 0, no keys, when none was written). */
   get(): Promise<StoredKeySet>
@@ -229,6 +250,7 @@ export interface Storage {
   readonly locks: LockStorage
   readonly audit: AuditStorage
   readonly signingKeys: SigningKeyStorage
+  readonly mfa: MfaStorage
   /** Present where replicas cache in process and must hear of changes. */
   readonly invalidation?: Invalidation
   /** Present where every read is in process memory. */

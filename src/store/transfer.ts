@@ -4,7 +4,7 @@
  * a team moves between the embedded store and Redis without re-creating a
  * credential. The first line is a header naming the format, its version and
  * the key check value of the store it came from; then one record per line.
- * Secrets stay as stored: sealed under the secret key (access-key secrets,
+ * Secrets stay as stored: sealed under the secret key (access-key secrets, TOTP secrets,
  * private tokens, signing keys, legacy generations), credentials only as
  * their keyed lookup hashes; nothing is decrypted, so the file is only
  * usable with the same secret key. Transient counters (login attempts,
@@ -44,6 +44,10 @@ export type TransferRecord =
   | { kind: 'private_token_imported', hash: string }
   | { kind: 'bearer_token', hash: string, user_id: string, expires: number }
   | { kind: 'session', hash: string, user_id: string, created: number, expires: number }
+  /** a user's TOTP record as stored (JSON, its secret sealed with additional data `user-totp:<user id>`) */
+  | { kind: 'totp', user_id: string, stored: string }
+  /** the lookup hash of one of a user's unused recovery codes */
+  | { kind: 'recovery_code', user_id: string, hash: string }
   | { kind: 'signing_keys', set: StoredKeySet }
   /** the lookup and tag keys of the keys this store was rotated away from, sealed (`key-legacy:<check>`) */
   | { kind: 'key_legacy', check: string, sealed: string }
@@ -57,7 +61,8 @@ export const KINDS: ReadonlyArray<[Kind, string, string]> = [
   ['org', 'org', 'orgs'], ['user', 'user', 'users'], ['access_key', 'access key', 'access keys'],
   ['private_token', 'private token', 'private tokens'], ['private_token_lookup', 'token lookup entry', 'token lookup entries'],
   ['private_token_imported', 'imported token hash', 'imported token hashes'], ['bearer_token', 'bearer token', 'bearer tokens'],
-  ['session', 'session', 'sessions'], ['signing_keys', 'signing key set', 'signing key sets'],
+  ['session', 'session', 'sessions'], ['totp', 'second factor', 'second factors'], ['recovery_code', 'recovery code', 'recovery codes'],
+  ['signing_keys', 'signing key set', 'signing key sets'],
   ['key_legacy', 'legacy key generation', 'legacy key generations'], ['audit', 'audit entry', 'audit entries']
 ]
 const KIND_NAMES = new Set<string>(KINDS.map(([k]) => k))
@@ -101,8 +106,9 @@ export function recordId (r: TransferRecord): string {
     case 'org': return r.org.id
     case 'user': return r.user.id
     case 'access_key': return r.key.id
-    case 'private_token': return r.user_id
+    case 'private_token': case 'totp': return r.user_id
     case 'private_token_lookup': case 'private_token_imported': case 'bearer_token': case 'session': return r.hash
+    case 'recovery_code': return `${r.user_id}:${r.hash}`
     case 'signing_keys': return 'jwks'
     case 'key_legacy': return r.check
     case 'audit': return r.id
@@ -113,7 +119,7 @@ export function recordId (r: TransferRecord): string {
 export function ownerOf (r: TransferRecord): string | null {
   switch (r.kind) {
     case 'access_key': return r.key.user_id
-    case 'private_token': case 'private_token_lookup': case 'bearer_token': case 'session': return r.user_id
+    case 'private_token': case 'private_token_lookup': case 'bearer_token': case 'session': case 'totp': case 'recovery_code': return r.user_id
     default: return null
   }
 }
@@ -195,6 +201,8 @@ function checkRecord (v: unknown): TransferRecord {
     case 'private_token_imported': f.str('hash'); break
     case 'bearer_token': f.str('hash'); f.str('user_id'); f.ms('expires'); break
     case 'session': f.str('hash'); f.str('user_id'); f.ms('created'); f.ms('expires'); break
+    case 'totp': f.str('user_id'); f.str('stored'); break
+    case 'recovery_code': f.str('user_id'); f.str('hash'); break
     case 'signing_keys': {
       const s = f.obj('set')
       if (!Number.isSafeInteger(s.rev) || (s.rev as number) < 1 || !Array.isArray(s.keys)) throw new Error('set must be {rev (at least 1), keys: [...]}')

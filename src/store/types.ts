@@ -131,6 +131,28 @@ export interface NewUser {
   orgs?: Record<string, OrgRole>
 }
 
+/** A user's second factors as administration and the account page see them: never a secret. */
+export interface MfaFactors {
+  /** the TOTP factor: pending until confirmed with a first code (`operator`: a pending one an operator began) */
+  totp: { confirmed: boolean, created: string, operator?: true } | null
+  /** an operator required enrolment (`sidegate mfa require`, the admin API) */
+  required: boolean
+  /** unused recovery codes */
+  recovery_codes: number
+}
+
+/** A TOTP enrolment begun (Store.beginTotp): the secret, shown once, and the parameters the otpauth:// URI carries. */
+export interface TotpEnrolment {
+  /** base32 */
+  secret: string
+  period: number
+  digits: number
+  algorithm: string
+}
+
+/** Which second factor a code was (Store.verifySecondFactor); null: none. */
+export type SecondFactorResult = 'otp' | 'recovery' | null
+
 /** What readPrivateToken returns for a token stored under another secret key. */
 export const UNREADABLE = Symbol('unreadable')
 
@@ -302,6 +324,28 @@ export interface Store {
   acquireLock(name: string, ttlMs: number): Promise<string | null>
   /** Frees the lock only if `token` still holds it (a script compares and deletes); false otherwise. */
   releaseLock(name: string, token: string): Promise<boolean>
+
+  /** The user's second factors (never a secret). */
+  mfaFactors(userId: string): Promise<MfaFactors>
+  /** True when the user has a confirmed second factor: every sign-in needs a code. */
+  hasSecondFactor(userId: string): Promise<boolean>
+  /** Starts a TOTP enrolment (a new secret, stored sealed, counting only once confirmed); null when a confirmed one exists. */
+  beginTotp(userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null>
+  /** Confirms a pending enrolment with a first code: the ten new recovery codes, or null (wrong or used code, nothing pending). */
+  confirmTotp(userId: string, code: string): Promise<string[] | null>
+  /** A TOTP code (accepted once per time step, on every replica) or a recovery code (used up) of a confirmed factor. */
+  verifySecondFactor(userId: string, code: string): Promise<SecondFactorResult>
+  /** Ten new recovery codes replace the user's; null without a confirmed factor. */
+  regenerateRecoveryCodes(userId: string): Promise<string[] | null>
+  /** Removes the user's factor, recovery codes and requirement; false when there was none. */
+  resetMfa(userId: string): Promise<boolean>
+  /** Requires enrolment at the user's next sign-in; false when enrolled or already required. */
+  requireMfa(userId: string): Promise<boolean>
+
+  /** Seals a short state for a client to hold (AES-256-GCM under the secret key, bound to `purpose`): the pending second factor's cookie. */
+  sealState(purpose: string, plain: string): string
+  /** The state sealed for `purpose`, or null (tampered with, another purpose or another key). */
+  openState(purpose: string, sealed: string): string | null
 
   /**
    * Appends one audit event (its JSON) to the audit stream, which keeps about

@@ -113,7 +113,7 @@ t.test('Authorization and sidegate\'s cookies are not forwarded; other cookies a
   const r = await request(g.url, '/x', {
     headers: {
       authorization: `Token ${token}`,
-      cookie: 'theme=dark; svc_sessionid=s1; sessionid=s2; lang=en; svc_csrftoken=c1; csrftoken=django'
+      cookie: 'theme=dark; svc_sessionid=s1; sessionid=s2; lang=en; svc_csrftoken=c1; csrftoken=django; svc_mfa=v1.pending'
     }
   })
   t.equal(r.status, 200)

@@ -85,11 +85,15 @@ t.test('refused by Redis, exit 2, no key written: another secret key, a store th
   t.same(await snapshot(redis.url, red.prefix), before, 'a store with data: nothing written')
   const merged = await cliIn(red.dir, ['store', 'import', exportFile, '--merge'], { env })
   t.equal(merged.code, 0, merged.stderr)
-  // what was deleted since the export comes back: here the bearer token the checks used (docs/cli.md says so)
-  t.match(merged.stdout, /: 1 bearer token; 14 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
+  // what was deleted since the export comes back: here the bearer token and the recovery code the checks used (docs/cli.md says so)
+  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 24 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
   const merged1 = await snapshot(redis.url, red.prefix)
   t.same(Object.keys(merged1).filter((k) => !(k in before)).map((k) => k.slice(red.prefix.length).split(':')[0]), ['bt'], '--merge: only the missing record written')
-  t.same(Object.fromEntries(Object.entries(merged1).filter(([k]) => k in before && !k.startsWith(`${red.prefix}user-bt:`))), Object.fromEntries(Object.entries(before).filter(([k]) => !k.startsWith(`${red.prefix}user-bt:`))), 'nothing else changed')
+  // the indexes written to: the user's bearer tokens, and the set of recovery codes the used one is back in
+  const kept = (k: string): boolean => !k.startsWith(`${red.prefix}user-bt:`) && !k.startsWith(`${red.prefix}user-rc:`)
+  t.same(Object.fromEntries(Object.entries(merged1).filter(([k]) => k in before && kept(k))), Object.fromEntries(Object.entries(before).filter(([k]) => kept(k))), 'nothing else changed')
+  const rc = Object.keys(merged1).find((k) => k.startsWith(`${red.prefix}user-rc:`))!
+  t.equal(merged1[rc].split(' ').length, before[rc].split(' ').length + 1, 'the used recovery code is back in its set')
 
   const bad = original.split('\n')
   bad[4] = bad[4].slice(0, 20)

@@ -44,6 +44,7 @@ t.test('defaults', async (t) => {
       sessionCookie: 'svc_sessionid',
       legacySessionCookie: 'sessionid',
       csrfCookie: 'svc_csrftoken',
+      mfaCookie: 'svc_mfa',
       userIdHeader: 'X-SVC-User-Id',
       usernameHeader: 'X-SVC-Username',
       authMethodHeader: 'X-SVC-Auth-Method',
@@ -73,6 +74,7 @@ t.test('defaults', async (t) => {
       keys: { disable_after: 0, check_interval: 3600 },
       cache: { memory_mb: 128, max: 10000, ttl: 300 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
+      mfa: { required: 'none', pending_ttl: 600 },
       password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
     org: { unknown: 'reject' },
@@ -212,6 +214,7 @@ t.test('namesFor', async (t) => {
     sessionCookie: 'jms_sessionid',
     legacySessionCookie: 'sessionid',
     csrfCookie: 'jms_csrftoken',
+    mfaCookie: 'jms_mfa',
     userIdHeader: 'X-JMS-User-Id',
     usernameHeader: 'X-JMS-Username',
     authMethodHeader: 'X-JMS-Auth-Method',

@@ -17,6 +17,8 @@ import { tempDir } from '../fixtures/cleanup.js'
 import { SECRET } from '../fixtures/gateway.js'
 import { rejectsWith, sqliteStores, storeContract } from '../fixtures/store-contract.js'
 import { eventually } from '../fixtures/wait.js'
+import { oathtool, stepTime } from '../fixtures/oathtool.js'
+import { verify } from '../fixtures/transfer.js'
 
 t.test('the Store contract', async (t) => { storeContract(t, sqliteStores()) })
 
@@ -169,4 +171,49 @@ t.test('invalidations: a replica hears a change within the poll; one that fell b
   c.sqlite.invalidation.stop()
   t.equal(c.sqlite.invalidation.trusted, false, 'a process that stopped reading the log does not trust its cache')
   t.equal(c.cachedUser(u.id), undefined, 'so the fast path answers nothing from it')
+})
+
+t.test('a version-1 file (before second factors) gets their tables at its first open, keeping every record', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  const u = await a.createUser({ username: 'old', password: 'old-password' })
+  await a.close()
+  // the file as sidegate wrote it before schema version 2
+  const raw = new Database(path)
+  raw.exec('DROP TABLE mfa_totp; DROP TABLE mfa_recovery;')
+  raw.pragma('user_version = 1')
+  raw.close()
+  const b = await open(path)
+  t.teardown(() => b.close())
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), 2, 'upgraded to version 2')
+  t.equal((await b.getUserByUsername('old'))?.id, u.id, 'the records kept')
+  t.ok(await b.beginTotp(u.id), 'and second factors can be stored')
+  t.same((await b.mfaFactors(u.id)).totp?.confirmed, false)
+})
+
+t.test('secret rotation re-encrypts a TOTP secret: codes (from oathtool) still match under the new key, not under the old', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  await a.verifyKey({ ...verify, mode: 'start' })
+  const u = await a.createUser({ username: 'rot', password: 'rot-password' })
+  const e = (await a.beginTotp(u.id))!
+  const now = Date.now()
+  t.ok(await a.confirmTotp(u.id, oathtool(e.secret, now)))
+  const pendingUser = await a.createUser({ username: 'rot2', password: 'rot2-password' })
+  await a.requireMfa(pendingUser.id)
+  const NEW = 'a-new-secret-key-for-the-totp-rotation-test-0123'
+  const r = await a.rotateKey(new Keyring(NEW), { dryRun: false, limit: null, progress: () => {}, where: 'test' })
+  await a.close()
+  t.equal(r.done, true)
+  t.ok(r.converted >= 1, 'the TOTP record was re-encrypted (a record that only requires enrolment has no secret to)')
+  t.same(r.unreadable, [])
+  const b = new SqliteStore({ path, busyTimeout: 200, cache: { max: 1000, ttl: 60 } }, new Keyring(NEW))
+  await b.connect()
+  t.teardown(() => b.close())
+  const raw = new Database(path, { readonly: true })
+  const stored = raw.prepare('SELECT stored FROM mfa_totp WHERE user_id = ?').pluck().get(u.id) as string
+  raw.close()
+  t.equal(new Keyring(SECRET).tryDecrypt((JSON.parse(stored) as { secret: string }).secret, `user-totp:${u.id}`), null, 'no longer under the old key')
+  t.equal(await b.verifySecondFactor(u.id, oathtool(e.secret, stepTime(now, 1))), 'otp', 'the new key opens it')
+  t.equal((await b.mfaFactors(pendingUser.id)).required, true)
 })

@@ -37,6 +37,10 @@ export class Data {
   readonly once = new Map<string, Expiring<true>>()
   /** lock name → its owner's token */
   readonly locks = new Map<string, Expiring<string>>()
+  /** user id → the TOTP record (its secret sealed) */
+  readonly totp = new Map<string, string>()
+  /** user id → the lookup hashes of their unused recovery codes */
+  readonly recovery = new Map<string, Set<string>>()
   /** the identity JWT's signing keys, sealed */
   jwks: StoredKeySet = { rev: 0, keys: [] }
   /** rate-limit bucket → the times (ms, ascending) of the requests counted, and when the last one leaves the window */

@@ -24,6 +24,7 @@ import { MemoryBearerTokens } from './bearer-tokens.js'
 import { Data, type Local } from './data.js'
 import { MemoryLimits } from './limits.js'
 import { MemoryLocks } from './locks.js'
+import { MemoryMfa } from './mfa.js'
 import { MemoryPrivateTokens } from './private-tokens.js'
 import { MemorySessions } from './sessions.js'
 import { MemorySigningKeys } from './signing-keys.js'
@@ -49,6 +50,7 @@ export class MemoryStorage implements Storage, Local {
   readonly locks = new MemoryLocks(this)
   readonly audit = new MemoryAudit(this)
   readonly signingKeys = new MemorySigningKeys(this)
+  readonly mfa = new MemoryMfa(this)
   readonly instant: InstantReads = {
     user: (id) => this.users.peek(id),
     privateTokenUser: (hash) => this.privateTokens.peek(hash),

@@ -8,8 +8,8 @@ import type { Keyring } from '../../crypto.js'
 import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, KeyDisabler, KeyState, LoginFailures, NewKeyOptions, NewUser, Org, OrgRole, RateLimitHit,
-  RateLimitPolicy, RunningStore, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, UNREADABLE, User
+  AccessKey, AuditEntry, AuditQuery, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, NewUser, Org, OrgRole, RateLimitHit,
+  RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
 import { BearerTokens } from './bearer-tokens.js'
@@ -17,6 +17,7 @@ import { Caches, type CacheOptions } from './caches.js'
 import type { Context } from './context.js'
 import { Limits } from './limits.js'
 import { Locks } from './locks.js'
+import { Mfa } from './mfa.js'
 import { Passwords } from './passwords.js'
 import { PrivateTokens } from './private-tokens.js'
 import { Sessions } from './sessions.js'
@@ -47,6 +48,7 @@ export class PolicyStore implements RunningStore {
   readonly #limits: Limits
   readonly #locks: Locks
   readonly #jwks: SigningKeys
+  readonly #mfa: Mfa
 
   constructor (storage: Storage, keyring: Keyring, o: PolicyOptions = {}) {
     this.storage = storage
@@ -63,6 +65,7 @@ export class PolicyStore implements RunningStore {
     this.#limits = new Limits(c)
     this.#locks = new Locks(c)
     this.#jwks = new SigningKeys(c)
+    this.#mfa = new Mfa(c)
   }
 
   // ---- lifecycle
@@ -162,10 +165,24 @@ export class PolicyStore implements RunningStore {
     return 'user' in subject ? this.#users.setRateLimit(subject.user, policy) : this.#keys.setRateLimit(subject.key, policy)
   }
 
+  // ---- second factors
+
+  mfaFactors (userId: string): Promise<MfaFactors> { return this.#mfa.factors(userId) }
+  hasSecondFactor (userId: string): Promise<boolean> { return this.#mfa.enrolled(userId) }
+  beginTotp (userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId, by) }
+  confirmTotp (userId: string, code: string): Promise<string[] | null> { return this.#mfa.confirm(userId, code) }
+  verifySecondFactor (userId: string, code: string): Promise<SecondFactorResult> { return this.#mfa.verify(userId, code) }
+  regenerateRecoveryCodes (userId: string): Promise<string[] | null> { return this.#mfa.regenerate(userId) }
+  resetMfa (userId: string): Promise<boolean> { return this.#mfa.reset(userId) }
+  requireMfa (userId: string): Promise<boolean> { return this.#mfa.require(userId) }
+
   // ---- signing keys, audit
 
   getSigningKeys (): Promise<SigningKeySet> { return this.#jwks.get() }
   putSigningKeys (rev: number, keys: SigningKey[]): Promise<boolean> { return this.#jwks.put(rev, keys) }
+
+  sealState (purpose: string, plain: string): string { return this.keyring.encrypt(plain, `state:${purpose}`) }
+  openState (purpose: string, sealed: string): string | null { return sealed.length > 4096 ? null : this.keyring.tryDecrypt(sealed, `state:${purpose}`) }
 
   auditRef (credential: string): string { return this.keyring.auditRef(credential) }
   appendAudit (json: string, maxLen: number): Promise<void> { return this.storage.audit.append(json, maxLen) }

@@ -7,6 +7,7 @@
  *   lock:<name>   (a periodic job's lock: a random token, SET NX PX; freed by its owner only: src/admin/unused-keys.ts)
  *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: ../secret/)
+ *   user-totp:<user id>   (the TOTP record, JSON, its secret encrypted)  user-rc:<user id>   (a set: the lookup hashes of unused recovery codes)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: ../keyset.ts)
  *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
  *   invalidate   (the pub/sub channel of cache invalidations: ./invalidation.ts)

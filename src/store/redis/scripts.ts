@@ -212,6 +212,18 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`, flag),
 
+  /** Compare-and-set of a string: KEYS[1] replaced with ARGV[2] only while it holds ARGV[1]. True: written. */
+  swapIfEqual: script<[expected: string, value: string], boolean>(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1`, flag),
+
+  /** Replaces the set KEYS[1] with the members ARGV[1..] (none: deletes it). */
+  replaceSet: script<string[], boolean>(`
+redis.call('DEL', KEYS[1])
+if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end
+return 1`, flag),
+
   /**
    * Compare-and-set of a JSON document with a `rev` field: KEYS[1] the
    * document, ARGV[1] the revision it must still be at (0: absent), ARGV[2]

@@ -44,6 +44,7 @@ export class RedisTransfer implements StoreTransfer {
     const tokens: TransferRecord[] = []
     const bearer: TransferRecord[] = []
     const sessions: TransferRecord[] = []
+    const factors: TransferRecord[] = []
     for (const uid of (await r.smembers(this.#k('users'))).sort()) {
       const user = await this.#json<StoredUser>(this.#k('user', uid))
       if (user === null) continue
@@ -65,6 +66,9 @@ export class RedisTransfer implements StoreTransfer {
         const [s, ttl] = await Promise.all([this.#json<StoredSession>(this.#k('sess', h)), r.pttl(this.#k('sess', h))])
         if (s !== null && s.user_id === uid && ttl > 0) sessions.push({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl })
       }
+      const totp = await r.get(this.#k('user-totp', uid))
+      if (totp !== null) factors.push({ kind: 'totp', user_id: uid, stored: totp })
+      for (const hash of (await r.smembers(this.#k('user-rc', uid))).sort()) factors.push({ kind: 'recovery_code', user_id: uid, hash })
     }
     const lookups: TransferRecord[] = []
     const ptPrefix = this.#k('pt', '')
@@ -87,7 +91,7 @@ export class RedisTransfer implements StoreTransfer {
       if (batch.length < AUDIT_BATCH) break
       from = `(${batch[batch.length - 1][0]}`
     }
-    return [...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions,
+    return [...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors,
       ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit]
   }
 
@@ -107,6 +111,8 @@ export class RedisTransfer implements StoreTransfer {
       case 'private_token_imported': return this.#k('pt-imported')
       case 'bearer_token': return this.#k('bt', r.hash)
       case 'session': return this.#k('sess', r.hash)
+      case 'totp': return this.#k('user-totp', r.user_id)
+      case 'recovery_code': return this.#k('user-rc', r.user_id)
       case 'signing_keys': return this.#k(JWKS_KEY)
       case 'key_legacy': return this.#k(`key-legacy:${r.check}`)
     }
@@ -120,6 +126,7 @@ export class RedisTransfer implements StoreTransfer {
     for (const x of records) {
       if (x.kind === 'audit') out.push(top !== null && !auditAfter(auditId(x.id)!, top))
       else if (x.kind === 'private_token_imported') out.push((await r.sismember(this.#keyOf(x), x.hash)) === 1)
+      else if (x.kind === 'recovery_code') out.push((await r.sismember(this.#keyOf(x), x.hash)) === 1)
       else out.push((await r.exists(this.#keyOf(x))) === 1)
     }
     return out
@@ -168,6 +175,8 @@ export class RedisTransfer implements StoreTransfer {
           sessionIndex.set(x.user_id, Math.max(sessionIndex.get(x.user_id) ?? 0, x.expires, x.created + o.sessionLifetimeMs))
           break
         }
+        case 'totp': await r.set(this.#keyOf(x), x.stored, 'NX'); break
+        case 'recovery_code': await r.sadd(this.#keyOf(x), x.hash); break
         case 'signing_keys': await r.set(this.#keyOf(x), JSON.stringify(x.set), 'NX'); break
         case 'key_legacy': await r.set(this.#keyOf(x), x.sealed, 'NX'); break
         case 'audit': await r.xadd(this.#k('audit'), x.id, 'e', x.event); break

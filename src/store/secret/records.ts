@@ -8,7 +8,7 @@
  *   key-check                 the check value of the store's secret key
  *   key-legacy:<check value>  earlier keys' lookup and tag keys, sealed under that key (crypto.ts KeyGeneration)
  *   key-rotation              a rotation under way: {from, to, started, converted}
- * Records: `ak:<key id>`, `user-pt:<user id>`, `jwks`.
+ * Records: `ak:<key id>`, `user-pt:<user id>`, `user-totp:<user id>` (JSON, its `secret` sealed), `jwks`.
  */
 export interface KeyRecords {
   /** where the store is, for messages */

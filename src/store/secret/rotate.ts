@@ -1,6 +1,6 @@
 /**
  * `sidegate secret rotate`: re-encrypts every encrypted record (access-key
- * secrets, private tokens, the identity JWT's private signing keys) under a new secret key in one pass, then moves the
+ * secrets, private tokens, TOTP secrets, the identity JWT's private signing keys) under a new secret key in one pass, then moves the
  * store's key check value to the new key, last. Resumable: the pass starts by
  * recording a marker (`key-rotation`: both check values) and converts each
  * record only if it is still under the old key, so running the same command
@@ -132,6 +132,16 @@ export async function rotateSecretKey (r: KeyRecords, oldKeys: Keyring, newKeys:
       const hash = openPrivateToken(stored).hash ?? oldKeys.lookup(plain)
       return sealPrivateToken(hash, newKeys.encrypt(plain, aad))
     }), `user-pt:${uid}`)
+    // the TOTP record (a record that only requires enrolment holds no secret)
+    if (full()) break
+    const totp = `user-totp:${uid}`
+    const held = await r.read(totp)
+    if (held !== null && typeof (JSON.parse(held) as { secret?: unknown }).secret === 'string') {
+      count(await convert(totp, (stored) => ({ sealed: (JSON.parse(stored) as { secret: string }).secret, aad: totp }), (stored, plain) => {
+        const rec = JSON.parse(stored) as Record<string, unknown>
+        return JSON.stringify({ ...rec, secret: newKeys.encrypt(plain, totp) })
+      }), totp)
+    }
   }
   /** The key set is one record holding several sealed private keys: each is counted, the record written once. */
   const convertKeySet = async (): Promise<Array<{ what: Outcome, record: string }>> => {

@@ -1,7 +1,7 @@
 /**
  * The secret key's records (../secret/records.ts) in SQLite: names in the
  * meta table; `ak:<id>` the access key's JSON, `user-pt:<user id>` the
- * stored private token, `jwks` the signing key set (in meta).
+ * stored private token, `user-totp:<user id>` the TOTP record, `jwks` the signing key set (in meta).
  */
 import type { KeyRecords } from '../secret/records.js'
 import type { SqlContext } from './context.js'
@@ -45,5 +45,6 @@ function where (record: string): Where {
   const id = record.slice(i + 1)
   if (kind === 'ak') return { table: 'access_keys', column: 'json', key: 'id', id }
   if (kind === 'user-pt') return { table: 'pt_user', column: 'stored', key: 'user_id', id }
+  if (kind === 'user-totp') return { table: 'mfa_totp', column: 'stored', key: 'user_id', id }
   throw new Error(`no such record: ${record}`)
 }

@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 export type Db = Database.Database
 
@@ -28,6 +28,12 @@ export class StoreFileError extends UsageError {
     this.name = 'StoreFileError'
   }
 }
+
+/** Version 2: second factors (a version-1 file gets them at its first open by this version). */
+const MFA_TABLES = `
+CREATE TABLE mfa_totp (user_id TEXT PRIMARY KEY, stored TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE mfa_recovery (user_id TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (user_id, hash)) WITHOUT ROWID;
+`
 
 const TABLES = `
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -57,7 +63,7 @@ CREATE TABLE audit (n INTEGER PRIMARY KEY, ms INTEGER NOT NULL, seq INTEGER NOT 
 CREATE INDEX audit_ms ON audit (ms, seq);
 CREATE TABLE invalidations (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, msg TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX invalidations_at ON invalidations (at);
-`
+` + MFA_TABLES
 
 export interface OpenOptions {
   /** ms a statement waits for another process's write lock before failing (then 503 store_unavailable) */
@@ -102,6 +108,13 @@ function prepare (db: Db, path: string): void {
     throw new StoreFileError('store_file_foreign', `${path} is not a sidegate store (an SQLite database of another application): nothing was read or written; give store.path a file of its own`)
   } else if (version > SCHEMA_VERSION) {
     throw new StoreFileError('store_file_newer', `${path} was written by a newer sidegate (schema version ${version}; this one knows up to ${SCHEMA_VERSION}): nothing was written; run that version, or restore a backup made for this one`)
+  }
+  if (version === 1 && !db.readonly) {
+    db.transaction(() => {
+      if ((db.pragma('user_version', { simple: true }) as number) !== 1) return
+      db.exec(MFA_TABLES)
+      db.pragma('user_version = 2')
+    }).immediate()
   }
   if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')

@@ -17,6 +17,7 @@ import { SqliteBearerTokens } from './bearer-tokens.js'
 import type { SqlContext } from './context.js'
 import { InvalidationLog } from './invalidation.js'
 import { SqliteLimits, SqliteLocks } from './limits.js'
+import { SqliteMfa } from './mfa.js'
 import { SqlitePrivateTokens } from './private-tokens.js'
 import { openDatabase, type Db } from './schema.js'
 import { SqliteSessions } from './sessions.js'
@@ -53,6 +54,7 @@ export class SqliteStorage implements Storage, SqlContext {
   readonly locks = new SqliteLocks(this)
   readonly audit = new SqliteAudit(this)
   readonly signingKeys = new SqliteSigningKeys(this)
+  readonly mfa = new SqliteMfa(this)
   readonly invalidation: InvalidationLog
   readonly #o: SqliteStorageOptions
   readonly #statements = new Map<string, Database.Statement>()

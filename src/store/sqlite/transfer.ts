@@ -48,6 +48,8 @@ export class SqliteTransfer implements StoreTransfer {
       for (const r of all<{ hash: string, user_id: string, created: number, exp: number }>('SELECT hash, user_id, created, exp FROM sessions WHERE exp > ? ORDER BY hash', now)) {
         out.push({ kind: 'session', hash: r.hash, user_id: r.user_id, created: r.created, expires: r.exp })
       }
+      for (const r of all<{ user_id: string, stored: string }>('SELECT user_id, stored FROM mfa_totp ORDER BY user_id')) out.push({ kind: 'totp', user_id: r.user_id, stored: r.stored })
+      for (const r of all<{ user_id: string, hash: string }>('SELECT user_id, hash FROM mfa_recovery ORDER BY user_id, hash')) out.push({ kind: 'recovery_code', user_id: r.user_id, hash: r.hash })
       const jwks = s.st('SELECT value FROM meta WHERE name = ?').pluck().get(JWKS_KEY) as string | undefined
       if (jwks !== undefined) { const set = parseKeySet(jwks); if (set.rev > 0) out.push({ kind: 'signing_keys', set }) }
       for (const r of all<{ name: string, value: string }>("SELECT name, value FROM meta WHERE name LIKE 'key-legacy:%' ORDER BY name")) {
@@ -78,6 +80,8 @@ export class SqliteTransfer implements StoreTransfer {
           case 'private_token_imported': return has('pt_imported WHERE hash = ?', r.hash)
           case 'bearer_token': return has('bearer WHERE hash = ?', r.hash)
           case 'session': return has('sessions WHERE hash = ?', r.hash)
+          case 'totp': return has('mfa_totp WHERE user_id = ?', r.user_id)
+          case 'recovery_code': return s.st('SELECT 1 FROM mfa_recovery WHERE user_id = ? AND hash = ?').get(r.user_id, r.hash) !== undefined
           case 'signing_keys': return has('meta WHERE name = ?', JWKS_KEY)
           case 'key_legacy': return has('meta WHERE name = ?', `key-legacy:${r.check}`)
           default: return last !== undefined && !auditAfter(auditId(recordId(r))!, [last.ms, last.seq])
@@ -106,6 +110,8 @@ export class SqliteTransfer implements StoreTransfer {
           case 'private_token_imported': run('INSERT INTO pt_imported (hash) VALUES (?)', r.hash); break
           case 'bearer_token': if (r.expires > o.now) run('INSERT INTO bearer (hash, user_id, exp) VALUES (?, ?, ?)', r.hash, r.user_id, r.expires); break
           case 'session': if (r.expires > o.now) run('INSERT INTO sessions (hash, user_id, created, exp) VALUES (?, ?, ?, ?)', r.hash, r.user_id, r.created, r.expires); break
+          case 'totp': run('INSERT INTO mfa_totp (user_id, stored) VALUES (?, ?)', r.user_id, r.stored); break
+          case 'recovery_code': run('INSERT INTO mfa_recovery (user_id, hash) VALUES (?, ?)', r.user_id, r.hash); break
           case 'signing_keys': run('INSERT INTO meta (name, value) VALUES (?, ?)', JWKS_KEY, JSON.stringify(r.set)); break
           case 'key_legacy': run('INSERT INTO meta (name, value) VALUES (?, ?)', `key-legacy:${r.check}`, r.sealed); break
           case 'audit': {

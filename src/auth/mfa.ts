@@ -1,0 +1,145 @@
+/**
+ * The second factor after a right password, shared by the token endpoint
+ * (JumpServer's MFA challenge) and the login page: who must give one, the
+ * pending state a client holds between the password and the code, and the
+ * code's check with its lockout and audit.
+ *
+ * The pending state is a cookie sealed with the secret key (AES-256-GCM,
+ * ../store/types.ts sealState): the user, the factors passed so far, a
+ * random id, its expiry (auth.mfa.pending_ttl) and a keyed hash of the
+ * client (address and User-Agent) it was given to. It grants nothing by
+ * itself: only the step it leads to (the code, then the token or session)
+ * reads it, and the token or session it ends in uses its id up (a replay
+ * mark, on every replica).
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import { E } from '../errors.js'
+import type { AuditContext, Auditor } from '../observability/audit.js'
+import type { Store, TotpEnrolment, User } from '../store/types.js'
+import type { LockoutOptions } from './passwords.js'
+import { renderSVG } from 'uqr'
+
+/** The factors a sign-in was made with (RFC 8176 `amr` values): the password, then a one-time password (a recovery code counts as `otp`). */
+export type Amr = 'pwd' | 'otp'
+
+export interface MfaOptions {
+  required: 'none' | 'superusers' | 'all'
+  /** seconds */
+  pending_ttl: number
+}
+
+/** What a user still needs after the right password. */
+export type MfaNeed = 'none' | 'code' | 'enrol'
+
+/** The pending state, as sealed into the cookie. */
+export interface Pending {
+  /** user id */
+  u: string
+  /** factors passed */
+  amr: Amr[]
+  /** random id: used up by the token or session it ends in */
+  n: string
+  /** expiry, epoch ms */
+  e: number
+  /** the client it was given to */
+  c: string
+  /** what it waits for: a code, or an enrolment (the login page) */
+  w: 'code' | 'enrol'
+  /** an enrolment's new secret (base32), to show again after a wrong first code */
+  s?: string
+}
+
+const PURPOSE = 'mfa pending'
+
+export class SecondFactor {
+  constructor (
+    private readonly store: Store,
+    private readonly opts: MfaOptions,
+    private readonly lockout: LockoutOptions,
+    private readonly audit: Auditor | null
+  ) {}
+
+  /** After the right password: a code (enrolled), an enrolment (required by auth.mfa.required or an operator), or nothing. */
+  async need (user: User): Promise<MfaNeed> {
+    if (await this.store.hasSecondFactor(user.id)) return 'code'
+    const r = this.opts.required
+    if (r === 'all' || (r === 'superusers' && user.is_superuser)) return 'enrol'
+    return (await this.store.mfaFactors(user.id)).required ? 'enrol' : 'none'
+  }
+
+  /** The sealed pending state for this client. */
+  pending (user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string): string {
+    const p: Pending = { u: user.id, amr, n: randomBytes(12).toString('base64url'), e: Date.now() + this.opts.pending_ttl * 1000, c: clientOf(req, ctx), w }
+    if (secret !== undefined) p.s = secret
+    return this.store.sealState(PURPOSE, JSON.stringify(p))
+  }
+
+  /** The pending state a cookie holds, if it is sealed by this gateway, unexpired and this client's; else null. */
+  open (value: string | undefined, req: IncomingMessage, ctx: AuditContext): Pending | null {
+    if (value === undefined || value === '') return null
+    const plain = this.store.openState(PURPOSE, value)
+    if (plain === null) return null
+    const p = JSON.parse(plain) as Pending
+    if (p.e <= Date.now() || p.c !== clientOf(req, ctx)) return null
+    return p
+  }
+
+  /** Uses the pending state up: true once, on any replica. */
+  async consume (p: Pending): Promise<boolean> {
+    return await this.store.markOnce('mfa pending', p.n, this.opts.pending_ttl + 60)
+  }
+
+  /** The cookie's lifetime, seconds. */
+  get ttl (): number { return this.opts.pending_ttl }
+
+  /**
+   * Checks a code (a one-time password or a recovery code) after the right
+   * password. Wrong codes count per user (auth.lockout.max_failures within
+   * its window): beyond it 429 too_many_attempts, even for a right code,
+   * until the window has passed; a right code resets the count. Throws
+   * mfa_failed (the tries left in the detail, as JumpServer says them).
+   */
+  async check (user: User, code: string, ctx: AuditContext, via: string): Promise<'otp' | 'recovery'> {
+    const { max_failures: max, window } = this.lockout
+    const subject = `\nmfa\n${user.id}`
+    let count = 0
+    if (max > 0) {
+      const a = await this.store.countLoginAttempt(subject, window, max)
+      count = a.count
+      if (a.count > max) {
+        this.audit?.record({ event: 'mfa.failed', ctx, user, via, reason: 'too_many_attempts' })
+        throw E.tooManyAttempts(a.retryAfter)
+      }
+    }
+    const got = code.length > 64 ? null : await this.store.verifySecondFactor(user.id, code)
+    if (got === null) {
+      this.audit?.record({ event: 'mfa.failed', ctx, user, via, reason: 'mfa_failed' })
+      const minutes = Math.max(1, Math.round(window / 60))
+      throw E.mfaFailed(max > 0
+        ? `One-time password invalid, You can also try ${Math.max(0, max - count)} times (The account will be temporarily locked for ${minutes} minutes)`
+        : 'One-time password invalid')
+    }
+    if (max > 0) await this.store.resetLoginFailures(subject)
+    this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: got, via })
+    return got
+  }
+}
+
+/** A fingerprint of the client: its address and User-Agent (sealed with the rest, never shown). */
+function clientOf (req: IncomingMessage, ctx: AuditContext): string {
+  const ua = req.headers['user-agent'] ?? ''
+  return createHash('sha256').update(`${ctx.clientIp}\n${ua}`).digest('base64url').slice(0, 22)
+}
+
+/** The otpauth:// URI an authenticator app reads (Key Uri Format): issuer and account in the label, the secret and RFC 6238's parameters. */
+export function otpauthUri (issuer: string, username: string, e: TotpEnrolment): string {
+  const label = `${encodeURIComponent(issuer)}:${encodeURIComponent(username)}`
+  const q = new URLSearchParams({ secret: e.secret, issuer, algorithm: e.algorithm, digits: String(e.digits), period: String(e.period) })
+  return `otpauth://totp/${label}?${q.toString()}`
+}
+
+/** The QR code of an otpauth:// URI, as an SVG data: URI for an <img> (the pages allow data: images, no inline markup). */
+export function qrDataUri (uri: string): string {
+  return `data:image/svg+xml;base64,${Buffer.from(renderSVG(uri, { ecc: 'M', border: 2 })).toString('base64')}`
+}

@@ -1,0 +1,189 @@
+/**
+ * The account's second factor, a page without scripts (`/account/mfa`):
+ * turn on an authenticator app (the otpauth:// URI as a QR code, its key and
+ * URI, confirmed with a first code before it counts), and make new recovery
+ * codes (with a current code). Form posts carry the session's CSRF token in
+ * `csrfmiddlewaretoken`, as the logout form does. Removing a factor is an
+ * operator's (`sidegate mfa reset`): a stolen session cannot turn it off.
+ */
+import type { IncomingMessage } from 'node:http'
+import { Type as T } from '@sinclair/typebox'
+import type { Authenticators } from '../auth/index.js'
+import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
+import type { Config } from '../config/index.js'
+import { TOTP, safeEqual } from '../crypto.js'
+import { E, GatewayError } from '../errors.js'
+import { parseCookies } from '../http/cookies.js'
+import type { Auditor } from '../observability/audit.js'
+import type { Session, Store, User } from '../store/types.js'
+import { FORM_TYPE, type BodySpec } from './body.js'
+import { redirect, sendHtml, Template } from './html.js'
+import { LOGIN_PATH } from './login.js'
+import { BODY_ERRORS, html, redirectTo } from './spec.js'
+import type { AssetSet } from './static.js'
+import { route, type RequestContext, type Route } from './types.js'
+
+export const ACCOUNT_MFA_PATH = '/account/mfa'
+const ISSUER = 'sidegate'
+const ENROLMENT = 'totp enrolment'
+
+const FORM = {
+  name: 'AccountMfaForm',
+  schema: T.Object({
+    csrfmiddlewaretoken: T.String({ maxLength: 256 }),
+    action: T.Union([T.Literal('begin'), T.Literal('confirm'), T.Literal('recovery')]),
+    code: T.Optional(T.String({ maxLength: 64 })),
+    enrolment: T.Optional(T.String({ maxLength: 4096, description: 'The enrolment being confirmed, sealed (from the page).' }))
+  }),
+  types: [FORM_TYPE],
+  required: true
+} satisfies BodySpec
+
+export interface AccountMfaDeps {
+  config: Config
+  store: Store
+  auth: Authenticators
+  assets: AssetSet
+  mfa: SecondFactor
+  audit?: Auditor
+  /** src/pipeline/origin.ts: a browser's request from another site */
+  crossSite: (req: IncomingMessage) => boolean
+}
+
+// a type alias (not an interface): Template wants an index signature
+type PageValues = {
+  css: string,
+  action: string,
+  csrf: string,
+  username: string,
+  error: string,
+  on: boolean,
+  off: boolean,
+  left: number,
+  enrol: boolean,
+  qr: string,
+  secret: string,
+  uri: string,
+  enrolment: string,
+  codes: string
+}
+
+export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
+  const { store, auth, assets, mfa, audit, crossSite } = d
+  const template = Template.load<PageValues>('account-mfa.html')
+  const page = async (user: User, s: Session, o: Partial<PageValues> = {}): Promise<string> => {
+    const f = await store.mfaFactors(user.id)
+    const on = f.totp?.confirmed === true
+    const showing = o.enrol === true || o.codes !== undefined
+    return template.render({
+      css: assets.url('sidegate.css'),
+      action: ACCOUNT_MFA_PATH,
+      csrf: s.csrf,
+      username: user.username,
+      error: '',
+      on: on && !showing,
+      off: !on && !showing,
+      left: f.recovery_codes,
+      enrol: false,
+      qr: '',
+      secret: '',
+      uri: '',
+      enrolment: '',
+      codes: '',
+      ...o
+    })
+  }
+  const enrolPage = async (user: User, s: Session, secret: string, error = ''): Promise<string> => {
+    const uri = otpauthUri(ISSUER, user.username, { secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
+    const enrolment = store.sealState(ENROLMENT, JSON.stringify({ u: user.id, s: secret }))
+    return await page(user, s, { enrol: true, qr: qrDataUri(uri), secret, uri, enrolment, error })
+  }
+
+  const getPage = route({
+    method: 'GET',
+    path: ACCOUNT_MFA_PATH,
+    auth: 'session-page',
+    docs: {
+      tags: ['Browser'],
+      operationId: 'accountMfaPage',
+      summary: 'The second-factor page (turn on an authenticator app, new recovery codes)',
+      responses: { 200: html('The page.'), 302: redirectTo('No session: to `/login?next=/account/mfa`.') }
+    },
+    async handler (ctx) {
+      const who = ctx.identity
+      if (who === undefined || who.session === undefined) {
+        redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ACCOUNT_MFA_PATH)}`)
+        return
+      }
+      sendHtml(ctx.res, 200, await page(who.user, who.session))
+    }
+  })
+
+  /** The browser's session and its user, with the form's CSRF token checked; else the refusal. */
+  const signedIn = async (ctx: RequestContext, token: string): Promise<{ user: User, s: Session }> => {
+    const id = auth.session.cookieValue({ cookies: parseCookies(ctx.req.headers.cookie) })
+    const s = typeof id === 'string' && id !== '' ? await store.getSession(id) : null
+    if (s === null) throw E.notAuthenticated()
+    if (!safeEqual(token, s.csrf)) throw E.csrfFailed()
+    const user = await store.getUser(s.user_id)
+    if (user === null || !user.is_active) throw E.invalidSession()
+    return { user, s }
+  }
+
+  const postPage = route({
+    method: 'POST',
+    path: ACCOUNT_MFA_PATH,
+    // the session and its CSRF token (the form field) are checked here, as POST /logout does
+    auth: 'none',
+    body: FORM,
+    docs: {
+      tags: ['Browser'],
+      operationId: 'accountMfa',
+      summary: 'The second-factor page\'s forms: begin, confirm with a first code, new recovery codes',
+      description: '`action=begin` shows a new secret (QR code, key, otpauth:// URI); `action=confirm` with `code` and the page\'s `enrolment` turns it on and shows ten recovery codes once; `action=recovery` with a current `code` replaces the recovery codes. Needs the browser session and its CSRF token in `csrfmiddlewaretoken`.',
+      security: 'session',
+      responses: { 200: html('The page, with the new secret, the recovery codes or an error.') },
+      errors: { ...BODY_ERRORS, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+    },
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body }) {
+      const { user, s } = await signedIn(ctx, body.csrfmiddlewaretoken)
+      const code = (body.code ?? '').trim()
+      if (body.action === 'begin') {
+        const e = await store.beginTotp(user.id)
+        if (e === null) { sendHtml(ctx.res, 200, await page(user, s, { error: 'A second factor is already on.' })); return }
+        sendHtml(ctx.res, 200, await enrolPage(user, s, e.secret))
+        return
+      }
+      if (body.action === 'confirm') {
+        const opened = body.enrolment === undefined ? null : store.openState(ENROLMENT, body.enrolment)
+        const enrolment = opened === null ? null : JSON.parse(opened) as { u: string, s: string }
+        if (enrolment === null || enrolment.u !== user.id) { sendHtml(ctx.res, 400, await page(user, s, { error: 'Start again.' })); return }
+        const codes = await store.confirmTotp(user.id, code)
+        if (codes === null) {
+          audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: 'mfa_failed' })
+          sendHtml(ctx.res, 401, await enrolPage(user, s, enrolment.s, 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.'))
+          return
+        }
+        audit?.record({ event: 'mfa.enrolled', ctx, user, via: 'account' })
+        sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
+        return
+      }
+      // a code from the app: a recovery code (perhaps from a stolen list) does not make new ones
+      if (!/^[0-9]{6}$/.test(code)) { sendHtml(ctx.res, 401, await page(user, s, { error: 'Enter the 6-digit code from your app.' })); return }
+      try {
+        await mfa.check(user, code, ctx, 'account')
+      } catch (err) {
+        if (!(err instanceof GatewayError) || (err.code !== 'mfa_failed' && err.code !== 'too_many_attempts')) throw err
+        sendHtml(ctx.res, err.status, await page(user, s, { error: err.code === 'mfa_failed' ? 'That code is not right.' : 'Too many wrong codes. Try again later.' }), err.headers as Record<string, string> | undefined)
+        return
+      }
+      const codes = await store.regenerateRecoveryCodes(user.id)
+      if (codes === null) { sendHtml(ctx.res, 400, await page(user, s, { error: 'No second factor is on.' })); return }
+      audit?.record({ event: 'mfa.recovery_codes', ctx, user, via: 'account' })
+      sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
+    }
+  })
+
+  return [getPage, postPage]
+}
