@@ -6,12 +6,11 @@
  * implementation (the same JSON); the OpenAPI document validates.
  */
 import t from 'tap'
-import { dirname } from 'node:path'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { freePort } from '../fixtures/redis.js'
 import { request, startEcho, type Res } from '../fixtures/http.js'
 import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
-import { cliIn } from '../fixtures/procs.js'
+import { cliOf } from '../fixtures/procs.js'
 import { bearer, signAny, signedHeaders, signedWithBody } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
@@ -24,12 +23,7 @@ const echo = await startEcho()
 const gw = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { enabled: true }, rate_limit: { enabled: true } }, `adm${process.pid}:`)
 t.teardown(async () => { await gw.stop(); await echo.close(); await db.stop() })
 
-const cli = async (...args: string[]) => await cliIn(dirname(gw.configFile), [...args, '--config', gw.configFile], { env: { SIDEGATE_SECRET_KEY: SECRET } })
-const cliJson = async (...args: string[]): Promise<any> => {
-  const r = await cli(...args, '--json')
-  if (r.code !== 0) throw new Error(`sidegate ${args.join(' ')}: ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
+const { cli, cliJson } = cliOf(gw.configFile, SECRET)
 const adminToken: string = (await cliJson('token', 'create', 'admin')).token
 
 /** A call to the admin API: JSON body, the admin's private token unless `auth` says otherwise. */

@@ -9,7 +9,7 @@ import t from 'tap'
 import { dirname } from 'node:path'
 import { request, startEcho, type Res } from '../fixtures/http.js'
 import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
-import { cliIn } from '../fixtures/procs.js'
+import { cliIn, cliOf } from '../fixtures/procs.js'
 import { postForm, setCookies } from '../fixtures/session.js'
 import { oathtool, secretOf } from '../fixtures/oathtool.js'
 
@@ -18,12 +18,7 @@ const echo = await startEcho()
 const gw = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { enabled: true } }, `mfa${process.pid}:`)
 t.teardown(async () => { await gw.stop(); await echo.close(); await db.stop() })
 
-const cli = async (...args: string[]) => await cliIn(dirname(gw.configFile), [...args, '--config', gw.configFile], { env: { SIDEGATE_SECRET_KEY: SECRET } })
-const cliJson = async (...args: string[]): Promise<any> => {
-  const r = await cli(...args, '--json')
-  if (r.code !== 0) throw new Error(`sidegate ${args.join(' ')}: ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
+const { cli, cliJson } = cliOf(gw.configFile, SECRET)
 const adminToken: string = (await cliJson('token', 'create', 'admin')).token
 async function api (method: string, path: string): Promise<Res> {
   return await request(gw.adminUrl, `/admin/v1/${path}`, { method, headers: { authorization: `Token ${adminToken}` } })
