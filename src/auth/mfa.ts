@@ -19,6 +19,7 @@ import type { AuditContext, Auditor } from '../observability/audit.js'
 import type { Store, TotpEnrolment, User } from '../store/types.js'
 import type { LockoutOptions } from './passwords.js'
 import { renderSVG } from 'uqr'
+import { parseCookies } from '../http/cookies.js'
 
 /** The factors a sign-in was made with (RFC 8176 `amr` values): the password, then a one-time password (a recovery code counts as `otp`). */
 export type Amr = 'pwd' | 'otp'
@@ -75,9 +76,10 @@ export class SecondFactor {
     return this.store.sealState(PURPOSE, JSON.stringify(p))
   }
 
-  /** The pending state a cookie holds, if it is sealed by this gateway, unexpired and this client's; else null. */
-  open (value: string | undefined, req: IncomingMessage, ctx: AuditContext): Pending | null {
-    if (value === undefined || value === '') return null
+  /** The pending state the request's `cookie` holds, if it is sealed by this gateway, unexpired and this client's; else null. */
+  open (req: IncomingMessage, cookie: string, ctx: AuditContext): Pending | null {
+    const value = parseCookies(req.headers.cookie)[cookie]
+    if (value === undefined || value === null || value === '') return null
     const plain = this.store.openState(PURPOSE, value)
     if (plain === null) return null
     const p = JSON.parse(plain) as Pending

@@ -364,7 +364,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     async handler (ctx, { body: fields, failures }) {
       const json = isJson(ctx.req)
       const next = safeNext(fields.next)
-      const p = mfa.open(parseCookies(ctx.req.headers.cookie)[names.mfaCookie] ?? undefined, ctx.req, ctx)
+      const p = mfa.open(ctx.req, names.mfaCookie, ctx)
       const user = p === null || p.amr.includes('otp') ? null : await store.getUser(p.u)
       if (p === null || user === null || !user.is_active) {
         if (json) throw E.mfaPendingMissing()

@@ -16,13 +16,12 @@ import { Type as T } from '@sinclair/typebox'
 import { jmsDate } from '../http/date.js'
 import { sendJson } from '../respond.js'
 import type { PasswordChecker } from '../auth/passwords.js'
-import type { Store } from '../store/types.js'
+import type { Store, User } from '../store/types.js'
 import { profile, profileSchemas } from './profile.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { BODY_ERRORS, json, schemaRef, type ErrorAnswer } from './spec.js'
 import { route, type RequestContext, type Route } from './types.js'
 import type { SecondFactor } from '../auth/mfa.js'
-import { parseCookies } from '../http/cookies.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
 /** JumpServer's MFA challenge: the code after the token endpoint answered mfa_required */
@@ -86,6 +85,18 @@ function sendMfaFailure (opts: TokenRouteOptions, ctx: RequestContext, err: Gate
   else sendJson(ctx.res, err.status, err.toJSON(), headers)
 }
 
+/** The code checked (SecondFactor.check); false when it was refused, and the refusal answered. */
+async function checkCode (opts: TokenRouteOptions, ctx: RequestContext, user: User, code: string, via: string): Promise<boolean> {
+  try {
+    await opts.mfa.check(user, code, ctx, via)
+    return true
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err
+    sendMfaFailure(opts, ctx, err)
+    return false
+  }
+}
+
 const CHALLENGE = {
   name: 'MfaChallenge',
   schema: T.Object({
@@ -120,16 +131,10 @@ function challengeRoute (opts: TokenRouteOptions): Route {
     },
     preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite(); return undefined },
     async handler (ctx, { body: { code } }) {
-      const p = opts.mfa.open(parseCookies(ctx.req.headers.cookie)[opts.mfaCookie] ?? undefined, ctx.req, ctx)
+      const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
       const user = p === null || p.w !== 'code' || p.amr.includes('otp') ? null : await opts.store.getUser(p.u)
       if (p === null || user === null || !user.is_active) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
-      try {
-        await opts.mfa.check(user, code, ctx, 'challenge')
-      } catch (err) {
-        if (!(err instanceof GatewayError)) throw err
-        sendMfaFailure(opts, ctx, err)
-        return
-      }
+      if (!(await checkCode(opts, ctx, user, code, 'challenge'))) return
       // the old state is used up: only the new one (both steps) leads to a token
       if (!(await opts.mfa.consume(p))) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
       const next = opts.mfa.pending(user, ctx.req, ctx, 'code', ['pwd', 'otp'])
@@ -220,18 +225,12 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         return
       }
       if (need === 'code') {
-        const p = opts.mfa.open(parseCookies(ctx.req.headers.cookie)[opts.mfaCookie] ?? undefined, ctx.req, ctx)
+        const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
         const code = c1 ?? c2
         if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.consume(p))) {
           // the challenge was passed for this user: the token, and the cookie is spent
         } else if (code !== undefined && code !== '') {
-          try {
-            await opts.mfa.check(user, code, ctx, 'token')
-          } catch (err) {
-            if (!(err instanceof GatewayError)) throw err
-            sendMfaFailure(opts, ctx, err)
-            return
-          }
+          if (!(await checkCode(opts, ctx, user, code, 'token'))) return
         } else {
           opts.audit?.record({ event: 'mfa.required', ctx, user, via: 'token' })
           const pending = opts.mfa.pending(user, ctx.req, ctx, 'code')
@@ -241,7 +240,6 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         headers['set-cookie'] = pendingCookie(opts, ctx, '', 0)
       }
       const { token, expires } = await store.issueBearerToken(user.id, opts.ttl)
-
       opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
       await store.recordLogin(user.id)
       sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) }, headers)
