@@ -63,10 +63,10 @@ export class SecondFactor {
 
   /** After the right password: a code (enrolled), an enrolment (required by auth.mfa.required or an operator), or nothing. */
   async need (user: User): Promise<MfaNeed> {
-    if (await this.store.hasSecondFactor(user.id)) return 'code'
+    const state = await this.store.secondFactorState(user.id)
+    if (state === 'enrolled') return 'code'
     const r = this.opts.required
-    if (r === 'all' || (r === 'superusers' && user.is_superuser)) return 'enrol'
-    return (await this.store.mfaFactors(user.id)).required ? 'enrol' : 'none'
+    return r === 'all' || (r === 'superusers' && user.is_superuser) || state === 'required' ? 'enrol' : 'none'
   }
 
   /** The sealed pending state for this client. */

@@ -91,6 +91,9 @@ export interface AccessKey {
   unreadable?: true
 }
 
+/** What a user's second factor asks of a sign-in (Store.secondFactorState). */
+export type SecondFactorState = 'enrolled' | 'required' | 'none'
+
 export interface Session {
   id: string
   user_id: string
@@ -329,6 +332,8 @@ export interface Store {
   mfaFactors(userId: string): Promise<MfaFactors>
   /** True when the user has a confirmed second factor: every sign-in needs a code. */
   hasSecondFactor(userId: string): Promise<boolean>
+  /** In one read: `enrolled` (a confirmed factor), `required` (an operator asked for enrolment), else `none`. */
+  secondFactorState(userId: string): Promise<SecondFactorState>
   /** Starts a TOTP enrolment (a new secret, stored sealed, counting only once confirmed); null when a confirmed one exists. */
   beginTotp(userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null>
   /** Confirms a pending enrolment with a first code: the ten new recovery codes, or null (wrong or used code, nothing pending). */

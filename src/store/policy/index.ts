@@ -8,7 +8,7 @@ import type { Keyring } from '../../crypto.js'
 import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, NewUser, Org, OrgRole, RateLimitHit,
+  AccessKey, AuditEntry, AuditQuery, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit,
   RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
@@ -168,7 +168,8 @@ export class PolicyStore implements RunningStore {
   // ---- second factors
 
   mfaFactors (userId: string): Promise<MfaFactors> { return this.#mfa.factors(userId) }
-  hasSecondFactor (userId: string): Promise<boolean> { return this.#mfa.enrolled(userId) }
+  async hasSecondFactor (userId: string): Promise<boolean> { return (await this.#mfa.state(userId)) === 'enrolled' }
+  secondFactorState (userId: string): Promise<SecondFactorState> { return this.#mfa.state(userId) }
   beginTotp (userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId, by) }
   confirmTotp (userId: string, code: string): Promise<string[] | null> { return this.#mfa.confirm(userId, code) }
   verifySecondFactor (userId: string, code: string): Promise<SecondFactorResult> { return this.#mfa.verify(userId, code) }

@@ -6,7 +6,7 @@
  * is a replay mark (markOnce) for as long as that step can be accepted.
  */
 import { TOTP, matchTotp, newRecoveryCode, newTotpSecret, normalizeRecoveryCode } from '../../crypto.js'
-import type { MfaFactors, SecondFactorResult, TotpEnrolment } from '../types.js'
+import type { MfaFactors, SecondFactorResult, SecondFactorState, TotpEnrolment } from '../types.js'
 import { isoNow, type Context } from './context.js'
 
 /** The TOTP record as stored: `secret` sealed; `required`: an operator asked for enrolment. */
@@ -48,10 +48,12 @@ export class Mfa {
     return { totp, required: r?.rec.required === true, recovery_codes: totp?.confirmed === true ? await this.c.storage.mfa.countRecoveryCodes(userId) : 0 }
   }
 
-  /** A confirmed factor: every sign-in of this user needs a code. */
-  async enrolled (userId: string): Promise<boolean> {
+  /** From one read: a confirmed factor (every sign-in needs a code), else whether an operator required enrolment. */
+  async state (userId: string): Promise<SecondFactorState> {
     const r = await this.#record(userId)
-    return r !== null && r.rec.confirmed && r.rec.secret !== undefined
+    if (r === null) return 'none'
+    if (r.rec.confirmed && r.rec.secret !== undefined) return 'enrolled'
+    return r.rec.required === true ? 'required' : 'none'
   }
 
   /**
