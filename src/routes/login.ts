@@ -20,7 +20,7 @@ import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
-import type { Store, User } from '../store/types.js'
+import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
 import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
 import { TOTP } from '../crypto.js'
 import { redirect, sendHtml, Template } from './html.js'
@@ -175,10 +175,10 @@ export function loginRoutes (d: LoginDeps): Route[] {
     `${names.mfaCookie}=${value}; Path=${LOGIN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
 
   /** Starts the session a sign-in ends in: the browser's old one ended, the cookies to set. */
-  const startSession = async (ctx: RequestContext, user: User, via: string): Promise<string[]> => {
+  const startSession = async (ctx: RequestContext, user: User, via: string, factors: readonly Factor[]): Promise<string[]> => {
     const old = currentSessionId(ctx.req)
     if (old !== undefined) await endSession(ctx, old, 'login')
-    const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
+    const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout, factors)
     audit?.record({ event: 'session.created', ctx, user, authMethod: 'password', via, credential: s.id })
     await store.recordLogin(user.id)
     const cookies = sessionCookies(ctx, s.id, s.csrf)
@@ -294,7 +294,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
         else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol' }), { 'set-cookie': pending })
         return
       }
-      const cookies = await startSession(ctx, user, 'login')
+      const cookies = await startSession(ctx, user, 'login', PASSWORD_ONLY)
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
@@ -405,7 +405,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
         sendHtml(ctx.res, 401, loginPage({ next, error: 'Your sign-in expired. Sign in again.' }), { 'set-cookie': mfaCookie(ctx, '', 0) })
         return
       }
-      const cookies = [...(await startSession(ctx, user, 'login')), mfaCookie(ctx, '', 0)]
+      // the password step's factors and the code just given (an enrolment's first code, a code or a recovery code: `otp`)
+      const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
       else if (recovery !== null) sendHtml(ctx.res, 200, recoveryTemplate.render({ css: assets.url('sidegate.css'), next, codes: recovery.join('\n') }), { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })

@@ -14,8 +14,10 @@ import type { ClearableCache } from './cache.js'
 import type { VerifyOptions, Verified } from './secret/check.js'
 import type { RotateOptions, RotateResult } from './secret/rotate.js'
 import type { SigningKey, SigningKeySet } from './keyset.js'
+import type { BearerGrant, Factor } from './factors.js'
 
 export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
+export { isTwoFactor, PASSWORD_ONLY, type BearerGrant, type Factor } from './factors.js'
 
 export type OrgRole = 'admin' | 'user'
 
@@ -100,6 +102,8 @@ export interface Session {
   /** epoch ms */
   created: number
   csrf: string
+  /** what the sign-in that made it was made with */
+  factors: readonly Factor[]
 }
 
 /** A live session as administration sees it (Store.listSessions): never its cookie value. */
@@ -260,18 +264,22 @@ export interface Store {
   /** getSession without I/O: null when the id is none (wrong check tag), the session when cached, else undefined (ask getSession). */
   cachedSession?(id: string): Session | null | undefined
 
-  issueBearerToken(userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }>
-  /** Atomically consumes a one-time token: exactly one caller gets the user id. */
-  consumeBearerToken(token: string): Promise<string | null>
+  /** `factors`: what the sign-in it is issued for was made with (default the password alone). */
+  issueBearerToken(userId: string, ttlSeconds: number, factors?: readonly Factor[]): Promise<{ token: string, expires: Date }>
+  /** Atomically consumes a one-time token: exactly one caller gets its grant. */
+  consumeBearerToken(token: string): Promise<BearerGrant | null>
   /**
    * A bearer token's user without consuming it (`auth.bearer.single_use:
    * false`): valid until it expires or is revoked (password change); never
    * cached, so a revocation counts at once on every replica.
    */
-  readBearerToken(token: string): Promise<string | null>
+  readBearerToken(token: string): Promise<BearerGrant | null>
 
-  /** `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout). */
-  createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session>
+  /**
+   * `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout);
+   * `factors`: what the sign-in was made with (default the password alone).
+   */
+  createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]): Promise<Session>
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
   /** The user id of the session it ended, null when there was none (the audit's session.revoked). */

@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 export type Db = Database.Database
 
@@ -29,11 +29,29 @@ export class StoreFileError extends UsageError {
   }
 }
 
-/** Version 2: second factors (a version-1 file gets them at its first open by this version). */
-const MFA_TABLES = `
+/**
+ * What each version adds to the one before, in order: an older file gets the
+ * rest at its first open by this version, in one transaction each. A new
+ * file is made from TABLES (version 1) and every step.
+ */
+const UPGRADES: ReadonlyArray<{ to: number, sql: string }> = [
+  // second factors
+  {
+    to: 2,
+    sql: `
 CREATE TABLE mfa_totp (user_id TEXT PRIMARY KEY, stored TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE mfa_recovery (user_id TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (user_id, hash)) WITHOUT ROWID;
 `
+  },
+  // the factors a session or bearer token was obtained with (NULL: the password alone)
+  {
+    to: 3,
+    sql: `
+ALTER TABLE sessions ADD COLUMN factors TEXT;
+ALTER TABLE bearer ADD COLUMN factors TEXT;
+`
+  }
+]
 
 const TABLES = `
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -63,7 +81,7 @@ CREATE TABLE audit (n INTEGER PRIMARY KEY, ms INTEGER NOT NULL, seq INTEGER NOT 
 CREATE INDEX audit_ms ON audit (ms, seq);
 CREATE TABLE invalidations (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, msg TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX invalidations_at ON invalidations (at);
-` + MFA_TABLES
+` + UPGRADES.map((u) => u.sql).join('')
 
 export interface OpenOptions {
   /** ms a statement waits for another process's write lock before failing (then 503 store_unavailable) */
@@ -109,12 +127,15 @@ function prepare (db: Db, path: string): void {
   } else if (version > SCHEMA_VERSION) {
     throw new StoreFileError('store_file_newer', `${path} was written by a newer sidegate (schema version ${version}; this one knows up to ${SCHEMA_VERSION}): nothing was written; run that version, or restore a backup made for this one`)
   }
-  if (version === 1 && !db.readonly) {
-    db.transaction(() => {
-      if ((db.pragma('user_version', { simple: true }) as number) !== 1) return
-      db.exec(MFA_TABLES)
-      db.pragma('user_version = 2')
-    }).immediate()
+  if (version < SCHEMA_VERSION && !db.readonly) {
+    for (const u of UPGRADES) {
+      db.transaction(() => {
+        // another process may have upgraded it meanwhile: each step looks again
+        if ((db.pragma('user_version', { simple: true }) as number) !== u.to - 1) return
+        db.exec(u.sql)
+        db.pragma(`user_version = ${u.to}`)
+      }).immediate()
+    }
   }
   if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
