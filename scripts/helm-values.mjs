@@ -32,7 +32,7 @@ function values () {
   const at = text.indexOf(MARK)
   if (at === -1) throw new Error(`values.yaml: no "${MARK}" line`)
   const head = text.slice(0, text.indexOf('\n', at) + 1)
-  const config = defaultsYaml().replace(/\n+$/, '').replace(/\n {2}backend: auto\n/, `\n  ${CHART_BACKEND}\n`).split('\n').map((l) => l === '' ? '' : `  ${l}`).join('\n')
+  const config = defaultsYaml().replace(/\n+$/, '').replace(/\n {2}# backend: auto\n/, `\n  ${CHART_BACKEND}\n`).split('\n').map((l) => l === '' ? '' : `  ${l}`).join('\n')
   return `${head}
 # gateway.yml: mounted from a ConfigMap at /etc/sidegate/gateway.yml (SIDEGATE_CONFIG).
 # Every key of \`sidegate config defaults\`, with its default. Keep secrets out of it:
