@@ -30,13 +30,16 @@ async function jumpServerUpstream (): Promise<{ url: string, seen: Array<{ path:
     const path = (req.url ?? '').split('?')[0]
     seen.push({ path, user: req.headers['x-jms-username'] as string, org: req.headers['x-jms-org'] as string, method: req.headers['x-jms-auth-method'] as string })
     const user = { id: req.headers['x-jms-user-id'], username: req.headers['x-jms-username'], name: req.headers['x-jms-username'] }
-    const body = path === '/api/v1/users/users/' ? [user]
-      : path === '/api/v1/users/profile/' ? { ...user, source: { value: 'local', label: 'Local' }, is_active: true }
-      : path === '/api/v1/assets/nodes/' ? [{ id: randomUUID(), key: '1', value: 'Default', org_id: ORG }]
-        : path.startsWith('/api/v1/accounts/integration-applications/account-secret/') ? { id: randomUUID(), secret: 'upstream-secret' }
-          : path === '/api/v1/accounts/credential-client/credential/' ? { key: 'k', revision: 1 }
-            : { detail: 'Not found.' }
-    res.writeHead(Array.isArray(body) || !('detail' in body) ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+    const answers: Array<[(p: string) => boolean, unknown]> = [
+      [(p) => p === '/api/v1/users/users/', [user]],
+      [(p) => p === '/api/v1/users/profile/', { ...user, source: { value: 'local', label: 'Local' }, is_active: true }],
+      [(p) => p === '/api/v1/assets/nodes/', [{ id: randomUUID(), key: '1', value: 'Default', org_id: ORG }]],
+      [(p) => p.startsWith('/api/v1/accounts/integration-applications/account-secret/'), { id: randomUUID(), secret: 'upstream-secret' }],
+      [(p) => p === '/api/v1/accounts/credential-client/credential/', { key: 'k', revision: 1 }]
+    ]
+    const found = answers.find(([match]) => match(path))
+    const body = found === undefined ? { detail: 'Not found.' } : found[1]
+    res.writeHead(found === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
