@@ -255,7 +255,7 @@ export function configWarnings (c: Config): string[] {
 
 export const DEMO_MODE_WARNING = 'no upstream.url: serving the built-in demo API (demo mode); set upstream.url or SIDEGATE_UPSTREAM to protect your service'
 export const NO_FRESHNESS_WARNING = 'auth.signature.clock_skew is 0: signed requests are accepted whatever their Date, so a captured request can be replayed forever' +
-  ' (JumpServer\'s behaviour; turn on auth.signature.replay_cache, and go back to a skew once clients send a current Date)'
+  ' (JumpServer\'s behaviour, and compat: jumpserver\'s; go back to a skew, with auth.signature.replay_cache and replay_grace, once clients send a current Date: docs/jumpserver.md)'
 export const SHA1_WARNING = 'auth.signature.algorithms lists hmac-sha1: accepted for old JumpServer clients; SHA-1 is weak, drop it once they sign with hmac-sha256'
 export const PUBLIC_PATHS_WARNING = 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it'
 
