@@ -96,7 +96,7 @@ export const Schema = T.Object({
       single_use: bool(true, 'true: each token is accepted once (the spec). false: reusable until it expires,\nas JumpServer\'s are (for migrating clients that cache one token); a password\nchange still revokes it at once')
     })),
     signature: live(section({
-      clock_skew: int(0, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now (any RFC 9110 or RFC 5322\ndate form, any zone). 0: no freshness check, as JumpServer (whose documentation signs\na fixed 2014 date): a captured request can be replayed forever, so sidegate warns at\nstart and in /readyz; pair it with replay_cache'),
+      clock_skew: int(0, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now (any RFC 9110 or RFC 5322\ndate form, any zone). 0: no freshness check, as JumpServer (whose documentation signs\na fixed 2014 date; compat: jumpserver sets it): a captured request can be replayed\nforever, so sidegate warns at start and in /readyz. replay_cache with it refuses\nclients that repeat a signature (a frozen Date): docs/jumpserver.md'),
       algorithms: list(['hmac-sha256', 'hmac-sha512'], { check: 'signatureAlgorithm', description: 'accepted signature algorithms: hmac-sha256, hmac-sha512, and hmac-sha1 only if\nlisted here (JumpServer accepts all three; SHA-1 is weak)' }),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
       replay_cache: bool(false, 'true: each signature is accepted once (remembered for twice clock_skew; with\nclock_skew 0, for 24 hours)'),
