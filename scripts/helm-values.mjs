@@ -27,16 +27,32 @@ const { liveSections } = await import(join(ROOT, 'dist', 'config', 'live.js'))
 const MARK = '# ---- everything below is generated'
 const CHART_BACKEND = 'backend: redis                  # the chart: several replicas share one Redis (sqlite or auto: replicaCount 1 only)'
 
+/** The keys the chart's templates read (ports, the termination grace): set in values.yaml, none of them one compat: sets. */
+export const TEMPLATE_KEYS = ['listen.port', 'metrics.enabled', 'metrics.port', 'admin.enabled', 'admin.port', 'server.drain_delay', 'server.shutdown_grace']
+
+/** The default file with TEMPLATE_KEYS' lines uncommented (each key's own line, under its section). */
+function chartSets (yaml) {
+  const path = []
+  return yaml.split('\n').map((l) => {
+    const section = /^( *)([a-z0-9_]+):$/.exec(l)
+    if (section !== null) { path.length = section[1].length / 2; path.push(section[2]); return l }
+    const key = /^( *)# ([a-z0-9_]+): (.*)$/.exec(l)
+    if (key === null || key[1].length !== path.length * 2 || !TEMPLATE_KEYS.includes([...path, key[2]].join('.'))) return l
+    return `${key[1]}${key[2]}: ${key[3]}`
+  }).join('\n')
+}
+
 function values () {
   const text = readFileSync(join(CHART, 'values.yaml'), 'utf8')
   const at = text.indexOf(MARK)
   if (at === -1) throw new Error(`values.yaml: no "${MARK}" line`)
   const head = text.slice(0, text.indexOf('\n', at) + 1)
-  const config = defaultsYaml().replace(/\n+$/, '').replace(/\n {2}backend: auto\n/, `\n  ${CHART_BACKEND}\n`).split('\n').map((l) => l === '' ? '' : `  ${l}`).join('\n')
+  const config = chartSets(defaultsYaml()).replace(/\n+$/, '').replace(/\n {2}# backend: auto\n/, `\n  ${CHART_BACKEND}\n`).split('\n').map((l) => l === '' ? '' : `  ${l}`).join('\n')
   return `${head}
 # gateway.yml: mounted from a ConfigMap at /etc/sidegate/gateway.yml (SIDEGATE_CONFIG).
-# Every key of \`sidegate config defaults\`, with its default. Keep secrets out of it:
-# secretKey, redisPassword and existingSecret above go into a Secret.
+# Every key of \`sidegate config defaults\`, its default shown as a comment (a key set wins
+# over \`compat:\`); set are only store.backend and the keys the templates read (ports, drain).
+# Keep secrets out of it: secretKey, redisPassword and existingSecret above go into a Secret.
 config:
 ${config}
 `

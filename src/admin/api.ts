@@ -24,6 +24,7 @@ import { Authenticators, CHALLENGES, type Identity } from '../auth/index.js'
 import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
 import type { Config } from '../config/index.js'
+import { nodeAt } from '../config/schema.js'
 import { E, GatewayError, UsageError } from '../errors.js'
 import { clientIp, headerPolicy, requestId, trustedProxies, type HeaderPolicy } from '../pipeline/headers.js'
 import { isJsonType, mediaType } from '../http/content-type.js'
@@ -53,10 +54,14 @@ export interface AdminGatewayView {
  * The config the admin API verifies with: the public port's, but a signed
  * call with a body must sign its digest and each signature counts once,
  * whatever auth.signature says; else a captured call could be replayed, or
- * sent again with another body (a new superuser), within the skew.
+ * sent again with another body (a new superuser), within the skew. No grace
+ * for a repeated GET and no Date window. And `compat:` relaxes nothing here: a
+ * clock skew only compat set (0, no freshness) is the schema's default for the
+ * admin API; one set explicitly stays.
  */
 export function adminAuthConfig (config: Config): Config {
-  const signature = { ...config.auth.signature, replay_cache: true, require_digest: true }
+  const skew = config.sources['auth.signature.clock_skew'] === 'compat' ? nodeAt('auth.signature.clock_skew')!.default as number : config.auth.signature.clock_skew
+  const signature = { ...config.auth.signature, clock_skew: skew, replay_cache: true, require_digest: true, replay_grace: 0, date_window: 0 }
   return { ...config, auth: { ...config.auth, signature } }
 }
 

@@ -59,6 +59,8 @@ export class Authenticators {
         algorithms: config.auth.signature.algorithms as Algorithm[],
         requiredHeaders: config.auth.signature.required_headers,
         replayCache: config.auth.signature.replay_cache,
+        replayGrace: config.auth.signature.replay_grace,
+        dateWindow: config.auth.signature.date_window,
         requireDigest: config.auth.signature.require_digest
       }),
       new PrivateTokenAuthenticator(store),

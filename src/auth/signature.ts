@@ -8,7 +8,7 @@
  * access key's UUID in any case, with or without hyphens.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { E } from '../errors.js'
+import { E, GatewayError } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { parseDateHeader } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
@@ -27,6 +27,10 @@ export interface SignatureOptions {
   algorithms?: readonly Algorithm[]
   requiredHeaders: string[]
   replayCache: boolean
+  /** with replayCache: seconds after its first sighting in which the same GET or HEAD signature is accepted again (0: once) */
+  replayGrace?: number
+  /** seconds a signed Date stays accepted after its first (fresh) sighting for the key, once it is older than clockSkew (0: off) */
+  dateWindow?: number
   /** a signed request with a body must sign Digest or Content-Digest */
   requireDigest?: boolean
   now?: () => number
@@ -72,7 +76,15 @@ export class SignatureAuthenticator implements Authenticator {
       // x-date stands in for date (clients that cannot set Date, as browsers)
       if (!declared.includes(h) && !(h === 'date' && declared.includes('x-date'))) throw E.malformedAuthorization(`headers must include ${h}`)
     }
-    checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
+    const window = this.opts.clockSkew > 0 ? this.opts.dateWindow ?? 0 : 0
+    // with a Date window, a Date past the skew is decided after the MAC: by whether this key sent it while it was fresh
+    let stale: number | null = null
+    try {
+      checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
+    } catch (err) {
+      stale = window > 0 && err instanceof GatewayError && err.code === 'signature_expired' ? signedInstant(c.headers, declared) : null
+      if (stale === null) throw err
+    }
     // the MAC as sent: the algorithm's length in canonical Base64 only, checked before any store lookup
     const mac = decodeMac(signature, alg.bytes)
     const id = normalizeKeyId(keyId)
@@ -85,10 +97,28 @@ export class SignatureAuthenticator implements Authenticator {
     if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
     // only now: a digest header proves something only when the MAC covers it
     const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
+    if (window > 0) {
+      // a fresh Date opens its window for this key (at its first sighting); a stale one needs that window still open
+      const instant = stale ?? signedInstant(c.headers, declared)
+      if (instant !== null) {
+        const seen = await this.store.markSeen('sig-date', `${found.key.id}:${instant}`, window, stale === null)
+        if (stale !== null && seen === null) throw E.signatureExpired()
+      }
+    }
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
     // so a case-changed keyId or another spelling of the same MAC is the same signature
-    if (this.opts.replayCache && !(await this.store.markOnce('sig', `${found.key.id}:${mac.toString('hex')}`, this.opts.clockSkew > 0 ? this.opts.clockSkew * 2 : REPLAY_WITHOUT_SKEW))) {
-      throw E.signatureReplayed()
+    if (this.opts.replayCache) {
+      const mark = `${found.key.id}:${mac.toString('hex')}`
+      // as long as the Date it carries can be accepted
+      const ttl = this.opts.clockSkew > 0 ? Math.max(this.opts.clockSkew * 2, this.opts.clockSkew + window) : REPLAY_WITHOUT_SKEW
+      const grace = this.opts.replayGrace ?? 0
+      if (grace > 0 && (c.method === 'GET' || c.method === 'HEAD')) {
+        // an idempotent read sent again at once (a Date's one-second resolution makes it the same signature)
+        const since = await this.store.markSeen('sig', mark, ttl)
+        if (since !== null && since > grace * 1000) throw E.signatureReplayed()
+      } else if (!(await this.store.markOnce('sig', mark, ttl))) {
+        throw E.signatureReplayed()
+      }
     }
     // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline/steps.ts, keyIp)
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
@@ -117,6 +147,14 @@ export function checkSignedDate (headers: Credentials['headers'], declared: read
     if (seen !== null && seen !== t) throw E.signatureExpired('The signed Date and X-Date headers differ.')
     seen = t
   }
+}
+
+/** The instant the signed Date (else X-Date) names, or null when neither is signed or it does not parse. */
+export function signedInstant (headers: Credentials['headers'], declared: readonly string[]): number | null {
+  for (const name of ['date', 'x-date'] as const) {
+    if (declared.includes(name)) return parseDateHeader(firstValue(headers[name]))
+  }
+  return null
 }
 
 /** seconds a replay mark lasts when no freshness is checked (clock_skew 0) */

@@ -4,7 +4,7 @@
  * command that needs it, so that --help and --version load none of it.
  */
 import { readFileSync } from 'node:fs'
-import { ConfigError, configWarningList, configWarnings, loadConfig, type Config } from '../config/index.js'
+import { ConfigError, configWarningList, configWarnings, effectiveValues, loadConfig, type Config } from '../config/index.js'
 import { defaultsYaml } from '../config/defaults.js'
 import { jsonSchema } from '../config/json-schema.js'
 import { report, type Io } from './io.js'
@@ -111,8 +111,14 @@ function configCommand (sub: string, rest: string[], v: Values, io: Io, env: Nod
   }
   const file = config.file ?? '(no config file: the defaults)'
   const warnings = configWarnings(config)
-  if (json) io.out(JSON.stringify({ ok: true, file: config.file, warnings, warning_codes: configWarningList(config).map((w) => w.code) }, null, 2) + '\n')
-  else io.out([`ok: ${file}`, ...warnings.map((w) => `warning: ${w}`)].join('\n') + '\n')
+  const values = effectiveValues(config)
+  if (json) io.out(JSON.stringify({ ok: true, file: config.file, warnings, warning_codes: configWarningList(config).map((w) => w.code), values: Object.fromEntries(values.map((v) => [v.key, { value: v.value, source: v.source }])) }, null, 2) + '\n')
+  else {
+    // every key in force, and where it came from: the schema's default, compat's preset, the file or the environment
+    const width = Math.max(...values.map((v) => v.key.length))
+    const lines = values.map((v) => `  ${v.key.padEnd(width)}  ${JSON.stringify(v.value)}  (${v.source})`)
+    io.out([`ok: ${file}`, ...warnings.map((w) => `warning: ${w}`), 'values (source: default, compat, file or env):', ...lines].join('\n') + '\n')
+  }
   return 0
 }
 

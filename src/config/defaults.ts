@@ -1,6 +1,9 @@
 /**
  * The commented default gateway.yml, written from the schema: every key with
- * its default and its description as a comment. `sidegate config defaults`
+ * its default and its description as a comment. Each key's line is itself a
+ * comment (`# port: 8080`), so the file sets nothing: a key set, even to its
+ * default, wins over `compat:` (./compat.ts), and a file that only shows the
+ * defaults must not pin them by accident. `sidegate config defaults`
  * prints it; the shipped gateway.yml is exactly this text (a test keeps them
  * equal), so the file cannot drift from the code.
  */
@@ -10,7 +13,10 @@ import { liveSections } from './live.js'
 import { ENV, Schema } from './schema.js'
 
 const HEADER = [
-  'sidegate configuration. Every key is optional; the values shown are the defaults.',
+  'sidegate configuration. Every key is optional; the values shown are the defaults, as',
+  'comments: uncomment a key to set it. A key set here (even to its default) wins over',
+  '`compat:`, which fills in only the keys left unset; `sidegate config check` prints',
+  'every value in force and where it came from (default, compat, file, env).',
   ...wrap(`Environment variables override the file: ${ENV.map(([name]) => name).join(', ')}.`, 86),
   'A bad key or value stops `sidegate start` naming each problem (exit 2);',
   '`sidegate config check --config FILE` checks a file without starting.',
@@ -54,7 +60,8 @@ function lines (node: TSchema, indent: string): string[] {
       out.push(...lines(child, indent + '  '))
       continue
     }
-    const line = `${indent}${k}: ${scalar(child)}`
+    // the key itself commented out: the file shows the default without setting it
+    const line = `${indent}# ${k}: ${scalar(child)}`
     if (text === null) out.push(line)
     else if (!text.includes('\n') && Math.max(line.length + 1, INLINE_AT) + 2 + text.length <= 120) out.push(`${line.padEnd(INLINE_AT - 1)} # ${text}`)
     else out.push(...comment(text, indent), line)

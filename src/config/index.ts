@@ -11,13 +11,17 @@ import { UsageError } from '../errors.js'
 import { ENV, Schema, type Doc } from './schema.js'
 import { HOST_PORT, validate, type Problem } from './validate.js'
 import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './otel.js'
+import { COMPAT, type Source } from './compat.js'
+import { maskUrl } from '../http/mask.js'
+import { leafKeys } from './live.js'
 
 export type { Problem } from './validate.js'
 export type { TracingConfig } from './otel.js'
+export type { Source } from './compat.js'
 
 export interface Names {
   abbrev: string
-  /** abbrev JMS: JumpServer's wire shapes where they differ (profile fields, the token endpoint's failures) */
+  /** abbrev JMS or compat jumpserver: JumpServer's wire shapes where they differ (profile fields, the token endpoint's failures) */
   jumpserver: boolean
   orgHeader: string
   sessionCookie: string
@@ -67,6 +71,8 @@ export interface Config extends Omit<Doc, 'names' | 'store' | 'redis' | 'identit
   admin_password: string | null
   /** the tracing section with the OTEL_* environment applied (./config/otel.ts); url null: off */
   tracing: TracingConfig
+  /** every leaf key (dotted) → where its value came from: the schema's default, the compat preset, the file or the environment */
+  sources: Record<string, Source>
 }
 
 type Env = Record<string, string | undefined>
@@ -74,12 +80,12 @@ type Env = Record<string, string | undefined>
 /** Every environment variable sidegate reads (all of them here): the overrides, the file's name, the first start's password, OpenTelemetry's. */
 export const ENV_VARIABLES: readonly string[] = [...ENV.map(([name]) => name), 'SIDEGATE_CONFIG', 'SIDEGATE_ADMIN_PASSWORD', ...OTEL_VARIABLES]
 
-export function namesFor (abbrev: string): Names {
+export function namesFor (abbrev: string, jumpserver = false): Names {
   const up = abbrev.toUpperCase()
   const low = abbrev.toLowerCase()
   return {
     abbrev: up,
-    jumpserver: up === 'JMS',
+    jumpserver: jumpserver || up === 'JMS',
     orgHeader: `X-${up}-ORG`,
     sessionCookie: `${low}_sessionid`,
     legacySessionCookie: 'sessionid',
@@ -165,8 +171,9 @@ export function yamlError (message: string): string {
   return first.replace(/:\s*$/, '') + frame.map((l) => `\n    ${l}`).join('')
 }
 
-/** Applies environment overrides onto the parsed document (env wins; empty variables are ignored). */
-function applyEnv (doc: Record<string, any>, env: Env): void {
+/** Applies environment overrides onto the parsed document (env wins; empty variables are ignored); returns the keys they set. */
+function applyEnv (doc: Record<string, any>, env: Env): Set<string> {
+  const set = new Set<string>()
   for (const [name, path] of ENV) {
     const v = env[name]
     if (v === undefined || v === '') continue
@@ -174,7 +181,45 @@ function applyEnv (doc: Record<string, any>, env: Env): void {
     let cur = doc
     for (const p of parts.slice(0, -1)) cur = (cur[p] ??= {})
     cur[parts[parts.length - 1]] = v
+    set.add(path)
   }
+  return set
+}
+
+/** The value at a dotted key of a parsed document, or undefined (a section that is no mapping included). */
+function rawAt (doc: unknown, key: string): unknown {
+  let cur = doc
+  for (const part of key.split('.')) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur)) return undefined
+    cur = (cur as Record<string, unknown>)[part]
+  }
+  return cur
+}
+
+/**
+ * Fills in the compat preset's keys the document leaves unset (a key written
+ * in the file, even as its default, or set by the environment wins); a
+ * section that is not a mapping is left to validation. Returns the keys filled in.
+ */
+function applyCompat (doc: Record<string, any>, explicit: (key: string) => boolean): Set<string> {
+  const mode = doc.compat
+  const preset = typeof mode === 'string' && Object.hasOwn(COMPAT, mode) ? COMPAT[mode as keyof typeof COMPAT] : {}
+  const filled = new Set<string>()
+  for (const [key, value] of Object.entries(preset)) {
+    if (explicit(key)) continue
+    const parts = key.split('.')
+    let cur: Record<string, any> | undefined = doc
+    for (const p of parts.slice(0, -1)) {
+      if (cur[p] === undefined || cur[p] === null) cur[p] = {}
+      const next: unknown = cur[p]
+      cur = typeof next === 'object' && next !== null && !Array.isArray(next) ? next as Record<string, any> : undefined
+      if (cur === undefined) break
+    }
+    if (cur === undefined) continue
+    cur[parts[parts.length - 1]] = value
+    filled.add(key)
+  }
+  return filled
 }
 
 /** A config that cannot be used: every problem, one line each (`config: <key>: <what is wrong>`); exit 2. */
@@ -213,7 +258,7 @@ export function configWarnings (c: Config): string[] {
 
 export const DEMO_MODE_WARNING = 'no upstream.url: serving the built-in demo API (demo mode); set upstream.url or SIDEGATE_UPSTREAM to protect your service'
 export const NO_FRESHNESS_WARNING = 'auth.signature.clock_skew is 0: signed requests are accepted whatever their Date, so a captured request can be replayed forever' +
-  ' (JumpServer\'s behaviour; turn on auth.signature.replay_cache, and go back to a skew once clients send a current Date)'
+  ' (JumpServer\'s behaviour, and compat: jumpserver\'s; go back to a skew, with auth.signature.replay_cache and replay_grace, once clients send a current Date: docs/jumpserver.md)'
 export const SHA1_WARNING = 'auth.signature.algorithms lists hmac-sha1: accepted for old JumpServer clients; SHA-1 is weak, drop it once they sign with hmac-sha256'
 export const PUBLIC_PATHS_WARNING = 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it'
 
@@ -227,8 +272,13 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     throw new UsageError('config: the file must be a YAML mapping')
   }
   const raw = structuredClone((input ?? {}) as Record<string, unknown>)
+  // what the file itself sets (a key written as null or left empty in YAML is unset)
+  const keys = leafKeys().map((k) => k.key)
+  const inFile = new Set(keys.filter((k) => { const v = rawAt(raw, k); return v !== undefined && v !== null }))
   // a section that is not a mapping keeps its own error; env values go only into mappings
-  try { applyEnv(raw, env) } catch {}
+  let fromEnv = new Set<string>()
+  try { fromEnv = applyEnv(raw, env) } catch {}
+  const fromCompat = applyCompat(raw, (k) => inFile.has(k) || fromEnv.has(k))
   const { value, problems } = validate(Schema, raw)
   if (problems.length > 0) fail(problems)
   const d = value as Doc
@@ -241,7 +291,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
   return {
     ...d,
     file,
-    names: namesFor(d.names.abbrev),
+    names: namesFor(d.names.abbrev, d.compat === 'jumpserver'),
     store: { ...d.store, backend: storeBackend(d, rawRedis, env), path: resolve(base, d.store.path) },
     redis: {
       ...d.redis,
@@ -255,6 +305,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     secret_key_file: resolve(base, d.secret_key_file),
     admin_password: env.SIDEGATE_ADMIN_PASSWORD || null,
     tracing: tracing.value,
+    sources: Object.fromEntries(keys.map((k) => [k, fromEnv.has(k) ? 'env' : inFile.has(k) ? 'file' : fromCompat.has(k) ? 'compat' : 'default'])),
     auth: { ...d.auth, signature: { ...d.auth.signature, required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase()) } }
   }
 }
@@ -298,4 +349,24 @@ export function configFromText (text: string, path: string, env: Env): Config {
     throw new UsageError(`config: ${path}: not valid YAML: ${yamlError((err as Error).message)}`)
   }
   return buildConfig(doc, env, path)
+}
+
+/** A value at a dotted key of the Config (derived values as the gateway uses them). */
+function configAt (c: Config, key: string): unknown {
+  let cur: unknown = c
+  for (const part of key.split('.')) cur = (cur as Record<string, unknown> | null | undefined)?.[part]
+  return cur
+}
+
+/**
+ * Every key's value in force and where it came from (`sidegate config check`):
+ * secrets are never shown (`(hidden)` when set), passwords in URLs are masked.
+ */
+export function effectiveValues (c: Config): Array<{ key: string, value: unknown, source: Source }> {
+  return leafKeys().map(({ key, node }) => {
+    let value = configAt(c, key)
+    if (node.secret === true && value !== null && value !== undefined) value = '(hidden)'
+    else if (node.url === true && typeof value === 'string') value = maskUrl(value)
+    return { key, value: value ?? null, source: c.sources[key] ?? 'default' }
+  })
 }

@@ -40,7 +40,10 @@ const live = <S extends TSchema>(s: S): S => Object.assign(s, { live: true })
 const section = <P extends TProperties>(props: P, description?: string) =>
   T.Object(props, { additionalProperties: false, default: {}, ...(description === undefined ? {} : { description }) })
 
+export const COMPAT_MODES = ['none', 'jumpserver'] as const
+
 export const Schema = T.Object({
+  compat: oneOf(COMPAT_MODES, 'none', 'jumpserver: JumpServer\'s names and behaviour wherever sidegate is stricter, for\nclients written for JumpServer (docs/jumpserver.md lists each key it sets and what\nit costs). It fills in only the keys this file and the environment leave unset:\na key set here wins. `sidegate config check` shows where each value came from.\nNever relaxes the admin API or the forward-auth trust rules. none: nothing changes'),
   listen: section({
     host: str('0.0.0.0'),
     port: int(0, 65535, 8080)
@@ -93,10 +96,12 @@ export const Schema = T.Object({
       single_use: bool(true, 'true: each token is accepted once (the spec). false: reusable until it expires,\nas JumpServer\'s are (for migrating clients that cache one token); a password\nchange still revokes it at once')
     })),
     signature: live(section({
-      clock_skew: int(0, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now (any RFC 9110 or RFC 5322\ndate form, any zone). 0: no freshness check, as JumpServer (whose documentation signs\na fixed 2014 date): a captured request can be replayed forever, so sidegate warns at\nstart and in /readyz; pair it with replay_cache'),
+      clock_skew: int(0, 86400, 300, 'seconds the signed Date (or X-Date) may differ from now (any RFC 9110 or RFC 5322\ndate form, any zone). 0: no freshness check, as JumpServer (whose documentation signs\na fixed 2014 date; compat: jumpserver sets it): a captured request can be replayed\nforever, so sidegate warns at start and in /readyz. replay_cache with it refuses\nclients that repeat a signature (a frozen Date): docs/jumpserver.md'),
       algorithms: list(['hmac-sha256', 'hmac-sha512'], { check: 'signatureAlgorithm', description: 'accepted signature algorithms: hmac-sha256, hmac-sha512, and hmac-sha1 only if\nlisted here (JumpServer accepts all three; SHA-1 is weak)' }),
       required_headers: list(['(request-target)', 'date'], { description: 'Headers every signature must cover (lowercase).' }),
       replay_cache: bool(false, 'true: each signature is accepted once (remembered for twice clock_skew; with\nclock_skew 0, for 24 hours)'),
+      replay_grace: int(0, 60, 0, 'with replay_cache: seconds after its first sighting in which a GET or HEAD with the\nsame signature is accepted again (clients that send one GET twice within the Date\'s\none-second resolution: docs/jumpserver.md). Other methods stay once. 0: every\nsignature once'),
+      date_window: int(0, 86400, 0, 'seconds a signed Date (or X-Date) stays accepted after the first request that\ncarried it for that key, when it is older than clock_skew by then (clients that\nbuild their Date once, as cc-jumpserver does). The first sighting must be within\nclock_skew. 0: off. Ignored with clock_skew 0'),
       max_body: int(0, 1024 * 1024 * 1024, 1048576, 'bytes of body read to check a signed Digest or Content-Digest (413 above)'),
       require_digest: bool(false, 'true: a signed request with a body must sign Digest or Content-Digest')
     })),

@@ -20,7 +20,7 @@ import { healthRoutes } from './health.js'
 import type { IdentitySigner } from '../forward/identity.js'
 import { jwksRoute } from './jwks.js'
 import { buildOpenApi } from './openapi.js'
-import { homeRoute, loginRoutes } from './login.js'
+import { homeRoute, JMS_LOGIN_PATH, JMS_LOGOUT_PATH, LOGIN_PATH, LOGOUT_PATH, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoutes } from './token.js'
 import { SecondFactor } from '../auth/mfa.js'
@@ -80,7 +80,7 @@ export function createRouter (o: RouterOptions): Router {
       mfaCookie: config.names.mfaCookie,
       cookieSecure: config.session.cookie_secure
     }),
-    ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa }),
+    ...jumpServerPaths(config, loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa })),
     accountPageRoute(config, assets),
     ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite }),
     ...accountApiRoutes(store, passwords, audit),
@@ -167,4 +167,15 @@ function hasDotSegment (path: string): boolean {
     try { p = decodeURIComponent(p) } catch { return true }
   }
   return p.split(/[/\\]/).some((s) => { const seg = s.split(';')[0]; return seg === '.' || seg === '..' })
+}
+
+/**
+ * `compat: jumpserver`: the login routes, and at JumpServer's Django paths the
+ * same form and handlers (jms-cli posts its login form there); not in the
+ * OpenAPI document twice.
+ */
+function jumpServerPaths (config: Config, routes: Route[]): Route[] {
+  if (config.compat !== 'jumpserver') return routes
+  const at = (path: string, method: string, as: string): Route[] => routes.filter((r) => r.path === path && r.method === method).map((r) => ({ ...r, path: as, docs: null }))
+  return [...routes, ...at(LOGIN_PATH, 'GET', JMS_LOGIN_PATH), ...at(LOGIN_PATH, 'POST', JMS_LOGIN_PATH), ...at(LOGOUT_PATH, 'POST', JMS_LOGOUT_PATH)]
 }

@@ -35,6 +35,8 @@ export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
 /** The second step of a sign-in: the code (or the first code of an enrolment) after the password */
 export const LOGIN_MFA_PATH = '/login/mfa'
+export const JMS_LOGIN_PATH = '/core/auth/login/' // `compat: jumpserver`: JumpServer's login and logout views (src/routes/index.ts)
+export const JMS_LOGOUT_PATH = '/core/auth/logout/'
 /** Where a login lands when `next` is missing or unsafe. */
 export const HOME = '/account/keys'
 
@@ -53,7 +55,7 @@ export function safeNext (v: unknown, fallback = HOME): string {
   if (v[0] !== '/' || v[1] === '/' || /[\\\s\x00-\x1f\x7f]/.test(v)) return fallback
   let u: URL
   try { u = new URL(v, BASE) } catch { return fallback }
-  if (u.origin !== BASE || u.pathname === LOGIN_PATH || u.pathname === LOGOUT_PATH) return fallback
+  if (u.origin !== BASE || [LOGIN_PATH, LOGOUT_PATH, JMS_LOGIN_PATH, JMS_LOGOUT_PATH].includes(u.pathname)) return fallback
   const out = u.pathname + u.search + u.hash
   return out.startsWith('//') ? fallback : out
 }

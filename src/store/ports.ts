@@ -180,6 +180,12 @@ export interface LimitStorage {
   forgiveAttempt(hash: string): Promise<void>
   /** True the first time `kind`/`hash` is marked within `ttlSeconds`. */
   markOnce(kind: string, hash: string, ttlSeconds: number): Promise<boolean>
+  /**
+   * As markOnce, on the same marks: null the first time within `ttlSeconds`,
+   * else the milliseconds since that first time. `create` false only reads:
+   * null when there is no mark, and none is set.
+   */
+  markSeen(kind: string, hash: string, ttlSeconds: number, create?: boolean): Promise<number | null>
   /** Counts one request in a sliding window log on the store's clock; `resetMs`: until the oldest counted request that matters leaves the window. */
   hit(bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }>
 }

@@ -307,6 +307,8 @@ export interface Store {
 
   /** True the first time a value is seen within ttl; false on replay. */
   markOnce(kind: string, value: string, ttlSeconds: number): Promise<boolean>
+  /** As markOnce: null the first time a value is seen within ttl, else the milliseconds since it was first seen. */
+  markSeen(kind: string, value: string, ttlSeconds: number, create?: boolean): Promise<number | null>
 
   /** The identity JWT's key set (rev 0, no keys, when none was written); private halves decrypted. */
   getSigningKeys(): Promise<SigningKeySet>

@@ -118,11 +118,16 @@ t.test('every value check of the config has its JSON Schema counterpart', async 
   }
 })
 
+/** config check's text before its list of values (every key, its value and where it came from) */
+const head = (stdout: string): string => stdout.slice(0, stdout.indexOf('values (source: default, compat, file or env):\n'))
+/** config check --json without its values */
+const withoutValues = (stdout: string): unknown => { const { values, ...rest } = JSON.parse(stdout); return rest }
+
 t.test('config check: ok with the file, exit 0; needs no secret key and no Redis', async (t) => {
   const good = file('good.yml', stringify({ listen: { port: 9000 }, upstream: { url: 'http://127.0.0.1:3000' }, redis: { url: 'redis://127.0.0.1:1' } }))
   const r = await cliIn(dir, ['config', 'check', '--config', good])
   t.equal(r.code, 0, r.stderr)
-  t.equal(r.stdout, `ok: ${good}\n`)
+  t.equal(head(r.stdout), `ok: ${good}\n`)
   t.equal(r.stderr, '')
   const shipped = await cliIn(dir, ['config', 'check', '--config', join(ROOT, 'gateway.yml')])
   t.equal(shipped.code, 0, shipped.stderr)
@@ -130,7 +135,7 @@ t.test('config check: ok with the file, exit 0; needs no secret key and no Redis
   t.equal(none.code, 0, none.stderr)
   t.match(none.stdout, /^ok: \(no config file: the defaults\)\nwarning: no upstream\.url: .*\(demo mode\)/, 'no gateway.yml here: the defaults are checked (the demo mode)')
   const viaEnv = await cliIn(dir, ['config', 'check'], { env: { SIDEGATE_CONFIG: good } })
-  t.equal(viaEnv.stdout, `ok: ${good}\n`, 'SIDEGATE_CONFIG names the file')
+  t.equal(head(viaEnv.stdout), `ok: ${good}\n`, 'SIDEGATE_CONFIG names the file')
 })
 
 t.test('config check: every problem, one line each, exit 2', async (t) => {
@@ -171,14 +176,14 @@ t.test('config check: the warnings a start would log, exit 0', async (t) => {
   const path = file('warn.yml', stringify(doc))
   const r = await cliIn(dir, ['config', 'check', '--config', path])
   t.equal(r.code, 0, r.stderr)
-  const lines = r.stdout.trimEnd().split('\n')
+  const lines = head(r.stdout).trimEnd().split('\n')
   t.equal(lines[0], `ok: ${path}`)
   t.equal(lines.length, 2, r.stdout)
   t.match(lines[1], /^warning: upstream\.public_paths: an entry without a trailing slash .* \(\/status, \/health\)$/)
   const json = await cliIn(dir, ['config', 'check', '--config', path, '--json'])
-  t.same(JSON.parse(json.stdout), { ok: true, file: path, warnings: [lines[1].slice('warning: '.length)], warning_codes: ['public_path_without_slash'] })
+  t.same(withoutValues(json.stdout), { ok: true, file: path, warnings: [lines[1].slice('warning: '.length)], warning_codes: ['public_path_without_slash'] })
   const quiet = await cliIn(dir, ['config', 'check', '--config', file('nowarn.yml', stringify({ upstream: { public_paths: ['/status'] } }))])
-  t.notMatch(quiet.stdout, /public_paths/, 'without an upstream, public paths are not used: no warning about them (a start logs none)')
+  t.notMatch(head(quiet.stdout), /public_paths/, 'without an upstream, public paths are not used: no warning about them (a start logs none)')
 
   // the gateway logs the same warning when it starts with this config (in process, on a MemoryStore: no sockets)
   const config = buildConfig({ ...doc, secret_key: SECRET })
@@ -196,11 +201,32 @@ t.test('config check without upstream.url: ok, and a warning that this is the de
   const path = file('demo.yml', stringify({ listen: { port: 8080 } }))
   const r = await cliIn(dir, ['config', 'check', '--config', path])
   t.equal(r.code, 0, r.stderr)
-  t.equal(r.stdout, `ok: ${path}\nwarning: no upstream.url: serving the built-in demo API (demo mode); set upstream.url or SIDEGATE_UPSTREAM to protect your service\n`)
+  t.equal(head(r.stdout), `ok: ${path}\nwarning: no upstream.url: serving the built-in demo API (demo mode); set upstream.url or SIDEGATE_UPSTREAM to protect your service\n`)
   const json = await cliIn(dir, ['config', 'check', '--config', path, '--json'])
   t.match(JSON.parse(json.stdout), { ok: true, warnings: [/demo mode/], warning_codes: ['demo_mode'] })
   const env = await cliIn(dir, ['config', 'check', '--config', path, '--json'], { env: { SIDEGATE_UPSTREAM: 'http://127.0.0.1:3000' } })
-  t.same(JSON.parse(env.stdout), { ok: true, file: path, warnings: [], warning_codes: [] }, 'an upstream (here SIDEGATE_UPSTREAM): no such warning')
+  t.same(withoutValues(env.stdout), { ok: true, file: path, warnings: [], warning_codes: [] }, 'an upstream (here SIDEGATE_UPSTREAM): no such warning')
+})
+
+t.test('config check: every value in force and where it came from (default, compat, file, env); secrets never shown', async (t) => {
+  const path = file('compat.yml', stringify({ compat: 'jumpserver', auth: { bearer: { single_use: true } }, redis: { password: 'redis-secret-1', url: 'redis://:pw-in-url@127.0.0.1:1' } }))
+  const r = await cliIn(dir, ['config', 'check', '--config', path], { env: { SIDEGATE_PORT: '9001' } })
+  t.equal(r.code, 0, r.stderr)
+  const values = r.stdout.slice(head(r.stdout).length).trimEnd().split('\n').slice(1)
+  const line = (key: string): string | undefined => values.find((l) => l.trim().startsWith(`${key} `))
+  t.match(line('compat'), /^ {2}compat +"jumpserver" {2}\(file\)$/)
+  t.match(line('names.abbrev'), /"JMS" {2}\(compat\)$/)
+  t.match(line('auth.bearer.single_use'), /true {2}\(file\)$/, 'a key set in the file wins over compat')
+  t.match(line('auth.signature.clock_skew'), /0 {2}\(compat\)$/)
+  t.match(line('org.unknown'), /"default" {2}\(compat\)$/)
+  t.match(line('listen.port'), /9001 {2}\(env\)$/)
+  t.match(line('listen.host'), /"0\.0\.0\.0" {2}\(default\)$/)
+  t.match(line('redis.password'), /"\(hidden\)" {2}\(file\)$/)
+  t.notMatch(r.stdout, /redis-secret-1|pw-in-url/, 'no secret, no password in a URL')
+  t.equal(values.length, Object.keys(JSON.parse((await cliIn(dir, ['config', 'check', '--config', path, '--json'])).stdout).values).length, 'one line per key')
+  const json = JSON.parse((await cliIn(dir, ['config', 'check', '--config', path, '--json'])).stdout)
+  t.same(json.values['auth.bearer.single_use'], { value: true, source: 'file' })
+  t.same(json.values['names.abbrev'], { value: 'JMS', source: 'compat' })
 })
 
 t.test('config: help, a missing or unknown subcommand, extra arguments', async (t) => {

@@ -15,6 +15,7 @@ import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 
 import { dirname, join } from 'node:path'
 import { parse, parseAllDocuments, stringify } from 'yaml'
 import { buildConfig, ENV_VARIABLES } from '../../src/config/index.js'
+import { COMPAT } from '../../src/config/compat.js'
 import { leafKeys } from '../../src/config/live.js'
 import { tempDir } from '../fixtures/cleanup.js'
 import { ROOT } from '../fixtures/gateway.js'
@@ -59,12 +60,17 @@ t.test('values.yaml, values.schema.json and _live.tpl are what the config schema
   let ok = true
   try { execFileSync(process.execPath, [join(ROOT, 'scripts', 'helm-values.mjs'), '--check'], { stdio: 'pipe' }) } catch (err) { ok = false; t.comment((err as { stderr: Buffer }).stderr.toString()) }
   t.ok(ok, 'in sync')
-  // every config value is a gateway.yml key and every gateway.yml key has a value: the chart cannot drift
-  const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as Doc
-  const keys = (o: Doc, prefix = ''): string[] => Object.entries(o).flatMap(([k, v]) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? keys(v, `${prefix}${k}.`) : [`${prefix}${k}`])
-  t.same(keys(values.config).sort(), leafKeys().map((k) => k.key).sort())
-  t.same({ ...buildConfig(values.config, {}, '/x/gateway.yml'), file: null }, { ...buildConfig({ store: { backend: 'redis' } }, {}, '/x/gateway.yml'), file: null }, 'the config values are the defaults, but for store.backend: redis')
+  // every gateway.yml key is shown with its default as a comment, as in the shipped gateway.yml; the chart sets only
+  // what it must, so that `compat:` can fill in the rest (a key set, even to its default, wins over it)
+  const text = readFileSync(join(CHART, 'values.yaml'), 'utf8')
+  const values = parse(text) as Doc
+  const set = (o: Doc | null, prefix = ''): string[] => Object.entries(o ?? {}).flatMap(([k, v]) =>
+    v === null ? [] : typeof v === 'object' && !Array.isArray(v) ? set(v, `${prefix}${k}.`) : [`${prefix}${k}`])
+  const chartSet = ['listen.port', 'store.backend', 'server.drain_delay', 'server.shutdown_grace', 'metrics.enabled', 'metrics.port', 'admin.enabled', 'admin.port']
+  t.same(set(values.config).sort(), chartSet.sort(), 'store.backend, and the keys the templates read')
+  t.notOk(chartSet.some((k) => k in COMPAT.jumpserver), 'none of them one compat: sets')
+  for (const k of leafKeys()) t.match(text, new RegExp(`^ +(# )?${k.key.split('.').pop()!}: `, 'm'), `${k.key} is shown`)
+  t.same({ ...buildConfig(values.config, {}, '/x/gateway.yml'), file: null, sources: null }, { ...buildConfig({ store: { backend: 'redis' } }, {}, '/x/gateway.yml'), file: null, sources: null }, 'the config values are the defaults, but for store.backend: redis')
 })
 
 t.test('helm lint --strict passes', async (t) => {

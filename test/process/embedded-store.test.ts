@@ -181,7 +181,7 @@ t.test('an empty store under a key that was used before: a loud warning, an audi
   t.match((await request(metrics, '/metrics')).text, /^sidegate_store_data_missing_total 1$/m, 'a metric')
   t.equal(await gw.stop(), 0)
 
-  writeFileSync(join(dir, 'gateway.yml'), readFileSync(join(dir, 'gateway.yml'), 'utf8').replace('require_existing: false', 'require_existing: true'))
+  writeFileSync(join(dir, 'gateway.yml'), readFileSync(join(dir, 'gateway.yml'), 'utf8').replace('# require_existing: false', 'require_existing: true'))
   lose()
   const refused = await spawnIn(dir, ['start'], { env })
   t.equal(refused.code, 2, 'exit 2')

@@ -32,7 +32,10 @@ function fails (t: T, fn: () => unknown, message: RegExp, what = message.source)
 
 t.test('defaults', async (t) => {
   const c = buildConfig({})
-  t.same(c, {
+  const { sources, ...rest } = c
+  t.ok(Object.values(sources).every((v) => v === 'default'), 'every value from the schema\'s defaults')
+  t.same(rest, {
+    compat: 'none',
     file: null,
     listen: { host: '0.0.0.0', port: 8080 },
     upstream: { url: null, timeout: 30, public_paths: [] },
@@ -71,7 +74,7 @@ t.test('defaults', async (t) => {
     admin_password: null,
     auth: {
       bearer: { ttl: 3600, single_use: true },
-      signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, max_body: 1048576, require_digest: false },
+      signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, replay_grace: 0, date_window: 0, max_body: 1048576, require_digest: false },
       keys: { disable_after: 0, check_interval: 3600 },
       cache: { memory_mb: 128, max: 10000, ttl: 300 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
@@ -105,8 +108,22 @@ t.test('the shipped gateway.yml states exactly the defaults', async (t) => {
 
 t.test('the shipped gateway.yml is the file the schema generates (sidegate config defaults)', async (t) => {
   t.equal(readFileSync(join(ROOT, 'gateway.yml'), 'utf8'), defaultsYaml(), 'regenerate with: node bin/sidegate.js config defaults > gateway.yml')
-  const doc = parse(defaultsYaml())
-  // every key of the schema is in the file, and nothing else
+  // every key is shown as a comment and none is set: the file parses to sections without keys
+  const yaml = defaultsYaml()
+  // each key's own line uncommented (in schema order, at its depth; its description's lines stay comments)
+  const leaves = (node: any, depth = 0): Array<[string, number]> => Object.entries(node.properties ?? {}).flatMap(([k, v]: [string, any]) =>
+    v.type === 'object' ? leaves(v, depth + 1) : [[k, depth] as [string, number]])
+  const queue = leaves(Schema)
+  const doc = parse(yaml.split('\n').map((l) => {
+    const m = /^(\s*)# ([a-z0-9_]+): /.exec(l)
+    if (m === null || queue.length === 0 || m[2] !== queue[0][0] || m[1].length !== queue[0][1] * 2) return l
+    queue.shift()
+    return m[1] + l.slice(m[0].length - m[2].length - 2)
+  }).join('\n'))
+  t.equal(queue.length, 0, 'every key has its line')
+  const setKeys = (o: any): number => Object.values(o ?? {}).reduce((n: number, v) => n + (v === null ? 0 : typeof v === 'object' && !Array.isArray(v) ? setKeys(v) : 1), 0)
+  t.equal(setKeys(parse(yaml)), 0, 'the shipped file sets no key')
+  // every key of the schema is in the file (uncommented), and nothing else
   const keys = (node: any, prefix = ''): string[] => Object.entries(node.properties ?? {}).flatMap(([k, v]: [string, any]) =>
     v.type === 'object' ? keys(v, `${prefix}${k}.`) : [`${prefix}${k}`])
   const docKeys = (o: any, prefix = ''): string[] => Object.entries(o).flatMap(([k, v]) =>
@@ -123,7 +140,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
+    'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
@@ -163,7 +180,7 @@ t.test('file values are read and typed', async (t) => {
   t.equal(c.redis.prefix, 'sg{1}:')
   t.equal(c.secret_key, SECRET)
   t.equal(c.admin_password, 'first-start-pw')
-  t.same(c.auth.signature, { clock_skew: 30, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true, max_body: 1048576, require_digest: false })
+  t.same(c.auth.signature, { clock_skew: 30, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date', 'accept'], replay_cache: true, replay_grace: 0, date_window: 0, max_body: 1048576, require_digest: false })
   t.equal(c.auth.bearer.ttl, 60)
   t.equal(c.session.cookie_secure, true)
   t.same(c.server.trusted_proxies, ['10.0.0.1'])
@@ -228,7 +245,7 @@ t.test('namesFor', async (t) => {
 })
 
 t.test('one clear error per bad value, naming the key', async (t) => {
-  fails(t, () => buildConfig({ listne: {} }), /^config: listne: unknown key \(known: listen, /)
+  fails(t, () => buildConfig({ listne: {} }), /^config: listne: unknown key \(known: compat, listen, /)
   fails(t, () => buildConfig({ listen: { prot: 1 } }), /^config: listen\.prot: unknown key \(known: host, port\)$/)
   fails(t, () => buildConfig({ auth: { bearer: { tll: 60 } } }), /^config: auth\.bearer\.tll: unknown key \(known: ttl, single_use\)$/, 'a typo one level deeper')
   fails(t, () => buildConfig({ auth: { signature: { clockskew: 60 } } }), /^config: auth\.signature\.clockskew: unknown key/)
@@ -381,4 +398,36 @@ t.test('config errors never echo a secret: passwords in URLs are masked, secret 
     try { fn() } catch (e) { msg = (e as Error).message }
     t.notOk(msg.includes(pw), `${what}: the password is not in "${msg}"`)
   }
+})
+
+t.test('compat: jumpserver fills in only what the file and the environment leave unset, and says where each value came from', async (t) => {
+  const c = buildConfig({ compat: 'jumpserver' })
+  t.equal(c.names.abbrev, 'JMS')
+  t.equal(c.names.jumpserver, true)
+  t.equal(c.auth.bearer.single_use, false)
+  t.equal(c.auth.signature.clock_skew, 0)
+  t.equal(c.auth.signature.replay_cache, false)
+  t.equal(c.org.unknown, 'default')
+  t.same(Object.entries(c.sources).filter(([, v]) => v !== 'default'), [
+    ['compat', 'file'], ['names.abbrev', 'compat'], ['auth.bearer.single_use', 'compat'], ['auth.signature.clock_skew', 'compat'],
+    ['auth.signature.replay_cache', 'compat'], ['org.unknown', 'compat']
+  ])
+  // a key set explicitly wins, even set to its default; the environment wins over both
+  const set = buildConfig({ compat: 'jumpserver', names: { abbrev: 'SVC' }, auth: { bearer: { single_use: true }, signature: { clock_skew: 300, replay_cache: true, replay_grace: 2 } } }, { SIDEGATE_PORT: '9000' })
+  t.equal(set.names.abbrev, 'SVC')
+  t.equal(set.names.jumpserver, true, 'JumpServer\'s wire shapes with compat, whatever the abbreviation')
+  t.equal(set.auth.bearer.single_use, true)
+  t.equal(set.auth.signature.clock_skew, 300)
+  t.equal(set.auth.signature.replay_cache, true)
+  t.equal(set.org.unknown, 'default', 'what the file leaves unset still comes from compat')
+  t.match(set.sources, { 'names.abbrev': 'file', 'auth.bearer.single_use': 'file', 'auth.signature.clock_skew': 'file', 'org.unknown': 'compat', 'listen.port': 'env', 'listen.host': 'default' })
+  // a section left empty (as the shipped file's, every key a comment) sets nothing
+  t.same(buildConfig({ compat: 'jumpserver', auth: null, names: null }).auth.bearer.single_use, false)
+  // without the setting nothing changes
+  const { sources: s1, ...none } = buildConfig({ compat: 'none' })
+  const { sources: s2, ...defaults } = buildConfig({})
+  t.same({ ...none, compat: 'none' }, defaults)
+  t.equal(s1.compat, 'file')
+  t.equal(s2.compat, 'default')
+  fails(t, () => buildConfig({ compat: 'jumpservr' }), /^config: compat: must be one of none, jumpserver, got "jumpservr"/)
 })

@@ -36,6 +36,18 @@ export class MemoryLimits implements LimitStorage {
     return true
   }
 
+  async markSeen (kind: string, hash: string, ttlSeconds: number, create = true): Promise<number | null> {
+    const d = this.l.open()
+    d.sweep()
+    const key = `${kind}:${hash}`
+    const e = d.alive(d.once, key)
+    // the mark's expiry is its first sighting plus ttl
+    if (e !== undefined) return Math.max(0, this.l.now() - (e.exp - ttlSeconds * 1000))
+    if (!create) return null
+    d.once.set(key, { v: true, exp: this.l.now() + ttlSeconds * 1000 })
+    return null
+  }
+
   async hit (bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }> {
     const d = this.l.open()
     d.sweep()

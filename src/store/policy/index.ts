@@ -160,6 +160,7 @@ export class PolicyStore implements RunningStore {
   resetLoginFailures (subject: string): Promise<void> { return this.#limits.resetLoginFailures(subject) }
   forgiveLoginAttempt (subject: string): Promise<void> { return this.#limits.forgiveLoginAttempt(subject) }
   markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> { return this.#limits.markOnce(kind, value, ttlSeconds) }
+  markSeen (kind: string, value: string, ttlSeconds: number, create = true): Promise<number | null> { return this.#limits.markSeen(kind, value, ttlSeconds, create) }
   hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> { return this.#limits.hitRateLimit(bucket, limit, windowSeconds) }
   acquireLock (name: string, ttlMs: number): Promise<string | null> { return this.#locks.acquire(name, ttlMs) }
   releaseLock (name: string, token: string): Promise<boolean> { return this.#locks.release(name, token) }

@@ -25,6 +25,10 @@ export class Limits {
     return await this.c.storage.limits.markOnce(kind, this.c.keys.lookup(value), ttlSeconds)
   }
 
+  async markSeen (kind: string, value: string, ttlSeconds: number, create = true): Promise<number | null> {
+    return await this.c.storage.limits.markSeen(kind, this.c.keys.lookup(value), ttlSeconds, create)
+  }
+
   async hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> {
     const { allowed, remaining, resetMs } = await this.c.storage.limits.hit(bucket, limit, windowSeconds * 1000)
     return { allowed, remaining, reset: Math.max(1, Math.ceil(resetMs / 1000)) }

@@ -27,6 +27,12 @@ export class RedisLimits implements LimitStorage {
     return (await this.c.run(() => this.c.redis.set(this.c.k('once', kind, hash), '1', 'EX', ttlSeconds, 'NX'))) !== null
   }
 
+  async markSeen (kind: string, hash: string, ttlSeconds: number, create = true): Promise<number | null> {
+    const left = await this.c.run(() => this.c.scripts.markSeen(this.c.k('once', kind, hash), ttlSeconds * 1000, create ? 1 : 0))
+    // the mark lives ttl from its first sighting: what is left of it says when that was (-2: just expired)
+    return left === -1 ? null : Math.max(0, ttlSeconds * 1000 - Math.max(0, left))
+  }
+
   async hit (bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }> {
     const member = `${this.#nonce}:${(this.#seq++).toString(36)}`
     const [allowed, remaining, resetMs] = await this.c.run(() => this.c.scripts.rateLimit(this.c.k('rl', bucket), limit, windowMs, member))

@@ -150,6 +150,19 @@ local ttl = redis.call('TTL', KEYS[1])
 if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`, pair),
 
+  /**
+   * A replay mark that says when it was first set. KEYS[1] the mark, ARGV[1]
+   * its lifetime in ms, ARGV[2] 1 to set it when absent (0: only read).
+   * Replies -1 when it was absent (and is set now, with 1), else its PTTL.
+   */
+  markSeen: script<[ttlMs: number, create: number], number>(`
+if ARGV[2] == '1' then
+  if redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX') then return -1 end
+end
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then return -1 end
+return left`, int),
+
   /** Gives one counted login attempt back (a success). KEYS[1] counter; never below 0, the expiry kept. */
   forgiveAttempt: script<[], number>(`
 local n = tonumber(redis.call('GET', KEYS[1]) or '0')

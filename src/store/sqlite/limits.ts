@@ -43,6 +43,22 @@ export class SqliteLimits implements LimitStorage {
     })
   }
 
+  async markSeen (kind: string, hash: string, ttlSeconds: number, create = true): Promise<number | null> {
+    const { c } = this
+    return c.tx(() => {
+      c.sweep()
+      const now = c.now()
+      const key = `${kind}:${hash}`
+      c.st('DELETE FROM once WHERE key = ? AND exp <= ?').run(key, now)
+      const exp = c.st('SELECT exp FROM once WHERE key = ?').pluck().get(key) as number | undefined
+      // the mark's expiry is its first sighting plus ttl
+      if (exp !== undefined) return Math.max(0, now - (exp - ttlSeconds * 1000))
+      if (!create) return null
+      c.st('INSERT INTO once (key, exp) VALUES (?, ?)').run(key, now + ttlSeconds * 1000)
+      return null
+    })
+  }
+
   /** A sliding window log, as the Redis script: whole milliseconds, (now - window, now] counts. */
   async hit (bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }> {
     const { c } = this

@@ -52,5 +52,14 @@ changes, and the pods roll, only when a key that needs a restart changed.
 {{- end -}}
 {{- $_ := unset $m (last $parts) -}}
 {{- end -}}
+{{- /* a section left empty (its keys comments, or only live keys set) is one that sets nothing: null and {} alike */ -}}
+{{- range $k, $v := $c -}}
+{{- if kindIs "map" $v -}}
+{{- range $k2, $v2 := $v -}}
+{{- if or (kindIs "invalid" $v2) (and (kindIs "map" $v2) (eq (len $v2) 0)) -}}{{- $_ := unset $v $k2 -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if or (kindIs "invalid" $v) (and (kindIs "map" $v) (eq (len $v) 0)) -}}{{- $_ := unset $c $k -}}{{- end -}}
+{{- end -}}
 {{- toYaml $c -}}
 {{- end -}}
