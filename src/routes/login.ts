@@ -33,8 +33,7 @@ import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
-/** The second step of a sign-in: the code (or the first code of an enrolment) after the password */
-export const LOGIN_MFA_PATH = '/login/mfa'
+export const LOGIN_MFA_PATH = '/login/mfa' // the second step of a sign-in: the code (or an enrolment's first) after the password
 export const JMS_LOGIN_PATH = '/core/auth/login/' // `compat: jumpserver`: JumpServer's login and logout views (src/routes/index.ts)
 export const JMS_LOGOUT_PATH = '/core/auth/logout/'
 /** Where a login lands when `next` is missing or unsafe. */
