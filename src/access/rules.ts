@@ -15,8 +15,8 @@
  * looked at: `before` walks the rules that match without a caller, and says
  * whether the request is bypassed, denied outright, or needs authenticating
  * (`optional`: a caller without any credential falls through to a bypass);
- * `decide` then walks them again with the caller. A candidate index by the
- * path's first segment keeps the walk short with many rules.
+ * `decide` then walks them again with the caller. An index by the globs'
+ * leading literal segments keeps the walk short with many rules.
  */
 import type { Identity } from '../auth/index.js'
 import { isTwoFactor } from '../store/types.js'
@@ -78,24 +78,29 @@ interface Rule {
   subjects: Subject[]
 }
 
-/** The first segment of a glob when it is a literal (an index key), else null. */
-function literalFirst (glob: string): string | null {
-  const first = glob.split('/')[1] ?? ''
-  return first.includes('*') ? null : first
+/** A glob's leading literal segments (up to the first with a `*`): where the index keeps its rule. */
+function literalPrefix (glob: string): string[] {
+  const out: string[] = []
+  for (const seg of glob.split('/').slice(1)) {
+    if (seg.includes('*')) break
+    out.push(seg)
+  }
+  return out
 }
 
-function firstSegment (path: string): string {
-  const i = path.indexOf('/', 1)
-  return i === -1 ? path.slice(1) : path.slice(1, i)
+/** The index: a tree of literal path segments; each node holds the rules that may match a path reaching it, its ancestors' included, in order. */
+interface Node {
+  own: Rule[]
+  children: Map<string, Node>
+  candidates: Rule[]
 }
+
+const node = (): Node => ({ own: [], children: new Map(), candidates: [] })
 
 export class AccessRules {
   readonly #rules: Rule[]
   readonly #default: Policy
-  /** first segment → the rules that may match a path starting with it, in order */
-  readonly #byFirst = new Map<string, Rule[]>()
-  /** the rules that may match any path (a glob whose first segment has a `*`) */
-  readonly #anyFirst: Rule[]
+  readonly #root = node()
 
   constructor (spec: AccessSpec) {
     this.#default = spec.default_policy
@@ -107,11 +112,22 @@ export class AccessRules {
       network: r.networks.length === 0 ? null : trustedProxies(r.networks),
       subjects: r.subjects.map((s) => { const i = s.indexOf(':'); return { kind: s.slice(0, i) as Subject['kind'], value: s.slice(i + 1) } })
     }))
-    this.#anyFirst = this.#rules.filter((r) => r.spec.paths.some((g) => literalFirst(g) === null))
-    const keys = new Set(this.#rules.flatMap((r) => r.spec.paths.map(literalFirst).filter((k): k is string => k !== null)))
-    for (const k of keys) {
-      this.#byFirst.set(k, this.#rules.filter((r) => this.#anyFirst.includes(r) || r.spec.paths.some((g) => literalFirst(g) === k)))
+    for (const r of this.#rules) {
+      for (const glob of r.spec.paths) {
+        let n = this.#root
+        for (const seg of literalPrefix(glob)) {
+          let c = n.children.get(seg)
+          if (c === undefined) n.children.set(seg, c = node())
+          n = c
+        }
+        if (!n.own.includes(r)) n.own.push(r)
+      }
     }
+    const fill = (n: Node, inherited: Rule[]): void => {
+      n.candidates = [...inherited, ...n.own].sort((x, y) => x.index - y.index).filter((r, i, a) => i === 0 || a[i - 1] !== r)
+      for (const c of n.children.values()) fill(c, n.candidates)
+    }
+    fill(this.#root, [])
   }
 
   /** Whether the rules change anything at all: with none and default one_factor, every request is authenticated as it always was. */
@@ -119,9 +135,20 @@ export class AccessRules {
 
   get count (): number { return this.#rules.length }
 
-  /** The rules that may match this path, in order. */
+  /** The rules that may match this path, in order: those of the deepest node its segments reach. */
   #candidates (p: MatchPath): Rule[] {
-    return this.#byFirst.get(firstSegment(p.path)) ?? this.#anyFirst
+    const path = p.path
+    let n = this.#root
+    let from = 1
+    while (from <= path.length) {
+      let to = path.indexOf('/', from)
+      if (to === -1) to = path.length
+      const c = n.children.get(path.slice(from, to))
+      if (c === undefined) break
+      n = c
+      from = to + 1
+    }
+    return n.candidates
   }
 
   #matchesRequest (r: Rule, req: AccessRequest, p: MatchPath): boolean {
