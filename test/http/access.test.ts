@@ -62,6 +62,7 @@ const creds: VerdictCreds = {
 const row = (name: string, method: string, path: string, headers: VerdictCase['headers'], expect: VerdictCase['expect']): VerdictCase => ({ name, method, path, headers, expect })
 const token = (t: string) => () => ({ authorization: `Token ${t}` })
 const cookie = (id: string) => () => ({ cookie: `svc_sessionid=${id}` })
+const sameSite = { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'websocket' }
 
 const ROWS: VerdictCase[] = [
   row('bypass: no credential', 'GET', '/open/page', () => ({}), 'allowed'),
@@ -91,7 +92,11 @@ const ROWS: VerdictCase[] = [
   row('mixed: alice is denied', 'GET', '/mixed/a', cookie(aliceSession.id), '403'),
   row('mixed: bob falls through to the bypass', 'GET', '/mixed/a', token(bobToken), 'allowed'),
   row('mixed: no credential falls through to the bypass', 'GET', '/mixed/a', () => ({}), 'allowed'),
-  row('mixed: a bad credential is refused, not bypassed', 'GET', '/mixed/a', () => ({ authorization: 'Token not-a-token' }), '401')
+  row('mixed: a bad credential is refused, not bypassed', 'GET', '/mixed/a', () => ({ authorization: 'Token not-a-token' }), '401'),
+  { ...row('WebSocket: bypass', 'GET', '/open/ws', () => ({}), 'allowed'), upgrade: true },
+  { ...row('WebSocket: the deny rule', 'GET', '/reports/ws', token(bobToken), '403'), upgrade: true },
+  { ...row('WebSocket: two_factor with the password alone', 'GET', '/secure/ws', () => ({ cookie: `svc_sessionid=${onePwd.id}`, ...sameSite }), '403'), upgrade: true },
+  { ...row('WebSocket: two_factor, password and code', 'GET', '/secure/ws', () => ({ cookie: `svc_sessionid=${twoFactors.id}`, ...sameSite }), 'allowed'), upgrade: true }
 ]
 
 t.test('every row: proxy mode, the decision as nginx and as Caddy ask, the same verdict', async (t) => {
