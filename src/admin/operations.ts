@@ -13,6 +13,7 @@ import { escapeControls } from '../text.js'
 import { keyLines, limitLines, targetOf } from './command-forms.js'
 import type { AdminRoute } from './route.js'
 import { MFA_ROUTES } from './mfa-operations.js'
+import { ACCESS_ROUTES } from './access-operations.js'
 import { parseMembership, type AdminOps, type KeyJson, type Labels, type OrgJson, type SessionJson, type UserJson } from './ops.js'
 
 export type { CliCall, CliForm, CliInput } from './command-forms.js'
@@ -408,5 +409,6 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     errors: ['not_found'],
     cli: [{ command: 'limit clear', args: ['target'], what: 'username or key id', text: (r: Record<string, unknown>) => `${targetOf(r)}: back to gateway.yml's rate_limit` }],
     run: async (ops, p) => (await ops.clearLimit(p.target)).json
-  }
+  },
+  ...ACCESS_ROUTES
 ]

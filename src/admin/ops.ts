@@ -21,6 +21,8 @@ import { USERNAME } from './import.js'
 import { hasControl, NO_CONTROLS } from '../text.js'
 import { parsePolicy } from '../auth/rate-limit-policy.js'
 import { otpauthUri } from '../auth/mfa.js'
+import { explainAccess, type CheckInput, type CheckResult } from '../access/explain.js'
+import { publicUpstream } from '../access/public.js'
 import { UNREADABLE, type AccessKey, type MfaFactors, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
 /** How the caller names each input, for messages. */
@@ -301,6 +303,11 @@ export class AdminOps {
   // ── second factors ──
 
   /** The user's second factors: never a secret. */
+  /** `sidegate access check`: which access rule decides a request described, without sending it. */
+  async accessCheck (i: CheckInput): Promise<CheckResult> {
+    return await explainAccess(this.config, this.store, i, publicUpstream(this.config.upstream.public_paths))
+  }
+
   async mfaFactors (username: string): Promise<MfaJson> {
     const u = await this.user(username)
     return { username: u.username, ...(await this.store.mfaFactors(u.id)) }

@@ -10,7 +10,7 @@ export interface AdminRoute extends DocumentedRoute {
   method: Method
   /** 201 for what creates a record, else 200 */
   status: 200 | 201
-  tag: 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Second factor' | 'Rate limits'
+  tag: 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Second factor' | 'Rate limits' | 'Access rules'
   run: (ops: AdminOps, p: Record<string, string>, body: Record<string, any>, query: URLSearchParams) => Promise<unknown>
   /** its command-line forms (none: the admin API only) */
   cli?: CliForm[]

@@ -32,7 +32,12 @@ export const OPTIONS = {
   since: { type: 'string' },
   workers: { type: 'string' },
   out: { type: 'string' },
-  merge: { type: 'boolean' }
+  merge: { type: 'boolean' },
+  user: { type: 'string' },
+  key: { type: 'string' },
+  credential: { type: 'string' },
+  factor: { type: 'string', multiple: true },
+  ip: { type: 'string' }
 } as const
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']

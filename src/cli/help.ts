@@ -21,6 +21,7 @@ Commands:
   limit set|list|clear               rate limits of a user or an access key
   session list|revoke                a user's browser sessions
   mfa show|enroll|reset|require      a user's second factor (TOTP)
+  access check                       which access rule decides a request, and why
   secret rotate                      re-encrypt the store under a new secret key
   import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
   store export|import|backup         move every record between stores (embedded file, Redis); copy the file
@@ -136,6 +137,18 @@ ${GLOBAL}`,
 
 A session's id here is its keyed hash in the store, not the cookie value: it names the
 session and cannot be used as one.
+
+${GLOBAL}`,
+  access: `Usage:
+  sidegate access check [--user NAME] [--key ID] [--credential session|bearer|private_token]
+                        [--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] <METHOD> <PATH>
+                       which rule of gateway.yml's access section (after upstream.public_paths)
+                       decides the request, and why, without sending it: allowed, 401 or 403.
+                       --user: the caller (no --user and no --key: no credential); --key: an
+                       access key, signing the request; --credential: the kind without a key
+                       (default session); --factor: a second factor the sign-in had (the password
+                       is implied); --org: the org asked for (default the user's); --ip: the client
+                       address as sidegate resolves it (default 127.0.0.1). docs/access-rules.md
 
 ${GLOBAL}`,
   mfa: `Usage:
@@ -268,6 +281,7 @@ export const SUBCOMMANDS: Record<string, string[]> = {
   limit: ['set', 'list', 'clear'],
   session: ['list', 'revoke'],
   mfa: ['show', 'enroll', 'reset', 'require'],
+  access: ['check'],
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
   audit: ['tail'],

@@ -145,6 +145,10 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     if (d.admin.port === d.listen.port) p.push({ key: 'admin.port', message: `must differ from listen.port (both ${d.admin.port}); the admin API has its own listener` })
     else if (d.metrics.enabled && d.admin.port === d.metrics.port) p.push({ key: 'admin.port', message: `must differ from metrics.port (both ${d.admin.port}); the admin API has its own listener` })
   }
+  d.access.rules.forEach((r, i) => {
+    if (r.paths.length === 0) p.push({ key: `access.rules[${i}].paths`, message: 'needs at least one path' })
+    if (r.policy === 'bypass' && r.subjects.length > 0) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
+  })
   return p
 }
 

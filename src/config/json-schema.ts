@@ -29,7 +29,10 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   secretKey: { minLength: 32 },
   signatureAlgorithm: { enum: ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'] },
   ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' },
-  ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' }
+  ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' },
+  accessGlob: { pattern: '^/' },
+  accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|method:(?:session|bearer|private_token|access_key))$' },
+  httpMethod: { pattern: '^[A-Za-z]{1,20}$' }
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */
@@ -51,7 +54,8 @@ function convert (node: Json, root = false): Json {
   if (node.type === 'object') {
     out.properties = Object.fromEntries(Object.entries(node.properties as Record<string, Json>).map(([k, v]) => [k, convert(v)]))
   } else if (node.type === 'array') {
-    out.items = convert(node.items as Json)
+    // an entry of a list (an access rule) is a mapping, never null
+    out.items = convert(node.items as Json, true)
   } else if (node.optional === true) {
     // unset: null or an empty string; set: a string that passes the check
     out.anyOf = check === undefined

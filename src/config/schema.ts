@@ -16,6 +16,7 @@
  *   other key is refused (./live.ts, ../reload.ts).
  */
 import { Type as T, type Static, type TSchema, type TProperties } from '@sinclair/typebox'
+import { POLICIES } from '../access/syntax.js'
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
@@ -134,6 +135,19 @@ export const Schema = T.Object({
   org: live(section({
     unknown: oneOf(['reject', 'default'] as const, 'reject', 'An organization (?oid=, X-SVC-ORG header or cookie) that does not exist:\nreject answers 404 org_not_found; default acts in the user\'s default org\ninstead, as JumpServer does (for migrating clients).')
   }, 'Which organization a request acts in: ?oid=, then the X-<abbrev>-ORG header, then\na cookie of that name, then the user\'s default organization.')),
+  access: live(section({
+    default_policy: oneOf(POLICIES, 'one_factor', 'What a request for the upstream that no rule matches takes.'),
+    rules: T.Array(T.Object({
+      paths: T.Array(T.String({ check: 'accessGlob' })),
+      methods: list([], { check: 'httpMethod' }),
+      networks: list([], { check: 'ipOrCidr' }),
+      subjects: list([], { check: 'accessSubject' }),
+      policy: T.Union(POLICIES.map((v) => T.Literal(v)))
+    }, { additionalProperties: false, default: {} }), {
+      default: [],
+      description: 'First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:session|bearer|private_token|access_key: the\nrule matches only a caller who has one) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md'
+    })
+  }, 'Who may reach which upstream paths, decided alike in proxy mode, for WebSocket\nupgrades and in forward-auth decisions. upstream.public_paths still come first.\n`sidegate access check` explains which rule decides a request.')),
   rate_limit: live(section({
     enabled: bool(false, 'count every authenticated request (upstream and sidegate\'s own API)'),
     limit: int(1, 100_000, 600, 'requests per window, per user (the default policy)'),

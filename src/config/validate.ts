@@ -9,6 +9,7 @@ import { isIP } from 'node:net'
 import { parsePolicy } from '../auth/rate-limit-policy.js'
 import type { TSchema } from '@sinclair/typebox'
 import { maskUrl } from '../http/mask.js'
+import { globProblem, subjectProblem } from '../access/syntax.js'
 
 export interface Problem { key: string, message: string }
 
@@ -49,11 +50,14 @@ export const CHECKS: Record<string, Check> = {
   secretKey: (v) => v.length >= 32 ? null : 'must be at least 32 characters (use `openssl rand -base64 48`)',
   signatureAlgorithm: (v) => ['hmac-sha1', 'hmac-sha256', 'hmac-sha512'].includes(v) ? null : 'each entry must be hmac-sha1, hmac-sha256 or hmac-sha512',
   ratePolicy: (v) => parsePolicy(v) !== null ? null : 'must be <requests>/<window>, e.g. "100/60s", "5/s", "1000/1h" (1 to 100000 requests, 1 s to 1 day)',
-  ipOrCidr: (v) => isIpOrCidr(v) ? null : 'each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8)'
+  ipOrCidr: (v) => isIpOrCidr(v) ? null : 'each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8)',
+  accessGlob: globProblem,
+  accessSubject: subjectProblem,
+  httpMethod: (v) => /^[A-Za-z]{1,20}$/.test(v) ? null : 'each entry must be an HTTP method (GET, POST, …)'
 }
 
 /** What a check keeps of a valid value (the rest keep it as written). */
-const NORMALIZE: Record<string, (v: string) => string> = { ipOrCidr: (v) => v.trim() }
+const NORMALIZE: Record<string, (v: string) => string> = { ipOrCidr: (v) => v.trim(), httpMethod: (v) => v.toUpperCase() }
 
 /** A value as an error message may show it: secrets hidden, URL passwords masked. */
 function shown (node: TSchema, v: unknown): string {
@@ -124,8 +128,13 @@ function walk (node: TSchema, raw: unknown, key: string, out: Problem[]): unknow
       if (typeof v !== 'string') return fail(`must be a string${got(v)}`)
       return checked(node, v, fail, got)
     case 'array': {
-      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return fail(`must be a list of strings${got(v)}`)
       const item = node.items as TSchema
+      if (item.type === 'object') {
+        // a list of mappings (access.rules): each one walked as a section, its keys named `key[i].name`
+        if (!Array.isArray(v)) return fail(`must be a list${got(v)}`)
+        return v.map((x, i) => walk(item, x ?? undefined, `${key}[${i}]`, out))
+      }
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return fail(`must be a list of strings${got(v)}`)
       const res: string[] = []
       for (const x of v as string[]) {
         const y = checked(item, x, fail, (w) => `, got ${JSON.stringify(w)}`)

@@ -57,6 +57,7 @@ export const AUDIT_EVENTS = {
   'user.disabled': { outcome: 'success', when: '`sidegate user disable` or the admin API: the user\'s sessions end and every credential is refused.' },
   'user.enabled': { outcome: 'success', when: '`sidegate user enable` or the admin API.' },
   'user.updated': { outcome: 'success', when: '`sidegate import` changed an existing user\'s name, email or superuser flag (`superuser` as it now is).' },
+  'access.denied': { outcome: 'failure', when: 'An access rule refused a request for the upstream or a forward-auth decision (403 access_denied): `rule` the deciding rule\'s index in access.rules (`default`: access.default_policy), `reason` its policy (deny, two_factor), `via` the method and normalised path.' },
   'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
@@ -67,7 +68,7 @@ export const AUDIT_EVENTS = {
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -103,6 +104,8 @@ export interface AuditRecord {
   org?: string
   /** a membership's role as it now is: admin, user or none */
   role?: string
+  /** access.denied: the deciding rule's index, or `default` */
+  rule?: number | 'default'
   /** the gateway itself did it (the first start's superuser) */
   system?: true
 }
@@ -194,6 +197,7 @@ export class Auditor {
     }
     if (r.via !== undefined) out.via = r.via
     if (r.reason !== undefined) out.reason = r.reason
+    if (r.rule !== undefined) out.rule = r.rule
     if (r.credential !== undefined) out.ref = this.#store.auditRef(r.credential)
     if (r.expires !== undefined) out.expires = r.expires
     if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter

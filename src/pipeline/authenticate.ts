@@ -15,8 +15,9 @@ import { parseCookies } from '../http/cookies.js'
 import { redirect } from '../routes/html.js'
 import { loginLocation } from '../routes/login.js'
 import { auditOf, type PipelineOptions } from './options.js'
+import type { AccessGate } from './access.js'
 
-export function authenticateSteps (o: PipelineOptions) {
+export function authenticateSteps (o: PipelineOptions, access: AccessGate | null) {
   const { auth, router, policy } = o
   const audit = auditOf(o)
   const loginRedirect = o.config.session.login_redirect
@@ -155,13 +156,43 @@ export function authenticateSteps (o: PipelineOptions) {
     return mayNavigate(ctx.req, ctx.original!.method) ? identifyOr(ctx, toLoginThroughProxy) : identify(ctx)
   }
 
+  /**
+   * With access rules: authenticate as `then` does unless the rules bypass the
+   * request or refuse it outright; `optional`: a request with no credential at
+   * all goes on without one (a bypass rule follows the subject rules).
+   */
+  function ruled<C extends Flow> (ctx: C, then: (ctx: C) => void | GatewayError | Promise<void>): void | GatewayError | Promise<void> {
+    const b = access!.before(ctx)
+    if (b === 'bypass') return
+    if (b === 'auth') return then(ctx)
+    if (b instanceof GatewayError) return b
+    let r: void | GatewayError | Promise<void>
+    try {
+      r = identify(ctx)
+    } catch (err) {
+      if (noCredential(err)) return
+      throw err
+    }
+    if (r instanceof GatewayError) return noCredential(r) ? undefined : r
+    if (r instanceof Promise) return r.catch((err: unknown) => { if (!noCredential(err)) throw err })
+  }
+
+  /** upstream.public_paths first, then the access rules (when any), then `then`. */
+  const upstream = <C extends Flow>(then: (ctx: C) => void | GatewayError | Promise<void>) => (ctx: C): void | GatewayError | Promise<void> =>
+    router.isPublicUpstream(ctx.target) ? undefined : access === null ? then(ctx) : ruled(ctx, then)
+
   return {
     'authenticate:login': login,
     'authenticate:browser': (ctx: Live) => ctx.req.headers.authorization === undefined ? browserSession(ctx) : undefined,
-    'authenticate:public+login': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : login(ctx),
-    'authenticate:original': (ctx: Live) => router.isPublicUpstream(ctx.target) ? undefined : loginThroughProxy(ctx),
-    'authenticate:public': (ctx: Flow) => router.isPublicUpstream(ctx.target) ? undefined : identify(ctx)
+    'authenticate:public+login': upstream(login),
+    'authenticate:original': upstream(loginThroughProxy),
+    'authenticate:public': upstream<Flow>(identify)
   } satisfies Partial<Impl>
+}
+
+/** A refusal for want of any credential (none sent at all). */
+function noCredential (err: unknown): boolean {
+  return err instanceof GatewayError && err.code === 'not_authenticated'
 }
 
 /** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */

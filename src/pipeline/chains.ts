@@ -70,6 +70,7 @@ export const STEPS = {
       upstream: 'as `member` (over a decision\'s original URI), but the profile path needs no membership: the user\'s own org is sent'
     }
   },
+  access: { does: 'access rules (gateway.yml `access`; src/access/): the first rule that matches the method, normalised path, client address and caller decides (403 access_denied); a bypass was known before authenticate, which then looked at no credential. Not in the chains without rules' },
   crossSite: { does: 'a WebSocket handshake authenticated by the session cookie from another site is refused (403 csrf_failed): no CORS applies to it' },
   signingKeys: { does: 'identity.jwt\'s signing keys, read again only when stale (503 when the store fails); not in the chain when off' },
   decision: { does: 'the answer\'s headers: the identity (none on a public path) and the Cookie header without sidegate\'s cookies' },
@@ -95,11 +96,11 @@ export const CHAINS = {
   'user+org-if-member': ['route:own', 'authenticate:login', 'keyIp', 'rateLimit:headers', 'digest:read', 'org:if-member', 'handler'],
   'session-page': ['route:own', 'authenticate:browser', 'handler'],
   // what proxy mode would do to the original request, answered with its identity instead of forwarding it
-  decision: ['route:decision', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:refused', 'org:upstream', 'signingKeys', 'decision', 'handler'],
+  decision: ['route:decision', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:refused', 'org:upstream', 'access', 'signingKeys', 'decision', 'handler'],
   // the same about a WebSocket handshake (the proxy copied Upgrade): admitted as `upgrade` admits it
-  'decision-upgrade': ['route:decision', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:empty', 'org:upstream', 'crossSite', 'signingKeys', 'decision', 'handler'],
-  upstream: ['route:upstream', 'authenticate:public+login', 'keyIp', 'rateLimit:headers', 'digest:read', 'org:upstream', 'signingKeys', 'upstreamHeaders', 'forward'],
-  upgrade: ['route:upstream', 'draining', 'authenticate:public', 'keyIp', 'rateLimit:count', 'digest:empty', 'org:upstream', 'crossSite', 'signingKeys', 'upstreamHeaders', 'websocket']
+  'decision-upgrade': ['route:decision', 'trustedPeer', 'original', 'authenticate:original', 'keyIp', 'rateLimit:headers', 'digest:empty', 'org:upstream', 'access', 'crossSite', 'signingKeys', 'decision', 'handler'],
+  upstream: ['route:upstream', 'authenticate:public+login', 'keyIp', 'rateLimit:headers', 'digest:read', 'org:upstream', 'access', 'signingKeys', 'upstreamHeaders', 'forward'],
+  upgrade: ['route:upstream', 'draining', 'authenticate:public', 'keyIp', 'rateLimit:count', 'digest:empty', 'org:upstream', 'access', 'crossSite', 'signingKeys', 'upstreamHeaders', 'websocket']
 } as const satisfies { readonly [M in Mode]: readonly Token[] }
 
 /** What each mode is, for the table's readers. */

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream'
 import type { Identity } from '../auth/index.js'
 import type { RequestTrace } from '../observability/tracing.js'
 import type { HeaderList } from './headers.js'
+import type { MatchPath } from '../access/path.js'
 
 export interface RequestContext {
   req: IncomingMessage
@@ -54,6 +55,8 @@ interface Passed {
   answered: boolean
   /** the headers the upstream gets (the upstreamHeaders step) */
   upstream: HeaderList | undefined
+  /** `target` normalised for the access rules (the authenticate step, when rules are on) */
+  matchPath: MatchPath | undefined
 }
 
 /**

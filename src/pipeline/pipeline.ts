@@ -40,6 +40,7 @@ import { isUpgradeOf } from './headers.js'
 import type { PipelineOptions, Pipeline } from './options.js'
 import { createReceive } from './receive.js'
 import { authenticateSteps } from './authenticate.js'
+import { accessGate } from './access.js'
 import { orgSteps } from './org.js'
 import { steps } from './steps.js'
 import { decisionSteps } from './decide.js'
@@ -52,9 +53,12 @@ export function createPipeline (o: PipelineOptions): Pipeline {
   const { router } = o
   const { request, fail, proceed } = createReceive(o, dispatch)
   const u = upgradeSteps(o)
+  // access rules, compiled from this pipeline's config (a reload makes a new pipeline)
+  const access = accessGate(o)
   const chains: Chains = buildChains({
     ...steps(o, { proceed, fail }),
-    ...authenticateSteps(o),
+    ...authenticateSteps(o, access),
+    access: access === null ? null : access.step,
     ...orgSteps(o),
     ...decisionSteps(o),
     ...u.steps

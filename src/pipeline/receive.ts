@@ -49,7 +49,8 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
       target: path,
       original: undefined,
       answered: false,
-      upstream: undefined
+      upstream: undefined,
+      matchPath: undefined
     }
     // X-Request-Id: set here for sidegate's own routes (the route step), else written with the
     // head: the upstream's answer (src/forward/proxy.ts) or an error (fail), so Node writes it in one pass

@@ -45,7 +45,8 @@ export function upgradeSteps (o: PipelineOptions) {
       target: path,
       original: undefined,
       answered: false,
-      upstream: undefined
+      upstream: undefined,
+      matchPath: undefined
     }
     try {
       const refused = await run(chain, ctx)

@@ -5,6 +5,7 @@
  * credential), or any other upstream path (a credential and an organization).
  * Without an upstream, a path that is none of the routes is 404.
  */
+import { publicUpstream } from '../access/public.js'
 import type { IncomingMessage } from 'node:http'
 import { configWarningList, type Config } from '../config/index.js'
 import { E } from '../errors.js'
@@ -102,7 +103,7 @@ export function createRouter (o: RouterOptions): Router {
     else exact.set(r.path, [...(exact.get(r.path) ?? []), r])
   }
   prefixes.sort((a, b) => b.path.length - a.path.length)
-  const publicPaths = publicPathMatcher(config.upstream.public_paths)
+  const isPublicUpstream = publicUpstream(config.upstream.public_paths)
 
   return {
     routes,
@@ -117,7 +118,7 @@ export function createRouter (o: RouterOptions): Router {
       if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.method === 'GET' ? ['GET', 'HEAD'] : [x.method]))].join(', '))
       return r
     },
-    isPublicUpstream: (path) => publicPaths(path) && !hasDotSegment(path)
+    isPublicUpstream
   }
 }
 
@@ -142,31 +143,6 @@ function served (r: Route, bodyLimit: number): ServedRoute {
       await r.handler(ctx, { body: fields, failures, pre })
     }
   }
-}
-
-/**
- * upstream.public_paths, matched by whole segments: `/status` covers `/status`
- * and `/status/…` (not `/status-admin`), `/static/` covers `/static/…`. Case
- * and bytes as sent: `/Status` and `/status%2F…` are not covered.
- */
-export function publicPathMatcher (entries: readonly string[]): (path: string) => boolean {
-  const under = entries.map((e) => e.endsWith('/') ? e : e + '/')
-  const exact = new Set(entries.filter((e) => !e.endsWith('/')))
-  if (entries.length === 0) return () => false
-  return (path) => exact.has(path) || under.some((p) => path.startsWith(p))
-}
-
-/**
- * A `.` or `..` path segment, also percent-encoded, after a backslash or with
- * `;` parameters: upstreams may resolve `/public/../api/` to `/api/`, so such a
- * path never counts as public and needs a credential like any other.
- */
-function hasDotSegment (path: string): boolean {
-  let p = path
-  for (let i = 0; i < 3 && p.includes('%'); i++) {
-    try { p = decodeURIComponent(p) } catch { return true }
-  }
-  return p.split(/[/\\]/).some((s) => { const seg = s.split(';')[0]; return seg === '.' || seg === '..' })
 }
 
 /**

@@ -51,7 +51,7 @@ t.test('GatewayErrors are made only in src/errors.ts (the E factories over the c
 t.test('src/ is folders by part; only what every part uses lies at its top level', async (t) => {
   const top = readdirSync(SRC, { withFileTypes: true })
   t.same(top.filter((d) => d.isFile()).map((d) => d.name).sort(), ['body.ts', 'crypto.ts', 'errors.ts', 'limits.ts', 'respond.ts', 'text.ts'], 'the shared foundation')
-  t.same(top.filter((d) => d.isDirectory()).map((d) => d.name).sort(), ['admin', 'app', 'auth', 'cli', 'config', 'forward', 'http', 'observability', 'pipeline', 'routes', 'store'], 'the folders docs/architecture.md describes')
+  t.same(top.filter((d) => d.isDirectory()).map((d) => d.name).sort(), ['access', 'admin', 'app', 'auth', 'cli', 'config', 'forward', 'http', 'observability', 'pipeline', 'routes', 'store'], 'the folders docs/architecture.md describes')
 })
 
 t.test('small modules: no source file over 430 lines', async (t) => {

@@ -82,6 +82,7 @@ t.test('defaults', async (t) => {
       password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
     org: { unknown: 'reject' },
+    access: { default_policy: 'one_factor', rules: [] },
     rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, login_redirect: true, cookie_secure: false },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 } },
@@ -140,7 +141,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal((err as UsageError).exitCode, 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
+    'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, access, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
     'config: listen.prot: unknown key (known: host, port)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',

@@ -1,0 +1,118 @@
+/**
+ * `sidegate access check` and POST /admin/v1/access/check: which rule
+ * decides a request described, and why, without sending it. The same
+ * AccessRules the pipeline uses, over a caller made from the store (the
+ * user, an access key, the org as the org step resolves it), and the
+ * upstream.public_paths check first, as the chains take them.
+ */
+import { UsageError, GatewayError } from '../errors.js'
+import type { Identity } from '../auth/index.js'
+import type { AuthMethod } from '../auth/types.js'
+import { resolveOrg } from '../auth/org.js'
+import type { Config } from '../config/index.js'
+import { isIpOrCidr } from '../config/validate.js'
+import type { Factor, Store } from '../store/types.js'
+import { normalizePath } from './path.js'
+import { AccessRules, type Verdict } from './rules.js'
+
+export interface CheckInput {
+  method: string
+  /** path, with a query or not (the query is not matched) */
+  path: string
+  /** a username; absent: no credential */
+  user?: string
+  /** an access key's id: the request is signed with it (its user, unless `user` names the same) */
+  key?: string
+  /** the credential kind when not a key: session (default), bearer or private_token */
+  credential?: string
+  /** a second factor the sign-in had (sessions and bearer tokens): otp, hwk, swk */
+  factors?: string[]
+  org?: string
+  /** the client address as sidegate would resolve it; default 127.0.0.1 */
+  ip?: string
+}
+
+export interface CheckResult {
+  request: { method: string, path: string, normalised: string, ambiguous: boolean, ip: string }
+  caller: { username: string, method: AuthMethod, factors?: Factor[], org: string | null } | null
+  /** `public_path`: upstream.public_paths, before any rule; `rules` */
+  decided_by: 'public_path' | 'rules'
+  /** the deciding rule's index, null: default_policy (or a public path) */
+  rule: number | null
+  policy: string
+  /** what the request would get: 200 (forwarded), 401, 403 */
+  status: 200 | 401 | 403
+  why: string
+}
+
+const KINDS = new Set(['session', 'bearer', 'private_token'])
+const SECOND = new Set(['otp', 'hwk', 'swk'])
+
+export async function explainAccess (config: Config, store: Store, i: CheckInput, isPublic: (path: string) => boolean): Promise<CheckResult> {
+  const method = i.method.toUpperCase()
+  if (!/^[A-Z]{1,20}$/.test(method)) throw new UsageError(`method: an HTTP method (GET, POST, …), got ${JSON.stringify(i.method)}`)
+  if (!i.path.startsWith('/')) throw new UsageError(`path: must start with "/", got ${JSON.stringify(i.path)}`)
+  const ip = i.ip ?? '127.0.0.1'
+  if (!isIpOrCidr(ip) || ip.includes('/')) throw new UsageError(`ip: an IP address, got ${JSON.stringify(ip)}`)
+  const target = i.path.split('?')[0]
+  const p = normalizePath(target)
+  const request = { method, path: i.path, normalised: p.path, ambiguous: p.ambiguous, ip }
+  const caller = await callerOf(config, store, i)
+  if (isPublic(target)) {
+    return { request, caller: caller === null ? null : caller.json, decided_by: 'public_path', rule: null, policy: 'bypass', status: 200, why: `${target} is in upstream.public_paths: no credential looked at, before any rule` }
+  }
+  const rules = new AccessRules(config.access)
+  const v: Verdict = rules.decide({ method, target, clientIp: ip }, caller === null ? null : caller.at, p)
+  const status = v.allowed ? 200 : caller === null && v.policy !== 'deny' ? 401 : 403
+  return { request, caller: caller === null ? null : caller.json, decided_by: 'rules', rule: v.rule === -1 ? null : v.rule, policy: v.policy, status, why: v.why }
+}
+
+async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{ at: { identity: Identity, orgId: string | undefined }, json: NonNullable<CheckResult['caller']> } | null> {
+  if (i.user === undefined && i.key === undefined) {
+    if (i.org !== undefined || (i.factors ?? []).length > 0 || i.credential !== undefined) throw new UsageError('org, credential and factors describe a caller: name one with user (or key)')
+    return null
+  }
+  let userId: string
+  let method: AuthMethod
+  if (i.key !== undefined) {
+    const k = await store.getAccessKey(i.key)
+    if (k === null) throw new UsageError(`no access key with id "${i.key}"`, 1, 'not_found')
+    userId = k.key.user_id
+    method = 'access_key'
+    if (i.credential !== undefined && i.credential !== 'access_key') throw new UsageError('credential: a key is an access_key')
+  } else {
+    const kind = i.credential ?? 'session'
+    if (!KINDS.has(kind)) throw new UsageError(`credential: session, bearer or private_token (an access key: key), got ${JSON.stringify(kind)}`)
+    method = kind as AuthMethod
+    userId = ''
+  }
+  const user = i.key === undefined ? await store.getUserByUsername(i.user!) : await store.getUser(userId)
+  if (user === null) throw new UsageError(`no user named "${i.user ?? ''}"`, 1, 'not_found')
+  if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)
+  const second = i.factors ?? []
+  for (const f of second) if (!SECOND.has(f)) throw new UsageError(`factor: otp, hwk or swk, got ${JSON.stringify(f)}`)
+  if (second.length > 0 && (method === 'access_key' || method === 'private_token')) throw new UsageError('factors: only a session or a bearer token has sign-in factors')
+  const factors: Factor[] | undefined = method === 'session' || method === 'bearer' ? ['pwd', ...second as Factor[]] : undefined
+  let orgId: string | undefined
+  let orgNote: string | null = null
+  try {
+    orgId = await resolveOrg(store, user, i.org, config.org.unknown)
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err
+    orgNote = err.code
+  }
+  const identity: Identity = { userId: user.id, method, factors, session: undefined, keyId: i.key, keyLimit: undefined, keyAllowIps: undefined, digests: undefined, user }
+  return { at: { identity, orgId }, json: { username: user.username, method, ...(factors === undefined ? {} : { factors }), org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`) } }
+}
+
+/** The command line's text: the request, the caller, and the verdict with its reason. */
+export function checkText (r: CheckResult): string {
+  const who = r.caller === null ? 'no credential' : `${r.caller.username} (${r.caller.method}${r.caller.factors === undefined ? '' : `: ${r.caller.factors.join(',')}`}) in org ${r.caller.org ?? '—'}`
+  const verdict = r.status === 200 ? 'allowed' : r.status === 401 ? '401: a credential is needed' : '403 access_denied'
+  return [
+    `${r.request.method} ${r.request.path} from ${r.request.ip}, ${who}`,
+    `matched as ${r.request.normalised}${r.request.ambiguous ? ' (ambiguous: no bypass rule matches it)' : ''}`,
+    r.why,
+    `→ ${verdict}`
+  ].join('\n')
+}

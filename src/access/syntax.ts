@@ -1,0 +1,53 @@
+/**
+ * What access rules are written in (gateway.yml `access`), checked when the
+ * config is read (src/config/validate.ts): the policies, path globs and
+ * subjects, and a glob as the regular expression ./rules.ts matches.
+ */
+import { normalizePath } from './path.js'
+
+export const POLICIES = ['bypass', 'one_factor', 'two_factor', 'deny'] as const
+export type Policy = typeof POLICIES[number]
+
+/** A glob as a regular expression's source: `*` one segment's characters, `**` a whole segment: any number of segments. */
+export function globSource (glob: string): string {
+  const parts = glob.split('/').slice(1)
+  let out = ''
+  for (const p of parts) {
+    if (p === '**') { out += '(?:/.*)?'; continue }
+    out += '/' + p.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')
+  }
+  return out === '' ? '/' : out
+}
+
+/** Why a glob cannot be used, or null (config validation). */
+export function globProblem (glob: string): string | null {
+  if (!glob.startsWith('/')) return 'each path must start with "/"'
+  const segs = glob.split('/').slice(1)
+  for (let i = 0; i < segs.length; i++) {
+    const s = segs[i]
+    if (s.includes('**') && s !== '**') return `"**" must be a whole segment (/a/**/b), got ${JSON.stringify(glob)}`
+    if (s === '.' || s === '..') return `no . or .. segments, got ${JSON.stringify(glob)}`
+    if (s === '' && i < segs.length - 1) return `no empty segments (//), got ${JSON.stringify(glob)}`
+  }
+  const plain = glob.replace(/\*/g, 'x')
+  const n = normalizePath(plain)
+  if (n.ambiguous) return `must be a plain path (no encoded / or \\, no backslash), got ${JSON.stringify(glob)}`
+  // rules match normalised paths: a glob must be written the same way (%7E as ~, escapes upper-case)
+  if (n.path !== plain) return `must be written normalised, as paths are matched (${JSON.stringify(n.path.replace(/x/g, (x, i: number) => glob[i] === '*' ? '*' : x))}), got ${JSON.stringify(glob)}`
+  return null
+}
+
+export const METHOD_SUBJECTS = new Set(['session', 'bearer', 'private_token', 'access_key'])
+export const MACHINE = new Set(['private_token', 'access_key'])
+
+/** Why a subject cannot be used, or null (config validation). */
+export function subjectProblem (s: string): string | null {
+  const i = s.indexOf(':')
+  const kind = i === -1 ? '' : s.slice(0, i)
+  const value = s.slice(i + 1)
+  if (kind === 'user' && value !== '') return null
+  if (kind === 'org' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) return null
+  if (kind === 'role' && (value === 'superuser' || value === 'org_admin')) return null
+  if (kind === 'method' && METHOD_SUBJECTS.has(value)) return null
+  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin or method:session|bearer|private_token|access_key, got ${JSON.stringify(s)}`
+}
