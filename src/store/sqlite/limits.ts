@@ -32,15 +32,9 @@ export class SqliteLimits implements LimitStorage {
     c.run(() => c.st('UPDATE attempts SET count = count - 1 WHERE hash = ? AND count > 0 AND exp > ?').run(hash, c.now()))
   }
 
+  /** The first mark: markSeen found no live one and made it (one transaction). */
   async markOnce (kind: string, hash: string, ttlSeconds: number): Promise<boolean> {
-    const { c } = this
-    return c.tx(() => {
-      c.sweep()
-      const now = c.now()
-      const key = `${kind}:${hash}`
-      c.st('DELETE FROM once WHERE key = ? AND exp <= ?').run(key, now)
-      return c.st('INSERT OR IGNORE INTO once (key, exp) VALUES (?, ?)').run(key, now + ttlSeconds * 1000).changes === 1
-    })
+    return (await this.markSeen(kind, hash, ttlSeconds)) === null
   }
 
   async markSeen (kind: string, hash: string, ttlSeconds: number, create = true): Promise<number | null> {
