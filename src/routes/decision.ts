@@ -67,7 +67,7 @@ function docs (config: Config): Route['docs'] {
     },
     errors: {
       400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] },
-      403: { description: 'The caller is not a proxy in server.trusted_proxies.', codes: ['untrusted_proxy'] }
+      403: { description: 'The caller is not a proxy in server.trusted_proxies; or an access rule refuses the original request (docs/access-rules.md).', codes: ['untrusted_proxy', 'access_denied'] }
     }
   }
 }
