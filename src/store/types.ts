@@ -91,8 +91,48 @@ export interface AccessKey {
   unreadable?: true
 }
 
-/** What a user's second factor asks of a sign-in (Store.secondFactorState). */
-export type SecondFactorState = 'enrolled' | 'required' | 'none'
+/**
+ * What a user's second factor asks of a sign-in (Store.secondFactorState):
+ * `enrolled` a confirmed TOTP factor (passkeys perhaps too), `passkey`
+ * passkeys only, `required` an operator asked for enrolment, `none`.
+ */
+export type SecondFactorState = 'enrolled' | 'passkey' | 'required' | 'none'
+
+/** A passkey's authenticator: bound to one device, or synced between devices (a passkey provider's). */
+export type PasskeyDeviceType = 'singleDevice' | 'multiDevice'
+
+/** A passkey (a WebAuthn credential) as stored: everything a ceremony checks, and what its owner named it. */
+export interface StoredPasskey {
+  /** the credential id, base64url */
+  id: string
+  user_id: string
+  /** the WebAuthn user handle the credential was made for: random per user (never the username), base64url */
+  user_handle: string
+  /** the credential's public key (COSE), base64url */
+  public_key: string
+  /** the signature counter last accepted (0: the authenticator keeps none) */
+  counter: number
+  transports: string[]
+  device_type: PasskeyDeviceType
+  backed_up: boolean
+  name: string
+  /** ISO times */
+  created: string
+  last_used: string | null
+}
+
+/** A passkey as its owner and administration see it: never its key. */
+export interface PasskeyInfo {
+  id: string
+  name: string
+  created: string
+  last_used: string | null
+  device_type: PasskeyDeviceType
+  backed_up: boolean
+}
+
+/** What a new passkey brings from its registration (Store.addPasskey). */
+export type NewPasskey = Omit<StoredPasskey, 'created' | 'last_used'>
 
 export interface Session {
   id: string
@@ -142,6 +182,8 @@ export interface MfaFactors {
   required: boolean
   /** unused recovery codes */
   recovery_codes: number
+  /** the user's passkeys, oldest first */
+  passkeys: PasskeyInfo[]
 }
 
 /** A TOTP enrolment begun (Store.beginTotp): the secret, shown once, and the parameters the otpauth:// URI carries. */
@@ -330,9 +372,9 @@ export interface Store {
 
   /** The user's second factors (never a secret). */
   mfaFactors(userId: string): Promise<MfaFactors>
-  /** True when the user has a confirmed second factor: every sign-in needs a code. */
+  /** True when the user has a confirmed second factor (TOTP or a passkey): every sign-in needs one. */
   hasSecondFactor(userId: string): Promise<boolean>
-  /** In one read: `enrolled` (a confirmed factor), `required` (an operator asked for enrolment), else `none`. */
+  /** `enrolled` (a confirmed TOTP factor), `passkey` (passkeys only), `required` (an operator asked for enrolment), else `none`. */
   secondFactorState(userId: string): Promise<SecondFactorState>
   /** Starts a TOTP enrolment (a new secret, stored sealed, counting only once confirmed); null when a confirmed one exists. */
   beginTotp(userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null>
@@ -342,8 +384,28 @@ export interface Store {
   verifySecondFactor(userId: string, code: string): Promise<SecondFactorResult>
   /** Ten new recovery codes replace the user's; null without a confirmed factor. */
   regenerateRecoveryCodes(userId: string): Promise<string[] | null>
-  /** Removes the user's factor, recovery codes and requirement; false when there was none. */
+  /** Removes the user's factor, recovery codes, passkeys and requirement; false when there was none. */
   resetMfa(userId: string): Promise<boolean>
+
+  /** The user's passkeys, oldest first (never a key). */
+  listPasskeys(userId: string): Promise<PasskeyInfo[]>
+  /** A passkey by its credential id (for a sign-in without a username), or null. */
+  getPasskey(credentialId: string): Promise<StoredPasskey | null>
+  /** The user's WebAuthn user handle: the one their passkeys were made for, or a new random one (stored with their first passkey). */
+  passkeyUserHandle(userId: string): Promise<string>
+  /** Stores a new passkey; false when its credential id is taken. */
+  addPasskey(p: NewPasskey): Promise<boolean>
+  /** Renames one of the user's passkeys; false: no such passkey of theirs. */
+  renamePasskey(userId: string, credentialId: string, name: string): Promise<boolean>
+  /** Removes one of the user's passkeys; false: no such passkey of theirs. */
+  removePasskey(userId: string, credentialId: string): Promise<boolean>
+  /**
+   * Records a use: the new signature counter and the time, atomically and
+   * only when the counter increased (or both are 0: an authenticator that
+   * keeps none). False: no such passkey, or a counter that did not increase
+   * (a cloned authenticator): nothing written.
+   */
+  usePasskey(credentialId: string, counter: number): Promise<boolean>
   /** Requires enrolment at the user's next sign-in; false when enrolled or already required. */
   requireMfa(userId: string): Promise<boolean>
 

@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 export type Db = Database.Database
 
@@ -34,6 +34,29 @@ const MFA_TABLES = `
 CREATE TABLE mfa_totp (user_id TEXT PRIMARY KEY, stored TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE mfa_recovery (user_id TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (user_id, hash)) WITHOUT ROWID;
 `
+
+/**
+ * Passkeys (WebAuthn credentials): a row per credential id, its user
+ * indexed; the counter and the last use in columns of their own (the
+ * counter's compare-and-set is one UPDATE), the rest JSON.
+ */
+const PASSKEY_TABLES = `
+CREATE TABLE passkeys (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, json TEXT NOT NULL, counter INTEGER NOT NULL, last_used TEXT) WITHOUT ROWID;
+CREATE INDEX passkeys_user ON passkeys (user_id);
+`
+
+/**
+ * The steps from each version to the next, in order: a file of an earlier
+ * version takes every step after it at its first open by this version (each
+ * in its own transaction with the version it reaches). A new file gets
+ * TABLES, which has them all.
+ */
+const MIGRATIONS: ReadonlyArray<{ from: number, sql: string }> = [
+  // version 2: second factors
+  { from: 1, sql: MFA_TABLES },
+  // passkeys: the step after the version before it
+  { from: 2, sql: PASSKEY_TABLES }
+]
 
 const TABLES = `
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -63,7 +86,7 @@ CREATE TABLE audit (n INTEGER PRIMARY KEY, ms INTEGER NOT NULL, seq INTEGER NOT 
 CREATE INDEX audit_ms ON audit (ms, seq);
 CREATE TABLE invalidations (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, msg TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX invalidations_at ON invalidations (at);
-` + MFA_TABLES
+` + MFA_TABLES + PASSKEY_TABLES
 
 export interface OpenOptions {
   /** ms a statement waits for another process's write lock before failing (then 503 store_unavailable) */
@@ -109,12 +132,16 @@ function prepare (db: Db, path: string): void {
   } else if (version > SCHEMA_VERSION) {
     throw new StoreFileError('store_file_newer', `${path} was written by a newer sidegate (schema version ${version}; this one knows up to ${SCHEMA_VERSION}): nothing was written; run that version, or restore a backup made for this one`)
   }
-  if (version === 1 && !db.readonly) {
-    db.transaction(() => {
-      if ((db.pragma('user_version', { simple: true }) as number) !== 1) return
-      db.exec(MFA_TABLES)
-      db.pragma('user_version = 2')
-    }).immediate()
+  if (!db.readonly) {
+    for (const step of MIGRATIONS) {
+      if (step.from < version) continue
+      db.transaction(() => {
+        // another process may have taken the step meanwhile
+        if ((db.pragma('user_version', { simple: true }) as number) !== step.from) return
+        db.exec(step.sql)
+        db.pragma(`user_version = ${step.from + 1}`)
+      }).immediate()
+    }
   }
   if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
