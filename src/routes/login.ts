@@ -21,33 +21,26 @@ import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import type { Store, User } from '../store/types.js'
-import { otpauthUri, qrDataUri, type Amr, type Pending, type SecondFactor } from '../auth/mfa.js'
-import { signInFactors, type PasskeyCeremonies } from '../auth/passkeys.js'
-import { TOTP } from '../crypto.js'
-import { redirect, sendHtml, Template } from './html.js'
+import type { Amr, SecondFactor } from '../auth/mfa.js'
+import type { PasskeyCeremonies } from '../auth/passkeys.js'
+import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
+import { redirect, sendHtml } from './html.js'
+import { loginPages } from './login-pages.js'
 import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef, type ErrorAnswer } from './spec.js'
+import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef } from './spec.js'
 import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
 /** The second step of a sign-in: the code (or the first code of an enrolment) after the password */
 export const LOGIN_MFA_PATH = '/login/mfa'
-/** A passkey alone: the ceremony's options, then its answer (src/auth/passkeys.ts) */
-export const LOGIN_PASSKEY_OPTIONS_PATH = '/login/passkey/options'
-export const LOGIN_PASSKEY_PATH = '/login/passkey'
-/** A passkey as the second step after the password */
-export const LOGIN_MFA_PASSKEY_OPTIONS_PATH = '/login/mfa/passkey/options'
-export const LOGIN_MFA_PASSKEY_PATH = '/login/mfa/passkey'
 /** Where a login lands when `next` is missing or unsafe. */
 export const HOME = '/account/keys'
 
 const BASE = 'http://sidegate.invalid'
-/** The issuer an authenticator app shows beside the account */
-const ISSUER = 'sidegate'
 
 /**
  * `next` if it is a same-origin path, else the fallback. Refused: anything
@@ -121,26 +114,6 @@ export interface LoginDeps {
   passkeys: PasskeyCeremonies
 }
 
-/** A passkey ceremony's answer: the state its options came with, the browser's credential (WebAuthn's JSON form), and `next`. */
-const PASSKEY_BODY = {
-  name: 'PasskeyAnswer',
-  schema: T.Object({
-    state: T.String({ minLength: 1, maxLength: 4096, description: 'The `state` the options came with (sealed; single-use).' }),
-    response: T.Object({}, { additionalProperties: true, description: 'The credential as WebAuthn\'s JSON form (AuthenticationResponseJSON): id, rawId, type, response {clientDataJSON, authenticatorData, signature, userHandle}.' }),
-    next: T.Optional(T.String({ description: 'A path on this gateway to go to afterwards.' }))
-  }),
-  types: [JSON_TYPE],
-  required: true
-} satisfies BodySpec
-
-/** The options' request: nothing to send. */
-const EMPTY_BODY = {
-  name: 'PasskeyOptionsRequest',
-  schema: T.Object({}),
-  types: [JSON_TYPE],
-  required: false
-} satisfies BodySpec
-
 /** The second step: a one-time password or a recovery code, and `next` carried on. */
 const MFA_BODY = {
   name: 'LoginCode',
@@ -177,37 +150,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     return id === undefined || id === null || id === '' || id.length > 256 ? undefined : id
   }
 
-  const template = Template.load<{ css: string, script: string, action: string, next: string, username: string, error: string, docs: boolean, passkeyOptions: string, passkeyAction: string }>('login.html')
-  const loginPage = (o: { next: string, username?: string, error?: string }): string =>
-    template.render({ css: assets.url('sidegate.css'), script: assets.url('passkeys.js'), action: LOGIN_PATH, next: o.next, username: o.username ?? '', error: o.error ?? '', docs: config.docs.enabled, passkeyOptions: LOGIN_PASSKEY_OPTIONS_PATH, passkeyAction: LOGIN_PASSKEY_PATH })
-
-  const mfaTemplate = Template.load<{ css: string, script: string, action: string, next: string, error: string, code: boolean, keyonly: boolean, enrol: boolean, shown: boolean, username: string, secret: string, uri: string, qr: string, passkey: boolean, passkeyClass: string, passkeyOptions: string, passkeyAction: string }>('mfa.html')
-  const recoveryTemplate = Template.load<{ css: string, next: string, codes: string }>('mfa-recovery.html')
-  /** The second step: the code (TOTP enrolled), a passkey (when the user has one), or an enrolment. */
-  const mfaPage = (o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }): string => {
-    const uri = o.secret === undefined ? '' : otpauthUri(ISSUER, o.user.username, { secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
-    const code = !o.enrol && o.code !== false
-    const passkey = !o.enrol && o.passkey === true
-    return mfaTemplate.render({
-      css: assets.url('sidegate.css'),
-      script: assets.url('passkeys.js'),
-      action: LOGIN_MFA_PATH,
-      next: o.next,
-      error: o.error ?? '',
-      code,
-      keyonly: !o.enrol && !code,
-      passkey,
-      passkeyClass: code ? '' : 'primary',
-      passkeyOptions: LOGIN_MFA_PASSKEY_OPTIONS_PATH,
-      passkeyAction: LOGIN_MFA_PASSKEY_PATH,
-      enrol: o.enrol,
-      shown: o.secret !== undefined,
-      username: o.user.username,
-      secret: o.secret ?? '',
-      uri,
-      qr: uri === '' ? '' : qrDataUri(uri)
-    })
-  }
+  const { loginPage, mfaPage, recoveryPage } = loginPages(assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH })
   /** The pending second step's cookie: only /login and /login/mfa see it. */
   const mfaCookie = (ctx: RequestContext, value: string, maxAge: number): string =>
     `${names.mfaCookie}=${value}; Path=${LOGIN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
@@ -453,110 +396,12 @@ export function loginRoutes (d: LoginDeps): Route[] {
       }
       const cookies = [...(await startSession(ctx, user, 'login', ['pwd', 'otp'])), mfaCookie(ctx, '', 0)]
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
-      else if (recovery !== null) sendHtml(ctx.res, 200, recoveryTemplate.render({ css: assets.url('sidegate.css'), next, codes: recovery.join('\n') }), { 'set-cookie': cookies })
+      else if (recovery !== null) sendHtml(ctx.res, 200, recoveryPage(next, recovery), { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
   })
 
-  /** The pending password step of this browser (a code or passkey awaited), with its active user; else mfa_pending_missing. */
-  const pendingOf = async (ctx: RequestContext): Promise<{ p: Pending, user: User }> => {
-    const p = mfa.open(ctx.req, names.mfaCookie, ctx)
-    const user = p === null || p.w !== 'code' || p.amr.length !== 1 ? null : await store.getUser(p.u)
-    if (p === null || user === null || !user.is_active) throw E.mfaPendingMissing()
-    return { p, user }
-  }
-  const PASSKEY_ERRORS: Record<number, ErrorAnswer> = { 400: { description: 'No, an expired, a used or another ceremony\'s `state`; or a body that is not JSON.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
-
-  const postPasskeyOptions = route({
-    method: 'POST',
-    path: LOGIN_PASSKEY_OPTIONS_PATH,
-    auth: 'none',
-    body: EMPTY_BODY,
-    docs: {
-      tags: ['Browser'],
-      operationId: 'loginPasskeyOptions',
-      summary: 'Sign in with a passkey alone: the options for navigator.credentials.get()',
-      description: `Any passkey of this site (a discoverable credential: no username), user verification required. \`options\` is WebAuthn's PublicKeyCredentialRequestOptionsJSON; \`state\` (sealed, single-use, valid ${300} s) goes back with the answer to POST ${LOGIN_PASSKEY_PATH}. See docs/mfa.md.`,
-      security: 'none',
-      responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
-      errors: { 400: { description: 'The gateway is reached by an IP address (an RP id must be a host name) and auth.webauthn.rp_id is not set.', codes: ['bad_request'] }, 403: 'CsrfFailed', 503: 'Unavailable' }
-    },
-    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx) {
-      sendJson(ctx.res, 200, await passkeys.authenticationOptions(ctx.req, ctx.https, 'signin'))
-    }
-  })
-
-  const postPasskey = route({
-    method: 'POST',
-    path: LOGIN_PASSKEY_PATH,
-    auth: 'none',
-    body: PASSKEY_BODY,
-    docs: {
-      tags: ['Browser'],
-      operationId: 'loginPasskey',
-      summary: 'Sign in with a passkey alone: the answer',
-      description: 'The credential navigator.credentials.get() gave for the options of POST ' + LOGIN_PASSKEY_OPTIONS_PATH + ', with their `state`. A passkey with user verification is two factors: the session starts as after a password and a code (the cookies as POST /login sets them). See docs/mfa.md.',
-      security: 'none',
-      responses: { 200: { description: 'Signed in.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) } },
-      errors: { ...PASSKEY_ERRORS, 401: { description: 'The passkey was refused.', codes: ['passkey_failed', 'passkey_cloned'] } }
-    },
-    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body }) {
-      const next = safeNext(body.next)
-      const { user, passkey } = await passkeys.authenticate('signin', body.state, body.response, ctx.req, ctx.https, ctx)
-      const cookies = await startSession(ctx, user, 'passkey', signInFactors(passkey, false), 'passkey')
-      sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
-    }
-  })
-
-  const postMfaPasskeyOptions = route({
-    method: 'POST',
-    path: LOGIN_MFA_PASSKEY_OPTIONS_PATH,
-    auth: 'none',
-    body: EMPTY_BODY,
-    docs: {
-      tags: ['Browser'],
-      operationId: 'loginSecondFactorPasskeyOptions',
-      summary: 'A passkey as the second step: the options for navigator.credentials.get()',
-      description: `After POST ${LOGIN_PATH} asked for the second step, with the \`${names.mfaCookie}\` cookie: the user's passkeys, user verification required; \`state\` is bound to that password step. See docs/mfa.md.`,
-      security: 'none',
-      responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
-      errors: { 400: { description: 'Reached by an IP address without auth.webauthn.rp_id.', codes: ['bad_request'] }, 401: { description: 'No pending password step.', codes: ['mfa_pending_missing'] }, 403: 'CsrfFailed', 503: 'Unavailable' }
-    },
-    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx) {
-      const { p, user } = await pendingOf(ctx)
-      sendJson(ctx.res, 200, await passkeys.authenticationOptions(ctx.req, ctx.https, 'second', { user, pending: p.n }))
-    }
-  })
-
-  const postMfaPasskey = route({
-    method: 'POST',
-    path: LOGIN_MFA_PASSKEY_PATH,
-    auth: 'none',
-    body: PASSKEY_BODY,
-    docs: {
-      tags: ['Browser'],
-      operationId: 'loginSecondFactorPasskey',
-      summary: 'A passkey as the second step: the answer',
-      description: `With the \`${names.mfaCookie}\` cookie: the credential for the options of POST ${LOGIN_MFA_PASSKEY_OPTIONS_PATH}, with their \`state\`. One of the user's passkeys starts the session (the cookies as POST /login sets them). Refusals count toward the per-user code lockout. See docs/mfa.md.`,
-      security: 'none',
-      responses: { 200: { description: 'Signed in.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) } },
-      errors: { ...PASSKEY_ERRORS, 401: { description: 'The passkey was refused, or no pending password step.', codes: ['passkey_failed', 'passkey_cloned', 'mfa_pending_missing'] } }
-    },
-    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body }) {
-      const next = safeNext(body.next)
-      const { p, user } = await pendingOf(ctx)
-      const { passkey } = await passkeys.authenticate('second', body.state, body.response, ctx.req, ctx.https, ctx, { user, pending: p.n })
-      if (!(await mfa.consume(p))) throw E.mfaPendingMissing()
-      const cookies = [...(await startSession(ctx, user, 'login', signInFactors(passkey, true))), mfaCookie(ctx, '', 0)]
-      sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
-    }
-  })
-
-  return [getLogin, postLogin, postMfa, postLogout, postPasskeyOptions, postPasskey, postMfaPasskeyOptions, postMfaPasskey]
+  return [getLogin, postLogin, postMfa, postLogout, ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext })]
 }
 
 /** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */
