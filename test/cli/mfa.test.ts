@@ -41,7 +41,7 @@ t.test('mfa enroll prints the otpauth URI once; the user confirms it with a firs
   t.not(secretOf(uri2), secret)
 
   const show = await cliJson('mfa', 'show', 'dana')
-  t.same(Object.keys(show).sort(), ['recovery_codes', 'required', 'totp', 'username'])
+  t.same(Object.keys(show).sort(), ['passkeys', 'recovery_codes', 'required', 'totp', 'username'])
   t.equal(show.totp.confirmed, false)
   t.equal(show.required, true)
   t.notOk(JSON.stringify(show).includes(secretOf(uri2)), 'never the secret')
