@@ -242,3 +242,16 @@ t.test('an IP address is no RP id: the options say so; cross-site posts are refu
   const cross = await post(g.url, '/login/passkey/options', {}, { ...at, 'sec-fetch-site': 'cross-site' })
   t.equal(cross.status, 403)
 })
+
+t.test('auth.mfa.required all: a user with a passkey counts as enrolled (offered the passkey, not sent to set up an app)', async (t) => {
+  const db2 = embeddedStore()
+  const g2 = await startGateway(db2.url, { auth: { mfa: { required: 'all' } } })
+  t.teardown(async () => { await g2.close(); await db2.stop() })
+  const u = await g2.store.createUser({ username: 'pk-req', password: 'pk-req-password' })
+  const none = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
+  t.match(none.text, /Set up a second factor/, 'without a factor: sent to enrol')
+  t.ok(await g2.store.addPasskey({ id: b64u(randomBytes(16)), user_id: u.id, user_handle: b64u(randomBytes(32)), public_key: b64u(new SoftKey().cose), counter: 0, transports: [], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
+  const withKey = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
+  t.match(withKey.text, /Use your passkey/, 'with a passkey: the passkey is the second step')
+  t.notMatch(withKey.text, /Set up a second factor/)
+})
