@@ -92,8 +92,9 @@
       ev.preventDefault()
       const csrf = register.elements.csrfmiddlewaretoken.value
       const name = register.elements.name.value
+      const password = register.elements.password.value
       say('Follow your browser\'s prompt…', false)
-      post(register.getAttribute('data-options-url'), {}, csrf).then(function (o) {
+      post(register.getAttribute('data-options-url'), password ? { password } : {}, csrf).then(function (o) {
         return navigator.credentials.create(creationOptions(o.options)).then(function (cred) {
           return post(register.getAttribute('action'), { state: o.state, name, response: credentialJson(cred) }, csrf)
         })

@@ -15,6 +15,8 @@ import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
 import { passkeyName, type PasskeyCeremonies } from '../auth/passkeys.js'
 import type { Config } from '../config/index.js'
 import { TOTP, safeEqual } from '../crypto.js'
+import { FRESH_LOGIN_MS } from '../limits.js'
+import type { PasswordChecker } from '../auth/passwords.js'
 import { E, GatewayError } from '../errors.js'
 import { parseCookies } from '../http/cookies.js'
 import type { Auditor } from '../observability/audit.js'
@@ -59,7 +61,19 @@ export interface AccountMfaDeps {
   crossSite: (req: IncomingMessage) => boolean
   /** passkeys (src/auth/passkeys.ts) */
   passkeys: PasskeyCeremonies
+  /** the password that confirms a new passkey when the session is not fresh (the login lockout counts it) */
+  passwords: PasswordChecker
 }
+
+/** A passkey's registration begins: the password, unless the session signed in less than FRESH_LOGIN_MS ago. */
+const OPTIONS_BODY = {
+  name: 'PasskeyRegistrationOptions',
+  schema: T.Object({
+    password: T.Optional(T.String({ maxLength: 1024, format: 'password', description: `The user's password: required unless the browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago (a passkey signs in alone, so a stolen session must not add one).` }))
+  }),
+  types: [JSON_TYPE],
+  required: false
+} satisfies BodySpec
 
 /** A passkey's registration: the options' state, the name, and the credential (WebAuthn's RegistrationResponseJSON). */
 const REGISTER_BODY = {
@@ -98,7 +112,7 @@ type PageValues = {
 type RowValues = { id: string, name: string, kind: string, created: string, used: string, action: string, csrf: string }
 
 export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
-  const { store, auth, assets, mfa, audit, crossSite, passkeys } = d
+  const { store, auth, assets, mfa, audit, crossSite, passkeys, passwords } = d
   const template = Template.load<PageValues>('account-mfa.html')
   const row = Template.load<RowValues>('account-passkey.html')
   const day = (iso: string | null): string => iso === null || iso === '' ? 'never' : iso.slice(0, 10)
@@ -243,10 +257,10 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     }
   })
 
-  /** The session's user, with the CSRF token of the X-CSRFToken header. */
-  const fromHeader = async (ctx: RequestContext): Promise<User> => {
+  /** The session and its user, with the CSRF token of the X-CSRFToken header. */
+  const fromHeader = async (ctx: RequestContext): Promise<{ user: User, s: Session }> => {
     const h = ctx.req.headers['x-csrftoken']
-    return (await signedIn(ctx, typeof h === 'string' ? h : '')).user
+    return await signedIn(ctx, typeof h === 'string' ? h : '')
   }
   const SESSION_ERRORS = { 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: 'CsrfFailed', 503: 'Unavailable' } as const
 
@@ -254,18 +268,29 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     method: 'POST',
     path: ACCOUNT_PASSKEY_OPTIONS_PATH,
     auth: 'none',
+    body: OPTIONS_BODY,
     docs: {
       tags: ['Browser'],
       operationId: 'accountPasskeyOptions',
       summary: 'Register a passkey: the options for navigator.credentials.create()',
-      description: '`options` is WebAuthn\'s PublicKeyCredentialCreationOptionsJSON (a discoverable credential, user verification required, the user\'s other passkeys excluded); `state` (sealed, single-use, for this user, valid 300 s) goes back with the answer. Needs the browser session and its CSRF token in `X-CSRFToken`. See docs/mfa.md.',
+      description: '`options` is WebAuthn\'s PublicKeyCredentialCreationOptionsJSON (a discoverable credential, user verification required, the user\'s other passkeys excluded); `state` (sealed, single-use, for this user, valid 300 s) goes back with the answer. Needs the browser session and its CSRF token in `X-CSRFToken`, and `password` unless the session signed in less than ' + `${FRESH_LOGIN_MS / 60_000} minutes ago. See docs/mfa.md.`,
       security: 'session',
       responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
-      errors: { ...SESSION_ERRORS, 400: { description: 'Reached by an IP address without auth.webauthn.rp_id.', codes: ['bad_request'] }, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] } }
+      errors: { ...BODY_ERRORS, ...SESSION_ERRORS, 400: { description: 'Reached by an IP address without auth.webauthn.rp_id; or a bad body.', codes: ['bad_request', 'parse_error'] }, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: { description: 'No or a wrong CSRF token; the password needed or wrong.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] }, 429: 'TooManyAttempts' }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx) {
-      const user = await fromHeader(ctx)
+    async handler (ctx, { body }) {
+      const { user, s } = await fromHeader(ctx)
+      // a passkey signs in alone: a session older than a fresh sign-in confirms with the password, as for access keys
+      if (Date.now() - s.created >= FRESH_LOGIN_MS || (body.password ?? '') !== '') {
+        if ((body.password ?? '') === '') throw E.passwordRequired()
+        try {
+          await passwords.login(user.username, body.password!, ctx, 'confirm')
+        } catch (err) {
+          if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
+          throw err
+        }
+      }
       sendJson(ctx.res, 200, await passkeys.registrationOptions(user, ctx.req, ctx.https))
     }
   })
@@ -286,7 +311,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {
-      const user = await fromHeader(ctx)
+      const { user } = await fromHeader(ctx)
       const passkey = await passkeys.register(user, body.state, body.response, passkeyName(body.name), ctx.req, ctx.https, ctx)
       sendJson(ctx.res, 200, { passkey })
     }

@@ -84,7 +84,7 @@ export function createRouter (o: RouterOptions): Router {
     }),
     ...loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys }),
     accountPageRoute(config, assets),
-    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys }),
+    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys, passwords }),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),

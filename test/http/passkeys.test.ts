@@ -16,7 +16,7 @@ import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } fr
 import { post, request, type Res } from '../fixtures/http.js'
 import { ADMIN_PASSWORD, embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
-import { login, postForm, setCookies } from '../fixtures/session.js'
+import { ageSession, login, postForm, setCookies } from '../fixtures/session.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -233,6 +233,14 @@ t.test('registration: its options need the session and its CSRF token, exclude t
   t.equal(bad.json.code, 'passkey_failed', 'a malformed credential is refused')
   const replay = await post(g.url, '/account/mfa/passkeys', { state: o.json.state, name: 'x', response: {} }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
   t.equal(replay.json.code, 'passkey_challenge_invalid', 'its challenge was used by the refused answer')
+  // a passkey signs in alone: a session that is not fresh adds one only with the password
+  await ageSession(g, s.session, 6 * 60_000)
+  const stale = await post(g.url, '/account/mfa/passkeys/options', {}, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.match({ status: stale.status, code: stale.json.code }, { status: 403, code: 'password_required' }, 'signed in 6 minutes ago: the password is needed')
+  const wrongPw = await post(g.url, '/account/mfa/passkeys/options', { password: 'not-it' }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.match({ status: wrongPw.status, code: wrongPw.json.code }, { status: 403, code: 'password_incorrect' })
+  const withPw = await post(g.url, '/account/mfa/passkeys/options', { password: ADMIN_PASSWORD }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.equal(withPw.status, 200, 'with the password: the options')
 })
 
 t.test('an IP address is no RP id: the options say so; cross-site posts are refused', async (t) => {
