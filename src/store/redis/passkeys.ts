@@ -3,9 +3,10 @@
  * JSON; `user`, `name`, `counter`, `last_used` fields of their own, so a
  * rename and the counter's compare-and-set are each one script on one key),
  * and `user-pk:<user id>`, a set of the user's credential ids. Every command
- * touches one key: cluster-safe. The record is written before its index
- * entry and deleted before it: a failure in between leaves an index entry
- * without a record, which reads skip.
+ * touches one key: cluster-safe. The index entry is written before the
+ * record and deleted after it: a failure in between leaves an index entry
+ * without a record (which reads skip), never a passkey that signs in but is
+ * not listed.
  */
 import type { PasskeyStorage } from '../ports.js'
 import type { StoredPasskey } from '../types.js'
@@ -28,9 +29,12 @@ export class RedisPasskeys implements PasskeyStorage {
   #key (credentialId: string): string { return this.c.k('pk', credentialId) }
 
   async insert (p: StoredPasskey): Promise<boolean> {
-    if (!(await this.c.run(() => this.c.scripts.newHash(this.#key(p.id), ...passkeyFields(p))))) return false
-    await this.c.run(() => this.c.redis.sadd(this.c.k('user-pk', p.user_id), p.id))
-    return true
+    const index = this.c.k('user-pk', p.user_id)
+    await this.c.run(() => this.c.redis.sadd(index, p.id))
+    if (await this.c.run(() => this.c.scripts.newHash(this.#key(p.id), ...passkeyFields(p)))) return true
+    // taken: the index entry goes again unless the passkey there is this user's
+    if ((await this.get(p.id))?.user_id !== p.user_id) await this.c.run(() => this.c.redis.srem(index, p.id))
+    return false
   }
 
   async get (credentialId: string): Promise<StoredPasskey | null> {
