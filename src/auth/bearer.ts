@@ -16,8 +16,8 @@ export class BearerAuthenticator implements Authenticator {
 
   async authenticate (c: Credentials): Promise<Claim> {
     const token = parseTokenCredential(c.authorization!.credentials)
-    const userId = this.singleUse ? await this.store.consumeBearerToken(token) : await this.store.readBearerToken(token)
-    if (userId === null) throw E.invalidToken()
-    return { userId, method: this.method }
+    const grant = this.singleUse ? await this.store.consumeBearerToken(token) : await this.store.readBearerToken(token)
+    if (grant === null) throw E.invalidToken()
+    return { userId: grant.user_id, method: this.method, factors: grant.factors }
   }
 }

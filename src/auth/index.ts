@@ -117,5 +117,6 @@ function identityOf (claim: Claim, user: User | null): Identity {
   if (user === null) throw E.authenticationFailed()
   if (!user.is_active) throw E.userInactive()
   // every field named, in one order: one object shape for every credential kind (no spread)
-  return { userId: claim.userId, method: claim.method, session: claim.session, keyId: claim.keyId, keyLimit: claim.keyLimit, keyAllowIps: claim.keyAllowIps, digests: claim.digests, user }
+  const { userId, method, factors, session, keyId, keyLimit, keyAllowIps, digests } = claim
+  return { userId, method, factors, session, keyId, keyLimit, keyAllowIps, digests, user }
 }

@@ -16,17 +16,13 @@ import { createHash, randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { E } from '../errors.js'
 import type { AuditContext, Auditor } from '../observability/audit.js'
-import type { Store, TotpEnrolment, User } from '../store/types.js'
+import type { Factor, Store, TotpEnrolment, User } from '../store/types.js'
 import type { LockoutOptions } from './passwords.js'
 import { renderSVG } from 'uqr'
 import { parseCookies } from '../http/cookies.js'
 
-/**
- * The factors a sign-in was made with (RFC 8176 `amr` values): the password,
- * a one-time password (a recovery code counts as `otp`), a passkey bound to
- * its device (`hwk`) or synced (`swk`).
- */
-export type Amr = 'pwd' | 'otp' | 'hwk' | 'swk'
+/** The factors a sign-in was made with (RFC 8176 `amr` values, ../store/types.ts Factor): a recovery code counts as `otp`; a passkey is `hwk` (bound to its device) or `swk` (synced). */
+export type Amr = Factor
 
 export interface MfaOptions {
   required: 'none' | 'superusers' | 'all'

@@ -66,7 +66,7 @@ export class SessionAuthenticator implements Authenticator {
     if (s === null) throw E.invalidSession()
     if (Date.now() - s.created > this.opts.absoluteTimeout * 1000 || this.#touched.get(id, false) === undefined) return undefined
     this.#checkCsrf(c, s)
-    return { userId: s.user_id, method: this.method, session: s }
+    return { userId: s.user_id, method: this.method, factors: s.factors, session: s }
   }
 
   #checkCsrf (c: Credentials, s: Session): void {
@@ -90,6 +90,6 @@ export class SessionAuthenticator implements Authenticator {
       this.#touched.set(id, true)
       await this.store.touchSession(id, this.opts.idleTimeout)
     }
-    return { userId: s.user_id, method: this.method, session: s }
+    return { userId: s.user_id, method: this.method, factors: s.factors, session: s }
   }
 }

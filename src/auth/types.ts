@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { RateLimitPolicy, Session } from '../store/types.js'
+import type { Factor, RateLimitPolicy, Session } from '../store/types.js'
 import type { ExpectedDigest } from './digest.js'
 import type { GatewayError } from '../errors.js'
 
@@ -21,6 +21,8 @@ export interface Credentials {
 export interface Claim {
   userId: string
   method: AuthMethod
+  /** what the sign-in behind a session or bearer token was made with; absent for machine credentials (private tokens, access keys) */
+  factors?: readonly Factor[]
   session?: Session
   /** access keys: the key's id (the identity token's akid) and its own rate limit (src/auth/rate-limit.ts) */
   keyId?: string

@@ -28,6 +28,8 @@ export interface Names {
   userIdHeader: string
   usernameHeader: string
   authMethodHeader: string
+  /** what a session's or bearer token's sign-in was made with (RFC 8176 amr values, comma-separated) */
+  authFactorsHeader: string
   /** the signed identity (identity.jwt) */
   identityHeader: string
 }
@@ -86,6 +88,7 @@ export function namesFor (abbrev: string): Names {
     userIdHeader: `X-${up}-User-Id`,
     usernameHeader: `X-${up}-Username`,
     authMethodHeader: `X-${up}-Auth-Method`,
+    authFactorsHeader: `X-${up}-Auth-Factors`,
     identityHeader: `X-${up}-Identity`
   }
 }

@@ -51,7 +51,7 @@ export const Schema = T.Object({
     public_paths: live(list([], { check: 'absolutePath', description: 'Paths forwarded without authentication, matched by whole segments: "/status"\ncovers /status and /status/… (not /status-admin; start-up warns once about entries\nwithout a trailing slash), "/static/" covers /static/…. Identity headers and\nsidegate\'s credentials are still stripped; a path with . or .. segments is never public.' }))
   }),
   names: section({
-    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Identity.\nJMS gives the names JumpServer clients use.' })
+    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Auth-Factors,\nX-SVC-Identity.\nJMS gives the names JumpServer clients use.' })
   }),
   store: section({
     backend: oneOf(STORE_BACKENDS, 'auto', 'sqlite: the embedded store, one file on this host (`path`), shared by every\n--workers process and the CLI; several hosts cannot share it (docs/deploy.md).\nredis: the `redis:` section below: for several replicas. auto: redis when\nSIDEGATE_REDIS_URL is set or a `redis:` key below differs from its default, else sqlite'),

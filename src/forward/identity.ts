@@ -25,7 +25,8 @@
  * the set again: it might not know a newer key.
  *
  * Signing is node:crypto's, synchronous, over a header serialized once per
- * key; a token is kept per (key, user, username, org, method, access key) and
+ * key; a token is kept per (key, user, username, org, method, access key,
+ * factors) and
  * reused for a quarter of its ttl, so most requests cost a cache lookup
  * (bench/micro-identity.mjs measures both). Such a token proves that sidegate
  * authenticated the caller within its ttl, for its audience; not which
@@ -39,7 +40,7 @@ import type { JwtConfig } from '../config/index.js'
 import { E, GatewayError } from '../errors.js'
 import type { Logger } from '../observability/log.js'
 import { LruCache } from '../store/cache.js'
-import type { SigningAlgorithm, SigningKey, Store } from '../store/types.js'
+import { isTwoFactor, type SigningAlgorithm, type SigningKey, type Store } from '../store/types.js'
 
 /** How long past ttl a replaced key stays published: clock differences between replicas and verifiers. */
 export const RETIRE_MARGIN_MS = 60_000
@@ -161,7 +162,7 @@ interface Signer { kid: string, alg: SigningAlgorithm, header: string, key: KeyO
 
 /** The parts of a token that identify what it says: one cache entry per distinct set. */
 function cacheKey (kid: string, id: Identity, orgId: string): string {
-  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.keyId ?? ''}`
+  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.keyId ?? ''}\u0000${id.factors?.join(',') ?? ''}`
 }
 
 /** The JWT minting of one gateway: the key set as last read, the signer of the current key, the token cache. */
@@ -287,7 +288,12 @@ export class IdentitySigner {
     claims.sub = id.user.id
     claims.preferred_username = id.user.username
     claims.org = orgId
-    claims.amr = [id.method]
+    claims.auth_method = id.method
+    // a sign-in's factors (sessions, bearer tokens): RFC 8176 amr values and the level they reach; machine credentials have neither
+    if (id.factors !== undefined) {
+      claims.amr = id.factors
+      claims.acr = isTwoFactor(id.factors) ? 'two_factor' : 'one_factor'
+    }
     if (id.keyId !== undefined) claims.akid = id.keyId
     claims.jti = jti
     claims.iat = iat

@@ -25,6 +25,8 @@ export interface HeaderPolicy {
   userIdHeader: string
   usernameHeader: string
   authMethodHeader: string
+  /** X-<abbrev>-Auth-Factors, lowercase: a session's or bearer token's sign-in factors */
+  authFactorsHeader: string
   /** X-<abbrev>-Identity, lowercase */
   identityHeader: string
   /** X-<abbrev>-Login, lowercase: a decision's login page, for nginx to redirect a browser to */
@@ -39,13 +41,13 @@ export interface HeaderPolicy {
 /** The identity headers sidegate injects under an abbreviation, lowercase (as config.ts namesFor names them). */
 function identityHeaderNames (abbrev: string): string[] {
   const a = abbrev.toLowerCase()
-  return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-identity`]
+  return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-auth-factors`, `x-${a}-identity`]
 }
 
 /** `identityToken`: identity.jwt's signer, when enabled (the header is stripped from clients either way). */
 export function headerPolicy (config: Config, identityToken?: HeaderPolicy['identityToken']): HeaderPolicy {
   const n = config.names
-  const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader].map((h) => h.toLowerCase())
+  const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client
   const injected = new Set([...lower, ...identityHeaderNames('SVC'), ...identityHeaderNames('JMS'), 'x-csrftoken'])
@@ -57,6 +59,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
     usernameHeader: lower[2],
     authMethodHeader: lower[3],
     identityHeader: lower[4],
+    authFactorsHeader: lower[5],
     loginHeader: `x-${n.abbrev.toLowerCase()}-login`,
     identityToken,
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie, n.mfaCookie]),
@@ -263,6 +266,8 @@ export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, r
     [p.orgHeader]: orgId,
     [p.authMethodHeader]: id.method
   }
+  // sessions and bearer tokens: what their sign-in was made with (machine credentials have no sign-in)
+  if (id.factors !== undefined) h[p.authFactorsHeader] = id.factors.join(',')
   // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)
   if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId, requestId)
   return h

@@ -47,6 +47,7 @@ function docs (config: Config): Route['docs'] {
       [n.usernameHeader]: identity('The username, percent-encoded when not printable ASCII.'),
       [n.orgHeader]: identity('The resolved organization id (from `?oid=` in the original URI, the org header, or the user\'s default).'),
       [n.authMethodHeader]: identity('`session`, `bearer`, `private_token` or `access_key`.'),
+      [n.authFactorsHeader]: identity('Sessions and bearer tokens only: what the sign-in was made with, as RFC 8176 `amr` values, comma-separated: `pwd` (password), `otp` (a one-time code or recovery code), `hwk`/`swk` (a passkey). E.g. `pwd,otp`.'),
       Cookie: identity('The original Cookie header without sidegate\'s session and CSRF cookies (other cookies kept), on public paths too; empty when none is left. For the proxy to set on the upstream request in place of the client\'s.'),
       'Cache-Control': identity('`no-store`: a decision must never be cached (a one-time bearer token is used up by it).')
     }

@@ -20,8 +20,8 @@ import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
-import type { Store, User } from '../store/types.js'
-import type { Amr, SecondFactor } from '../auth/mfa.js'
+import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
+import type { SecondFactor } from '../auth/mfa.js'
 import type { PasskeyCeremonies } from '../auth/passkeys.js'
 import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
 import { redirect, sendHtml } from './html.js'
@@ -157,13 +157,13 @@ export function loginRoutes (d: LoginDeps): Route[] {
 
   /**
    * Starts the session a sign-in ends in: the browser's old one ended, the
-   * cookies to set. `factors`: what the sign-in was made with (RFC 8176
-   * amr), for the session to record once sessions keep them.
+   * cookies to set. `factors`: what the sign-in was made with (RFC 8176 amr),
+   * kept with the session; `authMethod` audited (password, or passkey alone).
    */
-  const startSession = async (ctx: RequestContext, user: User, via: string, factors: Amr[], authMethod = 'password'): Promise<string[]> => {
+  const startSession = async (ctx: RequestContext, user: User, via: string, factors: readonly Factor[], authMethod = 'password'): Promise<string[]> => {
     const old = currentSessionId(ctx.req)
     if (old !== undefined) await endSession(ctx, old, 'login')
-    const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout)
+    const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout, factors)
     audit?.record({ event: 'session.created', ctx, user, authMethod: factors.includes('pwd') ? 'password' : authMethod, via, credential: s.id })
     await store.recordLogin(user.id)
     const cookies = sessionCookies(ctx, s.id, s.csrf)
@@ -281,7 +281,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
         else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { 'set-cookie': pending })
         return
       }
-      const cookies = await startSession(ctx, user, 'login', ['pwd'])
+      const cookies = await startSession(ctx, user, 'login', PASSWORD_ONLY)
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
@@ -394,7 +394,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
         sendHtml(ctx.res, 401, loginPage({ next, error: 'Your sign-in expired. Sign in again.' }), { 'set-cookie': mfaCookie(ctx, '', 0) })
         return
       }
-      const cookies = [...(await startSession(ctx, user, 'login', ['pwd', 'otp'])), mfaCookie(ctx, '', 0)]
+      // the password step's factors and the code just given (an enrolment's first code, a code or a recovery code: `otp`)
+      const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
       else if (recovery !== null) sendHtml(ctx.res, 200, recoveryPage(next, recovery), { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })

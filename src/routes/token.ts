@@ -16,7 +16,8 @@ import { Type as T } from '@sinclair/typebox'
 import { jmsDate } from '../http/date.js'
 import { sendJson } from '../respond.js'
 import type { PasswordChecker } from '../auth/passwords.js'
-import type { Store, User } from '../store/types.js'
+import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
+
 import { profile, profileSchemas } from './profile.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { BODY_ERRORS, json, schemaRef, type ErrorAnswer } from './spec.js'
@@ -24,6 +25,8 @@ import { route, type RequestContext, type Route } from './types.js'
 import type { SecondFactor } from '../auth/mfa.js'
 
 export const TOKEN_PATH = '/api/v1/authentication/auth/'
+/** A token obtained with the password and a code (TOTP or a recovery code). */
+const PASSWORD_AND_CODE: readonly Factor[] = Object.freeze(['pwd', 'otp'])
 /** JumpServer's MFA challenge: the code after the token endpoint answered mfa_required */
 export const MFA_CHALLENGE_PATH = '/api/v1/authentication/mfa/challenge/'
 /** Where the pending second factor's cookie is sent: the token endpoint and the challenge only */
@@ -218,6 +221,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       }
       const headers: Record<string, string> = {}
       const need = await opts.mfa.need(user)
+      let factors: readonly Factor[] = PASSWORD_ONLY
       if (need === 'enrol') {
         // a user who must enrol does so in a browser (the account page), never through the token endpoint
         opts.audit?.record({ event: 'mfa.failed', ctx, user, via: 'token', reason: 'mfa_unset' })
@@ -233,6 +237,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       if (need === 'code') {
         const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
         const code = c1 ?? c2
+        factors = PASSWORD_AND_CODE
         if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.consume(p))) {
           // the challenge was passed for this user: the token, and the cookie is spent
         } else if (code !== undefined && code !== '') {
@@ -245,7 +250,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         }
         headers['set-cookie'] = pendingCookie(opts, ctx, '', 0)
       }
-      const { token, expires } = await store.issueBearerToken(user.id, opts.ttl)
+      const { token, expires } = await store.issueBearerToken(user.id, opts.ttl, factors)
       opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
       await store.recordLogin(user.id)
       sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) }, headers)

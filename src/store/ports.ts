@@ -11,7 +11,7 @@
 import type { GatewayError } from '../errors.js'
 import type { StoredKeySet } from './keyset.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo, StoredPasskey, User
+  AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo, StoredPasskey, User
 } from './types.js'
 
 /** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */
@@ -63,6 +63,14 @@ export interface StoredSession {
   user_id: string
   /** epoch ms */
   created: number
+  /** absent: the password alone (PASSWORD_ONLY; records written before factors were kept) */
+  factors?: readonly Factor[]
+}
+
+/** A bearer token as stored: its user and, unless the password alone, its factors. */
+export interface StoredGrant {
+  user_id: string
+  factors?: readonly Factor[]
 }
 
 export interface OrgStorage {
@@ -138,11 +146,11 @@ export interface PrivateTokenStorage {
 }
 
 export interface BearerTokenStorage {
-  /** Stores hash → user id for `ttlSeconds` from `now`, indexed under the user; false when the hash is taken. */
-  insert(hash: string, userId: string, now: number, ttlSeconds: number): Promise<boolean>
-  /** Reads and deletes in one step: one caller gets the user id. */
-  consume(hash: string): Promise<string | null>
-  read(hash: string): Promise<string | null>
+  /** Stores hash → grant for `ttlSeconds` from `now`, indexed under the user; false when the hash is taken. */
+  insert(hash: string, grant: StoredGrant, now: number, ttlSeconds: number): Promise<boolean>
+  /** Reads and deletes in one step: one caller gets the grant. */
+  consume(hash: string): Promise<StoredGrant | null>
+  read(hash: string): Promise<StoredGrant | null>
   /** Deletes every one of the user's unused tokens. */
   endAll(userId: string): Promise<void>
 }

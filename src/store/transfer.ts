@@ -17,7 +17,7 @@
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
 import type { StoredKey, StoredUser } from './ports.js'
-import type { Org, StoredPasskey } from './types.js'
+import type { Factor, Org, StoredPasskey } from './types.js'
 
 export const FORMAT = 'sidegate-store'
 export const FORMAT_VERSION = 1
@@ -42,8 +42,9 @@ export type TransferRecord =
   | { kind: 'private_token_lookup', hash: string, user_id: string }
   /** an imported (JumpServer), untagged token's lookup hash */
   | { kind: 'private_token_imported', hash: string }
-  | { kind: 'bearer_token', hash: string, user_id: string, expires: number }
-  | { kind: 'session', hash: string, user_id: string, created: number, expires: number }
+  /** `factors`: what it was obtained with, absent for the password alone */
+  | { kind: 'bearer_token', hash: string, user_id: string, expires: number, factors?: readonly Factor[] }
+  | { kind: 'session', hash: string, user_id: string, created: number, expires: number, factors?: readonly Factor[] }
   /** a user's TOTP record as stored (JSON, its secret sealed with additional data `user-totp:<user id>`) */
   | { kind: 'totp', user_id: string, stored: string }
   /** the lookup hash of one of a user's unused recovery codes */
@@ -143,6 +144,14 @@ export const auditAfter = (a: [number, number], b: [number, number]): boolean =>
 
 // ── checking one line ────────────────────────────────────────────────────────
 
+const FACTORS = new Set<unknown>(['pwd', 'otp', 'hwk', 'swk'] satisfies Factor[])
+
+/** A bearer token's or session's record with its factors, when it has any besides the password alone. */
+export function withFactors<R extends TransferRecord & { kind: 'bearer_token' | 'session' }> (r: R, factors: readonly Factor[] | undefined): R {
+  if (factors !== undefined) r.factors = factors
+  return r
+}
+
 type Obj = Record<string, unknown>
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
 
@@ -156,6 +165,11 @@ class Fields {
   bool (f: string): boolean { const v = this.o[f]; if (typeof v !== 'boolean') this.#bad(f, 'true or false'); return v }
   ms (f: string): number { const v = this.o[f]; if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) this.#bad(f, 'a time in epoch ms'); return v }
   obj (f: string): Obj { const v = this.o[f]; if (!isObj(v)) this.#bad(f, 'an object'); return v }
+  factors (f: string): void {
+    const v = this.o[f]
+    if (v !== undefined && (!Array.isArray(v) || v.length === 0 || !v.every((x) => FACTORS.has(x)))) this.#bad(f, `absent or a non-empty list of ${[...FACTORS].join(', ')}`)
+  }
+
   limit (f: string): void {
     const v = this.o[f]
     if (v === undefined || v === null) return
@@ -204,8 +218,8 @@ function checkRecord (v: unknown): TransferRecord {
     case 'private_token': f.str('user_id'); f.strOrNull('hash'); f.str('sealed'); break
     case 'private_token_lookup': f.str('hash'); f.str('user_id'); break
     case 'private_token_imported': f.str('hash'); break
-    case 'bearer_token': f.str('hash'); f.str('user_id'); f.ms('expires'); break
-    case 'session': f.str('hash'); f.str('user_id'); f.ms('created'); f.ms('expires'); break
+    case 'bearer_token': f.str('hash'); f.str('user_id'); f.ms('expires'); f.factors('factors'); break
+    case 'session': f.str('hash'); f.str('user_id'); f.ms('created'); f.ms('expires'); f.factors('factors'); break
     case 'totp': f.str('user_id'); f.str('stored'); break
     case 'recovery_code': f.str('user_id'); f.str('hash'); break
     case 'passkey': {

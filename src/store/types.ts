@@ -14,8 +14,12 @@ import type { ClearableCache } from './cache.js'
 import type { VerifyOptions, Verified } from './secret/check.js'
 import type { RotateOptions, RotateResult } from './secret/rotate.js'
 import type { SigningKey, SigningKeySet } from './keyset.js'
+import type { BearerGrant, Factor } from './factors.js'
+import type { MfaFactors, PasskeyStore, SecondFactorResult, SecondFactorState, TotpEnrolment } from './second-factors.js'
 
 export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
+export { isTwoFactor, PASSWORD_ONLY, type BearerGrant, type Factor } from './factors.js'
+export type { MfaFactors, NewPasskey, PasskeyDeviceType, PasskeyInfo, PasskeyStore, SecondFactorResult, SecondFactorState, StoredPasskey, TotpEnrolment } from './second-factors.js'
 
 export type OrgRole = 'admin' | 'user'
 
@@ -91,15 +95,14 @@ export interface AccessKey {
   unreadable?: true
 }
 
-/** What a user's second factor asks of a sign-in (Store.secondFactorState): `passkey` when passkeys are their only factor. */
-export type SecondFactorState = 'enrolled' | 'passkey' | 'required' | 'none'
-
 export interface Session {
   id: string
   user_id: string
   /** epoch ms */
   created: number
   csrf: string
+  /** what the sign-in that made it was made with */
+  factors: readonly Factor[]
 }
 
 /** A live session as administration sees it (Store.listSessions): never its cookie value. */
@@ -134,35 +137,8 @@ export interface NewUser {
   orgs?: Record<string, OrgRole>
 }
 
-/** A user's second factors as administration and the account page see them: never a secret. */
-export interface MfaFactors {
-  /** the TOTP factor: pending until confirmed with a first code (`operator`: a pending one an operator began) */
-  totp: { confirmed: boolean, created: string, operator?: true } | null
-  /** an operator required enrolment (`sidegate mfa require`, the admin API) */
-  required: boolean
-  /** unused recovery codes */
-  recovery_codes: number
-  /** the user's passkeys, oldest first */
-  passkeys: PasskeyInfo[]
-}
-
-/** A TOTP enrolment begun (Store.beginTotp): the secret, shown once, and the parameters the otpauth:// URI carries. */
-export interface TotpEnrolment {
-  /** base32 */
-  secret: string
-  period: number
-  digits: number
-  algorithm: string
-}
-
-/** Which second factor a code was (Store.verifySecondFactor); null: none. */
-export type SecondFactorResult = 'otp' | 'recovery' | null
-
 /** What readPrivateToken returns for a token stored under another secret key. */
 export const UNREADABLE = Symbol('unreadable')
-
-import type { PasskeyInfo, PasskeyStore } from './passkey-types.js'
-export type { NewPasskey, PasskeyDeviceType, PasskeyInfo, PasskeyStore, StoredPasskey } from './passkey-types.js'
 
 export interface Store extends PasskeyStore {
   /** Round trip to the backing store; throws a 503 GatewayError when unreachable. */
@@ -265,18 +241,22 @@ export interface Store extends PasskeyStore {
   /** getSession without I/O: null when the id is none (wrong check tag), the session when cached, else undefined (ask getSession). */
   cachedSession?(id: string): Session | null | undefined
 
-  issueBearerToken(userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }>
-  /** Atomically consumes a one-time token: exactly one caller gets the user id. */
-  consumeBearerToken(token: string): Promise<string | null>
+  /** `factors`: what the sign-in it is issued for was made with (default the password alone). */
+  issueBearerToken(userId: string, ttlSeconds: number, factors?: readonly Factor[]): Promise<{ token: string, expires: Date }>
+  /** Atomically consumes a one-time token: exactly one caller gets its grant. */
+  consumeBearerToken(token: string): Promise<BearerGrant | null>
   /**
    * A bearer token's user without consuming it (`auth.bearer.single_use:
    * false`): valid until it expires or is revoked (password change); never
    * cached, so a revocation counts at once on every replica.
    */
-  readBearerToken(token: string): Promise<string | null>
+  readBearerToken(token: string): Promise<BearerGrant | null>
 
-  /** `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout). */
-  createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session>
+  /**
+   * `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout);
+   * `factors`: what the sign-in was made with (default the password alone).
+   */
+  createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]): Promise<Session>
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
   /** The user id of the session it ended, null when there was none (the audit's session.revoked). */

@@ -72,7 +72,8 @@ t.test('every forwarded request carries a token jose verifies against the JWKS U
   t.equal(payload.sub, alice.id)
   t.equal(payload.preferred_username, 'alice')
   t.equal(payload.org, DEFAULT_ORG)
-  t.same(payload.amr, ['private_token'])
+  t.equal(payload.auth_method, 'private_token')
+  t.notOk('amr' in payload || 'acr' in payload, 'a machine credential has no sign-in: no amr, no acr')
   t.notOk('akid' in payload, 'no akid without a signature')
   t.match(payload.jti, /^[0-9a-f-]{36}$/, 'jti identifies the token')
   t.equal(payload.exp! - payload.iat!, 60, 'exp = iat + ttl')
@@ -96,23 +97,24 @@ t.test('the default issuer, derived from listen', async (t) => {
   t.equal(buildConfig({ identity: { jwt: { issuer: 'https://auth.example.com' } } }).identity.jwt.issuer, 'https://auth.example.com')
 })
 
-t.test('amr per credential kind; akid = the access key id only for signatures', async (t) => {
+t.test('auth_method per credential kind, amr and acr for sign-ins; akid = the access key id only for signatures', async (t) => {
   const bob = await makeUser(g, 'bob', { password: 'bob-password-1' })
   const { key, secret } = await g.store.createAccessKey(bob.id)
   const signed = received(await request(g.url, '/api/v1/x/', { headers: signedHeaders(key.id, secret, 'GET', '/api/v1/x/') }))
   const p1 = (await jwtVerify(signed!, gJwks)).payload
-  t.same(p1.amr, ['access_key'])
+  t.equal(p1.auth_method, 'access_key')
+  t.notOk('amr' in p1)
   t.equal(p1.akid, key.id)
   t.equal(p1.sub, bob.id)
 
   const bt = await bearer(g.url, 'bob', 'bob-password-1')
   const p2 = (await jwtVerify(received(await request(g.url, '/api/v1/x/', { headers: { authorization: `Bearer ${bt}` } }))!, gJwks)).payload
-  t.same(p2.amr, ['bearer'])
+  t.match(p2, { auth_method: 'bearer', amr: ['pwd'], acr: 'one_factor' })
   t.notOk('akid' in p2)
 
   const s = await login(g.url, 'bob', 'bob-password-1')
   const p3 = (await jwtVerify(received(await request(g.url, '/api/v1/x/', { headers: { cookie: s.cookie } }))!, gJwks)).payload
-  t.same(p3.amr, ['session'])
+  t.match(p3, { auth_method: 'session', amr: ['pwd'], acr: 'one_factor' })
   t.notOk('akid' in p3)
 })
 
@@ -321,7 +323,7 @@ t.test('cached tokens (the default) are shared by requests; identity.jwt.per_req
     t.equal(r.json.headers['x-request-id'], id, 'the upstream gets the request id')
     const { payload } = await jwtVerify(received(r)!, perJwks, { audience: 'orders-service', issuer: per.config.identity.jwt.issuer })
     t.equal(payload.jti, id, 'jti is the request id')
-    t.match(payload, { sub: alice.id, amr: ['private_token'] })
+    t.match(payload, { sub: alice.id, auth_method: 'private_token' })
     seen.push(payload)
   }
   t.not(seen[0].jti, seen[1].jti, 'two requests, two tokens')

@@ -216,7 +216,7 @@ if ('why' in nginx && 'why' in caddy) {
         t.equal(res.status, 200)
         t.same(identityOf(seen), { id: alice.id, username: 'alice', org: DEFAULT_ORG, method: 'private_token' })
         const signed = await jwtVerify(String(seen?.['x-svc-identity']), jwks)
-        t.match(signed.payload, { sub: alice.id, preferred_username: 'alice', org: DEFAULT_ORG, amr: ['private_token'] }, 'the signed identity (identity.jwt), verified by jose against the JWKS')
+        t.match(signed.payload, { sub: alice.id, preferred_username: 'alice', org: DEFAULT_ORG, auth_method: 'private_token' }, 'the signed identity (identity.jwt), verified by jose against the JWKS')
         t.equal(seen?.['x-jms-identity'], undefined, 'the other family\'s copy is gone')
         t.equal(seen?.authorization, undefined, 'the credential stays at the proxy')
         t.equal(seen?.['x-jms-user-id'], undefined)

@@ -178,7 +178,7 @@ t.test('tagged credentials: every kind works; a wrong tag, another kind or anoth
     t.equal(v, null, `bearer ${f}: refused`)
     t.equal(cost, 0, 'no Redis command')
   }
-  t.equal(await s.consumeBearerToken(bt), u.id, 'genuine bearer token, first use')
+  t.equal((await s.consumeBearerToken(bt))?.user_id, u.id, 'genuine bearer token, first use')
   t.equal(await s.consumeBearerToken(bt), null, 'still single use')
 
   // sessions: get, touch and delete of a forged id touch nothing; the genuine one is intact
@@ -204,7 +204,7 @@ t.test('bearer token: stored with a TTL, deleted when consumed', async (t) => {
   const k = `${prefix}bt:${new Keyring(SECRET).lookup(token)}`
   const ttl = await raw.ttl(k)
   t.ok(ttl > 590 && ttl <= 600, `key has a TTL of about 600 s (got ${ttl})`)
-  t.equal(await s.consumeBearerToken(token), u.id, 'first use')
+  t.equal((await s.consumeBearerToken(token))?.user_id, u.id, 'first use')
   t.equal(await s.consumeBearerToken(token), null, 'second use')
   t.equal(await raw.exists(k), 0, 'gone from Redis')
 })

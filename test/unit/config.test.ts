@@ -48,6 +48,7 @@ t.test('defaults', async (t) => {
       userIdHeader: 'X-SVC-User-Id',
       usernameHeader: 'X-SVC-Username',
       authMethodHeader: 'X-SVC-Auth-Method',
+      authFactorsHeader: 'X-SVC-Auth-Factors',
       identityHeader: 'X-SVC-Identity'
     },
     redis: {
@@ -219,6 +220,7 @@ t.test('namesFor', async (t) => {
     userIdHeader: 'X-JMS-User-Id',
     usernameHeader: 'X-JMS-Username',
     authMethodHeader: 'X-JMS-Auth-Method',
+    authFactorsHeader: 'X-JMS-Auth-Factors',
     identityHeader: 'X-JMS-Identity'
   })
   t.same(namesFor('jms'), namesFor('JMS'))

@@ -58,7 +58,7 @@ t.test('dates and expiries come from the clock: an entry expires when the clock 
   t.equal(await store.getSession(s.id), null, 'at its expiry: gone')
   t.equal(await store.consumeBearerToken(token), null)
   t.equal(await store.markOnce('sig', 'v', 60), true)
-  t.equal(await store.consumeBearerToken(late.token), u.id, 'issued later, expires later')
+  t.equal((await store.consumeBearerToken(late.token))?.user_id, u.id, 'issued later, expires later')
   await store.recordLogin(u.id)
   t.equal((await store.getUser(u.id))!.last_login, '2030-01-01T00:01:00.000Z')
 })
@@ -123,6 +123,6 @@ t.test('expired entries nobody reads again are dropped, at most once a minute', 
   const kept = await store.issueBearerToken('u1', 600) // a write sweeps
   const live = await store.createSession('u1', 600)
   t.same(store.stats(), { bearer: 2, sessions: 1, attempts: 0, once: 0, indexed: 3 }, 'only live entries and their index entries are left')
-  t.equal(await store.consumeBearerToken(kept.token), 'u1')
+  t.equal((await store.consumeBearerToken(kept.token))?.user_id, 'u1')
   t.not(await store.getSession(live.id), null)
 })

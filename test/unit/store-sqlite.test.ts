@@ -62,7 +62,7 @@ t.test('a restart keeps every record: users, keys, tokens, sessions, signing key
   t.equal((await b.getAccessKey(key.id))?.secret, secret, 'the key\'s secret decrypts')
   t.equal(await b.userIdForPrivateToken(pt), u.id)
   t.equal((await b.getSession(sess.id))?.user_id, u.id)
-  t.equal(await b.consumeBearerToken(bt.token), u.id)
+  t.equal((await b.consumeBearerToken(bt.token))?.user_id, u.id)
   t.equal(await b.consumeBearerToken(bt.token), null, 'and only once')
 })
 
@@ -173,22 +173,29 @@ t.test('invalidations: a replica hears a change within the poll; one that fell b
   t.equal(c.cachedUser(u.id), undefined, 'so the fast path answers nothing from it')
 })
 
-t.test('a version-1 file (before second factors) gets their tables at its first open, keeping every record', async (t) => {
+t.test('a version-1 file (before second factors and sign-in factors) is upgraded step by step at its first open, keeping every record', async (t) => {
   const path = fileIn()
   const a = await open(path)
   const u = await a.createUser({ username: 'old', password: 'old-password' })
+  const session = await a.createSession(u.id, 600)
+  const bt = await a.issueBearerToken(u.id, 600)
   await a.close()
-  // the file as sidegate wrote it before schema version 2
+  // the file as sidegate wrote it before schema version 2: no MFA tables, sessions and bearer without factors
   const raw = new Database(path)
-  raw.exec('DROP TABLE mfa_totp; DROP TABLE mfa_recovery; DROP TABLE passkeys;')
+  raw.exec(`DROP TABLE mfa_totp; DROP TABLE mfa_recovery; DROP TABLE passkeys;
+    ALTER TABLE sessions DROP COLUMN factors; ALTER TABLE bearer DROP COLUMN factors;`)
   raw.pragma('user_version = 1')
   raw.close()
   const b = await open(path)
   t.teardown(() => b.close())
-  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION, 'upgraded step by step to this version')
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION, `upgraded step by step to version ${SCHEMA_VERSION}`)
   t.equal((await b.getUserByUsername('old'))?.id, u.id, 'the records kept')
+  t.same((await b.getSession(session.id))?.factors, ['pwd'], 'a session from before reads as made with the password alone')
+  t.same(await b.readBearerToken(bt.token), { user_id: u.id, factors: ['pwd'] }, 'so does a bearer token')
   t.ok(await b.beginTotp(u.id), 'and second factors can be stored')
   t.same((await b.mfaFactors(u.id)).totp?.confirmed, false)
+  const two = await b.createSession(u.id, 600, 600, ['pwd', 'otp'])
+  t.same((await b.getSession(two.id))?.factors, ['pwd', 'otp'], 'and sign-in factors')
 })
 
 t.test('a file of the version before passkeys gets their table at its first open, keeping every record', async (t) => {

@@ -4,7 +4,7 @@
  * when the clock reaches it, as a Redis key does.
  */
 import type { StoredKeySet } from '../keyset.js'
-import type { StoredKey, StoredPrivateToken, StoredSession, StoredUser } from '../ports.js'
+import type { StoredGrant, StoredKey, StoredPrivateToken, StoredSession, StoredUser } from '../ports.js'
 import type { AuditEntry, Org, StoredPasskey } from '../types.js'
 
 export interface Expiring<V> { v: V, exp: number }
@@ -25,8 +25,8 @@ export class Data {
   readonly userPrivateToken = new Map<string, StoredPrivateToken>()
   /** lookup hashes of imported, untagged private tokens */
   readonly importedTokens = new Set<string>()
-  /** hash(bearer token) → user id */
-  readonly bearer = new Map<string, Expiring<string>>()
+  /** hash(bearer token) → its grant */
+  readonly bearer = new Map<string, Expiring<StoredGrant>>()
   readonly userBearer = new Map<string, Set<string>>()
   /** hash(session id) → session */
   readonly sessions = new Map<string, Expiring<StoredSession>>()

@@ -8,7 +8,7 @@ import type { Keyring } from '../../crypto.js'
 import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit,
+  AccessKey, AuditEntry, AuditQuery, BearerGrant, Factor, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit,
   NewPasskey, PasskeyInfo, StoredPasskey, RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
@@ -141,11 +141,14 @@ export class PolicyStore implements RunningStore {
 
   // ---- bearer tokens and sessions
 
-  issueBearerToken (userId: string, ttlSeconds: number): Promise<{ token: string, expires: Date }> { return this.#bt.issue(userId, ttlSeconds) }
-  consumeBearerToken (token: string): Promise<string | null> { return this.#bt.consume(token) }
-  readBearerToken (token: string): Promise<string | null> { return this.#bt.read(token) }
+  issueBearerToken (userId: string, ttlSeconds: number, factors?: readonly Factor[]): Promise<{ token: string, expires: Date }> { return this.#bt.issue(userId, ttlSeconds, factors) }
+  consumeBearerToken (token: string): Promise<BearerGrant | null> { return this.#bt.consume(token) }
+  readBearerToken (token: string): Promise<BearerGrant | null> { return this.#bt.read(token) }
 
-  createSession (userId: string, ttlSeconds: number, lifetimeSeconds?: number): Promise<Session> { return this.#sessions.create(userId, ttlSeconds, lifetimeSeconds) }
+  createSession (userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]): Promise<Session> {
+    return this.#sessions.create(userId, ttlSeconds, lifetimeSeconds, factors)
+  }
+
   getSession (id: string): Promise<Session | null> { return this.#sessions.get(id) }
   cachedSession (id: string): Session | null | undefined { return this.#sessions.cached(id) }
   touchSession (id: string, ttlSeconds: number): Promise<void> { return this.#sessions.touch(id, ttlSeconds) }

@@ -6,17 +6,19 @@
  * Ending a session, or all of a user's, evicts it on every replica at once.
  */
 import type { StoredSession } from '../ports.js'
+import { PASSWORD_ONLY, samePasswordOnly, type Factor } from '../factors.js'
 import type { Session, SessionInfo } from '../types.js'
 import { invalidate, type Context } from './context.js'
 
 export class Sessions {
   constructor (private readonly c: Context) {}
 
-  async create (userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds): Promise<Session> {
+  async create (userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds, factors: readonly Factor[] = PASSWORD_ONLY): Promise<Session> {
     const id = this.c.keys.issue('session id')
     const s: StoredSession = { user_id: userId, created: this.c.storage.now() }
+    if (!samePasswordOnly(factors)) s.factors = [...factors]
     await this.c.storage.sessions.insert(this.c.keys.lookup(id), s, ttlSeconds, Math.max(ttlSeconds, lifetimeSeconds))
-    return { id, ...s, csrf: this.c.keys.lookup(`csrf:${id}`) }
+    return this.#session(id, s)
   }
 
   async get (id: string): Promise<Session | null> {
@@ -28,7 +30,7 @@ export class Sessions {
       const stamp = cache?.sessions.stamp
       const stored = await this.c.storage.sessions.get(h)
       if (stored === null) return null
-      s = { user_id: stored.user_id, created: stored.created }
+      s = { user_id: stored.user_id, created: stored.created, factors: stored.factors }
       cache?.sessions.set(h, s, stamp)
     }
     return this.#session(id, s)
@@ -48,7 +50,7 @@ export class Sessions {
   #session (id: string, s: StoredSession): Session {
     const keys = this.c.keys
     let csrf: string | undefined
-    return { id, user_id: s.user_id, created: s.created, get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) } }
+    return { id, user_id: s.user_id, created: s.created, factors: s.factors ?? PASSWORD_ONLY, get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) } }
   }
 
   async touch (id: string, ttlSeconds: number): Promise<void> {

@@ -12,11 +12,12 @@ import { JWKS_KEY, parseKeySet } from '../keyset.js'
 import type { StoredKey, StoredSession, StoredUser } from '../ports.js'
 import { KEY_CHECK, openPrivateToken, sealPrivateToken } from '../secret/records.js'
 import { KeyCheckError } from '../secret/check.js'
-import { auditAfter, auditId, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
+import { auditAfter, auditId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
 import type { Org } from '../types.js'
 import type { RedisClient } from './connect.js'
 import { scanKeys } from './context.js'
 import { RedisKeyRecords } from './key-records.js'
+import { decodeGrant, encodeGrant } from './bearer-tokens.js'
 import { SCRIPTS } from './scripts.js'
 import { passkeyFields, passkeyOf } from './passkeys.js'
 
@@ -62,11 +63,12 @@ export class RedisTransfer implements StoreTransfer {
       const bt = await r.zrange(this.#k('user-bt', uid), '0', '-1', 'WITHSCORES')
       for (let i = 0; i < bt.length; i += 2) {
         const expires = Number(bt[i + 1])
-        if (expires > now && (await r.get(this.#k('bt', bt[i]))) === uid) bearer.push({ kind: 'bearer_token', hash: bt[i], user_id: uid, expires })
+        const g = decodeGrant(await r.get(this.#k('bt', bt[i])))
+        if (expires > now && g?.user_id === uid) bearer.push(withFactors({ kind: 'bearer_token', hash: bt[i], user_id: uid, expires }, g.factors))
       }
       for (const h of (await r.smembers(this.#k('user-sess', uid))).sort()) {
         const [s, ttl] = await Promise.all([this.#json<StoredSession>(this.#k('sess', h)), r.pttl(this.#k('sess', h))])
-        if (s !== null && s.user_id === uid && ttl > 0) sessions.push({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl })
+        if (s !== null && s.user_id === uid && ttl > 0) sessions.push(withFactors({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl }, s.factors))
       }
       const totp = await r.get(this.#k('user-totp', uid))
       if (totp !== null) factors.push({ kind: 'totp', user_id: uid, stored: totp })
@@ -170,14 +172,14 @@ export class RedisTransfer implements StoreTransfer {
         case 'bearer_token': {
           const ttl = x.expires - o.now
           if (ttl <= 0) break
-          await r.set(this.#keyOf(x), x.user_id, 'PX', ttl, 'NX')
+          await r.set(this.#keyOf(x), encodeGrant({ user_id: x.user_id, factors: x.factors }), 'PX', ttl, 'NX')
           await r.eval(SCRIPTS.indexBearer.lua, 1, this.#k('user-bt', x.user_id), o.now, x.hash, x.expires, ttl)
           break
         }
         case 'session': {
           const ttl = x.expires - o.now
           if (ttl <= 0) break
-          await r.set(this.#keyOf(x), JSON.stringify({ user_id: x.user_id, created: x.created } satisfies StoredSession), 'PX', ttl, 'NX')
+          await r.set(this.#keyOf(x), JSON.stringify({ user_id: x.user_id, created: x.created, factors: x.factors } satisfies StoredSession), 'PX', ttl, 'NX')
           await r.sadd(this.#k('user-sess', x.user_id), x.hash)
           sessionIndex.set(x.user_id, Math.max(sessionIndex.get(x.user_id) ?? 0, x.expires, x.created + o.sessionLifetimeMs))
           break

@@ -1,6 +1,7 @@
 /** What every aggregate of the embedded backend shares: the database, its clock, one way to run statements. */
 import type Database from 'better-sqlite3'
 import type { Db } from './schema.js'
+import type { Factor } from '../types.js'
 
 export interface SqlContext {
   readonly db: Db
@@ -16,4 +17,13 @@ export interface SqlContext {
   tx<T>(fn: () => T): T
   /** Drops expired rows, at most once a minute of the clock. */
   sweep(): void
+}
+
+/** A session's or bearer token's factors as their column holds them: NULL for the password alone, else space-separated. */
+export function factorsColumn (factors: readonly Factor[] | undefined): string | null {
+  return factors === undefined ? null : factors.join(' ')
+}
+
+export function factorsOf (column: string | null): Factor[] | undefined {
+  return column === null ? undefined : column.split(' ') as Factor[]
 }

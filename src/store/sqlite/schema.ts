@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 export type Db = Database.Database
 
@@ -29,33 +29,37 @@ export class StoreFileError extends UsageError {
   }
 }
 
-/** Version 2: second factors (a version-1 file gets them at its first open by this version). */
-const MFA_TABLES = `
+/**
+ * What each version adds to the one before, in order: an older file gets the
+ * rest at its first open by this version, in one transaction each. A new
+ * file is made from TABLES (version 1) and every step.
+ */
+const UPGRADES: ReadonlyArray<{ to: number, sql: string }> = [
+  // second factors
+  {
+    to: 2,
+    sql: `
 CREATE TABLE mfa_totp (user_id TEXT PRIMARY KEY, stored TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE mfa_recovery (user_id TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (user_id, hash)) WITHOUT ROWID;
 `
-
-/**
- * Passkeys (WebAuthn credentials): a row per credential id, its user
- * indexed; the counter and the last use in columns of their own (the
- * counter's compare-and-set is one UPDATE), the rest JSON.
- */
-const PASSKEY_TABLES = `
+  },
+  // the factors a session or bearer token was obtained with (NULL: the password alone)
+  {
+    to: 3,
+    sql: `
+ALTER TABLE sessions ADD COLUMN factors TEXT;
+ALTER TABLE bearer ADD COLUMN factors TEXT;
+`
+  },
+  // passkeys (WebAuthn credentials): a row per credential id, its user indexed; the
+  // counter and the last use in columns of their own (the counter's compare-and-set is one UPDATE)
+  {
+    to: 4,
+    sql: `
 CREATE TABLE passkeys (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, json TEXT NOT NULL, counter INTEGER NOT NULL, last_used TEXT) WITHOUT ROWID;
 CREATE INDEX passkeys_user ON passkeys (user_id);
 `
-
-/**
- * The steps from each version to the next, in order: a file of an earlier
- * version takes every step after it at its first open by this version (each
- * in its own transaction with the version it reaches). A new file gets
- * TABLES, which has them all.
- */
-const MIGRATIONS: ReadonlyArray<{ from: number, sql: string }> = [
-  // version 2: second factors
-  { from: 1, sql: MFA_TABLES },
-  // passkeys: the step after the version before it
-  { from: 2, sql: PASSKEY_TABLES }
+  }
 ]
 
 const TABLES = `
@@ -86,7 +90,7 @@ CREATE TABLE audit (n INTEGER PRIMARY KEY, ms INTEGER NOT NULL, seq INTEGER NOT 
 CREATE INDEX audit_ms ON audit (ms, seq);
 CREATE TABLE invalidations (seq INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, msg TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX invalidations_at ON invalidations (at);
-` + MFA_TABLES + PASSKEY_TABLES
+` + UPGRADES.map((u) => u.sql).join('')
 
 export interface OpenOptions {
   /** ms a statement waits for another process's write lock before failing (then 503 store_unavailable) */
@@ -132,14 +136,13 @@ function prepare (db: Db, path: string): void {
   } else if (version > SCHEMA_VERSION) {
     throw new StoreFileError('store_file_newer', `${path} was written by a newer sidegate (schema version ${version}; this one knows up to ${SCHEMA_VERSION}): nothing was written; run that version, or restore a backup made for this one`)
   }
-  if (!db.readonly) {
-    for (const step of MIGRATIONS) {
-      if (step.from < version) continue
+  if (version < SCHEMA_VERSION && !db.readonly) {
+    for (const u of UPGRADES) {
       db.transaction(() => {
-        // another process may have taken the step meanwhile
-        if ((db.pragma('user_version', { simple: true }) as number) !== step.from) return
-        db.exec(step.sql)
-        db.pragma(`user_version = ${step.from + 1}`)
+        // another process may have upgraded it meanwhile: each step looks again
+        if ((db.pragma('user_version', { simple: true }) as number) !== u.to - 1) return
+        db.exec(u.sql)
+        db.pragma(`user_version = ${u.to}`)
       }).immediate()
     }
   }

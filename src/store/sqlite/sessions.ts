@@ -1,7 +1,7 @@
-/** Sessions in SQLite: hash → user id, creation and expiry (the idle timeout), indexed by user. */
+/** Sessions in SQLite: hash → user id, creation, factors and expiry (the idle timeout), indexed by user. */
 import type { SessionStorage, StoredSession } from '../ports.js'
 import type { SessionInfo } from '../types.js'
-import type { SqlContext } from './context.js'
+import { factorsColumn, factorsOf, type SqlContext } from './context.js'
 
 export class SqliteSessions implements SessionStorage {
   constructor (private readonly c: SqlContext) {}
@@ -10,14 +10,16 @@ export class SqliteSessions implements SessionStorage {
     const { c } = this
     c.run(() => {
       c.sweep()
-      c.st('INSERT OR REPLACE INTO sessions (hash, user_id, created, exp) VALUES (?, ?, ?, ?)').run(hash, s.user_id, s.created, s.created + ttlSeconds * 1000)
+      c.st('INSERT OR REPLACE INTO sessions (hash, user_id, created, exp, factors) VALUES (?, ?, ?, ?, ?)').run(hash, s.user_id, s.created, s.created + ttlSeconds * 1000, factorsColumn(s.factors))
     })
   }
 
   async get (hash: string): Promise<StoredSession | null> {
     const { c } = this
-    const r = c.run(() => c.st('SELECT user_id, created FROM sessions WHERE hash = ? AND exp > ?').get(hash, c.now()) as StoredSession | undefined)
-    return r === undefined ? null : { user_id: r.user_id, created: r.created }
+    const r = c.run(() => c.st('SELECT user_id, created, factors FROM sessions WHERE hash = ? AND exp > ?').get(hash, c.now()) as { user_id: string, created: number, factors: string | null } | undefined)
+    if (r === undefined) return null
+    const factors = factorsOf(r.factors)
+    return factors === undefined ? { user_id: r.user_id, created: r.created } : { user_id: r.user_id, created: r.created, factors }
   }
 
   async touch (hash: string, ttlSeconds: number): Promise<void> {

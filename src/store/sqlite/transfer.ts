@@ -8,8 +8,9 @@ import { closeSync, openSync, renameSync, rmSync } from 'node:fs'
 import { JWKS_KEY, parseKeySet } from '../keyset.js'
 import type { StoredKey, StoredUser } from '../ports.js'
 import { KEY_CHECK } from '../secret/records.js'
-import { auditAfter, auditId, recordId, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
+import { auditAfter, auditId, recordId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
 import type { Org, StoredPasskey } from '../types.js'
+import { factorsColumn, factorsOf } from './context.js'
 import { SqliteKeyRecords } from './key-records.js'
 import { openDatabase } from './schema.js'
 import type { SqliteStorage } from './storage.js'
@@ -42,11 +43,11 @@ export class SqliteTransfer implements StoreTransfer {
       }
       for (const r of all<{ hash: string, user_id: string }>('SELECT hash, user_id FROM pt_lookup ORDER BY hash')) out.push({ kind: 'private_token_lookup', hash: r.hash, user_id: r.user_id })
       for (const r of all<{ hash: string }>('SELECT hash FROM pt_imported ORDER BY hash')) out.push({ kind: 'private_token_imported', hash: r.hash })
-      for (const r of all<{ hash: string, user_id: string, exp: number }>('SELECT hash, user_id, exp FROM bearer WHERE exp > ? ORDER BY hash', now)) {
-        out.push({ kind: 'bearer_token', hash: r.hash, user_id: r.user_id, expires: r.exp })
+      for (const r of all<{ hash: string, user_id: string, exp: number, factors: string | null }>('SELECT hash, user_id, exp, factors FROM bearer WHERE exp > ? ORDER BY hash', now)) {
+        out.push(withFactors({ kind: 'bearer_token', hash: r.hash, user_id: r.user_id, expires: r.exp }, factorsOf(r.factors)))
       }
-      for (const r of all<{ hash: string, user_id: string, created: number, exp: number }>('SELECT hash, user_id, created, exp FROM sessions WHERE exp > ? ORDER BY hash', now)) {
-        out.push({ kind: 'session', hash: r.hash, user_id: r.user_id, created: r.created, expires: r.exp })
+      for (const r of all<{ hash: string, user_id: string, created: number, exp: number, factors: string | null }>('SELECT hash, user_id, created, exp, factors FROM sessions WHERE exp > ? ORDER BY hash', now)) {
+        out.push(withFactors({ kind: 'session', hash: r.hash, user_id: r.user_id, created: r.created, expires: r.exp }, factorsOf(r.factors)))
       }
       for (const r of all<{ user_id: string, stored: string }>('SELECT user_id, stored FROM mfa_totp ORDER BY user_id')) out.push({ kind: 'totp', user_id: r.user_id, stored: r.stored })
       for (const r of all<{ user_id: string, hash: string }>('SELECT user_id, hash FROM mfa_recovery ORDER BY user_id, hash')) out.push({ kind: 'recovery_code', user_id: r.user_id, hash: r.hash })
@@ -112,8 +113,8 @@ export class SqliteTransfer implements StoreTransfer {
           case 'private_token': run('INSERT INTO pt_user (user_id, stored) VALUES (?, ?)', r.user_id, r.hash === null ? r.sealed : `${r.hash}:${r.sealed}`); break
           case 'private_token_lookup': run('INSERT INTO pt_lookup (hash, user_id) VALUES (?, ?)', r.hash, r.user_id); break
           case 'private_token_imported': run('INSERT INTO pt_imported (hash) VALUES (?)', r.hash); break
-          case 'bearer_token': if (r.expires > o.now) run('INSERT INTO bearer (hash, user_id, exp) VALUES (?, ?, ?)', r.hash, r.user_id, r.expires); break
-          case 'session': if (r.expires > o.now) run('INSERT INTO sessions (hash, user_id, created, exp) VALUES (?, ?, ?, ?)', r.hash, r.user_id, r.created, r.expires); break
+          case 'bearer_token': if (r.expires > o.now) run('INSERT INTO bearer (hash, user_id, exp, factors) VALUES (?, ?, ?, ?)', r.hash, r.user_id, r.expires, factorsColumn(r.factors)); break
+          case 'session': if (r.expires > o.now) run('INSERT INTO sessions (hash, user_id, created, exp, factors) VALUES (?, ?, ?, ?, ?)', r.hash, r.user_id, r.created, r.expires, factorsColumn(r.factors)); break
           case 'totp': run('INSERT INTO mfa_totp (user_id, stored) VALUES (?, ?)', r.user_id, r.stored); break
           case 'recovery_code': run('INSERT INTO mfa_recovery (user_id, hash) VALUES (?, ?)', r.user_id, r.hash); break
           case 'passkey': {

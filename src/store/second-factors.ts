@@ -1,4 +1,36 @@
-/** Passkeys (WebAuthn credentials) as the store keeps them, and the Store's passkey methods (./types.ts Store extends them). */
+/**
+ * A user's second factors as the store gives them (re-exported by ./types.ts):
+ * what a sign-in needs, the TOTP enrolment, administration's view, and
+ * passkeys (WebAuthn credentials) with the Store's passkey methods (./types.ts
+ * Store extends them).
+ */
+
+/** What a user's second factor asks of a sign-in (Store.secondFactorState): `passkey` when passkeys are their only factor. */
+export type SecondFactorState = 'enrolled' | 'passkey' | 'required' | 'none'
+
+/** A user's second factors as administration and the account page see them: never a secret. */
+export interface MfaFactors {
+  /** the TOTP factor: pending until confirmed with a first code (`operator`: a pending one an operator began) */
+  totp: { confirmed: boolean, created: string, operator?: true } | null
+  /** an operator required enrolment (`sidegate mfa require`, the admin API) */
+  required: boolean
+  /** unused recovery codes */
+  recovery_codes: number
+  /** the user's passkeys, oldest first */
+  passkeys: PasskeyInfo[]
+}
+
+/** A TOTP enrolment begun (Store.beginTotp): the secret, shown once, and the parameters the otpauth:// URI carries. */
+export interface TotpEnrolment {
+  /** base32 */
+  secret: string
+  period: number
+  digits: number
+  algorithm: string
+}
+
+/** Which second factor a code was (Store.verifySecondFactor); null: none. */
+export type SecondFactorResult = 'otp' | 'recovery' | null
 
 /** A passkey's authenticator: bound to one device, or synced between devices (a passkey provider's). */
 export type PasskeyDeviceType = 'singleDevice' | 'multiDevice'
