@@ -102,6 +102,8 @@ if (browser === null) {
     await page.waitForURL('**/account/keys')
     t.match(await page.locator('header').textContent(), /Signed in as\s*eve/)
     t.ok(g.logs.some((l) => l.includes('"login.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(eve.id)))
+    const sid = (await ctx.cookies()).find((c) => c.name === 'svc_sessionid')!.value
+    t.same((await g.store.getSession(sid))?.factors, ['hwk'], 'the session: a device-bound passkey alone (amr hwk)')
   })
 
   t.test('the password, then the passkey as the second factor', async (t) => {
@@ -114,6 +116,8 @@ if (browser === null) {
     await page.waitForURL('**/account/keys')
     t.match(await page.locator('header').textContent(), /Signed in as\s*eve/)
     t.ok(g.logs.some((l) => l.includes('"mfa.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(eve.id)))
+    const sid = (await ctx.cookies()).find((c) => c.name === 'svc_sessionid')!.value
+    t.same((await g.store.getSession(sid))?.factors, ['pwd', 'hwk'], 'the session: the password and the passkey')
   })
 
   t.test('a cloned authenticator (the same key at a lower signature counter) is refused', async (t) => {
