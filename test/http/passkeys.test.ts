@@ -17,6 +17,7 @@ import { post, request, type Res } from '../fixtures/http.js'
 import { ADMIN_PASSWORD, embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { ageSession, login, postForm, setCookies } from '../fixtures/session.js'
+import { oathtool } from '../fixtures/oathtool.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -264,4 +265,20 @@ t.test('auth.mfa.required all: a user with a passkey counts as enrolled (offered
   const withKey = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
   t.match(withKey.text, /Use your passkey/, 'with a passkey: the passkey is the second step')
   t.notMatch(withKey.text, /Set up a second factor/)
+})
+
+t.test('TOTP and a passkey: the second step offers both; the token endpoint only what it can take (otp)', async (t) => {
+  const fay = await makeUser(g, 'pk-fay')
+  const e = (await g.store.beginTotp(fay.id))!
+  t.ok(await g.store.confirmTotp(fay.id, oathtool(e.secret, Date.now())))
+  await new SoftKey().register(fay.id)
+  const page = await postForm(g.url, '/login', { username: 'pk-fay', password: 'pk-fay-password' }, at)
+  t.match(page.text, /Enter your code/)
+  t.match(page.text, /<form method="post" action="\/login\/mfa" class="stack">/, 'the code form shown')
+  t.match(page.text, /id="passkey-second"/, 'and the passkey')
+  const js = await post(g.url, '/login', { username: 'pk-fay', password: 'pk-fay-password' }, at)
+  t.same(js.json.data.choices, ['otp', 'passkey'])
+  const token = await post(g.url, '/api/v1/authentication/auth/', { username: 'pk-fay', password: 'pk-fay-password' })
+  t.equal(token.json.error, 'mfa_required')
+  t.same(token.json.data.choices, ['otp'], 'JumpServer\'s challenge: only what the API can take')
 })
