@@ -18,6 +18,8 @@ export const MFA_ROUTES: readonly AdminRoute[] = [
       text: (m: MfaJson) => [
         `totp: ${m.totp === null ? 'none' : m.totp.confirmed ? `on since ${m.totp.created}` : `pending (begun ${m.totp.created}; confirmed by the first code)`}`,
         `recovery codes left: ${m.recovery_codes}`,
+        `passkeys: ${m.passkeys.length === 0 ? 'none' : m.passkeys.length}`,
+        ...m.passkeys.map((p) => `  ${p.name} (${p.device_type === 'multiDevice' ? 'synced' : 'single device'}; added ${p.created}; last used ${p.last_used ?? 'never'})`),
         ...(m.required ? ['enrolment required at the next sign-in'] : [])
       ].join('\n')
     }],
@@ -46,14 +48,14 @@ export const MFA_ROUTES: readonly AdminRoute[] = [
     status: 200,
     tag: 'Second factor',
     operationId: 'resetMfa',
-    summary: 'Remove a user\'s second factor and recovery codes (`sidegate mfa reset`)',
-    description: 'For a user who lost their device. auth.mfa.required still applies: such a user enrols again at the next sign-in.',
+    summary: 'Remove a user\'s second factors: TOTP, recovery codes and passkeys (`sidegate mfa reset`)',
+    description: 'For a user who lost their device: removes the TOTP factor, the recovery codes and every passkey. auth.mfa.required still applies: such a user enrols again at the next sign-in.',
     answer: 'MfaReset',
     errors: ['not_found'],
     cli: [{
       command: 'mfa reset',
       args: ['username'],
-      text: (r: { username: string, reset: boolean }) => r.reset ? `removed the second factor and recovery codes of ${r.username}` : `${r.username} had no second factor`
+      text: (r: { username: string, reset: boolean }) => r.reset ? `removed the second factor, recovery codes and passkeys of ${r.username}` : `${r.username} had no second factor`
     }],
     run: async (ops, p) => await ops.mfaReset(p.username)
   },

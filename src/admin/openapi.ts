@@ -103,12 +103,28 @@ const SCHEMAS: Record<string, Json> = {
   SessionList: { type: 'array', items: schemaRef('Session') },
   MfaFactors: {
     type: 'object',
-    required: ['username', 'totp', 'required', 'recovery_codes'],
+    required: ['username', 'totp', 'required', 'recovery_codes', 'passkeys'],
     properties: {
       username: { type: 'string' },
       totp: { oneOf: [{ type: 'null' }, { type: 'object', required: ['confirmed', 'created'], properties: { confirmed: { type: 'boolean', description: 'false: begun, counts once confirmed with a first code' }, created: { type: 'string', format: 'date-time' } } }] },
       required: { type: 'boolean', description: 'An operator required enrolment (`sidegate mfa require`).' },
-      recovery_codes: { type: 'integer', description: 'Unused recovery codes.' }
+      recovery_codes: { type: 'integer', description: 'Unused recovery codes.' },
+      passkeys: {
+        type: 'array',
+        description: 'The user\'s passkeys, oldest first: never a key.',
+        items: {
+          type: 'object',
+          required: ['id', 'name', 'created', 'last_used', 'device_type', 'backed_up'],
+          properties: {
+            id: { type: 'string', description: 'The credential id (base64url).' },
+            name: { type: 'string', description: 'As the user named it.' },
+            created: { type: 'string', format: 'date-time' },
+            last_used: { oneOf: [{ type: 'null' }, { type: 'string', format: 'date-time' }] },
+            device_type: { enum: ['singleDevice', 'multiDevice'], description: 'singleDevice: bound to one authenticator (amr hwk); multiDevice: synced by a passkey provider (amr swk).' },
+            backed_up: { type: 'boolean', description: 'A synced passkey that is backed up.' }
+          }
+        }
+      }
     }
   },
   TotpEnrolment: { type: 'object', required: ['username', 'uri', 'secret'], properties: { username: { type: 'string' }, uri: { type: 'string', description: 'otpauth://totp/sidegate:<username>?secret=…&issuer=sidegate&algorithm=SHA1&digits=6&period=30; shown only in this answer.' }, secret: { type: 'string', description: 'The base32 secret the URI carries; shown only in this answer.' } } },
@@ -125,7 +141,7 @@ const SCHEMAS: Record<string, Json> = {
       why: { type: 'string' }
     }
   },
-  MfaReset: { type: 'object', required: ['username', 'reset'], properties: { username: { type: 'string' }, reset: { type: 'boolean', description: 'false: there was nothing to remove.' } } },
+  MfaReset: { type: 'object', required: ['username', 'reset'], properties: { username: { type: 'string' }, reset: { type: 'boolean', description: 'false: there was nothing to remove (no TOTP factor, recovery code, passkey or requirement).' } } },
   MfaRequired: { type: 'object', required: ['username', 'required'], properties: { username: { type: 'string' }, required: { const: true } } },
   SessionRevoked: { type: 'object', required: ['username', 'id', 'revoked'], properties: { username: { type: 'string' }, id: { type: 'string' }, revoked: { const: true } } },
   SessionsRevoked: { type: 'object', required: ['username', 'revoked'], properties: { username: { type: 'string' }, revoked: { type: 'integer', description: 'How many sessions were live.' } } },

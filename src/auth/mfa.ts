@@ -21,7 +21,7 @@ import type { LockoutOptions } from './passwords.js'
 import { renderSVG } from 'uqr'
 import { parseCookies } from '../http/cookies.js'
 
-/** The factors a sign-in was made with (RFC 8176 `amr` values, ../store/types.ts Factor): a recovery code counts as `otp`. */
+/** The factors a sign-in was made with (RFC 8176 `amr` values, ../store/types.ts Factor): a recovery code counts as `otp`; a passkey is `hwk` (bound to its device) or `swk` (synced). */
 export type Amr = Factor
 
 export interface MfaOptions {
@@ -30,8 +30,8 @@ export interface MfaOptions {
   pending_ttl: number
 }
 
-/** What a user still needs after the right password. */
-export type MfaNeed = 'none' | 'code' | 'enrol'
+/** What a user still needs after the right password: a code (TOTP, perhaps passkeys too), a passkey (their only factor), an enrolment, or nothing. */
+export type MfaNeed = 'none' | 'code' | 'passkey' | 'enrol'
 
 /** The pending state, as sealed into the cookie. */
 export interface Pending {
@@ -45,7 +45,7 @@ export interface Pending {
   e: number
   /** the client it was given to */
   c: string
-  /** what it waits for: a code, or an enrolment (the login page) */
+  /** what it waits for: a code or a passkey, or an enrolment (the login page) */
   w: 'code' | 'enrol'
   /** an enrolment's new secret (base32), to show again after a wrong first code */
   s?: string
@@ -65,6 +65,7 @@ export class SecondFactor {
   async need (user: User): Promise<MfaNeed> {
     const state = await this.store.secondFactorState(user.id)
     if (state === 'enrolled') return 'code'
+    if (state === 'passkey') return 'passkey'
     const r = this.opts.required
     return r === 'all' || (r === 'superusers' && user.is_superuser) || state === 'required' ? 'enrol' : 'none'
   }

@@ -125,6 +125,11 @@ export const Schema = T.Object({
       required: oneOf(['none', 'superusers', 'all'] as const, 'none', 'Who must give a second factor (TOTP) after the password. A user who enrolled\none always must. none: only they; superusers: also every superuser; all: every\nuser. One who must but has none is sent to enrol right after the password on the\nlogin page; the token endpoint answers 400 mfa_unset. Private tokens and access\nkeys are never asked for a code (machine credentials: docs/mfa.md)'),
       pending_ttl: int(60, 3600, 600, 'seconds the passed password step waits for its code (the MFA challenge\'s cookie,\nthe login page\'s second step), as JumpServer\'s 600')
     }, 'Second factor (docs/mfa.md). Wrong codes count toward a lockout per user:\nauth.lockout.max_failures within auth.lockout.window.'),
+    webauthn: section({
+      rp_id: str('', { description: 'the relying-party id passkeys are bound to: the site\'s domain (or a parent domain\nof it), never an IP address. Empty: the host of the request (its Host header, port\nleft out), which suits one host name; set it when the gateway is reached under\nseveral names. A passkey made for one RP id never works under another (docs/mfa.md)' }),
+      origins: list([], { description: 'the origins (scheme://host[:port]) a passkey ceremony may come from, as the\nbrowser reports them. Empty: the request\'s own origin (http or https as received,\nits Host header), which suits direct access; behind a proxy that changes the host\nor scheme, list the public origins' }),
+      rp_name: str('sidegate', { description: 'the site\'s name the browser and the authenticator show while making a passkey' })
+    }, 'Passkeys (WebAuthn: docs/mfa.md). User verification is always required, so a\npasskey alone is two factors.'),
     password_checks: live(section({
       concurrency: int(1, 256, 4, 'password checks (scrypt) running at once; Node runs them on its 4 libuv threads'),
       queue: int(0, 100_000, 64, 'checks waiting for a place; beyond it 503 busy with Retry-After'),

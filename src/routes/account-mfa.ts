@@ -2,7 +2,9 @@
  * The account's second factor, a page without scripts (`/account/mfa`):
  * turn on an authenticator app (the otpauth:// URI as a QR code, its key and
  * URI, confirmed with a first code before it counts), and make new recovery
- * codes (with a current code). Form posts carry the session's CSRF token in
+ * codes (with a current code); passkeys: register one (the page's only
+ * script, static/passkeys.js, runs the browser's ceremony against the two
+ * JSON routes below), list, rename and remove them (forms). Form posts carry the session's CSRF token in
  * `csrfmiddlewaretoken`, as the logout form does. Removing a factor is an
  * operator's (`sidegate mfa reset`): a stolen session cannot turn it off.
  */
@@ -10,20 +12,27 @@ import type { IncomingMessage } from 'node:http'
 import { Type as T } from '@sinclair/typebox'
 import type { Authenticators } from '../auth/index.js'
 import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
+import { passkeyName, type PasskeyCeremonies } from '../auth/passkeys.js'
 import type { Config } from '../config/index.js'
 import { TOTP, safeEqual } from '../crypto.js'
+import { FRESH_LOGIN_MS } from '../limits.js'
+import type { PasswordChecker } from '../auth/passwords.js'
 import { E, GatewayError } from '../errors.js'
 import { parseCookies } from '../http/cookies.js'
 import type { Auditor } from '../observability/audit.js'
 import type { Session, Store, User } from '../store/types.js'
-import { FORM_TYPE, type BodySpec } from './body.js'
-import { redirect, sendHtml, Template } from './html.js'
+import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
+import { Html, redirect, sendHtml, Template } from './html.js'
+import { sendJson } from '../respond.js'
 import { LOGIN_PATH } from './login.js'
-import { BODY_ERRORS, html, redirectTo } from './spec.js'
+import { BODY_ERRORS, html, json, redirectTo } from './spec.js'
 import type { AssetSet } from './static.js'
 import { route, type RequestContext, type Route } from './types.js'
 
 export const ACCOUNT_MFA_PATH = '/account/mfa'
+/** Registering a passkey: the options for navigator.credentials.create(), then the answer */
+export const ACCOUNT_PASSKEY_OPTIONS_PATH = '/account/mfa/passkeys/options'
+export const ACCOUNT_PASSKEYS_PATH = '/account/mfa/passkeys'
 const ISSUER = 'sidegate'
 const ENROLMENT = 'totp enrolment'
 
@@ -31,8 +40,10 @@ const FORM = {
   name: 'AccountMfaForm',
   schema: T.Object({
     csrfmiddlewaretoken: T.String({ maxLength: 256 }),
-    action: T.Union([T.Literal('begin'), T.Literal('confirm'), T.Literal('recovery')]),
+    action: T.Union([T.Literal('begin'), T.Literal('confirm'), T.Literal('recovery'), T.Literal('passkey-rename'), T.Literal('passkey-remove')]),
     code: T.Optional(T.String({ maxLength: 64 })),
+    credential: T.Optional(T.String({ maxLength: 1400, description: 'passkey-rename, passkey-remove: the passkey\'s credential id (base64url).' })),
+    name: T.Optional(T.String({ maxLength: 256, description: 'passkey-rename: the new name (64 characters kept).' })),
     enrolment: T.Optional(T.String({ maxLength: 4096, description: 'The enrolment being confirmed, sealed (from the page).' }))
   }),
   types: [FORM_TYPE],
@@ -48,7 +59,33 @@ export interface AccountMfaDeps {
   audit?: Auditor
   /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: IncomingMessage) => boolean
+  /** passkeys (src/auth/passkeys.ts) */
+  passkeys: PasskeyCeremonies
+  /** the password that confirms a new passkey when the session is not fresh (the login lockout counts it) */
+  passwords: PasswordChecker
 }
+
+/** A passkey's registration begins: the password, unless the session signed in less than FRESH_LOGIN_MS ago. */
+const OPTIONS_BODY = {
+  name: 'PasskeyRegistrationOptions',
+  schema: T.Object({
+    password: T.Optional(T.String({ maxLength: 1024, format: 'password', description: `The user's password: required unless the browser session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago (a passkey signs in alone, so a stolen session must not add one).` }))
+  }),
+  types: [JSON_TYPE],
+  required: false
+} satisfies BodySpec
+
+/** A passkey's registration: the options' state, the name, and the credential (WebAuthn's RegistrationResponseJSON). */
+const REGISTER_BODY = {
+  name: 'PasskeyRegistration',
+  schema: T.Object({
+    state: T.String({ minLength: 1, maxLength: 4096, description: 'The `state` the options came with (sealed; single-use).' }),
+    name: T.Optional(T.String({ maxLength: 256, description: 'What to call it (64 characters kept; empty: "Passkey").' })),
+    response: T.Object({}, { additionalProperties: true, description: 'The credential navigator.credentials.create() gave, as WebAuthn\'s JSON form (RegistrationResponseJSON).' })
+  }),
+  types: [JSON_TYPE],
+  required: true
+} satisfies BodySpec
 
 // a type alias (not an interface): Template wants an index signature
 type PageValues = {
@@ -65,14 +102,31 @@ type PageValues = {
   secret: string,
   uri: string,
   enrolment: string,
-  codes: string
+  codes: string,
+  script: string,
+  passkeys: Html,
+  passkeyAction: string,
+  passkeyOptions: string
 }
 
+type RowValues = { id: string, name: string, kind: string, created: string, used: string, action: string, csrf: string }
+
 export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
-  const { store, auth, assets, mfa, audit, crossSite } = d
+  const { store, auth, assets, mfa, audit, crossSite, passkeys, passwords } = d
   const template = Template.load<PageValues>('account-mfa.html')
+  const row = Template.load<RowValues>('account-passkey.html')
+  const day = (iso: string | null): string => iso === null || iso === '' ? 'never' : iso.slice(0, 10)
   const page = async (user: User, s: Session, o: Partial<PageValues> = {}): Promise<string> => {
     const f = await store.mfaFactors(user.id)
+    const rows = Html.join(f.passkeys.map((p) => row.fragment({
+      id: p.id,
+      name: p.name,
+      kind: p.device_type === 'multiDevice' ? 'synced' : 'this device only',
+      created: day(p.created),
+      used: day(p.last_used),
+      action: ACCOUNT_MFA_PATH,
+      csrf: s.csrf
+    })))
     const on = f.totp?.confirmed === true
     const showing = o.enrol === true || o.codes !== undefined
     return template.render({
@@ -90,6 +144,10 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       uri: '',
       enrolment: '',
       codes: '',
+      script: assets.url('passkeys.js'),
+      passkeys: rows,
+      passkeyAction: ACCOUNT_PASSKEYS_PATH,
+      passkeyOptions: ACCOUNT_PASSKEY_OPTIONS_PATH,
       ...o
     })
   }
@@ -149,6 +207,20 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     async handler (ctx, { body }) {
       const { user, s } = await signedIn(ctx, body.csrfmiddlewaretoken)
       const code = (body.code ?? '').trim()
+      if (body.action === 'passkey-rename' || body.action === 'passkey-remove') {
+        const id = body.credential ?? ''
+        if (body.action === 'passkey-rename') {
+          const name = passkeyName(body.name)
+          if (name === '') { sendHtml(ctx.res, 400, await page(user, s, { error: 'Give the passkey a name.' })); return }
+          const ok = await store.renamePasskey(user.id, id, name)
+          sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
+          return
+        }
+        const ok = await store.removePasskey(user.id, id)
+        if (ok) audit?.record({ event: 'passkey.removed', ctx, user, keyId: id, via: 'account' })
+        sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
+        return
+      }
       if (body.action === 'begin') {
         const e = await store.beginTotp(user.id)
         if (e === null) { sendHtml(ctx.res, 200, await page(user, s, { error: 'A second factor is already on.' })); return }
@@ -185,5 +257,65 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     }
   })
 
-  return [getPage, postPage]
+  /** The session and its user, with the CSRF token of the X-CSRFToken header. */
+  const fromHeader = async (ctx: RequestContext): Promise<{ user: User, s: Session }> => {
+    const h = ctx.req.headers['x-csrftoken']
+    return await signedIn(ctx, typeof h === 'string' ? h : '')
+  }
+  const SESSION_ERRORS = { 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: 'CsrfFailed', 503: 'Unavailable' } as const
+
+  const postOptions = route({
+    method: 'POST',
+    path: ACCOUNT_PASSKEY_OPTIONS_PATH,
+    auth: 'none',
+    body: OPTIONS_BODY,
+    docs: {
+      tags: ['Browser'],
+      operationId: 'accountPasskeyOptions',
+      summary: 'Register a passkey: the options for navigator.credentials.create()',
+      description: '`options` is WebAuthn\'s PublicKeyCredentialCreationOptionsJSON (a discoverable credential, user verification required, the user\'s other passkeys excluded); `state` (sealed, single-use, for this user, valid 300 s) goes back with the answer. Needs the browser session and its CSRF token in `X-CSRFToken`, and `password` unless the session signed in less than ' + `${FRESH_LOGIN_MS / 60_000} minutes ago. See docs/mfa.md.`,
+      security: 'session',
+      responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
+      errors: { ...BODY_ERRORS, ...SESSION_ERRORS, 400: { description: 'Reached by an IP address without auth.webauthn.rp_id; or a bad body.', codes: ['bad_request', 'parse_error'] }, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: { description: 'No or a wrong CSRF token; the password needed or wrong.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] }, 429: 'TooManyAttempts' }
+    },
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body }) {
+      const { user, s } = await fromHeader(ctx)
+      // a passkey signs in alone: a session older than a fresh sign-in confirms with the password, as for access keys
+      if (Date.now() - s.created >= FRESH_LOGIN_MS || (body.password ?? '') !== '') {
+        if ((body.password ?? '') === '') throw E.passwordRequired()
+        try {
+          await passwords.login(user.username, body.password!, ctx, 'confirm')
+        } catch (err) {
+          if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
+          throw err
+        }
+      }
+      sendJson(ctx.res, 200, await passkeys.registrationOptions(user, ctx.req, ctx.https))
+    }
+  })
+
+  const postRegister = route({
+    method: 'POST',
+    path: ACCOUNT_PASSKEYS_PATH,
+    auth: 'none',
+    body: REGISTER_BODY,
+    docs: {
+      tags: ['Browser'],
+      operationId: 'accountPasskeyRegister',
+      summary: 'Register a passkey: the answer',
+      description: 'The credential navigator.credentials.create() gave for the options of POST ' + ACCOUNT_PASSKEY_OPTIONS_PATH + ', with their `state` and a name. Checked (origin, RP id, challenge, user verification) and stored: its public key, counter, transports and device type, never a secret. Needs the browser session and its CSRF token in `X-CSRFToken`.',
+      security: 'session',
+      responses: { 200: { description: 'The passkey, as the page lists it.', content: json({ type: 'object', properties: { passkey: { type: 'object' } } }) } },
+      errors: { ...BODY_ERRORS, ...SESSION_ERRORS, 400: { description: 'No, an expired, a used or another user\'s `state`; or a bad body.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] }, 401: { description: 'No browser session, or the passkey was refused.', codes: ['not_authenticated', 'invalid_session', 'passkey_failed'] } }
+    },
+    preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
+    async handler (ctx, { body }) {
+      const { user } = await fromHeader(ctx)
+      const passkey = await passkeys.register(user, body.state, body.response, passkeyName(body.name), ctx.req, ctx.https, ctx)
+      sendJson(ctx.res, 200, { passkey })
+    }
+  })
+
+  return [getPage, postPage, postOptions, postRegister]
 }

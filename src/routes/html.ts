@@ -43,11 +43,21 @@ export function esc (v: unknown): string {
  * - `{{name}}`: the value, always escaped (esc: text and attribute values);
  * - `{{#name}}…{{/name}}`: the part when the value is true, `{{^name}}…{{/name}}`
  *   when it is false (sections do not nest).
- * No value is ever inserted as markup, and a page has no inline script or
- * style (the CSP above). Rendering with a placeholder's value missing throws:
+ * No value is ever inserted as markup, except an Html: the output of another
+ * template (a list's rows, each rendered with its values escaped). A page
+ * has no inline script or style (the CSP above). Rendering with a placeholder's value missing throws:
  * the page and its route disagree.
  */
-export class Template<V extends Record<string, string | number | boolean>> {
+/** Markup a Template rendered (Template.fragment): the one kind of value inserted as it is. */
+export class Html {
+  constructor (readonly html: string) {}
+  /** Fragments one after the other. */
+  static join (parts: Html[]): Html { return new Html(parts.map((p) => p.html).join('')) }
+}
+
+type Value = string | number | boolean | Html
+
+export class Template<V extends Record<string, Value>> {
   readonly #parts: Array<{ text: string } | { value: string } | { section: string, when: boolean, parts: Array<{ text: string } | { value: string }> }>
   readonly names: ReadonlySet<string>
 
@@ -74,20 +84,25 @@ export class Template<V extends Record<string, string | number | boolean>> {
   }
 
   /** The file under static/, read now. */
-  static load<V extends Record<string, string | number | boolean>> (name: string): Template<V> {
+  static load<V extends Record<string, Value>> (name: string): Template<V> {
     return new Template<V>(name, readFileSync(join(STATIC_DIR, name), 'utf8'))
   }
 
   render (values: V): string {
-    const v = values as Record<string, string | number | boolean | undefined>
-    const get = (name: string): string | number | boolean => {
+    const v = values as Record<string, Value | undefined>
+    const get = (name: string): Value => {
       const x = v[name]
       if (x === undefined) throw new Error(`${this.file}: no value for {{${name}}}`)
       return x
     }
-    const flat = (parts: Array<{ text: string } | { value: string }>): string => parts.map((p) => 'text' in p ? p.text : esc(get(p.value))).join('')
-    return this.#parts.map((p) => 'section' in p ? (Boolean(get(p.section)) === p.when ? flat(p.parts) : '') : flat([p])).join('')
+    const out = (x: Value): string => x instanceof Html ? x.html : esc(x)
+    const flat = (parts: Array<{ text: string } | { value: string }>): string => parts.map((p) => 'text' in p ? p.text : out(get(p.value))).join('')
+    const truthy = (x: Value): boolean => x instanceof Html ? x.html !== '' : Boolean(x)
+    return this.#parts.map((p) => 'section' in p ? (truthy(get(p.section)) === p.when ? flat(p.parts) : '') : flat([p])).join('')
   }
+
+  /** The template rendered, as markup for another template's placeholder. */
+  fragment (values: V): Html { return new Html(this.render(values)) }
 }
 
 /** Sends a page: never cached (pages may carry a CSRF token or a username), with the security headers. */

@@ -25,6 +25,7 @@ import { homeRoute, JMS_LOGIN_PATH, JMS_LOGOUT_PATH, LOGIN_PATH, LOGOUT_PATH, lo
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoutes } from './token.js'
 import { SecondFactor } from '../auth/mfa.js'
+import { PasskeyCeremonies } from '../auth/passkeys.js'
 import type { RequestContext, Route, ServedRoute } from './types.js'
 import { userRoutes } from './users.js'
 import { readValidBody, refusal } from './body.js'
@@ -63,6 +64,7 @@ export function createRouter (o: RouterOptions): Router {
   const audit = o.audit?.off === false ? o.audit : undefined
   const passwords = new PasswordChecker(store, config.auth.lockout, audit, config.auth.password_checks)
   const mfa = new SecondFactor(store, config.auth.mfa, config.auth.lockout, audit ?? null)
+  const passkeys = new PasskeyCeremonies(store, config.auth.webauthn, config.auth.lockout, audit ?? null)
   const assets = ownAssets()
   const bodyLimit = config.server.body_limit
   const users = userRoutes(store, upstream, config.names.jumpserver)
@@ -81,9 +83,9 @@ export function createRouter (o: RouterOptions): Router {
       mfaCookie: config.names.mfaCookie,
       cookieSecure: config.session.cookie_secure
     }),
-    ...jumpServerPaths(config, loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa })),
+    ...jumpServerPaths(config, loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys })),
     accountPageRoute(config, assets),
-    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite }),
+    ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys, passwords }),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),

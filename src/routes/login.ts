@@ -21,9 +21,11 @@ import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
-import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
-import { TOTP } from '../crypto.js'
-import { redirect, sendHtml, Template } from './html.js'
+import type { SecondFactor } from '../auth/mfa.js'
+import type { PasskeyCeremonies } from '../auth/passkeys.js'
+import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
+import { redirect, sendHtml } from './html.js'
+import { loginPages } from './login-pages.js'
 import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
@@ -40,8 +42,6 @@ export const JMS_LOGOUT_PATH = '/core/auth/logout/'
 export const HOME = '/account/keys'
 
 const BASE = 'http://sidegate.invalid'
-/** The issuer an authenticator app shows beside the account */
-const ISSUER = 'sidegate'
 
 /**
  * `next` if it is a same-origin path, else the fallback. Refused: anything
@@ -111,6 +111,8 @@ export interface LoginDeps {
   audit?: Auditor
   /** the second factor (src/auth/mfa.ts) */
   mfa: SecondFactor
+  /** passkeys (src/auth/passkeys.ts) */
+  passkeys: PasskeyCeremonies
 }
 
 /** The second step: a one-time password or a recovery code, and `next` carried on. */
@@ -125,7 +127,7 @@ const MFA_BODY = {
 } satisfies BodySpec
 
 export function loginRoutes (d: LoginDeps): Route[] {
-  const { config, store, auth, passwords, assets, crossSite, audit, mfa } = d
+  const { config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys } = d
   const names = config.names
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
 
@@ -149,38 +151,21 @@ export function loginRoutes (d: LoginDeps): Route[] {
     return id === undefined || id === null || id === '' || id.length > 256 ? undefined : id
   }
 
-  const template = Template.load<{ css: string, action: string, next: string, username: string, error: string, docs: boolean }>('login.html')
-  const loginPage = (o: { next: string, username?: string, error?: string }): string =>
-    template.render({ css: assets.url('sidegate.css'), action: LOGIN_PATH, next: o.next, username: o.username ?? '', error: o.error ?? '', docs: config.docs.enabled })
-
-  const mfaTemplate = Template.load<{ css: string, action: string, next: string, error: string, code: boolean, enrol: boolean, shown: boolean, username: string, secret: string, uri: string, qr: string }>('mfa.html')
-  const recoveryTemplate = Template.load<{ css: string, next: string, codes: string }>('mfa-recovery.html')
-  const mfaPage = (o: { next: string, user: User, error?: string, secret?: string, enrol: boolean }): string => {
-    const uri = o.secret === undefined ? '' : otpauthUri(ISSUER, o.user.username, { secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
-    return mfaTemplate.render({
-      css: assets.url('sidegate.css'),
-      action: LOGIN_MFA_PATH,
-      next: o.next,
-      error: o.error ?? '',
-      code: !o.enrol,
-      enrol: o.enrol,
-      shown: o.secret !== undefined,
-      username: o.user.username,
-      secret: o.secret ?? '',
-      uri,
-      qr: uri === '' ? '' : qrDataUri(uri)
-    })
-  }
+  const { loginPage, mfaPage, recoveryPage } = loginPages(assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH })
   /** The pending second step's cookie: only /login and /login/mfa see it. */
   const mfaCookie = (ctx: RequestContext, value: string, maxAge: number): string =>
     `${names.mfaCookie}=${value}; Path=${LOGIN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
 
-  /** Starts the session a sign-in ends in: the browser's old one ended, the cookies to set. */
-  const startSession = async (ctx: RequestContext, user: User, via: string, factors: readonly Factor[]): Promise<string[]> => {
+  /**
+   * Starts the session a sign-in ends in: the browser's old one ended, the
+   * cookies to set. `factors`: what the sign-in was made with (RFC 8176 amr),
+   * kept with the session; `authMethod` audited (password, or passkey alone).
+   */
+  const startSession = async (ctx: RequestContext, user: User, via: string, factors: readonly Factor[], authMethod = 'password'): Promise<string[]> => {
     const old = currentSessionId(ctx.req)
     if (old !== undefined) await endSession(ctx, old, 'login')
     const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout, factors)
-    audit?.record({ event: 'session.created', ctx, user, authMethod: 'password', via, credential: s.id })
+    audit?.record({ event: 'session.created', ctx, user, authMethod: factors.includes('pwd') ? 'password' : authMethod, via, credential: s.id })
     await store.recordLogin(user.id)
     const cookies = sessionCookies(ctx, s.id, s.csrf)
     // a legacy cookie left beside the new one would make every request ambiguous (401)
@@ -291,8 +276,10 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (need !== 'none') {
         audit?.record({ event: 'mfa.required', ctx, user, via: 'login' })
         const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', ['pwd'], secret), mfa.ttl)
-        if (json) sendJson(ctx.res, 200, { error: 'mfa_required', msg: 'MFA required', data: { choices: ['otp'], url: LOGIN_MFA_PATH } }, { 'set-cookie': pending })
-        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol' }), { 'set-cookie': pending })
+        const passkey = need === 'passkey' || (need === 'code' && (await store.listPasskeys(user.id)).length > 0)
+        const choices = [...(need === 'code' ? ['otp'] : []), ...(passkey ? ['passkey'] : [])]
+        if (json) sendJson(ctx.res, 200, { error: 'mfa_required', msg: 'MFA required', data: { choices, url: need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH } }, { 'set-cookie': pending })
+        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { 'set-cookie': pending })
         return
       }
       const cookies = await startSession(ctx, user, 'login', PASSWORD_ONLY)
@@ -373,8 +360,10 @@ export function loginRoutes (d: LoginDeps): Route[] {
         return
       }
       const code = typeof fields.code === 'string' ? fields.code.trim() : ''
+      const state = p.w === 'enrol' ? 'none' : await store.secondFactorState(user.id)
+      const withPasskey = state === 'passkey' || (state === 'enrolled' && (await store.listPasskeys(user.id)).length > 0)
       const again = (status: number, error: string, headers: Record<string, string> = {}): void =>
-        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol' }), headers)
+        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol', code: state !== 'passkey', passkey: withPasskey }), headers)
       if (failures.some((f) => f.field === 'code') || code === '') {
         if (json) throw E.missingField('code')
         again(400, 'Enter the code.')
@@ -409,12 +398,12 @@ export function loginRoutes (d: LoginDeps): Route[] {
       // the password step's factors and the code just given (an enrolment's first code, a code or a recovery code: `otp`)
       const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
-      else if (recovery !== null) sendHtml(ctx.res, 200, recoveryTemplate.render({ css: assets.url('sidegate.css'), next, codes: recovery.join('\n') }), { 'set-cookie': cookies })
+      else if (recovery !== null) sendHtml(ctx.res, 200, recoveryPage(next, recovery), { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
   })
 
-  return [getLogin, postLogin, postMfa, postLogout]
+  return [getLogin, postLogin, postMfa, postLogout, ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext })]
 }
 
 /** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */

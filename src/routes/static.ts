@@ -126,7 +126,8 @@ export function ownAssets (): AssetSet {
   const f = (n: string): string => join(STATIC_DIR, n)
   return new AssetSet('/_sidegate/static/', {
     'sidegate.css': f('sidegate.css'),
-    'account.js': f('account.js')
+    'account.js': f('account.js'),
+    'passkeys.js': f('passkeys.js')
   })
 }
 

@@ -147,7 +147,7 @@ function challengeRoute (opts: TokenRouteOptions): Route {
 }
 
 /** The body's refusals, and a user who must enrol a second factor first. */
-const MFA_BAD_REQUEST = { description: 'Bad request body; or (`mfa_unset`) the user must enrol a second factor first.', codes: ['required', 'parse_error', 'bad_request', 'mfa_unset'] } as const satisfies ErrorAnswer
+const MFA_BAD_REQUEST = { description: 'Bad request body; or (`mfa_unset`) the user must enrol a second factor first; or (`mfa_passkey_only`) the user\'s only second factor is a passkey, which needs the login page.', codes: ['required', 'parse_error', 'bad_request', 'mfa_unset', 'mfa_passkey_only'] } as const satisfies ErrorAnswer
 
 function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteOptions, path: string): Route {
   const lifetime = opts.singleUse ? `valid for ${opts.ttl} s and for exactly one request` : `valid for ${opts.ttl} s, for any number of requests (auth.bearer.single_use: false)`
@@ -226,6 +226,12 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         // a user who must enrol does so in a browser (the account page), never through the token endpoint
         opts.audit?.record({ event: 'mfa.failed', ctx, user, via: 'token', reason: 'mfa_unset' })
         sendMfaFailure(opts, ctx, E.mfaUnset())
+        return
+      }
+      if (need === 'passkey') {
+        // WebAuthn needs a browser: the challenge takes one-time passwords only, so no choice is offered that it cannot take
+        opts.audit?.record({ event: 'mfa.failed', ctx, user, via: 'token', reason: 'mfa_passkey_only' })
+        sendMfaFailure(opts, ctx, E.mfaPasskeyOnly())
         return
       }
       if (need === 'code') {

@@ -11,7 +11,7 @@
 import type { GatewayError } from '../errors.js'
 import type { StoredKeySet } from './keyset.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo, User
+  AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo, StoredPasskey, User
 } from './types.js'
 
 /** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */
@@ -223,6 +223,31 @@ export interface MfaStorage {
   countRecoveryCodes(userId: string): Promise<number>
 }
 
+/** A user's passkeys (WebAuthn credentials), by credential id and by user. */
+export interface PasskeyStorage {
+  /** Stores a new passkey; false (nothing written) when its credential id is taken. */
+  insert(p: StoredPasskey): Promise<boolean>
+  get(credentialId: string): Promise<StoredPasskey | null>
+  /** The user's passkeys, in no particular order. */
+  list(userId: string): Promise<StoredPasskey[]>
+  /** Renames it only when it is the user's; false otherwise. */
+  rename(userId: string, credentialId: string, name: string): Promise<boolean>
+  /** Deletes it only when it is the user's; false otherwise. */
+  delete(userId: string, credentialId: string): Promise<boolean>
+  /** Deletes every passkey of the user; how many there were. */
+  deleteAll(userId: string): Promise<number>
+  /**
+   * In one step: writes `counter` and `lastUsed` only when `counter` is above
+   * the stored one, or both are 0. False: no such passkey, or refused.
+   */
+  advance(credentialId: string, counter: number, lastUsed: string): Promise<boolean>
+}
+
+/** The counter rule of PasskeyStorage.advance: a counter must increase, unless the authenticator keeps none (both 0). */
+export function counterAdvances (stored: number, next: number): boolean {
+  return next > stored || (next === 0 && stored === 0)
+}
+
 export interface SigningKeyStorage {
   /** The sealed set (rev 0, no keys, when none was written). */
   get(): Promise<StoredKeySet>
@@ -265,6 +290,7 @@ export interface Storage {
   readonly audit: AuditStorage
   readonly signingKeys: SigningKeyStorage
   readonly mfa: MfaStorage
+  readonly passkeys: PasskeyStorage
   /** Present where replicas cache in process and must hear of changes. */
   readonly invalidation?: Invalidation
   /** Present where every read is in process memory. */

@@ -17,7 +17,7 @@
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
 import type { StoredKey, StoredUser } from './ports.js'
-import type { Factor, Org } from './types.js'
+import type { Factor, Org, StoredPasskey } from './types.js'
 
 export const FORMAT = 'sidegate-store'
 export const FORMAT_VERSION = 1
@@ -49,6 +49,8 @@ export type TransferRecord =
   | { kind: 'totp', user_id: string, stored: string }
   /** the lookup hash of one of a user's unused recovery codes */
   | { kind: 'recovery_code', user_id: string, hash: string }
+  /** a passkey as stored (its public key, counter, user handle; no secret: the private key never leaves the authenticator) */
+  | { kind: 'passkey', passkey: StoredPasskey }
   | { kind: 'signing_keys', set: StoredKeySet }
   /** the lookup and tag keys of the keys this store was rotated away from, sealed (`key-legacy:<check>`) */
   | { kind: 'key_legacy', check: string, sealed: string }
@@ -63,6 +65,7 @@ export const KINDS: ReadonlyArray<[Kind, string, string]> = [
   ['private_token', 'private token', 'private tokens'], ['private_token_lookup', 'token lookup entry', 'token lookup entries'],
   ['private_token_imported', 'imported token hash', 'imported token hashes'], ['bearer_token', 'bearer token', 'bearer tokens'],
   ['session', 'session', 'sessions'], ['totp', 'second factor', 'second factors'], ['recovery_code', 'recovery code', 'recovery codes'],
+  ['passkey', 'passkey', 'passkeys'],
   ['signing_keys', 'signing key set', 'signing key sets'],
   ['key_legacy', 'legacy key generation', 'legacy key generations'], ['audit', 'audit entry', 'audit entries']
 ]
@@ -110,6 +113,7 @@ export function recordId (r: TransferRecord): string {
     case 'private_token': case 'totp': return r.user_id
     case 'private_token_lookup': case 'private_token_imported': case 'bearer_token': case 'session': return r.hash
     case 'recovery_code': return `${r.user_id}:${r.hash}`
+    case 'passkey': return r.passkey.id
     case 'signing_keys': return 'jwks'
     case 'key_legacy': return r.check
     case 'audit': return r.id
@@ -121,6 +125,7 @@ export function ownerOf (r: TransferRecord): string | null {
   switch (r.kind) {
     case 'access_key': return r.key.user_id
     case 'private_token': case 'private_token_lookup': case 'bearer_token': case 'session': case 'totp': case 'recovery_code': return r.user_id
+    case 'passkey': return r.passkey.user_id
     default: return null
   }
 }
@@ -217,6 +222,15 @@ function checkRecord (v: unknown): TransferRecord {
     case 'session': f.str('hash'); f.str('user_id'); f.ms('created'); f.ms('expires'); f.factors('factors'); break
     case 'totp': f.str('user_id'); f.str('stored'); break
     case 'recovery_code': f.str('user_id'); f.str('hash'); break
+    case 'passkey': {
+      const raw = f.obj('passkey')
+      const p = new Fields(raw, 'passkey.')
+      p.str('id'); p.str('user_id'); p.str('user_handle'); p.str('public_key'); p.text('name'); p.str('created'); p.strOrNull('last_used'); p.bool('backed_up')
+      if (!Number.isSafeInteger(raw.counter) || (raw.counter as number) < 0) throw new Error('passkey.counter must be a whole number, 0 or more')
+      if (raw.device_type !== 'singleDevice' && raw.device_type !== 'multiDevice') throw new Error('passkey.device_type must be singleDevice or multiDevice')
+      if (!Array.isArray(raw.transports) || !raw.transports.every((x) => typeof x === 'string')) throw new Error('passkey.transports must be a list of strings')
+      break
+    }
     case 'signing_keys': {
       const s = f.obj('set')
       if (!Number.isSafeInteger(s.rev) || (s.rev as number) < 1 || !Array.isArray(s.keys)) throw new Error('set must be {rev (at least 1), keys: [...]}')

@@ -15,9 +15,11 @@ import type { VerifyOptions, Verified } from './secret/check.js'
 import type { RotateOptions, RotateResult } from './secret/rotate.js'
 import type { SigningKey, SigningKeySet } from './keyset.js'
 import type { BearerGrant, Factor } from './factors.js'
+import type { MfaFactors, PasskeyStore, SecondFactorResult, SecondFactorState, TotpEnrolment } from './second-factors.js'
 
 export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
 export { isTwoFactor, PASSWORD_ONLY, type BearerGrant, type Factor } from './factors.js'
+export type { MfaFactors, NewPasskey, PasskeyDeviceType, PasskeyInfo, PasskeyStore, SecondFactorResult, SecondFactorState, StoredPasskey, TotpEnrolment } from './second-factors.js'
 
 export type OrgRole = 'admin' | 'user'
 
@@ -93,9 +95,6 @@ export interface AccessKey {
   unreadable?: true
 }
 
-/** What a user's second factor asks of a sign-in (Store.secondFactorState). */
-export type SecondFactorState = 'enrolled' | 'required' | 'none'
-
 export interface Session {
   id: string
   user_id: string
@@ -138,32 +137,10 @@ export interface NewUser {
   orgs?: Record<string, OrgRole>
 }
 
-/** A user's second factors as administration and the account page see them: never a secret. */
-export interface MfaFactors {
-  /** the TOTP factor: pending until confirmed with a first code (`operator`: a pending one an operator began) */
-  totp: { confirmed: boolean, created: string, operator?: true } | null
-  /** an operator required enrolment (`sidegate mfa require`, the admin API) */
-  required: boolean
-  /** unused recovery codes */
-  recovery_codes: number
-}
-
-/** A TOTP enrolment begun (Store.beginTotp): the secret, shown once, and the parameters the otpauth:// URI carries. */
-export interface TotpEnrolment {
-  /** base32 */
-  secret: string
-  period: number
-  digits: number
-  algorithm: string
-}
-
-/** Which second factor a code was (Store.verifySecondFactor); null: none. */
-export type SecondFactorResult = 'otp' | 'recovery' | null
-
 /** What readPrivateToken returns for a token stored under another secret key. */
 export const UNREADABLE = Symbol('unreadable')
 
-export interface Store {
+export interface Store extends PasskeyStore {
   /** Round trip to the backing store; throws a 503 GatewayError when unreachable. */
   ping(): Promise<void>
   close(): Promise<void>
@@ -340,9 +317,9 @@ export interface Store {
 
   /** The user's second factors (never a secret). */
   mfaFactors(userId: string): Promise<MfaFactors>
-  /** True when the user has a confirmed second factor: every sign-in needs a code. */
+  /** True when the user has a confirmed second factor (TOTP or a passkey): every sign-in needs one. */
   hasSecondFactor(userId: string): Promise<boolean>
-  /** In one read: `enrolled` (a confirmed factor), `required` (an operator asked for enrolment), else `none`. */
+  /** `enrolled` (a confirmed TOTP factor), `passkey` (passkeys only), `required` (an operator asked for enrolment), else `none`. */
   secondFactorState(userId: string): Promise<SecondFactorState>
   /** Starts a TOTP enrolment (a new secret, stored sealed, counting only once confirmed); null when a confirmed one exists. */
   beginTotp(userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null>
@@ -352,8 +329,9 @@ export interface Store {
   verifySecondFactor(userId: string, code: string): Promise<SecondFactorResult>
   /** Ten new recovery codes replace the user's; null without a confirmed factor. */
   regenerateRecoveryCodes(userId: string): Promise<string[] | null>
-  /** Removes the user's factor, recovery codes and requirement; false when there was none. */
+  /** Removes the user's factor, recovery codes, passkeys and requirement; false when there was none. */
   resetMfa(userId: string): Promise<boolean>
+
   /** Requires enrolment at the user's next sign-in; false when enrolled or already required. */
   requireMfa(userId: string): Promise<boolean>
 

@@ -3,12 +3,13 @@
  * real `sidegate start` process on the embedded store: one implementation
  * (the same JSON), an operator's enrolment confirmed by the user's first
  * code on the login page (codes from oathtool), never a secret listed,
- * reset and require.
+ * reset and require; passkeys listed (never a key) and removed by reset.
  */
 import t from 'tap'
 import { dirname } from 'node:path'
 import { request, startEcho, type Res } from '../fixtures/http.js'
-import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
+import { embeddedStore, SECRET, spawnGateway, storeDoc } from '../fixtures/gateway.js'
+import { openSqlite } from '../fixtures/transfer.js'
 import { cliIn, cliOf } from '../fixtures/procs.js'
 import { postForm, setCookies } from '../fixtures/session.js'
 import { oathtool, secretOf } from '../fixtures/oathtool.js'
@@ -41,7 +42,7 @@ t.test('mfa enroll prints the otpauth URI once; the user confirms it with a firs
   t.not(secretOf(uri2), secret)
 
   const show = await cliJson('mfa', 'show', 'dana')
-  t.same(Object.keys(show).sort(), ['recovery_codes', 'required', 'totp', 'username'])
+  t.same(Object.keys(show).sort(), ['passkeys', 'recovery_codes', 'required', 'totp', 'username'])
   t.equal(show.totp.confirmed, false)
   t.equal(show.required, true)
   t.notOk(JSON.stringify(show).includes(secretOf(uri2)), 'never the secret')
@@ -79,4 +80,24 @@ t.test('the admin API: the same JSON as the CLI; require, reset; unknown user 40
   t.ok(gw.output().includes('"event":"mfa.reset"'), 'the admin API\'s reset is audited')
   t.ok(gw.output().includes('"event":"mfa.enrolled"'), 'and the enrolment')
   t.notOk(gw.output().includes(enrol.json.secret), 'the secret is never logged')
+})
+
+t.test('passkeys: mfa show lists them (never a key), the admin API the same; mfa reset removes them', async (t) => {
+  const add = await cliIn(dirname(gw.configFile), ['user', 'add', 'pat', '--password-stdin', '--org', '00000000-0000-0000-0000-000000000002', '--config', gw.configFile], { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: 'pat-password-1\n' })
+  t.equal(add.code, 0, add.stderr)
+  // the gateway's store file, opened beside it (SQLite: several processes share one file)
+  const s = await openSqlite(storeDoc(db.url, `mfa${process.pid}:`).store.path as string)
+  t.teardown(() => s.close())
+  const pat = (await s.getUserByUsername('pat'))!
+  t.ok(await s.addPasskey({ id: 'cGF0LWtleQ', user_id: pat.id, user_handle: 'aGFuZGxl', public_key: 'c2VjcmV0LWxvb2tpbmc', counter: 0, transports: ['internal'], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
+  const shown = await cli('mfa', 'show', 'pat')
+  t.match(shown.stdout, /passkeys: 1\n {2}Phone \(synced; added \S+; last used never\)/)
+  const json = await cliJson('mfa', 'show', 'pat')
+  t.match(json.passkeys, [{ id: 'cGF0LWtleQ', name: 'Phone', device_type: 'multiDevice', backed_up: true, last_used: null }])
+  t.notOk(JSON.stringify(json).includes('c2VjcmV0LWxvb2tpbmc'), 'never the public key (nor anything of the key)')
+  t.same((await api('GET', 'users/pat/mfa')).json, json, 'the admin API answers the same JSON')
+  t.equal((await tokenFor('pat', 'pat-password-1')).json.code, 'mfa_passkey_only', 'the token endpoint: a passkey is no choice there')
+  t.same(await cliJson('mfa', 'reset', 'pat'), { username: 'pat', reset: true }, 'reset: there was a passkey')
+  t.same((await cliJson('mfa', 'show', 'pat')).passkeys, [], 'removed')
+  t.equal((await tokenFor('pat', 'pat-password-1')).status, 201, 'the password alone again')
 })

@@ -43,7 +43,7 @@ t.test('export: a header with the key check value, then every record; nothing de
   t.match(all[0], { format: 'sidegate-store', version: 1, key_check: new Keyring(SECRET).checkValue() })
   t.ok(Date.parse(String(all[0].exported)) > Date.now() - 60_000, 'exported: an ISO time')
   const kinds = all.slice(1).map((x) => x.kind)
-  for (const k of ['org', 'user', 'access_key', 'private_token', 'private_token_lookup', 'private_token_imported', 'bearer_token', 'session', 'totp', 'recovery_code', 'signing_keys', 'key_legacy', 'audit']) t.ok(kinds.includes(k), `a ${k} record`)
+  for (const k of ['org', 'user', 'access_key', 'private_token', 'private_token_lookup', 'private_token_imported', 'bearer_token', 'session', 'totp', 'recovery_code', 'passkey', 'signing_keys', 'key_legacy', 'audit']) t.ok(kinds.includes(k), `a ${k} record`)
   t.equal(kinds.filter((k) => k === 'bearer_token').length, 1, 'the expired bearer token is left out')
   t.equal(kinds.filter((k) => k === 'session').length, 1, 'the expired session too')
   for (const [what, v] of [['access-key secret', o.secret], ['private token', o.ptAlice], ['imported token', o.ptBob], ['bearer token', o.bearerLive.token], ['session id', o.session.id], ['signing key', o.sk.private!.d], ['TOTP secret', o.totp], ['recovery code', o.recovery[0].replace('-', '')]]) {
@@ -76,7 +76,7 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   const merged = await cliIn(copy.dir, ['store', 'import', exportFile, '--merge'], { env })
   t.equal(merged.code, 0, merged.stderr)
   // what was deleted since the export comes back: here the bearer token and the recovery code the checks used (docs/cli.md says so)
-  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 24 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
+  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 25 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
   const merged1 = fileSnapshot(copy.path)
   // rows by content (a table keyed by two columns, mfa_recovery, shifts the snapshot's names)
   const rowsBefore = new Set(Object.entries(before).map(([k, v]) => `${k.split(':')[0]} ${v}`))

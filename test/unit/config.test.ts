@@ -79,6 +79,7 @@ t.test('defaults', async (t) => {
       cache: { memory_mb: 128, max: 10000, ttl: 300 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
       mfa: { required: 'none', pending_ttl: 600 },
+      webauthn: { rp_id: '', origins: [], rp_name: 'sidegate' },
       password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
     org: { unknown: 'reject' },

@@ -182,13 +182,13 @@ t.test('a version-1 file (before second factors and sign-in factors) is upgraded
   await a.close()
   // the file as sidegate wrote it before schema version 2: no MFA tables, sessions and bearer without factors
   const raw = new Database(path)
-  raw.exec(`DROP TABLE mfa_totp; DROP TABLE mfa_recovery;
+  raw.exec(`DROP TABLE mfa_totp; DROP TABLE mfa_recovery; DROP TABLE passkeys;
     ALTER TABLE sessions DROP COLUMN factors; ALTER TABLE bearer DROP COLUMN factors;`)
   raw.pragma('user_version = 1')
   raw.close()
   const b = await open(path)
   t.teardown(() => b.close())
-  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION, `upgraded to version ${SCHEMA_VERSION}`)
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION, `upgraded step by step to version ${SCHEMA_VERSION}`)
   t.equal((await b.getUserByUsername('old'))?.id, u.id, 'the records kept')
   t.same((await b.getSession(session.id))?.factors, ['pwd'], 'a session from before reads as made with the password alone')
   t.same(await b.readBearerToken(bt.token), { user_id: u.id, factors: ['pwd'] }, 'so does a bearer token')
@@ -196,6 +196,23 @@ t.test('a version-1 file (before second factors and sign-in factors) is upgraded
   t.same((await b.mfaFactors(u.id)).totp?.confirmed, false)
   const two = await b.createSession(u.id, 600, 600, ['pwd', 'otp'])
   t.same((await b.getSession(two.id))?.factors, ['pwd', 'otp'], 'and sign-in factors')
+})
+
+t.test('a file of the version before passkeys gets their table at its first open, keeping every record', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  const u = await a.createUser({ username: 'older', password: 'older-password' })
+  await a.close()
+  const raw = new Database(path)
+  raw.exec('DROP TABLE passkeys;')
+  raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`)
+  raw.close()
+  const b = await open(path)
+  t.teardown(() => b.close())
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
+  t.equal((await b.getUserByUsername('older'))?.id, u.id, 'the records kept')
+  t.ok(await b.addPasskey({ id: 'AAEC', user_id: u.id, user_handle: 'h', public_key: 'pk', counter: 0, transports: [], device_type: 'singleDevice', backed_up: false, name: 'key' }))
+  t.equal((await b.listPasskeys(u.id)).length, 1, 'and passkeys can be stored')
 })
 
 t.test('secret rotation re-encrypts a TOTP secret: codes (from oathtool) still match under the new key, not under the old', async (t) => {

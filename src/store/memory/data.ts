@@ -5,7 +5,7 @@
  */
 import type { StoredKeySet } from '../keyset.js'
 import type { StoredGrant, StoredKey, StoredPrivateToken, StoredSession, StoredUser } from '../ports.js'
-import type { AuditEntry, Org } from '../types.js'
+import type { AuditEntry, Org, StoredPasskey } from '../types.js'
 
 export interface Expiring<V> { v: V, exp: number }
 
@@ -41,6 +41,10 @@ export class Data {
   readonly totp = new Map<string, string>()
   /** user id → the lookup hashes of their unused recovery codes */
   readonly recovery = new Map<string, Set<string>>()
+  /** credential id → passkey */
+  readonly passkeys = new Map<string, StoredPasskey>()
+  /** user id → their passkeys' credential ids */
+  readonly userPasskeys = new Map<string, Set<string>>()
   /** the identity JWT's signing keys, sealed */
   jwks: StoredKeySet = { rev: 0, keys: [] }
   /** rate-limit bucket → the times (ms, ascending) of the requests counted, and when the last one leaves the window */

@@ -25,6 +25,7 @@ import { Data, type Local } from './data.js'
 import { MemoryLimits } from './limits.js'
 import { MemoryLocks } from './locks.js'
 import { MemoryMfa } from './mfa.js'
+import { MemoryPasskeys } from './passkeys.js'
 import { MemoryPrivateTokens } from './private-tokens.js'
 import { MemorySessions } from './sessions.js'
 import { MemorySigningKeys } from './signing-keys.js'
@@ -51,6 +52,7 @@ export class MemoryStorage implements Storage, Local {
   readonly audit = new MemoryAudit(this)
   readonly signingKeys = new MemorySigningKeys(this)
   readonly mfa = new MemoryMfa(this)
+  readonly passkeys = new MemoryPasskeys(this)
   readonly instant: InstantReads = {
     user: (id) => this.users.peek(id),
     privateTokenUser: (hash) => this.privateTokens.peek(hash),

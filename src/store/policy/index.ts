@@ -9,7 +9,7 @@ import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
   AccessKey, AuditEntry, AuditQuery, BearerGrant, Factor, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit,
-  RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
+  NewPasskey, PasskeyInfo, StoredPasskey, RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
 import { BearerTokens } from './bearer-tokens.js'
@@ -18,6 +18,7 @@ import type { Context } from './context.js'
 import { Limits } from './limits.js'
 import { Locks } from './locks.js'
 import { Mfa } from './mfa.js'
+import { Passkeys } from './passkeys.js'
 import { Passwords } from './passwords.js'
 import { PrivateTokens } from './private-tokens.js'
 import { Sessions } from './sessions.js'
@@ -49,6 +50,7 @@ export class PolicyStore implements RunningStore {
   readonly #locks: Locks
   readonly #jwks: SigningKeys
   readonly #mfa: Mfa
+  readonly #passkeys: Passkeys
 
   constructor (storage: Storage, keyring: Keyring, o: PolicyOptions = {}) {
     this.storage = storage
@@ -66,6 +68,7 @@ export class PolicyStore implements RunningStore {
     this.#locks = new Locks(c)
     this.#jwks = new SigningKeys(c)
     this.#mfa = new Mfa(c)
+    this.#passkeys = new Passkeys(c)
   }
 
   // ---- lifecycle
@@ -172,7 +175,7 @@ export class PolicyStore implements RunningStore {
   // ---- second factors
 
   mfaFactors (userId: string): Promise<MfaFactors> { return this.#mfa.factors(userId) }
-  async hasSecondFactor (userId: string): Promise<boolean> { return (await this.#mfa.state(userId)) === 'enrolled' }
+  async hasSecondFactor (userId: string): Promise<boolean> { const s = await this.#mfa.state(userId); return s === 'enrolled' || s === 'passkey' }
   secondFactorState (userId: string): Promise<SecondFactorState> { return this.#mfa.state(userId) }
   beginTotp (userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId, by) }
   confirmTotp (userId: string, code: string): Promise<string[] | null> { return this.#mfa.confirm(userId, code) }
@@ -180,6 +183,13 @@ export class PolicyStore implements RunningStore {
   regenerateRecoveryCodes (userId: string): Promise<string[] | null> { return this.#mfa.regenerate(userId) }
   resetMfa (userId: string): Promise<boolean> { return this.#mfa.reset(userId) }
   requireMfa (userId: string): Promise<boolean> { return this.#mfa.require(userId) }
+  listPasskeys (userId: string): Promise<PasskeyInfo[]> { return this.#passkeys.list(userId) }
+  getPasskey (credentialId: string): Promise<StoredPasskey | null> { return this.#passkeys.get(credentialId) }
+  passkeyUserHandle (userId: string): Promise<string> { return this.#passkeys.handle(userId) }
+  addPasskey (p: NewPasskey): Promise<boolean> { return this.#passkeys.add(p) }
+  renamePasskey (userId: string, credentialId: string, name: string): Promise<boolean> { return this.#passkeys.rename(userId, credentialId, name) }
+  removePasskey (userId: string, credentialId: string): Promise<boolean> { return this.#passkeys.remove(userId, credentialId) }
+  usePasskey (credentialId: string, counter: number): Promise<boolean> { return this.#passkeys.use(credentialId, counter) }
 
   // ---- signing keys, audit
 

@@ -8,6 +8,7 @@
 import { TOTP, matchTotp, newRecoveryCode, newTotpSecret, normalizeRecoveryCode } from '../../crypto.js'
 import type { MfaFactors, SecondFactorResult, SecondFactorState, TotpEnrolment } from '../types.js'
 import { isoNow, type Context } from './context.js'
+import { info } from './passkeys.js'
 
 /** The TOTP record as stored: `secret` sealed; `required`: an operator asked for enrolment. */
 interface TotpRecord {
@@ -45,15 +46,16 @@ export class Mfa {
   async factors (userId: string): Promise<MfaFactors> {
     const r = await this.#record(userId)
     const totp = r === null || r.rec.secret === undefined ? null : { confirmed: r.rec.confirmed, created: r.rec.created ?? '', ...(r.rec.operator === true && !r.rec.confirmed ? { operator: true as const } : {}) }
-    return { totp, required: r?.rec.required === true, recovery_codes: totp?.confirmed === true ? await this.c.storage.mfa.countRecoveryCodes(userId) : 0 }
+    const passkeys = (await this.c.storage.passkeys.list(userId)).sort((a, b) => a.created.localeCompare(b.created) || a.id.localeCompare(b.id)).map(info)
+    return { totp, required: r?.rec.required === true, recovery_codes: totp?.confirmed === true ? await this.c.storage.mfa.countRecoveryCodes(userId) : 0, passkeys }
   }
 
-  /** From one read: a confirmed factor (every sign-in needs a code), else whether an operator required enrolment. */
+  /** A confirmed TOTP factor (every sign-in needs a code), else passkeys, else whether an operator required enrolment. */
   async state (userId: string): Promise<SecondFactorState> {
-    const r = await this.#record(userId)
-    if (r === null) return 'none'
-    if (r.rec.confirmed && r.rec.secret !== undefined) return 'enrolled'
-    return r.rec.required === true ? 'required' : 'none'
+    const [r, passkeys] = await Promise.all([this.#record(userId), this.c.storage.passkeys.list(userId)])
+    if (r !== null && r.rec.confirmed && r.rec.secret !== undefined) return 'enrolled'
+    if (passkeys.length > 0) return 'passkey'
+    return r?.rec.required === true ? 'required' : 'none'
   }
 
   /**
@@ -121,15 +123,17 @@ export class Mfa {
     return codes
   }
 
-  /** Removes the factor and the recovery codes (and a requirement); false when there was nothing. */
+  /** Removes the factor, the recovery codes, the passkeys (and a requirement); false when there was nothing. */
   async reset (userId: string): Promise<boolean> {
-    return await this.c.storage.mfa.deleteAll(userId)
+    const passkeys = await this.c.storage.passkeys.deleteAll(userId)
+    return (await this.c.storage.mfa.deleteAll(userId)) || passkeys > 0
   }
 
   /** Requires the user to enrol at their next sign-in (whatever auth.mfa.required says); false: already enrolled or required. */
   async require (userId: string): Promise<boolean> {
     const r = await this.#record(userId)
     if (r !== null && (r.rec.confirmed || r.rec.required === true)) return false
+    if ((await this.c.storage.passkeys.list(userId)).length > 0) return false
     if (r === null) {
       await this.c.storage.mfa.putTotp(userId, JSON.stringify({ confirmed: false, required: true } satisfies TotpRecord))
       return true

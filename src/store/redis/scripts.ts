@@ -237,6 +237,40 @@ redis.call('DEL', KEYS[1])
 if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end
 return 1`, flag),
 
+  /** A new hash: KEYS[1] written with the field/value pairs ARGV only when it does not exist. True: written. */
+  newHash: script<string[], boolean>(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1`, flag),
+
+  /** Sets field ARGV[2] of the hash KEYS[1] to ARGV[3] only while its field `user` is ARGV[1]. True: written. */
+  setOwnedField: script<[userId: string, field: string, value: string], boolean>(`
+if redis.call('HGET', KEYS[1], 'user') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+return 1`, flag),
+
+  /** Deletes the hash KEYS[1] only while its field `user` is ARGV[1]. True: deleted. */
+  deleteOwned: script<[userId: string], boolean>(`
+if redis.call('HGET', KEYS[1], 'user') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`, flag),
+
+  /**
+   * A passkey's signature counter (KEYS[1], a hash): `counter` set to ARGV[1]
+   * and `last_used` to ARGV[2] only when ARGV[1] is above it, or both are 0
+   * (../ports.ts counterAdvances). True: written.
+   */
+  advanceCounter: script<[counter: number, lastUsed: string], boolean>(`
+local c = redis.call('HGET', KEYS[1], 'counter')
+if not c then return 0 end
+c = tonumber(c)
+local n = tonumber(ARGV[1])
+if n > c or (n == 0 and c == 0) then
+  redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'last_used', ARGV[2])
+  return 1
+end
+return 0`, flag),
+
   /**
    * Compare-and-set of a JSON document with a `rev` field: KEYS[1] the
    * document, ARGV[1] the revision it must still be at (0: absent), ARGV[2]

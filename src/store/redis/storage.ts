@@ -18,6 +18,7 @@ import { PubSub } from './invalidation.js'
 import { RedisLimits } from './limits.js'
 import { RedisLocks } from './locks.js'
 import { RedisMfa } from './mfa.js'
+import { RedisPasskeys } from './passkeys.js'
 import { RedisPrivateTokens } from './private-tokens.js'
 import { defineScripts, type Scripts } from './scripts.js'
 import { RedisSessions } from './sessions.js'
@@ -56,6 +57,7 @@ export class RedisStorage implements Storage, RedisContext {
   readonly audit = new RedisAudit(this)
   readonly signingKeys = new RedisSigningKeys(this)
   readonly mfa = new RedisMfa(this)
+  readonly passkeys = new RedisPasskeys(this)
   readonly #connectTimeout: number
   readonly #onCommandError: ((err: unknown) => void) | undefined
   /** While set, every call fails with it and nothing cached is used (the key check has not passed: keycheck.ts). */

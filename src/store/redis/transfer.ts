@@ -19,6 +19,7 @@ import { scanKeys } from './context.js'
 import { RedisKeyRecords } from './key-records.js'
 import { decodeGrant, encodeGrant } from './bearer-tokens.js'
 import { SCRIPTS } from './scripts.js'
+import { passkeyFields, passkeyOf } from './passkeys.js'
 
 /** Audit entries read per XRANGE. */
 const AUDIT_BATCH = 1000
@@ -46,6 +47,7 @@ export class RedisTransfer implements StoreTransfer {
     const bearer: TransferRecord[] = []
     const sessions: TransferRecord[] = []
     const factors: TransferRecord[] = []
+    const passkeys: TransferRecord[] = []
     for (const uid of (await r.smembers(this.#k('users'))).sort()) {
       const user = await this.#json<StoredUser>(this.#k('user', uid))
       if (user === null) continue
@@ -71,6 +73,10 @@ export class RedisTransfer implements StoreTransfer {
       const totp = await r.get(this.#k('user-totp', uid))
       if (totp !== null) factors.push({ kind: 'totp', user_id: uid, stored: totp })
       for (const hash of (await r.smembers(this.#k('user-rc', uid))).sort()) factors.push({ kind: 'recovery_code', user_id: uid, hash })
+      for (const id of (await r.smembers(this.#k('user-pk', uid))).sort()) {
+        const passkey = passkeyOf(await r.hgetall(this.#k('pk', id)))
+        if (passkey !== null && passkey.user_id === uid) passkeys.push({ kind: 'passkey', passkey })
+      }
     }
     const lookups: TransferRecord[] = []
     const ptPrefix = this.#k('pt', '')
@@ -93,7 +99,7 @@ export class RedisTransfer implements StoreTransfer {
       if (batch.length < AUDIT_BATCH) break
       from = `(${batch[batch.length - 1][0]}`
     }
-    return [...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors,
+    return [...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors, ...passkeys,
       ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit]
   }
 
@@ -115,6 +121,7 @@ export class RedisTransfer implements StoreTransfer {
       case 'session': return this.#k('sess', r.hash)
       case 'totp': return this.#k('user-totp', r.user_id)
       case 'recovery_code': return this.#k('user-rc', r.user_id)
+      case 'passkey': return this.#k('pk', r.passkey.id)
       case 'signing_keys': return this.#k(JWKS_KEY)
       case 'key_legacy': return this.#k(`key-legacy:${r.check}`)
     }
@@ -179,6 +186,10 @@ export class RedisTransfer implements StoreTransfer {
         }
         case 'totp': await r.set(this.#keyOf(x), x.stored, 'NX'); break
         case 'recovery_code': await r.sadd(this.#keyOf(x), x.hash); break
+        case 'passkey':
+          if ((await r.exists(this.#keyOf(x))) === 0) await r.hset(this.#keyOf(x), ...passkeyFields(x.passkey))
+          await r.sadd(this.#k('user-pk', x.passkey.user_id), x.passkey.id)
+          break
         case 'signing_keys': await r.set(this.#keyOf(x), JSON.stringify(x.set), 'NX'); break
         case 'key_legacy': await r.set(this.#keyOf(x), x.sealed, 'NX'); break
         case 'audit': await r.xadd(this.#k('audit'), x.id, 'e', x.event); break

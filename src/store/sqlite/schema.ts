@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 export type Db = Database.Database
 
@@ -49,6 +49,15 @@ CREATE TABLE mfa_recovery (user_id TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KE
     sql: `
 ALTER TABLE sessions ADD COLUMN factors TEXT;
 ALTER TABLE bearer ADD COLUMN factors TEXT;
+`
+  },
+  // passkeys (WebAuthn credentials): a row per credential id, its user indexed; the
+  // counter and the last use in columns of their own (the counter's compare-and-set is one UPDATE)
+  {
+    to: 4,
+    sql: `
+CREATE TABLE passkeys (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, json TEXT NOT NULL, counter INTEGER NOT NULL, last_used TEXT) WITHOUT ROWID;
+CREATE INDEX passkeys_user ON passkeys (user_id);
 `
   }
 ]

@@ -18,6 +18,7 @@ import type { SqlContext } from './context.js'
 import { InvalidationLog } from './invalidation.js'
 import { SqliteLimits, SqliteLocks } from './limits.js'
 import { SqliteMfa } from './mfa.js'
+import { SqlitePasskeys } from './passkeys.js'
 import { SqlitePrivateTokens } from './private-tokens.js'
 import { openDatabase, type Db } from './schema.js'
 import { SqliteSessions } from './sessions.js'
@@ -55,6 +56,7 @@ export class SqliteStorage implements Storage, SqlContext {
   readonly audit = new SqliteAudit(this)
   readonly signingKeys = new SqliteSigningKeys(this)
   readonly mfa = new SqliteMfa(this)
+  readonly passkeys = new SqlitePasskeys(this)
   readonly invalidation: InvalidationLog
   readonly #o: SqliteStorageOptions
   readonly #statements = new Map<string, Database.Statement>()

@@ -9,7 +9,7 @@ import { JWKS_KEY, parseKeySet } from '../keyset.js'
 import type { StoredKey, StoredUser } from '../ports.js'
 import { KEY_CHECK } from '../secret/records.js'
 import { auditAfter, auditId, recordId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
-import type { Org } from '../types.js'
+import type { Org, StoredPasskey } from '../types.js'
 import { factorsColumn, factorsOf } from './context.js'
 import { SqliteKeyRecords } from './key-records.js'
 import { openDatabase } from './schema.js'
@@ -51,6 +51,9 @@ export class SqliteTransfer implements StoreTransfer {
       }
       for (const r of all<{ user_id: string, stored: string }>('SELECT user_id, stored FROM mfa_totp ORDER BY user_id')) out.push({ kind: 'totp', user_id: r.user_id, stored: r.stored })
       for (const r of all<{ user_id: string, hash: string }>('SELECT user_id, hash FROM mfa_recovery ORDER BY user_id, hash')) out.push({ kind: 'recovery_code', user_id: r.user_id, hash: r.hash })
+      for (const r of all<{ json: string, counter: number, last_used: string | null }>('SELECT json, counter, last_used FROM passkeys ORDER BY id')) {
+        out.push({ kind: 'passkey', passkey: { ...parse<StoredPasskey>(r.json), counter: r.counter, last_used: r.last_used } })
+      }
       const jwks = s.st('SELECT value FROM meta WHERE name = ?').pluck().get(JWKS_KEY) as string | undefined
       if (jwks !== undefined) { const set = parseKeySet(jwks); if (set.rev > 0) out.push({ kind: 'signing_keys', set }) }
       for (const r of all<{ name: string, value: string }>("SELECT name, value FROM meta WHERE name LIKE 'key-legacy:%' ORDER BY name")) {
@@ -83,6 +86,7 @@ export class SqliteTransfer implements StoreTransfer {
           case 'session': return has('sessions WHERE hash = ?', r.hash)
           case 'totp': return has('mfa_totp WHERE user_id = ?', r.user_id)
           case 'recovery_code': return s.st('SELECT 1 FROM mfa_recovery WHERE user_id = ? AND hash = ?').get(r.user_id, r.hash) !== undefined
+          case 'passkey': return has('passkeys WHERE id = ?', r.passkey.id)
           case 'signing_keys': return has('meta WHERE name = ?', JWKS_KEY)
           case 'key_legacy': return has('meta WHERE name = ?', `key-legacy:${r.check}`)
           default: return last !== undefined && !auditAfter(auditId(recordId(r))!, [last.ms, last.seq])
@@ -113,6 +117,11 @@ export class SqliteTransfer implements StoreTransfer {
           case 'session': if (r.expires > o.now) run('INSERT INTO sessions (hash, user_id, created, exp, factors) VALUES (?, ?, ?, ?, ?)', r.hash, r.user_id, r.created, r.expires, factorsColumn(r.factors)); break
           case 'totp': run('INSERT INTO mfa_totp (user_id, stored) VALUES (?, ?)', r.user_id, r.stored); break
           case 'recovery_code': run('INSERT INTO mfa_recovery (user_id, hash) VALUES (?, ?)', r.user_id, r.hash); break
+          case 'passkey': {
+            const { counter, last_used: lastUsed, ...rest } = r.passkey
+            run('INSERT INTO passkeys (id, user_id, json, counter, last_used) VALUES (?, ?, ?, ?, ?)', rest.id, rest.user_id, JSON.stringify(rest), counter, lastUsed)
+            break
+          }
           case 'signing_keys': run('INSERT INTO meta (name, value) VALUES (?, ?)', JWKS_KEY, JSON.stringify(r.set)); break
           case 'key_legacy': run('INSERT INTO meta (name, value) VALUES (?, ?)', `key-legacy:${r.check}`, r.sealed); break
           case 'audit': {

@@ -1,0 +1,284 @@
+/**
+ * Passkey ceremonies over real HTTP on the embedded store, answered by a
+ * software authenticator of the test's own (a P-256 key from node:crypto:
+ * the assertion's authenticator data and ECDSA signature made here; the
+ * server side is @simplewebauthn/server's): a sign-in with a passkey alone
+ * and as the second step after the password; the refusals: no or another
+ * ceremony's challenge, a replayed challenge, a wrong origin, no user
+ * verification, a counter that did not increase (a cloned authenticator),
+ * another user's passkey, a removed one; an IP address as the host; the
+ * token endpoint for a user whose only factor is a passkey; cross-site posts.
+ * Registration (CBOR attestation) is exercised in real Chromium:
+ * test/browser/passkeys.test.ts.
+ */
+import t from 'tap'
+import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
+import { post, request, type Res } from '../fixtures/http.js'
+import { ADMIN_PASSWORD, embeddedStore, startGateway } from '../fixtures/gateway.js'
+import { makeUser } from '../fixtures/creds.js'
+import { ageSession, login, postForm, setCookies } from '../fixtures/session.js'
+import { oathtool } from '../fixtures/oathtool.js'
+
+const db = embeddedStore()
+const g = await startGateway(db.url)
+t.teardown(async () => { await g.close(); await db.stop() })
+const port = new URL(g.url).port
+const HOST = `localhost:${port}`
+const ORIGIN = `http://${HOST}`
+const at = { host: HOST }
+
+const b64u = (b: Buffer | string): string => Buffer.from(b).toString('base64url')
+
+/** A software authenticator holding one passkey: its key pair, credential id, user handle and counter. */
+class SoftKey {
+  readonly id = b64u(randomBytes(16))
+  readonly handle = b64u(randomBytes(32))
+  readonly key: KeyObject
+  readonly cose: Buffer
+  counter = 0
+
+  constructor () {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    this.key = privateKey
+    const jwk = publicKey.export({ format: 'jwk' })
+    // COSE_Key {1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y}: fixed bytes, as an authenticator writes them
+    this.cose = Buffer.concat([Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]), Buffer.from(jwk.x!, 'base64url'), Buffer.from([0x22, 0x58, 0x20]), Buffer.from(jwk.y!, 'base64url')])
+  }
+
+  async register (userId: string, name = 'Soft key'): Promise<void> {
+    t.ok(await g.store.addPasskey({ id: this.id, user_id: userId, user_handle: this.handle, public_key: b64u(this.cose), counter: 0, transports: ['internal'], device_type: 'singleDevice', backed_up: false, name }))
+  }
+
+  /** The assertion for `challenge`: flags UP and UV (0x05) unless told, the next counter unless given. */
+  assert (challenge: string, o: { origin?: string, rpId?: string, flags?: number, counter?: number, handle?: string | null } = {}): Record<string, unknown> {
+    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge, origin: o.origin ?? ORIGIN, crossOrigin: false }))
+    const counter = o.counter ?? ++this.counter
+    const c = Buffer.alloc(4)
+    c.writeUInt32BE(counter)
+    const authData = Buffer.concat([createHash('sha256').update(o.rpId ?? 'localhost').digest(), Buffer.from([o.flags ?? 0x05]), c])
+    const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(clientData).digest()]), this.key)
+    const response: Record<string, string> = { clientDataJSON: b64u(clientData), authenticatorData: b64u(authData), signature: b64u(signature) }
+    if (o.handle !== null) response.userHandle = o.handle ?? this.handle
+    return { id: this.id, rawId: this.id, type: 'public-key', response, clientExtensionResults: {} }
+  }
+}
+
+async function options (path: string, headers: Record<string, string> = {}): Promise<{ challenge: string, state: string, res: Res }> {
+  const res = await post(g.url, path, {}, { ...at, ...headers })
+  return { challenge: res.json?.options?.challenge, state: res.json?.state, res }
+}
+
+const alice = await makeUser(g, 'pk-alice')
+const aliceKey = new SoftKey()
+await aliceKey.register(alice.id)
+
+t.test('a passkey alone signs in (no username): the session works; the options ask for user verification', async (t) => {
+  const o = await options('/login/passkey/options')
+  t.equal(o.res.status, 200)
+  t.match(o.res.json.options, { rpId: 'localhost', userVerification: 'required', challenge: /^[A-Za-z0-9_-]{43}$/ })
+  t.notOk(o.res.json.options.allowCredentials?.length, 'any passkey of this site: no list of ids')
+  const r = await post(g.url, '/login/passkey', { state: o.state, response: aliceKey.assert(o.challenge), next: '/account/mfa' }, at)
+  t.equal(r.status, 200, 'signed in')
+  t.equal(r.json.next, '/account/mfa')
+  t.equal(r.json.user.username, 'pk-alice')
+  const c = setCookies(r)
+  const me = await request(g.url, '/api/v1/users/profile/', { headers: { cookie: `svc_sessionid=${c.svc_sessionid.value}` } })
+  t.equal(me.status, 200, 'the session authenticates')
+  t.same((await g.store.getSession(c.svc_sessionid.value))?.factors, ['hwk'], 'a device-bound passkey alone: amr hwk (two factors by itself)')
+  t.ok((await g.store.getPasskey(aliceKey.id))?.last_used, 'the use recorded')
+  t.equal((await g.store.getPasskey(aliceKey.id))?.counter, aliceKey.counter)
+  t.ok(g.logs.some((l) => l.includes('"login.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(alice.id)), 'audited as a sign-in with a passkey')
+  t.ok(g.logs.some((l) => l.includes('"session.created"') && l.includes('"authMethod":"passkey"') && l.includes(alice.id)))
+})
+
+t.test('the challenge: required, single-use (a replay is refused), for its own ceremony only', async (t) => {
+  const o = await options('/login/passkey/options')
+  const body = { state: o.state, response: aliceKey.assert(o.challenge) }
+  const none = await post(g.url, '/login/passkey', { response: body.response }, at)
+  t.equal(none.status, 400)
+  t.equal(none.json.code, 'required', 'no state: the field is required')
+  const forged = await post(g.url, '/login/passkey', { state: 'not-a-sealed-state', response: body.response }, at)
+  t.match({ status: forged.status, code: forged.json.code }, { status: 400, code: 'passkey_challenge_invalid' }, 'a state the gateway did not seal')
+  t.equal((await post(g.url, '/login/passkey', body, at)).status, 200, 'answered once')
+  const again = await post(g.url, '/login/passkey', { state: o.state, response: aliceKey.assert(o.challenge) }, at)
+  t.match({ status: again.status, code: again.json.code }, { status: 400, code: 'passkey_challenge_invalid' }, 'the same challenge again (a fresh signature, a higher counter) is refused')
+
+  // a second step's state is not a sign-in's, and the other way round
+  const pw = await postForm(g.url, '/login', { username: 'pk-alice', password: 'pk-alice-password' }, at)
+  const cookie = `svc_mfa=${setCookies(pw).svc_mfa.value}`
+  const second = await options('/login/mfa/passkey/options', { cookie })
+  const crossed = await post(g.url, '/login/passkey', { state: second.state, response: aliceKey.assert(second.challenge) }, at)
+  t.equal(crossed.json.code, 'passkey_challenge_invalid', 'a second step\'s challenge does not sign in alone')
+  const first = await options('/login/passkey/options')
+  const crossed2 = await post(g.url, '/login/mfa/passkey', { state: first.state, response: aliceKey.assert(first.challenge) }, { ...at, cookie })
+  t.equal(crossed2.json.code, 'passkey_challenge_invalid', 'nor a sign-in\'s the second step')
+})
+
+t.test('refused: a wrong origin, another RP id, no user verification, a user handle of another, an unknown passkey', async (t) => {
+  const refused = async (what: string, response: Record<string, unknown>, challenge: string, state: string): Promise<void> => {
+    const r = await post(g.url, '/login/passkey', { state, response }, at)
+    t.match({ status: r.status, code: r.json?.code }, { status: 401, code: 'passkey_failed' }, what)
+    t.equal(setCookies(r).svc_sessionid, undefined, `${what}: no session`)
+  }
+  let o = await options('/login/passkey/options')
+  await refused('an origin other than the request\'s', aliceKey.assert(o.challenge, { origin: 'http://evil.example' }), o.challenge, o.state)
+  o = await options('/login/passkey/options')
+  await refused('another RP id', aliceKey.assert(o.challenge, { rpId: 'evil.example' }), o.challenge, o.state)
+  o = await options('/login/passkey/options')
+  await refused('user presence without user verification', aliceKey.assert(o.challenge, { flags: 0x01 }), o.challenge, o.state)
+  o = await options('/login/passkey/options')
+  await refused('a user handle that is not the passkey\'s', aliceKey.assert(o.challenge, { handle: b64u(randomBytes(32)) }), o.challenge, o.state)
+  o = await options('/login/passkey/options')
+  const stranger = new SoftKey()
+  await refused('a passkey the gateway does not know', stranger.assert(o.challenge), o.challenge, o.state)
+  o = await options('/login/passkey/options')
+  const tampered = aliceKey.assert(o.challenge)
+  ;(tampered.response as Record<string, string>).signature = b64u(randomBytes(70))
+  await refused('a signature that does not verify', tampered, o.challenge, o.state)
+  t.ok(g.logs.some((l) => l.includes('"login.failed"') && l.includes('"authMethod":"passkey"') && l.includes('passkey_failed')), 'audited as failed sign-ins')
+})
+
+t.test('a counter that did not increase is a cloned authenticator: refused, audited, nothing written', async (t) => {
+  const bob = await makeUser(g, 'pk-bob')
+  const key = new SoftKey()
+  await key.register(bob.id)
+  let o = await options('/login/passkey/options')
+  t.equal((await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge, { counter: 10 }) }, at)).status, 200)
+  o = await options('/login/passkey/options')
+  const clone = await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge, { counter: 10 }) }, at)
+  t.match({ status: clone.status, code: clone.json.code }, { status: 401, code: 'passkey_cloned' })
+  o = await options('/login/passkey/options')
+  const lower = await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge, { counter: 3 }) }, at)
+  t.equal(lower.json.code, 'passkey_cloned', 'a lower counter too')
+  t.equal((await g.store.getPasskey(key.id))?.counter, 10, 'the stored counter kept')
+  t.ok(g.logs.some((l) => l.includes('"passkey.cloned"') && l.includes(bob.id) && l.includes(key.id)), 'audited as passkey.cloned with its credential id')
+  o = await options('/login/passkey/options')
+  t.equal((await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge, { counter: 11 }) }, at)).status, 200, 'the authenticator with the higher counter goes on')
+})
+
+t.test('the second step: after the password, the user\'s passkeys are offered and one starts the session; another user\'s is refused', async (t) => {
+  const carol = await makeUser(g, 'pk-carol')
+  const key = new SoftKey()
+  await key.register(carol.id)
+  const pw = await postForm(g.url, '/login', { username: 'pk-carol', password: 'pk-carol-password', next: '/account/keys' }, at)
+  t.equal(pw.status, 200)
+  t.match(pw.text, /Use your passkey/, 'the second step: passkeys only (no TOTP), so no code field shown')
+  t.match(pw.text, /id="passkey-second"/)
+  t.equal(setCookies(pw).svc_sessionid, undefined, 'no session after the password alone')
+  const cookie = `svc_mfa=${setCookies(pw).svc_mfa.value}`
+  t.equal((await options('/login/mfa/passkey/options')).res.json.code, 'mfa_pending_missing', 'no pending password step: no options')
+  const o = await options('/login/mfa/passkey/options', { cookie })
+  t.equal(o.res.status, 200)
+  t.same(o.res.json.options.allowCredentials.map((c: { id: string }) => c.id), [key.id], 'her passkeys only')
+  const wrong = await post(g.url, '/login/mfa/passkey', { state: o.state, response: aliceKey.assert(o.challenge) }, { ...at, cookie })
+  t.match({ status: wrong.status, code: wrong.json.code }, { status: 401, code: 'passkey_failed' }, 'another user\'s passkey')
+  const o2 = await options('/login/mfa/passkey/options', { cookie })
+  const r = await post(g.url, '/login/mfa/passkey', { state: o2.state, response: key.assert(o2.challenge), next: '/account/keys' }, { ...at, cookie })
+  t.equal(r.status, 200, 'signed in')
+  t.equal(r.json.next, '/account/keys')
+  t.ok(setCookies(r).svc_sessionid?.value, 'the session')
+  t.same((await g.store.getSession(setCookies(r).svc_sessionid.value))?.factors, ['pwd', 'hwk'], 'the password and the passkey')
+  t.equal(setCookies(r).svc_mfa.attrs['max-age'], '0', 'the pending cookie cleared')
+  t.ok(g.logs.some((l) => l.includes('"mfa.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(carol.id)))
+  const o3 = await options('/login/mfa/passkey/options', { cookie })
+  const used = await post(g.url, '/login/mfa/passkey', { state: o3.state, response: key.assert(o3.challenge) }, { ...at, cookie })
+  t.equal(used.json.code, 'mfa_pending_missing', 'the password step is used up by the session it ended in')
+})
+
+t.test('the token endpoint: a user whose only factor is a passkey gets mfa_passkey_only, not a token', async (t) => {
+  const r = await post(g.url, '/api/v1/authentication/auth/', { username: 'pk-carol', password: 'pk-carol-password' })
+  t.equal(r.status, 400)
+  t.equal(r.json.code, 'mfa_passkey_only')
+  t.equal(r.json.token, undefined)
+  const js = await post(g.url, '/login', { username: 'pk-carol', password: 'pk-carol-password' }, at)
+  t.same(js.json.data.choices, ['passkey'], 'a JSON POST /login names the passkey as the choice')
+})
+
+t.test('the account page: listed, renamed, removed (CSRF-protected, the owner only); a removed passkey no longer signs in', async (t) => {
+  const dan = await makeUser(g, 'pk-dan')
+  const key = new SoftKey()
+  await key.register(dan.id)
+  const s = await login(g.url, 'pk-dan', 'pk-dan-password', { headers: at }).catch(() => null)
+  t.equal(s, null, 'with a passkey, the password alone is not a sign-in')
+  const o = await options('/login/passkey/options')
+  const r = await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge) }, at)
+  const cookie = `svc_sessionid=${setCookies(r).svc_sessionid.value}; svc_csrftoken=${setCookies(r).svc_csrftoken.value}`
+  const csrf = setCookies(r).svc_csrftoken.value
+  const page = await request(g.url, '/account/mfa', { headers: { cookie } })
+  t.match(page.text, /Soft key/, 'listed on the account page')
+  const renamed = await postForm(g.url, '/account/mfa', { csrfmiddlewaretoken: csrf, action: 'passkey-rename', credential: key.id, name: 'Desk <key>' }, { cookie })
+  t.equal(renamed.status, 200)
+  t.match(renamed.text, /Desk &lt;key&gt;/, 'renamed, the name escaped')
+  t.equal((await postForm(g.url, '/account/mfa', { csrfmiddlewaretoken: 'nope', action: 'passkey-remove', credential: key.id }, { cookie })).status, 403, 'removing needs the CSRF token')
+  t.equal((await postForm(g.url, '/account/mfa', { csrfmiddlewaretoken: csrf, action: 'passkey-remove', credential: aliceKey.id }, { cookie })).status, 400, 'another user\'s passkey cannot be removed')
+  const removed = await postForm(g.url, '/account/mfa', { csrfmiddlewaretoken: csrf, action: 'passkey-remove', credential: key.id }, { cookie })
+  t.equal(removed.status, 200)
+  t.match(removed.text, /No passkeys yet/)
+  t.ok(g.logs.some((l) => l.includes('"passkey.removed"') && l.includes(dan.id)))
+  const o2 = await options('/login/passkey/options')
+  const gone = await post(g.url, '/login/passkey', { state: o2.state, response: key.assert(o2.challenge) }, at)
+  t.match({ status: gone.status, code: gone.json.code }, { status: 401, code: 'passkey_failed' }, 'a removed passkey is refused')
+  t.ok(await login(g.url, 'pk-dan', 'pk-dan-password', { headers: at }), 'without passkeys the password alone signs in again')
+})
+
+t.test('registration: its options need the session and its CSRF token, exclude the user\'s passkeys, and bind their state to the user', async (t) => {
+  const s = await login(g.url, 'admin', ADMIN_PASSWORD, { headers: at })
+  t.equal((await post(g.url, '/account/mfa/passkeys/options', {}, at)).status, 401, 'no session')
+  t.equal((await post(g.url, '/account/mfa/passkeys/options', {}, { ...at, cookie: s.cookie })).status, 403, 'no CSRF token')
+  const o = await post(g.url, '/account/mfa/passkeys/options', {}, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.equal(o.status, 200)
+  t.match(o.json.options, { rp: { id: 'localhost', name: 'sidegate' }, user: { name: 'admin' }, attestation: 'none', authenticatorSelection: { residentKey: 'required', userVerification: 'required' } })
+  t.not(o.json.options.user.id, b64u('admin'), 'the user handle is random, not the username')
+  const signin = await options('/login/passkey/options')
+  const r = await post(g.url, '/account/mfa/passkeys', { state: signin.state, name: 'x', response: {} }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.equal(r.json.code, 'passkey_challenge_invalid', 'a sign-in\'s state does not register')
+  const bad = await post(g.url, '/account/mfa/passkeys', { state: o.json.state, name: 'x', response: { id: 'x', type: 'public-key', response: {} } }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.equal(bad.json.code, 'passkey_failed', 'a malformed credential is refused')
+  const replay = await post(g.url, '/account/mfa/passkeys', { state: o.json.state, name: 'x', response: {} }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.equal(replay.json.code, 'passkey_challenge_invalid', 'its challenge was used by the refused answer')
+  // a passkey signs in alone: a session that is not fresh adds one only with the password
+  await ageSession(g, s.session, 6 * 60_000)
+  const stale = await post(g.url, '/account/mfa/passkeys/options', {}, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.match({ status: stale.status, code: stale.json.code }, { status: 403, code: 'password_required' }, 'signed in 6 minutes ago: the password is needed')
+  const wrongPw = await post(g.url, '/account/mfa/passkeys/options', { password: 'not-it' }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.match({ status: wrongPw.status, code: wrongPw.json.code }, { status: 403, code: 'password_incorrect' })
+  const withPw = await post(g.url, '/account/mfa/passkeys/options', { password: ADMIN_PASSWORD }, { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf })
+  t.equal(withPw.status, 200, 'with the password: the options')
+})
+
+t.test('an IP address is no RP id: the options say so; cross-site posts are refused', async (t) => {
+  const ip = await post(g.url, '/login/passkey/options', {})
+  t.equal(ip.status, 400)
+  t.match(ip.json.detail, /host name, not an IP address/)
+  const cross = await post(g.url, '/login/passkey/options', {}, { ...at, 'sec-fetch-site': 'cross-site' })
+  t.equal(cross.status, 403)
+})
+
+t.test('auth.mfa.required all: a user with a passkey counts as enrolled (offered the passkey, not sent to set up an app)', async (t) => {
+  const db2 = embeddedStore()
+  const g2 = await startGateway(db2.url, { auth: { mfa: { required: 'all' } } })
+  t.teardown(async () => { await g2.close(); await db2.stop() })
+  const u = await g2.store.createUser({ username: 'pk-req', password: 'pk-req-password' })
+  const none = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
+  t.match(none.text, /Set up a second factor/, 'without a factor: sent to enrol')
+  t.ok(await g2.store.addPasskey({ id: b64u(randomBytes(16)), user_id: u.id, user_handle: b64u(randomBytes(32)), public_key: b64u(new SoftKey().cose), counter: 0, transports: [], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
+  const withKey = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
+  t.match(withKey.text, /Use your passkey/, 'with a passkey: the passkey is the second step')
+  t.notMatch(withKey.text, /Set up a second factor/)
+})
+
+t.test('TOTP and a passkey: the second step offers both; the token endpoint only what it can take (otp)', async (t) => {
+  const fay = await makeUser(g, 'pk-fay')
+  const e = (await g.store.beginTotp(fay.id))!
+  t.ok(await g.store.confirmTotp(fay.id, oathtool(e.secret, Date.now())))
+  await new SoftKey().register(fay.id)
+  const page = await postForm(g.url, '/login', { username: 'pk-fay', password: 'pk-fay-password' }, at)
+  t.match(page.text, /Enter your code/)
+  t.match(page.text, /<form method="post" action="\/login\/mfa" class="stack">/, 'the code form shown')
+  t.match(page.text, /id="passkey-second"/, 'and the passkey')
+  const js = await post(g.url, '/login', { username: 'pk-fay', password: 'pk-fay-password' }, at)
+  t.same(js.json.data.choices, ['otp', 'passkey'])
+  const token = await post(g.url, '/api/v1/authentication/auth/', { username: 'pk-fay', password: 'pk-fay-password' })
+  t.equal(token.json.error, 'mfa_required')
+  t.same(token.json.data.choices, ['otp'], 'JumpServer\'s challenge: only what the API can take')
+})
