@@ -9,32 +9,18 @@
 import t from 'tap'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { existsSync, mkdirSync, statSync } from 'node:fs'
+import { mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
+import type { BrowserContext, Locator, Page } from 'playwright-core'
+import { ARTIFACTS, launchChromium } from '../fixtures/chromium.js'
 import { startRedis } from '../fixtures/redis.js'
-import { tempDir } from '../fixtures/cleanup.js'
 import { request } from '../fixtures/http.js'
-import { startGateway, ROOT } from '../fixtures/gateway.js'
+import { startGateway } from '../fixtures/gateway.js'
 import { makeUser, signedHeaders } from '../fixtures/creds.js'
 import { ageSession } from '../fixtures/session.js'
 
-const CHROMIUM = process.env.SIDEGATE_CHROMIUM ?? '/usr/bin/chromium'
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-const ARTIFACTS = join(ROOT, 'test', 'artifacts')
 const PROFILE = '/api/v1/users/profile/'
-
-let browser: Browser | null = null
-let why = ''
-try {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`)
-  // Playwright makes Chromium's profile dir under the OS temp dir: let that be one of ours, removed
-  // when this process ends however it ends (test/fixtures/cleanup.ts, which also kills Chromium then)
-  process.env.TMPDIR = tempDir('sidegate-browser-')
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 60_000 })
-} catch (err) {
-  why = (err as Error).message.split('\n')[0]
-}
+const { browser, why } = await launchChromium()
 
 if (browser === null) {
   t.test('browser tests', { skip: `Chromium cannot be launched: ${why}` }, () => {})

@@ -11,26 +11,14 @@
  * Skipped, with the reason, only when Chromium cannot be launched at all.
  */
 import t from 'tap'
-import { existsSync, mkdirSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core'
-import { tempDir } from '../fixtures/cleanup.js'
-import { embeddedStore, startGateway, ROOT } from '../fixtures/gateway.js'
+import type { CDPSession, Page } from 'playwright-core'
+import { ARTIFACTS, launchChromium } from '../fixtures/chromium.js'
+import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 
-const CHROMIUM = process.env.SIDEGATE_CHROMIUM ?? '/usr/bin/chromium'
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-const ARTIFACTS = join(ROOT, 'test', 'artifacts')
-
-let browser: Browser | null = null
-let why = ''
-try {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`)
-  process.env.TMPDIR = tempDir('sidegate-browser-')
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 60_000 })
-} catch (err) {
-  why = (err as Error).message.split('\n')[0]
-}
+const { browser, why } = await launchChromium()
 
 interface VirtualCredential { credentialId: string, isResidentCredential: boolean, rpId?: string, privateKey: string, userHandle?: string, signCount: number }
 
