@@ -43,6 +43,8 @@ export interface CheckResult {
   /** what the request would get: 200 (forwarded), 401, 403 */
   status: 200 | 401 | 403
   why: string
+  /** the rules before the deciding one whose paths match, and why each was passed over */
+  passed_over: Array<{ rule: number, why: string }>
 }
 
 const KINDS = new Set(['session', 'bearer', 'private_token'])
@@ -59,12 +61,15 @@ export async function explainAccess (config: Config, store: Store, i: CheckInput
   const request = { method, path: i.path, normalised: p.path, ambiguous: p.ambiguous, ip }
   const caller = await callerOf(config, store, i)
   if (isPublic(target)) {
-    return { request, caller: caller === null ? null : caller.json, decided_by: 'public_path', rule: null, policy: 'bypass', status: 200, why: `${target} is in upstream.public_paths: no credential looked at, before any rule` }
+    return { request, caller: caller === null ? null : caller.json, decided_by: 'public_path', rule: null, policy: 'bypass', status: 200, why: `${target} is in upstream.public_paths: no credential looked at, before any rule`, passed_over: [] }
   }
   const rules = new AccessRules(config.access)
-  const v: Verdict = rules.decide({ method, target, clientIp: ip }, caller === null ? null : caller.at, p)
+  const req = { method, target, clientIp: ip }
+  const at = caller === null ? null : caller.at
+  const v: Verdict = rules.decide(req, at, p)
   const status = v.allowed ? 200 : caller === null && v.policy !== 'deny' ? 401 : 403
-  return { request, caller: caller === null ? null : caller.json, decided_by: 'rules', rule: v.rule === -1 ? null : v.rule, policy: v.policy, status, why: v.why }
+  const passed = rules.passedOver(req, at, v.rule, p)
+  return { request, caller: caller === null ? null : caller.json, decided_by: 'rules', rule: v.rule === -1 ? null : v.rule, policy: v.policy, status, why: v.why, passed_over: passed }
 }
 
 async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{ at: { identity: Identity, orgId: string | undefined }, json: NonNullable<CheckResult['caller']> } | null> {
@@ -112,6 +117,7 @@ export function checkText (r: CheckResult): string {
   return [
     `${r.request.method} ${r.request.path} from ${r.request.ip}, ${who}`,
     `matched as ${r.request.normalised}${r.request.ambiguous ? ' (ambiguous: no bypass rule matches it)' : ''}`,
+    ...r.passed_over.map((x) => `passed over: ${x.why}`),
     r.why,
     `→ ${verdict}`
   ].join('\n')

@@ -169,15 +169,34 @@ export class AccessRules {
     return verdictBefore(this.#default, subjects)
   }
 
+  /**
+   * For `sidegate access check`: the rules before `upTo` (the deciding one;
+   * -1: all) whose paths match the request's, each with why it was passed
+   * over. Not on the request path.
+   */
+  passedOver (req: AccessRequest, caller: AccessCaller | null, upTo: number, p: MatchPath = normalizePath(req.target)): Array<{ rule: number, why: string }> {
+    const out: Array<{ rule: number, why: string }> = []
+    for (const r of this.#rules) {
+      if (upTo !== -1 && r.index >= upTo) break
+      if (!r.path.test(p.path)) continue
+      const label = `rule ${r.index} (${r.spec.policy})`
+      if (r.methods !== null && !r.methods.has(req.method)) out.push({ rule: r.index, why: `${label}: not for ${req.method} (${r.spec.methods.join(', ')})` })
+      else if (r.spec.policy === 'bypass' && p.ambiguous) out.push({ rule: r.index, why: `${label}: an ambiguous path never matches a bypass rule` })
+      else if (r.network !== null && !r.network(req.clientIp)) out.push({ rule: r.index, why: `${label}: ${req.clientIp} is not in ${r.spec.networks.join(', ')}` })
+      else if (r.subjects.length > 0) out.push({ rule: r.index, why: `${label}: ${caller === null ? 'no credential' : 'this caller'} has none of ${r.spec.subjects.join(', ')}` })
+    }
+    return out
+  }
+
   /** With the caller: the rule that decides and whether it admits. */
   decide (req: AccessRequest, caller: AccessCaller | null, p: MatchPath = normalizePath(req.target)): Verdict {
     for (const r of this.#candidates(p)) {
       if (!this.#matchesRequest(r, req, p)) continue
       const subject = r.subjects.length === 0 ? null : caller === null ? undefined : r.subjects.find((s) => has(s, caller))
       if (subject === undefined) continue
-      return judge(r.index, r.spec.policy, caller, subject, r.subjects, `rule ${r.index} (${r.spec.policy}) matches ${req.method} ${p.path}${subject === null ? '' : ` for ${subject.kind}:${subject.value}`}`)
+      return judge(r.index, r.spec.policy, caller, r.subjects, `rule ${r.index} (${r.spec.policy}) matches ${req.method} ${p.path}${subject === null ? '' : ` for ${subject.kind}:${subject.value}`}`)
     }
-    return judge(-1, this.#default, caller, null, [], `no rule matches ${req.method} ${p.path}: default_policy ${this.#default}`)
+    return judge(-1, this.#default, caller, [], `no rule matches ${req.method} ${p.path}: default_policy ${this.#default}`)
   }
 }
 
@@ -197,7 +216,7 @@ function has (s: Subject, c: AccessCaller): boolean {
   }
 }
 
-function judge (rule: number, policy: Policy, caller: AccessCaller | null, subject: Subject | null, subjects: Subject[], why: string): Verdict {
+function judge (rule: number, policy: Policy, caller: AccessCaller | null, subjects: Subject[], why: string): Verdict {
   if (policy === 'bypass') return { rule, policy, allowed: true, why: `${why}: no credential needed` }
   if (policy === 'deny') return { rule, policy, allowed: false, why: `${why}: denied` }
   if (caller === null) return { rule, policy, allowed: false, why: `${why}: needs a credential` }
@@ -210,7 +229,6 @@ function judge (rule: number, policy: Policy, caller: AccessCaller | null, subje
   }
   // a machine credential: only when the rule names its method
   const named = MACHINE.has(id.method) && subjects.some((s) => s.kind === 'method' && s.value === id.method)
-  void subject
   return named
     ? { rule, policy, allowed: true, why: `${why}: ${id.method}, which the rule names` }
     : { rule, policy, allowed: false, why: `${why}: ${id.method} is a machine credential the rule does not name (method:${id.method})` }

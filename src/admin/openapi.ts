@@ -130,7 +130,7 @@ const SCHEMAS: Record<string, Json> = {
   TotpEnrolment: { type: 'object', required: ['username', 'uri', 'secret'], properties: { username: { type: 'string' }, uri: { type: 'string', description: 'otpauth://totp/sidegate:<username>?secret=…&issuer=sidegate&algorithm=SHA1&digits=6&period=30; shown only in this answer.' }, secret: { type: 'string', description: 'The base32 secret the URI carries; shown only in this answer.' } } },
   AccessCheck: {
     type: 'object',
-    required: ['request', 'caller', 'decided_by', 'rule', 'policy', 'status', 'why'],
+    required: ['request', 'caller', 'decided_by', 'rule', 'policy', 'status', 'why', 'passed_over'],
     properties: {
       request: { type: 'object', required: ['method', 'path', 'normalised', 'ambiguous', 'ip'], properties: { method: { type: 'string' }, path: { type: 'string' }, normalised: { type: 'string', description: 'The path as the rules match it.' }, ambiguous: { type: 'boolean', description: 'Its meaning depends on who decodes it: no bypass rule matches it.' }, ip: { type: 'string' } } },
       caller: { oneOf: [{ type: 'null' }, { type: 'object', required: ['username', 'method', 'org'], properties: { username: { type: 'string' }, method: { enum: ['session', 'bearer', 'private_token', 'access_key'] }, factors: { type: 'array', items: { type: 'string' } }, org: { type: ['string', 'null'], description: 'The org the request acts in, or `refused: <code>` when the org step would refuse it.' } } }] },
@@ -138,7 +138,8 @@ const SCHEMAS: Record<string, Json> = {
       rule: { type: ['integer', 'null'], description: 'The deciding rule\'s index in access.rules; null: default_policy, or a public path.' },
       policy: { enum: ['bypass', 'one_factor', 'two_factor', 'deny'] },
       status: { enum: [200, 401, 403], description: 'What the request would get from the rules.' },
-      why: { type: 'string' }
+      why: { type: 'string' },
+      passed_over: { type: 'array', description: 'The rules before the deciding one whose paths match the request\'s, and why each was passed over (method, network, subjects, an ambiguous path and a bypass rule).', items: { type: 'object', required: ['rule', 'why'], properties: { rule: { type: 'integer' }, why: { type: 'string' } } } }
     }
   },
   MfaReset: { type: 'object', required: ['username', 'reset'], properties: { username: { type: 'string' }, reset: { type: 'boolean', description: 'false: there was nothing to remove (no TOTP factor, recovery code, passkey or requirement).' } } },

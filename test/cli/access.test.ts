@@ -37,7 +37,17 @@ t.test('the text names the request, the caller, the deciding rule and the verdic
     '→ allowed'
   ].join('\n'))
   const anon = await cli('access', 'check', 'GET', '/reports/q1')
-  t.match(anon.stdout, /no credential[\s\S]*rule 2 \(deny\)[\s\S]*→ 403 access_denied/)
+  t.equal(anon.stdout.trim(), [
+    'GET /reports/q1 from 127.0.0.1, no credential',
+    'matched as /reports/q1',
+    'passed over: rule 1 (one_factor): no credential has none of user:admin, method:access_key',
+    'rule 2 (deny) matches GET /reports/q1: denied',
+    '→ 403 access_denied'
+  ].join('\n'), 'the rule passed over, and why')
+  const post = await cli('access', 'check', '--user', 'admin', 'POST', '/reports/q1')
+  t.match(post.stdout, /passed over: rule 1 \(one_factor\): not for POST \(GET\)/)
+  const far = await cli('access', 'check', '--user', 'admin', 'GET', '/ops/x')
+  t.match(far.stdout, /passed over: rule 4 \(one_factor\): 127\.0\.0\.1 is not in 10\.0\.0\.0\/8/)
   const two = await cli('access', 'check', '--user', 'admin', '--factor', 'otp', 'GET', '/secure/x')
   t.match(two.stdout, /admin \(session: pwd,otp\)[\s\S]*rule 3 \(two_factor\)[\s\S]*signed in with pwd,otp[\s\S]*→ allowed/)
   const one = await cli('access', 'check', '--user', 'admin', 'GET', '/secure/x')
@@ -50,12 +60,14 @@ t.test('the text names the request, the caller, the deciding rule and the verdic
   t.match(pub.stdout, /\/health is in upstream\.public_paths: no credential looked at, before any rule/)
   const trick = await cli('access', 'check', 'GET', '/open%2F..%2Freports/q1')
   t.match(trick.stdout, /matched as \/reports\/q1 \(ambiguous: no bypass rule matches it\)[\s\S]*rule 2 \(deny\)/)
+  const bypassTrick = await cli('access', 'check', 'GET', '/open/a%2Fb')
+  t.match(bypassTrick.stdout, /passed over: rule 0 \(bypass\): an ambiguous path never matches a bypass rule/)
 })
 
 t.test('an access key: its user and method; --json is the admin API\'s answer', async (t) => {
   const key = await cliJson('key', 'create', 'admin')
   const viaCli = await cliJson('access', 'check', '--key', key.id, 'GET', '/reports/q1?x=1')
-  t.match(viaCli, { request: { method: 'GET', path: '/reports/q1?x=1', normalised: '/reports/q1', ambiguous: false, ip: '127.0.0.1' }, caller: { username: 'admin', method: 'access_key', org: DEFAULT_ORG }, decided_by: 'rules', rule: 1, policy: 'one_factor', status: 200 })
+  t.match(viaCli, { request: { method: 'GET', path: '/reports/q1?x=1', normalised: '/reports/q1', ambiguous: false, ip: '127.0.0.1' }, caller: { username: 'admin', method: 'access_key', org: DEFAULT_ORG }, decided_by: 'rules', rule: 1, policy: 'one_factor', status: 200, passed_over: [] })
   t.notOk('factors' in viaCli.caller, 'a key has no sign-in factors')
   const api = await request(gw.adminUrl, '/admin/v1/access/check', {
     method: 'POST',
