@@ -42,7 +42,8 @@ export function esc (v: unknown): string {
  * are made. The file is the whole page; what varies is a placeholder:
  * - `{{name}}`: the value, always escaped (esc: text and attribute values);
  * - `{{#name}}…{{/name}}`: the part when the value is true, `{{^name}}…{{/name}}`
- *   when it is false (sections do not nest).
+ *   when it is false (sections do not nest);
+ * - `{{>name}}`: the file static/_name.html, put in when the page is read.
  * No value is ever inserted as markup, except an Html: the output of another
  * template (a list's rows, each rendered with its values escaped). A page
  * has no inline script or style (the CSP above). Rendering with a placeholder's value missing throws:
@@ -83,9 +84,10 @@ export class Template<V extends Record<string, Value>> {
     this.names = names
   }
 
-  /** The file under static/, read now. */
+  /** The file under static/, read now; `{{>name}}` is the file static/_name.html, as it is (the pages' shared head and card). */
   static load<V extends Record<string, Value>> (name: string): Template<V> {
-    return new Template<V>(name, readFileSync(join(STATIC_DIR, name), 'utf8'))
+    const source = readFileSync(join(STATIC_DIR, name), 'utf8').replace(/\{\{>(\w+)\}\}\n?/g, (_m, part: string) => readFileSync(join(STATIC_DIR, `_${part}.html`), 'utf8'))
+    return new Template<V>(name, source)
   }
 
   render (values: V): string {
