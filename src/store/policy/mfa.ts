@@ -82,7 +82,7 @@ export class Mfa {
     if (secret === null || !(await this.#accept(userId, secret, code))) return null
     const { required: _, operator: _o, ...rest } = r.rec
     if (!(await this.c.storage.mfa.swapTotp(userId, r.stored, JSON.stringify({ ...rest, confirmed: true })))) return null
-    return await this.regenerate(userId) ?? []
+    return await this.#newRecoveryCodes(userId)
   }
 
   /** The code matches within the drift and its step was not used yet (marked now, on every replica). */
@@ -118,6 +118,10 @@ export class Mfa {
   async regenerate (userId: string): Promise<string[] | null> {
     const r = await this.#record(userId)
     if (r === null || !r.rec.confirmed) return null
+    return await this.#newRecoveryCodes(userId)
+  }
+
+  async #newRecoveryCodes (userId: string): Promise<string[]> {
     const codes = Array.from({ length: RECOVERY_CODES }, () => newRecoveryCode())
     await this.c.storage.mfa.setRecoveryCodes(userId, codes.map((x) => this.c.keys.lookup(`recovery:${userId}:${normalizeRecoveryCode(x)}`)))
     return codes
