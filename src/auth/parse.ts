@@ -23,50 +23,71 @@ export function parseTokenCredential (credentials: string): string {
   return credentials
 }
 
+/** A parameter name (at most 64 characters) and a bare value, matched where the scan is (sticky). */
+const PARAM_NAME = /[A-Za-z][A-Za-z0-9_-]{0,63}/y
+const BARE_VALUE = /[^\s,"]*/y
+
 /**
  * `keyId="…",algorithm="…",headers="…",signature="…"`: quoted or bare values,
  * optional whitespace around commas and `=`, parameter names case-insensitive,
- * unknown parameters ignored, duplicates rejected.
+ * unknown parameters ignored, duplicates rejected. A quoted value without a
+ * backslash is one slice (every signed request comes through here).
  */
 export function parseSignatureParams (credentials: string): Map<string, string> {
   const out = new Map<string, string>()
-  let i = 0
   const s = credentials
-  const skipWs = (): void => { while (i < s.length && (s[i] === ' ' || s[i] === '\t')) i++ }
+  let i = 0
   while (i < s.length) {
-    skipWs()
-    const m = /^[A-Za-z][A-Za-z0-9_-]*/.exec(s.slice(i, i + 64))
+    i = skipWs(s, i)
+    PARAM_NAME.lastIndex = i
+    const m = PARAM_NAME.exec(s)
     if (m === null) throw E.malformedAuthorization('expected a parameter name')
     const name = m[0].toLowerCase()
-    i += m[0].length
-    skipWs()
-    if (s[i] !== '=') throw E.malformedAuthorization(`expected "=" after ${name}`)
-    i++
-    skipWs()
-    let value = ''
-    if (s[i] === '"') {
+    i = skipWs(s, i + m[0].length)
+    if (s.charCodeAt(i) !== 61 /* = */) throw E.malformedAuthorization(`expected "=" after ${name}`)
+    i = skipWs(s, i + 1)
+    let value: string
+    if (s.charCodeAt(i) === 34 /* " */) {
       i++
-      for (;;) {
-        if (i >= s.length) throw E.malformedAuthorization('unterminated quoted value')
-        const ch = s[i++]
-        if (ch === '"') break
-        if (ch === '\\') {
+      const close = s.indexOf('"', i)
+      const esc = s.indexOf('\\', i)
+      if (close !== -1 && (esc === -1 || esc > close)) {
+        value = s.slice(i, close)
+        i = close + 1
+      } else {
+        value = ''
+        for (;;) {
           if (i >= s.length) throw E.malformedAuthorization('unterminated quoted value')
-          value += s[i++]
-        } else value += ch
+          const ch = s[i++]
+          if (ch === '"') break
+          if (ch === '\\') {
+            if (i >= s.length) throw E.malformedAuthorization('unterminated quoted value')
+            value += s[i++]
+          } else value += ch
+        }
       }
     } else {
-      const b = /^[^\s,"]*/.exec(s.slice(i))![0]
-      value = b
-      i += b.length
+      BARE_VALUE.lastIndex = i
+      value = BARE_VALUE.exec(s)![0]
+      i += value.length
     }
     if (out.has(name)) throw E.malformedAuthorization(`duplicate parameter ${name}`)
     out.set(name, value)
-    skipWs()
+    i = skipWs(s, i)
     if (i < s.length) {
-      if (s[i] !== ',') throw E.malformedAuthorization('expected "," between parameters')
+      if (s.charCodeAt(i) !== 44 /* , */) throw E.malformedAuthorization('expected "," between parameters')
       i++
     }
   }
   return out
+}
+
+/** The index of the first character at or after `i` that is not a space or a tab. */
+function skipWs (s: string, i: number): number {
+  while (i < s.length) {
+    const c = s.charCodeAt(i)
+    if (c !== 32 && c !== 9) break
+    i++
+  }
+  return i
 }

@@ -9,10 +9,10 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { E, GatewayError } from '../errors.js'
-import type { Store } from '../store/types.js'
+import type { AccessKey, Store } from '../store/types.js'
 import { parseDateHeader } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
-import { signedDigests } from './digest.js'
+import { signedDigests, type ExpectedDigest } from './digest.js'
 import { parseSignatureParams } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
 
@@ -36,7 +36,7 @@ export interface SignatureOptions {
   now?: () => number
 }
 
-export function stringToSign (c: Pick<Credentials, 'method' | 'url' | 'headers'>, headers: string[]): string {
+export function stringToSign (c: Pick<Credentials, 'method' | 'url' | 'headers'>, headers: readonly string[]): string {
   return headers.map((h) => {
     if (h === '(request-target)') return `(request-target): ${c.method.toLowerCase()} ${c.url}`
     // own headers only: `constructor` or `__proto__` in the declared list must not reach Object.prototype
@@ -55,60 +55,59 @@ export class SignatureAuthenticator implements Authenticator {
   readonly #now: () => number
   readonly #algorithms: ReadonlySet<string>
 
+  /** seconds of auth.signature.date_window; 0 without a freshness check */
+  readonly #window: number
+  /** `headers` parameters already checked → their declared lists */
+  readonly #lists = new Map<string, readonly string[]>()
+  /** the replay cache or a Date window: authenticate asks the store on every request */
+  readonly #needsStore: boolean
+
   constructor (private readonly store: Store, private readonly opts: SignatureOptions) {
     this.#now = opts.now ?? Date.now
     this.#algorithms = new Set(opts.algorithms ?? ['hmac-sha256', 'hmac-sha512'])
+    this.#window = opts.clockSkew > 0 ? opts.dateWindow ?? 0 : 0
+    this.#needsStore = opts.replayCache || this.#window > 0
   }
 
   claims (c: Credentials): boolean { return c.authorization?.scheme === 'signature' }
 
-  async authenticate (c: Credentials): Promise<Claim> {
-    const p = parseSignatureParams(c.authorization!.credentials)
-    const keyId = p.get('keyid')
-    const signature = p.get('signature')
-    if (!keyId || !signature) throw E.malformedAuthorization('keyId and signature are required')
-    const algorithm = (p.get('algorithm') ?? 'hmac-sha256').toLowerCase()
-    if (!this.#algorithms.has(algorithm)) throw E.malformedAuthorization(`algorithm must be one of ${[...this.#algorithms].join(', ')}`)
-    const alg = ALGORITHMS[algorithm as Algorithm]
-    const declared = (p.get('headers') ?? 'date').toLowerCase().split(/\s+/).filter(Boolean)
-    if (declared.length > 32 || new Set(declared).size !== declared.length) throw E.malformedAuthorization('bad headers list')
-    for (const h of this.opts.requiredHeaders) {
-      // x-date stands in for date (clients that cannot set Date, as browsers)
-      if (!declared.includes(h) && !(h === 'date' && declared.includes('x-date'))) throw E.malformedAuthorization(`headers must include ${h}`)
-    }
-    const window = this.opts.clockSkew > 0 ? this.opts.dateWindow ?? 0 : 0
-    // with a Date window, a Date past the skew is decided after the MAC: by whether this key sent it while it was fresh
-    let stale: number | null = null
+  /**
+   * From memory when the key is cached and nothing needs the store (no
+   * replay cache, no Date window): the same checks as authenticate, in the
+   * same order, with the refusals returned rather than thrown.
+   */
+  cached (c: Credentials): Claim | GatewayError | undefined {
+    if (this.#needsStore) return undefined
     try {
-      checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
+      const p = this.#parse(c)
+      const found = this.store.cachedAccessKey?.(p.id)
+      if (found === undefined) return undefined
+      if (found === null) return E.invalidSignature()
+      return this.#claim(found, this.#verify(c, p, found))
     } catch (err) {
-      stale = window > 0 && err instanceof GatewayError && err.code === 'signature_expired' ? signedInstant(c.headers, declared) : null
-      if (stale === null) throw err
+      if (err instanceof GatewayError) return err
+      throw err
     }
-    // the MAC as sent: the algorithm's length in canonical Base64 only, checked before any store lookup
-    const mac = decodeMac(signature, alg.bytes)
-    const id = normalizeKeyId(keyId)
-    if (id === null || mac === null) throw E.invalidSignature()
-    const found = await this.store.getAccessKey(id)
+  }
+
+  async authenticate (c: Credentials): Promise<Claim> {
+    const p = this.#parse(c)
+    const found = await this.store.getAccessKey(p.id)
     if (found === null) throw E.invalidSignature()
-    if (!macMatches(alg.hash, found.secret, stringToSign(c, declared), mac)) throw E.invalidSignature()
-    // after the MAC: only the key's holder learns that it is disabled or expired
-    if (!found.key.is_active) throw E.keyDisabled()
-    if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
-    // only now: a digest header proves something only when the MAC covers it
-    const digests = signedDigests(c.headers, declared, this.opts.requireDigest === true)
+    const digests = this.#verify(c, p, found)
+    const window = this.#window
     if (window > 0) {
       // a fresh Date opens its window for this key (at its first sighting); a stale one needs that window still open
-      const instant = stale ?? signedInstant(c.headers, declared)
+      const instant = p.stale ?? signedInstant(c.headers, p.declared)
       if (instant !== null) {
-        const seen = await this.store.markSeen('sig-date', `${found.key.id}:${instant}`, window, stale === null)
-        if (stale !== null && seen === null) throw E.signatureExpired()
+        const seen = await this.store.markSeen('sig-date', `${found.key.id}:${instant}`, window, p.stale === null)
+        if (p.stale !== null && seen === null) throw E.signatureExpired()
       }
     }
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
     // so a case-changed keyId or another spelling of the same MAC is the same signature
     if (this.opts.replayCache) {
-      const mark = `${found.key.id}:${mac.toString('hex')}`
+      const mark = `${found.key.id}:${p.mac.toString('hex')}`
       // as long as the Date it carries can be accepted
       const ttl = this.opts.clockSkew > 0 ? Math.max(this.opts.clockSkew * 2, this.opts.clockSkew + window) : REPLAY_WITHOUT_SKEW
       const grace = this.opts.replayGrace ?? 0
@@ -120,6 +119,65 @@ export class SignatureAuthenticator implements Authenticator {
         throw E.signatureReplayed()
       }
     }
+    return this.#claim(found, digests)
+  }
+
+  /** Everything that needs no key: the parameters, the Date's freshness, the MAC's and keyId's form (before any lookup). */
+  #parse (c: Credentials): Parsed {
+    const p = parseSignatureParams(c.authorization!.credentials)
+    const keyId = p.get('keyid')
+    const signature = p.get('signature')
+    if (!keyId || !signature) throw E.malformedAuthorization('keyId and signature are required')
+    const algorithm = (p.get('algorithm') ?? 'hmac-sha256').toLowerCase()
+    if (!this.#algorithms.has(algorithm)) throw E.malformedAuthorization(`algorithm must be one of ${[...this.#algorithms].join(', ')}`)
+    const alg = ALGORITHMS[algorithm as Algorithm]
+    const declared = this.#declared(p.get('headers') ?? 'date')
+    // with a Date window, a Date past the skew is decided after the MAC: by whether this key sent it while it was fresh
+    let stale: number | null = null
+    try {
+      checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
+    } catch (err) {
+      stale = this.#window > 0 && err instanceof GatewayError && err.code === 'signature_expired' ? signedInstant(c.headers, declared) : null
+      if (stale === null) throw err
+    }
+    // the MAC as sent: the algorithm's length in canonical Base64 only, checked before any store lookup
+    const mac = decodeMac(signature, alg.bytes)
+    const id = normalizeKeyId(keyId)
+    if (id === null || mac === null) throw E.invalidSignature()
+    return { declared, hash: alg.hash, mac, id, stale }
+  }
+
+  /**
+   * The `headers` parameter → the declared list, checked (at most 32, none
+   * twice, the required ones present). A client sends the same list every
+   * time: the lists that passed are remembered (DECLARED_MAX, then all
+   * forgotten), as read-only arrays.
+   */
+  #declared (param: string): readonly string[] {
+    const known = this.#lists.get(param)
+    if (known !== undefined) return known
+    const declared = param.toLowerCase().split(/\s+/).filter(Boolean)
+    if (declared.length > 32 || new Set(declared).size !== declared.length) throw E.malformedAuthorization('bad headers list')
+    for (const h of this.opts.requiredHeaders) {
+      // x-date stands in for date (clients that cannot set Date, as browsers)
+      if (!declared.includes(h) && !(h === 'date' && declared.includes('x-date'))) throw E.malformedAuthorization(`headers must include ${h}`)
+    }
+    if (this.#lists.size >= DECLARED_MAX) this.#lists.clear()
+    this.#lists.set(param, Object.freeze(declared))
+    return declared
+  }
+
+  /** The MAC, then what only the key's holder may learn (disabled, expired), then the digests it covers. */
+  #verify (c: Credentials, p: Parsed, found: { key: AccessKey, secret: string }): ExpectedDigest[] | null {
+    if (!macMatches(p.hash, found.secret, stringToSign(c, p.declared), p.mac)) throw E.invalidSignature()
+    // after the MAC: only the key's holder learns that it is disabled or expired
+    if (!found.key.is_active) throw E.keyDisabled()
+    if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
+    // only now: a digest header proves something only when the MAC covers it
+    return signedDigests(c.headers, p.declared, this.opts.requireDigest === true)
+  }
+
+  #claim (found: { key: AccessKey }, digests: ExpectedDigest[] | null): Claim {
     // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline/steps.ts, keyIp)
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
@@ -127,6 +185,19 @@ export class SignatureAuthenticator implements Authenticator {
     if (digests !== null) claim.digests = digests
     return claim
   }
+}
+
+/** `headers` parameters remembered per authenticator (a client sends one or a few) */
+const DECLARED_MAX = 256
+
+/** A signature's parameters as #parse checked them. */
+interface Parsed {
+  declared: readonly string[]
+  hash: string
+  mac: Buffer
+  id: string
+  /** with a Date window: the instant of a Date past the skew (decided after the MAC), else null */
+  stale: number | null
 }
 
 /**

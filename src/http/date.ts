@@ -38,6 +38,17 @@ const ASCTIME = /^([A-Z][a-z]{2}) ([A-Z][a-z]{2}) ([ \d]\d) (\d{2}):(\d{2}):(\d{
  * real dates (no 31 Feb, no :60), and a weekday, when given, that matches.
  */
 export function parseDateHeader (value: string | undefined): number | null {
+  // signed requests of one second carry the same Date: the last one parsed is remembered
+  if (value === lastDate) return lastInstant
+  const t = parseDate(value)
+  if (value !== undefined) { lastDate = value; lastInstant = t }
+  return t
+}
+
+let lastDate: string | undefined
+let lastInstant: number | null = null
+
+function parseDate (value: string | undefined): number | null {
   const v = value?.trim()
   if (v === undefined || v.length > 64) return null
   let m = RFC5322.exec(v)

@@ -238,6 +238,8 @@ export interface Store extends PasskeyStore {
   cachedUserIdForPrivateToken?(token: string): string | null | undefined
   /** getUser without I/O: the user when the in-process cache holds it, else undefined (ask getUser). */
   cachedUser?(id: string): User | undefined
+  /** getAccessKey without I/O: the key when the in-process cache holds it, else undefined (ask getAccessKey). */
+  cachedAccessKey?(id: string): { key: AccessKey, secret: string } | null | undefined
   /** getSession without I/O: null when the id is none (wrong check tag), the session when cached, else undefined (ask getSession). */
   cachedSession?(id: string): Session | null | undefined
 

@@ -15,6 +15,9 @@ import { Keyring } from '../../src/crypto.js'
 import { GatewayError } from '../../src/errors.js'
 import { Authenticators, type Identity } from '../../src/auth/index.js'
 import { MemoryStore } from '../../src/store/memory/index.js'
+import { SqliteStore } from '../../src/store/sqlite/index.js'
+import { join } from 'node:path'
+import { tempDir } from '../fixtures/cleanup.js'
 import type { User } from '../../src/store/types.js'
 import { SECRET } from '../fixtures/gateway.js'
 
@@ -341,4 +344,62 @@ t.test('resolve answers at once where in-process state decides, else with a prom
   t.throws(() => pipeline.resolve(withCookie('GET', { cookie: `svc_sessionid=${wrongTag(s.id)}` })), { code: 'invalid_session' }, 'a wrong check tag: refused synchronously')
   f.clock.now = Date.now() + (f.config.session.idle_timeout + 1) * 1000
   t.throws(() => pipeline.resolve(withCookie('GET')), { code: 'invalid_session' }, 'idle past its timeout in the store: refused')
+})
+
+t.test('an access-key signature is decided at once when its key is cached, with the same checks', async (t) => {
+  const dir = tempDir('sidegate-sig-')
+  const clock = { now: Date.now() }
+  const open = async (): Promise<SqliteStore> => {
+    const s = new SqliteStore({ path: join(dir, 'store.db'), busyTimeout: 1000, now: () => clock.now, cache: { max: 1000, ttl: 60 } }, new Keyring(SECRET))
+    await s.connect()
+    return s
+  }
+  const store = await open()
+  t.teardown(async () => await store.close())
+  const alice = await store.createUser({ username: 'alice', password: null })
+  const created = await store.createAccessKey(alice.id)
+  const key = { id: created.key.id, secret: created.secret }
+  const expired = await store.createAccessKey(alice.id, 0, { date_expired: new Date(Date.now() + 1000).toISOString() })
+  const config = buildConfig({ secret_key: SECRET })
+  const pipeline = new Authenticators(store, config)
+  const req = (r: Request): IncomingMessage => ({ method: r.method ?? 'GET', url: r.url, headers: r.headers }) as unknown as IncomingMessage
+
+  const first = pipeline.resolve(req(signed(key)))
+  t.ok(first instanceof Promise, 'the key not yet cached: a promise (the store is asked)')
+  t.equal((await first as Identity).user.username, 'alice')
+  const again = pipeline.resolve(req(signed(key)))
+  t.notOk(again instanceof Promise, 'then: the identity itself')
+  t.equal((again as Identity).method, 'access_key')
+  t.equal((again as Identity).keyId, key.id)
+
+  // the refusals, each returned at once (not thrown, no promise) with authenticate's code
+  const refused = (r: Request): unknown => pipeline.resolve(req(r))
+  t.match(refused(signed(key, { mac: (m) => m.replace(/^./, (c) => c === 'A' ? 'B' : 'A') })), { code: 'invalid_signature', status: 401 }, 'a wrong MAC')
+  t.match(refused(signed(key, { secret: 'not-the-secret' })), { code: 'invalid_signature' }, 'signed with another secret')
+  t.match(refused(signed(key, { date: new Date(clock.now - 3600_000).toUTCString() })), { code: 'signature_expired' }, 'a stale Date')
+  t.match(refused(signed(key, { mac: spareBits })), { code: 'invalid_signature' }, 'a non-canonical spelling of the MAC')
+  t.ok(refused(signed(key, { mac: spareBits })) instanceof GatewayError)
+
+  // an expiring key, cached while valid: past its expiry it is refused from memory
+  const exp = { id: expired.key.id, secret: expired.secret }
+  t.equal((await pipeline.authenticate(req(signed(exp)))).method, 'access_key')
+  await new Promise((resolve) => setTimeout(resolve, Date.parse(expired.key.date_expired!) - Date.now() + 20))
+  t.match(refused(signed(exp)), { code: 'key_expired', status: 401 }, 'past its expiry, from memory')
+
+  // disabled: the change evicts the cached key, so the next request asks the store again
+  await store.setAccessKeyActive(key.id, false)
+  const after = pipeline.resolve(req(signed(key)))
+  t.ok(after instanceof Promise, 'disabled: evicted, the store is asked')
+  await t.rejects(after as Promise<Identity>, { code: 'key_disabled' })
+  t.match(refused(signed(key)), { code: 'key_disabled' }, 'the disabled key cached again: refused from memory')
+
+  // the replay cache needs the store on every request: never decided from memory
+  const strict = new Authenticators(store, buildConfig({ secret_key: SECRET, auth: { signature: { replay_cache: true } } }))
+  const k2 = await store.createAccessKey(alice.id)
+  const once = signed({ id: k2.key.id, secret: k2.secret })
+  t.ok(strict.resolve(req(once)) instanceof Promise)
+  await strict.authenticate(req(signed({ id: k2.key.id, secret: k2.secret })))
+  const used = strict.resolve(req(once))
+  t.ok(used instanceof Promise, 'with replay_cache: a promise even when the key is cached')
+  await t.rejects(used as Promise<Identity>, { code: 'signature_replayed' })
 })

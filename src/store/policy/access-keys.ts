@@ -61,6 +61,12 @@ export class AccessKeys {
     return await this.#fill(cache, id)
   }
 
+  /** get from memory: the cached key, else undefined (a miss is counted by get, which the caller asks next). */
+  cached (id: string): { key: AccessKey, secret: string } | null | undefined {
+    const cache = this.c.caches
+    return cache !== null && cache.trusted ? cache.accessKeys.get(id, false) : undefined
+  }
+
   /**
    * A miss: the key, its last use and its user in one round trip, both
    * cached (the request asks for the user next); each fill voided by an

@@ -120,6 +120,7 @@ export class PolicyStore implements RunningStore {
   createAccessKey (userId: string, max?: number, o?: NewKeyOptions): Promise<{ key: AccessKey, secret: string }> { return this.#keys.create(userId, max, o) }
   importAccessKey (userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean> { return this.#keys.import(userId, k) }
   getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> { return this.#keys.get(id) }
+  cachedAccessKey (id: string): { key: AccessKey, secret: string } | null | undefined { return this.#keys.cached(id) }
   listAccessKeys (userId: string): Promise<AccessKey[]> { return this.#keys.list(userId) }
   setAccessKeyActive (id: string, active: boolean, by?: KeyDisabler, expect?: KeyState): Promise<boolean> { return this.#keys.setActive(id, active, by, expect) }
   deleteAccessKey (id: string): Promise<boolean> { return this.#keys.delete(id) }
