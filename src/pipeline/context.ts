@@ -26,10 +26,10 @@ export interface RequestContext {
   orgId?: string
   /**
    * set by the decision step for a forward-auth decision ('decision' routes): the
-   * identity headers to answer with (src/pipeline/headers.ts identityHeaders), empty
-   * when the original request is on a public path
+   * answer's head, name then value (src/pipeline/decide.ts), the identity headers
+   * among them unless the original request is on a public path
    */
-  decision?: Record<string, string>
+  decision?: string[]
   /** the client sent `Expect: 100-continue` and has not been sent `100 Continue` yet */
   expectsContinue?: boolean
   /** the request's server span when tracing is on (src/observability/tracing.ts) */

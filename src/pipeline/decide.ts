@@ -49,10 +49,16 @@ export function decisionSteps (o: PipelineOptions) {
     ctx.target = pathOf(original.url)
   }
 
-  /** ctx.decision: the identity headers a forwarded request would carry, and the Cookie header for the upstream. */
+  /**
+   * ctx.decision: the answer's head as one list (Node writes a head given whole
+   * in one pass): no-store, X-Request-Id, the identity headers a forwarded
+   * request would carry, and the Cookie header for the upstream.
+   */
   function decision (ctx: Live): void {
-    ctx.decision = ctx.identity === undefined ? {} : identityHeaders(policy, ctx.identity, ctx.orgId!, ctx.requestId)
-    ctx.decision.cookie = upstreamCookie(ctx.req, policy)
+    const head = ['cache-control', 'no-store', 'content-length', '0', 'x-request-id', ctx.requestId]
+    if (ctx.identity !== undefined) identityHeaders(policy, ctx.identity, ctx.orgId!, ctx.requestId, head)
+    head.push('cookie', upstreamCookie(ctx.req, policy))
+    ctx.decision = head
   }
 
   return { trustedPeer, original, decision } satisfies Partial<Impl>

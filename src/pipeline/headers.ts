@@ -217,7 +217,7 @@ const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', '
  * X-Forwarded-For, -Proto and -Host (a trusted proxy's kept, its
  * X-Forwarded-For extended with the peer) and X-Request-Id.
  */
-export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity: Record<string, string> | undefined, upgrade: boolean): HeaderList {
+export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity: readonly string[] | undefined, upgrade: boolean): HeaderList {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
   const trusted = p.trusted(peer)
@@ -236,7 +236,7 @@ export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: s
   }
   const cookie = withoutCookies(h.cookie, p.credentialCookies)
   if (cookie !== undefined) out.push('cookie', cookie)
-  if (identity !== undefined) for (const name in identity) out.push(name, identity[name])
+  if (identity !== undefined) for (let i = 0; i < identity.length; i++) out.push(identity[i])
   const prior = trusted ? h['x-forwarded-for'] : undefined
   out.push('x-forwarded-for', prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer)
   const proto = trusted ? h['x-forwarded-proto'] : undefined
@@ -255,22 +255,17 @@ export function headerObject (list: HeaderList): Record<string, string | string[
 }
 
 /**
- * The identity headers of a resolved caller, lowercase name → value: what a
- * forwarded request carries (upstreamHeaders) and what a forward-auth decision
- * answers with (src/routes/decision.ts), built here once for both.
+ * The identity headers of a resolved caller, lowercase name then value,
+ * appended to `out`: what a forwarded request carries (upstreamHeaders) and
+ * what a forward-auth decision answers with (src/pipeline/decide.ts), built
+ * here once for both.
  */
-export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, requestId: string): Record<string, string> {
-  const h: Record<string, string> = {
-    [p.userIdHeader]: id.user.id,
-    [p.usernameHeader]: encodeHeaderValue(id.user.username),
-    [p.orgHeader]: orgId,
-    [p.authMethodHeader]: id.method
-  }
+export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, requestId: string, out: string[]): void {
+  out.push(p.userIdHeader, id.user.id, p.usernameHeader, encodeHeaderValue(id.user.username), p.orgHeader, orgId, p.authMethodHeader, id.method)
   // sessions and bearer tokens: what their sign-in was made with (machine credentials have no sign-in)
-  if (id.factors !== undefined) h[p.authFactorsHeader] = id.factors.join(',')
+  if (id.factors !== undefined) out.push(p.authFactorsHeader, id.factors.join(','))
   // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)
-  if (p.identityToken !== undefined) h[p.identityHeader] = p.identityToken(id, orgId, requestId)
-  return h
+  if (p.identityToken !== undefined) out.push(p.identityHeader, p.identityToken(id, orgId, requestId))
 }
 
 /**

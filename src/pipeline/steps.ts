@@ -133,7 +133,9 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
     const upgrade = (ctx as Partial<Handshake>).socket !== undefined
     if (id === undefined) { ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, undefined, upgrade); return }
     const orgId = ctx.orgId!
-    ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, identityHeaders(policy, id, orgId, ctx.requestId), upgrade)
+    const identity: string[] = []
+    identityHeaders(policy, id, orgId, ctx.requestId, identity)
+    ctx.upstream = upstreamHeaders(ctx.req, policy, ctx.requestId, identity, upgrade)
     if (ctx.req.url !== undefined) ctx.req.url = withResolvedOid(ctx.req.url, orgId)
   }
 

@@ -28,7 +28,7 @@ export type { RequestContext }
  *   already signed in). Only a failing store refuses the request.
  * - `decision`: a forward-auth decision (/_sidegate/auth): `user+org` over
  *   the original request the proxy in front describes (its method and URI;
- *   nothing on a public path); `ctx.decision` is set to the identity headers.
+ *   nothing on a public path); `ctx.decision` is set to the answer's head (the identity headers among it).
  */
 export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 'session-page' | 'decision'
 
