@@ -1,7 +1,7 @@
 /** Access keys in memory: the record, its last use apart, and the user's set of key ids. */
 import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser } from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
-import { addTo, type Local } from './data.js'
+import { insertOwned, type Local } from './data.js'
 
 export class MemoryAccessKeys implements AccessKeyStorage {
   constructor (private readonly l: Local) {}
@@ -9,17 +9,12 @@ export class MemoryAccessKeys implements AccessKeyStorage {
   async insert (key: StoredKey, max: number): Promise<boolean> {
     const d = this.l.open()
     if (max > 0 && (d.userKeys.get(key.user_id)?.size ?? 0) >= max) return false
-    d.keys.set(key.id, structuredClone(key))
-    addTo(d.userKeys, key.user_id, key.id)
-    return true
+    return insertOwned(d.keys, d.userKeys, key)
   }
 
   async insertNew (key: StoredKey): Promise<boolean> {
     const d = this.l.open()
-    if (d.keys.has(key.id)) return false
-    d.keys.set(key.id, structuredClone(key))
-    addTo(d.userKeys, key.user_id, key.id)
-    return true
+    return insertOwned(d.keys, d.userKeys, key)
   }
 
   async get (id: string): Promise<{ stored: StoredKey, lastUsed: string | null } | null> {

@@ -89,6 +89,14 @@ export class Data {
   }
 }
 
+/** A copy of `record` under its id unless one is there, indexed under its owner; false when the id was taken. */
+export function insertOwned<T extends { id: string, user_id: string }> (records: Map<string, T>, byUser: Map<string, Set<string>>, record: T): boolean {
+  if (records.has(record.id)) return false
+  records.set(record.id, structuredClone(record))
+  addTo(byUser, record.user_id, record.id)
+  return true
+}
+
 export function addTo (index: Map<string, Set<string>>, key: string, member: string): void {
   let set = index.get(key)
   if (set === undefined) index.set(key, (set = new Set()))

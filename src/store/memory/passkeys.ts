@@ -1,17 +1,14 @@
 /** Passkeys in process: by credential id, indexed by user. */
 import { counterAdvances, type PasskeyStorage } from '../ports.js'
 import type { StoredPasskey } from '../types.js'
-import { addTo, type Local } from './data.js'
+import { insertOwned, type Local } from './data.js'
 
 export class MemoryPasskeys implements PasskeyStorage {
   constructor (private readonly l: Local) {}
 
   async insert (p: StoredPasskey): Promise<boolean> {
     const d = this.l.open()
-    if (d.passkeys.has(p.id)) return false
-    d.passkeys.set(p.id, structuredClone(p))
-    addTo(d.userPasskeys, p.user_id, p.id)
-    return true
+    return insertOwned(d.passkeys, d.userPasskeys, p)
   }
 
   async get (credentialId: string): Promise<StoredPasskey | null> {
