@@ -346,3 +346,20 @@ t.test('the HEALTHCHECK command and the ENTRYPOINT work as written', async (t) =
   const down = await run(process.execPath, hc.slice(1), { cwd: ROOT, env: { PATH: process.env.PATH, SIDEGATE_PORT: String(await freePort()) } }).then(() => 0, (e) => e.code)
   t.equal(down, 1, 'nothing listening: exit 1')
 })
+
+t.test('the shipped forward-auth proxies keep enough idle connections to sidegate and the upstream', async (t) => {
+  // fewer than the requests in flight, and every request above them opens and closes a TCP
+  // connection (docs/forward-auth.md, "Enough idle connections"); both proxies default to 32
+  const nginx = readFileSync(join(ROOT, 'deploy', 'forward-auth', 'nginx.conf'), 'utf8')
+  const kept = [...nginx.matchAll(/^upstream (\w+) \{[^\n]*\bkeepalive (\d+);/gm)].map((m) => [m[1], Number(m[2])] as const)
+  t.same(kept.map(([name]) => name).sort(), ['app', 'sidegate'], 'nginx: both upstreams keep idle connections')
+  for (const [name, n] of kept) t.ok(n >= 128, `nginx upstream ${name}: keepalive ${n}`)
+  const caddy = readFileSync(join(ROOT, 'deploy', 'forward-auth', 'Caddyfile'), 'utf8')
+  // the decision's transport and the upstream's (the login pages' proxy carries little traffic)
+  const fa = /forward_auth [^\n]*\{[\s\S]*?transport http \{([^}]*)\}/.exec(caddy)?.[1] ?? ''
+  const up = /reverse_proxy \{\$UPSTREAM_HOST\}[^\n]*\{\s*transport http \{([^}]*)\}/.exec(caddy)?.[1] ?? ''
+  for (const [what, block] of [['forward_auth', fa], ['upstream', up]]) {
+    const n = Number(/keepalive_idle_conns_per_host (\d+)/.exec(block)?.[1] ?? 0)
+    t.ok(n >= 128, `Caddy ${what}: keepalive_idle_conns_per_host ${n}`)
+  }
+})
