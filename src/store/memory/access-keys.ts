@@ -1,7 +1,7 @@
 /** Access keys in memory: the record, its last use apart, and the user's set of key ids. */
 import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser } from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
-import { insertOwned, type Local } from './data.js'
+import { addTo, insertOwned, type Local } from './data.js'
 
 export class MemoryAccessKeys implements AccessKeyStorage {
   constructor (private readonly l: Local) {}
@@ -9,7 +9,10 @@ export class MemoryAccessKeys implements AccessKeyStorage {
   async insert (key: StoredKey, max: number): Promise<boolean> {
     const d = this.l.open()
     if (max > 0 && (d.userKeys.get(key.user_id)?.size ?? 0) >= max) return false
-    return insertOwned(d.keys, d.userKeys, key)
+    // false means the cap only (AccessKeyStorage.insert): a new key's id is random, so written as Redis's SET writes it
+    d.keys.set(key.id, structuredClone(key))
+    addTo(d.userKeys, key.user_id, key.id)
+    return true
   }
 
   async insertNew (key: StoredKey): Promise<boolean> {
