@@ -57,7 +57,11 @@ export class Shutdown {
     const server = this.#o.server()
     const delay = signal === 'SIGTERM' && code === 0 ? server.drain_delay : 0
     setTimeout(() => this.#o.overdue(code), (delay + server.shutdown_grace + this.#o.marginS) * 1000).unref()
-    this.#o.run(signal, delay, code).then(this.#resolve, () => this.#resolve(1))
+    // a step that fails is said, and the exit code stays the stop's own (a fatal problem's 2), else 1
+    this.#o.run(signal, delay, code).then(this.#resolve, (err: unknown) => {
+      process.stderr.write(`sidegate: the shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`)
+      this.#resolve(code === 0 ? 1 : code)
+    })
   }
 }
 

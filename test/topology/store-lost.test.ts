@@ -34,7 +34,7 @@ t.test('store.require_existing: the gateway refuses the empty store and exits 2,
   await redis.kill()
   await redis.restart()
   t.ok(await eventually(async () => g.proc.exitCode !== null, 60_000), 'it stops')
-  t.equal(g.proc.exitCode, 2, 'exit 2')
+  t.equal(g.proc.exitCode, 2, 'exit 2', { output: g.output().slice(-3000) })
   t.match(g.output(), /sidegate: the store at .* is empty, but the secret key \(SIDEGATE_SECRET_KEY\) was used before: .*store\.require_existing is true/)
   const raw = new Redis(redis.url)
   t.teardown(() => raw.disconnect())
