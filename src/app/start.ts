@@ -26,7 +26,7 @@ import { keyForStart, openStore, redisTarget, storeFields, storeWhere } from './
 import type { WorkerLink } from './worker-link.js'
 import { Reloader } from './reload.js'
 import { exitNow, Shutdown } from './shutdown.js'
-import { keepTickShape } from './tick-shape.js'
+import { keepFastShapes } from './shapes.js'
 
 /** Seconds past drain delay + grace after which a stopping process exits regardless. */
 const EXIT_MARGIN_S = 5
@@ -40,7 +40,7 @@ const STDOUT_FLUSH_MS = 1000
  * socket, and does not watch the config file (src/app/primary.ts).
  */
 export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, worker?: WorkerLink): Promise<number> {
-  keepTickShape()
+  keepFastShapes()
   const log: Logger = createLogger(config.log.level, undefined, worker === undefined ? {} : { worker: worker.slot })
   const metrics = config.metrics.enabled ? new Metrics() : null
   // the primary serves /metrics with --workers
