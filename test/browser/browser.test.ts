@@ -130,11 +130,21 @@ if (browser === null) {
     await row.waitFor()
     t.notMatch(await page.content(), secret, 'and never shown again')
 
-    await row.getByRole('button', { name: /^Disable/ }).click()
-    await row.getByText('Disabled').waitFor()
-    t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'key_disabled', 'disabled in the page: refused')
-    await row.getByRole('button', { name: /^Enable/ }).click()
-    await row.getByText('Active').waitFor()
+    // the answer to the page's PATCH, then the badge of the list it loads after it
+    const toggle = async (button: RegExp, state: string): Promise<void> => {
+      const answered = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(id))
+      await row.getByRole('button', { name: button }).click()
+      t.equal((await answered).status(), 200, `${state}: the PATCH answered`)
+      await row.locator('.badge', { hasText: state }).waitFor()
+    }
+    await toggle(/^Disable/, 'Disabled')
+    const refused = await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })
+    // on a wrong answer: what the store holds past its cache, and what the gateway saw last
+    const held = refused.json.code === 'key_disabled'
+      ? {}
+      : { status: refused.status, cached: g.store.cachedAccessKey?.(id)?.key, row: await row.innerHTML(), logs: g.logs.slice(-12) }
+    t.equal(refused.json.code, 'key_disabled', 'disabled in the page: refused', held)
+    await toggle(/^Enable/, 'Active')
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')
     await row.getByRole('button', { name: /^Delete/ }).click()
     await row.waitFor({ state: 'detached' })
