@@ -198,3 +198,8 @@ export class UsageError extends Error {
     this.code = code
   }
 }
+
+/** The text of anything thrown: an Error's message, anything else as a string. */
+export function messageOf (err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

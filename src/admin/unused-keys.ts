@@ -18,6 +18,7 @@
  */
 import type { Logger } from '../observability/log.js'
 import type { AccessKey, Store } from '../store/types.js'
+import { messageOf } from '../errors.js'
 
 export const UNUSED_KEYS_LOCK = 'unused-keys'
 const DAY_MS = 86_400_000
@@ -61,7 +62,7 @@ export class UnusedKeys {
     this.#timer = setTimeout(() => {
       const pass = Math.floor(next / this.#intervalMs)
       this.#running = this.runPass(pass).then(() => {}, (err: unknown) => {
-        this.log.warn({ pass, err: err instanceof Error ? err.message : String(err) }, 'unused access keys: pass failed; the next one tries again')
+        this.log.warn({ pass, err: messageOf(err) }, 'unused access keys: pass failed; the next one tries again')
       }).finally(() => { this.#running = null })
       this.#schedule()
     }, next - now)

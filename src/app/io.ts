@@ -1,5 +1,5 @@
 /** What a gateway process writes besides its log: one line on stderr for what stops it. */
-import { GatewayError } from '../errors.js'
+import { GatewayError, messageOf } from '../errors.js'
 
 export interface AppIo { err: (s: string) => void }
 
@@ -16,7 +16,7 @@ export function failure (err: unknown): { detail: string, code: string, exit: nu
     return { detail: e.message, code: e.code, exit: e.exitCode }
   }
   if (err instanceof GatewayError) return { detail: err.detail, code: err.code, exit: 1 }
-  return { detail: err instanceof Error ? err.message : String(err), code: 'failed', exit: 1 }
+  return { detail: messageOf(err), code: 'failed', exit: 1 }
 }
 
 /** Says why the process cannot start; returns its exit code. */

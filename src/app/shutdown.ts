@@ -7,6 +7,7 @@
  * still pending (a hung store, a blocked log pipe).
  */
 import { abandonStdout } from '../observability/log.js'
+import { messageOf } from '../errors.js'
 
 export type StopSignal = 'SIGTERM' | 'SIGINT' | 'fatal'
 
@@ -59,7 +60,7 @@ export class Shutdown {
     setTimeout(() => this.#o.overdue(code), (delay + server.shutdown_grace + this.#o.marginS) * 1000).unref()
     // a step that fails is said, and the exit code stays the stop's own (a fatal problem's 2), else 1
     this.#o.run(signal, delay, code).then(this.#resolve, (err: unknown) => {
-      process.stderr.write(`sidegate: the shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`)
+      process.stderr.write(`sidegate: the shutdown failed: ${messageOf(err)}\n`)
       this.#resolve(code === 0 ? 1 : code)
     })
   }

@@ -25,7 +25,7 @@ import {
   type AuthenticationResponseJSON, type AuthenticatorTransportFuture, type PublicKeyCredentialCreationOptionsJSON,
   type PublicKeyCredentialRequestOptionsJSON, type RegistrationResponseJSON
 } from '@simplewebauthn/server'
-import { E, GatewayError } from '../errors.js'
+import { E, GatewayError, messageOf } from '../errors.js'
 import type { AuditContext, Auditor } from '../observability/audit.js'
 import type { PasskeyInfo, Store, StoredPasskey, User } from '../store/types.js'
 import type { Amr } from './mfa.js'
@@ -255,6 +255,6 @@ export class PasskeyCeremonies {
 
 /** The library's reason, one line, for the refusal's detail (it names what did not match, never a secret). */
 function describe (err: unknown): string {
-  const m = err instanceof Error ? err.message : String(err)
+  const m = messageOf(err)
   return m.split('\n')[0].slice(0, 200)
 }

@@ -28,6 +28,7 @@ import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampl
 import type { TracingConfig } from '../config/index.js'
 import type { Logger } from './log.js'
 import type { RequestTrace, Tracer, UpstreamCall } from './tracing.js'
+import { messageOf } from '../errors.js'
 
 export interface TracerOptions {
   /** the service's version (service.version) */
@@ -67,7 +68,7 @@ export function createTracer (c: TracingConfig, log: Logger, o: TracerOptions): 
   // an unreachable collector: one line per distinct failure, not one per batch
   let lastError = ''
   setGlobalErrorHandler((err) => {
-    const msg = err instanceof Error ? err.message : String(err)
+    const msg = messageOf(err)
     if (msg === lastError) return
     lastError = msg
     log.warn({ err: msg }, 'tracing: spans could not be exported')
