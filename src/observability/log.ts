@@ -149,7 +149,7 @@ export function accessLine (f: AccessFields): string {
 
 /**
  * `JSON.stringify(s)` for a string: quoted as it is when it holds only
- * printable ASCII other than `"` and `\\` (a path, a UUID, an address: nearly
+ * printable ASCII other than `"` and `\` (a path, a UUID, an address: nearly
  * always), which costs a loop over its characters instead of a stringifier.
  */
 export function jsonString (s: string): string {
