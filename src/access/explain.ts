@@ -12,7 +12,7 @@ import { resolveOrg } from '../auth/org.js'
 import type { Config } from '../config/index.js'
 import { isIpOrCidr } from '../config/validate.js'
 import type { Factor, Store } from '../store/types.js'
-import { normalizePath } from './path.js'
+import { originForm } from '../http/target.js'
 import { AccessRules, type Verdict } from './rules.js'
 
 export interface CheckInput {
@@ -53,17 +53,19 @@ const SECOND = new Set(['otp', 'hwk', 'swk'])
 export async function explainAccess (config: Config, store: Store, i: CheckInput, isPublic: (path: string) => boolean): Promise<CheckResult> {
   const method = i.method.toUpperCase()
   if (!/^[A-Z]{1,20}$/.test(method)) throw new UsageError(`method: an HTTP method (GET, POST, …), got ${JSON.stringify(i.method)}`)
-  if (!i.path.startsWith('/')) throw new UsageError(`path: must start with "/", got ${JSON.stringify(i.path)}`)
+  // an absolute URL as a client may send it (`GET http://host/p`): the origin-form the pipeline makes of it
+  const sent = /^https?:\/\//i.test(i.path) ? originForm(i.path, i.path.slice(i.path.indexOf('://') + 3).split(/[/?]/)[0], method) : i.path
+  if (sent === null || !sent.startsWith('/')) throw new UsageError(`path: must start with "/" (or be an http(s) URL), got ${JSON.stringify(i.path)}`)
   const ip = i.ip ?? '127.0.0.1'
   if (!isIpOrCidr(ip) || ip.includes('/')) throw new UsageError(`ip: an IP address, got ${JSON.stringify(ip)}`)
-  const target = i.path.split('?')[0]
-  const p = normalizePath(target)
+  const target = sent.split('?')[0]
+  const rules = new AccessRules(config.access)
+  const p = rules.matchPath(target)
   const request = { method, path: i.path, normalised: p.path, ambiguous: p.ambiguous, ip }
   const caller = await callerOf(config, store, i)
   if (isPublic(target)) {
     return { request, caller: caller === null ? null : caller.json, decided_by: 'public_path', rule: null, policy: 'bypass', status: 200, why: `${target} is in upstream.public_paths: no credential looked at, before any rule`, passed_over: [] }
   }
-  const rules = new AccessRules(config.access)
   const req = { method, target, clientIp: ip }
   const at = caller === null ? null : caller.at
   const v: Verdict = rules.decide(req, at, p)

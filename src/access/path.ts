@@ -5,9 +5,11 @@
  * segments resolved, duplicate slashes folded. A path whose meaning depends
  * on who decodes it is `ambiguous`: an encoded `/` or `\`, a backslash, an
  * encoded `.` or `..` segment, `..` above the root, invalid UTF-8 in its
- * escapes, a malformed escape, a control or non-ASCII character. An ambiguous
- * path is matched in its most decoded reading (encoded slashes and
- * backslashes as `/`), and never by a bypass rule.
+ * escapes, a malformed escape, a control or non-ASCII character, a `;` (a path
+ * parameter: Tomcat and Spring strip `;x` from a segment and resolve `..;`,
+ * others keep it). An ambiguous path is matched in its most decoded reading
+ * (encoded slashes and backslashes as `/`, parameters stripped before `.` and
+ * `..` are resolved), and never by a bypass rule.
  */
 
 export interface MatchPath {
@@ -36,7 +38,7 @@ export function normalizePath (raw: string): MatchPath {
   let plain = raw.length > 0 && raw.charCodeAt(0) === 47
   for (let i = 0; plain && i < raw.length; i++) {
     const c = raw.charCodeAt(i)
-    if (c === 37 || c === 92 || c < 0x21 || c > 0x7e) plain = false
+    if (c === 37 || c === 92 || c === 59 || c < 0x21 || c > 0x7e) plain = false
     else if (c === 47 && (raw.charCodeAt(i + 1) === 47 || raw.charCodeAt(i + 1) === 46)) plain = false
   }
   if (plain) return { path: raw, ambiguous: false }
@@ -45,6 +47,7 @@ export function normalizePath (raw: string): MatchPath {
   const segments: string[] = []
   let seg = ''
   let encodedDot = false
+  let param = false // after a `;` in this segment: dropped up to its end
   const end = (): void => {
     if (seg === '.' || seg === '..') {
       if (encodedDot) ambiguous = true
@@ -55,11 +58,14 @@ export function normalizePath (raw: string): MatchPath {
     } else if (seg !== '') segments.push(seg)
     seg = ''
     encodedDot = false
+    param = false
   }
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i)
     if (c === 47) { end(); continue }
     if (c === 92) { ambiguous = true; end(); continue }
+    if (param) continue
+    if (c === 59) { ambiguous = true; param = true; continue }
     if (c < 0x21 || c > 0x7e) { ambiguous = true; seg += raw[i]; continue }
     if (c !== 37) { seg += raw[i]; continue }
     const h = hexValue(raw.charCodeAt(i + 1))

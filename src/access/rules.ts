@@ -22,7 +22,8 @@ import type { Identity } from '../auth/index.js'
 import { isTwoFactor } from '../store/types.js'
 import { trustedProxies } from '../pipeline/headers.js'
 import { normalizePath, type MatchPath } from './path.js'
-import { globSource, MACHINE, type Policy } from './syntax.js'
+import { globMatcher } from './glob.js'
+import { MACHINE, type Policy } from './syntax.js'
 
 export type { Policy } from './syntax.js'
 
@@ -38,6 +39,8 @@ export interface RuleSpec {
 export interface AccessSpec {
   default_policy: Policy
   rules: RuleSpec[]
+  /** paths and globs compared in lower case (an upstream that routes case-insensitively) */
+  case_insensitive_paths?: boolean
 }
 
 /** What the request is, for the rules: its method, its path as sent (no query), its client address. */
@@ -70,7 +73,7 @@ interface Subject { kind: 'user' | 'org' | 'role' | 'method', value: string }
 interface Rule {
   index: number
   spec: RuleSpec
-  path: RegExp
+  path: (path: string) => boolean
   /** null: any method */
   methods: Set<string> | null
   /** null: any address */
@@ -101,13 +104,15 @@ export class AccessRules {
   readonly #rules: Rule[]
   readonly #default: Policy
   readonly #root = node()
+  readonly #lower: boolean
 
   constructor (spec: AccessSpec) {
     this.#default = spec.default_policy
+    this.#lower = spec.case_insensitive_paths === true
     this.#rules = spec.rules.map((r, index) => ({
       index,
       spec: r,
-      path: new RegExp(`^(?:${r.paths.map(globSource).join('|')})$`),
+      path: anyOf(r.paths.map((g) => globMatcher(this.#fold(g)))),
       methods: r.methods.length === 0 ? null : new Set(r.methods.flatMap((m) => m.toUpperCase() === 'GET' ? ['GET', 'HEAD'] : [m.toUpperCase()])),
       network: r.networks.length === 0 ? null : trustedProxies(r.networks),
       subjects: r.subjects.map((s) => { const i = s.indexOf(':'); return { kind: s.slice(0, i) as Subject['kind'], value: s.slice(i + 1) } })
@@ -115,7 +120,7 @@ export class AccessRules {
     for (const r of this.#rules) {
       for (const glob of r.spec.paths) {
         let n = this.#root
-        for (const seg of literalPrefix(glob)) {
+        for (const seg of literalPrefix(this.#fold(glob))) {
           let c = n.children.get(seg)
           if (c === undefined) n.children.set(seg, c = node())
           n = c
@@ -134,6 +139,16 @@ export class AccessRules {
   get active (): boolean { return this.#rules.length > 0 || this.#default !== 'one_factor' }
 
   get count (): number { return this.#rules.length }
+
+  /** A glob or path as compared: lower-cased with case_insensitive_paths. */
+  #fold (s: string): string { return this.#lower ? s.toLowerCase() : s }
+
+  /** The request's target (no query) as the rules match it: normalised (./path.ts), lower-cased with case_insensitive_paths. */
+  matchPath (target: string): MatchPath {
+    const p = normalizePath(target)
+    if (this.#lower) p.path = p.path.toLowerCase()
+    return p
+  }
 
   /** The rules that may match this path, in order: those of the deepest node its segments reach. */
   #candidates (p: MatchPath): Rule[] {
@@ -154,12 +169,12 @@ export class AccessRules {
   #matchesRequest (r: Rule, req: AccessRequest, p: MatchPath): boolean {
     if (r.methods !== null && !r.methods.has(req.method)) return false
     if (r.spec.policy === 'bypass' && p.ambiguous) return false
-    if (!r.path.test(p.path)) return false
+    if (!r.path(p.path)) return false
     return r.network === null || r.network(req.clientIp)
   }
 
   /** Before authentication (see the module's comment); `p`: the normalised target, kept for `decide`. */
-  before (req: AccessRequest, p: MatchPath = normalizePath(req.target)): Before {
+  before (req: AccessRequest, p: MatchPath = this.matchPath(req.target)): Before {
     let subjects = false
     for (const r of this.#candidates(p)) {
       if (!this.#matchesRequest(r, req, p)) continue
@@ -174,11 +189,11 @@ export class AccessRules {
    * -1: all) whose paths match the request's, each with why it was passed
    * over. Not on the request path.
    */
-  passedOver (req: AccessRequest, caller: AccessCaller | null, upTo: number, p: MatchPath = normalizePath(req.target)): Array<{ rule: number, why: string }> {
+  passedOver (req: AccessRequest, caller: AccessCaller | null, upTo: number, p: MatchPath = this.matchPath(req.target)): Array<{ rule: number, why: string }> {
     const out: Array<{ rule: number, why: string }> = []
     for (const r of this.#rules) {
       if (upTo !== -1 && r.index >= upTo) break
-      if (!r.path.test(p.path)) continue
+      if (!r.path(p.path)) continue
       const label = `rule ${r.index} (${r.spec.policy})`
       if (r.methods !== null && !r.methods.has(req.method)) out.push({ rule: r.index, why: `${label}: not for ${req.method} (${r.spec.methods.join(', ')})` })
       else if (r.spec.policy === 'bypass' && p.ambiguous) out.push({ rule: r.index, why: `${label}: an ambiguous path never matches a bypass rule` })
@@ -189,7 +204,7 @@ export class AccessRules {
   }
 
   /** With the caller: the rule that decides and whether it admits. */
-  decide (req: AccessRequest, caller: AccessCaller | null, p: MatchPath = normalizePath(req.target)): Verdict {
+  decide (req: AccessRequest, caller: AccessCaller | null, p: MatchPath = this.matchPath(req.target)): Verdict {
     for (const r of this.#candidates(p)) {
       if (!this.#matchesRequest(r, req, p)) continue
       const subject = r.subjects.length === 0 ? null : caller === null ? undefined : r.subjects.find((s) => has(s, caller))
@@ -198,6 +213,10 @@ export class AccessRules {
     }
     return judge(-1, this.#default, caller, [], `no rule matches ${req.method} ${p.path}: default_policy ${this.#default}`)
   }
+}
+
+function anyOf (matchers: Array<(path: string) => boolean>): (path: string) => boolean {
+  return matchers.length === 1 ? matchers[0] : (path) => matchers.some((m) => m(path))
 }
 
 function verdictBefore (policy: Policy, subjects: boolean): Before {

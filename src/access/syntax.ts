@@ -1,23 +1,12 @@
 /**
  * What access rules are written in (gateway.yml `access`), checked when the
  * config is read (src/config/validate.ts): the policies, path globs and
- * subjects, and a glob as the regular expression ./rules.ts matches.
+ * subjects (./glob.ts matches the globs).
  */
 import { normalizePath } from './path.js'
 
 export const POLICIES = ['bypass', 'one_factor', 'two_factor', 'deny'] as const
 export type Policy = typeof POLICIES[number]
-
-/** A glob as a regular expression's source: `*` one segment's characters, `**` a whole segment: any number of segments. */
-export function globSource (glob: string): string {
-  const parts = glob.split('/').slice(1)
-  let out = ''
-  for (const p of parts) {
-    if (p === '**') { out += '(?:/.*)?'; continue }
-    out += '/' + p.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')
-  }
-  return out === '' ? '/' : out
-}
 
 /** Why a glob cannot be used, or null (config validation). */
 export function globProblem (glob: string): string | null {

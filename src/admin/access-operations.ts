@@ -16,7 +16,7 @@ export const ACCESS_ROUTES: readonly AdminRoute[] = [
     description: 'The rules of the configuration this process runs with (gateway.yml `access`), after upstream.public_paths, as a forwarded request or a decision would meet them: the caller made from the store (the user, or an access key\'s user; the org resolved as the org step resolves it). No user and no key: a request without a credential.',
     body: T.Object({
       method: T.String({ description: 'GET, POST, …' }),
-      path: T.String({ description: 'The path as the client would send it (a query is not matched).' }),
+      path: T.String({ description: 'The path as the client would send it (a query is not matched), or an absolute http(s) URL: matched as its path, as the gateway forwards it.' }),
       user: opt('A username: the caller.'),
       key: opt('An access key\'s id: the request is signed with it (its user is the caller).'),
       credential: opt('Without a key: session (default), bearer or private_token.'),

@@ -151,7 +151,8 @@ export const Schema = T.Object({
     }, { additionalProperties: false, default: {} }), {
       default: [],
       description: 'First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:session|bearer|private_token|access_key: the\nrule matches only a caller who has one) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md'
-    })
+    }),
+    case_insensitive_paths: bool(false, 'true: paths and globs compared in lower case, for an upstream that routes\ncase-insensitively (Express and ASP.NET by default): /OPS/restart then meets a rule\nfor /ops/**. Leave false for an upstream that tells /OPS from /ops')
   }, 'Who may reach which upstream paths, decided alike in proxy mode, for WebSocket\nupgrades and in forward-auth decisions. upstream.public_paths still come first.\n`sidegate access check` explains which rule decides a request.')),
   rate_limit: live(section({
     enabled: bool(false, 'count every authenticated request (upstream and sidegate\'s own API)'),

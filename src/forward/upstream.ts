@@ -45,24 +45,16 @@ export function upstreamError (req: http.IncomingMessage): GatewayError {
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authenticate'])
 
 /**
- * The upstream path of a request: origin-form as sent, the path of an
- * absolute-form target (`GET http://host/p`); the target's own path, if any,
- * prefixes it (as http-proxy's urlJoin did).
+ * The upstream path of a request: its target as sent, which receive made
+ * origin-form (src/http/target.ts), so the upstream gets the string the
+ * access rules decided on; `OPTIONS *` goes on as `/*`, the path the rules
+ * saw. The target's own path, if any, prefixes it (as http-proxy's urlJoin did).
  */
 export function pathMapper (target: URL): (reqUrl: string) => string {
   const base = target.pathname === '/' ? '' : target.pathname.replace(/\/+$/, '')
   return (reqUrl) => {
-    const p = reqUrl.charCodeAt(0) === 47 /* / */ ? reqUrl : pathFromAbsolute(reqUrl)
+    const p = reqUrl.charCodeAt(0) === 47 /* / */ ? reqUrl : '/' + reqUrl
     return base === '' ? p : base + p
-  }
-}
-
-function pathFromAbsolute (reqUrl: string): string {
-  try {
-    const u = new URL(reqUrl)
-    return u.pathname + u.search
-  } catch {
-    return '/' + reqUrl
   }
 }
 
@@ -75,7 +67,11 @@ export function createUpgrader (target: string, timeout: number | (() => number)
   const timeoutMs = typeof timeout === 'function' ? timeout : () => timeout
   const agent = new (target.startsWith('https:') ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
   const proxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
+  // http-proxy joins the target's path and req.url with slashes folded (and url.parse turns `\` into `/`):
+  // the upstream gets the target as sent, the string the rules decided on, as for every other request
+  const pathOf = pathMapper(new URL(target))
   proxy.on('proxyReqWs', (proxyReq, req, socket) => {
+    proxyReq.path = pathOf(req.url ?? '/')
     let answered = false
     const timer = setTimeout(() => {
       markTimedOut(req)

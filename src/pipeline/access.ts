@@ -5,7 +5,6 @@
  * has): null, and neither is in the chains.
  */
 import { AccessRules, type Verdict } from '../access/rules.js'
-import { normalizePath } from '../access/path.js'
 import { E, type GatewayError } from '../errors.js'
 import type { Flow } from './context.js'
 import { auditOf, type PipelineOptions } from './options.js'
@@ -41,7 +40,7 @@ export function accessGate (o: PipelineOptions): AccessGate | null {
 
   return {
     before (ctx) {
-      const p = ctx.matchPath = normalizePath(ctx.target)
+      const p = ctx.matchPath = rules.matchPath(ctx.target)
       const req = requestOf(ctx)
       const b = rules.before(req, p)
       return b === 'deny' ? denied(ctx, rules.decide(req, null, p)) : b

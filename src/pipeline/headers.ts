@@ -326,7 +326,7 @@ function single (v: string | string[] | undefined): string | undefined {
  *   method, and its target with `ownPrefix` removed when the target goes on
  *   below it (Envoy's ext_authz appends the original path to its path_prefix:
  *   `/_sidegate/auth/api/v1/x?y` is about `/api/v1/x?y`).
- * From any other peer these headers are ignored. A method that is not an HTTP
+ * From any other peer these headers are ignored. The method is upper-cased. A method that is not an HTTP
  * token or a URI that is not an origin-form target is 400 bad_request.
  */
 export function originalRequest (req: IncomingMessage, p: HeaderPolicy, ownPrefix: string): OriginalRequest {
@@ -339,7 +339,9 @@ export function originalRequest (req: IncomingMessage, p: HeaderPolicy, ownPrefi
   const url = sentUrl ?? (own.startsWith(ownPrefix + '/') ? own.slice(ownPrefix.length) : own)
   if (!METHOD.test(method)) throw E.badRequest('The original method (X-Forwarded-Method, X-Original-Method) is not an HTTP method.')
   if (!ORIGIN_FORM.test(url)) throw E.badRequest('The original URI (X-Forwarded-Uri, X-Original-URI) must be a path and query starting with "/".')
-  return { method, url }
+  // upper-cased: rules, CSRF and signatures see DELETE where a proxy passed on `delete`, which upstreams
+  // such as Flask and Django upper-case (Node's own parser refuses a lower-case method in proxy mode)
+  return { method: method.toUpperCase(), url }
 }
 
 /**

@@ -9,6 +9,7 @@ import type { Live, RequestContext } from './context.js'
 import { E, GatewayError } from '../errors.js'
 import { clientIp, fromTrustedPeer, isHttps, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
+import { adoptOriginForm, TARGET_REFUSED } from '../http/target.js'
 import { accessLogger, redactHeaders, redactUrl } from '../observability/log.js'
 import { RefusalLines } from '../observability/refusals.js'
 import { sendError } from '../respond.js'
@@ -30,6 +31,8 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
   const refusals = new RefusalLines(o.config.log.refusals_per_second, (left) => log.warn({ not_logged: left }, 'refused requests not logged (log.refusals_per_second)'))
 
   function request (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void {
+    // absolute-form made origin-form here, once: every step and the forwarder read req.url
+    const usable = adoptOriginForm(req)
     const url = req.url ?? '/'
     const path = pathOf(url)
     const ctx: Live = {
@@ -65,6 +68,10 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node would answer plain text, we answer JSON.
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
       fail(ctx, E.badRequest('The Host header is required.'))
+      return
+    }
+    if (!usable) {
+      fail(ctx, E.badRequest(TARGET_REFUSED))
       return
     }
     if (trace === undefined) begin(ctx)

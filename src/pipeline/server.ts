@@ -13,6 +13,7 @@ import { configWarningList, type Config } from '../config/index.js'
 import { E } from '../errors.js'
 import { headerPolicy, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
+import { adoptOriginForm } from '../http/target.js'
 import { IdentitySigner } from '../forward/identity.js'
 import type { Logger } from '../observability/log.js'
 import type { RequestObserver } from '../observability/metrics.js'
@@ -127,8 +128,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
     ;(res as ResWithCode).errorCode = sendError(res, E.expectationFailed()).code
   })
   server.on('upgrade', (req, socket, head) => {
-    // a decision about a WebSocket handshake (Caddy copies Upgrade onto it) is a decision like any other
-    if (current.router.find(pathOf(req.url ?? '/'), req.method ?? '')?.auth === 'decision') answerAsRequest(req, socket, current.pipeline)
+    // a decision about a WebSocket handshake (Caddy copies Upgrade onto it) is a decision like any other;
+    // a target that is not origin-form after adoptOriginForm gets receive's 400 as a plain answer
+    if (!adoptOriginForm(req) || current.router.find(pathOf(req.url ?? '/'), req.method ?? '')?.auth === 'decision') answerAsRequest(req, socket, current.pipeline)
     else current.pipeline.upgrade(req, socket, head).catch(() => socket.destroy())
   })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {

@@ -62,6 +62,13 @@ t.test('the text names the request, the caller, the deciding rule and the verdic
   t.match(trick.stdout, /matched as \/reports\/q1 \(ambiguous: no bypass rule matches it\)[\s\S]*rule 2 \(deny\)/)
   const bypassTrick = await cli('access', 'check', 'GET', '/open/a%2Fb')
   t.match(bypassTrick.stdout, /passed over: rule 0 \(bypass\): an ambiguous path never matches a bypass rule/)
+  // an absolute-form target, as a client may send it: matched as the path the gateway forwards
+  const absolute = await cli('access', 'check', '--user', 'admin', 'GET', 'HTTP://app.example/x/../ops/restart')
+  t.equal(absolute.code, 0, absolute.stderr)
+  t.match(absolute.stdout, /matched as \/ops\/restart[\s\S]*rule 5 \(deny\)[\s\S]*→ 403 access_denied/)
+  const params = await cli('access', 'check', '--user', 'admin', 'GET', '/open/..;/ops/restart')
+  t.match(params.stdout, /matched as \/ops\/restart \(ambiguous[\s\S]*rule 5 \(deny\)/, '`;` parameters stripped, as Tomcat reads them')
+  t.equal((await cli('access', 'check', 'GET', 'ftp://x/ops')).code, 2, 'another scheme: a usage error')
 })
 
 t.test('an access key: its user and method; --json is the admin API\'s answer', async (t) => {

@@ -83,7 +83,7 @@ t.test('defaults', async (t) => {
       password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
     },
     org: { unknown: 'reject' },
-    access: { default_policy: 'one_factor', rules: [] },
+    access: { default_policy: 'one_factor', rules: [], case_insensitive_paths: false },
     rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
     session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, login_redirect: true, cookie_secure: false },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 } },
