@@ -28,6 +28,7 @@ import { freePort, startRedis } from '../fixtures/redis.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
 import { wsEchoUpgrade, wsRoundTrip } from '../fixtures/websocket.js'
+import { oathtool, stepTime } from '../fixtures/oathtool.js'
 
 const DIR = join(ROOT, 'deploy', 'forward-auth')
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
@@ -61,7 +62,7 @@ t.test('Traefik: a ForwardAuth middleware to /_sidegate/auth that copies the ide
   t.ok(doc.http.services[router.service].loadBalancer.servers[0].url.startsWith('http://127.0.0.1:3000'))
   // the login page a browser is sent to (sidegate's 303, passed on) is sidegate's, without a decision
   const pages = doc.http.routers['sidegate-pages']
-  t.equal(pages.rule, 'Path(`/login`) || Path(`/logout`) || PathPrefix(`/_sidegate/static/`)')
+  t.equal(pages.rule, 'Path(`/login`) || PathPrefix(`/login/`) || Path(`/logout`) || PathPrefix(`/_sidegate/static/`)', 'the sign-in\'s second step (/login/mfa, /login/passkey) too')
   t.equal(pages.middlewares, undefined, 'no decision about the login page itself')
   t.ok(pages.priority > 0, 'before the catch-all router')
   t.equal(doc.http.services[pages.service].loadBalancer.servers[0].url, 'http://127.0.0.1:8081')
@@ -96,8 +97,8 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   for (const h of ['sec-fetch-dest', 'sec-fetch-user']) t.ok(allowed.includes(h), `${h} goes to sidegate (a navigation)`)
   const [pages, app] = hcm.typed_config.route_config.virtual_hosts[0].routes
   t.equal(pages.route.cluster, 'sidegate', 'the login page is sidegate\'s')
-  for (const p of ['/login', '/logout', '/_sidegate/static/sidegate.1.css']) t.ok(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} to sidegate`)
-  for (const p of ['/login/x', '/app', '/_sidegate/auth']) t.notOk(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} not`)
+  for (const p of ['/login', '/login/mfa', '/login/passkey/options', '/login/mfa/passkey', '/logout', '/_sidegate/static/sidegate.1.css']) t.ok(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} to sidegate`)
+  for (const p of ['/loginx', '/logout/x', '/app', '/_sidegate/auth']) t.notOk(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} not`)
   t.equal(pages.typed_per_filter_config['envoy.filters.http.ext_authz'].disabled, true, 'without a decision')
   t.equal(app.match.prefix, '/')
   const clusters = Object.fromEntries(doc.static_resources.clusters.map((c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]))
@@ -151,6 +152,14 @@ if ('why' in nginx && 'why' in caddy) {
   await g.store.createOrg('Org B', ORG_B)
   const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
   const privateToken = await g.store.createPrivateToken(alice.id)
+  // a user with a TOTP per proxy (a code is taken once): the second step of a sign-in through each
+  const totpSecrets: Record<string, string> = {}
+  for (const name of ['nginx', 'caddy']) {
+    const u = await makeUser(g, `dora-${name}`)
+    const enrolment = (await g.store.beginTotp(u.id))!
+    if (await g.store.confirmTotp(u.id, oathtool(enrolment.secret)) === null) throw new Error('the TOTP enrolment was not confirmed')
+    totpSecrets[name] = enrolment.secret
+  }
   const key = await g.store.createAccessKey(alice.id)
   const sg = new URL(g.url)
   const up = new URL(echo.url)
@@ -327,21 +336,24 @@ if ('why' in nginx && 'why' in caddy) {
         }
       })
 
-      if (name === 'Caddy') {
-        t.test('a WebSocket: decided (Caddy copies Upgrade onto the decision request), then a real handshake with the upstream', async (t) => {
-          const s = await login(g.url, 'alice', 'alice-password')
-          const token = await wsRoundTrip(base, unique('/ws'), { authorization: `Token ${privateToken}` })
-          t.same(token, { status: 101, accepted: true, echoed: 'hello' }, 'a private token: switched, accepted, echoed')
-          const same = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'websocket' })
-          t.same(same, { status: 101, accepted: true, echoed: 'hello' }, 'a same-origin session')
-          const before = echo.seen.length
-          const cross = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'websocket' })
-          t.equal(cross.status, 403, 'a cross-site handshake with the session cookie: refused, as proxy mode refuses it')
-          const none = await wsRoundTrip(base, unique('/ws'))
-          t.equal(none.status, 401)
-          t.equal(echo.seen.length, before, 'neither reached the upstream')
-        })
-      }
+      t.test('a WebSocket: decided (Caddy copies Upgrade onto the decision request, nginx sets it), then a real handshake with the upstream', async (t) => {
+        const s = await login(g.url, 'alice', 'alice-password')
+        const token = await wsRoundTrip(base, unique('/ws'), { authorization: `Token ${privateToken}` })
+        t.same(token, { status: 101, accepted: true, echoed: 'hello' }, 'a private token: switched, accepted, echoed')
+        const same = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'websocket' })
+        t.same(same, { status: 101, accepted: true, echoed: 'hello' }, 'a same-origin session')
+        // a browser without Fetch Metadata names only its Origin, with the proxy's port (not the default one):
+        // the proxy must tell sidegate the host with its port (nginx: $http_host, not $host)
+        t.not(new URL(base).port, '', 'the proxy listens on a port of its own')
+        const byOrigin = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, origin: base })
+        t.same(byOrigin, { status: 101, accepted: true, echoed: 'hello' }, 'a same-origin session named by Origin alone')
+        const before = echo.seen.length
+        const cross = await wsRoundTrip(base, unique('/ws'), { cookie: s.cookie, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'websocket' })
+        t.equal(cross.status, 403, 'a cross-site handshake with the session cookie: refused, as proxy mode refuses it')
+        const none = await wsRoundTrip(base, unique('/ws'))
+        t.equal(none.status, 401)
+        t.equal(echo.seen.length, before, 'neither reached the upstream')
+      })
 
       t.test('a browser\'s navigation without a session: to the login page (sidegate\'s, through the proxy), signed in, back to the page', async (t) => {
         const p = unique('/app/report?year=2026')
@@ -375,6 +387,31 @@ if ('why' in nginx && 'why' in caddy) {
         t.equal(fetched.res.status, 401, 'fetch() from a page')
         const bad = await via(base, unique('/app/report'), { ...NAVIGATE, authorization: 'Token not-a-token' })
         t.equal(bad.res.status, 401, 'a refused credential')
+      })
+
+      t.test('a sign-in with a TOTP code through the proxy: every step of it reaches sidegate', async (t) => {
+        const p = unique('/app/totp')
+        const dora = `dora-${name.toLowerCase()}`
+        const signed = await postForm(base, '/login', { username: dora, password: `${dora}-password`, next: p }, { origin: base })
+        t.equal(signed.status, 200, 'the password passed: the code page')
+        t.match(signed.text, /Enter your code/)
+        t.match(signed.text, 'action="/login/mfa"', 'which posts to /login/mfa')
+        const pending = Object.entries(setCookies(signed)).map(([k, c]) => `${k}=${c.value}`).join('; ')
+        t.match(pending, /svc_mfa=/)
+        for (const path of ['/login/passkey/options', '/login/mfa/passkey/options']) {
+          const before = echo.seen.length
+          const r = await request(base, path, { method: 'POST', headers: { origin: base, cookie: pending, 'content-type': 'application/json' }, body: '{}' })
+          t.not(r.status, 401, `${path}: not a decision's 401`)
+          t.equal(echo.seen.length, before, `${path}: not forwarded to the service`)
+        }
+        const done = await postForm(base, '/login/mfa', { code: oathtool(totpSecrets[name.toLowerCase()], stepTime(Date.now(), 1)), next: p }, { origin: base, cookie: pending })
+        t.equal(done.status, 303, done.text.slice(0, 200))
+        t.equal(done.headers.location, p, 'back to the page')
+        const cookie = Object.entries(setCookies(done)).map(([k, c]) => `${k}=${c.value}`).join('; ')
+        const back = await via(base, p, { ...NAVIGATE, cookie })
+        t.equal(back.res.status, 200)
+        t.equal(back.seen?.['x-svc-username'], dora)
+        t.equal(back.seen?.['x-svc-auth-factors'], 'pwd,otp', 'signed in with two factors')
       })
 
       t.test('a public path: forwarded without a credential and without any identity header', async (t) => {
