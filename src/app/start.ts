@@ -27,6 +27,7 @@ import type { WorkerLink } from './worker-link.js'
 import { Reloader } from './reload.js'
 import { exitNow, Shutdown } from './shutdown.js'
 import { keepFastShapes } from './shapes.js'
+import { warnGitExposure } from './git-exposure.js'
 
 /** Seconds past drain delay + grace after which a stopping process exits regardless. */
 const EXIT_MARGIN_S = 5
@@ -178,6 +179,8 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
     await store.close()
     return 1
   }
+  // once per start (with --workers, the first worker's): the files sidegate wrote that `git add -A` would take
+  if (worker === undefined || worker.slot === 1) warnGitExposure(config, log)
   if (worker === undefined) {
     log.info({ address: `${addr.address}:${addr.port}`, upstream: config.upstream.url ?? '(built-in demo API)', abbrev: config.names.abbrev }, 'sidegate listening')
     if (metricsListener !== null) {
