@@ -89,6 +89,17 @@ export async function verifyPassword (password: string, stored: string): Promise
   return timingSafeEqual(got, want)
 }
 
+/**
+ * The one place secrets are compared (MACs, token and password hashes, codes, CSRF tokens):
+ * test/unit/architecture.test.ts refuses `timingSafeEqual` elsewhere, `.equals()`, and `===` on a
+ * secret's name; eslint.config.js says the same while editing.
+ */
+
+/** Equal-time comparison of two byte strings of a length that is no secret (a MAC, a digest): false when the lengths differ. */
+export function equalBytes (a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
 /** Equal-time string comparison that also hides the length difference. */
 export function safeEqual (a: string, b: string): boolean {
   const ha = createHmac('sha256', 'sidegate-compare').update(a).digest()

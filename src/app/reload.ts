@@ -133,6 +133,7 @@ export class Reloader {
       if (file === null) return
       const h = hashOf(file)
       // gone for now (mid-swap, or deleted): the next event tells
+      // eslint-disable-next-line no-restricted-syntax -- not a secret: the config file's content hash
       if (h === null || h === this.#lastHash) return
       this.reload('file')
     }, this.#o.debounceMs ?? 300)

@@ -7,10 +7,11 @@
  * pipeline reads the body and checks it (bodyMatches) before it is
  * forwarded. Pure; they throw only 401 invalid_digest.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { parseDictionary } from 'structured-headers'
 import { E } from '../errors.js'
+import { equalBytes } from '../crypto.js'
 
 export type DigestAlgorithm = 'sha256' | 'sha512'
 
@@ -107,7 +108,7 @@ export function bodyMatches (body: Buffer, expected: readonly ExpectedDigest[]):
   for (const d of expected) {
     let h = hashes.get(d.algorithm)
     if (h === undefined) hashes.set(d.algorithm, h = createHash(d.algorithm).update(body).digest())
-    ok = timingSafeEqual(h, d.value) && ok
+    ok = equalBytes(h, d.value) && ok
   }
   return ok
 }

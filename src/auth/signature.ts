@@ -7,7 +7,7 @@
  * auth.signature.algorithms (JumpServer accepts all three). A keyId is the
  * access key's UUID in any case, with or without hyphens.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import { E, GatewayError } from '../errors.js'
 import type { AccessKey, Store } from '../store/types.js'
 import { parseDateHeader } from '../http/date.js'
@@ -15,6 +15,7 @@ import { isUuid } from '../http/uuid.js'
 import { signedDigests, type ExpectedDigest } from './digest.js'
 import { parseSignatureParams } from './parse.js'
 import type { Authenticator, Claim, Credentials } from './types.js'
+import { equalBytes } from '../crypto.js'
 
 /** The HMAC algorithms a signature may name, and the length of their MACs. */
 export const ALGORITHMS = { 'hmac-sha1': { hash: 'sha1', bytes: 20 }, 'hmac-sha256': { hash: 'sha256', bytes: 32 }, 'hmac-sha512': { hash: 'sha512', bytes: 64 } } as const
@@ -261,7 +262,7 @@ export function normalizeKeyId (keyId: string): string | null {
  * nothing about the expected value leaks.
  */
 function macMatches (hash: string, secret: string, text: string, sent: Buffer): boolean {
-  return timingSafeEqual(createHmac(hash, secret).update(text).digest(), sent)
+  return equalBytes(createHmac(hash, secret).update(text).digest(), sent)
 }
 
 function firstValue (v: string | string[] | undefined): string | undefined {

@@ -7,7 +7,7 @@
  * bounded: the status code (standard codes only, else its class), the auth
  * method (5 values), sidegate's own error codes.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import { dirname, resolve } from 'node:path'
@@ -17,6 +17,7 @@ import type { CacheStats } from '../store/cache.js'
 import type { Config } from '../config/index.js'
 import { E, UsageError } from '../errors.js'
 import { sendError } from '../respond.js'
+import { equalBytes } from '../crypto.js'
 
 /** What the gateway calls once per finished request. */
 export interface RequestObserver {
@@ -231,7 +232,7 @@ export function guardScrape (inner: Scrape, accepted: string[] | null): Scrape {
       const sent = req.headers.authorization
       const got = digest(typeof sent === 'string' ? sent.trim().replace(/^(bearer|basic) +/i, (m) => m[0].toUpperCase() + m.slice(1).trim().toLowerCase() + ' ') : '')
       let ok = false
-      for (const e of expected) ok = timingSafeEqual(e, got) || ok
+      for (const e of expected) ok = equalBytes(e, got) || ok
       if (!ok) { sendError(res, sent === undefined ? E.notAuthenticated() : E.authenticationFailed(), undefined, challenges); return }
       inner.scrape(req, res)
     }

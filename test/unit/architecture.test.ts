@@ -48,6 +48,45 @@ t.test('GatewayErrors are made only in src/errors.ts (the E factories over the c
   t.ok(found.length >= 30, `${found.length} in src/errors.ts: the check sees them`)
 })
 
+t.test('secrets are compared in one place, in constant time: src/crypto.ts (equalBytes, safeEqual)', async (t) => {
+  // a name that says MAC, hash, digest, secret, CSRF, signature or recovery code (eslint.config.js has the same list)
+  const SECRET = /(?:[mM]ac|MAC|[hH]ash|[dD]igest|[sS]ecret|[cC]srf|CSRF|[sS]ignature|[rR]ecovery[A-Za-z]*)$/
+  const nameOf = (e: ts.Expression): string | undefined => ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : undefined
+  const harmless = (e: ts.Expression): boolean => ts.isLiteralExpression(e) || ts.isNoSubstitutionTemplateLiteral(e) || ts.isPrefixUnaryExpression(e) || ts.isTypeOfExpression(e) ||
+    e.kind === ts.SyntaxKind.NullKeyword || e.kind === ts.SyntaxKind.TrueKeyword || e.kind === ts.SyntaxKind.FalseKeyword ||
+    (ts.isIdentifier(e) && e.text === 'undefined') || (ts.isPropertyAccessExpression(e) && e.name.text === 'length')
+  const EQUALITY = new Set([ts.SyntaxKind.EqualsEqualsEqualsToken, ts.SyntaxKind.ExclamationEqualsEqualsToken, ts.SyntaxKind.EqualsEqualsToken, ts.SyntaxKind.ExclamationEqualsToken])
+  const bad: string[] = []
+  const helpers = new Map<string, number>()
+  for (const file of sources(SRC)) {
+    const rel = relative(SRC, file)
+    const text = readFileSync(file, 'utf8')
+    const lines = text.split('\n')
+    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true)
+    const at = (n: ts.Node): string => `${rel}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}: ${n.getText(sf).slice(0, 80)}`
+    const excused = (n: ts.Node): boolean => /not a secret:/.test(lines[sf.getLineAndCharacterOfPosition(n.getStart(sf)).line - 1] ?? '')
+    const visit = (n: ts.Node): void => {
+      if (ts.isIdentifier(n) && n.text === 'timingSafeEqual' && rel !== 'crypto.ts') bad.push(`${at(n)} (timingSafeEqual outside src/crypto.ts)`)
+      if (ts.isCallExpression(n) && ts.isPropertyAccessExpression(n.expression)) {
+        const m = n.expression.name.text
+        if (m === 'equals' || (m === 'compare' && n.expression.expression.getText(sf) === 'Buffer')) bad.push(`${at(n)} (.${m}: not constant-time)`)
+      }
+      if (ts.isCallExpression(n) && ts.isIdentifier(n.expression) && (n.expression.text === 'equalBytes' || n.expression.text === 'safeEqual')) helpers.set(rel, (helpers.get(rel) ?? 0) + 1)
+      if (ts.isBinaryExpression(n) && EQUALITY.has(n.operatorToken.kind)) {
+        for (const [side, other] of [[n.left, n.right], [n.right, n.left]]) {
+          const name = nameOf(side)
+          if (name !== undefined && SECRET.test(name) && !harmless(other) && !excused(n)) bad.push(`${at(n)} (=== on a secret)`)
+        }
+      }
+      ts.forEachChild(n, visit)
+    }
+    visit(sf)
+  }
+  t.same(bad, [], 'no secret compared any other way')
+  // the check sees the comparisons it guards: the signature's MAC, body digests, CSRF tokens, password hashes
+  for (const f of ['auth/signature.ts', 'auth/digest.ts', 'auth/session.ts', 'store/policy/passwords.ts', 'routes/login.ts', 'observability/metrics.ts']) t.ok((helpers.get(f) ?? 0) > 0, `${f} compares through the helper`)
+})
+
 t.test('src/ is folders by part; only what every part uses lies at its top level', async (t) => {
   const top = readdirSync(SRC, { withFileTypes: true })
   t.same(top.filter((d) => d.isFile()).map((d) => d.name).sort(), ['body.ts', 'crypto.ts', 'errors.ts', 'limits.ts', 'respond.ts', 'text.ts'], 'the shared foundation')

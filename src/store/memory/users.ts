@@ -2,6 +2,7 @@
 import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js'
 import type { Org, OrgRole } from '../types.js'
 import type { Local } from './data.js'
+import { safeEqual } from '../../crypto.js'
 
 export class MemoryOrgs implements OrgStorage {
   constructor (private readonly l: Local) {}
@@ -54,7 +55,7 @@ export class MemoryUsers implements UserStorage {
 
   async swapPasswordHash (id: string, expected: string, hash: string): Promise<boolean> {
     const u = this.peek(id)
-    if (u === null || u.password_hash !== expected) return false
+    if (u === null || u.password_hash === null || !safeEqual(u.password_hash, expected)) return false
     u.password_hash = hash
     return true
   }

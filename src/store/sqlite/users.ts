@@ -2,6 +2,7 @@
 import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js'
 import type { Org, OrgRole } from '../types.js'
 import type { SqlContext } from './context.js'
+import { safeEqual } from '../../crypto.js'
 
 type Row = { json: string } | undefined
 
@@ -57,7 +58,7 @@ export class SqliteUsers implements UserStorage {
 
   async swapPasswordHash (id: string, expected: string, hash: string): Promise<boolean> {
     return this.#change(id, (u) => {
-      if (u.password_hash !== expected) return false
+      if (u.password_hash === null || !safeEqual(u.password_hash, expected)) return false
       u.password_hash = hash
       return true
     })
