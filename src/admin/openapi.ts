@@ -77,6 +77,7 @@ const SCHEMAS: Record<string, Json> = {
       allow_ips: { type: 'array', items: { type: 'string' } },
       rate_limit: { oneOf: [policy, { type: 'null' }] },
       disabled_by: { enum: ['owner', 'operator', 'policy'], description: 'While disabled: who disabled it (its owner, an operator, or auth.keys.disable_after). Only an owner\'s own disable can be undone by the owner.' },
+      factors: { type: 'array', items: { enum: ['pwd', 'otp', 'hwk', 'swk'] }, description: 'A key its owner made (the account API): the factors of the sign-in that made it; a `two_factor` rule naming `method:access_key` admits it only when they were two. Absent: made by an operator (admitted by such a rule).' },
       unreadable: { const: true, description: 'Its secret was stored under another secret key: it verifies nothing.' }
     }
   },
