@@ -161,6 +161,7 @@ export class Keyring {
   readonly #enc: Buffer
   readonly #mac: Buffer
   readonly #ref: Buffer
+  readonly #fileMac: Buffer
   readonly #tag = new Map<CredentialKind, Buffer>()
   readonly #check: string
   #legacy: Generation[] = []
@@ -177,6 +178,7 @@ export class Keyring {
     this.#enc = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'encryption at rest v1', 32))
     this.#mac = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'lookup hash v1', 32))
     this.#ref = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'audit ref v1', 32))
+    this.#fileMac = Buffer.from(hkdfSync('sha256', ikm, 'sidegate', 'store export mac v1', 32))
     for (const kind of CREDENTIAL_KINDS) {
       this.#tag.set(kind, Buffer.from(hkdfSync('sha256', ikm, 'sidegate', `credential tag v1: ${kind}`, 32)))
     }
@@ -273,6 +275,22 @@ export class Keyring {
    * restart (refs correlate), yet a mistyped password sent as a token cannot be
    * guessed back from the logs without the key.
    */
+  /**
+   * The MAC of a `sidegate store export` file (every byte before its last
+   * line): HMAC-SHA256 under a key derived from the secret key for this alone,
+   * so only a holder of the secret key can write a file an import accepts.
+   */
+  storeFileMac (data: string): string {
+    return createHmac('sha256', this.#fileMac).update(data, 'utf8').digest('base64url')
+  }
+
+  /** Whether `mac` is the store file MAC of `data` (compared in constant time). */
+  storeFileMacMatches (data: string, mac: string): boolean {
+    const want = createHmac('sha256', this.#fileMac).update(data, 'utf8').digest()
+    const got = Buffer.from(mac, 'base64url')
+    return got.length === want.length && timingSafeEqual(got, want)
+  }
+
   auditRef (value: string): string {
     return createHmac('sha256', this.#ref).update(value).digest('hex').slice(0, 16)
   }

@@ -34,7 +34,7 @@ export interface CheckInput {
 
 export interface CheckResult {
   request: { method: string, path: string, normalised: string, ambiguous: boolean, ip: string }
-  caller: { username: string, method: AuthMethod, factors?: Factor[], org: string | null } | null
+  caller: { username: string, method: AuthMethod, factors?: Factor[], made_with?: Factor[], org: string | null } | null
   /** `public_path`: upstream.public_paths, before any rule; `rules` */
   decided_by: 'public_path' | 'rules'
   /** the deciding rule's index, null: default_policy (or a public path) */
@@ -81,11 +81,13 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   }
   let userId: string
   let method: AuthMethod
+  let keyFactors: readonly Factor[] | undefined
   if (i.key !== undefined) {
     const k = await store.getAccessKey(i.key)
     if (k === null) throw new UsageError(`no access key with id "${i.key}"`, 1, 'not_found')
     userId = k.key.user_id
     method = 'access_key'
+    keyFactors = k.key.factors
     if (i.credential !== undefined && i.credential !== 'access_key') throw new UsageError('credential: a key is an access_key')
   } else {
     const kind = i.credential ?? 'session'
@@ -108,8 +110,8 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     if (!(err instanceof GatewayError)) throw err
     orgNote = err.code
   }
-  const identity: Identity = { userId: user.id, method, factors, session: undefined, keyId: i.key, keyLimit: undefined, keyAllowIps: undefined, digests: undefined, user }
-  return { at: { identity, orgId }, json: { username: user.username, method, ...(factors === undefined ? {} : { factors }), org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`) } }
+  const identity: Identity = { userId: user.id, method, factors, session: undefined, keyId: i.key, keyFactors, keyLimit: undefined, keyAllowIps: undefined, digests: undefined, user }
+  return { at: { identity, orgId }, json: { username: user.username, method, ...(factors === undefined ? {} : { factors }), ...(keyFactors === undefined ? {} : { made_with: [...keyFactors] }), org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`) } }
 }
 
 /** The command line's text: the request, the caller, and the verdict with its reason. */

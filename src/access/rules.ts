@@ -248,7 +248,11 @@ function judge (rule: number, policy: Policy, caller: AccessCaller | null, subje
   }
   // a machine credential: only when the rule names its method
   const named = MACHINE.has(id.method) && subjects.some((s) => s.kind === 'method' && s.value === id.method)
-  return named
-    ? { rule, policy, allowed: true, why: `${why}: ${id.method}, which the rule names` }
-    : { rule, policy, allowed: false, why: `${why}: ${id.method} is a machine credential the rule does not name (method:${id.method})` }
+  if (!named) return { rule, policy, allowed: false, why: `${why}: ${id.method} is a machine credential the rule does not name (method:${id.method})` }
+  // an access key its owner made carries the factors of the sign-in that made it: one factor never mints a second
+  const made = id.keyFactors
+  if (made === undefined) return { rule, policy, allowed: true, why: `${why}: ${id.method}, which the rule names` }
+  return isTwoFactor(made)
+    ? { rule, policy, allowed: true, why: `${why}: ${id.method}, which the rule names, made by a sign-in with ${made.join(',')}` }
+    : { rule, policy, allowed: false, why: `${why}: ${id.method} made by a sign-in with ${made.join(',')} only: needs a key made with a second factor` }
 }

@@ -77,6 +77,7 @@ const SCHEMAS: Record<string, Json> = {
       allow_ips: { type: 'array', items: { type: 'string' } },
       rate_limit: { oneOf: [policy, { type: 'null' }] },
       disabled_by: { enum: ['owner', 'operator', 'policy'], description: 'While disabled: who disabled it (its owner, an operator, or auth.keys.disable_after). Only an owner\'s own disable can be undone by the owner.' },
+      factors: { type: 'array', items: { enum: ['pwd', 'otp', 'hwk', 'swk'] }, description: 'A key its owner made (the account API): the factors of the sign-in that made it; a `two_factor` rule naming `method:access_key` admits it only when they were two. Absent: made by an operator (admitted by such a rule).' },
       unreadable: { const: true, description: 'Its secret was stored under another secret key: it verifies nothing.' }
     }
   },
@@ -133,7 +134,7 @@ const SCHEMAS: Record<string, Json> = {
     required: ['request', 'caller', 'decided_by', 'rule', 'policy', 'status', 'why', 'passed_over'],
     properties: {
       request: { type: 'object', required: ['method', 'path', 'normalised', 'ambiguous', 'ip'], properties: { method: { type: 'string' }, path: { type: 'string' }, normalised: { type: 'string', description: 'The path as the rules match it.' }, ambiguous: { type: 'boolean', description: 'Its meaning depends on who decodes it: no bypass rule matches it.' }, ip: { type: 'string' } } },
-      caller: { oneOf: [{ type: 'null' }, { type: 'object', required: ['username', 'method', 'org'], properties: { username: { type: 'string' }, method: { enum: ['session', 'bearer', 'private_token', 'access_key'] }, factors: { type: 'array', items: { type: 'string' } }, org: { type: ['string', 'null'], description: 'The org the request acts in, or `refused: <code>` when the org step would refuse it.' } } }] },
+      caller: { oneOf: [{ type: 'null' }, { type: 'object', required: ['username', 'method', 'org'], properties: { username: { type: 'string' }, method: { enum: ['session', 'bearer', 'private_token', 'access_key'] }, factors: { type: 'array', items: { type: 'string' } }, made_with: { type: 'array', items: { type: 'string' }, description: 'An access key its owner made: the factors of the sign-in that made it (absent for an operator\'s key).' }, org: { type: ['string', 'null'], description: 'The org the request acts in, or `refused: <code>` when the org step would refuse it.' } } }] },
       decided_by: { enum: ['public_path', 'rules'] },
       rule: { type: ['integer', 'null'], description: 'The deciding rule\'s index in access.rules; null: default_policy, or a public path.' },
       policy: { enum: ['bypass', 'one_factor', 'two_factor', 'deny'] },

@@ -56,7 +56,7 @@ export const CLI_LABELS: Labels = {
 /** Fields of each kind of record in the JSON, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'disabled_by', 'allow_ips', 'rate_limit', 'unreadable'] as const satisfies ReadonlyArray<keyof AccessKey>
+const KEY_FIELDS = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'disabled_by', 'allow_ips', 'rate_limit', 'factors', 'unreadable'] as const satisfies ReadonlyArray<keyof AccessKey>
 
 function pick<T extends object> (o: T, fields: ReadonlyArray<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}

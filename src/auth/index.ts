@@ -119,6 +119,6 @@ function identityOf (claim: Claim, user: User | null): Identity {
   if (user === null) throw E.authenticationFailed()
   if (!user.is_active) throw E.userInactive()
   // every field named, in one order: one object shape for every credential kind (no spread)
-  const { userId, method, factors, session, keyId, keyLimit, keyAllowIps, digests } = claim
-  return { userId, method, factors, session, keyId, keyLimit, keyAllowIps, digests, user }
+  const { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests } = claim
+  return { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests, user }
 }

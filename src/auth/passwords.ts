@@ -6,9 +6,12 @@ import type { IncomingMessage } from 'node:http'
 import type { AuditContext, Auditor } from '../observability/audit.js'
 import { E } from '../errors.js'
 import { hashPassword, isLegacyHash, verifyPassword } from '../crypto.js'
-import { addressBucket } from '../http/address.js'
+import { addressBucket, prefixBuckets } from '../http/address.js'
 import type { Store, User } from '../store/types.js'
 import { CheckGate, type CheckGateOptions } from './check-gate.js'
+
+/** auth.password_checks: the gate's bounds and the networks a client address also counts in. */
+export type PasswordChecksOptions = CheckGateOptions & { ipv4_prefixes?: readonly number[], ipv6_prefixes?: readonly number[] }
 
 export interface LockoutOptions {
   /** failures per (username, client address) before 429; 0 turns the lockout off */
@@ -32,22 +35,30 @@ const UNBOUNDED: CheckGateOptions = { concurrency: 1_000_000, queue: 0, per_addr
 export class PasswordChecker {
   #dummy: Promise<string> | undefined
   readonly #gate: CheckGate
+  readonly #v4: readonly number[]
+  readonly #v6: readonly number[]
   constructor (
     private readonly store: Store,
     private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 },
     /** records login.succeeded, login.failed and login.locked_out (src/observability/audit.ts) */
     private readonly audit: Auditor | null = null,
-    gate: CheckGateOptions = UNBOUNDED
+    gate: PasswordChecksOptions = UNBOUNDED
   ) {
     this.#gate = new CheckGate(gate)
+    // narrowest first: the widest is the lane a waiting check is queued in
+    this.#v4 = [...(gate.ipv4_prefixes ?? [])].sort((a, b) => b - a)
+    const v6 = lockout.ipv6_prefix ?? 64
+    this.#v6 = [...(gate.ipv6_prefixes ?? [])].filter((n) => n < v6).sort((a, b) => b - a)
   }
 
   /**
    * The password check behind the login form and the token endpoint, in this
    * order, each before any hashing:
    * 1. the check gate (auth.password_checks, in process): a place among the
-   *    checks that run or wait, else 503 busy or, for an address with too
-   *    many waiting, 429; nothing else is looked at for a refused flood;
+   *    checks that run or wait, else 503 busy or, for an address or a network
+   *    (ipv4_prefixes, ipv6_prefixes) with too many waiting, 429; places go
+   *    round robin over networks, first to addresses that signed in recently;
+   *    nothing else is looked at for a refused flood;
    * 2. the client address's budget (auth.lockout.address_max_failures within
    *    `window`, IPv6 by its /ipv6_prefix network): a flood with many usernames
    *    from one place is refused without a hash, and leaves no per-username count;
@@ -64,7 +75,8 @@ export class PasswordChecker {
     const bucket = addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)
     const gone = (): boolean => ctx.req?.socket?.destroyed === true
     // the gate first: a flood beyond its places is refused without even a store round trip
-    return await this.#gate.run(bucket, gone, async () => await this.#counted(username, password, ctx, via, bucket))
+    const prefixes = this.#v4.length + this.#v6.length === 0 ? [] : prefixBuckets(ctx.clientIp, this.#v4, this.#v6)
+    return await this.#gate.run(bucket, gone, async () => await this.#counted(username, password, ctx, via, bucket), prefixes)
   }
 
   /** Inside the gate: the address budget and the lockout (store counters), then the check. */
@@ -98,6 +110,7 @@ export class PasswordChecker {
     }
     if (max > 0) await this.store.resetLoginFailures(subject)
     if (addrMax > 0) await this.store.forgiveLoginAttempt(addressSubject)
+    this.#gate.succeeded(bucket)
     this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'password', via })
     return user
   }

@@ -183,6 +183,7 @@ export class SignatureAuthenticator implements Authenticator {
     const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
     if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips
+    if (found.key.factors !== undefined) claim.keyFactors = found.key.factors
     if (digests !== null) claim.digests = digests
     return claim
   }

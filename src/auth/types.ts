@@ -26,6 +26,8 @@ export interface Claim {
   session?: Session
   /** access keys: the key's id (the identity token's akid) and its own rate limit (src/auth/rate-limit.ts) */
   keyId?: string
+  /** access keys: the factors of the owner's sign-in that made it (AccessKey.factors); absent for an operator's key */
+  keyFactors?: readonly Factor[]
   keyLimit?: RateLimitPolicy
   /** the key's allow-list (addresses, CIDR ranges): checked against the client address by the pipeline */
   keyAllowIps?: string[]

@@ -33,6 +33,7 @@ export const OPTIONS = {
   workers: { type: 'string' },
   out: { type: 'string' },
   merge: { type: 'boolean' },
+  'allow-unsigned': { type: 'boolean' },
   user: { type: 'string' },
   key: { type: 'string' },
   credential: { type: 'string' },

@@ -69,7 +69,13 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
     store.setGate(E.storeUnavailable())
     await connectWithin(store, config, io)
     if (newKey !== null) return await rotate(store, config, newKey, io, values)
-    if (cmd === 'store' && sub === 'import') return await importCommand(store, config, keyring, secret.source, rest[0], values, io)
+    // whatever audit.stream and audit.log say: the stream is where a command's events are kept
+    // (`sidegate audit tail`), so the output is only what was asked; a failed append is one line below
+    const auditor = (): Auditor => new Auditor({ config: { ...config.audit, log: false, stream: true }, log: createLogger('silent', { write: () => {} }), store: store!, operator: operatorName(), onStreamError: () => { unstreamed++ } })
+    if (cmd === 'store' && sub === 'import') {
+      audit = auditor()
+      return await importCommand(store, config, keyring, secret.source, rest[0], values, io, audit)
+    }
     try {
       await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
     } catch (err) {
@@ -77,10 +83,8 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
       throw new UsageError(`cannot reach ${storeName(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    if (cmd === 'store') return await storeCommand(store, config, sub!, rest, values, io)
-    // whatever audit.stream and audit.log say: the stream is where a command's events are kept
-    // (`sidegate audit tail`), so the output is only what was asked; a failed append is one line below
-    audit = new Auditor({ config: { ...config.audit, log: false, stream: true }, log: createLogger('silent', { write: () => {} }), store, operator: operatorName(), onStreamError: () => { unstreamed++ } })
+    if (cmd === 'store') return await storeCommand(store, config, keyring, sub!, rest, values, io)
+    audit = auditor()
     const admin = new Admin(store, io, values, config, audit)
     return await admin.run(cmd, sub, rest)
   } catch (err) {

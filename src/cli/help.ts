@@ -235,20 +235,31 @@ ${GLOBAL}`,
                                        (password hashes), access keys (secrets still encrypted, last use),
                                        private tokens, unexpired bearer tokens and sessions (with their
                                        expiry), the identity JWT's signing keys, the key generations of
-                                       earlier rotations and the audit trail. Nothing is decrypted: the
-                                       file is of use only with the same secret key (keep it as secret as
-                                       the key all the same). Not exported: login attempt counters, replay
-                                       marks, rate-limit counts, locks, the caches' invalidation log.
-  sidegate store import FILE|- [--merge]
+                                       earlier rotations and the audit trail, and last a MAC line: an
+                                       HMAC of everything before it under a key derived from the secret
+                                       key. Nothing is decrypted: the file is of use only with the same
+                                       secret key (keep it as secret as the key all the same). Not
+                                       exported: login attempt counters, replay marks, rate-limit counts,
+                                       locks, the caches' invalidation log.
+  sidegate store import FILE|- [--merge] [--allow-superuser] [--allow-takeover] [--allow-unsigned]
                                        into the store this configuration selects (store.backend), with the
                                        same secret key: refused (exit 2, nothing written) when the file
-                                       came from a store with another key, has no header or another
+                                       came from a store with another key, its MAC does not verify (it was
+                                       changed, or not exported with this key), it has no header or another
                                        version, has an invalid line (its number is named), or when the
                                        store already holds users or orgs. --merge: add only the records
                                        the store lacks (those whose id is there are skipped, and counted).
                                        Every line is checked before anything is written; into the
                                        embedded store in one transaction. Prints the counts per kind.
                                        An empty store is initialised with the secret key's check value.
+                                       Into a store that holds data, privileged records refuse the whole
+                                       run (exit 1, each line named, nothing written) unless allowed:
+  --allow-superuser                    new superusers
+  --allow-takeover                     credentials and second factors (access keys, private tokens,
+                                       sessions, bearer tokens, TOTP, recovery codes, passkeys) of users
+                                       already in the store, signing keys, legacy key generations
+  --allow-unsigned                     read a file of an earlier sidegate (format version 1, no MAC)
+                                       Every import is audited (store.imported, store.import_refused).
   sidegate store backup FILE           a consistent copy of the embedded store's file while the gateway
                                        runs (SQLite's online backup); FILE must not exist. It opens as a
                                        store with the same data. With Redis (exit 2): use Redis

@@ -43,7 +43,7 @@ function comment (text: string, indent: string): string[] {
 function scalar (node: TSchema): string {
   const v: unknown = node.default
   if (v === null || v === undefined) return '""'
-  if (Array.isArray(v)) return JSON.stringify(v).replace(/","/g, '", "')
+  if (Array.isArray(v)) return v.every((x) => typeof x === 'number') ? `[${v.join(', ')}]` : JSON.stringify(v).replace(/","/g, '", "')
   return stringify(v).trim()
 }
 

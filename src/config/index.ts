@@ -252,6 +252,8 @@ export function configWarningList (c: Config): ConfigWarning[] {
   if (c.upstream.url !== null && bare.length > 0) out.push({ code: 'public_path_without_slash', msg: PUBLIC_PATHS_WARNING, entries: bare })
   if (c.auth.signature.clock_skew === 0) out.push({ code: 'signature_freshness_off', msg: NO_FRESHNESS_WARNING, entries: [] })
   if (c.auth.signature.algorithms.includes('hmac-sha1')) out.push({ code: 'signature_sha1_accepted', msg: SHA1_WARNING, entries: [] })
+  const tokenRules = c.access.rules.flatMap((r, i) => r.policy === 'two_factor' && r.subjects.some((s) => s.trim().toLowerCase() === 'method:private_token') ? [`rule ${i}`] : [])
+  if (tokenRules.length > 0) out.push({ code: 'two_factor_private_token', msg: TWO_FACTOR_TOKEN_WARNING, entries: tokenRules })
   return out
 }
 
@@ -264,6 +266,8 @@ export const DEMO_MODE_WARNING = 'no upstream.url: serving the built-in demo API
 export const NO_FRESHNESS_WARNING = 'auth.signature.clock_skew is 0: signed requests are accepted whatever their Date, so a captured request can be replayed forever' +
   ' (JumpServer\'s behaviour, and compat: jumpserver\'s; go back to a skew, with auth.signature.replay_cache and replay_grace, once clients send a current Date: docs/jumpserver.md)'
 export const SHA1_WARNING = 'auth.signature.algorithms lists hmac-sha1: accepted for old JumpServer clients; SHA-1 is weak, drop it once they sign with hmac-sha256'
+export const TWO_FACTOR_TOKEN_WARNING = 'access.rules: a two_factor rule names method:private_token: every private token passes it, one its user made after signing in with the password alone too' +
+  ' (private tokens record no sign-in factors; access keys do, and such a rule admits a key its user made only after two: docs/access-rules.md)'
 export const PUBLIC_PATHS_WARNING = 'upstream.public_paths: an entry without a trailing slash covers that exact path and everything under it (/status: /status and /status/…); end it with / to cover only what is under it'
 
 /**

@@ -34,6 +34,8 @@ const optStr = (o: { description?: string, check?: string, secret?: boolean, url
   T.Union([T.String(), T.Null()], { default: null, optional: true, ...o })
 const list = (def: string[], o: { description?: string, check?: string } = {}) =>
   T.Array(T.String(o.check === undefined ? {} : { check: o.check }), { default: def, ...(o.description === undefined ? {} : { description: o.description }) })
+const ints = (def: number[], min: number, max: number, description: string) =>
+  T.Array(T.Integer({ minimum: min, maximum: max }), { default: def, description })
 const oneOf = <V extends string>(values: readonly V[], def: V, description?: string) =>
   T.Union(values.map((v) => T.Literal(v)), { default: def, ...(description === undefined ? {} : { description }) })
 /** Marks a key (or a whole section) as changeable by a live reload. */
@@ -134,7 +136,13 @@ export const Schema = T.Object({
       concurrency: int(1, 256, 4, 'password checks (scrypt) running at once; Node runs them on its 4 libuv threads'),
       queue: int(0, 100_000, 64, 'checks waiting for a place; beyond it 503 busy with Retry-After'),
       per_address: int(1, 1000, 2, 'checks one client address (IPv6: its ipv6_prefix network) may run at once; its\nothers wait. Below concurrency, so that one address never holds every place'),
-      per_address_waiting: int(0, 100_000, 8, 'checks one client address may have waiting; beyond it 429 too_many_attempts')
+      per_address_waiting: int(0, 100_000, 8, 'checks one client address may have waiting; beyond it 429 too_many_attempts'),
+      ipv4_prefixes: ints([24], 1, 32, 'the networks an IPv4 client also counts in (prefix lengths), each bounded by\nper_prefix and per_prefix_waiting. []: none'),
+      ipv6_prefixes: ints([56, 48], 1, 128, 'the networks an IPv6 client also counts in (prefix lengths, wider than\nauth.lockout.ipv6_prefix: one client often holds a /56 or a /48, so a whole\nnetwork of /64s is one client here). []: none'),
+      per_prefix: int(1, 1000, 2, 'checks one such network may run at once; its others wait'),
+      per_prefix_waiting: int(0, 100_000, 16, 'checks one such network may have waiting, a quarter of the queue; beyond it 429\ntoo_many_attempts. Free places go round robin over the widest networks with\nchecks waiting, so a flooding network waits behind its own checks'),
+      reserved: int(0, 100_000, 16, 'places of the queue kept for client addresses (IPv6: their ipv6_prefix network)\nthat signed in successfully within known_ttl: only they may take them, their checks\nare started first, and their networks\' bounds do not apply to them'),
+      known_ttl: int(0, 30 * 86400, 86400, 'seconds an address counts as having signed in successfully (remembered in\nprocess, at most 20,000 addresses). 0: none is')
     }, 'Bounds on the password checks of the token endpoint, /login and password\nconfirmations, so that a login flood cannot delay everyone else\'s sign-in. A\nwaiting check whose client has gone is dropped.'))
   }),
   org: live(section({

@@ -134,6 +134,14 @@ function walk (node: TSchema, raw: unknown, key: string, out: Problem[]): unknow
         if (!Array.isArray(v)) return fail(`must be a list${got(v)}`)
         return v.map((x, i) => walk(item, x ?? undefined, `${key}[${i}]`, out))
       }
+      if (item.type === 'integer') {
+        // a list of whole numbers in a range (auth.password_checks.ipv6_prefixes)
+        const ns = Array.isArray(v) ? v.map((x) => typeof x === 'string' && /^\d+$/.test(x.trim()) ? Number(x) : x) : null
+        if (ns === null || ns.some((n) => typeof n !== 'number' || !Number.isInteger(n) || n < item.minimum || n > item.maximum)) {
+          return fail(`must be a list of whole numbers from ${item.minimum as number} to ${item.maximum as number}${got(v)}`)
+        }
+        return ns
+      }
       if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) return fail(`must be a list of strings${got(v)}`)
       const res: string[] = []
       for (const x of v as string[]) {

@@ -37,3 +37,21 @@ function expandV6 (ip: string): number[] | null {
   if (tail === undefined ? h.length !== 8 : fill < 0) return null
   return [...h, ...Array(tail === undefined ? 0 : fill).fill('0'), ...t].map((x) => parseInt(x, 16))
 }
+
+/**
+ * The networks a client address belongs to, for the check gate's fair queuing
+ * (auth.password_checks): an IPv4 address's /n for each of `v4` and an IPv6
+ * address's /n for each of `v6`, in the order given (narrowest first).
+ * Anything else (not an IP address) belongs to none.
+ */
+export function prefixBuckets (ip: string, v4: readonly number[], v6: readonly number[]): string[] {
+  const family = isIP(ip)
+  if (family === 6) return v6.map((n) => addressBucket(ip, n))
+  if (family !== 4) return []
+  const parts = ip.split('.').map(Number)
+  const n32 = ((parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]) >>> 0
+  return v4.map((n) => {
+    const masked = n <= 0 ? 0 : (n32 & (0xffffffff << (32 - Math.min(n, 32)))) >>> 0
+    return `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${n}`
+  })
+}

@@ -65,13 +65,16 @@ export const AUDIT_EVENTS = {
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
   'store.data_missing': { outcome: 'failure', when: 'The gateway found its store empty although its secret key was used before (a key file sidegate wrote earlier, or a store that had its key check value while this process ran): lost or misplaced data. The store was set up again (a new `admin`) unless store.require_existing refused it. `reason` says which sign.' },
+  'store.imported': { outcome: 'success', when: '`sidegate store import` wrote a file into the store: `via` empty (a whole store into an empty one) or merge (--merge), `reason` the file, `records` how many were written, `privileged` how many of them needed --allow-superuser or --allow-takeover (each also its own store.import_privileged), `unsigned` true when a version 1 file without a MAC was let in (--allow-unsigned).' },
+  'store.import_privileged': { outcome: 'success', when: 'One record of a `sidegate store import --merge` that needed its flag, written: `reason` superuser or takeover, `via` the record\'s kind, `userId` whose it is (if anyone\'s).' },
+  'store.import_refused': { outcome: 'failure', when: '`sidegate store import` wrote nothing: `reason` the error code (invalid_store_file: a bad line, or a MAC that does not verify; secret_key_mismatch; store_not_empty; invalid_import: privileged records without their flag; …), `records` the privileged records it listed, if that was why.' },
   'session.revoked': { outcome: 'success', when: 'A browser session ended: `via` logout (POST /logout) or login (a new login in the same browser replaced it), `ref` naming it; or `via` admin (`sidegate session revoke`, the admin API: one event per call, for one session or all).' }
 } as const satisfies Record<string, AuditEventSpec>
 
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role', 'records', 'privileged', 'unsigned'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -111,6 +114,12 @@ export interface AuditRecord {
   rule?: number | 'default'
   /** the gateway itself did it (the first start's superuser) */
   system?: true
+  /** store.imported: records written; store.import_refused: privileged records listed */
+  records?: number
+  /** store.imported: privileged records written */
+  privileged?: number
+  /** store.imported: a file without a MAC (--allow-unsigned) */
+  unsigned?: true
 }
 
 /** Stream appends in flight at most; more are dropped (and counted) while Redis is slow. */
@@ -207,6 +216,9 @@ export class Auditor {
     if (r.superuser !== undefined) out.superuser = r.superuser
     if (r.org !== undefined) out.org = r.org
     if (r.role !== undefined) out.role = r.role
+    if (r.records !== undefined) out.records = r.records
+    if (r.privileged !== undefined) out.privileged = r.privileged
+    if (r.unsigned !== undefined) out.unsigned = r.unsigned
     return out
   }
 

@@ -102,14 +102,14 @@ export class Metrics implements RequestObserver {
     this.#redisErrors = new Counter({ name: 'sidegate_redis_errors_total', help: 'Redis errors: connection (reported by the client) or command (a command that failed or timed out).', labelNames: ['kind'], registers })
     this.#storeDataMissing = new Counter({ name: 'sidegate_store_data_missing_total', help: 'Times the store was found empty although the secret key was used before (audit event store.data_missing).', registers })
     this.#configReloads = new Counter({ name: 'sidegate_config_reloads_total', help: 'Live reloads of gateway.yml (SIGHUP or the file changing): success (applied, or nothing changed) or failure (not valid, or a key that cannot change live).', labelNames: ['result'], registers })
-    const gateSeen = { busy: 0, address: 0, dropped: 0 }
+    const gateSeen = { busy: 0, address: 0, prefix: 0, dropped: 0 }
     new Counter({
       name: 'sidegate_password_checks_refused_total',
-      help: 'Password checks not run (auth.password_checks): busy (503, all places taken), address (429, one client address held too many), dropped (its client left while it waited).',
+      help: 'Password checks not run (auth.password_checks): busy (503, all places taken), address (429, one client address held too many), prefix (429, one network held too many: auth.password_checks.ipv4_prefixes, ipv6_prefixes), dropped (its client left while it waited).',
       labelNames: ['reason'],
       registers,
       collect () {
-        for (const reason of ['busy', 'address', 'dropped'] as const) {
+        for (const reason of ['busy', 'address', 'prefix', 'dropped'] as const) {
           this.inc({ reason }, checkGateStats[reason] - gateSeen[reason])
           gateSeen[reason] = checkGateStats[reason]
         }

@@ -25,7 +25,8 @@ import { E, GatewayError } from '../errors.js'
 import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS, MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from '../limits.js'
 import { KeyOptionError, keyOptions } from '../admin/key-options.js'
 import { sendJson } from '../respond.js'
-import type { AccessKey, NewKeyOptions, Store } from '../store/types.js'
+import { PASSWORD_ONLY, type AccessKey, type Factor, type NewKeyOptions, type Store } from '../store/types.js'
+import type { Identity } from '../auth/index.js'
 import { redirect, sendHtml, Template } from './html.js'
 import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
@@ -42,6 +43,16 @@ export const ACCOUNT_PAGE_PATH = '/account/keys'
 export function freshFor (ctx: RequestContext): number {
   const s = ctx.identity?.method === 'session' ? ctx.identity.session : undefined
   return s === undefined ? 0 : Math.max(0, FRESH_LOGIN_MS - (Date.now() - s.created))
+}
+
+/**
+ * What a key its owner makes records as the sign-in that made it: a session's
+ * or bearer token's factors, an access key's own record, and for any other
+ * machine credential (a private token, an operator's key) the password alone:
+ * a credential never mints one that passes more two_factor rules than itself.
+ */
+function mintedFactors (id: Identity): Factor[] {
+  return [...(id.factors ?? id.keyFactors ?? PASSWORD_ONLY)]
 }
 
 function keyJson (k: AccessKey): Record<string, unknown> {
@@ -219,7 +230,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       // the options first: a typo in them costs no password attempt
       const options = newKeyOptions(body)
       await confirm(ctx, body.password)
-      const { key, secret } = await store.createAccessKey(ctx.identity!.user.id, MAX_ACCESS_KEYS, options)
+      const { key, secret } = await store.createAccessKey(ctx.identity!.user.id, MAX_ACCESS_KEYS, { ...options, factors: mintedFactors(ctx.identity!) })
       record(ctx, 'key.created', key.id)
       sendJson(ctx.res, 201, { ...keyJson(key), secret })
     }

@@ -13,6 +13,15 @@
  *
  * An import reads and checks the whole file first (parseTransfer,
  * checkAgainst) and writes only when every line is valid.
+ *
+ * Version 2 ends with a MAC line, `{"mac":"…"}`: HMAC-SHA256 of every byte
+ * before it under a key derived from the secret key (Keyring.storeFileMac),
+ * checked before anything else: a record added or changed by someone without
+ * the key (a superuser with a chosen password, a passkey on `admin`, a forged
+ * audit entry) is refused. Version 1 files (no MAC) are read only when the
+ * operator says so (--allow-unsigned). Into a store that holds data (--merge),
+ * the records that grant a privilege are listed (planImport's `privileged`)
+ * and written only with --allow-superuser / --allow-takeover.
  */
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
@@ -20,11 +29,13 @@ import type { StoredKey, StoredUser } from './ports.js'
 import type { Factor, Org, StoredPasskey } from './types.js'
 
 export const FORMAT = 'sidegate-store'
-export const FORMAT_VERSION = 1
+export const FORMAT_VERSION = 2
+/** The version before the MAC line: read only when the operator allows an unsigned file. */
+export const UNSIGNED_VERSION = 1
 
 export interface TransferHeader {
   format: typeof FORMAT
-  version: typeof FORMAT_VERSION
+  version: typeof FORMAT_VERSION | typeof UNSIGNED_VERSION
   /** the exporting store's key check value (../secret/check.ts) */
   key_check: string
   /** ISO time of the export */
@@ -130,9 +141,24 @@ export function ownerOf (r: TransferRecord): string | null {
   }
 }
 
-/** The header and records as file lines. */
-export function serialize (header: TransferHeader, records: TransferRecord[]): string {
-  return [header, ...records].map((x) => JSON.stringify(x)).join('\n') + '\n'
+/** The header and records as file lines, then the MAC line over them (`mac`: Keyring.storeFileMac). */
+export function serialize (header: TransferHeader, records: TransferRecord[], mac: (data: string) => string): string {
+  const text = [header, ...records].map((x) => JSON.stringify(x)).join('\n') + '\n'
+  return text + JSON.stringify({ mac: mac(text) }) + '\n'
+}
+
+/**
+ * A file split into what its MAC covers (every byte before the last line)
+ * and the MAC, or null when the last line is not a MAC line (a version 1
+ * file, or none at all).
+ */
+export function splitMac (text: string): { body: string, mac: string | null } {
+  const end = text.endsWith('\n') ? text.length - 1 : text.length
+  const start = text.lastIndexOf('\n', end - 1) + 1
+  let last: unknown
+  try { last = JSON.parse(text.slice(start, end)) } catch { last = null }
+  if (!isObj(last) || Object.keys(last).length !== 1 || typeof last.mac !== 'string') return { body: text, mac: null }
+  return { body: text.slice(0, start), mac: last.mac }
 }
 
 /** An audit entry's stream id as two numbers, or null when it is not one. */
@@ -263,7 +289,7 @@ export function parseTransfer (text: string): Parsed {
   let head: unknown
   try { head = JSON.parse(lines[0] ?? '') } catch { head = null }
   if (!isObj(head) || head.format !== FORMAT) throw new TransferProblem(1, `no header: the first line must be {"format":"${FORMAT}","version":${FORMAT_VERSION},…} (a file of \`sidegate store export\`)`)
-  if (head.version !== FORMAT_VERSION) throw new TransferProblem(1, `the file is version ${JSON.stringify(head.version)} of the format; this sidegate reads version ${FORMAT_VERSION}`)
+  if (head.version !== FORMAT_VERSION && head.version !== UNSIGNED_VERSION) throw new TransferProblem(1, `the file is version ${JSON.stringify(head.version)} of the format; this sidegate reads versions ${UNSIGNED_VERSION} and ${FORMAT_VERSION}`)
   if (typeof head.key_check !== 'string' || head.key_check === '') throw new TransferProblem(1, 'the header has no key_check')
   const records: Parsed['records'] = []
   for (let i = 1; i < lines.length; i++) {
@@ -276,9 +302,18 @@ export function parseTransfer (text: string): Parsed {
   return { header: head as unknown as TransferHeader, records }
 }
 
+/** superuser: a new superuser; takeover: a credential or second factor of a user already in the store, or keys credentials are checked with. */
+export type TransferPrivilege = 'superuser' | 'takeover'
+export const TRANSFER_PRIVILEGE_FLAGS: Record<TransferPrivilege, string> = { superuser: '--allow-superuser', takeover: '--allow-takeover' }
+
+/** A record that grants a privilege, to be written only with its flag. */
+export interface PrivilegedRecord { line: number, kind: TransferPrivilege, record: Kind, userId: string | null, message: string }
+
 export interface Plan {
   /** the records to write, in the file's order */
   write: TransferRecord[]
+  /** of those, the ones that grant a privilege in a store that holds data (none into an empty store), in line order */
+  privileged: PrivilegedRecord[]
   /** per kind: written, and skipped as already in the store (--merge) */
   written: Partial<Record<Kind, number>>
   skipped: Partial<Record<Kind, number>>
@@ -291,8 +326,14 @@ export interface Plan {
  * what to write: throws TransferProblem for a duplicate, a record of a user
  * that is neither in the file nor the store, a username another user holds,
  * audit entries out of order. Records already in the store are skipped.
+ * `holdsData`: the store already has users or orgs (a --merge): the records
+ * to write that make a superuser, give a user already there a credential or a
+ * second factor (access key, private token or its lookup entry, session,
+ * bearer token, TOTP, recovery code, passkey), or add signing keys or legacy
+ * key generations, are listed in `privileged`. (A merge never replaces a
+ * stored record, so no password is ever replaced.)
  */
-export async function planImport (parsed: Parsed, target: StoreTransfer, now: number): Promise<Plan> {
+export async function planImport (parsed: Parsed, target: StoreTransfer, now: number, holdsData = false): Promise<Plan> {
   const seen = new Map<string, number>()
   const users = new Map<string, string>()
   const usernames = new Map<string, number>()
@@ -318,7 +359,7 @@ export async function planImport (parsed: Parsed, target: StoreTransfer, now: nu
   const exists = await target.exists(parsed.records.map((x) => x.record))
   const inStore = new Set<string>()
   for (const [i, { record: r }] of parsed.records.entries()) if (r.kind === 'user' && exists[i]) inStore.add(r.user.id)
-  const plan: Plan = { write: [], written: {}, skipped: {}, expired: 0 }
+  const plan: Plan = { write: [], privileged: [], written: {}, skipped: {}, expired: 0 }
   const missing = new Map<string, boolean>()
   for (const [i, { line, record: r }] of parsed.records.entries()) {
     const owner = ownerOf(r)
@@ -334,8 +375,23 @@ export async function planImport (parsed: Parsed, target: StoreTransfer, now: nu
     if ((r.kind === 'bearer_token' || r.kind === 'session') && r.expires <= now) { plan.expired++; continue }
     plan.write.push(r)
     plan.written[r.kind] = (plan.written[r.kind] ?? 0) + 1
+    if (!holdsData) continue
+    const flag = (kind: TransferPrivilege, userId: string | null, message: string): void => { plan.privileged.push({ line, kind, record: r.kind, userId, message }) }
+    if (r.kind === 'user' && r.user.is_superuser === true) flag('superuser', r.user.id, `creates ${r.user.username} (${r.user.id}) as a superuser`)
+    // a credential or factor of a user the store holds (skipped in the file, or not in it): written beside what they have
+    if (owner !== null && (inStore.has(owner) || (!users.has(owner) && missing.get(owner) === true))) {
+      flag('takeover', owner, `adds ${KINDS.find(([k]) => k === r.kind)![1]} ${JSON.stringify(shortId(r))} to user ${owner}, who is already in ${target.where}`)
+    }
+    if (r.kind === 'signing_keys') flag('takeover', null, 'adds the identity JWT\'s signing keys (whoever holds them signs identity tokens the upstream trusts)')
+    if (r.kind === 'key_legacy') flag('takeover', null, `adds the legacy key generation ${r.check} (credentials issued under it are accepted)`)
   }
   return plan
+}
+
+/** A record's id as a listing shows it: hashes cut short. */
+function shortId (r: TransferRecord): string {
+  const id = recordId(r)
+  return id.length > 24 ? `${id.slice(0, 12)}…` : id
 }
 
 /** A user record that stands for an id only (to ask a store whether it has that user). */

@@ -48,6 +48,8 @@ export interface RateLimitPolicy {
 /** What a new access key may have besides its secret. */
 export interface NewKeyOptions {
   name?: string
+  /** the factors of the owner's sign-in that makes it (AccessKey.factors); absent for an operator's */
+  factors?: Factor[]
   /** ISO time */
   date_expired?: string
   allow_ips?: string[]
@@ -91,6 +93,14 @@ export interface AccessKey {
   disabled_by?: KeyDisabler
   /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
   rate_limit?: RateLimitPolicy | null
+  /**
+   * The factors of the sign-in that made it, when its owner made it (the
+   * account API): an access_rules two_factor rule that names method:access_key
+   * admits it only when they were two. Absent: made by an operator (CLI, admin
+   * API, an import of one so made) or before sidegate recorded them: the rule
+   * admits it as the operator's (docs/access-rules.md).
+   */
+  factors?: Factor[]
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
   unreadable?: true
 }

@@ -185,6 +185,14 @@ t.test('config check: the warnings a start would log, exit 0', async (t) => {
   const quiet = await cliIn(dir, ['config', 'check', '--config', file('nowarn.yml', stringify({ upstream: { public_paths: ['/status'] } }))])
   t.notMatch(head(quiet.stdout), /public_paths/, 'without an upstream, public paths are not used: no warning about them (a start logs none)')
 
+  // a two_factor rule that lets private tokens in: any private token passes, one a password-only session made too
+  const tokenRule = { upstream: { url: 'http://127.0.0.1:1' }, access: { rules: [{ paths: ['/a/**'], policy: 'two_factor' }, { paths: ['/ops/**'], subjects: ['method:private_token'], policy: 'two_factor' }] } }
+  const tr = await cliIn(dir, ['config', 'check', '--config', file('token-rule.yml', stringify(tokenRule)), '--json'])
+  t.equal(tr.code, 0, tr.stderr)
+  const trj = JSON.parse(tr.stdout) as { warning_codes: string[], warnings: string[] }
+  t.same(trj.warning_codes, ['two_factor_private_token'])
+  t.match(trj.warnings[0], /a two_factor rule names method:private_token: every private token passes it.*\(rule 1\)$/)
+
   // the gateway logs the same warning when it starts with this config (in process, on a MemoryStore: no sockets)
   const config = buildConfig({ ...doc, secret_key: SECRET })
   const logs: string[] = []

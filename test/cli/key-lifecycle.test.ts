@@ -45,6 +45,18 @@ t.test('key create --expires --allow-ip --name: stored and shown; a key without 
   t.equal((await call(direct.url, plain, '203.0.113.9')).status, 200)
 })
 
+t.test('key list --json shows the factors a key its owner made records (two_factor rules read them); an operator\'s key has none', async (t) => {
+  const op = await create()
+  t.equal(op.factors, undefined, 'key create: an operator\'s key records no factors')
+  const u = (await direct.store.getUserByUsername('alice'))!
+  const made = await direct.store.createAccessKey(u.id, 0, { factors: ['pwd', 'otp'] })
+  const r = await cli('key', 'list', 'alice', '--json')
+  t.equal(r.code, 0, r.stderr)
+  const listed = JSON.parse(r.stdout) as Array<Record<string, unknown>>
+  t.same(listed.find((k) => k.id === made.key.id)?.factors, ['pwd', 'otp'])
+  t.notOk('factors' in listed.find((k) => k.id === op.id)!)
+})
+
 t.test('allow-list: the real client address decides (X-Forwarded-For only from a trusted proxy): 403 ip_not_allowed otherwise', async (t) => {
   const k = await create('--allow-ip', '10.1.0.0/16')
   const denied = await call(direct.url, k)

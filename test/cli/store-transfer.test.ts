@@ -14,13 +14,13 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Keyring } from '../../src/crypto.js'
+import { hashPassword, Keyring } from '../../src/crypto.js'
 import { SqliteKeyRecords } from '../../src/store/sqlite/key-records.js'
 import { startEcho } from '../fixtures/http.js'
 import { ROOT, SECRET } from '../fixtures/gateway.js'
 import { cliIn, fileSnapshot } from '../fixtures/procs.js'
 import { tempDir, track } from '../fixtures/cleanup.js'
-import { comparable, HOUR, importIntoEmpty, lines, makeOriginal, openSqlite, sqliteDir, verify } from '../fixtures/transfer.js'
+import { comparable, HOUR, importIntoEmpty, lines, makeOriginal, openSqlite, resign, sqliteDir, verify } from '../fixtures/transfer.js'
 
 const echo = await startEcho()
 t.teardown(async () => { await echo.close() })
@@ -40,9 +40,13 @@ t.test('export: a header with the key check value, then every record; nothing de
   original = readFileSync(exportFile, 'utf8')
   t.equal(statSync(exportFile).mode & 0o777, 0o600, 'the file is its owner\'s only')
   const all = lines(original)
-  t.match(all[0], { format: 'sidegate-store', version: 1, key_check: new Keyring(SECRET).checkValue() })
+  t.match(all[0], { format: 'sidegate-store', version: 2, key_check: new Keyring(SECRET).checkValue() })
+  // the last line: the MAC of every byte before it, under a key derived from the secret key
+  const body = original.slice(0, original.trimEnd().lastIndexOf('\n') + 1)
+  t.same(all[all.length - 1], { mac: new Keyring(SECRET).storeFileMac(body) }, 'the last line is the MAC of the rest')
+  t.notOk(new Keyring(OTHER).storeFileMac(body) === all[all.length - 1].mac, 'a MAC another key cannot make')
   t.ok(Date.parse(String(all[0].exported)) > Date.now() - 60_000, 'exported: an ISO time')
-  const kinds = all.slice(1).map((x) => x.kind)
+  const kinds = all.slice(1, -1).map((x) => x.kind)
   for (const k of ['org', 'user', 'access_key', 'private_token', 'private_token_lookup', 'private_token_imported', 'bearer_token', 'session', 'totp', 'recovery_code', 'passkey', 'signing_keys', 'key_legacy', 'audit']) t.ok(kinds.includes(k), `a ${k} record`)
   t.equal(kinds.filter((k) => k === 'bearer_token').length, 1, 'the expired bearer token is left out')
   t.equal(kinds.filter((k) => k === 'session').length, 1, 'the expired session too')
@@ -67,17 +71,25 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   t.match(wrongKey.stderr, /exported from a store with another secret key.*nothing was written/)
   t.same(fileSnapshot(empty.path), {}, 'another key: nothing written')
 
-  const before = fileSnapshot(copy.path)
+  // the store's rows but its audit trail (every import, refused or not, appends to it: checked below)
+  const data = (): Record<string, string> => Object.fromEntries(Object.entries(fileSnapshot(copy.path)).filter(([k]) => !k.startsWith('audit:')))
+  const before = data()
   const full = await cliIn(copy.dir, ['store', 'import', exportFile], { env })
   t.equal(full.code, 2)
   // the gateway started on the copy added its Default org
   t.match(full.stderr, /already holds 2 users and 2 orgs: import into an empty store .*--merge.*nothing was written/)
-  t.same(fileSnapshot(copy.path), before, 'a store with data: nothing written')
-  const merged = await cliIn(copy.dir, ['store', 'import', exportFile, '--merge'], { env })
+  t.same(data(), before, 'a store with data: nothing written')
+  // a merge that would give users already there a credential or a second factor lists them and needs --allow-takeover
+  const unallowed = await cliIn(copy.dir, ['store', 'import', exportFile, '--merge'], { env })
+  t.equal(unallowed.code, 1)
+  t.match(unallowed.stderr, /2 privileged records not allowed, nothing was written:\n {2}line \d+: adds bearer token ".*" to user .*, who is already in .*\(--allow-takeover\)\n {2}line \d+: adds recovery code .*\nCheck them, then run again with --allow-takeover/)
+  t.same(data(), before, 'privileged records not allowed: nothing written')
+  const merged = await cliIn(copy.dir, ['store', 'import', exportFile, '--merge', '--allow-takeover'], { env })
   t.equal(merged.code, 0, merged.stderr)
   // what was deleted since the export comes back: here the bearer token and the recovery code the checks used (docs/cli.md says so)
   t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 25 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
-  const merged1 = fileSnapshot(copy.path)
+  t.match(merged.stdout, /privileged: line \d+: adds bearer token .*\(--allow-takeover, allowed\)/)
+  const merged1 = data()
   // rows by content (a table keyed by two columns, mfa_recovery, shifts the snapshot's names)
   const rowsBefore = new Set(Object.entries(before).map(([k, v]) => `${k.split(':')[0]} ${v}`))
   const rowsAfter = Object.entries(merged1).map(([k, v]) => `${k.split(':')[0]} ${v}`)
@@ -87,45 +99,125 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   const bad = original.split('\n')
   bad[4] = bad[4].slice(0, 20)
   const badFile = join(tempDir('sidegate-xfer-'), 'bad.ndjson')
-  writeFileSync(badFile, bad.join('\n'))
+  // what follows checks the lines past the MAC: each file signed again with the key
+  writeFileSync(badFile, resign(bad.join('\n')))
   const r = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(r.code, 2)
   t.match(r.stderr, /bad\.ndjson: line 5: not JSON .*nothing was written/)
   t.same(fileSnapshot(empty.path), {}, 'a bad line: nothing written')
   const unknownUser = original.split('\n')
   unknownUser.splice(3, 0, JSON.stringify({ kind: 'session', hash: 'h', user_id: 'nobody', created: Date.now(), expires: Date.now() + HOUR }))
-  writeFileSync(badFile, unknownUser.join('\n'))
+  writeFileSync(badFile, resign(unknownUser.join('\n')))
   const dangling = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(dangling.code, 2)
   t.match(dangling.stderr, /line 4: session of user nobody, who is neither in the file nor in/)
-  const noSecret = original.split('\n')
+  const noSecret = original.split('\n').filter((l) => !l.startsWith('{"mac":'))
   const at = noSecret.findIndex((l) => l.includes('"kind":"access_key"'))
   const rec = JSON.parse(noSecret[at]) as { key: Record<string, unknown> }
   delete rec.key.secret
   noSecret[at] = JSON.stringify(rec)
   noSecret.push(noSecret[1])
-  writeFileSync(badFile, noSecret.join('\n'))
+  writeFileSync(badFile, resign(noSecret.join('\n')))
   const unsealed = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(unsealed.code, 2)
   t.match(unsealed.stderr, new RegExp(`line ${at + 1}: key\\.secret must be a non-empty string`), 'a record without a field: its line')
   noSecret[at] = original.split('\n')[at]
-  writeFileSync(badFile, noSecret.join('\n'))
+  writeFileSync(badFile, resign(noSecret.join('\n')))
   const twice = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(twice.code, 2)
   t.match(twice.stderr, new RegExp(`line ${noSecret.length}: org ".*" is already on line 2`), 'a record given twice')
-  writeFileSync(badFile, original.split('\n').slice(1).join('\n'))
+  writeFileSync(badFile, resign(original.split('\n').slice(1).join('\n')))
   const headless = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(headless.code, 2)
   t.match(headless.stderr, /line 1: no header/)
-  writeFileSync(badFile, original.replace('"version":1', '"version":2'))
+  writeFileSync(badFile, resign(original.replace('"version":2', '"version":3')))
   const newer = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(newer.code, 2)
-  t.match(newer.stderr, /version 2 of the format; this sidegate reads version 1/)
+  t.match(newer.stderr, /version 3 of the format; this sidegate reads versions 1 and 2/)
   t.same(fileSnapshot(empty.path), {}, 'none of them wrote anything')
   const s = await openSqlite(empty.path)
   t.teardown(() => s.close())
   t.equal(await s.countUsers(), 0, 'the embedded store: no user written')
   t.equal(await new SqliteKeyRecords(s.sqlite, 'test').get('key-check'), null, 'nor its key check value')
+})
+
+t.test('a forged file is refused (its MAC), nothing written, the refusal audited; signed, privileged records need their flags; an unsigned (version 1) file only with --allow-unsigned', async (t) => {
+  const audited = async (): Promise<Array<Record<string, unknown>>> => {
+    const s = await openSqlite(copy.path)
+    try { return (await s.readAudit({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).filter((e) => String(e.event).startsWith('store.')) } finally { await s.close() }
+  }
+  const data = (): Record<string, string> => Object.fromEntries(Object.entries(fileSnapshot(copy.path)).filter(([k]) => !k.startsWith('audit:')))
+  // the review's file: the export with a superuser whose password the forger chose, a passkey on a user of the store, an audit entry
+  const all = original.trimEnd().split('\n')
+  const userLine = JSON.parse(all.find((l) => l.includes('"kind":"user"'))!) as { user: Record<string, unknown> }
+  const mallory = { kind: 'user', user: { ...userLine.user, id: '0b0b0b0b-0000-4000-8000-000000000001', username: 'mallory', name: 'mallory', email: '', is_superuser: true, password_hash: await hashPassword('chosen-password-1'), orgs: {}, default_org: null } }
+  const passkeyLine = JSON.parse(all.find((l) => l.includes('"kind":"passkey"'))!) as { passkey: Record<string, unknown> }
+  const planted = { kind: 'passkey', passkey: { ...passkeyLine.passkey, id: 'Zm9yZ2VkLXBhc3NrZXk', user_id: o.alice.id } }
+  const lastAudit = JSON.parse(all.filter((l) => l.includes('"kind":"audit"')).pop()!) as { id: string }
+  const forgedAudit = { kind: 'audit', id: `${Number(lastAudit.id.split('-')[0]) + 1}-0`, event: JSON.stringify({ event: 'user.created', actor: 'system', username: 'mallory' }) }
+  const records = all.slice(0, -1)
+  const auditAt = records.findIndex((l) => l.includes('"kind":"audit"'))
+  records.splice(auditAt, 0, JSON.stringify(mallory), JSON.stringify(planted))
+  records.push(JSON.stringify(forgedAudit))
+  const forged = records.join('\n') + '\n' + all[all.length - 1] + '\n'
+  const file = join(tempDir('sidegate-xfer-'), 'forged.ndjson')
+  const before = data()
+  const eventsBefore = (await audited()).length
+
+  // the MAC of the export kept: it does not cover the added lines
+  writeFileSync(file, forged)
+  const kept = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-superuser', '--allow-takeover'], { env })
+  t.equal(kept.code, 2, 'refused, even with every --allow flag')
+  t.match(kept.stderr, /forged\.ndjson: line \d+: its MAC does not verify: the file was changed after its export, or not exported with this secret key; nothing was written/)
+  // without a MAC line, and with one made up
+  writeFileSync(file, records.join('\n') + '\n')
+  const none = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-superuser', '--allow-takeover'], { env })
+  t.equal(none.code, 2)
+  t.match(none.stderr, /no MAC line/)
+  writeFileSync(file, records.join('\n') + '\n' + JSON.stringify({ mac: new Keyring(OTHER).storeFileMac(records.join('\n') + '\n') }) + '\n')
+  const other = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-superuser', '--allow-takeover'], { env })
+  t.equal(other.code, 2)
+  t.match(other.stderr, /its MAC does not verify/)
+  t.same(data(), before, 'nothing written')
+  const s0 = await openSqlite(copy.path)
+  t.equal(await s0.getUserByUsername('mallory'), null, 'no superuser mallory')
+  t.equal(await s0.getPasskey('Zm9yZ2VkLXBhc3NrZXk'), null, 'no passkey planted on alice')
+  await s0.close()
+  const refusals = (await audited()).slice(eventsBefore)
+  t.same(refusals.map((e) => [e.event, e.outcome, e.reason, e.via, e.actor]), Array(3).fill(['store.import_refused', 'failure', 'invalid_store_file', 'merge', 'cli']), 'each refusal audited')
+
+  // signed with the key (an operator's file): the privileged records are listed and need their flags
+  writeFileSync(file, resign(records.join('\n')))
+  const listed = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-takeover'], { env })
+  t.equal(listed.code, 1)
+  t.match(listed.stderr, /1 privileged record not allowed, nothing was written:\n {2}line \d+: creates mallory \(0b0b0b0b-.*\) as a superuser \(--allow-superuser\)\nCheck them, then run again with --allow-superuser/)
+  const listed2 = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-superuser'], { env })
+  t.equal(listed2.code, 1)
+  t.match(listed2.stderr, /line \d+: adds passkey "Zm9yZ2VkLXBhc3NrZXk" to user .*, who is already in .*\(--allow-takeover\)/)
+  t.same(data(), before, 'nothing written without both flags')
+  const ok = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-superuser', '--allow-takeover'], { env })
+  t.equal(ok.code, 0, ok.stderr)
+  // the forged audit entry is older than the store's newest: skipped as already there, as any audit entry a merge finds older
+  t.match(ok.stdout, /: 1 user, 1 passkey; .*\nprivileged: line \d+: creates mallory .*\(--allow-superuser, allowed\)\nprivileged: line \d+: adds passkey .*\(--allow-takeover, allowed\)\n$/)
+  const events = (await audited()).slice(eventsBefore + 3)
+  const imported = events.find((e) => e.event === 'store.imported')!
+  t.match(imported, { outcome: 'success', actor: 'cli', via: 'merge', reason: file, privileged: 2, records: 2 }, `the import audited (${JSON.stringify(imported)})`)
+  t.same(events.filter((e) => e.event === 'store.import_privileged').map((e) => e.reason).sort(), ['superuser', 'takeover'], 'each privileged record audited: the superuser, the passkey of a user already there')
+
+  // a version 1 file (an earlier sidegate's: no MAC) only with --allow-unsigned
+  const empty = await sqliteDir(echo.url)
+  const v1 = original.trimEnd().split('\n').slice(0, -1).join('\n').replace('"version":2', '"version":1') + '\n'
+  writeFileSync(file, v1)
+  const unsigned = await cliIn(empty.dir, ['store', 'import', file], { env })
+  t.equal(unsigned.code, 2)
+  t.match(unsigned.stderr, /is version 1 of the format: it has no MAC.*--allow-unsigned; nothing was written/)
+  t.same(fileSnapshot(empty.path), {}, 'nothing written, nothing audited into the empty store')
+  const allowed = await cliIn(empty.dir, ['store', 'import', file, '--allow-unsigned'], { env })
+  t.equal(allowed.code, 0, allowed.stderr)
+  const s1 = await openSqlite(empty.path)
+  t.teardown(() => s1.close())
+  const last = (await s1.readAudit({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).pop()
+  t.match(last, { event: 'store.imported', via: 'empty', unsigned: true, privileged: 0 }, 'audited as unsigned')
 })
 
 t.test('backup while another process writes: a consistent copy that opens as a store', async (t) => {

@@ -11,7 +11,7 @@ import t from 'tap'
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose'
 import { post, request, startEcho, type Res } from '../fixtures/http.js'
 import { embeddedStore, startGateway } from '../fixtures/gateway.js'
-import { makeUser } from '../fixtures/creds.js'
+import { makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login, postForm, setCookies } from '../fixtures/session.js'
 import { oathtool, stepTime } from '../fixtures/oathtool.js'
 import { sleep } from '../fixtures/wait.js'
@@ -108,4 +108,56 @@ t.test('machine credentials: no factors header, no amr or acr', async (t) => {
   const d = await decide({ authorization: `Token ${bobToken}` })
   t.equal(d.status, 200)
   t.equal(d.headers['x-svc-auth-factors'], undefined, 'nor in a decision')
+})
+
+t.test('an access key carries the factors of the sign-in that made it: two_factor naming method:access_key admits it only when they were two; an operator\'s key as before', async (t) => {
+  const ag = await startGateway(db.url, {
+    upstream: { url: echo.url },
+    access: { default_policy: 'one_factor', rules: [{ paths: ['/machines/**'], subjects: ['method:access_key'], policy: 'two_factor' }] }
+  })
+  t.teardown(() => ag.close())
+  const KEYS = '/api/v1/authentication/access-keys/'
+  const dave = await makeUser(ag, 'dave')
+  const erin = await makeUser(ag, 'erin')
+  const en = (await ag.store.beginTotp(erin.id))!
+  const now = Date.now()
+  await ag.store.confirmTotp(erin.id, oathtool(en.secret, now))
+  /** An access key made on the account API by the caller `auth` names (a fresh session needs no password). */
+  const mint = async (auth: (method: string, path: string) => Record<string, string>, password?: string): Promise<{ id: string, secret: string }> => {
+    const body = JSON.stringify(password === undefined ? {} : { password })
+    const r = await request(ag.url, KEYS, { method: 'POST', body, headers: { 'content-type': 'application/json', ...auth('POST', KEYS) } })
+    t.equal(r.status, 201, r.status === 201 ? 'minted' : r.text.slice(0, 200))
+    return { id: r.json.id as string, secret: r.json.secret as string }
+  }
+  const machines = async (k: { id: string, secret: string }): Promise<number> => (await request(ag.url, '/machines/deploy', { headers: signedHeaders(k.id, k.secret, 'GET', '/machines/deploy') })).status
+  const sessionAuth = (s: { cookie: string, csrf: string }) => (method: string) => ({ cookie: s.cookie, ...(method === 'GET' ? {} : { 'x-csrftoken': s.csrf }) })
+
+  // the review's case: a password-only session (fresh: no password asked) mints a key
+  const one = await mint(sessionAuth(await login(ag.url, 'dave', 'dave-password')))
+  t.same((await ag.store.getAccessKey(one.id))?.key.factors, ['pwd'], 'the key records the sign-in\'s factors')
+  t.equal(await machines(one), 403, 'a key minted by one factor does not pass two_factor')
+  t.equal((await request(ag.url, '/other', { headers: signedHeaders(one.id, one.secret, 'GET', '/other') })).status, 200, 'it still passes one_factor')
+
+  // a session signed in with the password and a code (oathtool) mints one that passes
+  const first = await postForm(ag.url, '/login', { username: 'erin', password: 'erin-password' }, UA)
+  t.equal(first.status, 200, 'the code page')
+  const ok = await postForm(ag.url, '/login/mfa', { code: oathtool(en.secret, stepTime(now, 1)) }, { cookie: `svc_mfa=${setCookies(first).svc_mfa.value}`, ...UA })
+  t.equal(ok.status, 303, ok.text.slice(0, 200))
+  const c = setCookies(ok)
+  const two = await mint(sessionAuth({ cookie: `svc_sessionid=${c.svc_sessionid.value}; svc_csrftoken=${c.svc_csrftoken.value}`, csrf: c.svc_csrftoken.value }))
+  t.same((await ag.store.getAccessKey(two.id))?.key.factors, ['pwd', 'otp'])
+  t.equal(await machines(two), 200, 'a key minted by two factors passes')
+
+  // a key minted by a key inherits what made that one: one factor never becomes two
+  const child = await mint((m, p) => signedHeaders(one.id, one.secret, m, p), 'dave-password')
+  t.equal(await machines(child), 403, 'a key made by a one-factor key: refused')
+  const grandchild = await mint((m, p) => signedHeaders(two.id, two.secret, m, p), 'erin-password')
+  t.equal(await machines(grandchild), 200, 'a key made by a two-factor key: admitted')
+
+  // the operator's keys (CLI, admin API) are the operator's word, as documented before
+  const op = await ag.store.createAccessKey(dave.id)
+  t.equal(op.key.factors, undefined)
+  t.equal(await machines({ id: op.key.id, secret: op.secret }), 200, 'an operator\'s key passes where the rule names method:access_key')
+  // but what a user makes with it records one factor: never more than a sign-in would give
+  t.equal(await machines(await mint((m, p) => signedHeaders(op.key.id, op.secret, m, p), 'dave-password')), 403, 'a key the user made with the operator\'s key: refused')
 })

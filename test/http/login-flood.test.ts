@@ -13,7 +13,7 @@ import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { CheckGate, checkGateStats } from '../../src/auth/check-gate.js'
 import { PasswordChecker } from '../../src/auth/passwords.js'
-import { addressBucket } from '../../src/http/address.js'
+import { addressBucket, prefixBuckets } from '../../src/http/address.js'
 import { Metrics } from '../../src/observability/metrics.js'
 
 const db = embeddedStore()
@@ -61,8 +61,98 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
   t.ok(answers.every((a) => [401, 429, 503].includes(a.r.status)), 'nothing else (no 500)')
 })
 
+/**
+ * 300 concurrent wrong logins from `addr(i)`; once `refusedFirst` of them were answered (the gate
+ * has seen the whole flood and still holds its checks: its refusals are back, its checks are not),
+ * the legitimate sign-in of `who` from `ip` is sent and timed. `later`: flood answers that came
+ * after it, so that it was sent during the flood.
+ */
+async function amidFlood (g: { url: string }, addr: (i: number) => string, who: string, ip: string, refusedFirst: number): Promise<{ status: number, ms: number, flood: Res[], later: number }> {
+  let answered = 0
+  let reached!: () => void
+  const enough = new Promise<void>((resolve) => { reached = resolve })
+  const flood: Array<Promise<Res>> = []
+  for (let i = 0; i < 300; i++) {
+    flood.push(post(g.url, TOKEN, { username: `nobody-${i}-${randomBytes(4).toString('hex')}`, password: 'guess-guess' }, from(addr(i))).then((r) => {
+      if (++answered === refusedFirst) reached()
+      return r
+    }))
+  }
+  await enough
+  const t0 = performance.now()
+  const r = await post(g.url, TOKEN, { username: who, password: `${who}-password` }, from(ip))
+  const ms = performance.now() - t0
+  const before = answered
+  return { status: r.status, ms, flood: await Promise.all(flood), later: 300 - before }
+}
+
+t.test('a flood from 12 /64s of one IPv6 /56 (300 logins) leaves room: another network signs in within 1 s (auth.password_checks.ipv6_prefixes)', async (t) => {
+  const g = await startGateway(db.url, trusted)
+  t.teardown(() => g.close())
+  await makeUser(g, 'ivy')
+  // the review's flood: one client rotating 12 /64s of its /56 kept the 64-place queue full
+  // (each /64 its own address: 2 running, 8 waiting); a sign-in got 503 busy or took 8.4 s
+  // (today: 278 of the 300 refused at once, 22 checked one after the other)
+  const { status, ms, flood, later } = await amidFlood(g, (i) => `2001:db8:5:${(0xa0 + (i % 12)).toString(16)}::${i + 1}`, 'ivy', '203.0.113.9', 250)
+  t.equal(status, 201, 'the legitimate login succeeds (not 503 busy)')
+  t.ok(ms <= 1000, `within 1 s: ${Math.round(ms)} ms`)
+  t.ok(later >= 5, `during the flood: ${later} of its answers came after the sign-in's`)
+  const checked = flood.filter((r) => r.status === 401).length
+  t.ok(checked <= 2 + 16 + 20, `the /56 had at most per_prefix + per_prefix_waiting places at once: ${checked} of 300 checked`)
+  t.ok(flood.every((r) => r.status === 401 || r.status === 429), `the rest 429, none 503 (${[...new Set(flood.map((r) => r.status))].join(', ')})`)
+})
+
+t.test('a flood from 300 networks fills the queue: an address that signed in before still gets a reserved place, first (auth.password_checks.reserved)', async (t) => {
+  const g = await startGateway(db.url, trusted)
+  t.teardown(() => g.close())
+  await makeUser(g, 'jay')
+  t.equal((await post(g.url, TOKEN, { username: 'jay', password: 'jay-password' }, from('198.18.7.7'))).status, 201, 'jay signed in from here before')
+  // every request from its own /24 (and /56): the prefix bounds do not help, the queue fills up
+  // (4 running, queue - reserved = 48 waiting, the other 248 refused at once)
+  const { status, ms, flood, later } = await amidFlood(g, (i) => `10.${i >> 8}.${i & 255}.1`, 'jay', '198.18.7.7', 240)
+  t.equal(status, 201, 'the known address signs in (not 503 busy)')
+  t.ok(ms <= 1000, `within 1 s: ${Math.round(ms)} ms`)
+  t.ok(later >= 20, `during the flood: ${later} of its answers came after the sign-in's`)
+  t.ok(flood.filter((r) => r.status === 503).length >= 100, 'the flood itself found the queue full (503 busy)')
+})
+
+t.test('the gate: free places go round robin over the widest networks; a network holds at most per_prefix running and per_prefix_waiting waiting', async (t) => {
+  const gate = new CheckGate({ concurrency: 1, queue: 100, per_address: 100, per_address_waiting: 100, per_prefix: 1, per_prefix_waiting: 5 })
+  let release!: () => void
+  const order: string[] = []
+  const first = gate.run('x1', () => false, async () => await new Promise<void>((resolve) => { release = resolve }), ['n1/56', 'n1/48'])
+  const waiting: Array<Promise<void>> = []
+  for (let i = 0; i < 5; i++) waiting.push(gate.run(`x${i + 2}`, () => false, async () => { order.push(`n1-${i}`) }, ['n1/56', 'n1/48']))
+  await t.rejects(gate.run('x9', () => false, async () => {}, ['n1/56', 'n1/48']), { code: 'too_many_attempts' }, 'a sixth waiting from the network: 429')
+  await t.rejects(gate.run('x9', () => false, async () => {}, ['n1b/56', 'n1/48']), { code: 'too_many_attempts' }, 'from another /56 of the same /48 too')
+  waiting.push(gate.run('y', () => false, async () => { order.push('n2') }, ['n2/56', 'n2/48']))
+  release()
+  await first
+  await Promise.all(waiting)
+  t.same(order.slice(0, 2), ['n1-0', 'n2'], 'the other network\'s check runs second, not after the five queued before it')
+  t.equal(gate.running + gate.queued, 0)
+  // a known address (a success) is served first and not bounded by its networks
+  const known = new CheckGate({ concurrency: 1, queue: 3, per_address: 100, per_address_waiting: 100, per_prefix: 1, per_prefix_waiting: 100, reserved: 1, known_ttl: 60 })
+  known.succeeded('k')
+  let free!: () => void
+  const held = known.run('a', () => false, async () => await new Promise<void>((resolve) => { free = resolve }), ['n/24'])
+  const seq: string[] = []
+  const others = [known.run('b', () => false, async () => { seq.push('b') }, ['m/24']), known.run('c', () => false, async () => { seq.push('c') }, ['o/24'])]
+  await t.rejects(known.run('d', () => false, async () => {}, ['p/24']), { code: 'busy' }, 'the last place is reserved')
+  const k = known.run('k', () => false, async () => { seq.push('k') }, ['n/24'])
+  free()
+  await Promise.all([held, k, ...others])
+  t.same(seq, ['k', 'b', 'c'], 'the known address takes the reserved place and runs first')
+})
+
+t.test('prefixBuckets', async (t) => {
+  t.same(prefixBuckets('192.0.2.77', [24, 16], [56]), ['192.0.2.0/24', '192.0.0.0/16'])
+  t.same(prefixBuckets('2001:db8:5:a7::1', [24], [56, 48]), ['2001:db8:5:0:0:0:0:0/56', '2001:db8:5:0:0:0:0:0/48'])
+  t.same(prefixBuckets('not-an-ip', [24], [56]), [])
+})
+
 t.test('beyond the places and the queue: 503 busy with Retry-After, counted in the metrics', async (t) => {
-  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 1, per_address: 10, per_address_waiting: 10 } } })
+  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 1, per_address: 10, per_address_waiting: 10, ipv4_prefixes: [], reserved: 0 } } })
   t.teardown(() => g.close())
   const metrics = new Metrics({ processMetrics: false })
   await metrics.registry.metrics()
@@ -157,7 +247,7 @@ t.test('the gate: a waiting check whose client has gone is dropped, never run', 
 })
 
 t.test('a waiting check whose HTTP client hung up is dropped', async (t) => {
-  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 50, per_address: 50, per_address_waiting: 50 } } })
+  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 50, per_address: 50, per_address_waiting: 50, ipv4_prefixes: [], reserved: 0 } } })
   t.teardown(() => g.close())
   const u = new URL(g.url)
   const before = checkGateStats.dropped

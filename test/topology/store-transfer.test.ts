@@ -19,7 +19,7 @@ import { startEcho } from '../fixtures/http.js'
 import { SECRET } from '../fixtures/gateway.js'
 import { cliIn, snapshot, workdir } from '../fixtures/procs.js'
 import { tempDir } from '../fixtures/cleanup.js'
-import { checkCredentials, comparable, importIntoEmpty, makeOriginal, openSqlite, sqliteDir } from '../fixtures/transfer.js'
+import { checkCredentials, comparable, importIntoEmpty, makeOriginal, openSqlite, resign, sqliteDir } from '../fixtures/transfer.js'
 
 const redis = await startRedis()
 const echo = await startEcho()
@@ -78,16 +78,23 @@ t.test('refused by Redis, exit 2, no key written: another secret key, a store th
   t.match(wrongKey.stderr, /exported from a store with another secret key.*nothing was written/)
   t.same(await snapshot(redis.url, other.prefix), {}, 'another key: nothing written')
 
-  const before = await snapshot(redis.url, red.prefix)
+  // the store's keys but its audit stream (every import, refused or not, appends to it)
+  const data = async (): Promise<Record<string, string>> => Object.fromEntries(Object.entries(await snapshot(redis.url, red.prefix)).filter(([k]) => k !== `${red.prefix}audit`))
+  const before = await data()
   const full = await cliIn(red.dir, ['store', 'import', exportFile], { env })
   t.equal(full.code, 2)
   t.match(full.stderr, /already holds 2 users and 2 orgs: import into an empty store .*--merge.*nothing was written/)
-  t.same(await snapshot(redis.url, red.prefix), before, 'a store with data: nothing written')
-  const merged = await cliIn(red.dir, ['store', 'import', exportFile, '--merge'], { env })
+  t.same(await data(), before, 'a store with data: nothing written')
+  // a credential and a second factor of users already there: listed, and only with --allow-takeover
+  const unallowed = await cliIn(red.dir, ['store', 'import', exportFile, '--merge'], { env })
+  t.equal(unallowed.code, 1)
+  t.match(unallowed.stderr, /2 privileged records not allowed, nothing was written:\n {2}line \d+: adds bearer token .*\(--allow-takeover\)/)
+  t.same(await data(), before, 'privileged records not allowed: nothing written')
+  const merged = await cliIn(red.dir, ['store', 'import', exportFile, '--merge', '--allow-takeover'], { env })
   t.equal(merged.code, 0, merged.stderr)
   // what was deleted since the export comes back: here the bearer token and the recovery code the checks used (docs/cli.md says so)
   t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 25 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
-  const merged1 = await snapshot(redis.url, red.prefix)
+  const merged1 = await data()
   t.same(Object.keys(merged1).filter((k) => !(k in before)).map((k) => k.slice(red.prefix.length).split(':')[0]), ['bt'], '--merge: only the missing record written')
   // the indexes written to: the user's bearer tokens, and the set of recovery codes the used one is back in
   const kept = (k: string): boolean => !k.startsWith(`${red.prefix}user-bt:`) && !k.startsWith(`${red.prefix}user-rc:`)
@@ -98,7 +105,7 @@ t.test('refused by Redis, exit 2, no key written: another secret key, a store th
   const bad = original.split('\n')
   bad[4] = bad[4].slice(0, 20)
   const badFile = join(tempDir('sidegate-xfer-'), 'bad.ndjson')
-  writeFileSync(badFile, bad.join('\n'))
+  writeFileSync(badFile, resign(bad.join('\n')))
   const viaRedis = await cliIn(other.dir, ['store', 'import', badFile], { env })
   t.equal(viaRedis.code, 2)
   t.match(viaRedis.stderr, /line 5: not JSON/)

@@ -80,7 +80,18 @@ t.test('defaults', async (t) => {
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
       mfa: { required: 'none', pending_ttl: 600 },
       webauthn: { rp_id: '', origins: [], rp_name: 'sidegate' },
-      password_checks: { concurrency: 4, queue: 64, per_address: 2, per_address_waiting: 8 }
+      password_checks: {
+        concurrency: 4,
+        queue: 64,
+        per_address: 2,
+        per_address_waiting: 8,
+        ipv4_prefixes: [24],
+        ipv6_prefixes: [56, 48],
+        per_prefix: 2,
+        per_prefix_waiting: 16,
+        reserved: 16,
+        known_ttl: 86400
+      }
     },
     org: { unknown: 'reject' },
     access: { default_policy: 'one_factor', rules: [], case_insensitive_paths: false },

@@ -4,7 +4,7 @@
  */
 import type { Keyring } from '../../crypto.js'
 import type { StoredKey, StoredUser } from '../ports.js'
-import type { AccessKey, KeyDisabler, NewUser, User } from '../types.js'
+import type { AccessKey, Factor, KeyDisabler, NewUser, User } from '../types.js'
 
 /** A new user's record: the public fields, the password hash, and the fingerprint of an imported (Django) hash. */
 export function newUserRecord (u: NewUser, id: string, passwordHash: string | null, now: string, keys: Keyring): StoredUser {
@@ -36,12 +36,20 @@ export function publicUser (s: StoredUser): User {
   return u
 }
 
-interface Lifecycle { name?: string, date_expired?: string, allow_ips?: string[], date_enabled?: string, disabled_by?: KeyDisabler }
+interface Lifecycle { name?: string, factors?: Factor[], date_expired?: string, allow_ips?: string[], date_enabled?: string, disabled_by?: KeyDisabler }
 
-/** An access key's lifecycle fields as stored: only those that are set (name, date_expired, allow_ips, date_enabled, disabled_by). */
+const FACTORS: ReadonlySet<string> = new Set(['pwd', 'otp', 'hwk', 'swk'])
+
+/** An access key's lifecycle fields as stored: only those that are set (name, factors, date_expired, allow_ips, date_enabled, disabled_by). */
 export function lifecycle (o: Omit<Lifecycle, 'disabled_by'> & { disabled_by?: KeyDisabler | null }): Lifecycle {
   const out: Lifecycle = {}
   if (typeof o.name === 'string' && o.name !== '') out.name = o.name
+  // the factors of the owner's sign-in that made it (an operator's key has none); what is not a known factor is dropped,
+  // and a list with none left reads as the password alone: never as an operator's key
+  if (Array.isArray(o.factors)) {
+    const known = o.factors.filter((f) => FACTORS.has(f))
+    out.factors = known.length > 0 ? known : ['pwd']
+  }
   if (typeof o.date_expired === 'string') out.date_expired = o.date_expired
   if (Array.isArray(o.allow_ips) && o.allow_ips.length > 0) out.allow_ips = [...o.allow_ips]
   if (typeof o.date_enabled === 'string') out.date_enabled = o.date_enabled
