@@ -4,6 +4,8 @@
 export const MAX_ACCESS_KEYS = 10
 /** A browser session this young (since its login) may create permanent credentials without the password again. */
 export const FRESH_LOGIN_MS = 5 * 60_000
+/** Codes one pending sign-in step (the cookie after the password) takes: the next try, even a right code, finds it spent (docs/mfa.md). */
+export const MFA_PENDING_TRIES = 5
 /** Characters of an access key's name. */
 export const MAX_KEY_NAME = 128
 /** Entries of an access key's IP allow-list. */

@@ -217,7 +217,7 @@ export class PasskeyCeremonies {
     const r = response as AuthenticationResponseJSON
     const id = typeof r?.id === 'string' ? r.id : ''
     const passkey = id === '' ? null : await this.store.getPasskey(id)
-    const user = passkey === null ? null : (k === 'second' ? (passkey.user_id === o.user?.id ? o.user : null) : await this.store.getUser(passkey.user_id))
+    const user = passkey === null ? null : (k === 'second' ? (passkey.user_id === o.user?.id ? o.user : null) : (await this.store.getUserForSignIn(passkey.user_id))?.user ?? null)
     if (passkey === null || user === null || !user.is_active) throw fail(E.passkeyFailed())
     const { max_failures: max, window } = this.lockout
     const subject = `\nmfa\n${user.id}`

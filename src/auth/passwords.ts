@@ -114,7 +114,9 @@ export class PasswordChecker {
    */
   async check (username: string, password: string): Promise<User | null> {
     this.#dummy ??= hashPassword('sidegate-dummy-password')
-    const user = await this.store.getUserByUsername(username)
+    // the user as stored now, not a cached copy: one disabled a moment ago by another process is refused
+    const known = await this.store.getUserByUsername(username)
+    const user = known === null ? null : (await this.store.getUserForSignIn(known.id))?.user ?? null
     const hash = user === null ? null : await this.store.getPasswordHash(user.id)
     const legacy = hash !== null && isLegacyHash(hash)
     if (!legacy || user === null || !user.is_active) {

@@ -231,13 +231,15 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         const opened = body.enrolment === undefined ? null : store.openState(ENROLMENT, body.enrolment)
         const enrolment = opened === null ? null : JSON.parse(opened) as { u: string, s: string }
         if (enrolment === null || enrolment.u !== user.id) { sendHtml(ctx.res, 400, await page(user, s, { error: 'Start again.' })); return }
-        const codes = await store.confirmTotp(user.id, code)
-        if (codes === null) {
-          audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: 'mfa_failed' })
-          sendHtml(ctx.res, 401, await enrolPage(user, s, enrolment.s, 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.'))
+        let codes: string[]
+        try {
+          // counted toward the per-user code lockout, as every code is
+          codes = await mfa.confirm(user, code, ctx, 'account')
+        } catch (err) {
+          if (!(err instanceof GatewayError) || (err.code !== 'mfa_failed' && err.code !== 'too_many_attempts')) throw err
+          sendHtml(ctx.res, err.status, await enrolPage(user, s, enrolment.s, err.code === 'mfa_failed' ? 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.' : 'Too many wrong codes. Try again later.'), err.headers as Record<string, string> | undefined)
           return
         }
-        audit?.record({ event: 'mfa.enrolled', ctx, user, via: 'account' })
         sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
         return
       }
