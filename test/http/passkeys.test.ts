@@ -341,6 +341,46 @@ t.test('the per-user code lockout covers passkeys: over it after wrong codes, a 
   t.match({ status: after.status, code: after.json.code }, { status: 429, code: 'too_many_attempts' }, 'then even a valid assertion is refused: they counted')
 })
 
+t.test('bogus assertions naming a user\'s credential id (not a secret) do not lock the user: they count per address, and per credential id without ever refusing its owner', async (t) => {
+  const jo = await makeUser(g, 'pk-jo')
+  const key = new SoftKey()
+  await key.register(jo.id)
+  for (let i = 1; i <= 10; i++) {
+    const o = await options('/login/passkey/options')
+    const bogus = key.assert(o.challenge, i % 2 === 0 ? { origin: 'http://evil.example' } : {})
+    if (i % 2 === 1) (bogus.response as Record<string, string>).signature = b64u(randomBytes(70))
+    const r = await post(g.url, '/login/passkey', { state: o.state, response: bogus }, at)
+    t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'passkey_failed' }, `bogus assertion ${i}`)
+  }
+  const o = await options('/login/passkey/options')
+  t.equal((await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge) }, at)).status, 200, 'her own assertion still signs her in')
+
+  // one client address over auth.lockout.address_max_failures is refused; the owner elsewhere is not
+  const db2 = embeddedStore()
+  const g2 = await startGateway(db2.url, { server: { trusted_proxies: ['127.0.0.1'] }, auth: { lockout: { address_max_failures: 3 } } })
+  t.teardown(async () => { await g2.close(); await db2.stop() })
+  const origin2 = `http://localhost:${new URL(g2.url).port}`
+  const at2 = { host: `localhost:${new URL(g2.url).port}` }
+  const kim = await g2.store.createUser({ username: 'pk-kim', password: 'pk-kim-password' })
+  const kimKey = new SoftKey()
+  await kimKey.register(kim.id, 'Soft key', g2)
+  const attempt = async (ip: string, bogus: boolean): Promise<Res> => {
+    const x = (await post(g2.url, '/login/passkey/options', {}, at2)).json
+    const a = kimKey.assert(x.options.challenge, { origin: bogus ? 'http://evil.example' : origin2 })
+    return await post(g2.url, '/login/passkey', { state: x.state, response: a }, { ...at2, 'x-forwarded-for': ip })
+  }
+  for (let i = 1; i <= 3; i++) t.equal((await attempt('192.0.2.7', true)).status, 401, `bogus ${i} from 192.0.2.7`)
+  t.equal((await attempt('192.0.2.7', true)).json.code, 'too_many_attempts', 'the 4th from that address: 429')
+  t.equal((await attempt('192.0.2.7', false)).status, 429, 'that address is refused whatever it sends')
+  t.equal((await attempt('192.0.2.8', false)).status, 200, 'the owner from another address signs in')
+
+  // many addresses naming one credential: past PASSKEY_CREDENTIAL_FAILURES (100) the refusals are 429, the owner's assertion still passes
+  let last: Res | undefined
+  for (let i = 0; i < 101; i++) last = await attempt(`198.51.100.${Math.floor(i / 3) + 1}`, true)
+  t.equal(last?.json.code, 'too_many_attempts', 'the 101st bogus assertion for that credential (from a fresh address): 429')
+  t.equal((await attempt('203.0.113.9', false)).status, 200, 'its owner is never refused for it')
+})
+
 t.test('a passkey sign-in reads the user from the store: disabled by another process (the CLI) a moment ago is refused at once', async (t) => {
   const lou = await makeUser(g, 'pk-lou')
   const key = new SoftKey()
