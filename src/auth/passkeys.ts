@@ -231,13 +231,14 @@ export class PasskeyCeremonies {
       const a = await this.store.countLoginAttempt(addressSubject, window, addrMax)
       if (a.count > addrMax) throw fail(E.tooManyAttempts(a.retryAfter))
     }
+    const passkey = id === '' ? null : await this.store.getPasskey(id)
     /** A refusal before the signature verified: the address's count stays; the credential id's own count decides 401 or 429 (never the owner's valid assertion, checked first). */
     const unsigned = async (err: GatewayError, user?: User): Promise<GatewayError> => {
-      if (id === '' || id.length > 1400) return fail(err, user)
+      // only a passkey the store holds is counted: random ids leave no counters behind
+      if (passkey === null) return fail(err, user)
       const c = await this.store.countLoginAttempt(`\npasskey credential\n${id}`, window, PASSKEY_CREDENTIAL_FAILURES)
       return fail(c.count > PASSKEY_CREDENTIAL_FAILURES ? E.tooManyAttempts(c.retryAfter) : err, user)
     }
-    const passkey = id === '' ? null : await this.store.getPasskey(id)
     // the user as stored now (not a cached copy): one disabled a moment ago cannot sign in
     const user = passkey === null ? null : (k === 'second' ? (passkey.user_id === o.user?.id ? o.user : null) : (await this.store.getUserForSignIn(passkey.user_id))?.user ?? null)
     if (passkey === null || user === null || !user.is_active) throw await unsigned(E.passkeyFailed())
