@@ -104,7 +104,8 @@ export class SecondFactor {
    */
   async user (p: Pending): Promise<User | null> {
     const r = await this.store.getUserForSignIn(p.u)
-    if (r === null || !r.user.is_active || r.sessionsEnded >= (p.t ?? 0)) return null
+    // a step sealed without its time (an older gateway's) is void once the sessions were ever ended
+    if (r === null || !r.user.is_active || r.sessionsEnded >= (p.t ?? 1)) return null
     return r.user
   }
 
