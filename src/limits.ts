@@ -4,6 +4,14 @@
 export const MAX_ACCESS_KEYS = 10
 /** A browser session this young (since its login) may create permanent credentials without the password again. */
 export const FRESH_LOGIN_MS = 5 * 60_000
+/** Codes one pending sign-in step (the cookie after the password) takes: the next try, even a right code, finds it spent (docs/mfa.md). */
+export const MFA_PENDING_TRIES = 5
+/**
+ * Passkey assertions refused before their signature verified, per credential id within
+ * auth.lockout.window: beyond it they are 429 too_many_attempts (a valid one still passes: the
+ * signature is checked first).
+ */
+export const PASSKEY_CREDENTIAL_FAILURES = 100
 /** Characters of an access key's name. */
 export const MAX_KEY_NAME = 128
 /** Entries of an access key's IP allow-list. */

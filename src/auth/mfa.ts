@@ -10,11 +10,14 @@
  * client (address and User-Agent) it was given to. It grants nothing by
  * itself: only the step it leads to (the code, then the token or session)
  * reads it, and the token or session it ends in uses its id up (a replay
- * mark, on every replica).
+ * mark, on every replica). It is void once the user's sessions were ended
+ * after it was given (a password change, disabling, `session revoke`), and
+ * spent by PENDING_TRIES wrong codes (sign in again with the password).
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { E } from '../errors.js'
+import { MFA_PENDING_TRIES } from '../limits.js'
 import type { AuditContext, Auditor } from '../observability/audit.js'
 import type { Factor, Store, TotpEnrolment, User } from '../store/types.js'
 import type { LockoutOptions } from './passwords.js'
@@ -49,9 +52,13 @@ export interface Pending {
   w: 'code' | 'enrol'
   /** an enrolment's new secret (base32), to show again after a wrong first code */
   s?: string
+  /** when it was given, epoch ms */
+  t?: number
 }
 
 const PURPOSE = 'mfa pending'
+/** Wrong codes one pending step takes: the next try (even a right code) finds it spent, and the password is asked again. */
+export const PENDING_TRIES = MFA_PENDING_TRIES
 
 export class SecondFactor {
   constructor (
@@ -72,7 +79,8 @@ export class SecondFactor {
 
   /** The sealed pending state for this client. */
   pending (user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string): string {
-    const p: Pending = { u: user.id, amr, n: randomBytes(12).toString('base64url'), e: Date.now() + this.opts.pending_ttl * 1000, c: clientOf(req, ctx), w }
+    const now = Date.now()
+    const p: Pending = { u: user.id, amr, n: randomBytes(12).toString('base64url'), e: now + this.opts.pending_ttl * 1000, c: clientOf(req, ctx), w, t: now }
     if (secret !== undefined) p.s = secret
     return this.store.sealState(PURPOSE, JSON.stringify(p))
   }
@@ -86,6 +94,32 @@ export class SecondFactor {
     const p = JSON.parse(plain) as Pending
     if (p.e <= Date.now() || p.c !== clientOf(req, ctx)) return null
     return p
+  }
+
+  /**
+   * The pending step's user, read from the store itself (never a cache: a
+   * user disabled a moment ago by another process counts): null when gone,
+   * disabled, or their sessions were ended (a password change, disabling,
+   * `session revoke`) since the step was given.
+   */
+  async user (p: Pending): Promise<User | null> {
+    const r = await this.store.getUserForSignIn(p.u)
+    // a step sealed without its time (an older gateway's) is void once the sessions were ever ended
+    if (r === null || !r.user.is_active || r.sessionsEnded >= (p.t ?? 1)) return null
+    return r.user
+  }
+
+  /**
+   * Counts one code given with this pending step (before it is checked):
+   * false once PENDING_TRIES were counted, and the step is then used up (the
+   * password again). Besides the per-user lockout: a step is never worth more
+   * than PENDING_TRIES guesses, whatever auth.lockout says.
+   */
+  async tries (p: Pending): Promise<boolean> {
+    const a = await this.store.countLoginAttempt(`\nmfa pending\n${p.n}`, this.opts.pending_ttl + 60, PENDING_TRIES + 1)
+    if (a.count <= PENDING_TRIES) return true
+    await this.consume(p)
+    return false
   }
 
   /** Uses the pending state up: true once, on any replica. */
@@ -104,6 +138,24 @@ export class SecondFactor {
    * mfa_failed (the tries left in the detail, as JumpServer says them).
    */
   async check (user: User, code: string, ctx: AuditContext, via: string): Promise<'otp' | 'recovery'> {
+    const got = await this.#counted(user, ctx, via, async () => code.length > 64 ? null : await this.store.verifySecondFactor(user.id, code))
+    this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: got, via })
+    return got
+  }
+
+  /**
+   * Confirms the user's pending TOTP enrolment (theirs, or one an operator
+   * began) with its first code: the ten recovery codes. Counted as check
+   * counts, toward the same per-user lockout; audited as mfa.enrolled.
+   */
+  async confirm (user: User, code: string, ctx: AuditContext, via: string): Promise<string[]> {
+    const codes = await this.#counted(user, ctx, via, async () => code.length > 64 ? null : await this.store.confirmTotp(user.id, code))
+    this.audit?.record({ event: 'mfa.enrolled', ctx, user, via })
+    return codes
+  }
+
+  /** The per-user code lockout around one try: counted before it, reset by a success; mfa_failed or too_many_attempts otherwise. */
+  async #counted<T> (user: User, ctx: AuditContext, via: string, attempt: () => Promise<T | null>): Promise<T> {
     const { max_failures: max, window } = this.lockout
     const subject = `\nmfa\n${user.id}`
     let count = 0
@@ -115,7 +167,7 @@ export class SecondFactor {
         throw E.tooManyAttempts(a.retryAfter)
       }
     }
-    const got = code.length > 64 ? null : await this.store.verifySecondFactor(user.id, code)
+    const got = await attempt()
     if (got === null) {
       this.audit?.record({ event: 'mfa.failed', ctx, user, via, reason: 'mfa_failed' })
       const minutes = Math.max(1, Math.round(window / 60))
@@ -124,7 +176,6 @@ export class SecondFactor {
         : 'One-time password invalid')
     }
     if (max > 0) await this.store.resetLoginFailures(subject)
-    this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: got, via })
     return got
   }
 }

@@ -30,6 +30,8 @@ import type { AuditContext, Auditor } from '../observability/audit.js'
 import type { PasskeyInfo, Store, StoredPasskey, User } from '../store/types.js'
 import type { Amr } from './mfa.js'
 import type { LockoutOptions } from './passwords.js'
+import { addressBucket } from '../http/address.js'
+import { PASSKEY_CREDENTIAL_FAILURES } from '../limits.js'
 
 /** seconds a ceremony's challenge may be answered in (the browser's own timeout is a little shorter) */
 export const CHALLENGE_TTL = 300
@@ -196,8 +198,13 @@ export class PasskeyCeremonies {
    * Checks the browser's answer to authenticationOptions: the challenge, the
    * passkey (known; the user's, for `second`; its user active), the
    * signature with user verification, the user handle, the origin and RP id,
-   * then the counter (atomically). Wrong answers count toward the per-user
-   * code lockout (once the passkey names a user); audited: mfa.succeeded /
+   * then the counter (atomically). A refusal before the signature verified
+   * counts per client address (auth.lockout.address_max_failures) and per
+   * credential id (PASSKEY_CREDENTIAL_FAILURES: beyond it such refusals are
+   * 429, a valid assertion still passes); one after it (no user
+   * verification, another user handle, a cloned counter) counts toward the
+   * per-user code lockout, which refuses even a valid assertion with 429
+   * when over; audited: mfa.succeeded /
    * mfa.failed (second), login.succeeded / login.failed (signin), and
    * passkey.cloned.
    */
@@ -216,15 +223,25 @@ export class PasskeyCeremonies {
     }
     const r = response as AuthenticationResponseJSON
     const id = typeof r?.id === 'string' ? r.id : ''
-    const passkey = id === '' ? null : await this.store.getPasskey(id)
-    const user = passkey === null ? null : (k === 'second' ? (passkey.user_id === o.user?.id ? o.user : null) : await this.store.getUser(passkey.user_id))
-    if (passkey === null || user === null || !user.is_active) throw fail(E.passkeyFailed())
     const { max_failures: max, window } = this.lockout
-    const subject = `\nmfa\n${user.id}`
-    if (max > 0) {
-      const a = await this.store.countLoginAttempt(subject, window, max)
-      if (a.count > max) throw fail(E.tooManyAttempts(a.retryAfter), user)
+    // before the signature nothing names a user for sure (a credential id is no secret): what fails there counts per client address
+    const addrMax = this.lockout.address_max_failures ?? 0
+    const addressSubject = `\npasskey address\n${addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)}`
+    if (addrMax > 0) {
+      const a = await this.store.countLoginAttempt(addressSubject, window, addrMax)
+      if (a.count > addrMax) throw fail(E.tooManyAttempts(a.retryAfter))
     }
+    const passkey = id === '' ? null : await this.store.getPasskey(id)
+    /** A refusal before the signature verified: the address's count stays; the credential id's own count decides 401 or 429 (never the owner's valid assertion, checked first). */
+    const unsigned = async (err: GatewayError, user?: User): Promise<GatewayError> => {
+      // only a passkey the store holds is counted: random ids leave no counters behind
+      if (passkey === null) return fail(err, user)
+      const c = await this.store.countLoginAttempt(`\npasskey credential\n${id}`, window, PASSKEY_CREDENTIAL_FAILURES)
+      return fail(c.count > PASSKEY_CREDENTIAL_FAILURES ? E.tooManyAttempts(c.retryAfter) : err, user)
+    }
+    // the user as stored now (not a cached copy): one disabled a moment ago cannot sign in
+    const user = passkey === null ? null : (k === 'second' ? (passkey.user_id === o.user?.id ? o.user : null) : (await this.store.getUserForSignIn(passkey.user_id))?.user ?? null)
+    if (passkey === null || user === null || !user.is_active) throw await unsigned(E.passkeyFailed())
     const rp = this.#rp(req, https)
     let v
     try {
@@ -235,18 +252,29 @@ export class PasskeyCeremonies {
         expectedRPID: rp.id,
         // the counter is the store's to check, atomically (usePasskey below)
         credential: { id: passkey.id, publicKey: Buffer.from(passkey.public_key, 'base64url'), counter: 0, transports: passkey.transports as AuthenticatorTransportFuture[] },
-        requireUserVerification: true
+        // user verification is required, and checked below: once the signature verified, its absence counts per user
+        requireUserVerification: false
       })
     } catch (err) {
-      throw fail(E.passkeyFailed(`The passkey was not accepted: ${describe(err)}`), user)
+      // the library throws for what it checks before the signature (challenge, origin, RP id, user presence, the form)
+      throw await unsigned(E.passkeyFailed(`The passkey was not accepted: ${describe(err)}`), user)
+    }
+    if (!v.verified) throw await unsigned(E.passkeyFailed(), user)
+    // the signature verified: the passkey's holder answered, so from here on it counts per user (the code lockout)
+    const subject = `\nmfa\n${user.id}`
+    if (max > 0) {
+      const a = await this.store.countLoginAttempt(subject, window, max)
+      if (a.count > max) throw fail(E.tooManyAttempts(a.retryAfter), user)
     }
     const handle = r.response?.userHandle
-    if (!v.verified || !v.authenticationInfo.userVerified || (handle !== undefined && handle !== passkey.user_handle)) throw fail(E.passkeyFailed(), user)
+    if (!v.authenticationInfo.userVerified) throw fail(E.passkeyFailed('The passkey was not accepted: user verification required, but user could not be verified'), user)
+    if (handle !== undefined && handle !== passkey.user_handle) throw fail(E.passkeyFailed(), user)
     if (!(await this.store.usePasskey(passkey.id, v.authenticationInfo.newCounter))) {
       this.audit?.record({ event: 'passkey.cloned', ctx, user, keyId: passkey.id, via })
       throw fail(E.passkeyCloned(), user)
     }
     if (max > 0) await this.store.resetLoginFailures(subject)
+    if (addrMax > 0) await this.store.forgiveLoginAttempt(addressSubject)
     if (k === 'second') this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: 'passkey', via })
     else this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'passkey', via })
     return { user, passkey }

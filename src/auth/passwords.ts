@@ -30,6 +30,8 @@ export type PasswordUse = 'login' | 'token' | 'confirm'
 /** The request a password came with: its client address counts; a check still waiting when its client has gone is dropped. */
 export type PasswordContext = AuditContext & { req?: IncomingMessage }
 
+/** An id no user has (users' ids are UUIDs): an unknown username's read. */
+const NO_USER = '-'
 const UNBOUNDED: CheckGateOptions = { concurrency: 1_000_000, queue: 0, per_address: 1_000_000, per_address_waiting: 0 }
 
 export class PasswordChecker {
@@ -127,7 +129,10 @@ export class PasswordChecker {
    */
   async check (username: string, password: string): Promise<User | null> {
     this.#dummy ??= hashPassword('sidegate-dummy-password')
-    const user = await this.store.getUserByUsername(username)
+    // the user as stored now, not a cached copy: one disabled a moment ago by another process is refused
+    const known = await this.store.getUserByUsername(username)
+    // an unknown username reads the store as often (a record no user has): the time does not tell them apart
+    const user = (await this.store.getUserForSignIn(known?.id ?? NO_USER))?.user ?? null
     const hash = user === null ? null : await this.store.getPasswordHash(user.id)
     const legacy = hash !== null && isLegacyHash(hash)
     if (!legacy || user === null || !user.is_active) {

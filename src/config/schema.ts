@@ -120,7 +120,7 @@ export const Schema = T.Object({
     lockout: live(section({
       max_failures: int(0, 1000, 7, '0 turns the lockout off'),
       window: int(1, 7 * 86400, 1800, 'seconds'),
-      address_max_failures: int(0, 1_000_000, 100, 'failed passwords from one client address, whatever the usernames, within\n`window` before every password from it is 429 too_many_attempts for a full\nwindow. Counted before any hashing (a success gives its count back). 0: off'),
+      address_max_failures: int(0, 1_000_000, 100, 'failed passwords from one client address, whatever the usernames, within\n`window` before every password from it is 429 too_many_attempts for a full\nwindow. Counted before any hashing (a success gives its count back). The same\nbound, counted apart, holds passkey assertions refused before their signature\nverified (docs/mfa.md). 0: off'),
       ipv6_prefix: int(1, 128, 64, 'IPv6 clients are counted by this network prefix (one host usually holds a\nwhole /64); IPv4 clients by their address')
     }, 'After max_failures wrong passwords for one username from one client address\nwithin `window` seconds, /login and the token endpoint answer 429 too_many_attempts\n(with Retry-After) for that pair until a full window has passed, even for the\nright password. A success resets the count. Counted in the store, so across replicas.')),
     mfa: section({

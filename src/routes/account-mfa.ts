@@ -5,8 +5,12 @@
  * codes (with a current code); passkeys: register one (the page's only
  * script, static/passkeys.js, runs the browser's ceremony against the two
  * JSON routes below), list, rename and remove them (forms). Form posts carry the session's CSRF token in
- * `csrfmiddlewaretoken`, as the logout form does. Removing a factor is an
- * operator's (`sidegate mfa reset`): a stolen session cannot turn it off.
+ * `csrfmiddlewaretoken`, as the logout form does. Every change to the
+ * account's factors (adding a passkey, setting up an authenticator app,
+ * removing a passkey) needs the same re-proof (reprove below): a sign-in less
+ * than FRESH_LOGIN_MS ago, else the password; removing the last second factor
+ * needs a sign-in with a second factor less than FRESH_LOGIN_MS ago. Turning
+ * the authenticator app off is an operator's (`sidegate mfa reset`).
  */
 import type { IncomingMessage } from 'node:http'
 import { Type as T } from '@sinclair/typebox'
@@ -20,7 +24,7 @@ import type { PasswordChecker } from '../auth/passwords.js'
 import { E, GatewayError } from '../errors.js'
 import { parseCookies } from '../http/cookies.js'
 import type { Auditor } from '../observability/audit.js'
-import type { Session, Store, User } from '../store/types.js'
+import { isTwoFactor, type Session, type Store, type User } from '../store/types.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { Html, redirect, sendHtml, Template } from './html.js'
 import { sendJson } from '../respond.js'
@@ -44,7 +48,8 @@ const FORM = {
     code: T.Optional(T.String({ maxLength: 64 })),
     credential: T.Optional(T.String({ maxLength: 1400, description: 'passkey-rename, passkey-remove: the passkey\'s credential id (base64url).' })),
     name: T.Optional(T.String({ maxLength: 256, description: 'passkey-rename: the new name (64 characters kept).' })),
-    enrolment: T.Optional(T.String({ maxLength: 4096, description: 'The enrolment being confirmed, sealed (from the page).' }))
+    enrolment: T.Optional(T.String({ maxLength: 4096, description: 'The enrolment being confirmed, sealed (from the page).' })),
+    password: T.Optional(T.String({ maxLength: 1024, format: 'password', description: `begin, passkey-remove: the user's password, required unless the session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago.` }))
   }),
   types: [FORM_TYPE],
   required: true
@@ -188,6 +193,40 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     return { user, s }
   }
 
+  /**
+   * The one re-proof before a change to the account's factors (adding a
+   * passkey, setting up an authenticator app, removing a passkey): a session
+   * signed in less than FRESH_LOGIN_MS ago, else the password (checked by the
+   * login's lockout and audited by it, `via` confirm). password_required,
+   * password_incorrect or too_many_attempts otherwise.
+   */
+  const reprove = async (ctx: RequestContext, user: User, s: Session, password: string | undefined): Promise<void> => {
+    const given = password ?? ''
+    if (Date.now() - s.created < FRESH_LOGIN_MS && given === '') return
+    if (given === '') throw E.passwordRequired()
+    try {
+      await passwords.login(user.username, given, ctx, 'confirm')
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
+      throw err
+    }
+  }
+  /** reprove for the page's forms: the refusal shown in the page (audited as mfa.failed), false; true when proven. */
+  const reprovePage = async (ctx: RequestContext, user: User, s: Session, password: string | undefined): Promise<boolean> => {
+    try {
+      await reprove(ctx, user, s, password)
+      return true
+    } catch (err) {
+      if (!(err instanceof GatewayError) || !['password_required', 'password_incorrect', 'too_many_attempts'].includes(err.code)) throw err
+      audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: err.code })
+      const error = err.code === 'password_required'
+        ? `Enter your password: you signed in more than ${FRESH_LOGIN_MS / 60_000} minutes ago.`
+        : err.code === 'password_incorrect' ? 'The password is incorrect.' : 'Too many failed sign-in attempts. Try again later.'
+      sendHtml(ctx.res, err.status, await page(user, s, { error }), err.headers as Record<string, string> | undefined)
+      return false
+    }
+  }
+
   const postPage = route({
     method: 'POST',
     path: ACCOUNT_MFA_PATH,
@@ -198,10 +237,11 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       tags: ['Browser'],
       operationId: 'accountMfa',
       summary: 'The second-factor page\'s forms: begin, confirm with a first code, new recovery codes',
-      description: '`action=begin` shows a new secret (QR code, key, otpauth:// URI); `action=confirm` with `code` and the page\'s `enrolment` turns it on and shows ten recovery codes once; `action=recovery` with a current `code` replaces the recovery codes. Needs the browser session and its CSRF token in `csrfmiddlewaretoken`.',
+      description: '`action=begin` shows a new secret (QR code, key, otpauth:// URI); `action=confirm` with `code` and the page\'s `enrolment` turns it on and shows ten recovery codes once; `action=recovery` with a current `code` replaces the recovery codes; `action=passkey-rename` and `action=passkey-remove` with `credential`. Needs the browser session and its CSRF token in `csrfmiddlewaretoken`. ' +
+        `\`begin\` and \`passkey-remove\` also need \`password\` unless the session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago (as adding a passkey does); removing the last second factor needs a session signed in with a second factor less than ${FRESH_LOGIN_MS / 60_000} minutes ago. See docs/mfa.md.`,
       security: 'session',
       responses: { 200: html('The page, with the new secret, the recovery codes or an error.') },
-      errors: { ...BODY_ERRORS, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+      errors: { ...BODY_ERRORS, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: { description: 'No or a wrong CSRF token; or (the page, with its error) the password needed or wrong, or the last second factor removed without a sign-in with it just now.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] }, 429: 'TooManyAttempts', 503: 'Unavailable' }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {
@@ -216,12 +256,24 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
           sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
           return
         }
+        const f = await store.mfaFactors(user.id)
+        if (!f.passkeys.some((p) => p.id === id)) { sendHtml(ctx.res, 400, await page(user, s, { error: 'No such passkey.' })); return }
+        // a passkey signs in alone: a stolen session must not turn a passkey-only user into a password-only one
+        if (!(await reprovePage(ctx, user, s, body.password))) return
+        // the last second factor: only a sign-in with a second factor just now (the password alone is what a second factor is for)
+        if (f.totp?.confirmed !== true && f.passkeys.length === 1 && !(Date.now() - s.created < FRESH_LOGIN_MS && isTwoFactor(s.factors))) {
+          audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: 'last_factor' })
+          sendHtml(ctx.res, 403, await page(user, s, { error: `This is your last second factor: to remove it, sign out, sign in with it, and remove it within ${FRESH_LOGIN_MS / 60_000} minutes.` }))
+          return
+        }
         const ok = await store.removePasskey(user.id, id)
         if (ok) audit?.record({ event: 'passkey.removed', ctx, user, keyId: id, via: 'account' })
         sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
         return
       }
       if (body.action === 'begin') {
+        // the same re-proof as adding a passkey: a stolen session must not add a factor of its own
+        if (!(await reprovePage(ctx, user, s, body.password))) return
         const e = await store.beginTotp(user.id)
         if (e === null) { sendHtml(ctx.res, 200, await page(user, s, { error: 'A second factor is already on.' })); return }
         sendHtml(ctx.res, 200, await enrolPage(user, s, e.secret))
@@ -231,13 +283,15 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         const opened = body.enrolment === undefined ? null : store.openState(ENROLMENT, body.enrolment)
         const enrolment = opened === null ? null : JSON.parse(opened) as { u: string, s: string }
         if (enrolment === null || enrolment.u !== user.id) { sendHtml(ctx.res, 400, await page(user, s, { error: 'Start again.' })); return }
-        const codes = await store.confirmTotp(user.id, code)
-        if (codes === null) {
-          audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: 'mfa_failed' })
-          sendHtml(ctx.res, 401, await enrolPage(user, s, enrolment.s, 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.'))
+        let codes: string[]
+        try {
+          // counted toward the per-user code lockout, as every code is
+          codes = await mfa.confirm(user, code, ctx, 'account')
+        } catch (err) {
+          if (!(err instanceof GatewayError) || (err.code !== 'mfa_failed' && err.code !== 'too_many_attempts')) throw err
+          sendHtml(ctx.res, err.status, await enrolPage(user, s, enrolment.s, err.code === 'mfa_failed' ? 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.' : 'Too many wrong codes. Try again later.'), err.headers as Record<string, string> | undefined)
           return
         }
-        audit?.record({ event: 'mfa.enrolled', ctx, user, via: 'account' })
         sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
         return
       }
@@ -282,15 +336,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     async handler (ctx, { body }) {
       const { user, s } = await fromHeader(ctx)
       // a passkey signs in alone: a session older than a fresh sign-in confirms with the password, as for access keys
-      if (Date.now() - s.created >= FRESH_LOGIN_MS || (body.password ?? '') !== '') {
-        if ((body.password ?? '') === '') throw E.passwordRequired()
-        try {
-          await passwords.login(user.username, body.password!, ctx, 'confirm')
-        } catch (err) {
-          if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
-          throw err
-        }
-      }
+      await reprove(ctx, user, s, body.password)
       sendJson(ctx.res, 200, await passkeys.registrationOptions(user, ctx.req, ctx.https))
     }
   })

@@ -58,14 +58,15 @@ export interface PasskeyLoginDeps {
 }
 
 export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
-  const { config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext } = d
+  const { config, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext } = d
   const names = config.names
   const LOGIN_PATH = '/login'
   /** The pending password step of this browser (a code or passkey awaited), with its active user; else mfa_pending_missing. */
   const pendingOf = async (ctx: RequestContext): Promise<{ p: Pending, user: User }> => {
     const p = mfa.open(ctx.req, names.mfaCookie, ctx)
-    const user = p === null || p.w !== 'code' || p.amr.length !== 1 ? null : await store.getUser(p.u)
-    if (p === null || user === null || !user.is_active) throw E.mfaPendingMissing()
+    // read uncached: void once the user was disabled, or their password changed or sessions ended, since the password step
+    const user = p === null || p.w !== 'code' || p.amr.length !== 1 ? null : await mfa.user(p)
+    if (p === null || user === null) throw E.mfaPendingMissing()
     return { p, user }
   }
   const PASSKEY_ERRORS: Record<number, ErrorAnswer> = { 400: { description: 'No, an expired, a used or another ceremony\'s `state`; or a body that is not JSON.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }

@@ -21,7 +21,7 @@ import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { sendJson } from '../respond.js'
 import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
-import type { SecondFactor } from '../auth/mfa.js'
+import { PENDING_TRIES, type SecondFactor } from '../auth/mfa.js'
 import type { PasskeyCeremonies } from '../auth/passkeys.js'
 import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
 import { redirect, sendHtml } from './html.js'
@@ -340,7 +340,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       description: `After POST ${LOGIN_PATH} answered with the code page (a form post) or \`mfa_required\` (JSON), with the \`${names.mfaCookie}\` cookie (valid ${mfa.ttl} s, for the client address and User-Agent it was given to): ` +
         'the 6-digit one-time password or a recovery code starts the session (the cookies as POST /login sets them). ' +
         'A user sent to enrol (auth.mfa.required) confirms their new factor with its first code here, and sees their ten recovery codes once. ' +
-        'A form post gets the page again with an error; a JSON post the catalogue\'s error. Wrong codes count toward the per-user code lockout. See docs/mfa.md.',
+        'A form post gets the page again with an error; a JSON post the catalogue\'s error. Wrong codes (an enrolment\'s first code too) count toward the per-user code lockout, and the pending step is spent after ' + `${PENDING_TRIES} codes (the password again). See docs/mfa.md.`,
       responses: {
         200: { description: 'JSON: signed in; or a form post that enrolled: the recovery codes page (the session cookies set).', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: { 'application/json': { schema: schemaRef('LoginResult') }, 'text/html': { schema: { type: 'string' } } } },
         303: { description: 'Form post: signed in, to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
@@ -353,12 +353,13 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const json = isJson(ctx.req)
       const next = safeNext(fields.next)
       const p = mfa.open(ctx.req, names.mfaCookie, ctx)
-      const user = p === null || p.amr.includes('otp') ? null : await store.getUser(p.u)
-      if (p === null || user === null || !user.is_active) {
+      // read uncached: a user disabled, or whose password changed, since the password step cannot finish it
+      const user = p === null || p.amr.includes('otp') ? null : await mfa.user(p)
+      const expired = (error = 'Your sign-in expired. Sign in again.'): void => {
         if (json) throw E.mfaPendingMissing()
-        sendHtml(ctx.res, 401, loginPage({ next, error: 'Your sign-in expired. Sign in again.' }), { 'set-cookie': mfaCookie(ctx, '', 0) })
-        return
+        sendHtml(ctx.res, 401, loginPage({ next, error }), { 'set-cookie': mfaCookie(ctx, '', 0) })
       }
+      if (p === null || user === null) { expired(); return }
       const code = typeof fields.code === 'string' ? fields.code.trim() : ''
       const state = p.w === 'enrol' ? 'none' : await store.secondFactorState(user.id)
       const withPasskey = state === 'passkey' || (state === 'enrolled' && (await store.listPasskeys(user.id)).length > 0)
@@ -369,32 +370,21 @@ export function loginRoutes (d: LoginDeps): Route[] {
         again(400, 'Enter the code.')
         return
       }
+      // a pending step is worth PENDING_TRIES codes, an enrolment's first code included
+      if (!(await mfa.tries(p))) { expired('Too many wrong codes. Sign in again.'); return }
       let recovery: string[] | null = null
-      if (p.w === 'enrol') {
-        recovery = await store.confirmTotp(user.id, code)
-        if (recovery === null) {
-          audit?.record({ event: 'mfa.failed', ctx, user, via: 'login', reason: 'mfa_failed' })
-          if (json) throw E.mfaFailed('One-time password invalid')
-          again(401, 'That code is not right. Check the time on your device and try the next code.')
-          return
-        }
-        audit?.record({ event: 'mfa.enrolled', ctx, user, via: 'login' })
-      } else {
-        try {
-          await mfa.check(user, code, ctx, 'login')
-        } catch (err) {
-          if (json || !(err instanceof GatewayError)) throw err
-          if (err.code === 'too_many_attempts') again(429, 'Too many wrong codes. Try again later.', err.headers as Record<string, string>)
-          else if (err.code === 'mfa_failed') again(401, 'That code is not right.')
-          else throw err
-          return
-        }
-      }
-      if (!(await mfa.consume(p))) {
-        if (json) throw E.mfaPendingMissing()
-        sendHtml(ctx.res, 401, loginPage({ next, error: 'Your sign-in expired. Sign in again.' }), { 'set-cookie': mfaCookie(ctx, '', 0) })
+      try {
+        // an enrolment's first code (the user's, or one an operator began) counts toward the same per-user lockout as any code
+        if (p.w === 'enrol') recovery = await mfa.confirm(user, code, ctx, 'login')
+        else await mfa.check(user, code, ctx, 'login')
+      } catch (err) {
+        if (json || !(err instanceof GatewayError)) throw err
+        if (err.code === 'too_many_attempts') again(429, 'Too many wrong codes. Try again later.', err.headers as Record<string, string>)
+        else if (err.code === 'mfa_failed') again(401, p.w === 'enrol' ? 'That code is not right. Check the time on your device and try the next code.' : 'That code is not right.')
+        else throw err
         return
       }
+      if (!(await mfa.consume(p))) { expired(); return }
       // the password step's factors and the code just given (an enrolment's first code, a code or a recovery code: `otp`)
       const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })

@@ -135,8 +135,10 @@ function challengeRoute (opts: TokenRouteOptions): Route {
     preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite(); return undefined },
     async handler (ctx, { body: { code } }) {
       const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
-      const user = p === null || p.w !== 'code' || p.amr.includes('otp') ? null : await opts.store.getUser(p.u)
-      if (p === null || user === null || !user.is_active) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
+      const user = p === null || p.w !== 'code' || p.amr.includes('otp') ? null : await opts.mfa.user(p)
+      if (p === null || user === null) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
+      // a pending step is worth PENDING_TRIES codes (then the password again)
+      if (!(await opts.mfa.tries(p))) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
       if (!(await checkCode(opts, ctx, user, code, 'challenge'))) return
       // the old state is used up: only the new one (both steps) leads to a token
       if (!(await opts.mfa.consume(p))) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
@@ -238,7 +240,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
         const code = c1 ?? c2
         factors = PASSWORD_AND_CODE
-        if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.consume(p))) {
+        if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.user(p)) !== null && (await opts.mfa.consume(p))) {
           // the challenge was passed for this user: the token, and the cookie is spent
         } else if (code !== undefined && code !== '') {
           if (!(await checkCode(opts, ctx, user, code, 'token'))) return

@@ -19,10 +19,12 @@ export interface StoredUser extends User {
   password_hash: string | null
   /** a keyed hash of the legacy hash the last import set (Store.isImportedPasswordHash) */
   password_imported?: string
+  /** when the user's sessions were last ended (a password change, disabling, `session revoke`), epoch ms: a pending sign-in step older than it is void (Store.getUserForSignIn) */
+  sessions_ended?: number
 }
 
 /** The user fields a single-field update may write. */
-export type UserField = 'is_active' | 'password_hash' | 'password_imported' | 'last_login' | 'name' | 'email' | 'is_superuser' | 'rate_limit'
+export type UserField = 'is_active' | 'password_hash' | 'password_imported' | 'sessions_ended' | 'last_login' | 'name' | 'email' | 'is_superuser' | 'rate_limit'
 
 /** An access key as stored: its secret sealed with the Keyring (additional data `ak:<id>`); its last use is kept apart. */
 export interface StoredKey extends Omit<AccessKey, 'date_last_used' | 'unreadable'> {

@@ -39,6 +39,13 @@ export interface User {
   rate_limit?: RateLimitPolicy | null
 }
 
+/** A user as the sign-in paths read it (Store.getUserForSignIn). */
+export interface SignInUser {
+  user: User
+  /** when the user's sessions were last ended (a password change, disabling, `session revoke`), epoch ms; 0: never */
+  sessionsEnded: number
+}
+
 /** `limit` requests per `window` seconds (src/auth/rate-limit.ts). */
 export interface RateLimitPolicy {
   limit: number
@@ -161,6 +168,14 @@ export interface Store extends PasskeyStore {
 
   createUser(u: NewUser): Promise<User>
   getUser(id: string): Promise<User | null>
+  /**
+   * As getUser, read from the store itself, never a cache (the cache takes
+   * the copy read), with when the user's sessions were last ended (a password
+   * change, disabling, `session revoke`): the sign-in paths (a password, a
+   * passkey, the second step) read the user so, so a change made a moment
+   * ago by another process counts at once (docs/store.md).
+   */
+  getUserForSignIn(id: string): Promise<SignInUser | null>
   getUserByUsername(username: string): Promise<User | null>
   /** The stored password hash, or null when the user is unknown or has no password. */
   getPasswordHash(userId: string): Promise<string | null>

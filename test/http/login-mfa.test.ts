@@ -3,15 +3,19 @@
  * password alone starts no session; the code (from oathtool) or a recovery
  * code does; the pending state is bound to the client and used once; with
  * auth.mfa.required all, a user without a factor enrols right after the
- * password and sees their recovery codes once.
+ * password and sees their recovery codes once. An enrolment's first code
+ * (an operator's too) counts toward the per-user lockout and a pending step
+ * is spent by 5 wrong codes; a pending step is void once the password
+ * changed, the user was disabled or their sessions ended (by another
+ * process, a moment ago: read from the store, not a cache).
  */
 import t from 'tap'
 import { request, post } from '../fixtures/http.js'
-import { embeddedStore, startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, openStoreAt, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { postForm, setCookies } from '../fixtures/session.js'
 import { oathtool, stepTime } from '../fixtures/oathtool.js'
-import { sleep } from '../fixtures/wait.js'
+import { eventually, sleep } from '../fixtures/wait.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -107,4 +111,111 @@ t.test('auth.mfa.required all: enrol right after the password (QR, key, otpauth 
   const next = await postForm(all.url, '/login', { username: 'bob', password: 'bob-password' }, UA)
   t.match(next.text, /Enter your code/)
   t.ok(all.logs.some((l) => l.includes('"mfa.enrolled"') && l.includes(bob.id)))
+})
+
+/** A 6-digit code that is none of the secret's codes within the accepted drift (a wrong guess). */
+function wrongCode (secret: string, at = Date.now()): string {
+  const near = new Set([-2, -1, 0, 1, 2].map((d) => oathtool(secret, at + d * 30_000)))
+  return ['000000', '111111', '222222', '333333', '444444', '555555'].find((c) => !near.has(c))!
+}
+
+t.test('an operator-begun enrolment: its first code counts toward the per-user lockout, and a pending step is spent by 5 wrong codes', async (t) => {
+  const dave = await makeUser(g, 'dave')
+  // what `sidegate mfa enroll dave` does (test/cli/mfa.test.ts): the secret is the operator's to hand over, never shown at sign-in
+  const secret = (await g.store.beginTotp(dave.id, 'operator'))!.secret
+  t.ok(await g.store.requireMfa(dave.id))
+  const first = await postForm(g.url, '/login', { username: 'dave', password: 'dave-password', next: KEYS }, UA)
+  t.equal(first.status, 200)
+  t.notMatch(first.text, new RegExp(secret), 'the operator\'s secret is not shown')
+  const pending = `svc_mfa=${setCookies(first).svc_mfa.value}`
+  for (let i = 1; i <= 5; i++) {
+    const r = await postForm(g.url, '/login/mfa', { code: wrongCode(secret), next: KEYS }, { cookie: pending, ...UA })
+    t.equal(r.status, 401, `wrong code ${i}`)
+  }
+  const spent = await postForm(g.url, '/login/mfa', { code: oathtool(secret), next: KEYS }, { cookie: pending, ...UA })
+  t.equal(spent.status, 401, 'after 5 wrong codes even the right one is refused: the pending step is spent')
+  t.match(spent.text, /Too many wrong codes\. Sign in again\./)
+  t.equal(setCookies(spent).svc_sessionid, undefined, 'no session')
+  t.equal(setCookies(spent).svc_mfa.attrs['max-age'], '0', 'the pending cookie cleared')
+  t.equal((await g.store.mfaFactors(dave.id)).totp?.confirmed, false, 'the enrolment not confirmed')
+
+  // the password again: a new pending step, but the user's count goes on (7 wrong codes lock the user)
+  const again = await postForm(g.url, '/login', { username: 'dave', password: 'dave-password', next: KEYS }, UA)
+  const pending2 = `svc_mfa=${setCookies(again).svc_mfa.value}`
+  for (let i = 6; i <= 7; i++) t.equal((await postForm(g.url, '/login/mfa', { code: wrongCode(secret), next: KEYS }, { cookie: pending2, ...UA })).status, 401, `wrong code ${i}`)
+  const locked = await postForm(g.url, '/login/mfa', { code: oathtool(secret), next: KEYS }, { cookie: pending2, ...UA })
+  t.equal(locked.status, 429, 'the 8th code, right, is refused: the user is locked')
+  t.ok(Number(locked.headers['retry-after']) > 0)
+  t.equal(setCookies(locked).svc_sessionid, undefined, 'no session')
+  t.notMatch(locked.text, /recovery-codes/, 'no recovery codes')
+  t.equal((await g.store.mfaFactors(dave.id)).totp?.confirmed, false, 'still not confirmed')
+  t.ok(g.logs.some((l) => l.includes('"mfa.failed"') && l.includes(dave.id) && l.includes('too_many_attempts')), 'the lockout audited')
+})
+
+t.test('a JSON enrolment (auth.mfa.required all) is bounded the same way: 5 wrong first codes spend the step', async (t) => {
+  await makeUser(all, 'gus')
+  const first = await postForm(all.url, '/login', { username: 'gus', password: 'gus-password' }, UA)
+  const secret = new URL(/<code id="mfa-uri">([^<]+)<\/code>/.exec(first.text)![1].replaceAll('&amp;', '&')).searchParams.get('secret')!
+  const pending = `svc_mfa=${setCookies(first).svc_mfa.value}`
+  for (let i = 1; i <= 5; i++) {
+    const r = await post(all.url, '/login/mfa', { code: wrongCode(secret) }, { cookie: pending, ...UA })
+    t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'mfa_failed' }, `wrong code ${i}`)
+  }
+  const spent = await post(all.url, '/login/mfa', { code: oathtool(secret) }, { cookie: pending, ...UA })
+  t.match({ status: spent.status, code: spent.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'spent: the password again')
+  t.equal(spent.json.recovery_codes, undefined)
+})
+
+t.test('a pending step is void once the password changed, the user was disabled or their sessions were ended (read from the store, not a cache)', async (t) => {
+  const erin = await makeUser(g, 'erin')
+  const es = (await g.store.beginTotp(erin.id))!.secret
+  t.ok(await g.store.confirmTotp(erin.id, oathtool(es, T0)))
+  // another process's view of the store: the CLI's
+  const cli = await openStoreAt(db.url, g.config.redis.prefix)
+  t.teardown(async () => { await cli.close() })
+  const step = async (): Promise<string> => `svc_mfa=${setCookies(await postForm(g.url, '/login', { username: 'erin', password: 'erin-password' }, UA)).svc_mfa.value}`
+  const code = oathtool(es, stepTime(T0, 1))
+
+  let pending = await step()
+  await cli.setPassword(erin.id, 'erin-password')
+  let r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
+  t.equal(r.status, 401, 'after a password change (the same password set again)')
+  t.match(r.text, /Your sign-in expired/)
+
+  pending = await step()
+  await cli.setUserActive(erin.id, false)
+  await cli.setUserActive(erin.id, true)
+  r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
+  t.equal(r.status, 401, 'after the user was disabled (even if enabled again since)')
+
+  pending = await step()
+  await cli.endSessions(erin.id)
+  r = await post(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
+  t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'after `session revoke`')
+
+  pending = await step()
+  await cli.setUserActive(erin.id, false)
+  r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
+  t.equal(r.status, 401, 'disabled a moment ago by another process: refused at once')
+  await cli.setUserActive(erin.id, true)
+
+  pending = await step()
+  r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
+  t.equal(r.status, 303, 'a step begun after all that signs in')
+})
+
+t.test('the password sign-in reads the user from the store: disabled by another process a moment ago is refused at once', async (t) => {
+  const fay = await makeUser(g, 'fay')
+  const cli = await openStoreAt(db.url, g.config.redis.prefix)
+  t.teardown(async () => { await cli.close() })
+  for (let i = 0; i < 5; i++) {
+    const s = setCookies(await post(g.url, '/login', { username: 'fay', password: 'fay-password' }))
+    // the session's request reads fay into the gateway's cache (a sign-in drops her from it)
+    t.equal((await request(g.url, '/api/v1/users/profile/', { headers: { cookie: `svc_sessionid=${s.svc_sessionid.value}` } })).status, 200, `round ${i}: signed in, fay cached`)
+    await cli.setUserActive(fay.id, false)
+    const r = await post(g.url, '/login', { username: 'fay', password: 'fay-password' })
+    t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'authentication_failed' }, `round ${i}: disabled just now: refused`)
+    await cli.setUserActive(fay.id, true)
+    t.ok(await eventually(async () => (await post(g.url, '/login', { username: 'fay', password: 'fay-password' })).status === 200), 'enabled again')
+  }
 })

@@ -2,7 +2,8 @@
  * The second factor on the token endpoint, over real HTTP on the embedded
  * store: JumpServer's MFA challenge as kaptnemo/jms-cli drives it (its exact
  * requests: test/fixtures/jms-cli.ts), the one-request form, replay, the
- * per-user code lockout, recovery codes, auth.mfa.required and mfa_unset.
+ * per-user code lockout, the pending cookie spent by 5 codes and void after a
+ * password change, recovery codes, auth.mfa.required and mfa_unset.
  * Codes come from oathtool (test/fixtures/oathtool.ts), never sidegate's code.
  */
 import t from 'tap'
@@ -161,4 +162,26 @@ t.test('private tokens and access keys are never asked for a code', async (t) =>
   const pt = await g.store.createPrivateToken(jo.id)
   const r = await request(g.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })
   t.equal(r.status, 200)
+})
+
+t.test('the challenge\'s pending cookie: spent by 5 wrong codes (then even the right one is mfa_pending_missing), void once the password changed', async (t) => {
+  const dora = await enrolled(plain, 'dora')
+  const near = new Set([-2, -1, 0, 1, 2].map((d) => oathtool(dora.secret, Date.now() + d * 30_000)))
+  const wrong = ['000000', '111111', '222222', '333333'].find((c) => !near.has(c))!
+  const step = async (): Promise<string> => {
+    const r = await post(plain.url, PATH, { username: 'dora', password: 'dora-password' })
+    t.same(r.json, MFA_REQUIRED)
+    return `svc_mfa=${/svc_mfa=([^;]*)/.exec(String(r.headers['set-cookie']))![1]}`
+  }
+  let cookie = await step()
+  for (let i = 1; i <= 5; i++) t.equal((await post(plain.url, CHALLENGE, { type: 'otp', code: wrong }, { cookie })).json.code, 'mfa_failed', `wrong code ${i}`)
+  const spent = await post(plain.url, CHALLENGE, { type: 'otp', code: oathtool(dora.secret, stepTime(T0, 1)) }, { cookie })
+  t.match({ status: spent.status, code: spent.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'the 6th code, right, finds the step spent')
+
+  cookie = await step()
+  await plain.store.setPassword(dora.id, 'dora-password')
+  const changed = await post(plain.url, CHALLENGE, { type: 'otp', code: oathtool(dora.secret, stepTime(T0, 1)) }, { cookie })
+  t.match({ status: changed.status, code: changed.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'given before the password changed: void')
+  cookie = await step()
+  t.same((await post(plain.url, CHALLENGE, { type: 'otp', code: oathtool(dora.secret, stepTime(T0, 1)) }, { cookie })).json, { msg: 'ok' }, 'a step after the change passes')
 })

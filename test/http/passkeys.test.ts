@@ -14,10 +14,11 @@
 import t from 'tap'
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
 import { post, request, type Res } from '../fixtures/http.js'
-import { ADMIN_PASSWORD, embeddedStore, startGateway } from '../fixtures/gateway.js'
+import { ADMIN_PASSWORD, embeddedStore, openStoreAt, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { ageSession, login, postForm, setCookies } from '../fixtures/session.js'
 import { oathtool } from '../fixtures/oathtool.js'
+import { eventually } from '../fixtures/wait.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -45,8 +46,8 @@ class SoftKey {
     this.cose = Buffer.concat([Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]), Buffer.from(jwk.x!, 'base64url'), Buffer.from([0x22, 0x58, 0x20]), Buffer.from(jwk.y!, 'base64url')])
   }
 
-  async register (userId: string, name = 'Soft key'): Promise<void> {
-    t.ok(await g.store.addPasskey({ id: this.id, user_id: userId, user_handle: this.handle, public_key: b64u(this.cose), counter: 0, transports: ['internal'], device_type: 'singleDevice', backed_up: false, name }))
+  async register (userId: string, name = 'Soft key', gw: TestGateway = g): Promise<void> {
+    t.ok(await gw.store.addPasskey({ id: this.id, user_id: userId, user_handle: this.handle, public_key: b64u(this.cose), counter: 0, transports: ['internal'], device_type: 'singleDevice', backed_up: false, name }))
   }
 
   /** The assertion for `challenge`: flags UP and UV (0x05) unless told, the next counter unless given. */
@@ -63,8 +64,8 @@ class SoftKey {
   }
 }
 
-async function options (path: string, headers: Record<string, string> = {}): Promise<{ challenge: string, state: string, res: Res }> {
-  const res = await post(g.url, path, {}, { ...at, ...headers })
+async function options (path: string, headers: Record<string, string> = {}, gw: TestGateway = g): Promise<{ challenge: string, state: string, res: Res }> {
+  const res = await post(gw.url, path, {}, { ...at, ...headers })
   return { challenge: res.json?.options?.challenge, state: res.json?.state, res }
 }
 
@@ -281,4 +282,124 @@ t.test('TOTP and a passkey: the second step offers both; the token endpoint only
   const token = await post(g.url, '/api/v1/authentication/auth/', { username: 'pk-fay', password: 'pk-fay-password' })
   t.equal(token.json.error, 'mfa_required')
   t.same(token.json.data.choices, ['otp'], 'JumpServer\'s challenge: only what the API can take')
+})
+
+t.test('the second step refuses what the sign-in alone refuses: another site\'s origin, no user verification (no session, the pending step kept)', async (t) => {
+  const gil = await makeUser(g, 'pk-gil')
+  const key = new SoftKey()
+  await key.register(gil.id)
+  const pw = await post(g.url, '/login', { username: 'pk-gil', password: 'pk-gil-password' }, at)
+  t.same(pw.json.data.choices, ['passkey'])
+  const cookie = `svc_mfa=${setCookies(pw).svc_mfa.value}`
+  const refused = async (what: string, o: { origin?: string, flags?: number }): Promise<void> => {
+    const opts = await options('/login/mfa/passkey/options', { cookie })
+    const r = await post(g.url, '/login/mfa/passkey', { state: opts.state, response: key.assert(opts.challenge, o) }, { ...at, cookie })
+    t.match({ status: r.status, code: r.json?.code }, { status: 401, code: 'passkey_failed' }, what)
+    t.equal(setCookies(r).svc_sessionid, undefined, `${what}: no session`)
+  }
+  // a phishing site relaying the second step: the browser writes its own origin into clientDataJSON
+  await refused('clientDataJSON from http://evil.example', { origin: 'http://evil.example' })
+  await refused('user presence without user verification (flags 0x01)', { flags: 0x01 })
+  t.ok(g.logs.some((l) => l.includes('"mfa.failed"') && l.includes(gil.id) && l.includes('"authMethod":"passkey"')), 'audited as failed second steps')
+  const opts = await options('/login/mfa/passkey/options', { cookie })
+  const ok = await post(g.url, '/login/mfa/passkey', { state: opts.state, response: key.assert(opts.challenge) }, { ...at, cookie })
+  t.equal(ok.status, 200, 'the same step with a right assertion signs in')
+})
+
+t.test('the per-user code lockout covers passkeys: over it after wrong codes, a valid assertion is 429; assertions refused after their signature verified count', async (t) => {
+  const hal = await makeUser(g, 'pk-hal')
+  const e = (await g.store.beginTotp(hal.id))!
+  t.ok(await g.store.confirmTotp(hal.id, oathtool(e.secret)))
+  const key = new SoftKey()
+  await key.register(hal.id)
+  const near = new Set([-1, 0, 1].map((d) => oathtool(e.secret, Date.now() + d * 30_000)))
+  const wrong = ['000000', '111111', '222222', '333333'].find((c) => !near.has(c))!
+  let cookie = ''
+  for (let i = 1; i <= 7; i++) {
+    // a pending step takes 5 codes: the password again for the rest
+    if (i === 1 || i === 6) cookie = `svc_mfa=${setCookies(await post(g.url, '/login', { username: 'pk-hal', password: 'pk-hal-password' }, at)).svc_mfa.value}`
+    t.equal((await post(g.url, '/login/mfa', { code: wrong }, { ...at, cookie })).json.code, 'mfa_failed', `wrong code ${i}`)
+  }
+  const o = await options('/login/mfa/passkey/options', { cookie })
+  const locked = await post(g.url, '/login/mfa/passkey', { state: o.state, response: key.assert(o.challenge) }, { ...at, cookie })
+  t.match({ status: locked.status, code: locked.json.code }, { status: 429, code: 'too_many_attempts' }, 'a valid assertion while the user is locked')
+  t.equal(setCookies(locked).svc_sessionid, undefined, 'no session')
+  const o2 = await options('/login/passkey/options')
+  t.equal((await post(g.url, '/login/passkey', { state: o2.state, response: key.assert(o2.challenge) }, at)).status, 429, 'nor alone')
+
+  // an authenticator that signs without user verification: its assertions pass the signature, so they count for the user
+  const ivy = await makeUser(g, 'pk-ivy')
+  const ivyKey = new SoftKey()
+  await ivyKey.register(ivy.id)
+  for (let i = 1; i <= 7; i++) {
+    const x = await options('/login/passkey/options')
+    const r = await post(g.url, '/login/passkey', { state: x.state, response: ivyKey.assert(x.challenge, { flags: 0x01 }) }, at)
+    t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'passkey_failed' }, `signed, no user verification ${i}`)
+  }
+  const x = await options('/login/passkey/options')
+  const after = await post(g.url, '/login/passkey', { state: x.state, response: ivyKey.assert(x.challenge) }, at)
+  t.match({ status: after.status, code: after.json.code }, { status: 429, code: 'too_many_attempts' }, 'then even a valid assertion is refused: they counted')
+})
+
+t.test('bogus assertions naming a user\'s credential id (not a secret) do not lock the user: they count per address, and per credential id without ever refusing its owner', async (t) => {
+  const jo = await makeUser(g, 'pk-jo')
+  const key = new SoftKey()
+  await key.register(jo.id)
+  for (let i = 1; i <= 10; i++) {
+    const o = await options('/login/passkey/options')
+    const bogus = key.assert(o.challenge, i % 2 === 0 ? { origin: 'http://evil.example' } : {})
+    if (i % 2 === 1) (bogus.response as Record<string, string>).signature = b64u(randomBytes(70))
+    const r = await post(g.url, '/login/passkey', { state: o.state, response: bogus }, at)
+    t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'passkey_failed' }, `bogus assertion ${i}`)
+  }
+  const o = await options('/login/passkey/options')
+  t.equal((await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge) }, at)).status, 200, 'her own assertion still signs her in')
+
+  // one client address over auth.lockout.address_max_failures is refused; the owner elsewhere is not
+  const db2 = embeddedStore()
+  const g2 = await startGateway(db2.url, { server: { trusted_proxies: ['127.0.0.1'] }, auth: { lockout: { address_max_failures: 3 } } })
+  t.teardown(async () => { await g2.close(); await db2.stop() })
+  const origin2 = `http://localhost:${new URL(g2.url).port}`
+  const at2 = { host: `localhost:${new URL(g2.url).port}` }
+  const kim = await g2.store.createUser({ username: 'pk-kim', password: 'pk-kim-password' })
+  const kimKey = new SoftKey()
+  await kimKey.register(kim.id, 'Soft key', g2)
+  const attempt = async (ip: string, bogus: boolean): Promise<Res> => {
+    const x = (await post(g2.url, '/login/passkey/options', {}, at2)).json
+    const a = kimKey.assert(x.options.challenge, { origin: bogus ? 'http://evil.example' : origin2 })
+    return await post(g2.url, '/login/passkey', { state: x.state, response: a }, { ...at2, 'x-forwarded-for': ip })
+  }
+  for (let i = 1; i <= 3; i++) t.equal((await attempt('192.0.2.7', true)).status, 401, `bogus ${i} from 192.0.2.7`)
+  t.equal((await attempt('192.0.2.7', true)).json.code, 'too_many_attempts', 'the 4th from that address: 429')
+  t.equal((await attempt('192.0.2.7', false)).status, 429, 'that address is refused whatever it sends')
+  t.equal((await attempt('192.0.2.8', false)).status, 200, 'the owner from another address signs in')
+
+  // many addresses naming one credential: past PASSKEY_CREDENTIAL_FAILURES (100) the refusals are 429, the owner's assertion still passes
+  let last: Res | undefined
+  for (let i = 0; i < 101; i++) last = await attempt(`198.51.100.${Math.floor(i / 3) + 1}`, true)
+  t.equal(last?.json.code, 'too_many_attempts', 'the 101st bogus assertion for that credential (from a fresh address): 429')
+  t.equal((await attempt('203.0.113.9', false)).status, 200, 'its owner is never refused for it')
+})
+
+t.test('a passkey sign-in reads the user from the store: disabled by another process (the CLI) a moment ago is refused at once', async (t) => {
+  const lou = await makeUser(g, 'pk-lou')
+  const key = new SoftKey()
+  await key.register(lou.id)
+  const cli = await openStoreAt(db.url, g.config.redis.prefix)
+  t.teardown(async () => { await cli.close() })
+  const signIn = async (): Promise<Res> => {
+    const o = await options('/login/passkey/options')
+    return await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge) }, at)
+  }
+  for (let i = 0; i < 5; i++) {
+    const r = await signIn()
+    t.equal(r.status, 200, `round ${i}: signed in`)
+    // the session's request reads lou into the gateway's cache (a sign-in drops her from it)
+    t.equal((await request(g.url, '/api/v1/users/profile/', { headers: { cookie: `svc_sessionid=${setCookies(r).svc_sessionid.value}` } })).status, 200)
+    await cli.setUserActive(lou.id, false)
+    const refused = await signIn()
+    t.match({ status: refused.status, code: refused.json.code }, { status: 401, code: 'passkey_failed' }, `round ${i}: disabled just now: refused`)
+    await cli.setUserActive(lou.id, true)
+    t.ok(await eventually(async () => (await g.store.getUser(lou.id))?.is_active === true), 'enabled again')
+  }
 })

@@ -55,14 +55,20 @@ t.test('a credential with a wrong check tag is refused before storage is asked',
   t.same(calls, ['bearerTokens.consume'], 'and asks storage once')
 })
 
-t.test('a password change ends sessions and unused bearer tokens through storage; disabling ends sessions', async (t) => {
+t.test('a password change ends sessions and unused bearer tokens through storage; disabling ends sessions; each notes when (a pending sign-in step older is void)', async (t) => {
   const calls: string[] = []
   const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
   const u = await store.createUser({ username: 'changer', password: 'changer-password' })
+  t.equal((await store.getUserForSignIn(u.id))?.sessionsEnded, 0, 'never ended')
   calls.length = 0
+  const before = Date.now()
   await store.setPassword(u.id, 'changer-password-2')
-  t.same(calls, ['users.setField', 'sessions.endAll', 'bearerTokens.endAll'])
+  t.same(calls, ['users.setField', 'sessions.endAll', 'bearerTokens.endAll', 'users.setField'])
+  t.ok((await store.getUserForSignIn(u.id))!.sessionsEnded >= before, 'sessions_ended written')
   calls.length = 0
   await store.setUserActive(u.id, false)
-  t.same(calls, ['users.setField', 'sessions.endAll'], 'disabling ends the sessions only')
+  t.same(calls, ['users.setField', 'sessions.endAll', 'users.setField'], 'disabling ends the sessions only')
+  calls.length = 0
+  await store.endSessions(u.id)
+  t.ok(calls.includes('users.setField'), 'session revoke notes it too')
 })

@@ -9,7 +9,7 @@ import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
   AccessKey, AuditEntry, AuditQuery, BearerGrant, Factor, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit,
-  NewPasskey, PasskeyInfo, StoredPasskey, RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
+  NewPasskey, PasskeyInfo, StoredPasskey, RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SignInUser, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
 import { BearerTokens } from './bearer-tokens.js'
@@ -98,6 +98,7 @@ export class PolicyStore implements RunningStore {
 
   createUser (u: NewUser): Promise<User> { return this.#users.create(u) }
   getUser (id: string): Promise<User | null> { return this.#users.get(id) }
+  getUserForSignIn (id: string): Promise<SignInUser | null> { return this.#users.forSignIn(id) }
   cachedUser (id: string): User | undefined { return this.#users.cached(id) }
   getUserByUsername (username: string): Promise<User | null> { return this.#users.byUsername(username) }
   listUsers (orgId?: string): Promise<User[]> { return this.#users.list(orgId) }

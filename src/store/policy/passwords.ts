@@ -7,7 +7,7 @@
  */
 import { hashPassword, safeEqual } from '../../crypto.js'
 import { E } from '../../errors.js'
-import { invalidate, type Context } from './context.js'
+import { invalidate, sessionsEnded, type Context } from './context.js'
 import { importedFingerprint } from './records.js'
 
 export class Passwords {
@@ -46,6 +46,7 @@ export class Passwords {
   async #endCredentials (userId: string): Promise<void> {
     await this.c.storage.sessions.endAll(userId)
     await this.c.storage.bearerTokens.endAll(userId)
+    await sessionsEnded(this.c, userId)
     await invalidate(this.c, `user-sess:${userId}`)
   }
 }

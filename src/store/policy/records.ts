@@ -31,7 +31,7 @@ export const importedFingerprint = (keys: Keyring, hash: string): string => keys
 
 /** The public record: without the password fields, and without a removed rate limit. */
 export function publicUser (s: StoredUser): User {
-  const { password_hash: _, password_imported: _i, ...u } = s
+  const { password_hash: _, password_imported: _i, sessions_ended: _e, ...u } = s
   if (u.rate_limit === null) delete u.rate_limit
   return u
 }

@@ -8,7 +8,7 @@
 import type { StoredSession } from '../ports.js'
 import { PASSWORD_ONLY, samePasswordOnly, type Factor } from '../factors.js'
 import type { Session, SessionInfo } from '../types.js'
-import { invalidate, type Context } from './context.js'
+import { invalidate, sessionsEnded, type Context } from './context.js'
 
 export class Sessions {
   constructor (private readonly c: Context) {}
@@ -81,6 +81,7 @@ export class Sessions {
   async endAll (userId: string): Promise<number> {
     const n = (await this.list(userId)).length
     await this.c.storage.sessions.endAll(userId)
+    await sessionsEnded(this.c, userId)
     await invalidate(this.c, `user-sess:${userId}`)
     return n
   }

@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto'
 import { hashPassword } from '../../crypto.js'
 import { E } from '../../errors.js'
-import type { NewUser, Org, OrgRole, RateLimitPolicy, User } from '../types.js'
-import { invalidate, isoNow, type Context } from './context.js'
+import type { NewUser, Org, OrgRole, RateLimitPolicy, SignInUser, User } from '../types.js'
+import { invalidate, isoNow, sessionsEnded, type Context } from './context.js'
 import { newUserRecord, publicUser } from './records.js'
 
 export class Orgs {
@@ -52,6 +52,16 @@ export class Users {
     return await this.#fill(id)
   }
 
+  /** Read from the backend, never the cache (which takes the copy): for the sign-in paths. */
+  async forSignIn (id: string): Promise<SignInUser | null> {
+    const stamp = this.c.caches?.users.stamp
+    const s = await this.c.storage.users.get(id)
+    if (s === null) return null
+    const user = publicUser(s)
+    this.c.caches?.users.set(id, user, stamp)
+    return { user, sessionsEnded: typeof s.sessions_ended === 'number' ? s.sessions_ended : 0 }
+  }
+
   async #fill (id: string): Promise<User | null> {
     const cache = this.c.caches
     // taken before the read: an eviction meanwhile voids the fill (../cache.ts)
@@ -89,7 +99,10 @@ export class Users {
   /** Disabling also ends the user's sessions; either way every replica drops the user's cached record, keys and sessions. */
   async setActive (userId: string, active: boolean): Promise<void> {
     if (!(await this.c.storage.users.setField(userId, 'is_active', active))) throw E.userNotFound()
-    if (!active) await this.c.storage.sessions.endAll(userId)
+    if (!active) {
+      await this.c.storage.sessions.endAll(userId)
+      await sessionsEnded(this.c, userId)
+    }
     await invalidate(this.c, `user-aks:${userId}`)
   }
 
