@@ -109,7 +109,9 @@ t.test('an expired or logged-out session cookie: a navigation is sent to sign in
 })
 
 t.test('open-redirect attempts in the original URL never become a next that leaves the site', async (t) => {
-  const targets = ['//evil.example/x', '///evil.example/x', '/\\evil.example/x', '/\\/evil.example', '/%5C%5Cevil.example', '/%2F%2Fevil.example', 'https://evil.example/x', 'http://evil.example']
+  const host = new URL(g.url).host
+  // absolute-form targets are taken as their path (src/http/target.ts) when they name this host
+  const targets = ['//evil.example/x', '///evil.example/x', '/\\evil.example/x', '/\\/evil.example', '/%5C%5Cevil.example', '/%2F%2Fevil.example', `http://${host}//evil.example/x`, `HTTP://${host}/\\evil.example`]
   for (const target of targets) {
     const r = await rawRequest(g.url, rawHead('GET', target, [['Host', new URL(g.url).host], ['Connection', 'close'], ...Object.entries(NAVIGATE)]))
     t.equal(r.status, 303, `${target}: sent to sign in`)
@@ -122,6 +124,12 @@ t.test('open-redirect attempts in the original URL never become a next that leav
     const signed = await postForm(g.url, '/login', { username: 'alice', password: 'alice-password', next: field ?? '' })
     t.equal(signed.status, 303)
     t.ok(staysOnSite(signed.headers.location ?? ''), `${target}: after sign-in to ${String(signed.headers.location)}`)
+  }
+  // an absolute-form target naming another host is refused, never sent anywhere
+  for (const target of ['https://evil.example/x', 'http://evil.example', `http://evil.example@${host}/x`]) {
+    const r = await rawRequest(g.url, rawHead('GET', target, [['Host', host], ['Connection', 'close'], ...Object.entries(NAVIGATE)]))
+    t.equal(r.status, 400, `${target}: 400`)
+    t.equal(r.headers.location, undefined, `${target}: no redirect`)
   }
   // what a safe target keeps
   const r = await request(g.url, '/a/b/?q=%2F%2Fevil.example', { headers: NAVIGATE })
