@@ -89,11 +89,8 @@ export async function verifyPassword (password: string, stored: string): Promise
   return timingSafeEqual(got, want)
 }
 
-/**
- * The one place secrets are compared (MACs, token and password hashes, codes, CSRF tokens):
- * test/unit/architecture.test.ts refuses `timingSafeEqual` elsewhere, `.equals()`, and `===` on a
- * secret's name; eslint.config.js says the same while editing.
- */
+// The one place secrets are compared (MACs, token and password hashes, codes, CSRF tokens): the architecture
+// test refuses timingSafeEqual elsewhere, .equals() and === on a secret's name; eslint.config.js too.
 
 /** Equal-time comparison of two byte strings of a length that is no secret (a MAC, a digest): false when the lengths differ. */
 export function equalBytes (a: Uint8Array, b: Uint8Array): boolean {

@@ -101,11 +101,9 @@ export interface AccessKey {
   /** a per-key rate limit set with `sidegate limit set` (wins over the user's) */
   rate_limit?: RateLimitPolicy | null
   /**
-   * The factors of the sign-in that made it, when its owner made it (the
-   * account API): an access_rules two_factor rule that names method:access_key
-   * admits it only when they were two. Absent: made by an operator (CLI, admin
-   * API, an import of one so made) or before sidegate recorded them: the rule
-   * admits it as the operator's (docs/access-rules.md).
+   * The factors of the sign-in that made it, when its owner made it (the account API): a two_factor rule naming
+   * method:access_key admits it only when they were two. Absent: an operator's (CLI, admin API, an import of one)
+   * or made before sidegate recorded them, admitted as the operator's (docs/access-rules.md).
    */
   factors?: Factor[]
   /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
@@ -169,11 +167,9 @@ export interface Store extends PasskeyStore {
   createUser(u: NewUser): Promise<User>
   getUser(id: string): Promise<User | null>
   /**
-   * As getUser, read from the store itself, never a cache (the cache takes
-   * the copy read), with when the user's sessions were last ended (a password
-   * change, disabling, `session revoke`): the sign-in paths (a password, a
-   * passkey, the second step) read the user so, so a change made a moment
-   * ago by another process counts at once (docs/store.md).
+   * As getUser, read from the store itself, never a cache (the cache takes the copy read), with when the user's
+   * sessions were last ended (a password change, disabling, `session revoke`): the sign-in paths (a password, a
+   * passkey, the second step) read the user so, and a change another process made a moment ago counts at once.
    */
   getUserForSignIn(id: string): Promise<SignInUser | null>
   getUserByUsername(username: string): Promise<User | null>
