@@ -70,7 +70,8 @@ export function normalizePath (raw: string): MatchPath {
     if (c !== 37) { seg += raw[i]; continue }
     const h = hexValue(raw.charCodeAt(i + 1))
     const l = hexValue(raw.charCodeAt(i + 2))
-    if (h < 0 || l < 0) { ambiguous = true; seg += '%'; continue }
+    // a malformed escape's `%` stays a literal one (%25): left bare, the next escape decoded would make a new one
+    if (h < 0 || l < 0) { ambiguous = true; seg += '%25'; continue }
     const b = h * 16 + l
     i += 2
     if (b === 47 || b === 92) { ambiguous = true; end(); continue }

@@ -40,7 +40,9 @@ t.test('normalisation: the path rules match, and what makes a path ambiguous', a
     ['/../reports', '/reports', true],
     ['/a/%ff', '/a/%FF', true],
     ['/a/%c3', '/a/%C3', true],
-    ['/a/%zz', '/a/%zz', true],
+    ['/a/%zz', '/a/%25zz', true],
+    // the fuzz's find: a bare % before an escape of an unreserved character is not a new escape once decoded
+    ['/%%32D', '/%252D', true],
     ['/a/%00', '/a/%00', true],
     ['/.well-known/x', '/.well-known/x', false],
     ['/', '/', false],
