@@ -84,8 +84,8 @@ export function normalizePath (raw: string): MatchPath {
   const trailing = raw.length > 0 && (raw.charCodeAt(raw.length - 1) === 47 || seg === '.' || seg === '..')
   end()
   if (!ambiguous && /%[89A-F][0-9A-F]/.test(raw.toUpperCase())) {
-    // escapes of bytes above ASCII must spell UTF-8
-    try { decodeURIComponent(raw.replace(/%(?![0-9A-Fa-f]{2})/g, '%25')) } catch { ambiguous = true }
+    // escapes of bytes above ASCII must spell UTF-8 (a malformed escape made the path ambiguous above)
+    try { decodeURIComponent(raw) } catch { ambiguous = true }
   }
   const path = '/' + segments.join('/') + (trailing && segments.length > 0 ? '/' : '')
   return { path, ambiguous }

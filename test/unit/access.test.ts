@@ -58,7 +58,22 @@ t.test('normalisation: the path rules match, and what makes a path ambiguous', a
     ['/ops;jsessionid=1', '/ops', true],
     ['/a/.;x/b', '/a/b', true],
     ['/a%3Bx/b', '/a%3Bx/b', false],
-    ['/OPS/restart', '/OPS/restart', false]
+    ['/OPS/restart', '/OPS/restart', false],
+    // what the one-scan shortcut must not take as plain: a target without its leading slash, a raw
+    // space, a trailing dot segment
+    ['abc', '/abc', false],
+    ['./a', '/a', false],
+    ['/a b', '/a b', true],
+    ['/a/.', '/a/', false],
+    ['/a/b/.', '/a/b/', false],
+    // the same characters where an escape sent the path down the long way
+    ['/%41 b', '/A b', true],
+    ['/%41!', '/A!', false],
+    ['/%41~', '/A~', false],
+    ['/a%5Cb', '/a/b', true],
+    ['/a%7F', '/a%7F', true],
+    ['/a/%:0', '/a/%25:0', true],
+    ['/a/;x', '/a', true]
   ]
   for (const [raw, path, ambiguous] of cases) t.same(normalizePath(raw), { path, ambiguous }, raw)
 })
