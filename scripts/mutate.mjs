@@ -126,11 +126,17 @@ function verdict (files) {
   return bad > 0 ? 1 : 0
 }
 
-/** A survivor is equivalent when test/mutation.json names its mutator, its replacement and the text of its line. */
+/**
+ * A survivor is equivalent when test/mutation.json names its mutator, the code it replaced and its
+ * replacement (whitespace folded: reformatting does not unlist it; the same code twice in a file
+ * shares one verdict, which its reason must hold for).
+ */
 function score (file, mutants, source) {
-  const lines = source.split('\n')
   const known = record.files[file]?.equivalent ?? []
-  const isEquivalent = (m) => known.some((e) => e.mutator === m.mutatorName && e.replacement === m.replacement && lines[m.location.start.line - 1].trim() === e.line)
+  const isEquivalent = (m) => {
+    const code = fold(codeOf(source, m.location))
+    return known.some((e) => e.mutator === m.mutatorName && fold(e.replacement) === fold(m.replacement) && fold(e.code) === code)
+  }
   let killed = 0
   let equivalent = 0
   const survived = []
@@ -143,6 +149,16 @@ function score (file, mutants, source) {
   }
   const total = killed + survived.length
   return { killed, equivalent, survived, score: total === 0 ? 100 : 100 * killed / total }
+}
+
+function fold (text) { return text.replace(/\s+/g, ' ').trim() }
+
+/** The code a mutant replaced: its location is 1-based lines and columns, the end exclusive. */
+function codeOf (source, { start, end }) {
+  const lines = source.split('\n')
+  if (start.line === end.line) return lines[start.line - 1].slice(start.column - 1, end.column - 1)
+  return [lines[start.line - 1].slice(start.column - 1), ...lines.slice(start.line, end.line - 1),
+    lines[end.line - 1].slice(0, end.column - 1)].join('\n')
 }
 
 /** test/mutation.json from the accumulated results: scores and killing tests; equivalents are kept as written. */
@@ -166,5 +182,11 @@ function writeRecord () {
   }
   record.files = Object.fromEntries(Object.entries(record.files).sort(([a], [b]) => a.localeCompare(b)))
   writeFileSync(RECORD, JSON.stringify(record, null, 2) + '\n')
-  console.log(`wrote ${RECORD}`)
+  // TESTING.md's table, between its markers
+  const rows = Object.entries(record.files).map(([f, e]) =>
+    `| \`${f}\` | ${e.mutants} | ${e.killed} | ${e.survived} | ${e.equivalent.length} | ${e.score}% |`)
+  const table = ['| file | mutants | killed | survived | equivalent | score |', '|---|---|---|---|---|---|', ...rows].join('\n')
+  const doc = join(ROOT, 'TESTING.md')
+  writeFileSync(doc, readFileSync(doc, 'utf8').replace(/(<!-- mutation:begin -->\n)[^]*?(<!-- mutation:end -->)/, `$1${table}\n$2`))
+  console.log(`wrote ${RECORD} and TESTING.md's table`)
 }
