@@ -31,7 +31,7 @@ function prepare (e: GatewayError): Prepared {
     'x-content-type-options': 'nosniff',
     'cache-control': 'no-store'
   }
-  if (e.status === 401) headers['www-authenticate'] = CHALLENGES
+  if (e.status === 401) headers['www-authenticate'] = CHALLENGES as string[]
   if (e.status === 413) headers.connection = 'close'
   if (e.status === 503) headers['retry-after'] = '1'
   p = { payload, headers, list: Object.entries(headers).flat() }

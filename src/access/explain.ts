@@ -8,6 +8,7 @@
 import { UsageError, GatewayError } from '../errors.js'
 import type { Identity } from '../auth/index.js'
 import type { AuthMethod } from '../auth/types.js'
+import { CREDENTIALS, KINDS, orList } from '../auth/credentials.js'
 import { resolveOrg } from '../auth/org.js'
 import type { Config } from '../config/index.js'
 import { isIpOrCidr } from '../config/validate.js'
@@ -23,7 +24,7 @@ export interface CheckInput {
   user?: string
   /** an access key's id: the request is signed with it (its user, unless `user` names the same) */
   key?: string
-  /** the credential kind when not a key: session (default), bearer or private_token */
+  /** the credential kind when not a key: CHECKED_KINDS, session by default */
   credential?: string
   /** a second factor the sign-in had (sessions and bearer tokens): otp, hwk, swk */
   factors?: string[]
@@ -47,7 +48,10 @@ export interface CheckResult {
   passed_over: Array<{ rule: number, why: string }>
 }
 
-const KINDS = new Set(['session', 'bearer', 'private_token'])
+/** The kinds `credential` may name (an access key is named by `key`); session when it names none */
+export const CHECKED_KINDS: readonly string[] = KINDS.filter((k) => k.accessCheck).map((k) => k.method)
+const CHECKED = new Set(CHECKED_KINDS)
+const DEFAULT_KIND: AuthMethod = 'session'
 const SECOND = new Set(['otp', 'hwk', 'swk'])
 
 export async function explainAccess (config: Config, store: Store, i: CheckInput, isPublic: (path: string) => boolean): Promise<CheckResult> {
@@ -90,8 +94,8 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     keyFactors = k.key.factors
     if (i.credential !== undefined && i.credential !== 'access_key') throw new UsageError('credential: a key is an access_key')
   } else {
-    const kind = i.credential ?? 'session'
-    if (!KINDS.has(kind)) throw new UsageError(`credential: session, bearer or private_token (an access key: key), got ${JSON.stringify(kind)}`)
+    const kind = i.credential ?? DEFAULT_KIND
+    if (!CHECKED.has(kind)) throw new UsageError(`credential: ${orList(CHECKED_KINDS, '')} (an access key: key), got ${JSON.stringify(kind)}`)
     method = kind as AuthMethod
     userId = ''
   }
@@ -100,8 +104,9 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)
   const second = i.factors ?? []
   for (const f of second) if (!SECOND.has(f)) throw new UsageError(`factor: otp, hwk or swk, got ${JSON.stringify(f)}`)
-  if (second.length > 0 && (method === 'access_key' || method === 'private_token')) throw new UsageError('factors: only a session or a bearer token has sign-in factors')
-  const factors: Factor[] | undefined = method === 'session' || method === 'bearer' ? ['pwd', ...second as Factor[]] : undefined
+  const machine = CREDENTIALS[method].machine
+  if (second.length > 0 && machine) throw new UsageError(`factors: only ${orList(KINDS.filter((k) => !k.machine).map((k) => k.method), '')} has sign-in factors`)
+  const factors: Factor[] | undefined = machine ? undefined : ['pwd', ...second as Factor[]]
   let orgId: string | undefined
   let orgNote: string | null = null
   try {
@@ -110,7 +115,8 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     if (!(err instanceof GatewayError)) throw err
     orgNote = err.code
   }
-  const identity: Identity = { userId: user.id, method, factors, session: undefined, keyId: i.key, keyFactors, keyLimit: undefined, keyAllowIps: undefined, digests: undefined, user }
+  // the fields the rules read (no session record, no key limits: they decide nothing here)
+  const identity = { userId: user.id, method, factors, keyId: i.key, keyFactors, user } as Identity
   return { at: { identity, orgId }, json: { username: user.username, method, ...(factors === undefined ? {} : { factors }), ...(keyFactors === undefined ? {} : { made_with: [...keyFactors] }), org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`) } }
 }
 

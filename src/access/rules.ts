@@ -23,7 +23,7 @@ import { isTwoFactor } from '../store/types.js'
 import { trustedProxies } from '../pipeline/headers.js'
 import { normalizePath, type MatchPath } from './path.js'
 import { globMatcher } from './glob.js'
-import { MACHINE, type Policy } from './syntax.js'
+import { MACHINE, METHOD_SUBJECTS, type Policy } from './syntax.js'
 
 export type { Policy } from './syntax.js'
 
@@ -115,7 +115,12 @@ export class AccessRules {
       path: anyOf(r.paths.map((g) => globMatcher(this.#fold(g)))),
       methods: r.methods.length === 0 ? null : new Set(r.methods.flatMap((m) => m.toUpperCase() === 'GET' ? ['GET', 'HEAD'] : [m.toUpperCase()])),
       network: r.networks.length === 0 ? null : trustedProxies(r.networks),
-      subjects: r.subjects.map((s) => { const i = s.indexOf(':'); return { kind: s.slice(0, i) as Subject['kind'], value: s.slice(i + 1) } })
+      subjects: r.subjects.map((s) => {
+        const i = s.indexOf(':')
+        const kind = s.slice(0, i) as Subject['kind']
+        // method:<subject> is matched by its kind's method name (the registry's subject may differ from it)
+        return { kind, value: kind === 'method' ? METHOD_SUBJECTS.get(s.slice(i + 1)) ?? s.slice(i + 1) : s.slice(i + 1) }
+      })
     }))
     for (const r of this.#rules) {
       for (const glob of r.spec.paths) {
@@ -250,7 +255,7 @@ function judge (rule: number, policy: Policy, caller: AccessCaller | null, subje
   const named = MACHINE.has(id.method) && subjects.some((s) => s.kind === 'method' && s.value === id.method)
   if (!named) return { rule, policy, allowed: false, why: `${why}: ${id.method} is a machine credential the rule does not name (method:${id.method})` }
   // an access key its owner made carries the factors of the sign-in that made it: one factor never mints a second
-  const made = id.keyFactors
+  const made = id.method === 'access_key' ? id.keyFactors : undefined
   if (made === undefined) return { rule, policy, allowed: true, why: `${why}: ${id.method}, which the rule names` }
   return isTwoFactor(made)
     ? { rule, policy, allowed: true, why: `${why}: ${id.method}, which the rule names, made by a sign-in with ${made.join(',')}` }

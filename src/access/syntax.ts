@@ -4,6 +4,7 @@
  * subjects (./glob.ts matches the globs).
  */
 import { normalizePath } from './path.js'
+import { KINDS } from '../auth/credentials.js'
 
 export const POLICIES = ['bypass', 'one_factor', 'two_factor', 'deny'] as const
 export type Policy = typeof POLICIES[number]
@@ -26,8 +27,12 @@ export function globProblem (glob: string): string | null {
   return null
 }
 
-export const METHOD_SUBJECTS = new Set(['session', 'bearer', 'private_token', 'access_key'])
-export const MACHINE = new Set(['private_token', 'access_key'])
+/** `method:<subject>`, by subject: each credential kind's method (the registry, src/auth/credentials.ts) */
+export const METHOD_SUBJECTS: ReadonlyMap<string, string> = new Map(KINDS.map((k) => [k.subject, k.method]))
+/** The subjects, as texts list them: session|bearer|… */
+export const SUBJECT_LIST = [...METHOD_SUBJECTS.keys()].join('|')
+/** The machine credentials' methods (CredentialKind.machine) */
+export const MACHINE: ReadonlySet<string> = new Set(KINDS.filter((k) => k.machine).map((k) => k.method))
 
 /** Why a subject cannot be used, or null (config validation). */
 export function subjectProblem (s: string): string | null {
@@ -38,5 +43,5 @@ export function subjectProblem (s: string): string | null {
   if (kind === 'org' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) return null
   if (kind === 'role' && (value === 'superuser' || value === 'org_admin')) return null
   if (kind === 'method' && METHOD_SUBJECTS.has(value)) return null
-  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin or method:session|bearer|private_token|access_key, got ${JSON.stringify(s)}`
+  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin or method:${SUBJECT_LIST}, got ${JSON.stringify(s)}`
 }

@@ -1,6 +1,7 @@
 /** The access-rules operation (`sidegate access check`, POST /admin/v1/access/check), declared as ./operations.ts declares every operation. */
 import { Type as T } from '@sinclair/typebox'
-import { checkText, type CheckResult } from '../access/explain.js'
+import { CHECKED_KINDS, checkText, type CheckResult } from '../access/explain.js'
+import { orList } from '../auth/credentials.js'
 import type { AdminRoute } from './route.js'
 
 const opt = (description: string) => T.Optional(T.String({ description }))
@@ -19,7 +20,7 @@ export const ACCESS_ROUTES: readonly AdminRoute[] = [
       path: T.String({ description: 'The path as the client would send it (a query is not matched), or an absolute http(s) URL: matched as its path, as the gateway forwards it.' }),
       user: opt('A username: the caller.'),
       key: opt('An access key\'s id: the request is signed with it (its user is the caller).'),
-      credential: opt('Without a key: session (default), bearer or private_token.'),
+      credential: opt(`Without a key: ${orList(CHECKED_KINDS.map((m) => m === 'session' ? 'session (default)' : m), '')}.`),
       factors: T.Optional(T.Array(T.String(), { description: 'A session\'s or bearer token\'s second factors: otp, hwk, swk (the password is implied).' })),
       org: opt('The org asked for (?oid= or the org header); default the user\'s.'),
       ip: opt('The client address as sidegate would resolve it; default 127.0.0.1.')

@@ -20,7 +20,8 @@
 import type http from 'node:http'
 import { Value } from '@sinclair/typebox/value'
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import { Authenticators, CHALLENGES, type Identity } from '../auth/index.js'
+import { Authenticators, type Identity } from '../auth/index.js'
+import { ADMIN_KINDS } from '../auth/credentials.js'
 import { bodyMatches } from '../auth/digest.js'
 import { keepBody, readBody } from '../body.js'
 import type { Config } from '../config/index.js'
@@ -41,8 +42,8 @@ export { ADMIN_PREFIX, ADMIN_ROUTES } from './operations.js'
 export const ADMIN_OPENAPI_PATH = `${ADMIN_PREFIX}openapi.json`
 
 /** The credentials the admin API takes, and its 401s' WWW-Authenticate. */
-const ADMIN_METHODS = ['access_key', 'private_token'] as const
-const ADMIN_CHALLENGES = CHALLENGES.filter((c) => !c.startsWith('Bearer '))
+const ADMIN_METHODS = ADMIN_KINDS.map((k) => k.method)
+const ADMIN_CHALLENGES = ADMIN_KINDS.flatMap((k) => k.challenge === null ? [] : [k.challenge])
 
 /** What the admin API reads from the gateway on every call: after a live reload, the new config's. */
 export interface AdminGatewayView {
@@ -140,11 +141,12 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
   /** A superuser, by the gateway's own verification; else 401 or 403. */
   async function superuser (req: http.IncomingMessage, ip: string, reqId: string, { config, auth }: NonNullable<typeof derived>): Promise<Identity> {
     const who = await auth.authenticate(req, undefined, ADMIN_METHODS)
-    if (who.keyAllowIps !== undefined && !trustedProxies(who.keyAllowIps)(ip)) throw E.ipNotAllowed()
-    if (who.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), who.digests)) throw E.invalidDigest()
+    const key = who.method === 'access_key' ? who : undefined
+    if (key?.keyAllowIps !== undefined && !trustedProxies(key.keyAllowIps)(ip)) throw E.ipNotAllowed()
+    if (key?.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), key.digests)) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
     // as on the public port: the key counts as used (auth.keys.disable_after), its first use audited
-    if (who.keyId !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.user, who.keyId)
+    if (key !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.user, key.keyId)
     return who
   }
 

@@ -6,6 +6,7 @@
  * answers and schemas of the public document (src/routes/openapi.ts).
  */
 import type { Config } from '../config/index.js'
+import { ADMIN_KINDS, KINDS } from '../auth/credentials.js'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { VERSION, errorResponse, errorSchemasOf } from '../routes/openapi.js'
 import { json, schemaRef, type Json } from '../routes/spec.js'
@@ -134,7 +135,7 @@ const SCHEMAS: Record<string, Json> = {
     required: ['request', 'caller', 'decided_by', 'rule', 'policy', 'status', 'why', 'passed_over'],
     properties: {
       request: { type: 'object', required: ['method', 'path', 'normalised', 'ambiguous', 'ip'], properties: { method: { type: 'string' }, path: { type: 'string' }, normalised: { type: 'string', description: 'The path as the rules match it.' }, ambiguous: { type: 'boolean', description: 'Its meaning depends on who decodes it: no bypass rule matches it.' }, ip: { type: 'string' } } },
-      caller: { oneOf: [{ type: 'null' }, { type: 'object', required: ['username', 'method', 'org'], properties: { username: { type: 'string' }, method: { enum: ['session', 'bearer', 'private_token', 'access_key'] }, factors: { type: 'array', items: { type: 'string' } }, made_with: { type: 'array', items: { type: 'string' }, description: 'An access key its owner made: the factors of the sign-in that made it (absent for an operator\'s key).' }, org: { type: ['string', 'null'], description: 'The org the request acts in, or `refused: <code>` when the org step would refuse it.' } } }] },
+      caller: { oneOf: [{ type: 'null' }, { type: 'object', required: ['username', 'method', 'org'], properties: { username: { type: 'string' }, method: { enum: KINDS.map((k) => k.method) }, factors: { type: 'array', items: { type: 'string' } }, made_with: { type: 'array', items: { type: 'string' }, description: 'An access key its owner made: the factors of the sign-in that made it (absent for an operator\'s key).' }, org: { type: ['string', 'null'], description: 'The org the request acts in, or `refused: <code>` when the org step would refuse it.' } } }] },
       decided_by: { enum: ['public_path', 'rules'] },
       rule: { type: ['integer', 'null'], description: 'The deciding rule\'s index in access.rules; null: default_policy, or a public path.' },
       policy: { enum: ['bypass', 'one_factor', 'two_factor', 'deny'] },
@@ -196,7 +197,7 @@ export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]
     }
   }
   const codes = new Set<ErrorCode>([...BODY_CODES, ...UNAUTHORIZED, ...FORBIDDEN, 'payload_too_large', 'unsupported_media_type', 'store_unavailable'])
-  const security = [{ PrivateToken: [] }, { AccessKey: [] }]
+  const security = ADMIN_KINDS.map((k) => ({ [k.openapi.name]: [] }))
   for (const r of routes) {
     const path = PREFIX + r.path
     const item: Json = paths[path] ??= {}
@@ -236,15 +237,7 @@ export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]
     tags: [...tags, { name: 'Documentation' }],
     paths,
     components: {
-      securitySchemes: {
-        PrivateToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: '`Authorization: Token <private token>` of a superuser (`sidegate token create admin`).' },
-        AccessKey: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'Authorization',
-          description: 'A superuser\'s access-key HTTP signature, exactly as on the public port: `Authorization: Signature keyId="<AccessKeyID>",algorithm="hmac-sha256",headers="(request-target) accept date",signature="<base64>"` with `Accept` and `Date` headers.'
-        }
-      },
+      securitySchemes: Object.fromEntries(ADMIN_KINDS.map((k) => [k.openapi.name, k.openapi.admin])),
       schemas: { ...SCHEMAS, ...errorSchemasOf([...codes]) }
     }
   }

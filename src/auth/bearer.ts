@@ -4,9 +4,15 @@
  * until they expire (JumpServer's behaviour), read without consuming.
  */
 import { E } from '../errors.js'
-import type { Store } from '../store/types.js'
+import type { Factor, Store } from '../store/types.js'
 import { parseTokenCredential } from './parse.js'
-import type { Authenticator, Claim, Credentials } from './types.js'
+import type { Authenticator, ClaimBase, Credentials } from './types.js'
+
+export interface BearerClaim extends ClaimBase<'bearer'> { factors: readonly Factor[] }
+
+declare module './types.js' {
+  interface ClaimsByMethod { bearer: BearerClaim }
+}
 
 export class BearerAuthenticator implements Authenticator {
   readonly method = 'bearer' as const
@@ -14,7 +20,7 @@ export class BearerAuthenticator implements Authenticator {
 
   claims (c: Credentials): boolean { return c.authorization?.scheme === 'bearer' }
 
-  async authenticate (c: Credentials): Promise<Claim> {
+  async authenticate (c: Credentials): Promise<BearerClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)
     const grant = this.singleUse ? await this.store.consumeBearerToken(token) : await this.store.readBearerToken(token)
     if (grant === null) throw E.invalidToken()

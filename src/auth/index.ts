@@ -1,29 +1,23 @@
 /**
  * The authentication pipeline: parse the credentials once, let the first
  * authenticator that claims the request decide, then load the user.
- * Order follows JumpServer: signature, private token, bearer, session.
+ * The kinds' claims do not overlap (each its own Authorization schemes; the
+ * session cookie only without Authorization), so their order decides nothing.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { E, GatewayError } from '../errors.js'
 import type { Config } from '../config/index.js'
 import type { Store, User } from '../store/types.js'
-import { BearerAuthenticator } from './bearer.js'
 import { parseCookies } from '../http/cookies.js'
 import { parseAuthorization } from './parse.js'
-import { PrivateTokenAuthenticator } from './private-token.js'
-import { SessionAuthenticator } from './session.js'
-import { SignatureAuthenticator, type Algorithm } from './signature.js'
+import type { SessionAuthenticator } from './session.js'
+import { KINDS } from './credentials.js'
 import type { AuthMethod, Authenticator, Claim, Credentials } from './types.js'
 
-export interface Identity extends Claim {
-  user: User
-}
+export { CHALLENGES } from './credentials.js'
 
-export const CHALLENGES = [
-  'Bearer realm="sidegate"',
-  'Token realm="sidegate"',
-  'Signature realm="sidegate",headers="(request-target) date"'
-]
+/** The caller: a kind's claim and its user. */
+export type Identity = Claim & { user: User }
 
 /**
  * `target`: the method and URI the credentials are checked against, when not
@@ -47,26 +41,9 @@ export class Authenticators {
   readonly session: SessionAuthenticator
 
   constructor (private readonly store: Store, config: Config) {
-    this.session = new SessionAuthenticator(store, {
-      names: config.names,
-      acceptLegacyCookie: config.session.accept_legacy_cookie,
-      idleTimeout: config.session.idle_timeout,
-      absoluteTimeout: config.session.absolute_timeout
-    })
-    this.authenticators = [
-      new SignatureAuthenticator(store, {
-        clockSkew: config.auth.signature.clock_skew,
-        algorithms: config.auth.signature.algorithms as Algorithm[],
-        requiredHeaders: config.auth.signature.required_headers,
-        replayCache: config.auth.signature.replay_cache,
-        replayGrace: config.auth.signature.replay_grace,
-        dateWindow: config.auth.signature.date_window,
-        requireDigest: config.auth.signature.require_digest
-      }),
-      new PrivateTokenAuthenticator(store),
-      new BearerAuthenticator(store, config.auth.bearer.single_use),
-      this.session
-    ]
+    this.authenticators = KINDS.map((k) => k.create(store, config))
+    // the login redirect asks it whether a session cookie was sent (src/pipeline/authenticate.ts loginFor)
+    this.session = this.authenticators.find((a) => a.method === 'session') as SessionAuthenticator
   }
 
   /**
@@ -115,10 +92,17 @@ export class Authenticators {
   }
 }
 
+/** Every field of every kind's claim (a key of one kind's claim only is undefined on the others'). */
+type AnyClaim = { [K in KeysOf<Claim>]: FieldOf<Claim, K> }
+type KeysOf<U> = U extends unknown ? keyof U : never
+type FieldOf<U, K extends PropertyKey> = U extends unknown ? K extends keyof U ? U[K] : undefined : never
+
 function identityOf (claim: Claim, user: User | null): Identity {
   if (user === null) throw E.authenticationFailed()
   if (!user.is_active) throw E.userInactive()
-  // every field named, in one order: one object shape for every credential kind (no spread)
-  const { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests } = claim
-  return { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests, user }
+  // every field of every kind named, in one order: one object shape (one hidden class where the pipeline reads it) for all kinds;
+  // a kind's claim with a field not named here does not compile
+  const { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests } = claim as Partial<AnyClaim>
+  const identity: { [K in keyof AnyClaim]: AnyClaim[K] | undefined } & { user: User } = { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests, user }
+  return identity as Identity
 }

@@ -2,7 +2,13 @@
 import { E, type GatewayError } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { parseTokenCredential } from './parse.js'
-import type { Authenticator, Claim, Credentials } from './types.js'
+import type { Authenticator, ClaimBase, Credentials } from './types.js'
+
+export interface PrivateTokenClaim extends ClaimBase<'private_token'> { factors?: undefined }
+
+declare module './types.js' {
+  interface ClaimsByMethod { private_token: PrivateTokenClaim }
+}
 
 const SCHEMES = new Set(['token', 'privatetoken'])
 
@@ -12,7 +18,7 @@ export class PrivateTokenAuthenticator implements Authenticator {
 
   claims (c: Credentials): boolean { return c.authorization !== null && SCHEMES.has(c.authorization.scheme) }
 
-  cached (c: Credentials): Claim | GatewayError | undefined {
+  cached (c: Credentials): PrivateTokenClaim | GatewayError | undefined {
     const token = parseTokenCredential(c.authorization!.credentials)
     const userId = this.store.cachedUserIdForPrivateToken?.(token)
     if (userId === undefined) return undefined
@@ -20,7 +26,7 @@ export class PrivateTokenAuthenticator implements Authenticator {
     return { userId, method: this.method }
   }
 
-  async authenticate (c: Credentials): Promise<Claim> {
+  async authenticate (c: Credentials): Promise<PrivateTokenClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)
     const userId = await this.store.userIdForPrivateToken(token)
     if (userId === null) throw E.invalidToken()

@@ -48,7 +48,7 @@ export class RateLimiter {
 
   /** Which policy and bucket a caller is counted in. */
   applied (who: Identity): Applied {
-    if (who.keyId !== undefined && who.keyLimit != null) return { name: 'key', bucket: `key:${who.keyId}`, policy: who.keyLimit }
+    if (who.method === 'access_key' && who.keyLimit != null) return { name: 'key', bucket: `key:${who.keyId}`, policy: who.keyLimit }
     if (who.user.rate_limit != null) return { name: 'user', bucket: `user:${who.user.id}`, policy: who.user.rate_limit }
     const m = this.#methods[who.method]
     if (m !== undefined) return { name: who.method, bucket: `${who.method}:${who.user.id}`, policy: m }

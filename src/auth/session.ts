@@ -6,13 +6,22 @@
  */
 import { E } from '../errors.js'
 import { safeEqual } from '../crypto.js'
-import type { Names } from '../config/index.js'
-import type { Session, Store } from '../store/types.js'
+import type { Factor, Session, Store } from '../store/types.js'
 import { LruCache } from '../store/cache.js'
-import type { Authenticator, Claim, Credentials } from './types.js'
+import type { Authenticator, ClaimBase, Credentials } from './types.js'
+
+export interface SessionClaim extends ClaimBase<'session'> {
+  factors: readonly Factor[]
+  session: Session
+}
+
+declare module './types.js' {
+  interface ClaimsByMethod { session: SessionClaim }
+}
 
 export interface SessionOptions {
-  names: Names
+  /** config.names' (typed here: the config schema lists the kinds, src/auth/credentials.ts) */
+  names: { sessionCookie: string, legacySessionCookie: string }
   acceptLegacyCookie: boolean
   idleTimeout: number
   absoluteTimeout: number
@@ -58,7 +67,7 @@ export class SessionAuthenticator implements Authenticator {
    * timeout, whose idle timeout was pushed back recently (else undefined:
    * authenticate deletes or touches it in the store).
    */
-  cached (c: Credentials): Claim | undefined {
+  cached (c: Credentials): SessionClaim | undefined {
     const id = this.cookieValue(c)
     if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
     const s = this.store.cachedSession?.(id)
@@ -76,7 +85,7 @@ export class SessionAuthenticator implements Authenticator {
     }
   }
 
-  async authenticate (c: Credentials): Promise<Claim> {
+  async authenticate (c: Credentials): Promise<SessionClaim> {
     const id = this.cookieValue(c)
     if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
     const s = await this.store.getSession(id)

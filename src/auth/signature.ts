@@ -9,12 +9,31 @@
  */
 import { createHmac } from 'node:crypto'
 import { E, GatewayError } from '../errors.js'
-import type { AccessKey, Store } from '../store/types.js'
+import type { AccessKey, Factor, RateLimitPolicy, Store } from '../store/types.js'
 import { parseDateHeader } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
 import { signedDigests, type ExpectedDigest } from './digest.js'
 import { parseSignatureParams } from './parse.js'
-import type { Authenticator, Claim, Credentials } from './types.js'
+import type { Authenticator, Claim, ClaimBase, Credentials } from './types.js'
+
+/** A signed request's claim: the key and what the pipeline checks for it. */
+export interface AccessKeyClaim extends ClaimBase<'access_key'> {
+  factors?: undefined
+  /** the key's id (the identity token's akid) */
+  keyId: string
+  /** the factors of the owner's sign-in that made it (AccessKey.factors); absent for an operator's key */
+  keyFactors?: readonly Factor[]
+  /** its own rate limit (src/auth/rate-limit.ts) */
+  keyLimit?: RateLimitPolicy
+  /** the key's allow-list (addresses, CIDR ranges): checked against the client address by the pipeline */
+  keyAllowIps?: string[]
+  /** a signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
+  digests?: ExpectedDigest[]
+}
+
+declare module './types.js' {
+  interface ClaimsByMethod { access_key: AccessKeyClaim }
+}
 import { equalBytes } from '../crypto.js'
 
 /** The HMAC algorithms a signature may name, and the length of their MACs. */
@@ -178,9 +197,9 @@ export class SignatureAuthenticator implements Authenticator {
     return signedDigests(c.headers, p.declared, this.opts.requireDigest === true)
   }
 
-  #claim (found: { key: AccessKey }, digests: ExpectedDigest[] | null): Claim {
+  #claim (found: { key: AccessKey }, digests: ExpectedDigest[] | null): AccessKeyClaim {
     // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline/steps.ts, keyIp)
-    const claim: Claim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
+    const claim: AccessKeyClaim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
     if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips
     if (found.key.factors !== undefined) claim.keyFactors = found.key.factors

@@ -1,9 +1,27 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Factor, RateLimitPolicy, Session } from '../store/types.js'
-import type { ExpectedDigest } from './digest.js'
+import type { Factor } from '../store/types.js'
 import type { GatewayError } from '../errors.js'
 
-export type AuthMethod = 'session' | 'bearer' | 'private_token' | 'access_key'
+/**
+ * Each credential kind's claim, by its method name. An authenticator's file
+ * adds its own (`declare module './types.js'`), so a kind's claim is written
+ * beside its code; the registry (./credentials.ts CREDENTIALS), keyed by these
+ * names, does not compile without an entry for each.
+ */
+export interface ClaimsByMethod {}
+
+export type AuthMethod = keyof ClaimsByMethod
+
+/** The outcome of a successful authentication, before the user record is loaded: one kind's claim, told by `method`. */
+export type Claim = ClaimsByMethod[AuthMethod]
+
+/** What every kind's claim has. */
+export interface ClaimBase<M extends string> {
+  userId: string
+  method: M
+  /** what the sign-in behind a person's credential was made with; absent for machine credentials (CredentialKind.machine) */
+  factors?: readonly Factor[]
+}
 
 /** What an authenticator sees of a request: parsed once, shared by all. */
 export interface Credentials {
@@ -15,24 +33,6 @@ export interface Credentials {
   authorization: { scheme: string, credentials: string } | null
   /** parseCookies: a name sent twice with different values is null */
   cookies: Record<string, string | null>
-}
-
-/** The outcome of a successful authentication, before the user record is loaded. */
-export interface Claim {
-  userId: string
-  method: AuthMethod
-  /** what the sign-in behind a session or bearer token was made with; absent for machine credentials (private tokens, access keys) */
-  factors?: readonly Factor[]
-  session?: Session
-  /** access keys: the key's id (the identity token's akid) and its own rate limit (src/auth/rate-limit.ts) */
-  keyId?: string
-  /** access keys: the factors of the owner's sign-in that made it (AccessKey.factors); absent for an operator's key */
-  keyFactors?: readonly Factor[]
-  keyLimit?: RateLimitPolicy
-  /** the key's allow-list (addresses, CIDR ranges): checked against the client address by the pipeline */
-  keyAllowIps?: string[]
-  /** an access-key signature that covers Digest or Content-Digest: what the body must hash to (src/auth/digest.ts) */
-  digests?: ExpectedDigest[]
 }
 
 /**

@@ -14,6 +14,7 @@
  */
 import type { TSchema } from '@sinclair/typebox'
 import { Schema } from './schema.js'
+import { SUBJECT_LIST } from '../access/syntax.js'
 
 type Json = Record<string, unknown>
 
@@ -31,7 +32,7 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' },
   ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' },
   accessGlob: { pattern: '^/' },
-  accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|method:(?:session|bearer|private_token|access_key))$' },
+  accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
   httpMethod: { pattern: '^[A-Za-z]{1,20}$' }
 }
 

@@ -16,7 +16,9 @@
  *   other key is refused (./live.ts, ../reload.ts).
  */
 import { Type as T, type Static, type TSchema, type TProperties } from '@sinclair/typebox'
-import { POLICIES } from '../access/syntax.js'
+import { POLICIES, SUBJECT_LIST } from '../access/syntax.js'
+import { CREDENTIALS } from '../auth/credentials.js'
+import type { AuthMethod } from '../auth/types.js'
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
@@ -38,6 +40,9 @@ const ints = (def: number[], min: number, max: number, description: string) =>
   T.Array(T.Integer({ minimum: min, maximum: max }), { default: def, description })
 const oneOf = <V extends string>(values: readonly V[], def: V, description?: string) =>
   T.Union(values.map((v) => T.Literal(v)), { default: def, ...(description === undefined ? {} : { description }) })
+/** One key per credential kind (src/auth/credentials.ts), in the registry's order. */
+const perMethod = <S extends TSchema>(make: () => S) =>
+  Object.fromEntries(Object.keys(CREDENTIALS).map((m) => [m, make()])) as Record<AuthMethod, S>
 /** Marks a key (or a whole section) as changeable by a live reload. */
 const live = <S extends TSchema>(s: S): S => Object.assign(s, { live: true })
 const section = <P extends TProperties>(props: P, description?: string) =>
@@ -158,7 +163,7 @@ export const Schema = T.Object({
       policy: T.Union(POLICIES.map((v) => T.Literal(v)))
     }, { additionalProperties: false, default: {} }), {
       default: [],
-      description: 'First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:session|bearer|private_token|access_key: the\nrule matches only a caller who has one) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md'
+      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:${SUBJECT_LIST}: the\nrule matches only a caller who has one) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
     }),
     case_insensitive_paths: bool(false, 'true: paths and globs compared in lower case, for an upstream that routes\ncase-insensitively (Express and ASP.NET by default): /OPS/restart then meets a rule\nfor /ops/**. Leave false for an upstream that tells /OPS from /ops')
   }, 'Who may reach which upstream paths, decided alike in proxy mode, for WebSocket\nupgrades and in forward-auth decisions. upstream.public_paths still come first.\n`sidegate access check` explains which rule decides a request.')),
@@ -166,12 +171,7 @@ export const Schema = T.Object({
     enabled: bool(false, 'count every authenticated request (upstream and sidegate\'s own API)'),
     limit: int(1, 100_000, 600, 'requests per window, per user (the default policy)'),
     window: int(1, 86_400, 60, 'seconds'),
-    methods: section({
-      session: optStr({ check: 'ratePolicy' }),
-      bearer: optStr({ check: 'ratePolicy' }),
-      private_token: optStr({ check: 'ratePolicy' }),
-      access_key: optStr({ check: 'ratePolicy' })
-    }, 'Per authentication method, instead of limit/window: "100/60s", "5/s", "1000/1h";\nempty: the default. Counted per user and method.'),
+    methods: section(perMethod(() => optStr({ check: 'ratePolicy' })), 'Per authentication method, instead of limit/window: "100/60s", "5/s", "1000/1h";\nempty: the default. Counted per user and method.'),
     on_store_error: oneOf(['allow', 'deny'] as const, 'allow', 'Redis unreachable: allow lets requests through uncounted, deny answers 503;\neither is logged once per outage and counted in sidegate_rate_limit_store_errors_total.')
   }, 'Rate limits per authenticated caller, exact across replicas: a sliding window in Redis\n(one script per request, Redis\'s clock). `sidegate limit set <username|key id> 100/60s`\nsets a user\'s or an access key\'s own limit (the key\'s wins, then the user\'s, then\nmethods, then limit/window). Answers carry RateLimit-Policy and RateLimit; over the\nlimit: 429 rate_limited with Retry-After. A Redis sorted set per active caller holds\nup to `limit` entries.')),
   session: live(section({

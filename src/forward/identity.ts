@@ -162,7 +162,7 @@ interface Signer { kid: string, alg: SigningAlgorithm, header: string, key: KeyO
 
 /** The parts of a token that identify what it says: one cache entry per distinct set. */
 function cacheKey (kid: string, id: Identity, orgId: string): string {
-  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.keyId ?? ''}\u0000${id.factors?.join(',') ?? ''}`
+  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.method === 'access_key' ? id.keyId : ''}\u0000${id.factors?.join(',') ?? ''}`
 }
 
 /** The JWT minting of one gateway: the key set as last read, the signer of the current key, the token cache. */
@@ -294,7 +294,7 @@ export class IdentitySigner {
       claims.amr = id.factors
       claims.acr = isTwoFactor(id.factors) ? 'two_factor' : 'one_factor'
     }
-    if (id.keyId !== undefined) claims.akid = id.keyId
+    if (id.method === 'access_key') claims.akid = id.keyId
     claims.jti = jti
     claims.iat = iat
     claims.exp = iat + this.#c.ttl

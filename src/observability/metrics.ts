@@ -5,7 +5,7 @@
  * cost is a few additions to plain numbers (Metrics.request); prom-client
  * sees them only when /metrics is scraped. Labels are
  * bounded: the status code (standard codes only, else its class), the auth
- * method (5 values), sidegate's own error codes.
+ * method (none, or a credential kind's label), sidegate's own error codes.
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -13,6 +13,7 @@ import http from 'node:http'
 import { dirname, resolve } from 'node:path'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { checkGateStats } from '../auth/check-gate.js'
+import { KINDS } from '../auth/credentials.js'
 import type { CacheStats } from '../store/cache.js'
 import type { Config } from '../config/index.js'
 import { E, UsageError } from '../errors.js'
@@ -40,7 +41,11 @@ export interface ObservedStore {
   readonly sessions?: CacheStats
 }
 
-const AUTH_METHODS = ['none', 'session', 'bearer', 'private_token', 'access_key']
+/** The auth_method labels by index (Metrics.request: status * 8 + index): none, then each kind's. */
+const AUTH_METHODS = ['none', ...KINDS.map((k) => k.metric)]
+/** The method names at the same indexes (Metrics.request finds the index; 'none' matches no method) */
+const METHODS: string[] = ['none', ...KINDS.map((k) => k.method)]
+if (AUTH_METHODS.length > 8) throw new Error('metrics: at most 7 credential kinds fit the request key (status * 8 + kind)')
 
 function statusLabel (status: number): string {
   return http.STATUS_CODES[status] === undefined ? `${Math.floor(status / 100)}xx` : String(status)
@@ -123,7 +128,7 @@ export class Metrics implements RequestObserver {
   }
 
   request (status: number, authMethod: string | undefined, code: string | undefined, seconds: number): void {
-    const m = authMethod === undefined ? 0 : AUTH_METHODS.indexOf(authMethod)
+    const m = authMethod === undefined ? 0 : METHODS.indexOf(authMethod)
     const key = status * 8 + (m === -1 ? 0 : m)
     this.#requestCounts.set(key, (this.#requestCounts.get(key) ?? 0) + 1)
     let b = 0

@@ -5,7 +5,7 @@
  * what it is sent and the forward itself; an own route's handler.
  */
 import { keyUsed } from '../observability/audit.js'
-import { bodyMatches } from '../auth/digest.js'
+import { bodyMatches, type ExpectedDigest } from '../auth/digest.js'
 import { BEFORE_BODY, keepBody } from '../body.js'
 import type { Impl } from './chains.js'
 import type { Flow, Handshake, Live } from './context.js'
@@ -60,7 +60,7 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
    */
   function keyIp (ctx: Flow): void {
     const who = ctx.identity
-    if (who?.keyId === undefined) return
+    if (who?.method !== 'access_key') return
     if (who.keyAllowIps !== undefined && !allowList(who.keyAllowIps)(ctx.clientIp)) throw E.ipNotAllowed()
     // the request's own context is the audit context (no object made per request)
     keyUsed(store, audit, ctx, who.user, who.keyId)
@@ -91,21 +91,24 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
    * waits for `100 Continue` gets it now: it is authenticated.
    */
   function digestRead (ctx: Live): void | Promise<void> {
-    if (ctx.identity?.digests !== undefined) return readAndCheck(ctx, ctx.identity.digests)
+    const id = ctx.identity
+    if (id?.method === 'access_key' && id.digests !== undefined) return readAndCheck(ctx, id.digests)
   }
 
-  async function readAndCheck (ctx: Live, digests: NonNullable<Identity['digests']>): Promise<void> {
+  async function readAndCheck (ctx: Live, digests: ExpectedDigest[]): Promise<void> {
     proceed(ctx)
     const body = await keepBody(ctx.req, maxBody)
     if (!bodyMatches(body, digests)) throw E.invalidDigest()
   }
 
   function digestEmpty (ctx: Flow): void {
-    if (ctx.identity?.digests !== undefined && !bodyMatches(EMPTY, ctx.identity.digests)) throw E.invalidDigest()
+    const id = ctx.identity
+    if (id?.method === 'access_key' && id.digests !== undefined && !bodyMatches(EMPTY, id.digests)) throw E.invalidDigest()
   }
 
   function digestRefused (ctx: Live): void {
-    if (ctx.identity?.digests !== undefined) throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
+    const id = ctx.identity
+    if (id?.method === 'access_key' && id.digests !== undefined) throw E.badRequest('A signature that covers Digest or Content-Digest cannot be decided here (the body stays at the proxy): send it through sidegate\'s proxy mode.')
   }
 
   /**

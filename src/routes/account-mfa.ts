@@ -174,7 +174,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     },
     async handler (ctx) {
       const who = ctx.identity
-      if (who === undefined || who.session === undefined) {
+      if (who?.method !== 'session') {
         redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ACCOUNT_MFA_PATH)}`)
         return
       }

@@ -52,7 +52,7 @@ export function freshFor (ctx: RequestContext): number {
  * a credential never mints one that passes more two_factor rules than itself.
  */
 function mintedFactors (id: Identity): Factor[] {
-  return [...(id.factors ?? id.keyFactors ?? PASSWORD_ONLY)]
+  return [...(id.factors ?? (id.method === 'access_key' ? id.keyFactors : undefined) ?? PASSWORD_ONLY)]
 }
 
 function keyJson (k: AccessKey): Record<string, unknown> {
@@ -398,7 +398,7 @@ export function accountPageRoute (config: Config, assets: AssetSet): Route {
     },
     handler (ctx) {
       const who = ctx.identity
-      if (who === undefined || who.session === undefined) {
+      if (who?.method !== 'session') {
         redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ctx.req.url ?? ACCOUNT_PAGE_PATH)}`)
         return
       }

@@ -23,6 +23,7 @@
  * ext_authz HTTP service appends the original path to its `path_prefix`.
  */
 import type { Config } from '../config/index.js'
+import { KINDS, countOf, orList } from '../auth/credentials.js'
 import { redirectTo, type Json } from './spec.js'
 import type { Route } from './types.js'
 
@@ -46,7 +47,7 @@ function docs (config: Config): Route['docs'] {
       [n.userIdHeader]: identity('The user\'s id.'),
       [n.usernameHeader]: identity('The username, percent-encoded when not printable ASCII.'),
       [n.orgHeader]: identity('The resolved organization id (from `?oid=` in the original URI, the org header, or the user\'s default).'),
-      [n.authMethodHeader]: identity('`session`, `bearer`, `private_token` or `access_key`.'),
+      [n.authMethodHeader]: identity(`${orList(KINDS.map((k) => k.method))}.`),
       [n.authFactorsHeader]: identity('Sessions and bearer tokens only: what the sign-in was made with, as RFC 8176 `amr` values, comma-separated: `pwd` (password), `otp` (a one-time code or recovery code), `hwk`/`swk` (a passkey). E.g. `pwd,otp`.'),
       Cookie: identity('The original Cookie header without sidegate\'s session and CSRF cookies (other cookies kept), on public paths too; empty when none is left. For the proxy to set on the upstream request in place of the client\'s.'),
       'Cache-Control': identity('`no-store`: a decision must never be cached (a one-time bearer token is used up by it).')
@@ -57,7 +58,7 @@ function docs (config: Config): Route['docs'] {
     // documented as each of GET, POST, PUT, PATCH and DELETE: forwardAuthGet, …
     operationId: 'forwardAuth',
     summary: 'Forward-auth decision about the request a proxy in front received',
-    description: 'Any method (the original method may also come as this request\'s own). The credential (any of the four) and the org header ' +
+    description: `Any method (the original method may also come as this request's own). The credential (any of the ${countOf(KINDS)}) and the org header ` +
       'are those of the original request, sent along by the proxy; a signature is verified over the original method and URI as ' +
       '`(request-target)` and the other signed headers as received. See docs/forward-auth.md.',
     parameters,

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config/index.js'
+import { CREDENTIALS, KINDS, countOf } from '../auth/credentials.js'
 import { ERRORS, HTTP_ERROR_CODES, type ErrorCode } from '../errors.js'
 import { LOGIN_PATH } from './login.js'
 import { publishedSchema, requestBodyOf } from './body.js'
@@ -80,7 +81,10 @@ function sharedErrors (): Record<SharedErrors, Json> {
   }
 }
 
-const ANY_CREDENTIAL = [{ Bearer: [] }, { PrivateToken: [] }, { AccessKey: [] }, { Session: [] }]
+/** The kinds as the document lists them: those sent in Authorization, then the cookie */
+const DOCUMENTED = [...KINDS.filter((k) => k.carrier !== 'cookie'), ...KINDS.filter((k) => k.carrier === 'cookie')]
+const ANY_CREDENTIAL = DOCUMENTED.map((k) => ({ [k.openapi.name]: [] }))
+const SESSION_ONLY = [{ [CREDENTIALS.session.openapi.name]: [] }]
 const SAFE = new Set(['get', 'head', 'options'])
 
 /** What a route's auth mode implies for one of its operations: security, parameters, errors. */
@@ -93,7 +97,7 @@ function implied (auth: RouteAuth, method: string, op: Operation): { security: u
   const unsafe = !SAFE.has(method)
   const security = op.security === 'none'
     ? []
-    : op.security === 'session' || auth === 'session-page' ? [{ Session: [] }] : user ? ANY_CREDENTIAL : []
+    : op.security === 'session' || auth === 'session-page' ? SESSION_ONLY : user ? ANY_CREDENTIAL : []
   const parameters = [
     ...(withOrg ? (auth === 'decision' ? [ref('parameters', 'OrgHeader')] : [ref('parameters', 'OrgHeader'), ref('parameters', 'Oid')]) : []),
     ...(user && unsafe ? [ref('parameters', 'CsrfToken')] : [])
@@ -167,7 +171,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
       version: VERSION,
       summary: 'Authentication gateway speaking JumpServer\'s API authentication.',
       description: [
-        'sidegate authenticates every request with one of four credentials, resolves the organization, and forwards the request to the protected service.',
+        `sidegate authenticates every request with one of ${countOf(KINDS)} credentials, resolves the organization, and forwards the request to the protected service.`,
         '',
         `**Credentials.** \`Authorization\` decides when present (Signature, then Token/PrivateToken, then Bearer); otherwise the session cookie \`${n.sessionCookie}\`${config.session.accept_legacy_cookie ? ` (or the legacy \`${n.legacySessionCookie}\`)` : ''}. ` +
           `Unsafe methods (POST, PUT, PATCH, DELETE) authenticated by the session cookie also need \`X-CSRFToken\` equal to the \`${n.csrfCookie}\` cookie.`,
@@ -194,45 +198,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
     ],
     paths,
     components: {
-      securitySchemes: {
-        Bearer: {
-          type: 'http',
-          scheme: 'bearer',
-          description: `\`Authorization: Bearer <token>\`, the \`token\` from \`POST ${TOKEN_PATH}\`. One-time: valid for one request within ${config.auth.bearer.ttl} s.`
-        },
-        PrivateToken: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'Authorization',
-          description: '`Authorization: Token <private token>` (the scheme word `PrivateToken` works too). Permanent until reset. In Authorize, enter the whole value: `Token <private token>`.'
-        },
-        AccessKey: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'Authorization',
-          description: [
-            'Access-key HTTP signature:',
-            '`Authorization: Signature keyId="<AccessKeyID>",algorithm="hmac-sha256",headers="(request-target) accept date",signature="<base64>"`,',
-            'with `Accept` and `Date` (`%a, %d %b %Y %H:%M:%S GMT`, UTC) headers.',
-            `The signature is Base64(HMAC(AccessKeySecret, string to sign)) with the named algorithm (accepted: ${config.auth.signature.algorithms.join(', ')}); the string to sign has one line per listed header, joined by \`\\n\`:`,
-            '`(request-target): <lowercase method> <path and query>`, `accept: <Accept>`, `date: <Date>`.',
-            `\`headers\` must include ${config.auth.signature.required_headers.map((h) => `\`${h}\``).join(' and ')}; ${config.auth.signature.clock_skew > 0 ? `\`Date\` must be within ${config.auth.signature.clock_skew} s of the gateway's clock.` : '`Date` is not checked for freshness (auth.signature.clock_skew: 0).'}`,
-            'Listing `digest` (RFC 3230, `SHA-256=<base64>`) or `content-digest` (RFC 9530, `sha-256=:<base64>:`) in `headers` makes the gateway check the body against it (at most ' + `${config.auth.signature.max_body} bytes, 413 above; 401 \`invalid_digest\` on a mismatch)` + (config.auth.signature.require_digest ? '; a signed request with a body must list one.' : '.') + ' An unlisted digest header is not checked.',
-            '`x-date` (an `X-Date` header in the same format) may be signed instead of `date`, for clients that cannot set `Date`; whichever is signed must be within the skew, and when both are signed they must be equal.',
-            'A correctly signed request with a disabled key is 401 `key_disabled`, with one past its expiry 401 `key_expired`, and from an address outside the key\'s allow-list 403 `ip_not_allowed`' +
-              (config.auth.keys.disable_after > 0 ? `; a key unused for ${config.auth.keys.disable_after} days is disabled.` : '.'),
-            'Swagger UI cannot compute signatures: use a client.'
-          ].join(' ')
-        },
-        Session: {
-          type: 'apiKey',
-          in: 'cookie',
-          name: n.sessionCookie,
-          description: `The browser session from \`POST ${LOGIN_PATH}\`${config.session.accept_legacy_cookie ? ` (legacy name \`${n.legacySessionCookie}\` accepted)` : ''}. ` +
-            `Ends after ${config.session.idle_timeout} s without requests, ${config.session.absolute_timeout} s after login, at logout, when the user is disabled, or when their password is changed. Two different session ids in one request (the name twice, or both names) are refused. ` +
-            `Unsafe methods also need \`X-CSRFToken\` equal to the \`${n.csrfCookie}\` cookie.`
-        }
-      },
+      securitySchemes: Object.fromEntries(DOCUMENTED.map((k) => [k.openapi.name, k.openapi.scheme(config, { tokenPath: TOKEN_PATH, loginPath: LOGIN_PATH })])),
       parameters: {
         OrgHeader: {
           name: n.orgHeader,

@@ -203,7 +203,7 @@ function user (username: string, o: Partial<User> = {}): User {
 }
 
 function who (u: User, method: Identity['method'], factors?: Factor[]): Identity {
-  return { userId: u.id, method, factors: factors ?? (method === 'session' || method === 'bearer' ? ['pwd'] : undefined), session: undefined, keyId: undefined, keyLimit: undefined, keyAllowIps: undefined, digests: undefined, user: u }
+  return { userId: u.id, method, factors: factors ?? (method === 'session' || method === 'bearer' ? ['pwd'] : undefined), session: undefined, keyId: undefined, keyLimit: undefined, keyAllowIps: undefined, digests: undefined, user: u } as unknown as Identity
 }
 
 const rule = (r: Partial<RuleSpec> & Pick<RuleSpec, 'paths' | 'policy'>): RuleSpec => ({ methods: [], networks: [], subjects: [], ...r })

@@ -370,7 +370,7 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   const again = pipeline.resolve(req(signed(key)))
   t.notOk(again instanceof Promise, 'then: the identity itself')
   t.equal((again as Identity).method, 'access_key')
-  t.equal((again as Identity).keyId, key.id)
+  t.equal((again as Identity & { method: 'access_key' }).keyId, key.id)
 
   // the refusals, each returned at once (not thrown, no promise) with authenticate's code
   const refused = (r: Request): unknown => pipeline.resolve(req(r))
