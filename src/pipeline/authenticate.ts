@@ -96,20 +96,17 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   }
 
   /**
-   * A decision's refusal sent to sign in: nginx's auth_request (X-Original-URI)
-   * turns any answer but 2xx, 401 and 403 into 500, so its 401 names the login
-   * page in X-<abbrev>-Login for the proxy's error_page; Caddy, Traefik and
-   * Envoy pass a refusal on as it is, so theirs is the redirect itself
-   * (absolute from the proxy's X-Forwarded-Host: Traefik resolves a relative
-   * one against sidegate's address).
+   * A decision's refusal sent to sign in, as the proxy family that asked takes
+   * it (ProxyFamily.login, src/pipeline/proxies.ts): the 401 naming the login
+   * page in X-<abbrev>-Login, or the redirect itself, absolute from the
+   * proxy's X-Forwarded-Host.
    */
   function toLoginThroughProxy (ctx: Live, err: unknown): void {
     const original = ctx.original!
-    const h = ctx.req.headers
-    const nginx = h['x-forwarded-uri'] === undefined && h['x-original-uri'] !== undefined
-    const login = loginFor(ctx.req, err, original.method, original.url, nginx ? '' : forwardedOrigin(ctx.req, policy))
+    const byHeader = original.family.login === 'header'
+    const login = loginFor(ctx.req, err, original.method, original.url, byHeader ? '' : forwardedOrigin(ctx.req, policy))
     if (login === undefined) throw err
-    if (nginx) {
+    if (byHeader) {
       ctx.res.setHeader(policy.loginHeader, login)
       throw err
     }

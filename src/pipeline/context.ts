@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Identity } from '../auth/index.js'
 import type { RequestTrace } from '../observability/tracing.js'
-import type { HeaderList } from './headers.js'
+import type { HeaderList, OriginalRequest } from './headers.js'
 import type { MatchPath } from '../access/path.js'
 
 export interface RequestContext {
@@ -67,7 +67,7 @@ export interface Live extends RequestContext, Passed {
   /** its own route; null: the upstream's */
   route: OwnRoute | null
   /** a decision's original request (the `original` step) */
-  original: { method: string, url: string } | undefined
+  original: OriginalRequest | undefined
 }
 
 /** A WebSocket upgrade on its way through its chain: answered on its socket. */

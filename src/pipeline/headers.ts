@@ -12,6 +12,7 @@ import type { Config } from '../config/index.js'
 import type { Identity } from '../auth/index.js'
 import { E } from '../errors.js'
 import { withoutCookies } from '../http/cookies.js'
+import { PROXY_FAMILIES, familyOf, sentMethod, type ProxyFamily } from './proxies.js'
 
 export interface HeaderPolicy {
   /**
@@ -283,6 +284,8 @@ export interface OriginalRequest {
   method: string
   /** path and query as the client sent them */
   url: string
+  /** the proxy family that asked (./proxies.ts); `path` for a peer not trusted (its headers are not read) */
+  family: ProxyFamily
 }
 
 /** RFC 9110 token (an HTTP method), bounded */
@@ -319,9 +322,10 @@ function single (v: string | string[] | undefined): string | undefined {
 
 /**
  * The original request of a forward-auth decision (`/_sidegate/auth`):
- * - from a peer in server.trusted_proxies: the method from X-Forwarded-Method
- *   (Traefik, Caddy) or X-Original-Method, the path and query from
- *   X-Forwarded-Uri (Traefik, Caddy) or X-Original-URI (nginx);
+ * - from a peer in server.trusted_proxies: the family's (PROXY_FAMILIES: the
+ *   first whose URI header was sent), the path and query from that header
+ *   (X-Forwarded-Uri: Traefik, Caddy; X-Original-URI: nginx), the method from
+ *   the first family's method header sent (X-Forwarded-Method, X-Original-Method);
  * - else, and for whatever the proxy did not send, the request's own: its
  *   method, and its target with `ownPrefix` removed when the target goes on
  *   below it (Envoy's ext_authz appends the original path to its path_prefix:
@@ -332,16 +336,17 @@ function single (v: string | string[] | undefined): string | undefined {
 export function originalRequest (req: IncomingMessage, p: HeaderPolicy, ownPrefix: string): OriginalRequest {
   const h = req.headers
   const trusted = fromTrustedPeer(req, p)
-  const sentMethod = trusted ? single(h['x-forwarded-method']) ?? single(h['x-original-method']) : undefined
-  const sentUrl = trusted ? single(h['x-forwarded-uri']) ?? single(h['x-original-uri']) : undefined
+  const family = trusted ? familyOf(h) : PROXY_FAMILIES.path
+  const methodSent = trusted ? single(sentMethod(h)) : undefined
+  const sentUrl = family.uriHeader === null ? undefined : single(h[family.uriHeader])
   const own = req.url ?? '/'
-  const method = sentMethod?.trim() ?? req.method ?? 'GET'
+  const method = methodSent?.trim() ?? req.method ?? 'GET'
   const url = sentUrl ?? (own.startsWith(ownPrefix + '/') ? own.slice(ownPrefix.length) : own)
   if (!METHOD.test(method)) throw E.badRequest('The original method (X-Forwarded-Method, X-Original-Method) is not an HTTP method.')
   if (!ORIGIN_FORM.test(url)) throw E.badRequest('The original URI (X-Forwarded-Uri, X-Original-URI) must be a path and query starting with "/".')
   // upper-cased: rules, CSRF and signatures see DELETE where a proxy passed on `delete`, which upstreams
   // such as Flask and Django upper-case (Node's own parser refuses a lower-case method in proxy mode)
-  return { method: method.toUpperCase(), url }
+  return { method: method.toUpperCase(), url, family }
 }
 
 /**
