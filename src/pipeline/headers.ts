@@ -322,10 +322,10 @@ function single (v: string | string[] | undefined): string | undefined {
 
 /**
  * The original request of a forward-auth decision (`/_sidegate/auth`):
- * - from a peer in server.trusted_proxies: the family's (PROXY_FAMILIES: the
- *   first whose URI header was sent), the path and query from that header
- *   (X-Forwarded-Uri: Traefik, Caddy; X-Original-URI: nginx), the method from
- *   the first family's method header sent (X-Forwarded-Method, X-Original-Method);
+ * - from a peer in server.trusted_proxies: its family is the first row of
+ *   PROXY_FAMILIES whose URI header was sent, the path and query are that
+ *   header's (X-Forwarded-Uri: Traefik, Caddy; X-Original-URI: nginx), the
+ *   method the first row's method header sent (X-Forwarded-Method, X-Original-Method);
  * - else, and for whatever the proxy did not send, the request's own: its
  *   method, and its target with `ownPrefix` removed when the target goes on
  *   below it (Envoy's ext_authz appends the original path to its path_prefix:
