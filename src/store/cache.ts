@@ -88,7 +88,9 @@ export class CachePool {
    */
   touch (h: number): void { if (this.#counting) this.#sketch.add(h, this.count) }
 
-  get #counting (): boolean { return this.bytes * 2 >= this.maxBytes || (this.maxEntries > 0 && this.count * 2 >= this.maxEntries) }
+  get #counting (): boolean {
+    return this.bytes * 2 >= this.maxBytes || (this.maxEntries > 0 && this.count * 2 >= this.maxEntries)
+  }
 
   /**
    * @internal stores a new entry, making room for it (CLOCK), unless the
@@ -130,7 +132,8 @@ export class CachePool {
   }
 
   #full (cost: number): boolean {
-    return this.count > 0 && (this.bytes + cost > this.maxBytes || (this.maxEntries > 0 && this.count >= this.maxEntries))
+    return this.count > 0 &&
+      (this.bytes + cost > this.maxBytes || (this.maxEntries > 0 && this.count >= this.maxEntries))
   }
 
   /** CLOCK: the next occupied slot whose bit is clear (clearing bits on the way); an expired one at once */

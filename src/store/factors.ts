@@ -9,7 +9,9 @@ export type Factor = 'pwd' | 'otp' | 'hwk' | 'swk'
 /** What a session or bearer token was obtained with, when not stated: the password alone. */
 export const PASSWORD_ONLY: readonly Factor[] = Object.freeze(['pwd'])
 
-/** Two factors: a password and a second one, or a passkey alone (possession and the authenticator's user verification). */
+/**
+ * Two factors: a password and a second one, or a passkey alone (possession and the authenticator's user verification).
+ */
 export function isTwoFactor (factors: readonly Factor[]): boolean {
   return factors.includes('hwk') || factors.includes('swk') || (factors.includes('pwd') && factors.includes('otp'))
 }

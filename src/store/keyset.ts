@@ -63,25 +63,48 @@ export function parseKeySet (raw: string | null): StoredKeySet {
 }
 
 /** Opens each stored key's private half with the keyring (null when it cannot: another secret key). */
-export function openKeySet (stored: StoredKeySet, keys: Keyring, onUnreadable?: (record: string) => void): SigningKeySet {
+export function openKeySet (
+  stored: StoredKeySet, keys: Keyring, onUnreadable?: (record: string) => void
+): SigningKeySet {
   return {
     rev: stored.rev,
     keys: stored.keys.map((k) => {
       const plain = keys.tryDecrypt(k.private, signingKeyAad(k.kid))
       if (plain === null) onUnreadable?.(`${JWKS_KEY}:${k.kid}`)
-      return { kid: k.kid, alg: k.alg, created: k.created, active_from: k.active_from, public: k.public, private: plain === null ? null : JSON.parse(plain) as Record<string, string> }
+      return {
+        kid: k.kid,
+        alg: k.alg,
+        created: k.created,
+        active_from: k.active_from,
+        public: k.public,
+        private: plain === null
+          ? null
+          : JSON.parse(plain) as Record<string,
+        string>
+      }
     })
   }
 }
 
-/** Seals a set to store as revision `rev`; a key with an unreadable private half keeps its sealed value from `prior`. */
+/**
+ * Seals a set to store as revision `rev`; a key with an unreadable private half keeps its sealed value from `prior`.
+ */
 export function sealKeySet (rev: number, set: SigningKey[], keys: Keyring, prior: StoredKeySet): StoredKeySet {
   return {
     rev,
     keys: set.map((k) => {
-      const sealed = k.private === null ? prior.keys.find((p) => p.kid === k.kid)?.private : keys.encrypt(JSON.stringify(k.private), signingKeyAad(k.kid))
+      const sealed = k.private === null
+        ? prior.keys.find((p) => p.kid === k.kid)?.private
+        : keys.encrypt(JSON.stringify(k.private), signingKeyAad(k.kid))
       if (sealed === undefined) throw new Error(`signing key ${k.kid} has no private half`)
-      return { kid: k.kid, alg: k.alg, created: k.created, active_from: k.active_from, public: k.public, private: sealed }
+      return {
+        kid: k.kid,
+        alg: k.alg,
+        created: k.created,
+        active_from: k.active_from,
+        public: k.public,
+        private: sealed
+      }
     })
   }
 }

@@ -11,7 +11,18 @@
 import type { GatewayError } from '../errors.js'
 import type { StoredKeySet } from './keyset.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo, StoredPasskey, User
+  AccessKey,
+  AuditEntry,
+  AuditQuery,
+  Factor,
+  KeyDisabler,
+  LoginFailures,
+  Org,
+  OrgRole,
+  RateLimitPolicy,
+  SessionInfo,
+  StoredPasskey,
+  User
 } from './types.js'
 
 /** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */
@@ -19,14 +30,19 @@ export interface StoredUser extends User {
   password_hash: string | null
   /** a keyed hash of the legacy hash the last import set (Store.isImportedPasswordHash) */
   password_imported?: string
-  /** when the user's sessions were last ended (a password change, disabling, `session revoke`), epoch ms: a pending sign-in step older than it is void (Store.getUserForSignIn) */
+  /**
+   * when the user's sessions were last ended (a password change, disabling, `session
+   * revoke`), epoch ms: a pending sign-in step older than it is void (Store.getUserForSignIn)
+   */
   sessions_ended?: number
 }
 
 /** The user fields a single-field update may write. */
 export type UserField = 'is_active' | 'password_hash' | 'password_imported' | 'sessions_ended' | 'last_login' | 'name' | 'email' | 'is_superuser' | 'rate_limit'
 
-/** An access key as stored: its secret sealed with the Keyring (additional data `ak:<id>`); its last use is kept apart. */
+/**
+ * An access key as stored: its secret sealed with the Keyring (additional data `ak:<id>`); its last use is kept apart.
+ */
 export interface StoredKey extends Omit<AccessKey, 'date_last_used' | 'unreadable'> {
   secret: string
 }
@@ -47,7 +63,9 @@ export interface KeyStateExpected { is_active: boolean, disabled_by: KeyDisabler
  * changed, when its state is no longer `expect`.
  */
 export function applyKeyState (s: StoredKey, fields: KeyStateFields, expect?: KeyStateExpected): boolean {
-  if (expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)) return false
+  if (
+    expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)
+  ) return false
   s.is_active = fields.is_active
   if (fields.date_enabled !== undefined) s.date_enabled = fields.date_enabled
   if (fields.disabled_by === null) delete s.disabled_by
@@ -55,7 +73,10 @@ export function applyKeyState (s: StoredKey, fields: KeyStateFields, expect?: Ke
   return true
 }
 
-/** A private token as stored for its user: its lookup hash (null in records written before it was kept) and the sealed token. */
+/**
+ * A private token as stored for its user: its lookup hash (null
+ * in records written before it was kept) and the sealed token.
+ */
 export interface StoredPrivateToken {
   hash: string | null
   sealed: string
@@ -84,7 +105,10 @@ export interface OrgStorage {
 }
 
 export interface UserStorage {
-  /** Claims the username (lowercase) and stores the record, atomically against concurrent creations; says what was taken otherwise. */
+  /**
+   * Claims the username (lowercase) and stores the record, atomically
+   * against concurrent creations; says what was taken otherwise.
+   */
   insert(user: StoredUser, usernameLower: string): Promise<'ok' | 'username_taken' | 'id_taken'>
   get(id: string): Promise<StoredUser | null>
   idByUsername(usernameLower: string): Promise<string | null>
@@ -95,12 +119,18 @@ export interface UserStorage {
   setField<F extends UserField>(id: string, field: F, value: StoredUser[F]): Promise<boolean>
   /** Replaces the password hash only while it is still `expected` (compare-and-set). */
   swapPasswordHash(id: string, expected: string, hash: string): Promise<boolean>
-  /** Sets (null: removes) a membership; default_org moves to another of the user's orgs (or null) when it is no longer one. False: no such user. */
+  /**
+   * Sets (null: removes) a membership; default_org moves to another of the
+   * user's orgs (or null) when it is no longer one. False: no such user.
+   */
   setMembership(id: string, orgId: string, role: OrgRole | null): Promise<boolean>
 }
 
 export interface AccessKeyStorage {
-  /** Stores a new key unless its user already has `max` (> 0), atomically against concurrent creations; false: at the cap. */
+  /**
+   * Stores a new key unless its user already has `max` (> 0),
+   * atomically against concurrent creations; false: at the cap.
+   */
   insert(key: StoredKey, max: number): Promise<boolean>
   /** Stores an imported key unless its id is taken; false: taken. */
   insertNew(key: StoredKey): Promise<boolean>
@@ -113,12 +143,18 @@ export interface AccessKeyStorage {
   getWithUser(id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null>
   /** The user's key ids, in no particular order. */
   ids(userId: string): Promise<string[]>
-  /** Writes the fields only while the key's state is still `expect` (when given): compare-and-set. False: no such key, or changed. */
+  /**
+   * Writes the fields only while the key's state is still `expect`
+   * (when given): compare-and-set. False: no such key, or changed.
+   */
   setState(id: string, fields: KeyStateFields, expect?: KeyStateExpected): Promise<boolean>
   setRateLimit(id: string, policy: RateLimitPolicy | null): Promise<boolean>
   /** Deletes the key, its last use and its place in its user's set; false: none. */
   delete(id: string): Promise<boolean>
-  /** Writes `now` as the last use unless the stored one is newer than `olderThan` (ISO times): 0 not written, 1 written, 2 written and there was none. */
+  /**
+   * Writes `now` as the last use unless the stored one is newer than `olderThan`
+   * (ISO times): 0 not written, 1 written, 2 written and there was none.
+   */
   touch(id: string, now: string, olderThan: string): Promise<0 | 1 | 2>
 }
 
@@ -143,7 +179,10 @@ export interface PrivateTokenStorage {
   addImported(hash: string): Promise<void>
   /** True when it was listed. */
   dropImported(hash: string): Promise<boolean>
-  /** The first of `candidates()` that is an imported token's hash; the candidates are computed only when any token was imported. */
+  /**
+   * The first of `candidates()` that is an imported token's hash;
+   * the candidates are computed only when any token was imported.
+   */
   findImported(candidates: () => string[]): Promise<string | null>
 }
 
@@ -175,7 +214,10 @@ export interface SessionStorage {
 
 /** Counters with a window: login attempts, rate-limit buckets, replay marks. */
 export interface LimitStorage {
-  /** Counts one attempt under `hash`: the window starts at the first and again at the `max`-th (Store.countLoginAttempt). */
+  /**
+   * Counts one attempt under `hash`: the window starts at the
+   * first and again at the `max`-th (Store.countLoginAttempt).
+   */
   countAttempt(hash: string, windowSeconds: number, max: number): Promise<LoginFailures>
   resetAttempts(hash: string): Promise<void>
   /** One attempt back, never below 0; the window kept. */
@@ -188,8 +230,15 @@ export interface LimitStorage {
    * null when there is no mark, and none is set.
    */
   markSeen(kind: string, hash: string, ttlSeconds: number, create?: boolean): Promise<number | null>
-  /** Counts one request in a sliding window log on the store's clock; `resetMs`: until the oldest counted request that matters leaves the window. */
-  hit(bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }>
+  /**
+   * Counts one request in a sliding window log on the store's clock; `resetMs`:
+   * until the oldest counted request that matters leaves the window.
+   */
+  hit(bucket: string, limit: number, windowMs: number): Promise<{
+    allowed: boolean,
+    remaining: number,
+    resetMs: number
+  }>
 }
 
 export interface LockStorage {
@@ -245,7 +294,9 @@ export interface PasskeyStorage {
   advance(credentialId: string, counter: number, lastUsed: string): Promise<boolean>
 }
 
-/** The counter rule of PasskeyStorage.advance: a counter must increase, unless the authenticator keeps none (both 0). */
+/**
+ * The counter rule of PasskeyStorage.advance: a counter must increase, unless the authenticator keeps none (both 0).
+ */
 export function counterAdvances (stored: number, next: number): boolean {
   return next > stored || (next === 0 && stored === 0)
 }

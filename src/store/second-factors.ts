@@ -5,7 +5,10 @@
  * Store extends them).
  */
 
-/** What a user's second factor asks of a sign-in (Store.secondFactorState): `passkey` when passkeys are their only factor. */
+/**
+ * What a user's second factor asks of a sign-in (Store.secondFactorState):
+ * `passkey` when passkeys are their only factor.
+ */
 export type SecondFactorState = 'enrolled' | 'passkey' | 'required' | 'none'
 
 /** A user's second factors as administration and the account page see them: never a secret. */
@@ -72,7 +75,10 @@ export interface PasskeyStore {  /** The user's passkeys, oldest first (never a 
   listPasskeys(userId: string): Promise<PasskeyInfo[]>
   /** A passkey by its credential id (for a sign-in without a username), or null. */
   getPasskey(credentialId: string): Promise<StoredPasskey | null>
-  /** The user's WebAuthn user handle: the one their passkeys were made for, or a new random one (stored with their first passkey). */
+  /**
+   * The user's WebAuthn user handle: the one their passkeys were
+   * made for, or a new random one (stored with their first passkey).
+   */
   passkeyUserHandle(userId: string): Promise<string>
   /** Stores a new passkey; false when its credential id is taken. */
   addPasskey(p: NewPasskey): Promise<boolean>

@@ -47,7 +47,9 @@ export type TransferRecord =
   | { kind: 'org', org: Org }
   | { kind: 'user', user: StoredUser }
   | { kind: 'access_key', key: StoredKey, last_used: string | null }
-  /** the user's own token: its lookup hash (null in old records) and the token sealed (additional data `pt:<user id>`) */
+  /**
+   * the user's own token: its lookup hash (null in old records) and the token sealed (additional data `pt:<user id>`)
+   */
   | { kind: 'private_token', user_id: string, hash: string | null, sealed: string }
   /** a lookup entry: hash(token) → user id (a token issued under an earlier key keeps its own) */
   | { kind: 'private_token_lookup', hash: string, user_id: string }
@@ -60,7 +62,10 @@ export type TransferRecord =
   | { kind: 'totp', user_id: string, stored: string }
   /** the lookup hash of one of a user's unused recovery codes */
   | { kind: 'recovery_code', user_id: string, hash: string }
-  /** a passkey as stored (its public key, counter, user handle; no secret: the private key never leaves the authenticator) */
+  /**
+   * a passkey as stored (its public key, counter, user handle;
+   * no secret: the private key never leaves the authenticator)
+   */
   | { kind: 'passkey', passkey: StoredPasskey }
   | { kind: 'signing_keys', set: StoredKeySet }
   /** the lookup and tag keys of the keys this store was rotated away from, sealed (`key-legacy:<check>`) */
@@ -166,7 +171,8 @@ export function auditId (id: string): [number, number] | null {
   const m = /^(\d{1,15})-(\d{1,15})$/.exec(id)
   return m === null ? null : [Number(m[1]), Number(m[2])]
 }
-export const auditAfter = (a: [number, number], b: [number, number]): boolean => a[0] > b[0] || (a[0] === b[0] && a[1] > b[1])
+export const auditAfter = (a: [number, number], b: [number, number]): boolean => a[0] > b[0] ||
+  (a[0] === b[0] && a[1] > b[1])
 
 // ── checking one line ────────────────────────────────────────────────────────
 
@@ -297,17 +303,28 @@ export function parseTransfer (text: string): Parsed {
     if (lines[i].trim() === '') continue
     let v: unknown
     try { v = JSON.parse(lines[i]) } catch (err) { throw new TransferProblem(line, `not JSON (${(err as Error).message})`) }
-    try { records.push({ line, record: checkRecord(v) }) } catch (err) { throw new TransferProblem(line, (err as Error).message) }
+    try { records.push({ line, record: checkRecord(v) }) } catch (err) {
+      throw new TransferProblem(line, (err as Error).message)
+    }
   }
   return { header: head as unknown as TransferHeader, records }
 }
 
-/** superuser: a new superuser; takeover: a credential or second factor of a user already in the store, or keys credentials are checked with. */
+/**
+ * superuser: a new superuser; takeover: a credential or second factor
+ * of a user already in the store, or keys credentials are checked with.
+ */
 export type TransferPrivilege = 'superuser' | 'takeover'
 export const TRANSFER_PRIVILEGE_FLAGS: Record<TransferPrivilege, string> = { superuser: '--allow-superuser', takeover: '--allow-takeover' }
 
 /** A record that grants a privilege, to be written only with its flag. */
-export interface PrivilegedRecord { line: number, kind: TransferPrivilege, record: Kind, userId: string | null, message: string }
+export interface PrivilegedRecord {
+  line: number,
+  kind: TransferPrivilege,
+  record: Kind,
+  userId: string | null,
+  message: string
+}
 
 export interface Plan {
   /** the records to write, in the file's order */
@@ -333,7 +350,9 @@ export interface Plan {
  * key generations, are listed in `privileged`. (A merge never replaces a
  * stored record, so no password is ever replaced.)
  */
-export async function planImport (parsed: Parsed, target: StoreTransfer, now: number, holdsData = false): Promise<Plan> {
+export async function planImport (
+  parsed: Parsed, target: StoreTransfer, now: number, holdsData = false
+): Promise<Plan> {
   const seen = new Map<string, number>()
   const users = new Map<string, string>()
   const usernames = new Map<string, number>()
@@ -376,9 +395,12 @@ export async function planImport (parsed: Parsed, target: StoreTransfer, now: nu
     plan.write.push(r)
     plan.written[r.kind] = (plan.written[r.kind] ?? 0) + 1
     if (!holdsData) continue
-    const flag = (kind: TransferPrivilege, userId: string | null, message: string): void => { plan.privileged.push({ line, kind, record: r.kind, userId, message }) }
+    const flag = (kind: TransferPrivilege, userId: string | null, message: string): void => {
+      plan.privileged.push({ line, kind, record: r.kind, userId, message })
+    }
     if (r.kind === 'user' && r.user.is_superuser === true) flag('superuser', r.user.id, `creates ${r.user.username} (${r.user.id}) as a superuser`)
-    // a credential or factor of a user the store holds (skipped in the file, or not in it): written beside what they have
+    // a credential or factor of a user the store holds (skipped
+    // in the file, or not in it): written beside what they have
     if (owner !== null && (inStore.has(owner) || (!users.has(owner) && missing.get(owner) === true))) {
       flag('takeover', owner, `adds ${KINDS.find(([k]) => k === r.kind)![1]} ${JSON.stringify(shortId(r))} to user ${owner}, who is already in ${target.where}`)
     }

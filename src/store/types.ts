@@ -1,12 +1,9 @@
 /**
- * The application-facing storage interface. Everything persistent goes
- * through `Store`: the account policy (./policy/) over a backend that only
- * stores (./ports.ts); RedisStore (./redis/) is the gateway's, MemoryStore
- * (./memory/) the same contract in process (test/fixtures/store-contract.ts
- * runs against both). `ManagedStore` adds what a process's composition root
- * needs around it: connecting, the gate, the secret key's check and
- * rotation, the caches' counters for metrics. In src/, only
- * src/app/open-store.ts constructs a RedisStore.
+ * The application-facing storage interface. Everything persistent goes through `Store`: the account policy
+ * (./policy/) over a backend that only stores (./ports.ts); RedisStore (./redis/) is the gateway's, MemoryStore
+ * (./memory/) the same contract in process (test/fixtures/store-contract.ts runs against both). `ManagedStore`
+ * adds what a process's composition root needs around it: connecting, the gate, the secret key's check and
+ * rotation, the caches' counters for metrics. In src/, only src/app/open-store.ts constructs a RedisStore.
  */
 import type { Keyring } from '../crypto.js'
 import type { GatewayError } from '../errors.js'
@@ -77,7 +74,7 @@ export interface Org {
   date_created: string
 }
 
-/** Who disabled an access key: its owner (the account API), an operator (the CLI, the admin API, an import) or auth.keys.disable_after. */
+/** Who disabled a key: its owner (account API), an operator (CLI, admin API, import) or auth.keys.disable_after. */
 export type KeyDisabler = 'owner' | 'operator' | 'policy'
 /** What an access key's enabled state was when it was read (a compare-and-set's expectation). */
 export interface KeyState { is_active: boolean, disabled_by?: KeyDisabler }
@@ -94,7 +91,7 @@ export interface AccessKey {
   date_expired?: string
   /** addresses and CIDR ranges the key may be used from (403 ip_not_allowed from any other); absent: anywhere */
   allow_ips?: string[]
-  /** when it was last enabled again (setAccessKeyActive true): auth.keys.disable_after counts unused days from the latest of this, the last use and the creation */
+  /** last enabled again (setAccessKeyActive true): auth.keys.disable_after counts from it, the last use or creation */
   date_enabled?: string
   /** who disabled it (only while disabled): its owner may enable it again only after their own disable */
   disabled_by?: KeyDisabler
@@ -106,7 +103,7 @@ export interface AccessKey {
    * or made before sidegate recorded them, admitted as the operator's (docs/access-rules.md).
    */
   factors?: Factor[]
-  /** Set when its secret cannot be decrypted with this process's secret key (written under another key): it verifies nothing. */
+  /** Set when its secret cannot be decrypted with this process's key (written under another): it verifies nothing. */
   unreadable?: true
 }
 
@@ -187,17 +184,15 @@ export interface Store extends PasskeyStore {
   /** Changes a user's name, email or superuser flag (every replica sees it at once). */
   setUserFields(userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void>
   /**
-   * Sets an imported Django hash as the user's password, kept as it is until
-   * the next successful login re-hashes it (upgradePasswordHash); ends
-   * sessions and unused bearer tokens as setPassword does.
+   * Sets an imported Django hash as the user's password, kept as it is until the next successful login
+   * re-hashes it (upgradePasswordHash); ends sessions and unused bearer tokens as setPassword does.
    */
   setLegacyPasswordHash(userId: string, hash: string): Promise<void>
-  /** True when this legacy hash is the one the last import set for the user (even if a login has re-hashed it since). */
+  /** True when this legacy hash is the one the last import set (even if a login has re-hashed it since). */
   isImportedPasswordHash(userId: string, hash: string): Promise<boolean>
   /**
-   * Replaces a legacy hash with `newHash` (scrypt), only if the stored hash is
-   * still `oldHash` (atomic compare-and-set, so a concurrent password change
-   * wins); ends nothing: the password is the same.
+   * Replaces a legacy hash with `newHash` (scrypt), only if the stored hash is still `oldHash` (atomic
+   * compare-and-set, so a concurrent password change wins); ends nothing: the password is the same.
    */
   upgradePasswordHash(userId: string, oldHash: string, newHash: string): Promise<boolean>
   recordLogin(userId: string): Promise<void>
@@ -209,20 +204,16 @@ export interface Store extends PasskeyStore {
   getAccessKey(id: string): Promise<{ key: AccessKey, secret: string } | null>
   listAccessKeys(userId: string): Promise<AccessKey[]>
   /**
-   * Enabling also records `date_enabled` (now): a key enabled again is not at
-   * once disabled again for being unused; and clears `disabled_by`. Disabling
-   * records `by` (default operator) as `disabled_by`. Atomic; with `expect`,
-   * only while the key is still in that state (compare-and-set: false when it
-   * changed since it was read, or is gone).
+   * Enabling also records `date_enabled` (now): a key enabled again is not at once disabled again for being unused;
+   * and clears `disabled_by`. Disabling records `by` (default operator) as `disabled_by`. Atomic; with `expect`, only
+   * while the key is still in that state (compare-and-set: false when it changed since it was read, or is gone).
    */
   setAccessKeyActive(id: string, active: boolean, by?: KeyDisabler, expect?: KeyState): Promise<boolean>
   deleteAccessKey(id: string): Promise<boolean>
   /**
-   * Records the key's last use, at most once a minute per key (per process,
-   * and across replicas). undefined: nothing sent (used within the minute);
-   * else resolves true when this was the key's first recorded use ever, once
-   * across every replica (the audit's key.first_used), false otherwise or on
-   * any failure: never rejects.
+   * Records the key's last use, at most once a minute per key (per process, and across replicas). undefined:
+   * nothing sent (used within the minute); else resolves true when this was the key's first recorded use ever,
+   * once across every replica (the audit's key.first_used), false otherwise or on any failure: never rejects.
    */
   touchAccessKey(id: string): Promise<boolean> | undefined
 
@@ -230,15 +221,16 @@ export interface Store extends PasskeyStore {
    * Stores an access key with the id and secret it had elsewhere (an import),
    * exactly as createAccessKey stores one; false when the id is taken.
    */
-  importAccessKey(userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean>
+  importAccessKey(
+    userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions
+  ): Promise<boolean>
 
   /** Creates (or replaces) the user's private token and returns it. */
   createPrivateToken(userId: string): Promise<string>
   /**
-   * Makes an imported, untagged token (JumpServer's 40 hex characters) the
-   * user's private token, replacing any other; it is accepted although it
-   * carries no check tag, because its lookup hash is in the store's set of
-   * imported tokens (every replica reloads the set when it changes).
+   * Makes an imported, untagged token (JumpServer's 40 hex characters) the user's private token,
+   * replacing any other; it is accepted although it carries no check tag, because its lookup hash
+   * is in the store's set of imported tokens (every replica reloads the set when it changes).
    */
   importPrivateToken(userId: string, token: string): Promise<void>
   /** Reads the private token back, or null when none exists (or it cannot be read: readPrivateToken tells). */
@@ -251,27 +243,27 @@ export interface Store extends PasskeyStore {
   revokePrivateToken(userId: string): Promise<boolean>
   userIdForPrivateToken(token: string): Promise<string | null>
   /**
-   * userIdForPrivateToken without I/O, for the synchronous fast path
-   * (src/auth/index.ts, Authenticators.resolve): null when the token is none
-   * (its check tag is wrong), the user id when the in-process cache holds it,
-   * undefined when only userIdForPrivateToken can tell.
+   * userIdForPrivateToken without I/O, for the synchronous fast path (src/auth/index.ts,
+   * Authenticators.resolve): null when the token is none (its check tag is wrong), the user id
+   * when the in-process cache holds it, undefined when only userIdForPrivateToken can tell.
    */
   cachedUserIdForPrivateToken?(token: string): string | null | undefined
   /** getUser without I/O: the user when the in-process cache holds it, else undefined (ask getUser). */
   cachedUser?(id: string): User | undefined
   /** getAccessKey without I/O: the key when the in-process cache holds it, else undefined (ask getAccessKey). */
   cachedAccessKey?(id: string): { key: AccessKey, secret: string } | null | undefined
-  /** getSession without I/O: null when the id is none (wrong check tag), the session when cached, else undefined (ask getSession). */
+  /** getSession without I/O: null when the id is none (wrong check tag), the session if cached, else undefined. */
   cachedSession?(id: string): Session | null | undefined
 
   /** `factors`: what the sign-in it is issued for was made with (default the password alone). */
-  issueBearerToken(userId: string, ttlSeconds: number, factors?: readonly Factor[]): Promise<{ token: string, expires: Date }>
+  issueBearerToken(
+    userId: string, ttlSeconds: number, factors?: readonly Factor[]
+  ): Promise<{ token: string, expires: Date }>
   /** Atomically consumes a one-time token: exactly one caller gets its grant. */
   consumeBearerToken(token: string): Promise<BearerGrant | null>
   /**
-   * A bearer token's user without consuming it (`auth.bearer.single_use:
-   * false`): valid until it expires or is revoked (password change); never
-   * cached, so a revocation counts at once on every replica.
+   * A bearer token's user without consuming it (`auth.bearer.single_use: false`): valid until it expires
+   * or is revoked (password change); never cached, so a revocation counts at once on every replica.
    */
   readBearerToken(token: string): Promise<BearerGrant | null>
 
@@ -279,25 +271,25 @@ export interface Store extends PasskeyStore {
    * `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout);
    * `factors`: what the sign-in was made with (default the password alone).
    */
-  createSession(userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]): Promise<Session>
+  createSession(
+    userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]
+  ): Promise<Session>
   getSession(id: string): Promise<Session | null>
   touchSession(id: string, ttlSeconds: number): Promise<void>
   /** The user id of the session it ended, null when there was none (the audit's session.revoked). */
   deleteSession(id: string): Promise<string | null>
   /** The user's live sessions, oldest first (administration: `sidegate session list`, the admin API). */
   listSessions(userId: string): Promise<SessionInfo[]>
-  /** Ends one of the user's sessions by its SessionInfo id, on every replica at once; false when the user has no such live session. */
+  /** Ends one of the user's sessions by its SessionInfo id, on every replica at once; false: no such live session. */
   endSession(userId: string, id: string): Promise<boolean>
   /** Ends every session of the user, on every replica at once; how many were live. */
   endSessions(userId: string): Promise<number>
 
   /**
-   * Counts one login attempt of a subject (username + client IP), before its
-   * password is checked, and returns the attempts since the last reset: one
-   * key, INCR + EXPIRE in one script, so concurrent attempts and replicas all
-   * see the same number. The window starts at the first attempt and starts
-   * again when the count reaches `max`, so a lock lasts a full window.
-   * `retryAfter`: seconds until the count expires.
+   * Counts one login attempt of a subject (username + client IP), before its password is checked, and
+   * returns the attempts since the last reset: one key, INCR + EXPIRE in one script, so concurrent attempts
+   * and replicas all see the same number. The window starts at the first attempt and starts again when the
+   * count reaches `max`, so a lock lasts a full window. `retryAfter`: seconds until the count expires.
    */
   countLoginAttempt(subject: string, windowSeconds: number, max: number): Promise<LoginFailures>
   /** After a successful login. */
@@ -313,26 +305,23 @@ export interface Store extends PasskeyStore {
   /** The identity JWT's key set (rev 0, no keys, when none was written); private halves decrypted. */
   getSigningKeys(): Promise<SigningKeySet>
   /**
-   * Writes the key set (private halves encrypted) as revision `rev` + 1, only
-   * if the stored set is still at `rev` (atomic compare-and-set): false when
-   * another process wrote first. A key whose private half is null (unreadable)
-   * keeps its stored encrypted value.
+   * Writes the key set (private halves encrypted) as revision `rev` + 1, only if the stored
+   * set is still at `rev` (atomic compare-and-set): false when another process wrote first.
+   * A key whose private half is null (unreadable) keeps its stored encrypted value.
    */
   putSigningKeys(rev: number, keys: SigningKey[]): Promise<boolean>
   /**
-   * Counts one request against a bucket, a sliding window log: allowed when
-   * fewer than `limit` requests were counted within the last `windowSeconds`
-   * (a refused request is not counted). One key, one atomic script, the
-   * store's clock (Redis TIME): every replica sees the same count.
+   * Counts one request against a bucket, a sliding window log: allowed when fewer than `limit`
+   * requests were counted within the last `windowSeconds` (a refused request is not counted). One
+   * key, one atomic script, the store's clock (Redis TIME): every replica sees the same count.
    */
   hitRateLimit(bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit>
-  /** Sets (or with null removes) the rate limit of a user or an access key; false: no such record. Every replica sees it at once. */
+  /** Sets (null: removes) a user's or access key's rate limit; false: no such record. Every replica sees it at once. */
   setRateLimit(subject: { user: string } | { key: string }, policy: RateLimitPolicy | null): Promise<boolean>
 
   /**
-   * A lock shared by every replica (periodic jobs: src/admin/unused-keys.ts): a new random
-   * token when `name` was free (held for `ttlMs` at most), null when another
-   * holds it. One key, SET NX PX: cluster-safe.
+   * A lock shared by every replica (periodic jobs: src/admin/unused-keys.ts): a new random token when `name`
+   * was free (held for `ttlMs` at most), null when another holds it. One key, SET NX PX: cluster-safe.
    */
   acquireLock(name: string, ttlMs: number): Promise<string | null>
   /** Frees the lock only if `token` still holds it (a script compares and deletes); false otherwise. */
@@ -342,11 +331,11 @@ export interface Store extends PasskeyStore {
   mfaFactors(userId: string): Promise<MfaFactors>
   /** True when the user has a confirmed second factor (TOTP or a passkey): every sign-in needs one. */
   hasSecondFactor(userId: string): Promise<boolean>
-  /** `enrolled` (a confirmed TOTP factor), `passkey` (passkeys only), `required` (an operator asked for enrolment), else `none`. */
+  /** `enrolled` (a confirmed TOTP), `passkey` (passkeys only), `required` (an operator asked to enrol), else `none`. */
   secondFactorState(userId: string): Promise<SecondFactorState>
-  /** Starts a TOTP enrolment (a new secret, stored sealed, counting only once confirmed); null when a confirmed one exists. */
+  /** Starts a TOTP enrolment (new secret, stored sealed, counting once confirmed); null when a confirmed one exists. */
   beginTotp(userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null>
-  /** Confirms a pending enrolment with a first code: the ten new recovery codes, or null (wrong or used code, nothing pending). */
+  /** Confirms a pending enrolment with a first code: ten new recovery codes, or null (wrong or used code, none). */
   confirmTotp(userId: string, code: string): Promise<string[] | null>
   /** A TOTP code (accepted once per time step, on every replica) or a recovery code (used up) of a confirmed factor. */
   verifySecondFactor(userId: string, code: string): Promise<SecondFactorResult>
@@ -358,7 +347,7 @@ export interface Store extends PasskeyStore {
   /** Requires enrolment at the user's next sign-in; false when enrolled or already required. */
   requireMfa(userId: string): Promise<boolean>
 
-  /** Seals a short state for a client to hold (AES-256-GCM under the secret key, bound to `purpose`): the pending second factor's cookie. */
+  /** Seals a short state for a client to hold (AES-256-GCM, bound to `purpose`): the pending second factor's cookie. */
   sealState(purpose: string, plain: string): string
   /** The state sealed for `purpose`, or null (tampered with, another purpose or another key). */
   openState(purpose: string, sealed: string): string | null
@@ -401,19 +390,18 @@ export interface RunningStore extends Store {
   /** The connection is up (metrics, /readyz). */
   readonly isReady: boolean
   /**
-   * Closes (an error) or opens (null) the store for every call: a process
-   * whose secret key has not been checked against the store's, or failed the
-   * check, neither reads nor writes anything; while closed, every call fails
-   * with that error and nothing cached is used.
+   * Closes (an error) or opens (null) the store for every call: a process whose secret key
+   * has not been checked against the store's, or failed the check, neither reads nor writes
+   * anything; while closed, every call fails with that error and nothing cached is used.
    */
   setGate(err: GatewayError | null): void
 }
 
 /** The secret key as the store records it (./secret/check.ts) and its rotation (./secret/rotate.ts). */
 export interface KeyAdmin {
-  /** Compares this process's key with the store's key check value; throws KeyCheckError when it may not use the store. */
+  /** Compares this process's key with the store's key check value; throws KeyCheckError if it may not use the store. */
   verifyKey(o: VerifyOptions): Promise<Verified>
-  /** Re-encrypts every encrypted record under `newKeys`, resumably; `db` is selected first (a refusal is a KeyCheckError). */
+  /** Re-encrypts every encrypted record under `newKeys`, resumably; `db` is selected first (refused: KeyCheckError). */
   rotateKey(newKeys: Keyring, o: RotateOptions & { db: number, where: string }): Promise<RotateResult>
 }
 

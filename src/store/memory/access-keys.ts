@@ -26,12 +26,20 @@ export class MemoryAccessKeys implements AccessKeyStorage {
     return s === undefined ? null : { stored: structuredClone(s), lastUsed: d.keyUsed.get(id) ?? null }
   }
 
-  async getWithUser (id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null> {
+  async getWithUser (id: string): Promise<{
+    stored: StoredKey,
+    lastUsed: string | null,
+    user: StoredUser | null
+  } | null> {
     const d = this.l.open()
     const s = d.keys.get(id)
     if (s === undefined) return null
     const u = d.users.get(s.user_id)
-    return { stored: structuredClone(s), lastUsed: d.keyUsed.get(id) ?? null, user: u === undefined ? null : structuredClone(u) }
+    return {
+      stored: structuredClone(s),
+      lastUsed: d.keyUsed.get(id) ?? null,
+      user: u === undefined ? null : structuredClone(u)
+    }
   }
 
   async ids (userId: string): Promise<string[]> { return [...(this.l.open().userKeys.get(userId) ?? [])] }

@@ -22,18 +22,27 @@ export class MemoryAudit implements AuditStorage {
     const count = q.count ?? 1000
     if (q.after !== undefined) {
       const after = streamId(q.after)
-      const found = (): AuditEntry[] => d.audit.filter((e) => compareIds(streamId(e.id), after) > 0).slice(0, count).map((e) => ({ ...e }))
+      const found = (): AuditEntry[] => d.audit.filter((e) => compareIds(streamId(e.id), after) > 0)
+        .slice(0, count)
+        .map((e) => ({ ...e }))
       if (found().length === 0 && (q.block ?? 0) >= 1) {
         await new Promise<void>((resolve) => {
           const wake = (): void => { clearTimeout(timer); resolve() }
           // not woken: leave the list, so a reader that waits in a loop does not grow it
-          const timer = setTimeout(() => { const i = d.auditWaiters.indexOf(wake); if (i !== -1) d.auditWaiters.splice(i, 1); resolve() }, q.block)
+          const timer = setTimeout(
+            () => { const i = d.auditWaiters.indexOf(wake); if (i !== -1) d.auditWaiters.splice(i, 1); resolve() },
+            q.block
+          )
           d.auditWaiters.push(wake)
         })
       }
       return found()
     }
-    if (q.since !== undefined) return d.audit.filter((e) => streamId(e.id)[0] >= q.since!).slice(0, count).map((e) => ({ ...e }))
+    if (q.since !== undefined) {
+      return d.audit.filter((e) => streamId(e.id)[0] >= q.since!)
+        .slice(0, count)
+        .map((e) => ({ ...e }))
+    }
     return d.audit.slice(-(q.last ?? 10)).map((e) => ({ ...e }))
   }
 }

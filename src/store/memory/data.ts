@@ -70,7 +70,10 @@ export class Data {
     const now = this.now()
     if (now < this.#nextSweep) return
     this.#nextSweep = now + SWEEP_EVERY_MS
-    for (const map of [this.bearer, this.sessions, this.attempts, this.once, this.rates, this.locks] as Array<Map<string, Expiring<unknown>>>) {
+    for (
+      const map of [this.bearer, this.sessions, this.attempts, this.once, this.rates, this.locks] as Array<Map<string,
+      Expiring<unknown>>>
+    ) {
       for (const [k, e] of map) if (e.exp <= now) map.delete(k)
     }
     for (const [index, records] of [[this.userBearer, this.bearer], [this.userSessions, this.sessions]] as const) {
@@ -85,12 +88,20 @@ export class Data {
   stats (): { bearer: number, sessions: number, attempts: number, once: number, indexed: number } {
     let indexed = 0
     for (const index of [this.userBearer, this.userSessions]) for (const set of index.values()) indexed += set.size
-    return { bearer: this.bearer.size, sessions: this.sessions.size, attempts: this.attempts.size, once: this.once.size, indexed }
+    return {
+      bearer: this.bearer.size,
+      sessions: this.sessions.size,
+      attempts: this.attempts.size,
+      once: this.once.size,
+      indexed
+    }
   }
 }
 
 /** A copy of `record` under its id unless one is there, indexed under its owner; false when the id was taken. */
-export function insertOwned<T extends { id: string, user_id: string }> (records: Map<string, T>, byUser: Map<string, Set<string>>, record: T): boolean {
+export function insertOwned<T extends { id: string, user_id: string }> (
+  records: Map<string, T>, byUser: Map<string, Set<string>>, record: T
+): boolean {
   if (records.has(record.id)) return false
   records.set(record.id, structuredClone(record))
   addTo(byUser, record.user_id, record.id)

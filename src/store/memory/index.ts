@@ -95,5 +95,11 @@ export class MemoryStore extends PolicyStore {
   }
 
   /** Entries held, expired ones included until swept: what a long-running process keeps in memory. */
-  stats (): { bearer: number, sessions: number, attempts: number, once: number, indexed: number } { return this.storage.data.stats() }
+  stats (): {
+    bearer: number,
+    sessions: number,
+    attempts: number,
+    once: number,
+    indexed: number
+  } { return this.storage.data.stats() }
 }

@@ -48,7 +48,11 @@ export class MemoryLimits implements LimitStorage {
     return null
   }
 
-  async hit (bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }> {
+  async hit (bucket: string, limit: number, windowMs: number): Promise<{
+    allowed: boolean,
+    remaining: number,
+    resetMs: number
+  }> {
     const d = this.l.open()
     d.sweep()
     // as the Redis script: whole milliseconds, (now - window, now] counts

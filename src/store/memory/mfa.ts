@@ -27,6 +27,9 @@ export class MemoryMfa implements MfaStorage {
     else d.recovery.set(userId, new Set(hashes))
   }
 
-  async takeRecoveryCode (userId: string, hash: string): Promise<boolean> { return this.l.open().recovery.get(userId)?.delete(hash) === true }
+  async takeRecoveryCode (userId: string, hash: string): Promise<boolean> {
+    return this.l.open().recovery.get(userId)?.delete(hash) === true
+  }
+
   async countRecoveryCodes (userId: string): Promise<number> { return this.l.open().recovery.get(userId)?.size ?? 0 }
 }

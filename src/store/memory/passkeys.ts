@@ -18,7 +18,9 @@ export class MemoryPasskeys implements PasskeyStorage {
 
   async list (userId: string): Promise<StoredPasskey[]> {
     const d = this.l.open()
-    return [...(d.userPasskeys.get(userId) ?? [])].flatMap((id) => { const p = d.passkeys.get(id); return p === undefined ? [] : [structuredClone(p)] })
+    return [...(d.userPasskeys.get(userId) ?? [])].flatMap((id) => {
+      const p = d.passkeys.get(id); return p === undefined ? [] : [structuredClone(p)]
+    })
   }
 
   #owned (userId: string, credentialId: string): StoredPasskey | null {

@@ -42,7 +42,10 @@ export class MemoryUsers implements UserStorage {
     return s === null ? null : structuredClone(s)
   }
 
-  async idByUsername (usernameLower: string): Promise<string | null> { return this.l.open().usernames.get(usernameLower) ?? null }
+  async idByUsername (usernameLower: string): Promise<string | null> {
+    return this.l.open().usernames.get(usernameLower) ?? null
+  }
+
   async ids (): Promise<string[]> { return [...this.l.open().users.keys()] }
   async count (): Promise<number> { return this.l.open().users.size }
 

@@ -14,7 +14,10 @@ import type { Caches } from './caches.js'
 import { invalidate, isoNow, type Context } from './context.js'
 import { importedDisable, keyOf, lifecycle, openKeySecret, publicUser } from './records.js'
 
-/** Keys whose last touch this process remembers; past it, it forgets them all (a touch more, not a write more: storage compares too). */
+/**
+ * Keys whose last touch this process remembers; past it, it forgets
+ * them all (a touch more, not a write more: storage compares too).
+ */
 const TOUCHED_MAX = 100_000
 
 export class AccessKeys {
@@ -34,7 +37,9 @@ export class AccessKeys {
     return { key: keyOf(stored, null), secret }
   }
 
-  async import (userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean> {
+  async import (
+    userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions
+  ): Promise<boolean> {
     const id = k.id.toLowerCase()
     const stored: StoredKey = { id, user_id: userId, is_active: k.is_active, date_created: isoNow(this.c), ...lifecycle(k), ...importedDisable(k.is_active), secret: this.c.keys.encrypt(k.secret, `ak:${id}`) }
     if (!(await this.c.storage.accessKeys.insertNew(stored))) return false
@@ -97,8 +102,12 @@ export class AccessKeys {
    * records who did it.
    */
   async setActive (id: string, active: boolean, by: KeyDisabler = 'operator', expect?: KeyState): Promise<boolean> {
-    const fields: KeyStateFields = active ? { is_active: true, date_enabled: isoNow(this.c), disabled_by: null } : { is_active: false, disabled_by: by }
-    const was = expect === undefined ? undefined : { is_active: expect.is_active, disabled_by: expect.disabled_by ?? null }
+    const fields: KeyStateFields = active
+      ? { is_active: true, date_enabled: isoNow(this.c), disabled_by: null }
+      : { is_active: false, disabled_by: by }
+    const was = expect === undefined
+      ? undefined
+      : { is_active: expect.is_active, disabled_by: expect.disabled_by ?? null }
     const found = await this.c.storage.accessKeys.setState(id, fields, was)
     await invalidate(this.c, `ak:${id}`)
     return found
@@ -123,7 +132,9 @@ export class AccessKeys {
     if (this.#lastTouched.size > TOUCHED_MAX) this.#lastTouched.clear()
     this.#lastTouched.set(id, now)
     // and across replicas: storage writes only over a time older than the interval (2: there was none)
-    return this.c.storage.accessKeys.touch(id, new Date(now).toISOString(), new Date(now - LAST_USED_EVERY_MS).toISOString())
+    return this.c.storage.accessKeys.touch(
+      id, new Date(now).toISOString(), new Date(now - LAST_USED_EVERY_MS).toISOString()
+    )
       .then((r) => r === 2, () => false)
   }
 }

@@ -11,8 +11,12 @@ import type { Context } from './context.js'
 export class BearerTokens {
   constructor (private readonly c: Context) {}
 
-  async issue (userId: string, ttlSeconds: number, factors: readonly Factor[] = PASSWORD_ONLY): Promise<{ token: string, expires: Date }> {
-    const grant: StoredGrant = samePasswordOnly(factors) ? { user_id: userId } : { user_id: userId, factors: [...factors] }
+  async issue (
+    userId: string, ttlSeconds: number, factors: readonly Factor[] = PASSWORD_ONLY
+  ): Promise<{ token: string, expires: Date }> {
+    const grant: StoredGrant = samePasswordOnly(factors)
+      ? { user_id: userId }
+      : { user_id: userId, factors: [...factors] }
     for (;;) {
       const token = this.c.keys.issue('bearer token')
       const now = this.c.storage.now()

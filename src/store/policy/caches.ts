@@ -21,7 +21,10 @@ export interface CacheOptions {
   now?: () => number
 }
 
-/** auth.cache.memory_mb's default: 100,000 private tokens with their users (75 MiB, ENTRY_BYTES) or access keys with theirs (104 MiB). */
+/**
+ * auth.cache.memory_mb's default: 100,000 private tokens with their
+ * users (75 MiB, ENTRY_BYTES) or access keys with theirs (104 MiB).
+ */
 export const DEFAULT_MEMORY_MB = 128
 
 /**
@@ -63,7 +66,9 @@ export class Caches implements StoreCaches {
     this.users = new Cache(this.pool, { ttlMs, entryBytes: ENTRY_BYTES.user, enabled, refreshMs })
     this.accessKeys = new Cache(this.pool, { ttlMs, entryBytes: ENTRY_BYTES.accessKey, enabled, refreshMs })
     this.privateTokens = new Cache(this.pool, { ttlMs, entryBytes: ENTRY_BYTES.privateToken, enabled, refreshMs })
-    this.sessions = new Cache(this.pool, { ttlMs: Math.min(ttlMs, SESSION_CACHE_MAX_MS), entryBytes: ENTRY_BYTES.session, enabled })
+    this.sessions = new Cache(
+      this.pool, { ttlMs: Math.min(ttlMs, SESSION_CACHE_MAX_MS), entryBytes: ENTRY_BYTES.session, enabled }
+    )
     link.listen((msg) => this.evict(msg), () => this.clear())
   }
 

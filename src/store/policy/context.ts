@@ -26,7 +26,10 @@ export async function invalidate (c: Context, msg: string): Promise<void> {
 /** The store's clock as an ISO time. */
 export const isoNow = (c: Context): string => new Date(c.storage.now()).toISOString()
 
-/** Notes when the user's sessions were ended (Store.getUserForSignIn): a pending sign-in step begun before is void. The gateway's clock, as the pending step's. */
+/**
+ * Notes when the user's sessions were ended (Store.getUserForSignIn): a pending
+ * sign-in step begun before is void. The gateway's clock, as the pending step's.
+ */
 export async function sessionsEnded (c: Context, userId: string): Promise<void> {
   await c.storage.users.setField(userId, 'sessions_ended', Date.now())
 }

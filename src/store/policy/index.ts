@@ -8,8 +8,36 @@ import type { Keyring } from '../../crypto.js'
 import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, BearerGrant, Factor, KeyDisabler, KeyState, LoginFailures, MfaFactors, NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit,
-  NewPasskey, PasskeyInfo, StoredPasskey, RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SignInUser, SigningKey, SigningKeySet, StoreCaches, TotpEnrolment, UNREADABLE, User
+  AccessKey,
+  AuditEntry,
+  AuditQuery,
+  BearerGrant,
+  Factor,
+  KeyDisabler,
+  KeyState,
+  LoginFailures,
+  MfaFactors,
+  NewKeyOptions,
+  SecondFactorState,
+  NewUser,
+  Org,
+  OrgRole,
+  RateLimitHit,
+  NewPasskey,
+  PasskeyInfo,
+  StoredPasskey,
+  RateLimitPolicy,
+  RunningStore,
+  SecondFactorResult,
+  Session,
+  SessionInfo,
+  SignInUser,
+  SigningKey,
+  SigningKeySet,
+  StoreCaches,
+  TotpEnrolment,
+  UNREADABLE,
+  User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
 import { BearerTokens } from './bearer-tokens.js'
@@ -26,7 +54,9 @@ import { SigningKeys } from './signing-keys.js'
 import { Orgs, Users } from './users.js'
 
 export interface PolicyOptions {
-  /** The in-process caches' size and TTL (seconds), for a backend with Storage.invalidation; none are kept without one. */
+  /**
+   * The in-process caches' size and TTL (seconds), for a backend with Storage.invalidation; none are kept without one.
+   */
   cache?: CacheOptions
   /** Called with the record's name (never its content) when a sealed value cannot be opened with this store's key. */
   onUnreadable?: (record: string) => void
@@ -55,8 +85,16 @@ export class PolicyStore implements RunningStore {
   constructor (storage: Storage, keyring: Keyring, o: PolicyOptions = {}) {
     this.storage = storage
     this.keyring = keyring
-    this.caches = storage.invalidation === undefined ? null : new Caches(o.cache ?? { max: 0, ttl: 0 }, storage.invalidation)
-    const c: Context = { storage, keys: keyring, caches: this.caches, onUnreadable: o.onUnreadable, shut: () => this.#gate !== null || this.#closed }
+    this.caches = storage.invalidation === undefined
+      ? null
+      : new Caches(o.cache ?? { max: 0, ttl: 0 }, storage.invalidation)
+    const c: Context = {
+      storage,
+      keys: keyring,
+      caches: this.caches,
+      onUnreadable: o.onUnreadable,
+      shut: () => this.#gate !== null || this.#closed
+    }
     this.#orgs = new Orgs(c)
     this.#users = new Users(c)
     this.#passwords = new Passwords(c)
@@ -104,7 +142,10 @@ export class PolicyStore implements RunningStore {
   listUsers (orgId?: string): Promise<User[]> { return this.#users.list(orgId) }
   countUsers (): Promise<number> { return this.#users.count() }
   setUserActive (userId: string, active: boolean): Promise<void> { return this.#users.setActive(userId, active) }
-  setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> { return this.#users.setMembership(userId, orgId, role) }
+  setMembership (userId: string, orgId: string, role: OrgRole | null): Promise<void> {
+    return this.#users.setMembership(userId, orgId, role)
+  }
+
   setUserFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> { return this.#users.setFields(userId, fields) }
   recordLogin (userId: string): Promise<void> { return this.#users.recordLogin(userId) }
 
@@ -113,17 +154,31 @@ export class PolicyStore implements RunningStore {
   getPasswordHash (userId: string): Promise<string | null> { return this.#passwords.hash(userId) }
   setPassword (userId: string, password: string): Promise<void> { return this.#passwords.set(userId, password) }
   setLegacyPasswordHash (userId: string, hash: string): Promise<void> { return this.#passwords.setLegacy(userId, hash) }
-  isImportedPasswordHash (userId: string, hash: string): Promise<boolean> { return this.#passwords.isImported(userId, hash) }
-  upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> { return this.#passwords.upgrade(userId, oldHash, newHash) }
+  isImportedPasswordHash (userId: string, hash: string): Promise<boolean> {
+    return this.#passwords.isImported(userId, hash)
+  }
+
+  upgradePasswordHash (userId: string, oldHash: string, newHash: string): Promise<boolean> {
+    return this.#passwords.upgrade(userId, oldHash, newHash)
+  }
 
   // ---- access keys
 
-  createAccessKey (userId: string, max?: number, o?: NewKeyOptions): Promise<{ key: AccessKey, secret: string }> { return this.#keys.create(userId, max, o) }
-  importAccessKey (userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions): Promise<boolean> { return this.#keys.import(userId, k) }
+  createAccessKey (
+    userId: string, max?: number, o?: NewKeyOptions
+  ): Promise<{ key: AccessKey, secret: string }> { return this.#keys.create(userId, max, o) }
+
+  importAccessKey (
+    userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions
+  ): Promise<boolean> { return this.#keys.import(userId, k) }
+
   getAccessKey (id: string): Promise<{ key: AccessKey, secret: string } | null> { return this.#keys.get(id) }
   cachedAccessKey (id: string): { key: AccessKey, secret: string } | null | undefined { return this.#keys.cached(id) }
   listAccessKeys (userId: string): Promise<AccessKey[]> { return this.#keys.list(userId) }
-  setAccessKeyActive (id: string, active: boolean, by?: KeyDisabler, expect?: KeyState): Promise<boolean> { return this.#keys.setActive(id, active, by, expect) }
+  setAccessKeyActive (
+    id: string, active: boolean, by?: KeyDisabler, expect?: KeyState
+  ): Promise<boolean> { return this.#keys.setActive(id, active, by, expect) }
+
   deleteAccessKey (id: string): Promise<boolean> { return this.#keys.delete(id) }
   touchAccessKey (id: string): Promise<boolean> | undefined { return this.#keys.touch(id) }
 
@@ -143,11 +198,16 @@ export class PolicyStore implements RunningStore {
 
   // ---- bearer tokens and sessions
 
-  issueBearerToken (userId: string, ttlSeconds: number, factors?: readonly Factor[]): Promise<{ token: string, expires: Date }> { return this.#bt.issue(userId, ttlSeconds, factors) }
+  issueBearerToken (
+    userId: string, ttlSeconds: number, factors?: readonly Factor[]
+  ): Promise<{ token: string, expires: Date }> { return this.#bt.issue(userId, ttlSeconds, factors) }
+
   consumeBearerToken (token: string): Promise<BearerGrant | null> { return this.#bt.consume(token) }
   readBearerToken (token: string): Promise<BearerGrant | null> { return this.#bt.read(token) }
 
-  createSession (userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]): Promise<Session> {
+  createSession (
+    userId: string, ttlSeconds: number, lifetimeSeconds?: number, factors?: readonly Factor[]
+  ): Promise<Session> {
     return this.#sessions.create(userId, ttlSeconds, lifetimeSeconds, factors)
   }
 
@@ -161,12 +221,24 @@ export class PolicyStore implements RunningStore {
 
   // ---- limits, locks
 
-  countLoginAttempt (subject: string, windowSeconds: number, max: number): Promise<LoginFailures> { return this.#limits.countLoginAttempt(subject, windowSeconds, max) }
+  countLoginAttempt (subject: string, windowSeconds: number, max: number): Promise<LoginFailures> {
+    return this.#limits.countLoginAttempt(subject, windowSeconds, max)
+  }
+
   resetLoginFailures (subject: string): Promise<void> { return this.#limits.resetLoginFailures(subject) }
   forgiveLoginAttempt (subject: string): Promise<void> { return this.#limits.forgiveLoginAttempt(subject) }
-  markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> { return this.#limits.markOnce(kind, value, ttlSeconds) }
-  markSeen (kind: string, value: string, ttlSeconds: number, create = true): Promise<number | null> { return this.#limits.markSeen(kind, value, ttlSeconds, create) }
-  hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> { return this.#limits.hitRateLimit(bucket, limit, windowSeconds) }
+  markOnce (kind: string, value: string, ttlSeconds: number): Promise<boolean> {
+    return this.#limits.markOnce(kind, value, ttlSeconds)
+  }
+
+  markSeen (kind: string, value: string, ttlSeconds: number, create = true): Promise<number | null> {
+    return this.#limits.markSeen(kind, value, ttlSeconds, create)
+  }
+
+  hitRateLimit (bucket: string, limit: number, windowSeconds: number): Promise<RateLimitHit> {
+    return this.#limits.hitRateLimit(bucket, limit, windowSeconds)
+  }
+
   acquireLock (name: string, ttlMs: number): Promise<string | null> { return this.#locks.acquire(name, ttlMs) }
   releaseLock (name: string, token: string): Promise<boolean> { return this.#locks.release(name, token) }
 
@@ -181,7 +253,10 @@ export class PolicyStore implements RunningStore {
   secondFactorState (userId: string): Promise<SecondFactorState> { return this.#mfa.state(userId) }
   beginTotp (userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId, by) }
   confirmTotp (userId: string, code: string): Promise<string[] | null> { return this.#mfa.confirm(userId, code) }
-  verifySecondFactor (userId: string, code: string): Promise<SecondFactorResult> { return this.#mfa.verify(userId, code) }
+  verifySecondFactor (userId: string, code: string): Promise<SecondFactorResult> {
+    return this.#mfa.verify(userId, code)
+  }
+
   regenerateRecoveryCodes (userId: string): Promise<string[] | null> { return this.#mfa.regenerate(userId) }
   resetMfa (userId: string): Promise<boolean> { return this.#mfa.reset(userId) }
   requireMfa (userId: string): Promise<boolean> { return this.#mfa.require(userId) }
@@ -189,9 +264,17 @@ export class PolicyStore implements RunningStore {
   getPasskey (credentialId: string): Promise<StoredPasskey | null> { return this.#passkeys.get(credentialId) }
   passkeyUserHandle (userId: string): Promise<string> { return this.#passkeys.handle(userId) }
   addPasskey (p: NewPasskey): Promise<boolean> { return this.#passkeys.add(p) }
-  renamePasskey (userId: string, credentialId: string, name: string): Promise<boolean> { return this.#passkeys.rename(userId, credentialId, name) }
-  removePasskey (userId: string, credentialId: string): Promise<boolean> { return this.#passkeys.remove(userId, credentialId) }
-  usePasskey (credentialId: string, counter: number): Promise<boolean> { return this.#passkeys.use(credentialId, counter) }
+  renamePasskey (userId: string, credentialId: string, name: string): Promise<boolean> {
+    return this.#passkeys.rename(userId, credentialId, name)
+  }
+
+  removePasskey (userId: string, credentialId: string): Promise<boolean> {
+    return this.#passkeys.remove(userId, credentialId)
+  }
+
+  usePasskey (credentialId: string, counter: number): Promise<boolean> {
+    return this.#passkeys.use(credentialId, counter)
+  }
 
   // ---- signing keys, audit
 

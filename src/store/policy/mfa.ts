@@ -16,7 +16,9 @@ interface TotpRecord {
   confirmed: boolean
   created?: string
   required?: boolean
-  /** begun by an operator (`sidegate mfa enroll`): the user confirms it with a code, and is never shown its secret again */
+  /**
+   * begun by an operator (`sidegate mfa enroll`): the user confirms it with a code, and is never shown its secret again
+   */
   operator?: boolean
 }
 
@@ -46,11 +48,20 @@ export class Mfa {
   async factors (userId: string): Promise<MfaFactors> {
     const r = await this.#record(userId)
     const totp = r === null || r.rec.secret === undefined ? null : { confirmed: r.rec.confirmed, created: r.rec.created ?? '', ...(r.rec.operator === true && !r.rec.confirmed ? { operator: true as const } : {}) }
-    const passkeys = (await this.c.storage.passkeys.list(userId)).sort((a, b) => a.created.localeCompare(b.created) || a.id.localeCompare(b.id)).map(info)
-    return { totp, required: r?.rec.required === true, recovery_codes: totp?.confirmed === true ? await this.c.storage.mfa.countRecoveryCodes(userId) : 0, passkeys }
+    const passkeys = (await this.c.storage.passkeys.list(userId))
+      .sort((a, b) => a.created.localeCompare(b.created) || a.id.localeCompare(b.id))
+      .map(info)
+    return {
+      totp,
+      required: r?.rec.required === true,
+      recovery_codes: totp?.confirmed === true ? await this.c.storage.mfa.countRecoveryCodes(userId) : 0,
+      passkeys
+    }
   }
 
-  /** A confirmed TOTP factor (every sign-in needs a code), else passkeys, else whether an operator required enrolment. */
+  /**
+   * A confirmed TOTP factor (every sign-in needs a code), else passkeys, else whether an operator required enrolment.
+   */
   async state (userId: string): Promise<SecondFactorState> {
     const [r, passkeys] = await Promise.all([this.#record(userId), this.c.storage.passkeys.list(userId)])
     if (r !== null && r.rec.confirmed && r.rec.secret !== undefined) return 'enrolled'
@@ -81,7 +92,9 @@ export class Mfa {
     const secret = this.#secret(userId, r.rec)
     if (secret === null || !(await this.#accept(userId, secret, code))) return null
     const { required: _, operator: _o, ...rest } = r.rec
-    if (!(await this.c.storage.mfa.swapTotp(userId, r.stored, JSON.stringify({ ...rest, confirmed: true })))) return null
+    if (
+      !(await this.c.storage.mfa.swapTotp(userId, r.stored, JSON.stringify({ ...rest, confirmed: true })))
+    ) return null
     return await this.#newRecoveryCodes(userId)
   }
 
@@ -133,13 +146,18 @@ export class Mfa {
     return (await this.c.storage.mfa.deleteAll(userId)) || passkeys > 0
   }
 
-  /** Requires the user to enrol at their next sign-in (whatever auth.mfa.required says); false: already enrolled or required. */
+  /**
+   * Requires the user to enrol at their next sign-in (whatever
+   * auth.mfa.required says); false: already enrolled or required.
+   */
   async require (userId: string): Promise<boolean> {
     const r = await this.#record(userId)
     if (r !== null && (r.rec.confirmed || r.rec.required === true)) return false
     if ((await this.c.storage.passkeys.list(userId)).length > 0) return false
     if (r === null) {
-      await this.c.storage.mfa.putTotp(userId, JSON.stringify({ confirmed: false, required: true } satisfies TotpRecord))
+      await this.c.storage.mfa.putTotp(
+        userId, JSON.stringify({ confirmed: false, required: true } satisfies TotpRecord)
+      )
       return true
     }
     return await this.c.storage.mfa.swapTotp(userId, r.stored, JSON.stringify({ ...r.rec, required: true }))

@@ -10,13 +10,22 @@ import type { NewPasskey, PasskeyInfo, StoredPasskey } from '../types.js'
 import { isoNow, type Context } from './context.js'
 
 export const info = (p: StoredPasskey): PasskeyInfo =>
-  ({ id: p.id, name: p.name, created: p.created, last_used: p.last_used, device_type: p.device_type, backed_up: p.backed_up })
+  ({
+    id: p.id,
+    name: p.name,
+    created: p.created,
+    last_used: p.last_used,
+    device_type: p.device_type,
+    backed_up: p.backed_up
+  })
 
 export class Passkeys {
   constructor (private readonly c: Context) {}
 
   async list (userId: string): Promise<PasskeyInfo[]> {
-    return (await this.c.storage.passkeys.list(userId)).sort((a, b) => a.created.localeCompare(b.created) || a.id.localeCompare(b.id)).map(info)
+    return (await this.c.storage.passkeys.list(userId))
+      .sort((a, b) => a.created.localeCompare(b.created) || a.id.localeCompare(b.id))
+      .map(info)
   }
 
   async get (credentialId: string): Promise<StoredPasskey | null> {
@@ -32,8 +41,17 @@ export class Passkeys {
     return await this.c.storage.passkeys.insert({ ...p, created: isoNow(this.c), last_used: null })
   }
 
-  async rename (userId: string, credentialId: string, name: string): Promise<boolean> { return await this.c.storage.passkeys.rename(userId, credentialId, name) }
-  async remove (userId: string, credentialId: string): Promise<boolean> { return await this.c.storage.passkeys.delete(userId, credentialId) }
-  async use (credentialId: string, counter: number): Promise<boolean> { return await this.c.storage.passkeys.advance(credentialId, counter, isoNow(this.c)) }
+  async rename (userId: string, credentialId: string, name: string): Promise<boolean> {
+    return await this.c.storage.passkeys.rename(userId, credentialId, name)
+  }
+
+  async remove (userId: string, credentialId: string): Promise<boolean> {
+    return await this.c.storage.passkeys.delete(userId, credentialId)
+  }
+
+  async use (credentialId: string, counter: number): Promise<boolean> {
+    return await this.c.storage.passkeys.advance(credentialId, counter, isoNow(this.c))
+  }
+
   async removeAll (userId: string): Promise<number> { return await this.c.storage.passkeys.deleteAll(userId) }
 }

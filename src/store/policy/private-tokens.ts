@@ -84,7 +84,8 @@ export class PrivateTokens {
   async userIdFor (token: string): Promise<string | null> {
     let h: string
     if (this.c.keys.tagged('private token', token)) h = this.c.keys.lookup(token)
-    // sidegate's own shape with a tag that does not verify (another key's, a guess): never imported, refused without storage
+    // sidegate's own shape with a tag that does not verify (another
+    // key's, a guess): never imported, refused without storage
     else if (credentialShaped(token)) return null
     else {
       const imported = await this.c.storage.privateTokens.findImported(() => this.c.keys.lookups(token))
@@ -113,7 +114,10 @@ export class PrivateTokens {
     return found.userId
   }
 
-  /** userIdFor without I/O: null when the token is none (a wrong check tag), the user id when known in process, undefined when only userIdFor can tell. */
+  /**
+   * userIdFor without I/O: null when the token is none (a wrong check tag),
+   * the user id when known in process, undefined when only userIdFor can tell.
+   */
   cachedUserIdFor (token: string): string | null | undefined {
     // untagged: refused here when of sidegate's own shape; any other may be imported (userIdFor knows)
     if (!this.c.keys.tagged('private token', token)) return credentialShaped(token) ? null : undefined

@@ -7,7 +7,9 @@ import type { StoredKey, StoredUser } from '../ports.js'
 import type { AccessKey, Factor, KeyDisabler, NewUser, User } from '../types.js'
 
 /** A new user's record: the public fields, the password hash, and the fingerprint of an imported (Django) hash. */
-export function newUserRecord (u: NewUser, id: string, passwordHash: string | null, now: string, keys: Keyring): StoredUser {
+export function newUserRecord (
+  u: NewUser, id: string, passwordHash: string | null, now: string, keys: Keyring
+): StoredUser {
   const orgs = { ...(u.orgs ?? {}) }
   const user: StoredUser = {
     id,
@@ -22,7 +24,9 @@ export function newUserRecord (u: NewUser, id: string, passwordHash: string | nu
     last_login: null,
     password_hash: passwordHash
   }
-  if (u.password === null && u.password_hash !== undefined) user.password_imported = importedFingerprint(keys, u.password_hash)
+  if (
+    u.password === null && u.password_hash !== undefined
+  ) user.password_imported = importedFingerprint(keys, u.password_hash)
   return user
 }
 
@@ -36,15 +40,26 @@ export function publicUser (s: StoredUser): User {
   return u
 }
 
-interface Lifecycle { name?: string, factors?: Factor[], date_expired?: string, allow_ips?: string[], date_enabled?: string, disabled_by?: KeyDisabler }
+interface Lifecycle {
+  name?: string,
+  factors?: Factor[],
+  date_expired?: string,
+  allow_ips?: string[],
+  date_enabled?: string,
+  disabled_by?: KeyDisabler
+}
 
 const FACTORS: ReadonlySet<string> = new Set(['pwd', 'otp', 'hwk', 'swk'])
 
-/** An access key's lifecycle fields as stored: only those that are set (name, factors, date_expired, allow_ips, date_enabled, disabled_by). */
+/**
+ * An access key's lifecycle fields as stored: only those that are set
+ * (name, factors, date_expired, allow_ips, date_enabled, disabled_by).
+ */
 export function lifecycle (o: Omit<Lifecycle, 'disabled_by'> & { disabled_by?: KeyDisabler | null }): Lifecycle {
   const out: Lifecycle = {}
   if (typeof o.name === 'string' && o.name !== '') out.name = o.name
-  // the factors of the owner's sign-in that made it (an operator's key has none); what is not a known factor is dropped,
+  // the factors of the owner's sign-in that made it (an operator's
+  // key has none); what is not a known factor is dropped,
   // and a list with none left reads as the password alone: never as an operator's key
   if (Array.isArray(o.factors)) {
     const known = o.factors.filter((f) => FACTORS.has(f))
@@ -64,7 +79,13 @@ export function importedDisable (active: boolean): { disabled_by?: KeyDisabler }
 
 /** The access key as Store returns it, from its record and its last use. */
 export function keyOf (s: StoredKey, lastUsed: string | null): AccessKey {
-  const key: AccessKey = { id: s.id, user_id: s.user_id, is_active: s.is_active, date_created: s.date_created, date_last_used: lastUsed }
+  const key: AccessKey = {
+    id: s.id,
+    user_id: s.user_id,
+    is_active: s.is_active,
+    date_created: s.date_created,
+    date_last_used: lastUsed
+  }
   if (s.rate_limit !== undefined && s.rate_limit !== null) key.rate_limit = s.rate_limit
   Object.assign(key, lifecycle(s))
   return key

@@ -13,7 +13,9 @@ import { invalidate, sessionsEnded, type Context } from './context.js'
 export class Sessions {
   constructor (private readonly c: Context) {}
 
-  async create (userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds, factors: readonly Factor[] = PASSWORD_ONLY): Promise<Session> {
+  async create (
+    userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds, factors: readonly Factor[] = PASSWORD_ONLY
+  ): Promise<Session> {
     const id = this.c.keys.issue('session id')
     const s: StoredSession = { user_id: userId, created: this.c.storage.now() }
     if (!samePasswordOnly(factors)) s.factors = [...factors]
@@ -36,7 +38,9 @@ export class Sessions {
     return this.#session(id, s)
   }
 
-  /** get without I/O: null when the id is none (a wrong check tag), the session when known in process, else undefined. */
+  /**
+   * get without I/O: null when the id is none (a wrong check tag), the session when known in process, else undefined.
+   */
   cached (id: string): Session | null | undefined {
     if (!this.c.keys.tagged('session id', id)) return null
     const cache = this.c.caches
@@ -69,7 +73,9 @@ export class Sessions {
   }
 
   async list (userId: string): Promise<SessionInfo[]> {
-    return (await this.c.storage.sessions.list(userId)).sort((a, b) => a.created - b.created || a.id.localeCompare(b.id))
+    return (await this.c.storage.sessions.list(userId)).sort(
+      (a, b) => a.created - b.created || a.id.localeCompare(b.id)
+    )
   }
 
   async end (userId: string, id: string): Promise<boolean> {

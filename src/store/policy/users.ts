@@ -96,7 +96,10 @@ export class Users {
 
   async count (): Promise<number> { return await this.c.storage.users.count() }
 
-  /** Disabling also ends the user's sessions; either way every replica drops the user's cached record, keys and sessions. */
+  /**
+   * Disabling also ends the user's sessions; either way every
+   * replica drops the user's cached record, keys and sessions.
+   */
   async setActive (userId: string, active: boolean): Promise<void> {
     if (!(await this.c.storage.users.setField(userId, 'is_active', active))) throw E.userNotFound()
     if (!active) {

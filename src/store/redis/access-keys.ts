@@ -35,7 +35,11 @@ export class RedisAccessKeys implements AccessKeyStorage {
   }
 
   /** One script; on a cluster (three slots) the two GETs of get, then the user's. */
-  async getWithUser (id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null> {
+  async getWithUser (id: string): Promise<{
+    stored: StoredKey,
+    lastUsed: string | null,
+    user: StoredUser | null
+  } | null> {
     const { c } = this
     if (c.cluster) {
       const v = await this.get(id)

@@ -1,4 +1,6 @@
-/** The audit stream in Redis: `audit`, a Redis Stream capped with XADD MAXLEN ~, one field `e` holding the event's JSON. */
+/**
+ * The audit stream in Redis: `audit`, a Redis Stream capped with XADD MAXLEN ~, one field `e` holding the event's JSON.
+ */
 import type { AuditStorage } from '../ports.js'
 import type { AuditEntry, AuditQuery } from '../types.js'
 import type { RedisContext } from './context.js'

@@ -91,7 +91,9 @@ function credentials (t: RedisTopology): Partial<RedisOptions> {
  * the first error still reaches ioredis, which reports it and reconnects.
  */
 function keepListening (client: Redis): Redis {
-  const connector = (client as unknown as { connector?: { connect: (...a: unknown[]) => Promise<NodeJS.EventEmitter> } }).connector
+  const connector = (
+    client as unknown as { connector?: { connect: (...a: unknown[]) => Promise<NodeJS.EventEmitter> } }
+  ).connector
   if (connector === undefined || typeof connector.connect !== 'function') return client
   const connect = connector.connect.bind(connector)
   connector.connect = async (...a: unknown[]) => {
@@ -114,7 +116,9 @@ export function createRedisClient (o: RedisConnectOptions, role: ClientRole): Re
       clusterRetryStrategy: (n: number) => Math.min(100 * n, 2000),
       slotsRefreshTimeout: Math.min(o.connectTimeout, 2000),
       // TLS certificates name hosts, not the IPs nodes announce: keep the names.
-      ...(tls === undefined ? {} : { dnsLookup: (address: string, cb: (err: null, address: string) => void) => cb(null, address) }),
+      ...(tls === undefined
+        ? {}
+        : { dnsLookup: (address: string, cb: (err: null, address: string) => void) => cb(null, address) }),
       redisOptions: {
         ...credentials(t),
         ...(tls === undefined ? {} : { tls }),

@@ -1,4 +1,7 @@
-/** What every aggregate of the Redis backend shares: the command client, its scripts, the key prefix, and one way to run a command. */
+/**
+ * What every aggregate of the Redis backend shares: the command
+ * client, its scripts, the key prefix, and one way to run a command.
+ */
 import type { RedisClient } from './connect.js'
 import type { Scripts } from './scripts.js'
 

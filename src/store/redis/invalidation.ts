@@ -9,7 +9,10 @@ import type { Invalidation } from '../ports.js'
 import { createRedisClient, type RedisClient, type RedisConnectOptions } from './connect.js'
 import type { RedisContext } from './context.js'
 
-/** What the backend caches itself (the imported tokens' hashes), told of every message and reconnect before the policy's caches. */
+/**
+ * What the backend caches itself (the imported tokens' hashes),
+ * told of every message and reconnect before the policy's caches.
+ */
 export interface OwnCaches {
   message(msg: string): void
   reset(): void
@@ -21,7 +24,11 @@ export class PubSub implements Invalidation {
   #subscribedOnce = false
   readonly #listeners: Array<{ message: (msg: string) => void, reset: () => void }> = []
 
-  constructor (private readonly c: RedisContext, o: RedisConnectOptions & { prefix: string, onError?: (err: Error) => void }, private readonly own: OwnCaches) {
+  constructor (
+    private readonly c: RedisContext,
+    o: RedisConnectOptions & { prefix: string, onError?: (err: Error) => void },
+    private readonly own: OwnCaches
+  ) {
     this.#channel = `${o.prefix}invalidate`
     this.#listeners.push(own)
     this.#sub = createRedisClient(o, 'subscriber')

@@ -21,7 +21,10 @@ export class RedisKeyRecords implements KeyRecords {
   async set (name: string, value: string): Promise<void> { await this.redis.set(this.prefix + name, value) }
   async setIfAbsent (name: string, value: string): Promise<boolean> { return (await this.redis.set(this.prefix + name, value, 'NX')) !== null }
   async delete (name: string): Promise<void> { await this.redis.del(this.prefix + name) }
-  async deleteIfEqual (name: string, value: string): Promise<void> { await this.redis.eval(DELETE_IF_EQUAL, 1, this.prefix + name, value) }
+  async deleteIfEqual (name: string, value: string): Promise<void> {
+    await this.redis.eval(DELETE_IF_EQUAL, 1, this.prefix + name, value)
+  }
+
   async userIds (): Promise<string[]> { return await this.redis.smembers(this.prefix + 'users') }
   async keyIds (userId: string): Promise<string[]> { return await this.redis.smembers(`${this.prefix}user-aks:${userId}`) }
   async read (record: string): Promise<string | null> { return await this.redis.get(this.prefix + record) }

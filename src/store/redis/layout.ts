@@ -7,8 +7,10 @@
  *   lock:<name>   (a periodic job's lock: a random token, SET NX PX; freed by its owner only: src/admin/unused-keys.ts)
  *   pt-imported   (lookup hashes of imported, untagged private tokens: the only untagged ones looked up)
  *   key-check  key-legacy:<check value>  key-rotation   (the secret key's check value and rotation: ../secret/)
- *   user-totp:<user id>   (the TOTP record, JSON, its secret encrypted)  user-rc:<user id>   (a set: the lookup hashes of unused recovery codes)
- *   pk:<credential id>    (a passkey: a hash of rec, user, name, counter, last_used)  user-pk:<user id>   (a set: the user's credential ids)
+  * user-totp:<user id> (the TOTP record, JSON, its secret encrypted)
+  * user-rc:<user id> (a set: the lookup hashes of unused recovery codes)
+  * pk:<credential id> (a passkey: a hash of rec, user, name, counter,
+  * last_used) user-pk:<user id> (a set: the user's credential ids)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: ../keyset.ts)
  *   audit  (the audit stream, audit.stream: a Redis Stream, one field `e` holding the event's JSON, capped)
  *   invalidate   (the pub/sub channel of cache invalidations: ./invalidation.ts)

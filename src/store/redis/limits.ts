@@ -33,7 +33,11 @@ export class RedisLimits implements LimitStorage {
     return left === -1 ? null : Math.max(0, ttlSeconds * 1000 - Math.max(0, left))
   }
 
-  async hit (bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }> {
+  async hit (bucket: string, limit: number, windowMs: number): Promise<{
+    allowed: boolean,
+    remaining: number,
+    resetMs: number
+  }> {
     const member = `${this.#nonce}:${(this.#seq++).toString(36)}`
     const [allowed, remaining, resetMs] = await this.c.run(() => this.c.scripts.rateLimit(this.c.k('rl', bucket), limit, windowMs, member))
     return { allowed: allowed === 1, remaining, resetMs }

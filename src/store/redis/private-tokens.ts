@@ -45,7 +45,10 @@ export class RedisPrivateTokens implements PrivateTokenStorage {
     return found
   }
 
-  /** SET … GET: whoever replaces a token learns which, so concurrent creates leave no token that works but cannot be read or revoked. */
+  /**
+   * SET … GET: whoever replaces a token learns which, so concurrent
+   * creates leave no token that works but cannot be read or revoked.
+   */
   async swap (userId: string, t: { hash: string, sealed: string }): Promise<StoredPrivateToken | null> {
     const old = await this.c.run(() => this.c.redis.set(this.c.k('user-pt', userId), sealPrivateToken(t.hash, t.sealed), 'GET'))
     return old === null ? null : openPrivateToken(old)

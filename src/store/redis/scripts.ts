@@ -71,7 +71,9 @@ local u = false
 if type(uid) == 'string' then u = redis.call('GET', ARGV[2] .. uid) end
 return {k, redis.call('GET', ARGV[1]), u}`, nullableStrings(3)),
 
-  /** Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value. False: no record. */
+  /**
+   * Updates one JSON field of a record atomically. KEYS[1] record, ARGV[1] field, ARGV[2] JSON value. False: no record.
+   */
   setField: script<[field: string, json: string], boolean>(`
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
@@ -219,7 +221,10 @@ redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1`, (raw) => { int(raw) }),
 
-  /** Frees a lock (Store.releaseLock): KEYS[1] the lock, deleted only while it holds ARGV[1], its owner's token. True: freed. */
+  /**
+   * Frees a lock (Store.releaseLock): KEYS[1] the lock, deleted
+   * only while it holds ARGV[1], its owner's token. True: freed.
+   */
   releaseLock: script<[token: string], boolean>(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])

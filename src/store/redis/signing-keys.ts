@@ -1,4 +1,6 @@
-/** The identity JWT's key set in Redis: `jwks`, one JSON record, written by a compare-and-set script on its revision. */
+/**
+ * The identity JWT's key set in Redis: `jwks`, one JSON record, written by a compare-and-set script on its revision.
+ */
 import { JWKS_KEY, parseKeySet, type StoredKeySet } from '../keyset.js'
 import type { SigningKeyStorage } from '../ports.js'
 import type { RedisContext } from './context.js'

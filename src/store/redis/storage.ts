@@ -104,7 +104,9 @@ export class RedisStorage implements Storage, RedisContext {
    */
   get trusted (): boolean { return this.#gate === null && this.redis.status === 'ready' && this.invalidation.listening }
 
-  /** Connects both clients; resolves when the command connection is ready or rejects on first failure (retries go on). */
+  /**
+   * Connects both clients; resolves when the command connection is ready or rejects on first failure (retries go on).
+   */
   async connect (): Promise<void> {
     const subscribed = this.invalidation.subscribe()
     await this.redis.connect()

@@ -32,7 +32,9 @@ export class RedisTransfer implements StoreTransfer {
   }
 
   #k (...parts: string[]): string { return this.prefix + parts.join(':') }
-  async #json<T> (key: string): Promise<T | null> { const v = await this.redis.get(key); return v === null ? null : JSON.parse(v) as T }
+  async #json<T> (key: string): Promise<T | null> {
+    const v = await this.redis.get(key); return v === null ? null : JSON.parse(v) as T
+  }
 
   async read (now: number): Promise<TransferRecord[]> {
     const r = this.redis
@@ -99,8 +101,10 @@ export class RedisTransfer implements StoreTransfer {
       if (batch.length < AUDIT_BATCH) break
       from = `(${batch[batch.length - 1][0]}`
     }
-    return [...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors, ...passkeys,
-      ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit]
+    return [
+      ...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors, ...passkeys,
+      ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit
+    ]
   }
 
   async counts (): Promise<{ users: number, orgs: number }> {
@@ -181,7 +185,9 @@ export class RedisTransfer implements StoreTransfer {
           if (ttl <= 0) break
           await r.set(this.#keyOf(x), JSON.stringify({ user_id: x.user_id, created: x.created, factors: x.factors } satisfies StoredSession), 'PX', ttl, 'NX')
           await r.sadd(this.#k('user-sess', x.user_id), x.hash)
-          sessionIndex.set(x.user_id, Math.max(sessionIndex.get(x.user_id) ?? 0, x.expires, x.created + o.sessionLifetimeMs))
+          sessionIndex.set(
+            x.user_id, Math.max(sessionIndex.get(x.user_id) ?? 0, x.expires, x.created + o.sessionLifetimeMs)
+          )
           break
         }
         case 'totp': await r.set(this.#keyOf(x), x.stored, 'NX'); break

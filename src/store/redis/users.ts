@@ -1,4 +1,6 @@
-/** Orgs and users in Redis: one JSON record per key, a set of ids each, and the lowercase username claimed with SET NX. */
+/**
+ * Orgs and users in Redis: one JSON record per key, a set of ids each, and the lowercase username claimed with SET NX.
+ */
 import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js'
 import type { Org, OrgRole } from '../types.js'
 import { getJson, type RedisContext } from './context.js'

@@ -1,6 +1,7 @@
 /**
  * `sidegate secret rotate`: re-encrypts every encrypted record (access-key
- * secrets, private tokens, TOTP secrets, the identity JWT's private signing keys) under a new secret key in one pass, then moves the
+  * secrets, private tokens, TOTP secrets, the identity JWT's private
+  * signing keys) under a new secret key in one pass, then moves the
  * store's key check value to the new key, last. Resumable: the pass starts by
  * recording a marker (`key-rotation`: both check values) and converts each
  * record only if it is still under the old key, so running the same command
@@ -46,7 +47,9 @@ const MAX_CAS_TRIES = 5
 
 type Outcome = 'converted' | 'already' | 'unreadable' | 'gone'
 
-export async function rotateSecretKey (r: KeyRecords, oldKeys: Keyring, newKeys: Keyring, o: RotateOptions): Promise<RotateResult> {
+export async function rotateSecretKey (
+  r: KeyRecords, oldKeys: Keyring, newKeys: Keyring, o: RotateOptions
+): Promise<RotateResult> {
   const from = oldKeys.checkValue()
   const to = newKeys.checkValue()
   const where = r.where
@@ -95,13 +98,19 @@ export async function rotateSecretKey (r: KeyRecords, oldKeys: Keyring, newKeys:
   const report = (): void => {
     o.progress(`${result.checked} records checked: ${result.converted} ${o.dryRun ? 'to re-encrypt' : 're-encrypted'}, ${result.already} already under the new key, ${result.unreadable.length} unreadable`)
     if (!o.dryRun && !sweep) {
-      r.set(KEY_ROTATION, JSON.stringify({ from, to, started, converted: result.converted } satisfies RotationMarker)).catch(() => {})
+      r.set(
+        KEY_ROTATION, JSON.stringify({ from, to, started, converted: result.converted } satisfies RotationMarker)
+      ).catch(() => {})
     }
   }
   const full = (): boolean => o.limit !== null && result.converted >= o.limit
 
   /** Re-encrypts one record in place: `seal(plain)` gives the new stored value. */
-  const convert = async (key: string, open: (stored: string) => { sealed: string, aad: string }, seal: (stored: string, plain: string) => string): Promise<Outcome> => {
+  const convert = async (
+    key: string,
+    open: (stored: string) => { sealed: string, aad: string },
+    seal: (stored: string, plain: string) => string
+  ): Promise<Outcome> => {
     for (let i = 0; i < MAX_CAS_TRIES; i++) {
       const stored = await r.read(key)
       if (stored === null) return 'gone'
@@ -120,7 +129,10 @@ export async function rotateSecretKey (r: KeyRecords, oldKeys: Keyring, newKeys:
     for (const id of await r.keyIds(uid)) {
       if (full()) break outer
       const aad = `ak:${id}`
-      count(await convert(aad, (stored) => ({ sealed: (JSON.parse(stored) as { secret: string }).secret, aad }), (stored, plain) => {
+      count(await convert(aad, (stored) => ({
+        sealed: (JSON.parse(stored) as { secret: string }).secret,
+        aad
+      }), (stored, plain) => {
         const rec = JSON.parse(stored) as Record<string, unknown>
         return JSON.stringify({ ...rec, secret: newKeys.encrypt(plain, aad) })
       }), aad)
@@ -137,7 +149,10 @@ export async function rotateSecretKey (r: KeyRecords, oldKeys: Keyring, newKeys:
     const totp = `user-totp:${uid}`
     const held = await r.read(totp)
     if (held !== null && typeof (JSON.parse(held) as { secret?: unknown }).secret === 'string') {
-      count(await convert(totp, (stored) => ({ sealed: (JSON.parse(stored) as { secret: string }).secret, aad: totp }), (stored, plain) => {
+      count(await convert(totp, (stored) => ({
+        sealed: (JSON.parse(stored) as { secret: string }).secret,
+        aad: totp
+      }), (stored, plain) => {
         const rec = JSON.parse(stored) as Record<string, unknown>
         return JSON.stringify({ ...rec, secret: newKeys.encrypt(plain, totp) })
       }), totp)

@@ -29,9 +29,19 @@ export class SqliteAccessKeys implements AccessKeyStorage {
   }
 
   /** One statement: the key's row joined with its user's. */
-  async getWithUser (id: string): Promise<{ stored: StoredKey, lastUsed: string | null, user: StoredUser | null } | null> {
+  async getWithUser (id: string): Promise<{
+    stored: StoredKey,
+    lastUsed: string | null,
+    user: StoredUser | null
+  } | null> {
     const r = this.c.run(() => this.c.st('SELECT k.json, k.last_used, u.json AS user FROM access_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.id = ?').get(id) as { json: string, last_used: string | null, user: string | null } | undefined)
-    return r === undefined ? null : { stored: JSON.parse(r.json) as StoredKey, lastUsed: r.last_used, user: r.user === null ? null : JSON.parse(r.user) as StoredUser }
+    return r === undefined
+      ? null
+      : {
+          stored: JSON.parse(r.json) as StoredKey,
+          lastUsed: r.last_used,
+          user: r.user === null ? null : JSON.parse(r.user) as StoredUser
+        }
   }
 
   async ids (userId: string): Promise<string[]> {

@@ -1,4 +1,6 @@
-/** One-time bearer tokens in SQLite: hash → user id, factors and expiry, indexed by user (what a password change ends). */
+/**
+ * One-time bearer tokens in SQLite: hash → user id, factors and expiry, indexed by user (what a password change ends).
+ */
 import type { BearerTokenStorage, StoredGrant } from '../ports.js'
 import { factorsColumn, factorsOf, type SqlContext } from './context.js'
 

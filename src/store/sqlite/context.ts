@@ -9,7 +9,9 @@ export interface SqlContext {
   now(): number
   /** A prepared statement, prepared once per process. */
   st(sql: string): Database.Statement
-  /** Runs `fn` synchronously; a closed gate or store refuses it, and any SQLite failure becomes a 503 store_unavailable. */
+  /**
+   * Runs `fn` synchronously; a closed gate or store refuses it, and any SQLite failure becomes a 503 store_unavailable.
+   */
   run<T>(fn: () => T): T
   /** run() past the gate: the secret key's own check, which decides whether the gate opens. */
   ungated<T>(fn: () => T): T
@@ -19,7 +21,9 @@ export interface SqlContext {
   sweep(): void
 }
 
-/** A session's or bearer token's factors as their column holds them: NULL for the password alone, else space-separated. */
+/**
+ * A session's or bearer token's factors as their column holds them: NULL for the password alone, else space-separated.
+ */
 export function factorsColumn (factors: readonly Factor[] | undefined): string | null {
   return factors === undefined ? null : factors.join(' ')
 }

@@ -54,7 +54,11 @@ export class SqliteLimits implements LimitStorage {
   }
 
   /** A sliding window log, as the Redis script: whole milliseconds, (now - window, now] counts. */
-  async hit (bucket: string, limit: number, windowMs: number): Promise<{ allowed: boolean, remaining: number, resetMs: number }> {
+  async hit (bucket: string, limit: number, windowMs: number): Promise<{
+    allowed: boolean,
+    remaining: number,
+    resetMs: number
+  }> {
     const { c } = this
     return c.tx(() => {
       c.sweep()

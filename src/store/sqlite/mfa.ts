@@ -1,4 +1,7 @@
-/** Second factors in SQLite: `mfa_totp` (the TOTP record per user) and `mfa_recovery` (a row per unused recovery code's hash). */
+/**
+ * Second factors in SQLite: `mfa_totp` (the TOTP record per user)
+ * and `mfa_recovery` (a row per unused recovery code's hash).
+ */
 import type { MfaStorage } from '../ports.js'
 import type { SqlContext } from './context.js'
 

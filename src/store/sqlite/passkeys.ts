@@ -1,11 +1,17 @@
-/** Passkeys in SQLite: `passkeys`, a row per credential id (its counter a column: the compare-and-set is one UPDATE). */
+/**
+ * Passkeys in SQLite: `passkeys`, a row per credential id (its counter a column: the compare-and-set is one UPDATE).
+ */
 import type { PasskeyStorage } from '../ports.js'
 import type { StoredPasskey } from '../types.js'
 import type { SqlContext } from './context.js'
 
 interface Row { json: string, counter: number, last_used: string | null }
 
-const fromRow = (r: Row): StoredPasskey => ({ ...(JSON.parse(r.json) as StoredPasskey), counter: r.counter, last_used: r.last_used })
+const fromRow = (r: Row): StoredPasskey => ({
+  ...(JSON.parse(r.json) as StoredPasskey),
+  counter: r.counter,
+  last_used: r.last_used
+})
 
 export class SqlitePasskeys implements PasskeyStorage {
   constructor (private readonly c: SqlContext) {}

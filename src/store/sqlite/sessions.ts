@@ -19,7 +19,9 @@ export class SqliteSessions implements SessionStorage {
     const r = c.run(() => c.st('SELECT user_id, created, factors FROM sessions WHERE hash = ? AND exp > ?').get(hash, c.now()) as { user_id: string, created: number, factors: string | null } | undefined)
     if (r === undefined) return null
     const factors = factorsOf(r.factors)
-    return factors === undefined ? { user_id: r.user_id, created: r.created } : { user_id: r.user_id, created: r.created, factors }
+    return factors === undefined
+      ? { user_id: r.user_id, created: r.created }
+      : { user_id: r.user_id, created: r.created, factors }
   }
 
   async touch (hash: string, ttlSeconds: number): Promise<void> {

@@ -1,4 +1,7 @@
-/** The identity JWT's signing keys in SQLite: the sealed set as one JSON value (meta `jwks`), written by compare-and-set on its revision. */
+/**
+ * The identity JWT's signing keys in SQLite: the sealed set as one JSON
+ * value (meta `jwks`), written by compare-and-set on its revision.
+ */
 import { JWKS_KEY, parseKeySet, type StoredKeySet } from '../keyset.js'
 import type { SigningKeyStorage } from '../ports.js'
 import type { SqlContext } from './context.js'

@@ -1,4 +1,7 @@
-/** Orgs and users in SQLite: one JSON record per row; the lowercase username is a UNIQUE column, claimed with the insert. */
+/**
+ * Orgs and users in SQLite: one JSON record per row; the
+ * lowercase username is a UNIQUE column, claimed with the insert.
+ */
 import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js'
 import type { Org, OrgRole } from '../types.js'
 import type { SqlContext } from './context.js'
