@@ -1,4 +1,7 @@
-/** The access-rules operation (`sidegate access check`, POST /admin/v1/access/check), declared as ./operations.ts declares every operation. */
+/**
+ * The access-rules operation (`sidegate access check`, POST
+ * /admin/v1/access/check), declared as ./operations.ts declares every operation.
+ */
 import { Type as T } from '@sinclair/typebox'
 import { CHECKED_KINDS, checkText, type CheckResult } from '../access/explain.js'
 import { orList } from '../auth/credentials.js'

@@ -62,7 +62,14 @@ export interface AdminGatewayView {
  */
 export function adminAuthConfig (config: Config): Config {
   const skew = config.sources['auth.signature.clock_skew'] === 'compat' ? nodeAt('auth.signature.clock_skew')!.default as number : config.auth.signature.clock_skew
-  const signature = { ...config.auth.signature, clock_skew: skew, replay_cache: true, require_digest: true, replay_grace: 0, date_window: 0 }
+  const signature = {
+    ...config.auth.signature,
+    clock_skew: skew,
+    replay_cache: true,
+    require_digest: true,
+    replay_grace: 0,
+    date_window: 0
+  }
   return { ...config, auth: { ...config.auth, signature } }
 }
 
@@ -82,7 +89,10 @@ export interface AdminApi {
 
 interface Match { route: AdminRoute, params: Record<string, string> }
 
-/** The route and its parameters, or null (404); throws 405 for a known path with another method, 400 for a path segment that does not decode. */
+/**
+ * The route and its parameters, or null (404); throws 405 for a known
+ * path with another method, 400 for a path segment that does not decode.
+ */
 function find (rest: string[], method: string): Match | null {
   const found: Match[] = []
   for (const route of ADMIN_ROUTES) {
@@ -134,23 +144,44 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
   let derived: { config: Config, policy: HeaderPolicy, auth: Authenticators, document?: Buffer } | undefined
   const inForce = (): NonNullable<typeof derived> => {
     const config = gateway.config
-    if (derived?.config !== config) derived = { config, policy: headerPolicy(config), auth: new Authenticators(store, adminAuthConfig(config)) }
+    if (derived?.config !== config) {
+      derived = {
+        config,
+        policy: headerPolicy(config),
+        auth: new Authenticators(store, adminAuthConfig(config))
+      }
+    }
     return derived
   }
 
   /** A superuser, by the gateway's own verification; else 401 or 403. */
-  async function superuser (req: http.IncomingMessage, ip: string, reqId: string, { config, auth }: NonNullable<typeof derived>): Promise<Identity> {
+  async function superuser (
+    req: http.IncomingMessage, ip: string, reqId: string, { config, auth }: NonNullable<typeof derived>
+  ): Promise<Identity> {
     const who = await auth.authenticate(req, undefined, ADMIN_METHODS)
     const key = who.method === 'access_key' ? who : undefined
     if (key?.keyAllowIps !== undefined && !trustedProxies(key.keyAllowIps)(ip)) throw E.ipNotAllowed()
-    if (key?.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), key.digests)) throw E.invalidDigest()
+    if (
+      key?.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), key.digests)
+    ) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
     // as on the public port: the key counts as used (auth.keys.disable_after), its first use audited
-    if (key !== undefined) keyUsed(store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.user, key.keyId)
+    if (key !== undefined) {
+      keyUsed(
+        store, audit ?? null, { clientIp: ip, requestId: reqId, identity: who }, who.user, key.keyId
+      )
+    }
     return who
   }
 
-  async function serve (req: http.IncomingMessage, res: http.ServerResponse, path: string, ip: string, reqId: string, done: (who?: Identity) => void): Promise<void> {
+  async function serve (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: string,
+    ip: string,
+    reqId: string,
+    done: (who?: Identity) => void
+  ): Promise<void> {
     const method = req.method ?? 'GET'
     const now = inForce()
     const { config } = now
@@ -168,7 +199,9 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '')
     // the operations' audit events name this request and its superuser
     const ctx = { clientIp: ip, requestId: reqId, identity: who }
-    const ops = new AdminOps(store, config, API_LABELS, audit === undefined ? undefined : (r) => { audit.record({ ...r, ctx }) })
+    const ops = new AdminOps(
+      store, config, API_LABELS, audit === undefined ? undefined : (r) => { audit.record({ ...r, ctx }) }
+    )
     let out: unknown
     try {
       out = await m.route.run(ops, m.params, body, query)

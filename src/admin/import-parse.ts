@@ -44,7 +44,15 @@ const TOKEN = /^[A-Za-z0-9\-._~+/]{20,512}=*$/
 export type UserRef = { username: string } | { user_id: string }
 interface Line { line: number }
 export interface OrgRec extends Line { id: string, name: string }
-export interface UserRec extends Line { id?: string, username: string, name?: string, email?: string, password?: string, is_active?: boolean, is_superuser?: boolean }
+export interface UserRec extends Line {
+  id?: string,
+  username: string,
+  name?: string,
+  email?: string,
+  password?: string,
+  is_active?: boolean,
+  is_superuser?: boolean
+}
 export interface MemberRec extends Line { user: UserRef, org: string, org_name?: string, role: OrgRole }
 export interface KeyRec extends Line { user: UserRef, id: string, secret: string, is_active: boolean }
 export interface TokenRec extends Line { user: UserRef, key: string }
@@ -110,7 +118,9 @@ class Fields {
     throw new FieldError(`"${name}" must be true or false (or 1 or 0)`)
   }
 
-  /** A UUID in any case, with or without hyphens (MySQL keeps Django's UUIDs as 32 hex digits) → lowercase, hyphenated. */
+  /**
+   * A UUID in any case, with or without hyphens (MySQL keeps Django's UUIDs as 32 hex digits) → lowercase, hyphenated.
+   */
   uuid (name: string): string {
     const v = this.req(name, 64)
     const id = normalizeKeyId(v)
@@ -118,7 +128,9 @@ class Fields {
     return id
   }
 
-  /** An org's id: not JumpServer's root or system org, which sidegate has as literals (superusers alone act in them). */
+  /**
+   * An org's id: not JumpServer's root or system org, which sidegate has as literals (superusers alone act in them).
+   */
   org (name: string): string {
     const id = this.uuid(name)
     if (id === ROOT_ORG_ID || id === SYSTEM_ORG_ID) throw new FieldError(`"${name}": ${id} is JumpServer's ${id === ROOT_ORG_ID ? 'root' : 'system'} org, which sidegate has built in (superusers alone act in it): leave it out`)

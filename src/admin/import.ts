@@ -26,7 +26,10 @@ export { ImportProblems, parseImport, RECORD_TYPES, USERNAME, type ImportFormat,
 export type Action = 'created' | 'updated' | 'unchanged'
 export type Counts = Record<RecordType, Record<Action, number>>
 
-/** What a run found and did: per type, how many records were (or with --dry-run would be) created, updated or left unchanged. */
+/**
+ * What a run found and did: per type, how many records were (or
+ * with --dry-run would be) created, updated or left unchanged.
+ */
 export interface Summary {
   counts: Counts
   /** things worth a line that are not errors, with their line */
@@ -35,7 +38,10 @@ export interface Summary {
   privileged: Privileged[]
 }
 
-/** superuser: makes a superuser. takeover: replaces an existing user's password or private token, or names a stored user by another case of its username. */
+/**
+ * superuser: makes a superuser. takeover: replaces an existing user's password
+ * or private token, or names a stored user by another case of its username.
+ */
 export type PrivilegeKind = 'superuser' | 'takeover'
 export const PRIVILEGE_FLAGS: Record<PrivilegeKind, string> = { superuser: '--allow-superuser', takeover: '--allow-takeover' }
 export interface Privileged extends Problem { kind: PrivilegeKind }
@@ -58,13 +64,21 @@ interface Step { type: RecordType, action: Action, write: () => Promise<void> }
  * what to write; throws ImportProblems (nothing written) when any record is
  * wrong or conflicts with the store.
  */
-export async function planImport (store: Store, p: Parsed, audit: ImportAudit = () => {}): Promise<{ steps: Step[], notes: Problem[], privileged: Privileged[] }> {
+export async function planImport (store: Store, p: Parsed, audit: ImportAudit = () => {}): Promise<{
+  steps: Step[],
+  notes: Problem[],
+  privileged: Privileged[]
+}> {
   const problems = new Problems()
   const notes: Problem[] = []
   const privileged: Privileged[] = []
   const steps: Step[] = []
-  const step = (type: RecordType, action: Action, write: () => Promise<void> = async () => {}): void => { steps.push({ type, action, write }) }
-  const flag = (line: number, kind: PrivilegeKind, message: string): void => { privileged.push({ line, kind, message }) }
+  const step = (
+    type: RecordType, action: Action, write: () => Promise<void> = async () => {}
+  ): void => { steps.push({ type, action, write }) }
+  const flag = (
+    line: number, kind: PrivilegeKind, message: string
+  ): void => { privileged.push({ line, kind, message }) }
   const via = 'import'
   /** a stored user named by another case of its username: a takeover */
   const otherCase = (line: number, given: string, stored: User): void => {
@@ -109,7 +123,15 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (existing === null) {
       if (u.is_superuser === true) flag(u.line, 'superuser', `creates ${u.username} as a superuser`)
       step('user', 'created', async () => {
-        const made = await store.createUser({ id, username: u.username, name: u.name, email: u.email, password: null, password_hash: u.password, superuser: u.is_superuser === true })
+        const made = await store.createUser({
+          id,
+          username: u.username,
+          name: u.name,
+          email: u.email,
+          password: null,
+          password_hash: u.password,
+          superuser: u.is_superuser === true
+        })
         audit({ event: 'user.created', user: made, superuser: made.is_superuser, via })
         if (u.is_active === false) { await store.setUserActive(id, false); audit({ event: 'user.disabled', user: made, via }) }
       })
@@ -120,7 +142,9 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (u.email !== undefined && u.email !== existing.email) fields.email = u.email
     if (u.is_superuser !== undefined && u.is_superuser !== existing.is_superuser) fields.is_superuser = u.is_superuser
     const active = u.is_active !== undefined && u.is_active !== existing.is_active ? u.is_active : undefined
-    const password = u.password !== undefined && !(await store.isImportedPasswordHash(id, u.password)) ? u.password : undefined
+    const password = u.password !== undefined && !(await store.isImportedPasswordHash(id, u.password))
+      ? u.password
+      : undefined
     if (Object.keys(fields).length === 0 && active === undefined && password === undefined) { step('user', 'unchanged'); continue }
     if (fields.is_superuser === true) flag(u.line, 'superuser', `makes the existing user ${existing.username} a superuser`)
     if (password !== undefined) flag(u.line, 'takeover', `replaces the password of the existing user ${existing.username}`)
@@ -136,7 +160,11 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
   }
 
   /** The user a record names (in the file or the store), or null with a problem added. */
-  const resolve = async (ref: UserRef, line: number): Promise<{ id: string, username: string, user: User | null } | null> => {
+  const resolve = async (ref: UserRef, line: number): Promise<{
+    id: string,
+    username: string,
+    user: User | null
+  } | null> => {
     const lower = 'username' in ref ? ref.username.toLowerCase() : fileIds.get(ref.user_id)
     const inFile = lower === undefined ? undefined : byName.get(lower)
     if (inFile !== undefined) {
@@ -236,7 +264,9 @@ async function createOrg (store: Store, name: string, id: string): Promise<void>
  * access keys, private tokens, auditing each change. A privileged change of a
  * kind not in `allow` refuses the whole run (PrivilegedRefused) before any write.
  */
-export async function runImport (store: Store, p: Parsed, dryRun: boolean, o: { allow?: ReadonlySet<PrivilegeKind>, audit?: ImportAudit } = {}): Promise<Summary> {
+export async function runImport (
+  store: Store, p: Parsed, dryRun: boolean, o: { allow?: ReadonlySet<PrivilegeKind>, audit?: ImportAudit } = {}
+): Promise<Summary> {
   const { steps, notes, privileged } = await planImport(store, p, o.audit)
   const counts = Object.fromEntries(RECORD_TYPES.map((t) => [t, { created: 0, updated: 0, unchanged: 0 }])) as Counts
   for (const s of steps) counts[s.type][s.action]++

@@ -57,7 +57,9 @@ export function checkKeyName (v: string): string {
 }
 
 /** The options as given (each absent or a string; the allow-list a list) → what the store keeps. */
-export function keyOptions (o: { expires?: string, name?: string, allowIps?: readonly string[] }, now = Date.now()): NewKeyOptions {
+export function keyOptions (
+  o: { expires?: string, name?: string, allowIps?: readonly string[] }, now = Date.now()
+): NewKeyOptions {
   const out: NewKeyOptions = {}
   if (o.expires !== undefined) out.date_expired = parseExpiry(o.expires, now)
   if (o.name !== undefined && o.name !== '') out.name = checkKeyName(o.name)

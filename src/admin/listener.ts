@@ -33,7 +33,9 @@ export const RELAY_PEER_HEADER = 'x-sidegate-relay-peer'
 
 export type Where = { port: number, host: string } | { path: string }
 
-export async function listenAdmin (where: Where, o: { metrics: Scraper | null, api: AdminHandler | null, relayed?: boolean }): Promise<AdminListener> {
+export async function listenAdmin (
+  where: Where, o: { metrics: Scraper | null, api: AdminHandler | null, relayed?: boolean }
+): Promise<AdminListener> {
   const hint = [o.metrics === null ? '' : 'GET /metrics', o.api === null ? '' : `${ADMIN_PREFIX}…`].filter(Boolean).join(' or ')
   const server = http.createServer((req, res) => {
     if (o.relayed === true) fromRelay(req)
@@ -99,7 +101,13 @@ export function announceAdmin (log: Logger, config: Config, addr: AddressInfo, m
 export type Listener = 'listen' | 'metrics' | 'admin'
 
 /** What to change when a listener cannot start: its keys, their environment variables, and how to do without it. */
-const SETTINGS: Record<Listener, { port: string, portEnv: string, host: string, hostEnv: string | null, off: string | null }> = {
+const SETTINGS: Record<Listener, {
+  port: string,
+  portEnv: string,
+  host: string,
+  hostEnv: string | null,
+  off: string | null
+}> = {
   listen: { port: 'listen.port', portEnv: 'SIDEGATE_PORT', host: 'listen.host', hostEnv: 'SIDEGATE_HOST', off: null },
   metrics: { port: 'metrics.port', portEnv: 'SIDEGATE_METRICS_PORT', host: 'metrics.host', hostEnv: null, off: 'metrics.enabled: false' },
   admin: { port: 'admin.port', portEnv: 'SIDEGATE_ADMIN_PORT', host: 'admin.host', hostEnv: null, off: 'admin.enabled: false' }

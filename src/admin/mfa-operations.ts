@@ -1,4 +1,7 @@
-/** The second-factor operations (`sidegate mfa …`, /admin/v1/users/{username}/mfa…), declared as ./operations.ts declares every operation. */
+/**
+ * The second-factor operations (`sidegate mfa …`, /admin/v1/users/{username}/mfa…),
+ * declared as ./operations.ts declares every operation.
+ */
 import type { MfaJson } from './ops.js'
 import type { AdminRoute } from './route.js'
 

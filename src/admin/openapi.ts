@@ -180,7 +180,9 @@ const SCHEMAS: Record<string, Json> = {
 /** Errors of one operation, grouped by status. */
 function errorAnswers (r: DocumentedRoute): Record<string, Json> {
   const byStatus = new Map<number, ErrorCode[]>()
-  const add = (codes: ErrorCode[]): void => { for (const c of codes) byStatus.set(ERRORS[c].status, [...(byStatus.get(ERRORS[c].status) ?? []), c]) }
+  const add = (codes: ErrorCode[]): void => {
+    for (const c of codes) byStatus.set(ERRORS[c].status, [...(byStatus.get(ERRORS[c].status) ?? []), c])
+  }
   add(r.body === undefined ? [] : [...BODY_CODES, 'payload_too_large', 'unsupported_media_type'])
   add(UNAUTHORIZED)
   add(FORBIDDEN)

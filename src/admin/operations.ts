@@ -253,7 +253,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
         '(the secret is shown once)'
       ].join('\n')
     }],
-    run: async (ops, p, b) => await ops.createKey(p.username, { expires: b.expires, allow_ips: b.allow_ips, name: b.name })
+    run: async (ops, p, b) => await ops.createKey(
+      p.username, { expires: b.expires, allow_ips: b.allow_ips, name: b.name }
+    )
   },
   {
     method: 'PATCH',

@@ -64,14 +64,25 @@ function pick<T extends object> (o: T, fields: ReadonlyArray<keyof T>): Record<s
   return out
 }
 
-export interface UserJson { id: string, username: string, is_active: boolean, is_superuser: boolean, orgs: Record<string, OrgRole>, [k: string]: unknown }
+export interface UserJson {
+  id: string,
+  username: string,
+  is_active: boolean,
+  is_superuser: boolean,
+  orgs: Record<string,
+  OrgRole>,
+  [k: string]: unknown
+}
 /** An access key as the CLI's --json and the admin API show it: the record's KEY_FIELDS. */
 export type KeyJson = Pick<AccessKey, typeof KEY_FIELDS[number]>
 export interface OrgJson { id: string, name: string, date_created: string }
 export interface SessionJson { id: string, date_created: string, date_expires: string }
 export interface LimitTarget { kind: 'key' | 'user', id: string, name: string }
 
-export const userJson = (u: User): UserJson => ({ ...pick(u, USER_FIELDS), orgs: Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b))) }) as UserJson
+export const userJson = (u: User): UserJson => ({
+  ...pick(u, USER_FIELDS),
+  orgs: Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b)))
+}) as UserJson
 const orgJson = (o: Org): OrgJson => pick(o, ORG_FIELDS) as unknown as OrgJson
 const keyJson = (k: AccessKey): KeyJson => pick(k, KEY_FIELDS) as KeyJson
 
@@ -124,7 +135,12 @@ export class AdminOps {
    * auditor (actor `cli`), or the admin API's with the request and its
    * superuser (actor that user). Reads that show no secret are not audited.
    */
-  constructor (private readonly store: Store, private readonly config: Config, private readonly labels: Labels = CLI_LABELS, private readonly audit: (r: AuditRecord) => void = () => {}) {}
+  constructor (
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly labels: Labels = CLI_LABELS,
+    private readonly audit: (r: AuditRecord) => void = () => {}
+  ) {}
 
   // ── users ──
 
@@ -147,7 +163,14 @@ export class AdminOps {
       if (role !== null) orgs[id] = role
     }
     const password = checkPassword(i.password)
-    const u = await this.store.createUser({ username, password, email: i.email, name: i.name, superuser: i.superuser === true, orgs })
+    const u = await this.store.createUser({
+      username,
+      password,
+      email: i.email,
+      name: i.name,
+      superuser: i.superuser === true,
+      orgs
+    })
     this.audit({ event: 'user.created', user: u, superuser: u.is_superuser })
     return userJson(u)
   }
@@ -247,7 +270,9 @@ export class AdminOps {
 
   // ── private tokens ──
 
-  /** Creates or replaces the user's private token; the token is in this answer only (the admin API never reads it back). */
+  /**
+   * Creates or replaces the user's private token; the token is in this answer only (the admin API never reads it back).
+   */
   async createToken (username: string): Promise<{ username: string, token: string }> {
     const u = await this.user(username)
     const token = await this.store.createPrivateToken(u.id)
@@ -273,7 +298,10 @@ export class AdminOps {
 
   // ── sessions ──
 
-  /** The user's live browser sessions, oldest first: when each began and when it ends unless used (idle) or at the latest (absolute). */
+  /**
+   * The user's live browser sessions, oldest first: when each began
+   * and when it ends unless used (idle) or at the latest (absolute).
+   */
   async listSessions (username: string): Promise<SessionJson[]> {
     const u = await this.user(username)
     const s = this.config.session
@@ -355,7 +383,12 @@ export class AdminOps {
   }
 
   /** `spec`: `<requests>/<window>` (100/60s, 5/s, 1000/1h). */
-  async setLimit (target: string, spec: string): Promise<{ target: LimitTarget, policy: RateLimitPolicy, json: Record<string, unknown> }> {
+  async setLimit (target: string, spec: string): Promise<{
+    target: LimitTarget,
+    policy: RateLimitPolicy,
+    json: Record<string,
+    unknown>
+  }> {
     const policy = parsePolicy(spec)
     if (policy === null) throw new UsageError(`"${spec}" is not a limit: <requests>/<window>, e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day)`)
     const t = await this.#setLimit(target, policy)

@@ -23,14 +23,22 @@ import type { Io } from './io.js'
 /** `sidegate import` lists at most this many bad lines. */
 const SHOW_PROBLEMS = 100
 
-/** Who runs a command, for the audit's actorName: the login name, else the uid (a container's user may have no name). */
+/**
+ * Who runs a command, for the audit's actorName: the login name, else the uid (a container's user may have no name).
+ */
 export function operatorName (): string {
   try { return userInfo().username } catch { return `uid ${process.getuid?.() ?? '?'}` }
 }
 
 export class Admin {
   readonly #ops: AdminOps
-  constructor (private readonly store: Store, private readonly io: Io, private readonly v: Values, private readonly config: Config, private readonly audit: Auditor) {
+  constructor (
+    private readonly store: Store,
+    private readonly io: Io,
+    private readonly v: Values,
+    private readonly config: Config,
+    private readonly audit: Auditor
+  ) {
     this.#ops = new AdminOps(store, config, CLI_LABELS, (r) => { audit.record(r) })
   }
 
@@ -68,7 +76,9 @@ export class Admin {
     if (this.v['allow-takeover'] === true) allow.add('takeover')
     let summary: Summary
     try {
-      summary = await runImport(this.store, parseImport(text, format), dryRun, { allow, audit: (r) => { this.audit.record(r) } })
+      summary = await runImport(
+        this.store, parseImport(text, format), dryRun, { allow, audit: (r) => { this.audit.record(r) } }
+      )
     } catch (err) {
       if (err instanceof PrivilegedRefused) {
         const flags = [...new Set(err.refused.map((p) => PRIVILEGE_FLAGS[p.kind]))].join(' ')
@@ -109,9 +119,15 @@ export class Admin {
     const c = this.config.identity.jwt
     const { key: k, removed } = await rotateKeySet(this.store, c)
     const from = new Date(k.active_from).toISOString()
-    return this.#print({ kid: k.kid, alg: k.alg, published: new Date(k.created).toISOString(), signs_from: from, removed },
-      [`added key ${k.kid} (${k.alg}): published now, signs from ${from}`, ...removed.map((r) => `removed retired key ${r}`),
-        ...(c.enabled ? [] : ['note: identity.jwt.enabled is false in this configuration: no gateway signs with it until it is turned on'])].join('\n'))
+    return this.#print({
+      kid: k.kid,
+      alg: k.alg,
+      published: new Date(k.created).toISOString(),
+      signs_from: from,
+      removed
+    },
+    [`added key ${k.kid} (${k.alg}): published now, signs from ${from}`, ...removed.map((r) => `removed retired key ${r}`),
+      ...(c.enabled ? [] : ['note: identity.jwt.enabled is false in this configuration: no gateway signs with it until it is turned on'])].join('\n'))
   }
 
   async #jwkList (args: string[]): Promise<number> {

@@ -26,7 +26,9 @@ import type { ManagedStore, RunningStore } from '../store/types.js'
 export const CLI_CONNECT_MS = 2000
 
 /** Runs `cmd sub …args` (both known: src/cli/index.ts checked them); returns the exit code. */
-export async function run (cmd: string, sub: string | undefined, rest: string[], values: Values, io: Io, env: NodeJS.ProcessEnv): Promise<number> {
+export async function run (
+  cmd: string, sub: string | undefined, rest: string[], values: Values, io: Io, env: NodeJS.ProcessEnv
+): Promise<number> {
   const json = values.json === true
   if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError('--workers is an option of start only; see `sidegate start --help`'))
   if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
@@ -65,7 +67,13 @@ export async function run (cmd: string, sub: string | undefined, rest: string[],
     const keyring = new Keyring(secret.key)
     const newKey = cmd === 'secret' ? await readNewKey(values, io, secret) : null
     // the one line below says it when Redis is unreachable, the output when a record is unreadable: no JSON log lines
-    store = openStore(config, log, keyring, undefined, { quiet: true, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) })
+    store = openStore(
+      config,
+      log,
+      keyring,
+      undefined,
+      { quiet: true, connectTimeout: Math.min(config.redis.connect_timeout, CLI_CONNECT_MS) }
+    )
     store.setGate(E.storeUnavailable())
     await connectWithin(store, config, io)
     if (newKey !== null) return await rotate(store, config, newKey, io, values)

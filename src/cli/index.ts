@@ -22,7 +22,9 @@ function unknownCommand (cmd: string, json: boolean): UsageError {
   return new UsageError(`unknown command "${cmd}"${guess !== undefined ? `; did you mean "${guess}"?` : json ? '' : RUN_HELP}`)
 }
 
-export async function main (argv: string[], given: Io = defaultIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function main (
+  argv: string[], given: Io = defaultIo, env: NodeJS.ProcessEnv = process.env
+): Promise<number> {
   const io = terminalSafe(given)
   let values: Values
   let positionals: string[]

@@ -18,7 +18,16 @@ import { KEY_CHECK, KEY_ROTATION } from '../store/secret/records.js'
 import { SqliteStore } from '../store/sqlite/index.js'
 import { SqliteTransfer } from '../store/sqlite/transfer.js'
 import {
-  describeCounts, FORMAT, FORMAT_VERSION, parseTransfer, planImport, serialize, splitMac, TRANSFER_PRIVILEGE_FLAGS, TransferProblem, UNSIGNED_VERSION,
+  describeCounts,
+  FORMAT,
+  FORMAT_VERSION,
+  parseTransfer,
+  planImport,
+  serialize,
+  splitMac,
+  TRANSFER_PRIVILEGE_FLAGS,
+  TransferProblem,
+  UNSIGNED_VERSION,
   type Kind, type Parsed, type StoreTransfer, type TransferPrivilege, type TransferRecord
 } from '../store/transfer.js'
 import type { ManagedStore } from '../store/types.js'
@@ -50,7 +59,9 @@ export function checkStoreCommand (sub: string, args: string[], config: Config):
 }
 
 /** `sidegate store export|backup`, after the key check. */
-export async function storeCommand (store: ManagedStore, config: Config, keyring: Keyring, sub: string, args: string[], v: Values, io: Io): Promise<number> {
+export async function storeCommand (
+  store: ManagedStore, config: Config, keyring: Keyring, sub: string, args: string[], v: Values, io: Io
+): Promise<number> {
   const transfer = transferOf(store, config)
   if (sub === 'backup') return await backup(transfer as SqliteTransfer, config, resolve(args[0]), v, io)
   if ((await transfer.keys.get(KEY_ROTATION)) !== null) {
@@ -58,7 +69,11 @@ export async function storeCommand (store: ManagedStore, config: Config, keyring
   }
   const keyCheck = await transfer.keys.get(KEY_CHECK)
   const records = await transfer.read(Date.now())
-  const text = serialize({ format: FORMAT, version: FORMAT_VERSION, key_check: keyCheck!, exported: new Date().toISOString() }, records, (data) => keyring.storeFileMac(data))
+  const text = serialize(
+    { format: FORMAT, version: FORMAT_VERSION, key_check: keyCheck!, exported: new Date().toISOString() },
+    records,
+    (data) => keyring.storeFileMac(data)
+  )
   if (v.out === undefined || v.out === '-') { io.out(text); return 0 }
   const file = resolve(v.out)
   writeFileAtomic(file, text)
@@ -76,7 +91,16 @@ export async function storeCommand (store: ManagedStore, config: Config, keyring
  * written. Audited either way (store.imported, store.import_privileged,
  * store.import_refused).
  */
-export async function importCommand (store: ManagedStore, config: Config, keyring: Keyring, source: string, file: string, v: Values, io: Io, audit?: Auditor): Promise<number> {
+export async function importCommand (
+  store: ManagedStore,
+  config: Config,
+  keyring: Keyring,
+  source: string,
+  file: string,
+  v: Values,
+  io: Io,
+  audit?: Auditor
+): Promise<number> {
   const name = file === '-' ? 'standard input' : file
   const state: ImportState = { verified: false, listed: 0 }
   // audited only into a store known to have this secret key (its key check value, or the one the import wrote):
@@ -97,7 +121,16 @@ export async function importCommand (store: ManagedStore, config: Config, keyrin
 interface ImportState { verified: boolean, listed: number }
 
 async function importFile (
-  store: ManagedStore, config: Config, keyring: Keyring, source: string, file: string, name: string, v: Values, io: Io, record: (r: AuditRecord) => void, state: ImportState
+  store: ManagedStore,
+  config: Config,
+  keyring: Keyring,
+  source: string,
+  file: string,
+  name: string,
+  v: Values,
+  io: Io,
+  record: (r: AuditRecord) => void,
+  state: ImportState
 ): Promise<number> {
   const merge = v.merge === true
   const mine = keyring.checkValue()
@@ -169,7 +202,9 @@ async function importFile (
   for (const p of plan.privileged) record({ event: 'store.import_privileged', reason: p.kind, via: p.record, ...(p.userId === null ? {} : { userId: p.userId }) })
   record({ event: 'store.imported', via: merge ? 'merge' : 'empty', reason: name, records: plan.write.length, privileged: plan.privileged.length, ...(unsigned ? { unsigned: true as const } : {}) })
   const skipped = Object.values(plan.skipped).reduce((a, b) => a + b, 0)
-  const privileged = plan.privileged.map((p) => ({ line: p.line, kind: p.kind, flag: TRANSFER_PRIVILEGE_FLAGS[p.kind], message: p.message }))
+  const privileged = plan.privileged.map(
+    (p) => ({ line: p.line, kind: p.kind, flag: TRANSFER_PRIVILEGE_FLAGS[p.kind], message: p.message })
+  )
   if (v.json === true) {
     io.out(JSON.stringify({ file: name, store: transfer.where, merge, written: plan.written, skipped: plan.skipped, expired: plan.expired, privileged }, null, 2) + '\n')
     return 0
