@@ -54,7 +54,9 @@ const CHECKED = new Set(CHECKED_KINDS)
 const DEFAULT_KIND: AuthMethod = 'session'
 const SECOND = new Set(['otp', 'hwk', 'swk'])
 
-export async function explainAccess (config: Config, store: Store, i: CheckInput, isPublic: (path: string) => boolean): Promise<CheckResult> {
+export async function explainAccess (
+  config: Config, store: Store, i: CheckInput, isPublic: (path: string) => boolean
+): Promise<CheckResult> {
   const method = i.method.toUpperCase()
   if (!/^[A-Z]{1,20}$/.test(method)) throw new UsageError(`method: an HTTP method (GET, POST, …), got ${JSON.stringify(i.method)}`)
   // an absolute URL as a client may send it (`GET http://host/p`): the origin-form the pipeline makes of it

@@ -28,7 +28,13 @@ function hexValue (c: number): number {
 }
 
 function unreserved (b: number): boolean {
-  return (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b === 45 || b === 46 || b === 95 || b === 126
+  return (b >= 65 && b <= 90) ||
+    (b >= 97 && b <= 122) ||
+    (b >= 48 && b <= 57) ||
+    b === 45 ||
+    b === 46 ||
+    b === 95 ||
+    b === 126
 }
 
 /** `raw`: the path as sent, without its query. */

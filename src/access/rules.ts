@@ -91,7 +91,10 @@ function literalPrefix (glob: string): string[] {
   return out
 }
 
-/** The index: a tree of literal path segments; each node holds the rules that may match a path reaching it, its ancestors' included, in order. */
+/**
+ * The index: a tree of literal path segments; each node holds the rules
+ * that may match a path reaching it, its ancestors' included, in order.
+ */
 interface Node {
   own: Rule[]
   children: Map<string, Node>
@@ -134,13 +137,18 @@ export class AccessRules {
       }
     }
     const fill = (n: Node, inherited: Rule[]): void => {
-      n.candidates = [...inherited, ...n.own].sort((x, y) => x.index - y.index).filter((r, i, a) => i === 0 || a[i - 1] !== r)
+      n.candidates = [...inherited, ...n.own]
+        .sort((x, y) => x.index - y.index)
+        .filter((r, i, a) => i === 0 || a[i - 1] !== r)
       for (const c of n.children.values()) fill(c, n.candidates)
     }
     fill(this.#root, [])
   }
 
-  /** Whether the rules change anything at all: with none and default one_factor, every request is authenticated as it always was. */
+  /**
+   * Whether the rules change anything at all: with none and default
+   * one_factor, every request is authenticated as it always was.
+   */
   get active (): boolean { return this.#rules.length > 0 || this.#default !== 'one_factor' }
 
   get count (): number { return this.#rules.length }
@@ -148,7 +156,10 @@ export class AccessRules {
   /** A glob or path as compared: lower-cased with case_insensitive_paths. */
   #fold (s: string): string { return this.#lower ? s.toLowerCase() : s }
 
-  /** The request's target (no query) as the rules match it: normalised (./path.ts), lower-cased with case_insensitive_paths. */
+  /**
+   * The request's target (no query) as the rules match it:
+   * normalised (./path.ts), lower-cased with case_insensitive_paths.
+   */
   matchPath (target: string): MatchPath {
     const p = normalizePath(target)
     if (this.#lower) p.path = p.path.toLowerCase()
@@ -194,7 +205,9 @@ export class AccessRules {
    * -1: all) whose paths match the request's, each with why it was passed
    * over. Not on the request path.
    */
-  passedOver (req: AccessRequest, caller: AccessCaller | null, upTo: number, p: MatchPath = this.matchPath(req.target)): Array<{ rule: number, why: string }> {
+  passedOver (
+    req: AccessRequest, caller: AccessCaller | null, upTo: number, p: MatchPath = this.matchPath(req.target)
+  ): Array<{ rule: number, why: string }> {
     const out: Array<{ rule: number, why: string }> = []
     for (const r of this.#rules) {
       if (upTo !== -1 && r.index >= upTo) break
@@ -212,7 +225,11 @@ export class AccessRules {
   decide (req: AccessRequest, caller: AccessCaller | null, p: MatchPath = this.matchPath(req.target)): Verdict {
     for (const r of this.#candidates(p)) {
       if (!this.#matchesRequest(r, req, p)) continue
-      const subject = r.subjects.length === 0 ? null : caller === null ? undefined : r.subjects.find((s) => has(s, caller))
+      const subject = r.subjects.length === 0
+        ? null
+        : caller === null
+          ? undefined
+          : r.subjects.find((s) => has(s, caller))
       if (subject === undefined) continue
       return judge(r.index, r.spec.policy, caller, r.subjects, `rule ${r.index} (${r.spec.policy}) matches ${req.method} ${p.path}${subject === null ? '' : ` for ${subject.kind}:${subject.value}`}`)
     }

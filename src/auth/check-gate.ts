@@ -41,7 +41,15 @@ export interface CheckGateOptions {
 export const checkGateStats = { busy: 0, address: 0, prefix: 0, dropped: 0 }
 
 interface Count { running: number, waiting: number }
-interface Waiter { bucket: string, a: Count, keys: readonly string[], p: Count[], gone: () => boolean, start: () => void, cancel: () => void }
+interface Waiter {
+  bucket: string,
+  a: Count,
+  keys: readonly string[],
+  p: Count[],
+  gone: () => boolean,
+  start: () => void,
+  cancel: () => void
+}
 /** The waiters of one widest prefix (or of one address without prefixes), oldest first. */
 interface Lane { key: string, waiters: Waiter[] }
 
@@ -82,10 +90,13 @@ export class CheckGate {
   }
 
   /**
-   * Runs `fn` when a place is free; rejects at once when none can be waited for, or when the client went away while it waited.
+    * Runs `fn` when a place is free; rejects at once when none can
+    * be waited for, or when the client went away while it waited.
    * `bucket`: the client address (IPv6: its network), `prefixes`: the wider networks it belongs to, narrowest first.
    */
-  async run<T> (bucket: string, gone: () => boolean, fn: () => Promise<T>, prefixes: readonly string[] = []): Promise<T> {
+  async run<T> (
+    bucket: string, gone: () => boolean, fn: () => Promise<T>, prefixes: readonly string[] = []
+  ): Promise<T> {
     const known = this.#isKnown(bucket)
     const a = this.#count(this.#addresses, bucket)
     const p = known ? [] : prefixes.map((k) => this.#count(this.#prefixes, k))
@@ -153,7 +164,10 @@ export class CheckGate {
     lane.waiters.push(w)
   }
 
-  /** Free places go first to recently successful addresses, then round robin over the lanes: each lane's first waiter that its address and prefixes let run. */
+  /**
+   * Free places go first to recently successful addresses, then round robin over
+   * the lanes: each lane's first waiter that its address and prefixes let run.
+   */
   #dispatch (): void {
     while (this.#running < this.o.concurrency && this.#waiting > 0) {
       const w = this.#pick(this.#known)

@@ -25,7 +25,16 @@ export interface KindConfig {
   session: { accept_legacy_cookie: boolean, idle_timeout: number, absolute_timeout: number }
   auth: {
     bearer: { ttl: number, single_use: boolean }
-    signature: { clock_skew: number, algorithms: string[], required_headers: string[], replay_cache: boolean, replay_grace: number, date_window: number, max_body: number, require_digest: boolean }
+    signature: {
+      clock_skew: number,
+      algorithms: string[],
+      required_headers: string[],
+      replay_cache: boolean,
+      replay_grace: number,
+      date_window: number,
+      max_body: number,
+      require_digest: boolean
+    }
     keys: { disable_after: number }
   }
 }
@@ -39,10 +48,17 @@ export interface CredentialKind<M extends AuthMethod = AuthMethod> {
   readonly carrier: { readonly schemes: readonly string[] } | 'cookie'
   /** its WWW-Authenticate challenge on a 401; null: none (a browser is not asked for a cookie) */
   readonly challenge: string | null
-  /** a machine credential: no sign-in behind it, so no factors; a two_factor rule admits it only where it names its method */
+  /**
+   * a machine credential: no sign-in behind it, so no factors;
+   * a two_factor rule admits it only where it names its method
+   */
   readonly machine: boolean
   /** its security scheme in the public OpenAPI document; `admin`: in the admin API's, which takes only these kinds */
-  readonly openapi: { readonly name: string, readonly scheme: (config: KindConfig, at: SchemeContext) => Json, readonly admin?: Json }
+  readonly openapi: {
+    readonly name: string,
+    readonly scheme: (config: KindConfig, at: SchemeContext) => Json,
+    readonly admin?: Json
+  }
   /** sidegate_http_requests_total's auth_method label */
   readonly metric: string
   /** the access-rule subject `method:<subject>` (gateway.yml access.rules) */

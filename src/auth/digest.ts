@@ -88,7 +88,9 @@ export function hasBody (headers: IncomingHttpHeaders): boolean {
  * list), or null when it names none. `requireDigest`: a request with a body
  * must sign one (401 invalid_digest otherwise).
  */
-export function signedDigests (headers: IncomingHttpHeaders, declared: readonly string[], requireDigest: boolean): ExpectedDigest[] | null {
+export function signedDigests (
+  headers: IncomingHttpHeaders, declared: readonly string[], requireDigest: boolean
+): ExpectedDigest[] | null {
   const out: ExpectedDigest[] = []
   if (declared.includes('digest')) out.push(...parseDigest(headerValue(headers.digest)))
   if (declared.includes('content-digest')) out.push(...parseContentDigest(headerValue(headers['content-digest'])))

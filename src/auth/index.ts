@@ -29,7 +29,10 @@ export function readCredentials (req: IncomingMessage, target?: { method: string
   return new RequestCredentials(target?.method ?? req.method ?? 'GET', target?.url ?? req.url ?? '/', req.headers, h === undefined ? null : parseAuthorization(h))
 }
 
-/** Credentials of one request; the cookies parsed on first use (with an Authorization header no authenticator reads them). */
+/**
+ * Credentials of one request; the cookies parsed on first use
+ * (with an Authorization header no authenticator reads them).
+ */
 class RequestCredentials implements Credentials {
   #cookies: Record<string, string | null> | undefined = undefined
   constructor (readonly method: string, readonly url: string, readonly headers: IncomingHttpHeaders, readonly authorization: Credentials['authorization']) {}
@@ -52,7 +55,9 @@ export class Authenticators {
    * `methods`: the only credentials accepted (the admin API's): any other is 401
    * unsupported_scheme before it is checked (a one-time bearer token is not used up).
    */
-  async authenticate (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Promise<Identity> {
+  async authenticate (
+    req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]
+  ): Promise<Identity> {
     const who = await this.resolve(req, target, methods)
     if (who instanceof GatewayError) throw who
     return who
@@ -65,7 +70,9 @@ export class Authenticators {
    * else a promise, as authenticate (a refusal found by the store rejects it).
    * The request path (src/pipeline/chains.ts run) awaits only what is a promise.
    */
-  resolve (req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]): Identity | GatewayError | Promise<Identity> {
+  resolve (
+    req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]
+  ): Identity | GatewayError | Promise<Identity> {
     let c: Credentials
     try {
       c = readCredentials(req, target)
@@ -100,9 +107,31 @@ type FieldOf<U, K extends PropertyKey> = U extends unknown ? K extends keyof U ?
 function identityOf (claim: Claim, user: User | null): Identity {
   if (user === null) throw E.authenticationFailed()
   if (!user.is_active) throw E.userInactive()
-  // every field of every kind named, in one order: one object shape (one hidden class where the pipeline reads it) for all kinds;
+  // every field of every kind named, in one order: one object shape
+  // (one hidden class where the pipeline reads it) for all kinds;
   // a kind's claim with a field not named here does not compile
-  const { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests } = claim as Partial<AnyClaim>
-  const identity: { [K in keyof AnyClaim]: AnyClaim[K] | undefined } & { user: User } = { userId, method, factors, session, keyId, keyFactors, keyLimit, keyAllowIps, digests, user }
+  const {
+    userId,
+    method,
+    factors,
+    session,
+    keyId,
+    keyFactors,
+    keyLimit,
+    keyAllowIps,
+    digests
+  } = claim as Partial<AnyClaim>
+  const identity: { [K in keyof AnyClaim]: AnyClaim[K] | undefined } & { user: User } = {
+    userId,
+    method,
+    factors,
+    session,
+    keyId,
+    keyFactors,
+    keyLimit,
+    keyAllowIps,
+    digests,
+    user
+  }
   return identity as Identity
 }

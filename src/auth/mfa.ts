@@ -24,7 +24,10 @@ import type { LockoutOptions } from './passwords.js'
 import { renderSVG } from 'uqr'
 import { parseCookies } from '../http/cookies.js'
 
-/** The factors a sign-in was made with (RFC 8176 `amr` values, ../store/types.ts Factor): a recovery code counts as `otp`; a passkey is `hwk` (bound to its device) or `swk` (synced). */
+/**
+ * The factors a sign-in was made with (RFC 8176 `amr` values, ../store/types.ts Factor): a
+ * recovery code counts as `otp`; a passkey is `hwk` (bound to its device) or `swk` (synced).
+ */
 export type Amr = Factor
 
 export interface MfaOptions {
@@ -33,7 +36,10 @@ export interface MfaOptions {
   pending_ttl: number
 }
 
-/** What a user still needs after the right password: a code (TOTP, perhaps passkeys too), a passkey (their only factor), an enrolment, or nothing. */
+/**
+ * What a user still needs after the right password: a code (TOTP, perhaps
+ * passkeys too), a passkey (their only factor), an enrolment, or nothing.
+ */
 export type MfaNeed = 'none' | 'code' | 'passkey' | 'enrol'
 
 /** The pending state, as sealed into the cookie. */
@@ -57,7 +63,9 @@ export interface Pending {
 }
 
 const PURPOSE = 'mfa pending'
-/** Wrong codes one pending step takes: the next try (even a right code) finds it spent, and the password is asked again. */
+/**
+ * Wrong codes one pending step takes: the next try (even a right code) finds it spent, and the password is asked again.
+ */
 export const PENDING_TRIES = MFA_PENDING_TRIES
 
 export class SecondFactor {
@@ -68,7 +76,10 @@ export class SecondFactor {
     private readonly audit: Auditor | null
   ) {}
 
-  /** After the right password: a code (enrolled), an enrolment (required by auth.mfa.required or an operator), or nothing. */
+  /**
+   * After the right password: a code (enrolled), an enrolment
+   * (required by auth.mfa.required or an operator), or nothing.
+   */
   async need (user: User): Promise<MfaNeed> {
     const state = await this.store.secondFactorState(user.id)
     if (state === 'enrolled') return 'code'
@@ -85,7 +96,10 @@ export class SecondFactor {
     return this.store.sealState(PURPOSE, JSON.stringify(p))
   }
 
-  /** The pending state the request's `cookie` holds, if it is sealed by this gateway, unexpired and this client's; else null. */
+  /**
+   * The pending state the request's `cookie` holds, if it is sealed
+   * by this gateway, unexpired and this client's; else null.
+   */
   open (req: IncomingMessage, cookie: string, ctx: AuditContext): Pending | null {
     const value = parseCookies(req.headers.cookie)[cookie]
     if (value === undefined || value === null || value === '') return null
@@ -138,7 +152,9 @@ export class SecondFactor {
    * mfa_failed (the tries left in the detail, as JumpServer says them).
    */
   async check (user: User, code: string, ctx: AuditContext, via: string): Promise<'otp' | 'recovery'> {
-    const got = await this.#counted(user, ctx, via, async () => code.length > 64 ? null : await this.store.verifySecondFactor(user.id, code))
+    const got = await this.#counted(
+      user, ctx, via, async () => code.length > 64 ? null : await this.store.verifySecondFactor(user.id, code)
+    )
     this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: got, via })
     return got
   }
@@ -149,12 +165,17 @@ export class SecondFactor {
    * counts, toward the same per-user lockout; audited as mfa.enrolled.
    */
   async confirm (user: User, code: string, ctx: AuditContext, via: string): Promise<string[]> {
-    const codes = await this.#counted(user, ctx, via, async () => code.length > 64 ? null : await this.store.confirmTotp(user.id, code))
+    const codes = await this.#counted(
+      user, ctx, via, async () => code.length > 64 ? null : await this.store.confirmTotp(user.id, code)
+    )
     this.audit?.record({ event: 'mfa.enrolled', ctx, user, via })
     return codes
   }
 
-  /** The per-user code lockout around one try: counted before it, reset by a success; mfa_failed or too_many_attempts otherwise. */
+  /**
+   * The per-user code lockout around one try: counted before it,
+   * reset by a success; mfa_failed or too_many_attempts otherwise.
+   */
   async #counted<T> (user: User, ctx: AuditContext, via: string, attempt: () => Promise<T | null>): Promise<T> {
     const { max_failures: max, window } = this.lockout
     const subject = `\nmfa\n${user.id}`
@@ -189,7 +210,13 @@ function clientOf (req: IncomingMessage, ctx: AuditContext): string {
 /** The otpauth:// URI an authenticator app reads (Key Uri Format): issuer and account in the label, the secret and RFC 6238's parameters. */
 export function otpauthUri (issuer: string, username: string, e: TotpEnrolment): string {
   const label = `${encodeURIComponent(issuer)}:${encodeURIComponent(username)}`
-  const q = new URLSearchParams({ secret: e.secret, issuer, algorithm: e.algorithm, digits: String(e.digits), period: String(e.period) })
+  const q = new URLSearchParams({
+    secret: e.secret,
+    issuer,
+    algorithm: e.algorithm,
+    digits: String(e.digits),
+    period: String(e.period)
+  })
   return `otpauth://totp/${label}?${q.toString()}`
 }
 

@@ -79,7 +79,10 @@ export function signInFactors (p: Pick<StoredPasskey, 'device_type'>, afterPassw
   return afterPassword ? ['pwd', passkeyFactor(p)] : [passkeyFactor(p)]
 }
 
-/** A passkey's name as its owner typed it: trimmed, control characters dropped, at most 64 characters; '' when nothing is left. */
+/**
+ * A passkey's name as its owner typed it: trimmed, control characters
+ * dropped, at most 64 characters; '' when nothing is left.
+ */
 export function passkeyName (v: unknown): string {
   return typeof v !== 'string' ? '' : v.replace(/[\x00-\x1f\x7f]/g, ' ').trim().slice(0, MAX_NAME)
 }
@@ -112,7 +115,9 @@ export class PasskeyCeremonies {
 
   #seal (s: State): string { return this.store.sealState(PURPOSE, JSON.stringify(s)) }
 
-  /** The state as sealed for this ceremony (and binding), unexpired, and used up now; else passkey_challenge_invalid. */
+  /**
+   * The state as sealed for this ceremony (and binding), unexpired, and used up now; else passkey_challenge_invalid.
+   */
   async #take (sealed: unknown, k: Ceremony, check: (s: State) => boolean): Promise<State> {
     const plain = typeof sealed === 'string' && sealed !== '' ? this.store.openState(PURPOSE, sealed) : null
     const s = plain === null ? null : JSON.parse(plain) as State
@@ -122,9 +127,14 @@ export class PasskeyCeremonies {
   }
 
   /** The options for navigator.credentials.create(), and their sealed state. */
-  async registrationOptions (user: User, req: IncomingMessage, https: boolean): Promise<{ options: PublicKeyCredentialCreationOptionsJSON, state: string }> {
+  async registrationOptions (user: User, req: IncomingMessage, https: boolean): Promise<{
+    options: PublicKeyCredentialCreationOptionsJSON,
+    state: string
+  }> {
     const rp = this.#rp(req, https)
-    const [handle, existing] = await Promise.all([this.store.passkeyUserHandle(user.id), this.store.listPasskeys(user.id)])
+    const [handle, existing] = await Promise.all([
+      this.store.passkeyUserHandle(user.id), this.store.listPasskeys(user.id)
+    ])
     const stored = await Promise.all(existing.map(async (p) => await this.store.getPasskey(p.id)))
     const options = await generateRegistrationOptions({
       rpName: this.opts.rp_name,
@@ -135,14 +145,27 @@ export class PasskeyCeremonies {
       timeout: (CHALLENGE_TTL - 60) * 1000,
       attestationType: 'none',
       // the same authenticator is not registered twice
-      excludeCredentials: stored.flatMap((p) => p === null ? [] : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]),
+      excludeCredentials: stored.flatMap((p) => p === null
+        ? []
+        : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]),
       authenticatorSelection: { residentKey: 'required', userVerification: 'required' }
     })
     return { options, state: this.#seal({ k: 'register', c: options.challenge, e: Date.now() + CHALLENGE_TTL * 1000, u: user.id, h: handle }) }
   }
 
-  /** Checks the browser's answer to registrationOptions and stores the passkey under `name`; audited as passkey.registered. */
-  async register (user: User, sealed: unknown, response: unknown, name: string, req: IncomingMessage, https: boolean, ctx: AuditContext): Promise<PasskeyInfo> {
+  /**
+   * Checks the browser's answer to registrationOptions and stores
+   * the passkey under `name`; audited as passkey.registered.
+   */
+  async register (
+    user: User,
+    sealed: unknown,
+    response: unknown,
+    name: string,
+    req: IncomingMessage,
+    https: boolean,
+    ctx: AuditContext
+  ): Promise<PasskeyInfo> {
     const s = await this.#take(sealed, 'register', (x) => x.u === user.id)
     const rp = this.#rp(req, https)
     let v
@@ -173,7 +196,15 @@ export class PasskeyCeremonies {
     if (!(await this.store.addPasskey(p))) throw E.passkeyFailed('The passkey was not accepted: it is registered already.')
     this.audit?.record({ event: 'passkey.registered', ctx, user, keyId: p.id, via: 'account' })
     const info = (await this.store.listPasskeys(user.id)).find((x) => x.id === p.id)
-    return info ?? { id: p.id, name: p.name, created: new Date().toISOString(), last_used: null, device_type: p.device_type, backed_up: p.backed_up }
+    return info ??
+      {
+        id: p.id,
+        name: p.name,
+        created: new Date().toISOString(),
+        last_used: null,
+        device_type: p.device_type,
+        backed_up: p.backed_up
+      }
   }
 
   /**
@@ -185,8 +216,12 @@ export class PasskeyCeremonies {
     const rp = this.#rp(req, https)
     let allow: Array<{ id: string, transports?: AuthenticatorTransportFuture[] }> | undefined
     if (k === 'second' && o.user !== undefined) {
-      const mine = await Promise.all((await this.store.listPasskeys(o.user.id)).map(async (p) => await this.store.getPasskey(p.id)))
-      allow = mine.flatMap((p) => p === null ? [] : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }])
+      const mine = await Promise.all(
+        (await this.store.listPasskeys(o.user.id)).map(async (p) => await this.store.getPasskey(p.id))
+      )
+      allow = mine.flatMap(
+        (p) => p === null ? [] : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]
+      )
     }
     const options = await generateAuthenticationOptions({ rpID: rp.id, timeout: (CHALLENGE_TTL - 60) * 1000, userVerification: 'required', ...(allow === undefined ? {} : { allowCredentials: allow }) })
     const s: State = { k, c: options.challenge, e: Date.now() + CHALLENGE_TTL * 1000 }
@@ -224,7 +259,8 @@ export class PasskeyCeremonies {
     const r = response as AuthenticationResponseJSON
     const id = typeof r?.id === 'string' ? r.id : ''
     const { max_failures: max, window } = this.lockout
-    // before the signature nothing names a user for sure (a credential id is no secret): what fails there counts per client address
+    // before the signature nothing names a user for sure (a credential
+    // id is no secret): what fails there counts per client address
     const addrMax = this.lockout.address_max_failures ?? 0
     const addressSubject = `\npasskey address\n${addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)}`
     if (addrMax > 0) {
@@ -232,7 +268,10 @@ export class PasskeyCeremonies {
       if (a.count > addrMax) throw fail(E.tooManyAttempts(a.retryAfter))
     }
     const passkey = id === '' ? null : await this.store.getPasskey(id)
-    /** A refusal before the signature verified: the address's count stays; the credential id's own count decides 401 or 429 (never the owner's valid assertion, checked first). */
+    /**
+     * A refusal before the signature verified: the address's count stays; the credential
+     * id's own count decides 401 or 429 (never the owner's valid assertion, checked first).
+     */
     const unsigned = async (err: GatewayError, user?: User): Promise<GatewayError> => {
       // only a passkey the store holds is counted: random ids leave no counters behind
       if (passkey === null) return fail(err, user)

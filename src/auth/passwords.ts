@@ -11,7 +11,10 @@ import type { Store, User } from '../store/types.js'
 import { CheckGate, type CheckGateOptions } from './check-gate.js'
 
 /** auth.password_checks: the gate's bounds and the networks a client address also counts in. */
-export type PasswordChecksOptions = CheckGateOptions & { ipv4_prefixes?: readonly number[], ipv6_prefixes?: readonly number[] }
+export type PasswordChecksOptions = CheckGateOptions & {
+  ipv4_prefixes?: readonly number[],
+  ipv6_prefixes?: readonly number[]
+}
 
 export interface LockoutOptions {
   /** failures per (username, client address) before 429; 0 turns the lockout off */
@@ -24,10 +27,16 @@ export interface LockoutOptions {
   ipv6_prefix?: number
 }
 
-/** Where a password was sent: the login form, the token endpoint, the confirmation of a new credential (the audit's `via`). */
+/**
+ * Where a password was sent: the login form, the token endpoint,
+ * the confirmation of a new credential (the audit's `via`).
+ */
 export type PasswordUse = 'login' | 'token' | 'confirm'
 
-/** The request a password came with: its client address counts; a check still waiting when its client has gone is dropped. */
+/**
+ * The request a password came with: its client address counts;
+ * a check still waiting when its client has gone is dropped.
+ */
 export type PasswordContext = AuditContext & { req?: IncomingMessage }
 
 /** An id no user has (users' ids are UUIDs): an unknown username's read. */
@@ -78,11 +87,15 @@ export class PasswordChecker {
     const gone = (): boolean => ctx.req?.socket?.destroyed === true
     // the gate first: a flood beyond its places is refused without even a store round trip
     const prefixes = this.#v4.length + this.#v6.length === 0 ? [] : prefixBuckets(ctx.clientIp, this.#v4, this.#v6)
-    return await this.#gate.run(bucket, gone, async () => await this.#counted(username, password, ctx, via, bucket), prefixes)
+    return await this.#gate.run(
+      bucket, gone, async () => await this.#counted(username, password, ctx, via, bucket), prefixes
+    )
   }
 
   /** Inside the gate: the address budget and the lockout (store counters), then the check. */
-  async #counted (username: string, password: string, ctx: PasswordContext, via: PasswordUse, bucket: string): Promise<User> {
+  async #counted (
+    username: string, password: string, ctx: PasswordContext, via: PasswordUse, bucket: string
+  ): Promise<User> {
     const { max_failures: max, window } = this.lockout
     const addrMax = this.lockout.address_max_failures ?? 0
     const addressSubject = `\naddress\n${bucket}`

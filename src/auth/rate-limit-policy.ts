@@ -1,4 +1,7 @@
-/** The text form of a rate limit, `<requests>/<window>` (gateway.yml, `sidegate limit set`). No imports: config validation uses it. */
+/**
+ * The text form of a rate limit, `<requests>/<window>` (gateway.yml,
+ * `sidegate limit set`). No imports: config validation uses it.
+ */
 
 /** `limit` requests per `window` seconds (the store's RateLimitPolicy). */
 export interface Policy { limit: number, window: number }

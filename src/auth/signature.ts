@@ -47,9 +47,15 @@ export interface SignatureOptions {
   algorithms?: readonly Algorithm[]
   requiredHeaders: string[]
   replayCache: boolean
-  /** with replayCache: seconds after its first sighting in which the same GET or HEAD signature is accepted again (0: once) */
+  /**
+   * with replayCache: seconds after its first sighting in which
+   * the same GET or HEAD signature is accepted again (0: once)
+   */
   replayGrace?: number
-  /** seconds a signed Date stays accepted after its first (fresh) sighting for the key, once it is older than clockSkew (0: off) */
+  /**
+   * seconds a signed Date stays accepted after its first (fresh)
+   * sighting for the key, once it is older than clockSkew (0: off)
+   */
   dateWindow?: number
   /** a signed request with a body must sign Digest or Content-Digest */
   requireDigest?: boolean
@@ -129,7 +135,9 @@ export class SignatureAuthenticator implements Authenticator {
     if (this.opts.replayCache) {
       const mark = `${found.key.id}:${p.mac.toString('hex')}`
       // as long as the Date it carries can be accepted
-      const ttl = this.opts.clockSkew > 0 ? Math.max(this.opts.clockSkew * 2, this.opts.clockSkew + window) : REPLAY_WITHOUT_SKEW
+      const ttl = this.opts.clockSkew > 0
+        ? Math.max(this.opts.clockSkew * 2, this.opts.clockSkew + window)
+        : REPLAY_WITHOUT_SKEW
       const grace = this.opts.replayGrace ?? 0
       if (grace > 0 && (c.method === 'GET' || c.method === 'HEAD')) {
         // an idempotent read sent again at once (a Date's one-second resolution makes it the same signature)
@@ -142,7 +150,9 @@ export class SignatureAuthenticator implements Authenticator {
     return this.#claim(found, digests)
   }
 
-  /** Everything that needs no key: the parameters, the Date's freshness, the MAC's and keyId's form (before any lookup). */
+  /**
+   * Everything that needs no key: the parameters, the Date's freshness, the MAC's and keyId's form (before any lookup).
+   */
   #parse (c: Credentials): Parsed {
     const p = parseSignatureParams(c.authorization!.credentials)
     const keyId = p.get('keyid')
@@ -192,13 +202,16 @@ export class SignatureAuthenticator implements Authenticator {
     if (!macMatches(p.hash, found.secret, stringToSign(c, p.declared), p.mac)) throw E.invalidSignature()
     // after the MAC: only the key's holder learns that it is disabled or expired
     if (!found.key.is_active) throw E.keyDisabled()
-    if (found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
+    if (
+      found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))
+    ) throw E.keyExpired()
     // only now: a digest header proves something only when the MAC covers it
     return signedDigests(c.headers, p.declared, this.opts.requireDigest === true)
   }
 
   #claim (found: { key: AccessKey }, digests: ExpectedDigest[] | null): AccessKeyClaim {
-    // its last use is recorded by the pipeline, once the key's allow-list admits the client (src/pipeline/steps.ts, keyIp)
+    // its last use is recorded by the pipeline, once the key's
+    // allow-list admits the client (src/pipeline/steps.ts, keyIp)
     const claim: AccessKeyClaim = { userId: found.key.user_id, method: this.method, keyId: found.key.id }
     if (found.key.rate_limit != null) claim.keyLimit = found.key.rate_limit
     if (found.key.allow_ips !== undefined) claim.keyAllowIps = found.key.allow_ips
@@ -268,7 +281,10 @@ export function decodeMac (sent: string, bytes = 32): Buffer | null {
 
 const HEX32 = /^[0-9a-f]{32}$/
 
-/** A keyId → the key's UUID (lowercase, hyphenated): any case, hyphens or none (as Django's UUIDField reads it); else null. */
+/**
+ * A keyId → the key's UUID (lowercase, hyphenated): any case,
+ * hyphens or none (as Django's UUIDField reads it); else null.
+ */
 export function normalizeKeyId (keyId: string): string | null {
   const v = keyId.toLowerCase()
   if (isUuid(v)) return v

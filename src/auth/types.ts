@@ -19,7 +19,10 @@ export type Claim = ClaimsByMethod[AuthMethod]
 export interface ClaimBase<M extends string> {
   userId: string
   method: M
-  /** what the sign-in behind a person's credential was made with; absent for machine credentials (CredentialKind.machine) */
+  /**
+   * what the sign-in behind a person's credential was made with;
+   * absent for machine credentials (CredentialKind.machine)
+   */
   factors?: readonly Factor[]
 }
 
