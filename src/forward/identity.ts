@@ -70,7 +70,14 @@ export function thumbprint (pub: Record<string, string>): string {
 export function signingKey (keys: readonly SigningKey[], now: number): SigningKey | null {
   let best: SigningKey | null = null
   for (const k of keys) {
-    if (k.active_from <= now && (best === null || k.active_from > best.active_from || (k.active_from === best.active_from && k.created >= best.created))) best = k
+    if (
+      k.active_from <= now &&
+        (
+          best === null ||
+            k.active_from > best.active_from ||
+            (k.active_from === best.active_from && k.created >= best.created)
+        )
+    ) best = k
   }
   return best
 }
@@ -95,7 +102,9 @@ export function keyView (keys: readonly SigningKey[], now: number, ttlMs: number
   const published: SigningKey[] = []
   const retired: SigningKey[] = []
   for (const k of ordered) {
-    const replaced = ordered.some((later) => later.active_from > k.active_from && later.active_from + ttlMs + RETIRE_MARGIN_MS <= now)
+    const replaced = ordered.some(
+      (later) => later.active_from > k.active_from && later.active_from + ttlMs + RETIRE_MARGIN_MS <= now
+    )
     ;(replaced ? retired : published).push(k)
   }
   return { signing, published, retired }
@@ -104,7 +113,11 @@ export function keyView (keys: readonly SigningKey[], now: number, ttlMs: number
 export type KeyState = 'signing' | 'next' | 'replaced' | 'retired'
 
 /** Each key's state at `now`, and when it changes next (epoch ms; null: not by time alone). */
-export function keyStates (keys: readonly SigningKey[], now: number, ttlMs: number): Array<{ key: SigningKey, state: KeyState, until: number | null }> {
+export function keyStates (keys: readonly SigningKey[], now: number, ttlMs: number): Array<{
+  key: SigningKey,
+  state: KeyState,
+  until: number | null
+}> {
   const v = keyView(keys, now, ttlMs)
   const ordered = [...keys].sort((a, b) => a.active_from - b.active_from || a.created - b.created)
   return ordered.map((k) => {
@@ -126,11 +139,15 @@ export function jwksOf (keys: readonly SigningKey[]): { keys: Array<Record<strin
  * none. Of several processes doing this at once exactly one write wins; the
  * others read the winner's set.
  */
-export async function ensureKeySet (store: Store, alg: SigningAlgorithm, now = Date.now()): Promise<{ rev: number, keys: SigningKey[], created: boolean }> {
+export async function ensureKeySet (
+  store: Store, alg: SigningAlgorithm, now = Date.now()
+): Promise<{ rev: number, keys: SigningKey[], created: boolean }> {
   for (let i = 0; i < 5; i++) {
     const set = await store.getSigningKeys()
     if (set.keys.length > 0) return { ...set, created: false }
-    if (await store.putSigningKeys(set.rev, [newSigningKey(alg, now, now)])) return { ...(await store.getSigningKeys()), created: true }
+    if (
+      await store.putSigningKeys(set.rev, [newSigningKey(alg, now, now)])
+    ) return { ...(await store.getSigningKeys()), created: true }
   }
   throw new Error('the identity key set kept changing while it was being created')
 }
@@ -289,7 +306,8 @@ export class IdentitySigner {
     claims.preferred_username = id.user.username
     claims.org = orgId
     claims.auth_method = id.method
-    // a sign-in's factors (sessions, bearer tokens): RFC 8176 amr values and the level they reach; machine credentials have neither
+    // a sign-in's factors (sessions, bearer tokens): RFC 8176 amr
+    // values and the level they reach; machine credentials have neither
     if (id.factors !== undefined) {
       claims.amr = id.factors
       claims.acr = isTwoFactor(id.factors) ? 'two_factor' : 'one_factor'

@@ -20,9 +20,22 @@ export interface Forwarder {
    * (src/observability/tracing.ts), ended when the upstream's answer is
    * complete or fails.
    */
-  web (req: http.IncomingMessage, res: http.ServerResponse, headers: HeaderList, requestId: string, onError: (err: GatewayError) => void, call?: UpstreamCall): void
+  web (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    headers: HeaderList,
+    requestId: string,
+    onError: (err: GatewayError) => void,
+    call?: UpstreamCall
+  ): void
   /** `onUpgrade`: the upstream accepted the upgrade (101). */
-  ws (req: http.IncomingMessage, socket: Duplex, head: Buffer, onError: (err: GatewayError) => void, onUpgrade?: () => void): void
+  ws (
+    req: http.IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    onError: (err: GatewayError) => void,
+    onUpgrade?: () => void
+  ): void
   close (): void
 }
 

@@ -1,6 +1,8 @@
 /** The Content-Type request header. */
 
-/** The media type without parameters, lowercase: `Application/JSON; charset=utf-8` → `application/json`; '' when absent. */
+/**
+ * The media type without parameters, lowercase: `Application/JSON; charset=utf-8` → `application/json`; '' when absent.
+ */
 export function mediaType (contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0].trim().toLowerCase()
 }

@@ -22,7 +22,20 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat']
 const LONG_DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday']
 /** RFC 5322 4.3 named zones, in minutes east of UTC */
-const ZONES: Record<string, number> = { GMT: 0, UT: 0, UTC: 0, Z: 0, EST: -300, EDT: -240, CST: -360, CDT: -300, MST: -420, MDT: -360, PST: -480, PDT: -420 }
+const ZONES: Record<string, number> = {
+  GMT: 0,
+  UT: 0,
+  UTC: 0,
+  Z: 0,
+  EST: -300,
+  EDT: -240,
+  CST: -360,
+  CDT: -300,
+  MST: -420,
+  MDT: -360,
+  PST: -480,
+  PDT: -420
+}
 
 /** `[Day, ]D[D] Mon YYYY HH:MM:SS zone` (RFC 5322 / Python's email.utils.formatdate, IMF-fixdate included) */
 const RFC5322 = /^(?:([A-Z][a-z]{2}), )?(\d{1,2}) ([A-Z][a-z]{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) ([+-]\d{4}|[A-Z]{1,3})$/
@@ -76,8 +89,20 @@ function parseDate (value: string | undefined): number | null {
   return null
 }
 
-/** A civil date and time at a UTC offset (minutes) → epoch ms; null unless every field is in range and the weekday (if any) matches. */
-function civil (weekday: string | undefined, year: number, mon: string, day: number, hh: string, mm: string, ss: string, offset: number): number | null {
+/**
+ * A civil date and time at a UTC offset (minutes) → epoch ms; null
+ * unless every field is in range and the weekday (if any) matches.
+ */
+function civil (
+  weekday: string | undefined,
+  year: number,
+  mon: string,
+  day: number,
+  hh: string,
+  mm: string,
+  ss: string,
+  offset: number
+): number | null {
   const month = MONTHS.indexOf(mon)
   const h = Number(hh)
   const mi = Number(mm)

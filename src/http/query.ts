@@ -40,7 +40,9 @@ export function decodeQueryPart (s: string): string {
 }
 
 /** Calls fn for each parameter of a query (`&` and `;` both separate, as several frameworks read them). */
-export function eachParam (query: string, fn: (segment: string, name: string, value: string, sepBefore: string) => void): void {
+export function eachParam (
+  query: string, fn: (segment: string, name: string, value: string, sepBefore: string) => void
+): void {
   let i = 0
   let sep = ''
   for (;;) {

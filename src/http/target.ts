@@ -26,7 +26,9 @@ export function originForm (url: string, host: string | undefined, method: strin
   return url.charCodeAt(end) === 63 ? '/' + url.slice(end) : url.slice(end)
 }
 
-/** The request's target made origin-form in place (req.url, which every step and the forwarder read); false: refused. */
+/**
+ * The request's target made origin-form in place (req.url, which every step and the forwarder read); false: refused.
+ */
 export function adoptOriginForm (req: { url?: string, method?: string, headers: { host?: string } }): boolean {
   const url = req.url ?? '/'
   const o = originForm(url, req.headers.host, req.method)

@@ -28,7 +28,9 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * `original`: a decision's original method and URI (the `original` step).
    * Audited: a bearer token used or refused (an access key's first use: keyIp, steps.ts).
    */
-  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Identity | GatewayError | Promise<Identity> {
+  function authenticate (
+    ctx: StepContext, original?: { method: string, url: string }
+  ): Identity | GatewayError | Promise<Identity> {
     if (audit === null) return auth.resolve(ctx.req, original)
     let who: Identity | GatewayError | Promise<Identity>
     try {
@@ -37,7 +39,9 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
       throw refused(ctx, err)
     }
     if (who instanceof GatewayError) return refused(ctx, who)
-    return who instanceof Promise ? who.then((w) => audited(ctx, w), (err: unknown) => { throw refused(ctx, err) }) : audited(ctx, who)
+    return who instanceof Promise
+      ? who.then((w) => audited(ctx, w), (err: unknown) => { throw refused(ctx, err) })
+      : audited(ctx, who)
   }
 
   function audited (ctx: StepContext, who: Identity): Identity {
@@ -158,7 +162,9 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * request or refuse it outright; `optional`: a request with no credential at
    * all goes on without one (a bypass rule follows the subject rules).
    */
-  function ruled<C extends Flow> (ctx: C, then: (ctx: C) => void | GatewayError | Promise<void>): void | GatewayError | Promise<void> {
+  function ruled<C extends Flow> (
+    ctx: C, then: (ctx: C) => void | GatewayError | Promise<void>
+  ): void | GatewayError | Promise<void> {
     const b = access!.before(ctx)
     if (b === 'bypass') return
     if (b === 'auth') return then(ctx)
@@ -175,8 +181,10 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   }
 
   /** upstream.public_paths first, then the access rules (when any), then `then`. */
-  const upstream = <C extends Flow>(then: (ctx: C) => void | GatewayError | Promise<void>) => (ctx: C): void | GatewayError | Promise<void> =>
-    router.isPublicUpstream(ctx.target) ? undefined : access === null ? then(ctx) : ruled(ctx, then)
+  const upstream = <C extends Flow>(
+    then: (ctx: C) => void | GatewayError | Promise<void>
+  ) => (ctx: C): void | GatewayError | Promise<void> =>
+      router.isPublicUpstream(ctx.target) ? undefined : access === null ? then(ctx) : ruled(ctx, then)
 
   return {
     'authenticate:login': login,

@@ -85,7 +85,9 @@ type OptionOf<K extends StepName> = typeof STEPS[K] extends { options: infer O }
 /** A step in a chain: its name, or `name:option` for a step with options. */
 export type Token = { [K in StepName]: [OptionOf<K>] extends [never] ? K : `${K}:${OptionOf<K>}` }[StepName]
 
-/** An own route's auth mode; a decision about a WebSocket handshake; a request for the upstream; a WebSocket upgrade. */
+/**
+ * An own route's auth mode; a decision about a WebSocket handshake; a request for the upstream; a WebSocket upgrade.
+ */
 export type Mode = RouteAuth | 'decision-upgrade' | 'upstream' | 'upgrade'
 
 /** Per mode, its steps in order. A step off in the config (rate_limit, identity.jwt) is left out when built. */
@@ -129,7 +131,11 @@ export type Chains = { readonly [M in Mode]: ReadonlyArray<Step<M extends 'upgra
 export function buildChains (impl: Impl): Chains {
   const out: Partial<Record<Mode, unknown[]>> = {}
   // CHAINS' type already holds each token to the context its mode has
-  for (const mode of Object.keys(CHAINS) as Mode[]) out[mode] = CHAINS[mode].map((t: Token) => impl[t]).filter((s) => s !== null)
+  for (const mode of Object.keys(CHAINS) as Mode[]) {
+    out[mode] = CHAINS[mode]
+      .map((t: Token) => impl[t])
+      .filter((s) => s !== null)
+  }
   return out as unknown as Chains
 }
 
@@ -141,7 +147,9 @@ export function buildChains (impl: Impl): Chains {
  * answers it the same way; after a promise it is thrown); so does a step that
  * answered (ctx.answered).
  */
-export function run<C extends { answered: boolean }> (chain: ReadonlyArray<Step<C>>, ctx: C): void | GatewayError | Promise<void> {
+export function run<C extends { answered: boolean }> (
+  chain: ReadonlyArray<Step<C>>, ctx: C
+): void | GatewayError | Promise<void> {
   for (let i = 0; i < chain.length; i++) {
     const r = chain[i](ctx)
     if (r instanceof Promise) return resume(r, chain, ctx, i + 1)
@@ -150,7 +158,9 @@ export function run<C extends { answered: boolean }> (chain: ReadonlyArray<Step<
   }
 }
 
-async function resume<C extends { answered: boolean }> (pending: Promise<unknown>, chain: ReadonlyArray<Step<C>>, ctx: C, next: number): Promise<void> {
+async function resume<C extends { answered: boolean }> (
+  pending: Promise<unknown>, chain: ReadonlyArray<Step<C>>, ctx: C, next: number
+): Promise<void> {
   await pending
   for (let i = next; i < chain.length && !ctx.answered; i++) {
     const r = chain[i](ctx)

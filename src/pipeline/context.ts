@@ -20,9 +20,15 @@ export interface RequestContext {
   clientIp: string
   /** the client reached us over HTTPS (own TLS, or a trusted proxy said so) */
   https: boolean
-  /** set by the authenticate step (routes with auth 'user', 'user+org', 'user+org-if-member', a valid session on 'session-page'; the upstream's protected paths) */
+  /**
+   * set by the authenticate step (routes with auth 'user', 'user+org', 'user+org-if-member',
+   * a valid session on 'session-page'; the upstream's protected paths)
+   */
   identity?: Identity
-  /** set by the org step (routes with auth 'user+org', 'user+org-if-member' when a member; the upstream's protected paths) */
+  /**
+   * set by the org step (routes with auth 'user+org',
+   * 'user+org-if-member' when a member; the upstream's protected paths)
+   */
   orgId?: string
   /**
    * set by the decision step for a forward-auth decision ('decision' routes): the

@@ -48,7 +48,9 @@ function identityHeaderNames (abbrev: string): string[] {
 /** `identityToken`: identity.jwt's signer, when enabled (the header is stripped from clients either way). */
 export function headerPolicy (config: Config, identityToken?: HeaderPolicy['identityToken']): HeaderPolicy {
   const n = config.names
-  const lower = [n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader].map((h) => h.toLowerCase())
+  const lower = [
+    n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader
+  ].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client
   const injected = new Set([...lower, ...identityHeaderNames('SVC'), ...identityHeaderNames('JMS'), 'x-csrftoken'])
@@ -76,7 +78,8 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
 const FORWARDING = new Set([
   'forwarded', 'x-forwarded', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'client-ip', 'cf-connecting-ip', 'fastly-client-ip',
   'x-cluster-client-ip', 'x-original-url', 'x-rewrite-url', 'x-original-uri', 'x-original-host', 'x-host', 'remote-user', 'x-remote-user',
-  // W3C baggage: upstream telemetry reads it as facts about the request (user.id=…); like traceparent, only a trusted peer's
+  // W3C baggage: upstream telemetry reads it as facts about the
+  // request (user.id=…); like traceparent, only a trusted peer's
   'baggage'
 ])
 
@@ -218,7 +221,9 @@ const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', '
  * X-Forwarded-For, -Proto and -Host (a trusted proxy's kept, its
  * X-Forwarded-For extended with the peer) and X-Request-Id.
  */
-export function upstreamHeaders (req: IncomingMessage, p: HeaderPolicy, reqId: string, identity: readonly string[] | undefined, upgrade: boolean): HeaderList {
+export function upstreamHeaders (
+  req: IncomingMessage, p: HeaderPolicy, reqId: string, identity: readonly string[] | undefined, upgrade: boolean
+): HeaderList {
   const h = req.headers
   const peer = normalizeIp(req.socket.remoteAddress ?? '')
   const trusted = p.trusted(peer)
@@ -262,7 +267,16 @@ export function headerObject (list: HeaderList): Record<string, string | string[
  * here once for both.
  */
 export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, requestId: string, out: string[]): void {
-  out.push(p.userIdHeader, id.user.id, p.usernameHeader, encodeHeaderValue(id.user.username), p.orgHeader, orgId, p.authMethodHeader, id.method)
+  out.push(
+    p.userIdHeader,
+    id.user.id,
+    p.usernameHeader,
+    encodeHeaderValue(id.user.username),
+    p.orgHeader,
+    orgId,
+    p.authMethodHeader,
+    id.method
+  )
   // sessions and bearer tokens: what their sign-in was made with (machine credentials have no sign-in)
   if (id.factors !== undefined) out.push(p.authFactorsHeader, id.factors.join(','))
   // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)

@@ -21,7 +21,12 @@ export function orgSteps (o: PipelineOptions) {
    * `?oid=` counts (a decision's original request).
    */
   function resolveOrg (ctx: StepContext, o: { own?: boolean, url?: string } = {}): Promise<string> {
-    return resolveOrgOf(store, ctx.identity!.user, o.own === true ? undefined : requestedOrg(ctx.req, orgHeaderLower, orgHeader, o.url), unknownOrg)
+    return resolveOrgOf(
+      store,
+      ctx.identity!.user,
+      o.own === true ? undefined : requestedOrg(ctx.req, orgHeaderLower, orgHeader, o.url),
+      unknownOrg
+    )
   }
 
   /** resolveOrg, but undefined where it would be 403 or 404 (a malformed org is still 400). */
@@ -46,7 +51,10 @@ export function orgSteps (o: PipelineOptions) {
     ctx.orgId = await org
   }
 
-  /** An upstream path's (none on a public one): the profile needs no membership (as in JumpServer), the user's own org is sent instead. */
+  /**
+   * An upstream path's (none on a public one): the profile needs no
+   * membership (as in JumpServer), the user's own org is sent instead.
+   */
   function upstream (ctx: Flow): void | Promise<void> {
     if (ctx.identity === undefined) return
     if (ctx.target !== PROFILE_PATH) return member(ctx)

@@ -20,7 +20,10 @@
 import type { IncomingMessage } from 'node:http'
 import { isHttps, type HeaderPolicy } from './headers.js'
 
-/** A Host (or X-Forwarded-Host) value: a name or an IP literal, an optional port; nothing a URL could read as userinfo or path. */
+/**
+ * A Host (or X-Forwarded-Host) value: a name or an IP literal, an
+ * optional port; nothing a URL could read as userinfo or path.
+ */
 const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
 
 const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim()

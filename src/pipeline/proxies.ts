@@ -13,7 +13,10 @@ export interface ProxyFamily {
   readonly proxies: string
   /** the header (lower case) with the original method; null: this request's own */
   readonly methodHeader: string | null
-  /** the header (lower case) with the original path and query; null: what follows the decision path, else this request's own target */
+  /**
+   * the header (lower case) with the original path and query; null:
+   * what follows the decision path, else this request's own target
+   */
   readonly uriHeader: string | null
   /**
    * How a browser's navigation refused for want of a credential is sent to

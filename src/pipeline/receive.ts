@@ -24,7 +24,9 @@ export interface Receive {
 }
 
 /** `dispatch`: what follows receive (route, then the chain); what it throws or rejects with is answered by `fail`. */
-export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void | GatewayError | Promise<void>): Receive {
+export function createReceive (
+  o: PipelineOptions, dispatch: (ctx: Live) => void | GatewayError | Promise<void>
+): Receive {
   const { log, policy } = o
   const tracer = o.tracer ?? null
   const access = accessLogger(log)
@@ -143,7 +145,11 @@ export function createReceive (o: PipelineOptions, dispatch: (ctx: Live) => void
   function fail (ctx: RequestContext, err: unknown): void {
     const e = sendError(ctx.res, err, ctx.requestId)
     if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
-    else if (e.status >= 500) log.warn({ reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail)
+    else if (e.status >= 500) {
+      log.warn(
+        { reqId: ctx.requestId, code: e.code, cause: (err as { cause?: Error }).cause?.message }, e.detail
+      )
+    }
     ;(ctx.res as ResWithCode).errorCode = e.code
   }
 

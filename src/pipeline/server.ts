@@ -80,10 +80,20 @@ interface Handlers {
 
 export function createGateway (opts: GatewayOptions): Gateway {
   const { config, store, log } = opts
-  const identity = config.identity.jwt.enabled ? new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max }) : null
+  const identity = config.identity.jwt.enabled
+    ? new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max })
+    : null
   identity?.start()
   // auth.keys.disable_after: off (no timer) at 0
-  const unusedKeys = new UnusedKeys(store, log, { days: config.auth.keys.disable_after, intervalSeconds: config.auth.keys.check_interval, onPass: opts.metrics?.unusedKeysPass })
+  const unusedKeys = new UnusedKeys(
+    store,
+    log,
+    {
+      days: config.auth.keys.disable_after,
+      intervalSeconds: config.auth.keys.check_interval,
+      onPass: opts.metrics?.unusedKeysPass
+    }
+  )
   unusedKeys.start()
   // ready only once the signing keys are read (or created, on the first start)
   const ready = identity === null ? opts.ready : async () => { await opts.ready?.(); await identity.ready() }
@@ -93,14 +103,35 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const forwarder = config.upstream.url ? createForwarder(config.upstream.url, () => inForce.upstream.timeout) : null
   let draining = false
   const isDraining = (): boolean => draining
-  const audit = opts.audit ?? new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
+  const audit = opts.audit ??
+    new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
   const build = (c: Config): Handlers => {
-    for (const w of configWarningList(c)) log.warn(w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg)
+    for (const w of configWarningList(c)) {
+      log.warn(
+        w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg
+      )
+    }
     const auth = new Authenticators(store, c)
-    const policy = headerPolicy(c, identity === null ? undefined : (id, orgId, reqId) => identity.token(id, orgId, reqId))
+    const policy = headerPolicy(
+      c, identity === null ? undefined : (id, orgId, reqId) => identity.token(id, orgId, reqId)
+    )
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity, audit })
-    const pipeline = createPipeline({ config: c, store, log, auth, router, policy, crossSite, forwarder, draining: isDraining, metrics: opts.metrics, identity, tracer: opts.tracer, audit })
+    const pipeline = createPipeline({
+      config: c,
+      store,
+      log,
+      auth,
+      router,
+      policy,
+      crossSite,
+      forwarder,
+      draining: isDraining,
+      metrics: opts.metrics,
+      identity,
+      tracer: opts.tracer,
+      audit
+    })
     return { auth, router, pipeline }
   }
   let current = build(config)

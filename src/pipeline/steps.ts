@@ -33,7 +33,9 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
     }
     return m
   }
-  const limiter = o.config.rate_limit.enabled ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.()) : null
+  const limiter = o.config.rate_limit.enabled
+    ? new RateLimiter(store, o.config.rate_limit, log, () => o.metrics?.rateLimitStoreError?.())
+    : null
   const signer = o.identity ?? null
   const EMPTY = Buffer.alloc(0)
 
@@ -120,7 +122,10 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
     if (ctx.identity?.method === 'session' && crossSite(ctx.req)) throw E.crossSite()
   }
 
-  /** identity.jwt: the signing keys read recently enough to sign (a store read only at start or when stale; 503 when it fails). */
+  /**
+   * identity.jwt: the signing keys read recently enough to sign (a
+   * store read only at start or when stale; 503 when it fails).
+   */
   function signingKeys (ctx: Flow): void | Promise<void> {
     if (ctx.identity !== undefined && !signer!.fresh) return signer!.ready()
   }
@@ -146,7 +151,9 @@ export function steps (o: PipelineOptions, { proceed, fail }: Pick<Receive, 'pro
   function forward (ctx: Live): void {
     proceed(ctx)
     // tracing: the upstream call's span, whose traceparent the upstream gets
-    forwarder!.web(ctx.req, ctx.res, ctx.upstream!, ctx.requestId, (err) => fail(ctx, err), ctx.trace?.upstream(ctx.upstream!))
+    forwarder!.web(
+      ctx.req, ctx.res, ctx.upstream!, ctx.requestId, (err) => fail(ctx, err), ctx.trace?.upstream(ctx.upstream!)
+    )
   }
 
   function handler (ctx: Live): void | Promise<void> {

@@ -157,7 +157,9 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     })
   }
   const enrolPage = async (user: User, s: Session, secret: string, error = ''): Promise<string> => {
-    const uri = otpauthUri(ISSUER, user.username, { secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
+    const uri = otpauthUri(
+      ISSUER, user.username, { secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm }
+    )
     const enrolment = store.sealState(ENROLMENT, JSON.stringify({ u: user.id, s: secret }))
     return await page(user, s, { enrol: true, qr: qrDataUri(uri), secret, uri, enrolment, error })
   }
@@ -212,7 +214,9 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     }
   }
   /** reprove for the page's forms: the refusal shown in the page (audited as mfa.failed), false; true when proven. */
-  const reprovePage = async (ctx: RequestContext, user: User, s: Session, password: string | undefined): Promise<boolean> => {
+  const reprovePage = async (
+    ctx: RequestContext, user: User, s: Session, password: string | undefined
+  ): Promise<boolean> => {
     try {
       await reprove(ctx, user, s, password)
       return true
@@ -260,8 +264,13 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         if (!f.passkeys.some((p) => p.id === id)) { sendHtml(ctx.res, 400, await page(user, s, { error: 'No such passkey.' })); return }
         // a passkey signs in alone: a stolen session must not turn a passkey-only user into a password-only one
         if (!(await reprovePage(ctx, user, s, body.password))) return
-        // the last second factor: only a sign-in with a second factor just now (the password alone is what a second factor is for)
-        if (f.totp?.confirmed !== true && f.passkeys.length === 1 && !(Date.now() - s.created < FRESH_LOGIN_MS && isTwoFactor(s.factors))) {
+        // the last second factor: only a sign-in with a second factor
+        // just now (the password alone is what a second factor is for)
+        if (
+          f.totp?.confirmed !== true &&
+            f.passkeys.length === 1 &&
+            !(Date.now() - s.created < FRESH_LOGIN_MS && isTwoFactor(s.factors))
+        ) {
           audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: 'last_factor' })
           sendHtml(ctx.res, 403, await page(user, s, { error: `This is your last second factor: to remove it, sign out, sign in with it, and remove it within ${FRESH_LOGIN_MS / 60_000} minutes.` }))
           return
@@ -358,7 +367,9 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {
       const { user } = await fromHeader(ctx)
-      const passkey = await passkeys.register(user, body.state, body.response, passkeyName(body.name), ctx.req, ctx.https, ctx)
+      const passkey = await passkeys.register(
+        user, body.state, body.response, passkeyName(body.name), ctx.req, ctx.https, ctx
+      )
       sendJson(ctx.res, 200, { passkey })
     }
   })

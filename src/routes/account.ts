@@ -3,18 +3,14 @@
  *   /api/v1/authentication/access-keys/         GET list, POST create (secret shown once)
  *   /api/v1/authentication/access-keys/<id>/    GET, PATCH {is_active}, DELETE
  *   /api/v1/authentication/private-token/       GET, POST create or reset, DELETE
- * Every credential kind works (a session needs X-CSRFToken on unsafe methods);
- * a key of another user is 404, like one that does not exist. The same store
- * functions back `sidegate key …` and `sidegate token …`.
+ * Every credential kind works (a session needs X-CSRFToken on unsafe methods); a key of another user is 404, like one
+ * that does not exist. The same store functions back `sidegate key …` and `sidegate token …`.
  *
- * Creating an access key and creating or resetting the private token make a
- * permanent credential: they need the user's password in the body
- * (`password`, checked with the login lockout), unless the caller is a
- * browser session signed in less than FRESH_LOGIN_MS ago. So a stolen
- * one-hour bearer token, an access key or private token about to be revoked,
- * or a session left open cannot turn into a credential that outlives it.
- * For the same reason a bearer token or an access key cannot read the
- * private token back (403 permission_denied).
+ * Creating an access key and creating or resetting the private token make a permanent credential: they need the
+ * user's password in the body (`password`, checked with the login lockout), unless the caller is a browser session
+ * signed in less than FRESH_LOGIN_MS ago. So a stolen one-hour bearer token, an access key or private token about to
+ * be revoked, or a session left open cannot turn into a credential that outlives it. For the same reason a bearer
+ * token or an access key cannot read the private token back (403 permission_denied).
  * `GET /account/keys` is the page that drives these endpoints from a browser.
  */
 import { Type as T, type Static } from '@sinclair/typebox'
@@ -39,32 +35,37 @@ export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
 export const PRIVATE_TOKEN_PATH = '/api/v1/authentication/private-token/'
 export const ACCOUNT_PAGE_PATH = '/account/keys'
 
-/** Milliseconds the caller's session stays fresh enough to create credentials without the password; 0 for other credentials. */
+/** Milliseconds the caller's session stays fresh enough to create credentials without the password; else 0. */
 export function freshFor (ctx: RequestContext): number {
   const s = ctx.identity?.method === 'session' ? ctx.identity.session : undefined
   return s === undefined ? 0 : Math.max(0, FRESH_LOGIN_MS - (Date.now() - s.created))
 }
 
 /**
- * What a key its owner makes records as the sign-in that made it: a session's
- * or bearer token's factors, an access key's own record, and for any other
- * machine credential (a private token, an operator's key) the password alone:
- * a credential never mints one that passes more two_factor rules than itself.
+ * What a key its owner makes records as the sign-in that made it: a session's or bearer token's factors,
+ * an access key's own record, and for any other machine credential (a private token, an operator's key)
+ * the password alone: a credential never mints one that passes more two_factor rules than itself.
  */
 function mintedFactors (id: Identity): Factor[] {
   return [...(id.factors ?? (id.method === 'access_key' ? id.keyFactors : undefined) ?? PASSWORD_ONLY)]
 }
 
 function keyJson (k: AccessKey): Record<string, unknown> {
-  return { id: k.id, name: k.name ?? null, is_active: k.is_active, date_created: k.date_created, date_last_used: k.date_last_used, date_expired: k.date_expired ?? null, allow_ips: k.allow_ips ?? [] }
+  return {
+    id: k.id,
+    name: k.name ?? null,
+    is_active: k.is_active,
+    date_created: k.date_created,
+    date_last_used: k.date_last_used,
+    date_expired: k.date_expired ?? null,
+    allow_ips: k.allow_ips ?? []
+  }
 }
 
 /**
- * The key options of a create (`expires`, `name`, `allow_ips`; their shapes
- * checked by NEW_KEY_BODY's schema), parsed as `sidegate key create` parses
- * its flags (src/admin/key-options.ts): 400 bad_request naming the field
- * otherwise. `allow_ips` as one string (a form field) is its entries
- * separated by commas or spaces; null, like absent, is none.
+ * The key options of a create (`expires`, `name`, `allow_ips`; their shapes checked by NEW_KEY_BODY's schema), parsed
+ * as `sidegate key create` parses its flags (src/admin/key-options.ts): 400 bad_request naming the field otherwise.
+ * `allow_ips` as one string (a form field) is its entries separated by commas or spaces; null, like absent, is none.
  */
 function newKeyOptions (fields: Static<typeof NEW_KEY_BODY.schema>): NewKeyOptions {
   const ips = typeof fields.allow_ips === 'string' ? fields.allow_ips.split(/[\s,]+/).filter(Boolean) : fields.allow_ips ?? undefined
@@ -84,7 +85,8 @@ const PASSWORD_HELP = `\`password\`: the caller's password. Required unless the 
 const password = T.Optional(T.String({ maxLength: 1024, format: 'password' }))
 const PASSWORD_INVALID = 'Must be a string of at most 1024 characters.'
 /** A string, or null (none). */
-const textOrNull = (o: { description?: string, examples?: string[] } = {}) => T.Optional(T.Union([T.String(), T.Null()], o))
+const textOrNull = (o: { description?: string, examples?: string[] } = {}) =>
+  T.Optional(T.Union([T.String(), T.Null()], o))
 
 const CONFIRM_BODY = {
   name: 'PasswordConfirmation',
@@ -162,12 +164,13 @@ const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
 
 export function accountApiRoutes (store: Store, passwords: PasswordChecker, audit?: Auditor): Route[] {
   /** One audit event about the caller's own credential. */
-  const record = (ctx: RequestContext, event: AuditEvent, keyId?: string): void => { audit?.record({ event, ctx, user: ctx.identity!.user, keyId }) }
+  const record = (ctx: RequestContext, event: AuditEvent, keyId?: string): void => {
+    audit?.record({ event, ctx, user: ctx.identity!.user, keyId })
+  }
 
   /**
-   * Before a permanent credential is made: the password in the body, or a
-   * fresh browser session. A password that is sent is always checked (and
-   * counted by the lockout, like a login), also by a fresh session.
+   * Before a permanent credential is made: the password in the body, or a fresh browser session. A password
+   * that is sent is always checked (and counted by the lockout, like a login), also by a fresh session.
    */
   const confirm = async (ctx: RequestContext, password: string | undefined): Promise<void> => {
     if (password === undefined || password === '') {
@@ -189,7 +192,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
     if (k === undefined) throw E.notFound()
     return k
   }
-  /** The key a path under ACCESS_KEYS_PATH names (`<id>/`), found before its body is read: another user's key is 404 whatever the body. */
+  /** The key a path under ACCESS_KEYS_PATH names (`<id>/`), found before the body is read: another's key is 404. */
   const namedKey = async (ctx: RequestContext): Promise<AccessKey> => {
     const m = /^([^/]+)\/$/.exec(ctx.path.slice(ACCESS_KEYS_PATH.length))
     if (m === null) throw E.notFound()
@@ -230,7 +233,9 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       // the options first: a typo in them costs no password attempt
       const options = newKeyOptions(body)
       await confirm(ctx, body.password)
-      const { key, secret } = await store.createAccessKey(ctx.identity!.user.id, MAX_ACCESS_KEYS, { ...options, factors: mintedFactors(ctx.identity!) })
+      const { key, secret } = await store.createAccessKey(
+        ctx.identity!.user.id, MAX_ACCESS_KEYS, { ...options, factors: mintedFactors(ctx.identity!) }
+      )
       record(ctx, 'key.created', key.id)
       sendJson(ctx.res, 201, { ...keyJson(key), secret })
     }
@@ -365,7 +370,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
   })]
 }
 
-/** The page: a shell the static script fills from the JSON endpoints above (static/account.html). Without a browser session: to sign in. */
+/** The page (static/account.html), a shell its script fills from the JSON endpoints; no browser session: to sign in. */
 export function accountPageRoute (config: Config, assets: AssetSet): Route {
   const template = Template.load<{
     css: string,

@@ -68,7 +68,11 @@ export interface FieldFailure {
 }
 
 /** The body as declared: read, decoded, form values made booleans where the schema says so, and checked. */
-export async function readValidBody (ctx: RequestContext, spec: BodySpec, limit: number): Promise<{ fields: Record<string, unknown>, failures: FieldFailure[] }> {
+export async function readValidBody (ctx: RequestContext, spec: BodySpec, limit: number): Promise<{
+  fields: Record<string,
+  unknown>,
+  failures: FieldFailure[]
+}> {
   const raw = await readBody(ctx.req, limit)
   const type = ctx.req.headers['content-type']
   let fields: Record<string, unknown>
@@ -78,7 +82,9 @@ export async function readValidBody (ctx: RequestContext, spec: BodySpec, limit:
   return { fields, failures }
 }
 
-/** A form carries only strings: `true` and `false` are booleans where the schema asks for one (in JSON too, as before). */
+/**
+ * A form carries only strings: `true` and `false` are booleans where the schema asks for one (in JSON too, as before).
+ */
 function coerce (schema: TObject, fields: Record<string, unknown>): Record<string, unknown> {
   for (const [name, s] of Object.entries(schema.properties)) {
     if ((s as TSchema)[Kind] !== 'Boolean') continue
@@ -127,7 +133,17 @@ export function requestBodyOf (spec: BodySpec): Json {
   return {
     required: spec.required,
     ...(spec.description === undefined ? {} : { description: spec.description }),
-    content: Object.fromEntries(spec.types.map((t) => [t, { schema: schemaRef(spec.name), ...(t === JSON_TYPE && spec.example !== undefined ? { example: spec.example } : {}) }]))
+    content: Object.fromEntries(
+      spec.types.map(
+        (t) => [
+          t,
+          {
+            schema: schemaRef(spec.name),
+            ...(t === JSON_TYPE && spec.example !== undefined ? { example: spec.example } : {})
+          }
+        ]
+      )
+    )
   }
 }
 

@@ -9,7 +9,9 @@ import type { Store } from '../store/types.js'
 import { json } from './spec.js'
 import type { Route } from './types.js'
 
-export function healthRoutes (store: Store, isDraining: () => boolean, ready?: () => Promise<void>, warnings: readonly string[] = []): Route[] {
+export function healthRoutes (
+  store: Store, isDraining: () => boolean, ready?: () => Promise<void>, warnings: readonly string[] = []
+): Route[] {
   const readyBody = warnings.length === 0 ? { status: 'ready' } : { status: 'ready', warnings }
   return [{
     method: 'GET',
@@ -32,7 +34,9 @@ export function healthRoutes (store: Store, isDraining: () => boolean, ready?: (
       if (isDraining()) throw E.shuttingDown()
       await store.ping()
       if (ready !== undefined) {
-        await ready().catch((err: unknown) => { throw err instanceof GatewayError && err.status === 503 ? err : E.storeUnavailable() })
+        await ready().catch((err: unknown) => {
+          throw err instanceof GatewayError && err.status === 503 ? err : E.storeUnavailable()
+        })
       }
       sendJson(ctx.res, 200, readyBody)
     }

@@ -59,7 +59,12 @@ export class Html {
 type Value = string | number | boolean | Html
 
 export class Template<V extends Record<string, Value>> {
-  readonly #parts: Array<{ text: string } | { value: string } | { section: string, when: boolean, parts: Array<{ text: string } | { value: string }> }>
+  readonly #parts: Array<{ text: string } | { value: string } | {
+    section: string,
+    when: boolean,
+    parts: Array<{ text: string } | { value: string }>
+  }>
+
   readonly names: ReadonlySet<string>
 
   constructor (readonly file: string, source: string) {
@@ -84,7 +89,10 @@ export class Template<V extends Record<string, Value>> {
     this.names = names
   }
 
-  /** The file under static/, read now; `{{>name}}` is the file static/_name.html, as it is (the pages' shared head and card). */
+  /**
+   * The file under static/, read now; `{{>name}}` is the file
+   * static/_name.html, as it is (the pages' shared head and card).
+   */
   static load<V extends Record<string, Value>> (name: string): Template<V> {
     const source = readFileSync(join(STATIC_DIR, name), 'utf8').replace(/\{\{>(\w+)\}\}\n?/g, (_m, part: string) => readFileSync(join(STATIC_DIR, `_${part}.html`), 'utf8'))
     return new Template<V>(name, source)
@@ -108,7 +116,9 @@ export class Template<V extends Record<string, Value>> {
 }
 
 /** Sends a page: never cached (pages may carry a CSRF token or a username), with the security headers. */
-export function sendHtml (res: ServerResponse, status: number, html: string, headers: Record<string, string | string[]> = {}): void {
+export function sendHtml (
+  res: ServerResponse, status: number, html: string, headers: Record<string, string | string[]> = {}
+): void {
   if (res.headersSent || res.destroyed) return
   res.writeHead(status, {
     ...PAGE_HEADERS,
@@ -121,7 +131,9 @@ export function sendHtml (res: ServerResponse, status: number, html: string, hea
 }
 
 /** A redirect to a path of ours (callers pass only same-origin paths). */
-export function redirect (res: ServerResponse, status: 302 | 303, location: string, headers: Record<string, string | string[]> = {}): void {
+export function redirect (
+  res: ServerResponse, status: 302 | 303, location: string, headers: Record<string, string | string[]> = {}
+): void {
   if (res.headersSent || res.destroyed) return
   res.writeHead(status, { location, 'cache-control': 'no-store', 'content-length': 0, ...PAGE_HEADERS, ...headers })
   res.end()

@@ -51,7 +51,10 @@ export interface RouterOptions {
 export interface Router {
   /** sidegate's own routes, in lookup order */
   readonly routes: readonly ServedRoute[]
-  /** The route for this path and method (HEAD: the GET route); null when sidegate does not serve the path; throws 405 for a known path and another method. */
+  /**
+   * The route for this path and method (HEAD: the GET route); null when sidegate
+   * does not serve the path; throws 405 for a known path and another method.
+   */
   find (path: string, method: string): ServedRoute | null
   /** An upstream path that needs no credential (upstream.public_paths, and no dot segment). */
   isPublicUpstream (path: string): boolean
@@ -83,7 +86,10 @@ export function createRouter (o: RouterOptions): Router {
       mfaCookie: config.names.mfaCookie,
       cookieSecure: config.session.cookie_secure
     }),
-    ...jumpServerPaths(config, loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys })),
+    ...jumpServerPaths(
+      config,
+      loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys })
+    ),
     accountPageRoute(config, assets),
     ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys, passwords }),
     ...accountApiRoutes(store, passwords, audit),
@@ -97,7 +103,8 @@ export function createRouter (o: RouterOptions): Router {
   if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...declared, ...users] : declared)
   const routes = declared.map((r) => served(r, bodyLimit))
 
-  // Lookup: exact paths first, then the longest matching prefix; several routes may share a path with different methods.
+  // Lookup: exact paths first, then the longest matching prefix;
+  // several routes may share a path with different methods.
   const exact = new Map<string, ServedRoute[]>()
   const prefixes: ServedRoute[] = []
   for (const r of routes) {
@@ -154,6 +161,8 @@ function served (r: Route, bodyLimit: number): ServedRoute {
  */
 function jumpServerPaths (config: Config, routes: Route[]): Route[] {
   if (config.compat !== 'jumpserver') return routes
-  const at = (path: string, method: string, as: string): Route[] => routes.filter((r) => r.path === path && r.method === method).map((r) => ({ ...r, path: as, docs: null }))
+  const at = (path: string, method: string, as: string): Route[] => routes.filter(
+    (r) => r.path === path && r.method === method
+  ).map((r) => ({ ...r, path: as, docs: null }))
   return [...routes, ...at(LOGIN_PATH, 'GET', JMS_LOGIN_PATH), ...at(LOGIN_PATH, 'POST', JMS_LOGIN_PATH), ...at(LOGOUT_PATH, 'POST', JMS_LOGOUT_PATH)]
 }

@@ -1,4 +1,7 @@
-/** The login pages (static/login.html, mfa.html, mfa-recovery.html): the form, the second step (a code, a passkey, or an enrolment) and the recovery codes shown once. */
+/**
+ * The login pages (static/login.html, mfa.html, mfa-recovery.html): the form, the
+ * second step (a code, a passkey, or an enrolment) and the recovery codes shown once.
+ */
 import { otpauthUri, qrDataUri } from '../auth/mfa.js'
 import { TOTP } from '../crypto.js'
 import type { User } from '../store/types.js'
@@ -11,7 +14,9 @@ const ISSUER = 'sidegate'
 
 export interface LoginPages {
   loginPage: (o: { next: string, username?: string, error?: string }) => string
-  mfaPage: (o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }) => string
+  mfaPage: (
+    o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }
+  ) => string
   recoveryPage: (next: string, codes: string[]) => string
 }
 
@@ -25,7 +30,9 @@ export function loginPages (assets: AssetSet, docs: boolean, paths: { login: str
   const mfaTemplate = Template.load<{ css: string, script: string, action: string, next: string, error: string, code: boolean, keyonly: boolean, enrol: boolean, shown: boolean, username: string, secret: string, uri: string, qr: string, passkey: boolean, passkeyClass: string, passkeyOptions: string, passkeyAction: string }>('mfa.html')
   const recoveryTemplate = Template.load<{ css: string, next: string, codes: string }>('mfa-recovery.html')
   /** The second step: the code (TOTP enrolled), a passkey (when the user has one), or an enrolment. */
-  const mfaPage = (o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }): string => {
+  const mfaPage = (
+    o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }
+  ): string => {
     const uri = o.secret === undefined ? '' : otpauthUri(ISSUER, o.user.username, { secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
     const code = !o.enrol && o.code !== false
     const passkey = !o.enrol && o.passkey === true

@@ -24,7 +24,10 @@ export const LOGIN_PASSKEY_PATH = '/login/passkey'
 /** A passkey as the second step after the password */
 export const LOGIN_MFA_PASSKEY_OPTIONS_PATH = '/login/mfa/passkey/options'
 export const LOGIN_MFA_PASSKEY_PATH = '/login/mfa/passkey'
-/** A passkey ceremony's answer: the state its options came with, the browser's credential (WebAuthn's JSON form), and `next`. */
+/**
+ * A passkey ceremony's answer: the state its options came with,
+ * the browser's credential (WebAuthn's JSON form), and `next`.
+ */
 const PASSKEY_BODY = {
   name: 'PasskeyAnswer',
   schema: T.Object({
@@ -61,10 +64,14 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
   const { config, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext } = d
   const names = config.names
   const LOGIN_PATH = '/login'
-  /** The pending password step of this browser (a code or passkey awaited), with its active user; else mfa_pending_missing. */
+  /**
+   * The pending password step of this browser (a code or passkey
+   * awaited), with its active user; else mfa_pending_missing.
+   */
   const pendingOf = async (ctx: RequestContext): Promise<{ p: Pending, user: User }> => {
     const p = mfa.open(ctx.req, names.mfaCookie, ctx)
-    // read uncached: void once the user was disabled, or their password changed or sessions ended, since the password step
+    // read uncached: void once the user was disabled, or their
+    // password changed or sessions ended, since the password step
     const user = p === null || p.w !== 'code' || p.amr.length !== 1 ? null : await mfa.user(p)
     if (p === null || user === null) throw E.mfaPendingMissing()
     return { p, user }

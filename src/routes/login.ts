@@ -54,7 +54,9 @@ export function safeNext (v: unknown, fallback = HOME): string {
   if (v[0] !== '/' || v[1] === '/' || /[\\\s\x00-\x1f\x7f]/.test(v)) return fallback
   let u: URL
   try { u = new URL(v, BASE) } catch { return fallback }
-  if (u.origin !== BASE || [LOGIN_PATH, LOGOUT_PATH, JMS_LOGIN_PATH, JMS_LOGOUT_PATH].includes(u.pathname)) return fallback
+  if (
+    u.origin !== BASE || [LOGIN_PATH, LOGOUT_PATH, JMS_LOGIN_PATH, JMS_LOGOUT_PATH].includes(u.pathname)
+  ) return fallback
   const out = u.pathname + u.search + u.hash
   return out.startsWith('//') ? fallback : out
 }
@@ -79,7 +81,10 @@ function isForm (req: IncomingMessage): boolean {
   return mediaType(req.headers['content-type']) === FORM_MEDIA_TYPE
 }
 
-/** The sign-in: a form (the page's) or JSON. Either field missing or empty is 400 `required`, too long 400 `bad_request`; a form post gets the page again instead. */
+/**
+ * The sign-in: a form (the page's) or JSON. Either field missing or empty is 400
+ * `required`, too long 400 `bad_request`; a form post gets the page again instead.
+ */
 const LOGIN_BODY = {
   name: 'LoginRequest',
   schema: T.Object({
@@ -140,7 +145,9 @@ export function loginRoutes (d: LoginDeps): Route[] {
     `${names.csrfCookie}=; Path=/; Max-Age=0; SameSite=Lax${secure(ctx)}`,
     ...(config.session.accept_legacy_cookie ? [`${names.legacySessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`] : [])
   ]
-  /** Ends a browser's session: audited as session.revoked when there was one (deleting it says whose: no lookup more). */
+  /**
+   * Ends a browser's session: audited as session.revoked when there was one (deleting it says whose: no lookup more).
+   */
   const endSession = async (ctx: RequestContext, id: string, via: 'login' | 'logout'): Promise<void> => {
     const userId = await store.deleteSession(id)
     if (userId !== null) audit?.record({ event: 'session.revoked', ctx, userId, authMethod: 'session', via, credential: id })
@@ -151,7 +158,9 @@ export function loginRoutes (d: LoginDeps): Route[] {
     return id === undefined || id === null || id === '' || id.length > 256 ? undefined : id
   }
 
-  const { loginPage, mfaPage, recoveryPage } = loginPages(assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH })
+  const { loginPage, mfaPage, recoveryPage } = loginPages(
+    assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH }
+  )
   /** The pending second step's cookie: only /login and /login/mfa see it. */
   const mfaCookie = (ctx: RequestContext, value: string, maxAge: number): string =>
     `${names.mfaCookie}=${value}; Path=${LOGIN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
@@ -374,7 +383,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (!(await mfa.tries(p))) { expired('Too many wrong codes. Sign in again.'); return }
       let recovery: string[] | null = null
       try {
-        // an enrolment's first code (the user's, or one an operator began) counts toward the same per-user lockout as any code
+        // an enrolment's first code (the user's, or one an operator
+        // began) counts toward the same per-user lockout as any code
         if (p.w === 'enrol') recovery = await mfa.confirm(user, code, ctx, 'login')
         else await mfa.check(user, code, ctx, 'login')
       } catch (err) {
@@ -385,7 +395,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
         return
       }
       if (!(await mfa.consume(p))) { expired(); return }
-      // the password step's factors and the code just given (an enrolment's first code, a code or a recovery code: `otp`)
+      // the password step's factors and the code just given (an
+      // enrolment's first code, a code or a recovery code: `otp`)
       const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
       if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
       else if (recovery !== null) sendHtml(ctx.res, 200, recoveryPage(next, recovery), { 'set-cookie': cookies })
@@ -393,7 +404,13 @@ export function loginRoutes (d: LoginDeps): Route[] {
     }
   })
 
-  return [getLogin, postLogin, postMfa, postLogout, ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext })]
+  return [
+    getLogin,
+    postLogin,
+    postMfa,
+    postLogout,
+    ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext })
+  ]
 }
 
 /** Without an upstream, the gateway's address leads a person to sign in (and on to the keys page). */

@@ -88,7 +88,12 @@ const SESSION_ONLY = [{ [CREDENTIALS.session.openapi.name]: [] }]
 const SAFE = new Set(['get', 'head', 'options'])
 
 /** What a route's auth mode implies for one of its operations: security, parameters, errors. */
-function implied (auth: RouteAuth, method: string, op: Operation): { security: unknown[], parameters: Json[], errors: Record<number, SharedErrors> } {
+function implied (auth: RouteAuth, method: string, op: Operation): {
+  security: unknown[],
+  parameters: Json[],
+  errors: Record<number,
+  SharedErrors>
+} {
   // the org is asked for (?oid= and the header; a decision: the header, ?oid= being in the original URI)
   const withOrg = auth === 'user+org' || auth === 'user+org-if-member' || auth === 'decision'
   // …and refused when the user may not act in it (the profile's is not: user+org-if-member)
@@ -145,7 +150,10 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
         security: i.security,
         ...(parameters.length === 0 ? {} : { parameters }),
         ...(route.body === undefined ? {} : { requestBody: requestBodyOf(route.body) }),
-        responses: { ...op.responses, ...Object.fromEntries(Object.entries(errors).map(([status, e]) => [status, answer(e)])) }
+        responses: {
+          ...op.responses,
+          ...Object.fromEntries(Object.entries(errors).map(([status, e]) => [status, answer(e)]))
+        }
       }
     }
     if (route.body !== undefined) declare(route.body.name, publishedSchema(route.body))
@@ -154,7 +162,10 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
   return { paths, schemas }
 }
 
-/** `routes`: every route to document, in order (src/routes/index.ts: the served ones and, with an upstream, the JumpServer paths it serves). */
+/**
+ * `routes`: every route to document, in order (src/routes/index.ts: the
+ * served ones and, with an upstream, the JumpServer paths it serves).
+ */
 export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
   const n = config.names
   const builtIn = config.upstream.url === null
@@ -198,7 +209,10 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
     ],
     paths,
     components: {
-      securitySchemes: Object.fromEntries(DOCUMENTED.map((k) => [k.openapi.name, k.openapi.scheme(config, { tokenPath: TOKEN_PATH, loginPath: LOGIN_PATH })])),
+      securitySchemes: Object.fromEntries(DOCUMENTED.map((k) => [
+        k.openapi.name,
+        k.openapi.scheme(config, { tokenPath: TOKEN_PATH, loginPath: LOGIN_PATH })
+      ])),
       parameters: {
         OrgHeader: {
           name: n.orgHeader,

@@ -31,7 +31,9 @@ export const redirectTo = (description: string): Json => ({ description, headers
 export type SharedErrors = 'BadRequest' | 'BadOrg' | 'Unauthorized' | 'LoginFailed' | 'Forbidden' | 'CsrfFailed' | 'NotFound' | 'OrgNotFound' |
 'PayloadTooLarge' | 'UnsupportedMediaType' | 'TooManyAttempts' | 'Unavailable' | 'UpstreamUnavailable' | 'UpstreamTimeout'
 
-/** An error answer: a shared one by name, or this operation's own (a description and the catalogue codes it may carry). */
+/**
+ * An error answer: a shared one by name, or this operation's own (a description and the catalogue codes it may carry).
+ */
 export type ErrorAnswer = SharedErrors | { description: string, codes: ErrorCode[], headers?: Json }
 
 /** The errors of an operation that takes a body (src/routes/body.ts). */
@@ -58,7 +60,10 @@ export interface Operation {
 
 export type DocumentedMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
 
-/** A route's operation; a route of any method (`*`) is documented as each of the five, its operationId followed by the method (`forwardAuthGet`). */
+/**
+ * A route's operation; a route of any method (`*`) is documented as each
+ * of the five, its operationId followed by the method (`forwardAuthGet`).
+ */
 export interface RouteDocs extends Operation {
   /** the path as documented, when not the route's own (a prefix route: `…/{id}/`) */
   path?: string

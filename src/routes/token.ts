@@ -34,7 +34,10 @@ const MFA_COOKIE_PATH = '/api/v1/authentication/'
 /** JumpServer serves the same operation here too (koko and several SDKs use it) */
 export const TOKENS_PATH = '/api/v1/authentication/tokens/'
 
-/** A username and password: JSON, a form, or (as JumpServer takes it) multipart. Either missing or empty is 400 `required`. */
+/**
+ * A username and password: JSON, a form, or (as JumpServer takes
+ * it) multipart. Either missing or empty is 400 `required`.
+ */
 const CREDENTIALS = {
   name: 'Credentials',
   schema: T.Object({
@@ -54,7 +57,9 @@ export interface TokenRouteOptions {
   singleUse: boolean
   /** names.abbrev JMS: a wrong password is JumpServer's 400 {error: "password_failed", msg} */
   jumpserver: boolean
-  /** src/pipeline/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted) */
+  /**
+   * src/pipeline/origin.ts: a browser's post from another site (refused before the body is read or the attempt counted)
+   */
   crossSite: (req: IncomingMessage) => boolean
   /** records token.issued */
   audit?: Auditor
@@ -74,7 +79,11 @@ export const JMS_MFA_REQUIRED = 'MFA required'
 export const JMS_PASSWORD_FAILED = 'The username or password you entered is incorrect, please enter it again.'
 
 export function tokenRoutes (store: Store, passwords: PasswordChecker, opts: TokenRouteOptions): Route[] {
-  return [tokenRoute(store, passwords, opts, TOKEN_PATH), tokenRoute(store, passwords, opts, TOKENS_PATH), challengeRoute(opts)]
+  return [
+    tokenRoute(store, passwords, opts, TOKEN_PATH),
+    tokenRoute(store, passwords, opts, TOKENS_PATH),
+    challengeRoute(opts)
+  ]
 }
 
 const pendingCookie = (opts: TokenRouteOptions, ctx: RequestContext, value: string, maxAge: number): string =>
@@ -89,7 +98,9 @@ function sendMfaFailure (opts: TokenRouteOptions, ctx: RequestContext, err: Gate
 }
 
 /** The code checked (SecondFactor.check); false when it was refused, and the refusal answered. */
-async function checkCode (opts: TokenRouteOptions, ctx: RequestContext, user: User, code: string, via: string): Promise<boolean> {
+async function checkCode (
+  opts: TokenRouteOptions, ctx: RequestContext, user: User, code: string, via: string
+): Promise<boolean> {
   try {
     await opts.mfa.check(user, code, ctx, via)
     return true
@@ -231,7 +242,8 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         return
       }
       if (need === 'passkey') {
-        // WebAuthn needs a browser: the challenge takes one-time passwords only, so no choice is offered that it cannot take
+        // WebAuthn needs a browser: the challenge takes one-time
+        // passwords only, so no choice is offered that it cannot take
         opts.audit?.record({ event: 'mfa.failed', ctx, user, via: 'token', reason: 'mfa_passkey_only' })
         sendMfaFailure(opts, ctx, E.mfaPasskeyOnly())
         return

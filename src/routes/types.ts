@@ -39,7 +39,10 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export interface Input<S extends TObject, P> {
   /** the body, valid by Route.body's schema (`{}` without one); with attachValidation, as decoded */
   body: Static<S>
-  /** with body.attachValidation: the fields that fail the schema (else always empty: a failing body is refused before the handler) */
+  /**
+   * with body.attachValidation: the fields that fail the schema (else
+   * always empty: a failing body is refused before the handler)
+   */
   failures: readonly FieldFailure[]
   /** what preValidation returned */
   pre: P
@@ -70,7 +73,9 @@ export interface Route<S extends TObject = TObject, P = unknown> {
   handler (ctx: RequestContext, input: Input<S, P>): Promise<void> | void
 }
 
-/** A route as the router serves it: handle runs preValidation, the body's check and the handler (src/routes/index.ts). */
+/**
+ * A route as the router serves it: handle runs preValidation, the body's check and the handler (src/routes/index.ts).
+ */
 export interface ServedRoute extends Route {
   handle (ctx: RequestContext): Promise<void> | void
 }
