@@ -1,7 +1,6 @@
 /**
- * All cryptography sidegate does, in one module: password hashing (scrypt),
- * encryption at rest (AES-256-GCM), keyed lookup hashes (HMAC-SHA256) and
- * constant-time comparison. Keys are derived from the one configured secret.
+ * All cryptography sidegate does, in one module: password hashing (scrypt), encryption at rest (AES-256-GCM),
+ * keyed lookup hashes (HMAC-SHA256) and constant-time comparison. Keys are derived from the one configured secret.
  */
 import {
   createCipheriv, createDecipheriv, createHmac, hkdfSync, pbkdf2 as pbkdf2Cb, randomBytes,
@@ -25,11 +24,9 @@ export async function hashPassword (password: string): Promise<string> {
 }
 
 /**
- * Django's PBKDF2 hashers (JumpServer's `users_user.password`), kept as they
- * are by `sidegate import` until the user's next successful login re-hashes
- * the password with scrypt: `pbkdf2_sha256$<iterations>$<salt>$<base64 hash>`
- * (Django's default) and `pbkdf2_sha1$…`. The salt is used as its UTF-8
- * bytes, the hash is as long as the digest, as Django does.
+ * Django's PBKDF2 hashers (JumpServer's `users_user.password`), kept as they are by `sidegate import` until the user's
+ * next successful login re-hashes the password with scrypt: `pbkdf2_sha256$<iterations>$<salt>$<base64 hash>` (Django's
+ * default) and `pbkdf2_sha1$…`. The salt is used as its UTF-8 bytes, the hash is as long as the digest, as Django does.
  */
 const DJANGO_PBKDF2: Record<string, { digest: string, keylen: number }> = {
   pbkdf2_sha256: { digest: 'sha256', keylen: 32 },
@@ -64,7 +61,9 @@ export function parseLegacyHash (stored: string): LegacyHash | string {
 /** True for a stored hash that is not sidegate's own scrypt (an imported Django hash). */
 export function isLegacyHash (stored: string): boolean { return !stored.startsWith('scrypt$') }
 
-function pbkdf2 (password: BinaryLike, salt: BinaryLike, iterations: number, keylen: number, digest: string): Promise<Buffer> {
+function pbkdf2 (
+  password: BinaryLike, salt: BinaryLike, iterations: number, keylen: number, digest: string
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     pbkdf2Cb(password, salt, iterations, keylen, digest, (err, key) => err ? reject(err) : resolve(key))
   })
@@ -92,7 +91,10 @@ export async function verifyPassword (password: string, stored: string): Promise
 // The one place secrets are compared (MACs, token and password hashes, codes, CSRF tokens): the architecture
 // test refuses timingSafeEqual elsewhere, .equals() and === on a secret's name; eslint.config.js too.
 
-/** Equal-time comparison of two byte strings of a length that is no secret (a MAC, a digest): false when the lengths differ. */
+/**
+ * Equal-time comparison of two byte strings of a length that is
+ * no secret (a MAC, a digest): false when the lengths differ.
+ */
 export function equalBytes (a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b)
 }
@@ -109,10 +111,9 @@ export type CredentialKind = 'private token' | 'bearer token' | 'session id'
 const CREDENTIAL_KINDS: CredentialKind[] = ['private token', 'bearer token', 'session id']
 
 /**
- * A tagged credential is 44 URL- and header-safe characters: 32 of random part
- * (24 random bytes, base64url) then 12 of tag (the first 9 bytes of
- * HMAC-SHA256 over the random part, keyed per kind). 24 and 9 bytes are whole
- * base64 groups, so every credential has exactly one spelling.
+ * A tagged credential is 44 URL- and header-safe characters: 32 of random part (24 random bytes,
+ * base64url) then 12 of tag (the first 9 bytes of HMAC-SHA256 over the random part, keyed per
+ * kind). 24 and 9 bytes are whole base64 groups, so every credential has exactly one spelling.
  */
 const RANDOM_CHARS = 32
 const TAG_BYTES = 9
@@ -120,21 +121,19 @@ export const CREDENTIAL_LENGTH = RANDOM_CHARS + TAG_BYTES / 3 * 4
 const CREDENTIAL_SHAPE = /^[A-Za-z0-9_-]{44}$/
 
 /**
- * A string of the shape of sidegate's own tagged credentials (private tokens,
- * bearer tokens, session ids). One whose tag does not verify is refused in
- * process: no import can make such a string a token (src/admin/import.ts refuses
- * them), so it is never looked up.
+ * A string of the shape of sidegate's own tagged credentials (private tokens, bearer
+ * tokens, session ids). One whose tag does not verify is refused in process: no import can
+ * make such a string a token (src/admin/import.ts refuses them), so it is never looked up.
  */
 export function credentialShaped (value: string): boolean {
   return value.length === CREDENTIAL_LENGTH && CREDENTIAL_SHAPE.test(value)
 }
 
 /**
- * The lookup and tag keys of a secret key the store was rotated away from
- * (`sidegate secret rotate`): kept, encrypted under the current key, so that
- * credentials issued before the rotation (private tokens, sessions, bearer
- * tokens) keep their check tag and their lookup entry. The old encryption key
- * is not kept: every encrypted record is re-encrypted by the rotation.
+ * The lookup and tag keys of a secret key the store was rotated away from (`sidegate secret
+ * rotate`): kept, encrypted under the current key, so that credentials issued before the rotation
+ * (private tokens, sessions, bearer tokens) keep their check tag and their lookup entry. The old
+ * encryption key is not kept: every encrypted record is re-encrypted by the rotation.
  */
 export interface KeyGeneration {
   /** the key check value of that secret key */
@@ -163,10 +162,9 @@ export class Keyring {
   readonly #check: string
   #legacy: Generation[] = []
   /**
-   * Credentials tagged() accepted lately, by their value: the kind, the issuing generation
-   * (null: this key's) and, once asked, the lookup hash. Both are fixed for a value under
-   * these keys, so a credential sent again costs no HMAC. Forged values are never kept;
-   * the oldest entry goes beyond KNOWN_MAX; emptied when the generations change.
+   * Credentials tagged() accepted lately, by their value: the kind, the issuing generation (null: this key's) and,
+   * once asked, the lookup hash. Both are fixed for a value under these keys, so a credential sent again costs no
+   * HMAC. Forged values are never kept; the oldest entry goes beyond KNOWN_MAX; emptied when the generations change.
    */
   readonly #known = new Map<string, Known>()
 
@@ -184,9 +182,8 @@ export class Keyring {
   }
 
   /**
-   * The key check value: an HMAC of a fixed label under a key derived from the
-   * secret. Stored in Redis on the first start; it tells whether a process has
-   * the store's key without revealing anything about the key.
+   * The key check value: an HMAC of a fixed label under a key derived from the secret. Stored in Redis on the
+   * first start; it tells whether a process has the store's key without revealing anything about the key.
    */
   checkValue (): string { return this.#check }
 
@@ -197,7 +194,9 @@ export class Keyring {
     return { check: this.#check, lookup: this.#mac.toString('base64url'), tags }
   }
 
-  /** Earlier keys' generations (oldest first): their tags are accepted, their lookup hashes used for what they issued. */
+  /**
+   * Earlier keys' generations (oldest first): their tags are accepted, their lookup hashes used for what they issued.
+   */
   setLegacy (gens: KeyGeneration[]): void {
     this.#legacy = gens.filter((g) => g.check !== this.#check).map((g) => ({
       check: g.check,
@@ -226,10 +225,9 @@ export class Keyring {
   }
 
   /**
-   * True when the value has the shape and the tag of a credential of this kind
-   * issued under this secret key (or one the store was rotated away from).
-   * Checked in process before any store lookup: a guessed, forged or foreign
-   * credential costs no Redis command.
+   * True when the value has the shape and the tag of a credential of this kind issued under
+   * this secret key (or one the store was rotated away from). Checked in process before any
+   * store lookup: a guessed, forged or foreign credential costs no Redis command.
    */
   tagged (kind: CredentialKind, value: string): boolean {
     if (this.#known.get(value)?.kind === kind) return true
@@ -237,7 +235,9 @@ export class Keyring {
     const sent = Buffer.from(value.slice(RANDOM_CHARS), 'base64url')
     if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) return this.#remember(value, kind, null)
     for (const gen of this.#legacy) {
-      if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)) return this.#remember(value, kind, gen)
+      if (
+        timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)
+      ) return this.#remember(value, kind, gen)
     }
     return false
   }
@@ -267,15 +267,13 @@ export class Keyring {
   }
 
   /**
-   * A credential's name in the audit trail: 16 hex digits of an HMAC under a
-   * key derived from the secret key, so the same on every replica and after a
-   * restart (refs correlate), yet a mistyped password sent as a token cannot be
-   * guessed back from the logs without the key.
+   * A credential's name in the audit trail: 16 hex digits of an HMAC under a key derived from
+   * the secret key, so the same on every replica and after a restart (refs correlate), yet a
+   * mistyped password sent as a token cannot be guessed back from the logs without the key.
    */
   /**
-   * The MAC of a `sidegate store export` file (every byte before its last
-   * line): HMAC-SHA256 under a key derived from the secret key for this alone,
-   * so only a holder of the secret key can write a file an import accepts.
+   * The MAC of a `sidegate store export` file (every byte before its last line): HMAC-SHA256 under a key derived
+   * from the secret key for this alone, so only a holder of the secret key can write a file an import accepts.
    */
   storeFileMac (data: string): string {
     return createHmac('sha256', this.#fileMac).update(data, 'utf8').digest('base64url')
@@ -293,10 +291,9 @@ export class Keyring {
   }
 
   /**
-   * Keyed hash used as a Redis key for tokens: reveals nothing without the
-   * secret. A credential issued under an earlier key (and `csrf:<session id>`
-   * of such a session) is hashed under that key's lookup key, where its entry
-   * was written: rotation cannot re-key entries it only knows by their hash.
+   * Keyed hash used as a Redis key for tokens: reveals nothing without the secret. A credential issued
+   * under an earlier key (and `csrf:<session id>` of such a session) is hashed under that key's lookup
+   * key, where its entry was written: rotation cannot re-key entries it only knows by their hash.
    */
   lookup (value: string): string {
     const known = this.#known.get(value)
@@ -306,9 +303,8 @@ export class Keyring {
   }
 
   /**
-   * The lookup hashes of a value under this key and under every key the store
-   * was rotated away from (newest first): where an imported, untagged private
-   * token's entry may have been written.
+   * The lookup hashes of a value under this key and under every key the store was rotated away
+   * from (newest first): where an imported, untagged private token's entry may have been written.
    */
   lookups (value: string): string[] {
     return [this.#mac, ...this.#legacy.map((g) => g.mac).reverse()].map((mac) => createHmac('sha256', mac).update(value).digest('base64url'))

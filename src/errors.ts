@@ -18,11 +18,17 @@ export interface ErrorSpec {
   detail: string
   /** when a client gets it */
   when: string
-  /** only administration meets it (the store's conflicts and lookups): the command line and the admin API (src/admin/), never a client of the public port */
+  /**
+   * only administration meets it (the store's conflicts and lookups): the command
+   * line and the admin API (src/admin/), never a client of the public port
+   */
   cliOnly?: true
 }
 
-/** Every error code sidegate answers with, in the order the documentation lists them. Clients may switch on these strings. */
+/**
+ * Every error code sidegate answers with, in the order the
+ * documentation lists them. Clients may switch on these strings.
+ */
 export const ERRORS = {
   not_authenticated: { status: 401, detail: 'Authentication credentials were not provided.', when: 'No Authorization header and no session cookie.' },
   authentication_failed: { status: 401, detail: 'Unable to log in with provided credentials.', when: 'Wrong username or password, unknown user or disabled account (one answer for all), or a credential whose user no longer exists.' },
@@ -83,14 +89,19 @@ export const ERRORS = {
 export type ErrorCode = keyof typeof ERRORS
 
 /** The codes an HTTP client can get, in catalogue order. */
-export const HTTP_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERRORS) as ErrorCode[]).filter((c) => !(ERRORS[c] as ErrorSpec).cliOnly)
+export const HTTP_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERRORS) as ErrorCode[]).filter(
+  (c) => !(ERRORS[c] as ErrorSpec).cliOnly
+)
 
 export class GatewayError extends Error {
   readonly status: number
   readonly code: ErrorCode
   readonly headers: Record<string, string | string[]> | undefined
 
-  /** Made only by the `E` factories below: a catalogue code, its status, the catalogue's detail unless the factory gives one. */
+  /**
+   * Made only by the `E` factories below: a catalogue code, its
+   * status, the catalogue's detail unless the factory gives one.
+   */
   constructor (code: ErrorCode, detail?: string, headers?: Record<string, string | string[]>) {
     // No stack trace: these are expected outcomes (a wrong token, a missing
     // header), created on every rejected request, and a stack never reaches a

@@ -1,10 +1,15 @@
-/** Fixed limits (not configurable); the error catalogue and the OpenAPI document state those of the account endpoints. */
+/**
+ * Fixed limits (not configurable); the error catalogue and the OpenAPI document state those of the account endpoints.
+ */
 
 /** Access keys one user may hold at once. */
 export const MAX_ACCESS_KEYS = 10
 /** A browser session this young (since its login) may create permanent credentials without the password again. */
 export const FRESH_LOGIN_MS = 5 * 60_000
-/** Codes one pending sign-in step (the cookie after the password) takes: the next try, even a right code, finds it spent (docs/mfa.md). */
+/**
+ * Codes one pending sign-in step (the cookie after the password) takes:
+ * the next try, even a right code, finds it spent (docs/mfa.md).
+ */
 export const MFA_PENDING_TRIES = 5
 /**
  * Passkey assertions refused before their signature verified, per credential id within
@@ -16,5 +21,8 @@ export const PASSKEY_CREDENTIAL_FAILURES = 100
 export const MAX_KEY_NAME = 128
 /** Entries of an access key's IP allow-list. */
 export const MAX_KEY_ALLOW_IPS = 64
-/** An access key's last use is written at most this often (per process and across replicas): auth.keys.disable_after reads it. */
+/**
+ * An access key's last use is written at most this often (per
+ * process and across replicas): auth.keys.disable_after reads it.
+ */
 export const LAST_USED_EVERY_MS = 60_000

@@ -3,7 +3,9 @@ import { STATUS_CODES, type ServerResponse } from 'node:http'
 import { E, GatewayError } from './errors.js'
 import { CHALLENGES } from './auth/index.js'
 
-export function sendJson (res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
+export function sendJson (
+  res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}
+): void {
   if (res.headersSent || res.destroyed) return
   const payload = JSON.stringify(body)
   res.writeHead(status, {
@@ -17,7 +19,12 @@ export function sendJson (res: ServerResponse, status: number, body: unknown, he
 }
 
 /** The serialized body and fixed headers of one kind of error, built once (also as a flat name, value list). */
-interface Prepared { payload: string, headers: Record<string, string | string[] | number>, list: Array<string | string[] | number> }
+interface Prepared {
+  payload: string,
+  headers: Record<string,
+  string | string[] | number>,
+  list: Array<string | string[] | number>
+}
 const prepared = new Map<string, Prepared>()
 
 function prepare (e: GatewayError): Prepared {
@@ -56,7 +63,9 @@ export function sendError (res: ServerResponse, err: unknown, requestId?: string
     const list = requestId === undefined ? p.list : [...p.list, 'x-request-id', requestId]
     res.writeHead(e.status, list as string[])
   } else {
-    const headers: Record<string, string | number | string[]> = e.headers === undefined ? { ...p.headers } : { ...p.headers, ...e.headers }
+    const headers: Record<string, string | number | string[]> = e.headers === undefined
+      ? { ...p.headers }
+      : { ...p.headers, ...e.headers }
     if (challenges !== undefined && e.status === 401) headers['www-authenticate'] = challenges
     if (requestId !== undefined) headers['x-request-id'] = requestId
     res.writeHead(e.status, headers)

@@ -31,7 +31,10 @@ export function gitExposure (file: string): 'ignored' | 'exposed' | 'unknown' | 
   return r.status === 0 ? 'ignored' : r.status === 1 ? 'exposed' : 'unknown'
 }
 
-/** The files of this config that sidegate wrote and that exist: the embedded store (and its -wal, -shm) and the key file. */
+/**
+ * The files of this config that sidegate wrote and that exist:
+ * the embedded store (and its -wal, -shm) and the key file.
+ */
 export function writtenFiles (config: Config): string[] {
   const files = [config.secret_key_file]
   if (config.store.backend === 'sqlite') files.push(config.store.path, `${config.store.path}-wal`, `${config.store.path}-shm`)

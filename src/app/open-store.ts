@@ -61,7 +61,13 @@ const UNREADABLE_REPORT_MS = 60_000
  * themselves (the admin CLI); `hooks` observe the store (metrics);
  * `connectTimeout` overrides redis.connect_timeout.
  */
-export function openStore (config: Config, log: Logger, keyring: Keyring, onReady?: () => void, o: { quiet?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}): ManagedStore {
+export function openStore (
+  config: Config,
+  log: Logger,
+  keyring: Keyring,
+  onReady?: () => void,
+  o: { quiet?: boolean, hooks?: StoreHooks, connectTimeout?: number } = {}
+): ManagedStore {
   const hooks = o.hooks ?? {}
   const target = redisTarget(config)
   let lastError = ''
@@ -119,7 +125,9 @@ export function openStore (config: Config, log: Logger, keyring: Keyring, onRead
  * starting at once exactly one key wins), then the file is written. A store
  * that already holds data is refused: a new key could read none of it.
  */
-export async function keyForStart (config: Config, log: Logger, env: Record<string, string | undefined>): Promise<SecretKey> {
+export async function keyForStart (
+  config: Config, log: Logger, env: Record<string, string | undefined>
+): Promise<SecretKey> {
   const found = readSecretKey(config, env)
   if (found !== null) return found
   const target = storeWhere(config)
@@ -155,7 +163,9 @@ export async function keyForStart (config: Config, log: Logger, env: Record<stri
  * when absent, so of several processes starting at once exactly one key
  * wins), then the file is written. A store that holds data is refused.
  */
-async function claimNewKey (r: KeyRecords, config: Config, log: Logger, env: Record<string, string | undefined>): Promise<SecretKey> {
+async function claimNewKey (
+  r: KeyRecords, config: Config, log: Logger, env: Record<string, string | undefined>
+): Promise<SecretKey> {
   if (!(await r.isEmpty())) {
     const again = await keyFileWithin(config, env, 2000)
     if (again !== null) return again
@@ -169,7 +179,9 @@ async function claimNewKey (r: KeyRecords, config: Config, log: Logger, env: Rec
     if (again !== null) return again
     throw new UsageError(`${missingKeyMessage(config)}. Another process has just set up the store at ${r.where} with its own key`, 2, 'secret_key_missing')
   }
-  const written = ((): SecretKey | Error => { try { return writeSecretKeyFile(config, key, log) } catch (err) { return err as Error } })()
+  const written = (
+    (): SecretKey | Error => { try { return writeSecretKeyFile(config, key, log) } catch (err) { return err as Error } }
+  )()
   if (written instanceof Error || written.key !== key) {
     // not ours after all: give the store back, unless another key has claimed it since
     await r.deleteIfEqual(KEY_CHECK, check)
@@ -179,7 +191,9 @@ async function claimNewKey (r: KeyRecords, config: Config, log: Logger, env: Rec
   return { ...written, created: true }
 }
 
-async function keyFileWithin (config: Config, env: Record<string, string | undefined>, ms: number): Promise<SecretKey | null> {
+async function keyFileWithin (
+  config: Config, env: Record<string, string | undefined>, ms: number
+): Promise<SecretKey | null> {
   const end = Date.now() + ms
   for (;;) {
     const k = readSecretKey(config, env)

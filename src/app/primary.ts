@@ -130,7 +130,14 @@ class Primary {
   readonly #pending = new Map<number, (data: MetricsJson | null) => void>()
   #nextId = 1
 
-  constructor (config: Config, private readonly count: number, private readonly io: AppIo, env: NodeJS.ProcessEnv, private readonly log: Logger, private readonly scrapeAuth: string[] | null) {
+  constructor (
+    config: Config,
+    private readonly count: number,
+    private readonly io: AppIo,
+    env: NodeJS.ProcessEnv,
+    private readonly log: Logger,
+    private readonly scrapeAuth: string[] | null
+  ) {
     this.#inForce = config
     this.#metrics = config.metrics.enabled ? new Metrics({ processMetrics: false }) : null
     const registers = this.#metrics === null ? [] : [this.#metrics.registry]
@@ -183,11 +190,18 @@ class Primary {
     try {
       if (this.#metrics !== null) {
         const scrape = { scrape: (req: http.IncomingMessage, res: http.ServerResponse) => this.#scrape(req, res) }
-        this.#metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(scrape, this.scrapeAuth), api: null })
+        this.#metricsListener = await listenAdmin(
+          { port: config.metrics.port, host: config.metrics.host },
+          { metrics: guardScrape(scrape, this.scrapeAuth), api: null }
+        )
       }
       binding = 'admin'
       const relay = adminRelay(this.slots, () => this.#shutdown.stopping)
-      if (config.admin.enabled) this.#adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay })
+      if (config.admin.enabled) {
+        this.#adminListener = await listenAdmin(
+          { port: config.admin.port, host: config.admin.host }, { metrics: null, api: relay }
+        )
+      }
     } catch (err) {
       this.io.err(listenFailure(config, binding, err as Error))
       await this.#metricsListener?.close()
@@ -297,7 +311,9 @@ class Primary {
 
   async #sum (): Promise<ReturnType<typeof AggregatorRegistry.aggregate>> {
     const own = await this.#metrics!.registry.getMetricsAsJSON()
-    const asked = this.slots.flatMap((s) => s.worker !== null && s.listening && s.worker.isConnected() ? [s.worker] : []).map(async (w) => {
+    const asked = this.slots.flatMap(
+      (s) => s.worker !== null && s.listening && s.worker.isConnected() ? [s.worker] : []
+    ).map(async (w) => {
       const id = this.#nextId++
       return await new Promise<MetricsJson | null>((resolve) => {
         const timer = setTimeout(() => { this.#pending.delete(id); resolve(null) }, METRICS_WAIT_MS)

@@ -11,7 +11,9 @@ import { sendError } from '../respond.js'
 /** A worker as the relay sees it. */
 export interface RelayTarget { readonly listening: boolean, readonly adminSocket: string | null }
 
-export function adminRelay (slots: readonly RelayTarget[], stopping: () => boolean): { handle: (req: http.IncomingMessage, res: http.ServerResponse) => void } {
+export function adminRelay (slots: readonly RelayTarget[], stopping: () => boolean): {
+  handle: (req: http.IncomingMessage, res: http.ServerResponse) => void
+} {
   let turn = 0
   return {
     handle (req, res) {
@@ -25,7 +27,13 @@ export function adminRelay (slots: readonly RelayTarget[], stopping: () => boole
         headers.push(req.rawHeaders[i], req.rawHeaders[i + 1])
       }
       headers.push(RELAY_PEER_HEADER, req.socket.remoteAddress ?? '')
-      const out = http.request({ socketPath: slot.adminSocket!, method: req.method, path: req.url, headers, agent: false }, (answer) => {
+      const out = http.request({
+        socketPath: slot.adminSocket!,
+        method: req.method,
+        path: req.url,
+        headers,
+        agent: false
+      }, (answer) => {
         const h: http.OutgoingHttpHeaders = {}
         for (const [k, v] of Object.entries(answer.headers)) {
           if (k !== 'connection' && k !== 'keep-alive' && k !== 'transfer-encoding' && v !== undefined) h[k] = v

@@ -56,7 +56,8 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   const keyring = new Keyring(secret.key)
   const verify = { mode: 'start' as const, where: storeWhere(config), source: secret.source, db: config.redis.db }
   const whereField = storeFields(config)
-  // the key was used before: read from the key file sidegate writes (not created by this start), or checked against this store already
+  // the key was used before: read from the key file sidegate writes
+  // (not created by this start), or checked against this store already
   const keyFromFile = secret.source === config.secret_key_file && secret.created !== true
   let verifiedOnce = false
   let store: ManagedStore
@@ -70,7 +71,10 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   const prepare = async (): Promise<void> => {
     prepared ??= (async () => {
       const usedBefore = keyFromFile || verifiedOnce
-      const { notes, empty } = await store.verifyKey({ ...verify, refuseEmpty: usedBefore && config.store.require_existing })
+      const { notes, empty } = await store.verifyKey({
+        ...verify,
+        refuseEmpty: usedBefore && config.store.require_existing
+      })
       verifiedOnce = true
       for (const n of notes) log[n.level](whereField, n.msg)
       store.setGate(null)
@@ -162,12 +166,25 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
     if (worker !== undefined) {
       // /metrics goes to the primary over IPC; the admin API is served to the primary's relay only
       binding = 'admin'
-      if (api !== null && worker.adminSocket !== null) adminListener = await listenAdmin({ path: worker.adminSocket }, { metrics: null, api, relayed: true })
+      if (api !== null && worker.adminSocket !== null) {
+        adminListener = await listenAdmin(
+          { path: worker.adminSocket }, { metrics: null, api, relayed: true }
+        )
+      }
     } else {
       binding = 'metrics'
-      if (metrics !== null) metricsListener = await listenAdmin({ port: config.metrics.port, host: config.metrics.host }, { metrics: guardScrape(metrics, scrapeAuth), api: null })
+      if (metrics !== null) {
+        metricsListener = await listenAdmin(
+          { port: config.metrics.port, host: config.metrics.host },
+          { metrics: guardScrape(metrics, scrapeAuth), api: null }
+        )
+      }
       binding = 'admin'
-      if (api !== null) adminListener = await listenAdmin({ port: config.admin.port, host: config.admin.host }, { metrics: null, api })
+      if (api !== null) {
+        adminListener = await listenAdmin(
+          { port: config.admin.port, host: config.admin.host }, { metrics: null, api }
+        )
+      }
     }
   } catch (err) {
     io.err(worker !== undefined && binding === 'admin'

@@ -21,7 +21,10 @@ export type { Source } from './compat.js'
 
 export interface Names {
   abbrev: string
-  /** abbrev JMS or compat jumpserver: JumpServer's wire shapes where they differ (profile fields, the token endpoint's failures) */
+  /**
+   * abbrev JMS or compat jumpserver: JumpServer's wire shapes where
+   * they differ (profile fields, the token endpoint's failures)
+   */
   jumpserver: boolean
   orgHeader: string
   sessionCookie: string
@@ -71,13 +74,19 @@ export interface Config extends Omit<Doc, 'names' | 'store' | 'redis' | 'identit
   admin_password: string | null
   /** the tracing section with the OTEL_* environment applied (./config/otel.ts); url null: off */
   tracing: TracingConfig
-  /** every leaf key (dotted) → where its value came from: the schema's default, the compat preset, the file or the environment */
+  /**
+   * every leaf key (dotted) → where its value came from: the
+   * schema's default, the compat preset, the file or the environment
+   */
   sources: Record<string, Source>
 }
 
 type Env = Record<string, string | undefined>
 
-/** Every environment variable sidegate reads (all of them here): the overrides, the file's name, the first start's password, OpenTelemetry's. */
+/**
+ * Every environment variable sidegate reads (all of them here): the
+ * overrides, the file's name, the first start's password, OpenTelemetry's.
+ */
 export const ENV_VARIABLES: readonly string[] = [...ENV.map(([name]) => name), 'SIDEGATE_CONFIG', 'SIDEGATE_ADMIN_PASSWORD', ...OTEL_VARIABLES]
 
 export function namesFor (abbrev: string, jumpserver = false): Names {
@@ -175,7 +184,10 @@ export function yamlError (message: string): string {
   return first.replace(/:\s*$/, '') + frame.map((l) => `\n    ${l}`).join('')
 }
 
-/** Applies environment overrides onto the parsed document (env wins; empty variables are ignored); returns the keys they set. */
+/**
+ * Applies environment overrides onto the parsed document (env
+ * wins; empty variables are ignored); returns the keys they set.
+ */
 function applyEnv (doc: Record<string, any>, env: Env): Set<string> {
   const set = new Set<string>()
   for (const [name, path] of ENV) {
@@ -307,14 +319,25 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
       sentinels: hostPorts(d.redis.sentinels, 26379),
       nodes: hostPorts(d.redis.nodes, 6379),
       // TLS files, like the key file, are relative to the config file
-      tls: { ...d.redis.tls, ca_file: path(d.redis.tls.ca_file), cert_file: path(d.redis.tls.cert_file), key_file: path(d.redis.tls.key_file) }
+      tls: {
+        ...d.redis.tls,
+        ca_file: path(d.redis.tls.ca_file),
+        cert_file: path(d.redis.tls.cert_file),
+        key_file: path(d.redis.tls.key_file)
+      }
     },
     identity: { jwt: { ...d.identity.jwt, issuer: d.identity.jwt.issuer ?? defaultIssuer(d.listen) } },
     secret_key_file: resolve(base, d.secret_key_file),
     admin_password: env.SIDEGATE_ADMIN_PASSWORD || null,
     tracing: tracing.value,
     sources: Object.fromEntries(keys.map((k) => [k, fromEnv.has(k) ? 'env' : inFile.has(k) ? 'file' : fromCompat.has(k) ? 'compat' : 'default'])),
-    auth: { ...d.auth, signature: { ...d.auth.signature, required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase()) } }
+    auth: {
+      ...d.auth,
+      signature: {
+        ...d.auth.signature,
+        required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase())
+      }
+    }
   }
 }
 

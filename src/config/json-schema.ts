@@ -53,7 +53,9 @@ function convert (node: Json, root = false): Json {
   const check = typeof node.check === 'string' ? CHECK_KEYWORDS[node.check] : undefined
   if (typeof node.check === 'string' && check === undefined) throw new Error(`config schema: no JSON Schema for the check ${node.check}`)
   if (node.type === 'object') {
-    out.properties = Object.fromEntries(Object.entries(node.properties as Record<string, Json>).map(([k, v]) => [k, convert(v)]))
+    out.properties = Object.fromEntries(
+      Object.entries(node.properties as Record<string, Json>).map(([k, v]) => [k, convert(v)])
+    )
   } else if (node.type === 'array') {
     // an entry of a list (an access rule) is a mapping, never null
     out.items = convert(node.items as Json, true)

@@ -21,7 +21,12 @@ export interface TracingConfig {
   resource: Record<string, string>
   sampler: { name: SamplerName, ratio: number }
   /** the batch span processor's OTEL_BSP_* settings that were given */
-  batch: { scheduledDelayMillis?: number, maxQueueSize?: number, maxExportBatchSize?: number, exportTimeoutMillis?: number }
+  batch: {
+    scheduledDelayMillis?: number,
+    maxQueueSize?: number,
+    maxExportBatchSize?: number,
+    exportTimeoutMillis?: number
+  }
   /** OTEL_EXPORTER_OTLP_TRACES_TIMEOUT or OTEL_EXPORTER_OTLP_TIMEOUT, ms */
   timeoutMs: number
 }
@@ -39,7 +44,10 @@ export const OTEL_VARIABLES = [
 
 type Env = Record<string, string | undefined>
 
-/** `key1=value1,key2=value2`, values percent-encoded (the W3C Baggage form the spec uses for headers and resource attributes). */
+/**
+ * `key1=value1,key2=value2`, values percent-encoded (the W3C
+ * Baggage form the spec uses for headers and resource attributes).
+ */
 function keyValues (name: string, v: string | undefined, problems: Problem[]): Record<string, string> {
   const out: Record<string, string> = {}
   if (v === undefined || v.trim() === '') return out
@@ -59,7 +67,9 @@ function keyValues (name: string, v: string | undefined, problems: Problem[]): R
   return out
 }
 
-function whole (name: string, v: string | undefined, min: number, max: number, problems: Problem[]): number | undefined {
+function whole (
+  name: string, v: string | undefined, min: number, max: number, problems: Problem[]
+): number | undefined {
   if (v === undefined || v.trim() === '') return undefined
   const n = Number(v)
   if (!Number.isInteger(n) || n < min || n > max) {

@@ -29,13 +29,21 @@ export const MAX_WORKERS = 256
 
 const int = (min: number, max: number, def: number, description?: string) =>
   T.Integer({ minimum: min, maximum: max, default: def, ...(description === undefined ? {} : { description }) })
-const bool = (def: boolean, description?: string) => T.Boolean({ default: def, ...(description === undefined ? {} : { description }) })
-const str = (def: string, o: { description?: string, check?: string, url?: boolean } = {}) => T.String({ default: def, ...o })
+const bool = (def: boolean, description?: string) => T.Boolean({
+  default: def,
+  ...(description === undefined ? {} : { description })
+})
+const str = (
+  def: string, o: { description?: string, check?: string, url?: boolean } = {}
+) => T.String({ default: def, ...o })
 /** A string that may be left empty: null in the Config. */
 const optStr = (o: { description?: string, check?: string, secret?: boolean, url?: boolean } = {}) =>
   T.Union([T.String(), T.Null()], { default: null, optional: true, ...o })
 const list = (def: string[], o: { description?: string, check?: string } = {}) =>
-  T.Array(T.String(o.check === undefined ? {} : { check: o.check }), { default: def, ...(o.description === undefined ? {} : { description: o.description }) })
+  T.Array(
+    T.String(o.check === undefined ? {} : { check: o.check }),
+    { default: def, ...(o.description === undefined ? {} : { description: o.description }) }
+  )
 const ints = (def: number[], min: number, max: number, description: string) =>
   T.Array(T.Integer({ minimum: min, maximum: max }), { default: def, description })
 const oneOf = <V extends string>(values: readonly V[], def: V, description?: string) =>

@@ -57,7 +57,10 @@ export const CHECKS: Record<string, Check> = {
 }
 
 /** What a check keeps of a valid value (the rest keep it as written). */
-const NORMALIZE: Record<string, (v: string) => string> = { ipOrCidr: (v) => v.trim(), httpMethod: (v) => v.toUpperCase() }
+const NORMALIZE: Record<string, (v: string) => string> = {
+  ipOrCidr: (v) => v.trim(),
+  httpMethod: (v) => v.toUpperCase()
+}
 
 /** A value as an error message may show it: secrets hidden, URL passwords masked. */
 function shown (node: TSchema, v: unknown): string {
@@ -155,7 +158,9 @@ function walk (node: TSchema, raw: unknown, key: string, out: Problem[]): unknow
   throw new Error(`config schema: no rule for the node at ${key}`)
 }
 
-function checked (node: TSchema, v: string, fail: (m: string) => undefined, got: (v: unknown) => string): string | undefined {
+function checked (
+  node: TSchema, v: string, fail: (m: string) => undefined, got: (v: unknown) => string
+): string | undefined {
   const name = node.check as string | undefined
   if (name === undefined) return v
   const why = CHECKS[name](v)

@@ -20,7 +20,9 @@ const REDACTED = '[redacted]'
  * Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token, X-CSRFToken, …).
  * Built only when debug is on.
  */
-export function redactHeaders (headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
+export function redactHeaders (
+  headers: Record<string, string | string[] | undefined>
+): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = {}
   for (const [name, v] of Object.entries(headers)) out[name] = SECRET_HEADER.test(name) ? REDACTED : v
   return out
@@ -97,7 +99,14 @@ export function createLogger (level: string, dest?: DestinationStream, o: { work
   // redaction pass and object merging, which cost more than the rest of the
   // request's own work. Same stream, same level, the same line pino writes.
   const enabled = log.isLevelEnabled('info')
-  Object.defineProperty(log, ACCESS, { value: { enabled, write: (f: AccessFields) => { stream.write(accessLine(f)) } } satisfies AccessLog, enumerable: false })
+  Object.defineProperty(
+    log,
+    ACCESS,
+    {
+      value: { enabled, write: (f: AccessFields) => { stream.write(accessLine(f)) } } satisfies AccessLog,
+      enumerable: false
+    }
+  )
   // The audit lines (src/observability/audit.ts): their own logger at a fixed level, so log.level (silent
   // included) never drops them; fixed fields, none a credential, so no redaction pass either.
   // Flushed at once, like every line but the per-request one.
@@ -117,7 +126,9 @@ export function auditLogger (log: Logger): Logger {
 let second = -1
 let secondText = ''
 
-/** `new Date(now).toISOString()`, formatted once a second (Date's own formatting costs more than the rest of the line) */
+/**
+ * `new Date(now).toISOString()`, formatted once a second (Date's own formatting costs more than the rest of the line)
+ */
 export function isoTime (now: number): string {
   const ms = now % 1000
   if (now - ms !== second) { second = now - ms; secondText = new Date(second).toISOString().slice(0, 20) }
@@ -300,7 +311,9 @@ class BatchedFd {
     if (this.#inKernel) this.abandon()
     if (this.#broken) return
     // a batch already in the thread pool is left to it; one waiting for a retry is written here
-    let buf = Buffer.concat([this.#inflight !== null && !this.#inKernel ? this.#inflight : Buffer.alloc(0), this.#buf.subarray(0, this.#off)])
+    let buf = Buffer.concat([
+      this.#inflight !== null && !this.#inKernel ? this.#inflight : Buffer.alloc(0), this.#buf.subarray(0, this.#off)
+    ])
     this.#off = 0
     this.#ends = []
     this.#inflight = null

@@ -152,7 +152,9 @@ export class Metrics implements RequestObserver {
   }
 
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }
-  readonly unusedKeysPass = (disabled: number): void => { this.#unusedKeyPasses.inc(); this.#unusedKeysDisabled.inc(disabled) }
+  readonly unusedKeysPass = (disabled: number): void => {
+    this.#unusedKeyPasses.inc(); this.#unusedKeysDisabled.inc(disabled)
+  }
 
   /** A live reload's outcome (src/app/reload.ts). */
   readonly configReload = (result: 'success' | 'failure'): void => { this.#configReloads.inc({ result }) }
@@ -179,7 +181,8 @@ export class Metrics implements RequestObserver {
     new Counter({ name: 'sidegate_cache_hits_total', help: 'In-process cache hits, by cache.', labelNames: ['cache'], registers, collect: fromCaches('hits') })
     new Counter({ name: 'sidegate_cache_misses_total', help: 'In-process cache misses (absent or expired), by cache.', labelNames: ['cache'], registers, collect: fromCaches('misses') })
     new Gauge({ name: 'sidegate_cache_entries', help: 'Entries held in each in-process cache.', labelNames: ['cache'], registers, collect: fromCaches('size') })
-    // summed over --workers like every counter (src/app/primary.ts), except these two: 1 only if every worker's Redis is up; 1 once any worker drains
+    // summed over --workers like every counter (src/app/primary.ts), except
+    // these two: 1 only if every worker's Redis is up; 1 once any worker drains
     new Gauge({ name: 'sidegate_redis_up', help: '1 when the Redis command connection is ready (with --workers: in every worker).', registers, aggregator: 'min', collect () { this.set(store.isReady ? 1 : 0) } })
     new Gauge({ name: 'sidegate_draining', help: '1 after SIGTERM: readiness is false and the gateway is draining.', registers, aggregator: 'max', collect () { this.set(isDraining() ? 1 : 0) } })
   }
@@ -238,7 +241,11 @@ export function guardScrape (inner: Scrape, accepted: string[] | null): Scrape {
       const got = digest(typeof sent === 'string' ? sent.trim().replace(/^(bearer|basic) +/i, (m) => m[0].toUpperCase() + m.slice(1).trim().toLowerCase() + ' ') : '')
       let ok = false
       for (const e of expected) ok = equalBytes(e, got) || ok
-      if (!ok) { sendError(res, sent === undefined ? E.notAuthenticated() : E.authenticationFailed(), undefined, challenges); return }
+      if (!ok) {
+        sendError(
+          res, sent === undefined ? E.notAuthenticated() : E.authenticationFailed(), undefined, challenges
+        ); return
+      }
       inner.scrape(req, res)
     }
   }

@@ -53,7 +53,14 @@ function sampler (s: TracingConfig['sampler']): Sampler {
 }
 
 /** What ioredis publishes on `ioredis:command` (src: ioredis built/Redis.js _buildCommandContext); the span is ours. */
-interface CommandMessage { command: string, database: number, serverAddress?: string, serverPort?: number, span?: Span, error?: unknown }
+interface CommandMessage {
+  command: string,
+  database: number,
+  serverAddress?: string,
+  serverPort?: number,
+  span?: Span,
+  error?: unknown
+}
 
 export function createTracer (c: TracingConfig, log: Logger, o: TracerOptions): Tracer {
   if (c.url === null) throw new Error('tracing is off (no endpoint)')
@@ -62,7 +69,12 @@ export function createTracer (c: TracingConfig, log: Logger, o: TracerOptions): 
   const provider = new TracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ ...c.resource, 'service.name': c.serviceName, 'service.version': o.version })),
     sampler: sampler(c.sampler),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: c.url, headers: c.headers, timeoutMillis: c.timeoutMs }), ...c.batch })]
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: c.url, headers: c.headers, timeoutMillis: c.timeoutMs }),
+        ...c.batch
+      })
+    ]
   })
   const tracer = provider.getTracer('sidegate', o.version)
   // an unreachable collector: one line per distinct failure, not one per batch

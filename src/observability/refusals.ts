@@ -11,7 +11,11 @@ export class RefusalLines {
   #left = 0
 
   /** `report`: called about a second after the first line left out, with how many were since. */
-  constructor (private readonly perSecond: number, private readonly report: (left: number) => void, private readonly now: () => number = Date.now) {}
+  constructor (
+    private readonly perSecond: number,
+    private readonly report: (left: number) => void,
+    private readonly now: () => number = Date.now
+  ) {}
 
   /** Whether the access line of a request answered `status` is written. */
   admit (status: number): boolean {
