@@ -36,7 +36,10 @@ if (browser === null) {
   const alice = await makeUser(g, 'alice')
   const origin = new URL(g.url).origin
 
-  /** A fresh browser profile that records what a person would not want to see: CSP violations, script errors, requests elsewhere. */
+  /**
+   * A fresh browser profile that records what a person would not
+   * want to see: CSP violations, script errors, requests elsewhere.
+   */
   const problems: string[] = []
   async function newContext (o: { javaScriptEnabled?: boolean } = {}): Promise<BrowserContext> {
     const ctx = await b.newContext({ baseURL: g.url, viewport: { width: 1280, height: 900 }, ...o })
@@ -142,7 +145,12 @@ if (browser === null) {
     // on a wrong answer: what the store holds past its cache, and what the gateway saw last
     const held = refused.json.code === 'key_disabled'
       ? {}
-      : { status: refused.status, cached: g.store.cachedAccessKey?.(id)?.key, row: await row.innerHTML(), logs: g.logs.slice(-12) }
+      : {
+          status: refused.status,
+          cached: g.store.cachedAccessKey?.(id)?.key,
+          row: await row.innerHTML(),
+          logs: g.logs.slice(-12)
+        }
     t.equal(refused.json.code, 'key_disabled', 'disabled in the page: refused', held)
     await toggle(/^Enable/, 'Active')
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')

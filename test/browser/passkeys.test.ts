@@ -20,7 +20,14 @@ import { makeUser } from '../fixtures/creds.js'
 
 const { browser, why } = await launchChromium()
 
-interface VirtualCredential { credentialId: string, isResidentCredential: boolean, rpId?: string, privateKey: string, userHandle?: string, signCount: number }
+interface VirtualCredential {
+  credentialId: string,
+  isResidentCredential: boolean,
+  rpId?: string,
+  privateKey: string,
+  userHandle?: string,
+  signCount: number
+}
 
 if (browser === null) {
   t.test('passkeys in the browser', { skip: `Chromium cannot be launched: ${why}` }, () => {})

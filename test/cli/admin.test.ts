@@ -35,7 +35,9 @@ async function api (method: string, path: string, body?: unknown, auth: Record<s
   })
 }
 /** An authenticated request on the public port (through to the echo upstream). */
-const pub = async (path: string, headers: Record<string, string>): Promise<Res> => await request(gw.url, path, { headers })
+const pub = async (
+  path: string, headers: Record<string, string>
+): Promise<Res> => await request(gw.url, path, { headers })
 
 t.test('off by default; on the public port the admin paths are not sidegate\'s', async (t) => {
   t.equal(buildConfig({}).admin.enabled, false, 'admin.enabled defaults to false')
@@ -56,7 +58,8 @@ t.test('off by default; on the public port the admin paths are not sidegate\'s',
   t.ok(await eventually(async () => await request(base, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } }).then((r) => r.status === 200, () => false), 60_000), 'metrics off, admin on: the API is served')
   t.equal((await request(base, '/metrics')).status, 404, 'but not /metrics')
   await t.rejects(request(alone.metricsUrl, '/metrics'), 'and nothing listens on metrics.port')
-  // on the public port, /admin/v1/… is an upstream path like any other: authenticated and forwarded, never answered by sidegate
+  // on the public port, /admin/v1/… is an upstream path like any
+  // other: authenticated and forwarded, never answered by sidegate
   const before = echo.seen.length
   const r = await pub('/admin/v1/users', { authorization: `Token ${adminToken}` })
   t.equal(r.status, 200)
@@ -343,7 +346,8 @@ t.test('one implementation: the CLI and the API answer the same JSON and see eac
   t.same(await cliJson('limit', 'set', 'bob', '7/60s'), (await api('PUT', 'rate-limits/bob', { policy: '7/60s' })).json, 'limit set')
   t.same(await cliJson('limit', 'list'), (await api('GET', 'rate-limits')).json, 'limit list')
   await login(gw.url, 'bob', 'bob-password-2')
-  const started = ({ id, date_created: c }: any): unknown => ({ id, date_created: c }) // date_expires moves with the clock
+  // date_expires moves with the clock
+  const started = ({ id, date_created: c }: any): unknown => ({ id, date_created: c })
   t.same((await cliJson('session', 'list', 'bob')).map(started), (await api('GET', 'users/bob/sessions')).json.map(started), 'session list')
   const [one] = await cliJson('session', 'list', 'bob')
   t.same(await cliJson('session', 'revoke', 'bob', one.id), { username: 'bob', id: one.id, revoked: true }, 'session revoke <user> <id>')

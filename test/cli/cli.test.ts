@@ -27,9 +27,13 @@ const CONFIG = writeConfig('gateway.yml', { ...storeDoc(db.url, PREFIX), log: { 
 type Run = CliRun
 
 /** Runs the CLI (test/fixtures/procs.ts cliIn) on this file's config unless `config` says otherwise (null: none). */
-async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number, spawn?: boolean } = {}): Promise<Run> {
+async function spawnCli (
+  args: string[], o: { stdin?: string, config?: string | null, timeout?: number, spawn?: boolean } = {}
+): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
-  return await cliIn(dir, full, { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin, timeout: o.timeout, spawn: o.spawn })
+  return await cliIn(
+    dir, full, { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin, timeout: o.timeout, spawn: o.spawn }
+  )
 }
 
 /**
@@ -343,11 +347,15 @@ t.test('--superuser makes a superuser', async (t) => {
 })
 
 t.test('a store file that cannot be opened: exit 2 with one line naming it, no hang', async (t) => {
-  // the embedded store's counterpart of an unreachable Redis (test/topology/cli-redis.test.ts): a file in a dir that does not exist
+  // the embedded store's counterpart of an unreachable Redis
+  // (test/topology/cli-redis.test.ts): a file in a dir that does not exist
   const missing = join(dir, 'no-such-dir', 'store.db')
   const cfg = writeConfig('unopenable.yml', { store: { backend: 'sqlite', path: missing } })
   const cases = [['user', 'list'], ['org', 'list', '--json'], ['token', 'create', 'bob']]
-  const runs = [await spawnCli(cases[0], { config: cfg, timeout: 60_000, spawn: true }), ...await Promise.all(cases.slice(1).map(async (args) => await spawnCli(args, { config: cfg })))]
+  const runs = [
+    await spawnCli(cases[0], { config: cfg, timeout: 60_000, spawn: true }),
+    ...await Promise.all(cases.slice(1).map(async (args) => await spawnCli(args, { config: cfg })))
+  ]
   for (const [i, args] of cases.entries()) {
     const r = runs[i]
     t.equal(r.code, 2, `${args.join(' ')}: exit 2, as a config that cannot be used (null means it hung and was killed)`)
@@ -440,7 +448,8 @@ t.test('an argument that starts with "-" but is an id is an id (a session id is 
 })
 
 t.test('--json lists and records have a stable field order', async (t) => {
-  // bob's record was rewritten (grant, disable); records rewritten by Redis's Lua scripts: test/topology/cli-redis.test.ts
+  // bob's record was rewritten (grant, disable); records rewritten
+  // by Redis's Lua scripts: test/topology/cli-redis.test.ts
   await checkFieldOrder(t, cli)
 })
 

@@ -50,7 +50,8 @@ const wd = await workdir({
 })
 const env = { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'admin-password-1' }
 const cli = async (...args: string[]) => await cliIn(wd.dir, args, { env })
-// the gateway runs throughout: what the import writes must reach it (the imported-token set is reloaded on the store's invalidations)
+// the gateway runs throughout: what the import writes must reach it
+// (the imported-token set is reloaded on the store's invalidations)
 const g = await startIn(wd.dir, wd.url, { env })
 t.teardown(async () => { await g.stop() })
 // the store as the processes left it, read through the store API (no cache)
@@ -318,7 +319,9 @@ t.test('privileged changes: spelled out by a dry run, refused without their flag
   const audit = await openStoreAt(db.url, prefix, { secret: env2.SIDEGATE_SECRET_KEY })
   t.teardown(async () => { await audit.close() })
   const lastId = async (): Promise<string> => (await audit.readAudit({ last: 1 }))[0]?.id ?? '0-0'
-  const eventsAfter = async (mark: string): Promise<any[]> => (await audit.readAudit({ after: mark })).map((e) => JSON.parse(e.json))
+  const eventsAfter = async (mark: string): Promise<any[]> => (
+    await audit.readAudit({ after: mark })
+  ).map((e) => JSON.parse(e.json))
   const mark = await lastId()
   const done = await run('import', '--from', f, '--allow-superuser', '--allow-takeover')
   t.equal(done.code, 0, done.stderr)

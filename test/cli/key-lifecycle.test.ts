@@ -20,7 +20,9 @@ const prefix = `kl${process.pid}:`
 const proxied = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
 const direct = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix } })
 const wd = await workdir(storeDoc(db.url, prefix))
-t.teardown(async () => { await proxied.close(); await direct.close(); await echo.close(); await db.stop(); removeDir(wd.dir) })
+t.teardown(async () => {
+  await proxied.close(); await direct.close(); await echo.close(); await db.stop(); removeDir(wd.dir)
+})
 await makeUser(proxied, 'alice')
 const cli = async (...args: string[]) => await cliIn(wd.dir, args, { env: { SIDEGATE_SECRET_KEY: SECRET } })
 const create = async (...flags: string[]): Promise<{ id: string, secret: string, [k: string]: unknown }> => {
@@ -95,7 +97,9 @@ t.test('a request refused by the allow-list is not a use: date_last_used stays u
 
 t.test('expired: 401 key_expired after a correct signature; a wrong one is still invalid_signature', async (t) => {
   const u = await proxied.store.getUserByUsername('alice')
-  const { key, secret } = await proxied.store.createAccessKey(u!.id, 0, { date_expired: new Date(Date.now() - 1000).toISOString() })
+  const { key, secret } = await proxied.store.createAccessKey(
+    u!.id, 0, { date_expired: new Date(Date.now() - 1000).toISOString() }
+  )
   for (const g of [proxied, direct]) {
     const r = await call(g.url, { id: key.id, secret })
     t.same([r.status, r.json], [401, { detail: 'This access key has expired.', code: 'key_expired' }])

@@ -19,7 +19,12 @@ const db = embeddedStore()
 t.teardown(() => db.stop())
 
 /** A copy of the package's start script in a directory of its own, with its own gateway.yml. */
-async function npmStart (prefix: string): Promise<{ p: ReturnType<typeof spawn>, url: string, out: () => string, exited: Promise<number | null> }> {
+async function npmStart (prefix: string): Promise<{
+  p: ReturnType<typeof spawn>,
+  url: string,
+  out: () => string,
+  exited: Promise<number | null>
+}> {
   const W = await workdir({ ...storeDoc(db.url, prefix), server: { drain_delay: 1, shutdown_grace: 2 } }, 'sidegate-npm-')
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
   writeFileSync(join(W.dir, 'package.json'), JSON.stringify({ name: 'npm-start-check', version: '0.0.0', private: true, scripts: { start: pkg.scripts.start } }))

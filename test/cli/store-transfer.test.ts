@@ -86,7 +86,8 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   t.same(data(), before, 'privileged records not allowed: nothing written')
   const merged = await cliIn(copy.dir, ['store', 'import', exportFile, '--merge', '--allow-takeover'], { env })
   t.equal(merged.code, 0, merged.stderr)
-  // what was deleted since the export comes back: here the bearer token and the recovery code the checks used (docs/cli.md says so)
+  // what was deleted since the export comes back: here the bearer
+  // token and the recovery code the checks used (docs/cli.md says so)
   t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 25 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
   t.match(merged.stdout, /privileged: line \d+: adds bearer token .*\(--allow-takeover, allowed\)/)
   const merged1 = data()
@@ -147,7 +148,8 @@ t.test('a forged file is refused (its MAC), nothing written, the refusal audited
     try { return (await s.readAudit({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).filter((e) => String(e.event).startsWith('store.')) } finally { await s.close() }
   }
   const data = (): Record<string, string> => Object.fromEntries(Object.entries(fileSnapshot(copy.path)).filter(([k]) => !k.startsWith('audit:')))
-  // the review's file: the export with a superuser whose password the forger chose, a passkey on a user of the store, an audit entry
+  // the review's file: the export with a superuser whose password the
+  // forger chose, a passkey on a user of the store, an audit entry
   const all = original.trimEnd().split('\n')
   const userLine = JSON.parse(all.find((l) => l.includes('"kind":"user"'))!) as { user: Record<string, unknown> }
   const mallory = { kind: 'user', user: { ...userLine.user, id: '0b0b0b0b-0000-4000-8000-000000000001', username: 'mallory', name: 'mallory', email: '', is_superuser: true, password_hash: await hashPassword('chosen-password-1'), orgs: {}, default_org: null } }
@@ -197,7 +199,8 @@ t.test('a forged file is refused (its MAC), nothing written, the refusal audited
   t.same(data(), before, 'nothing written without both flags')
   const ok = await cliIn(copy.dir, ['store', 'import', file, '--merge', '--allow-superuser', '--allow-takeover'], { env })
   t.equal(ok.code, 0, ok.stderr)
-  // the forged audit entry is older than the store's newest: skipped as already there, as any audit entry a merge finds older
+  // the forged audit entry is older than the store's newest: skipped
+  // as already there, as any audit entry a merge finds older
   t.match(ok.stdout, /: 1 user, 1 passkey; .*\nprivileged: line \d+: creates mallory .*\(--allow-superuser, allowed\)\nprivileged: line \d+: adds passkey .*\(--allow-takeover, allowed\)\n$/)
   const events = (await audited()).slice(eventsBefore + 3)
   const imported = events.find((e) => e.event === 'store.imported')!

@@ -1,4 +1,7 @@
-/** Self-service endpoints for access keys and the private token: every credential kind, own keys only, secrets not cached. */
+/**
+ * Self-service endpoints for access keys and the private token:
+ * every credential kind, own keys only, secrets not cached.
+ */
 import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -38,7 +41,9 @@ async function credentialKinds (username: string): Promise<Array<[string, Auth]>
 
 async function call (auth: Auth, method: string, path: string, body?: unknown): Promise<Res> {
   const b = body === undefined ? undefined : json(body)
-  return await request(g.url, path, { method, body: b?.body, headers: { ...(await auth(method, path)), ...b?.headers } })
+  return await request(
+    g.url, path, { method, body: b?.body, headers: { ...(await auth(method, path)), ...b?.headers } }
+  )
 }
 
 t.test('every credential kind lists, creates, disables and deletes its own access keys', async (t) => {
@@ -220,7 +225,9 @@ t.test('a key an operator or auth.keys.disable_after disabled stays off for its 
   writeFileSync(file, stringify(storeDoc(db.url, g.config.redis.prefix)))
   const cli = async (...args: string[]): Promise<number> => await main([...args, '--config', file], { out: () => {}, err: () => {}, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
   const asOwner: Auth = async () => ({ authorization: `Bearer ${await bearer(g.url, 'olga', 'olga-password')}` })
-  const active = async (id: string): Promise<boolean | undefined> => (await g.store.listAccessKeys(u.id)).find((k) => k.id === id)?.is_active
+  const active = async (id: string): Promise<boolean | undefined> => (
+    await g.store.listAccessKeys(u.id)
+  ).find((k) => k.id === id)?.is_active
 
   const { key } = await g.store.createAccessKey(u.id)
   t.equal(await cli('key', 'disable', key.id), 0, 'an operator disables it (the CLI)')

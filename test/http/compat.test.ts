@@ -20,7 +20,9 @@ t.teardown(async () => { await echo.close(); await db.stop() })
 async function secondStart (): Promise<void> { await sleep(1020 - Date.now() % 1000) }
 
 t.test('replay_grace: the same GET or HEAD again within the grace passes, later it is a replay; any other method is once', async (t) => {
-  const g = await startGateway(db.url, { upstream: { url: echo.url }, auth: { signature: { replay_cache: true, replay_grace: 1 } } })
+  const g = await startGateway(
+    db.url, { upstream: { url: echo.url }, auth: { signature: { replay_cache: true, replay_grace: 1 } } }
+  )
   t.teardown(() => g.close())
   const u = await makeUser(g, 'grace')
   const { key, secret } = await g.store.createAccessKey(u.id)
@@ -39,7 +41,9 @@ t.test('replay_grace: the same GET or HEAD again within the grace passes, later 
 })
 
 t.test('date_window: a Date first seen fresh stays accepted past clock_skew for its key; one first seen stale opens nothing', async (t) => {
-  const g = await startGateway(db.url, { upstream: { url: echo.url }, auth: { signature: { clock_skew: 1, date_window: 60 } } })
+  const g = await startGateway(
+    db.url, { upstream: { url: echo.url }, auth: { signature: { clock_skew: 1, date_window: 60 } } }
+  )
   t.teardown(() => g.close())
   const u = await makeUser(g, 'window')
   const { key, secret } = await g.store.createAccessKey(u.id)

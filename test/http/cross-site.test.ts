@@ -22,7 +22,9 @@ const PROFILE = '/api/v1/x/'
 const own = (gw: TestGateway): string => new URL(gw.url).origin
 const EVIL = 'http://evil.example'
 
-const tokenForm = async (gw: TestGateway, username: string, password: string, headers: Record<string, string> = {}): Promise<Res> =>
+const tokenForm = async (
+  gw: TestGateway, username: string, password: string, headers: Record<string, string> = {}
+): Promise<Res> =>
   await postForm(gw.url, TOKEN, { username, password }, headers)
 
 t.test('token endpoint: a cross-site browser post is refused (403 csrf_failed) and never counted', async (t) => {

@@ -35,7 +35,9 @@ const identity = (r: Res): Record<string, unknown> => ({
   id: r.headers['x-svc-user-id'], username: r.headers['x-svc-username'], org: r.headers['x-svc-org'], method: r.headers['x-svc-auth-method']
 })
 
-async function decide (headers: Record<string, string>, o: { method?: string, path?: string, base?: string } = {}): Promise<Res> {
+async function decide (
+  headers: Record<string, string>, o: { method?: string, path?: string, base?: string } = {}
+): Promise<Res> {
   return await request(o.base ?? g.url, o.path ?? AUTH, { method: o.method ?? 'GET', headers })
 }
 

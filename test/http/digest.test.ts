@@ -30,7 +30,11 @@ const upstream = http.createServer((req, res) => {
 await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
 const upUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
 const prefix = `digest${process.pid}:`
-const conf = { upstream: { url: upUrl }, redis: { url: db.url, prefix }, auth: { signature: { max_body: 1024 * 1024 } } }
+const conf = {
+  upstream: { url: upUrl },
+  redis: { url: db.url, prefix },
+  auth: { signature: { max_body: 1024 * 1024 } }
+}
 const a = await startGateway(db.url, conf)
 const b = await startGateway(db.url, conf)
 const strict = await startGateway(db.url, { ...conf, auth: { signature: { require_digest: true, max_body: 1024 } } })
@@ -44,7 +48,9 @@ t.teardown(async () => {
 const alice = await makeUser(a, 'alice')
 const { key, secret } = await a.store.createAccessKey(alice.id)
 /** a request whose body goes chunked (no Content-Length) */
-async function chunked (base: string, path: string, headers: Record<string, string>, body: Buffer | string): Promise<{ status: number, json: any }> {
+async function chunked (
+  base: string, path: string, headers: Record<string, string>, body: Buffer | string
+): Promise<{ status: number, json: any }> {
   const u = new URL(base)
   return await new Promise((resolve, reject) => {
     const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path, headers: { ...headers, 'transfer-encoding': 'chunked' }, agent: false }, (res) => {

@@ -37,7 +37,11 @@ const bob = await makeUser(g, 'bob')
 const bobToken = await g.store.createPrivateToken(bob.id)
 
 /** What the upstream got: the factors header and the identity token's claims. */
-async function upstream (headers: Record<string, string>): Promise<{ factors: string | undefined, method: string, claims: JWTPayload }> {
+async function upstream (headers: Record<string, string>): Promise<{
+  factors: string | undefined,
+  method: string,
+  claims: JWTPayload
+}> {
   const r = await request(g.url, '/api/v1/orders/', { headers: { ...headers, 'x-svc-auth-factors': 'pwd,otp,hwk', 'x-jms-auth-factors': 'hwk' } })
   if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${r.text}`)
   const h = r.json.headers as Record<string, string>
@@ -123,7 +127,9 @@ t.test('an access key carries the factors of the sign-in that made it: two_facto
   const now = Date.now()
   await ag.store.confirmTotp(erin.id, oathtool(en.secret, now))
   /** An access key made on the account API by the caller `auth` names (a fresh session needs no password). */
-  const mint = async (auth: (method: string, path: string) => Record<string, string>, password?: string): Promise<{ id: string, secret: string }> => {
+  const mint = async (
+    auth: (method: string, path: string) => Record<string, string>, password?: string
+  ): Promise<{ id: string, secret: string }> => {
     const body = JSON.stringify(password === undefined ? {} : { password })
     const r = await request(ag.url, KEYS, { method: 'POST', body, headers: { 'content-type': 'application/json', ...auth('POST', KEYS) } })
     t.equal(r.status, 201, r.status === 201 ? 'minted' : r.text.slice(0, 200))

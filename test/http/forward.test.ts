@@ -504,7 +504,8 @@ t.test('trusted_proxies takes CIDR ranges; X-Forwarded-For is read from the righ
   t.equal(logLine(g2, 'cidr-1')?.ip, '203.0.113.9', 'every hop inside 10.0.0.0/8 is skipped, the forged entry is not reached')
   t.equal(last().headers['x-forwarded-proto'], 'https', 'a peer inside 127.0.0.0/8 is trusted')
   t.equal(last().headers['x-forwarded-for'], '6.6.6.6, 203.0.113.9, 10.1.2.3, 10.200.0.1, 127.0.0.1')
-  // a garbage entry vouched for by trusted proxies is the client (fail closed: it matches no allow-list), never the proxy
+  // a garbage entry vouched for by trusted proxies is the client
+  // (fail closed: it matches no allow-list), never the proxy
   await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-forwarded-for': '6.6.6.6, not-an-ip, 10.1.2.3', 'x-request-id': 'cidr-2' } })
   t.equal(logLine(g2, 'cidr-2')?.ip, 'not-an-ip')
   await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-forwarded-for': '6.6.6.6, 203.0.113.9:5555, 10.1.2.3:80', 'x-request-id': 'cidr-4' } })

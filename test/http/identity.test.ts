@@ -242,7 +242,8 @@ t.test('the key set in the store: private halves encrypted with the secret key, 
 })
 
 t.test('first start: concurrent creators, one key set (compare-and-set)', async (t) => {
-  // five stores on one file, each with its own connection, as five starting processes have (on Redis: test/topology/redis-http.test.ts)
+  // five stores on one file, each with its own connection, as five
+  // starting processes have (on Redis: test/topology/redis-http.test.ts)
   const prefix = `ks${process.pid}:`
   const stores = await Promise.all([0, 1, 2, 3, 4].map(async () => await openStoreAt(db.url, prefix)))
   t.teardown(async () => { for (const s of stores) await s.close() })
@@ -314,7 +315,14 @@ t.test('cached tokens (the default) are shared by requests; identity.jwt.per_req
   t.equal(cached[0].jti, cached[1].jti, 'the default: one cached token for both requests (it names the caller, not the request)')
   t.not(cached[0].jti, ids[0])
 
-  const per = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, identity: { jwt: { ...JWT, per_request: true } } })
+  const per = await startGateway(
+    db.url,
+    {
+      redis: { url: db.url, prefix: g.config.redis.prefix },
+      upstream: { url: echo.url },
+      identity: { jwt: { ...JWT, per_request: true } }
+    }
+  )
   t.teardown(async () => { await per.close() })
   const perJwks = jwksOf(per)
   const seen: JWTPayload[] = []

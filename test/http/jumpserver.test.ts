@@ -43,7 +43,10 @@ const key = await strict.store.createAccessKey(alice.id)
 
 type Alg = 'sha1' | 'sha256' | 'sha512'
 /** Signs as JumpServer's documented Python client does (httpsig's HeaderSigner): (request-target) accept date. */
-function signed (path: string, o: { date?: string, alg?: Alg, keyId?: string, method?: string, mac?: string } = {}): Record<string, string> {
+function signed (
+  path: string,
+  o: { date?: string, alg?: Alg, keyId?: string, method?: string, mac?: string } = {}
+): Record<string, string> {
   const date = o.date ?? new Date().toUTCString()
   const alg = o.alg ?? 'sha256'
   const text = [`(request-target): ${(o.method ?? 'get')} ${path}`, 'accept: application/json', `date: ${date}`].join('\n')
@@ -54,7 +57,9 @@ function signed (path: string, o: { date?: string, alg?: Alg, keyId?: string, me
     authorization: `Signature keyId="${o.keyId ?? key.key.id}",algorithm="hmac-${alg}",headers="(request-target) accept date",signature="${signature}"`
   }
 }
-const get = async (base: string, path: string, headers: Record<string, string>): Promise<Res> => await request(base, path, { headers })
+const get = async (
+  base: string, path: string, headers: Record<string, string>
+): Promise<Res> => await request(base, path, { headers })
 const lastSeen = (): (typeof echo.seen)[number] => echo.seen[echo.seen.length - 1]
 
 t.test('the token endpoint at /api/v1/authentication/tokens/ too: the same 201, the same token rules', async (t) => {

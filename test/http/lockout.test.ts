@@ -11,14 +11,17 @@ import { postForm } from '../fixtures/session.js'
 import { sleep } from '../fixtures/wait.js'
 
 const db = embeddedStore()
-// 127.0.0.1 is a trusted proxy, so each test can speak for several client IPs (documentation addresses, never contacted)
+// 127.0.0.1 is a trusted proxy, so each test can speak for
+// several client IPs (documentation addresses, never contacted)
 const trusted = { server: { trusted_proxies: ['127.0.0.1'] } }
 const g = await startGateway(db.url, trusted)
 t.teardown(async () => { await g.close(); await db.stop() })
 
 const TOKEN = '/api/v1/authentication/auth/'
 const from = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip })
-const token = async (gw: TestGateway, username: string, password: string, ip: string): Promise<Res> => await post(gw.url, TOKEN, { username, password }, from(ip))
+const token = async (
+  gw: TestGateway, username: string, password: string, ip: string
+): Promise<Res> => await post(gw.url, TOKEN, { username, password }, from(ip))
 
 t.test('7 failures lock one username for one client IP, on /login and the token endpoint alike', async (t) => {
   await makeUser(g, 'alice')

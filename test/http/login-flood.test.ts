@@ -67,7 +67,9 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
  * the legitimate sign-in of `who` from `ip` is sent and timed. `later`: flood answers that came
  * after it, so that it was sent during the flood.
  */
-async function amidFlood (g: { url: string }, addr: (i: number) => string, who: string, ip: string, refusedFirst: number): Promise<{ status: number, ms: number, flood: Res[], later: number }> {
+async function amidFlood (
+  g: { url: string }, addr: (i: number) => string, who: string, ip: string, refusedFirst: number
+): Promise<{ status: number, ms: number, flood: Res[], later: number }> {
   let answered = 0
   let reached!: () => void
   const enough = new Promise<void>((resolve) => { reached = resolve })
@@ -117,7 +119,14 @@ t.test('a flood from 300 networks fills the queue: an address that signed in bef
 })
 
 t.test('the gate: free places go round robin over the widest networks; a network holds at most per_prefix running and per_prefix_waiting waiting', async (t) => {
-  const gate = new CheckGate({ concurrency: 1, queue: 100, per_address: 100, per_address_waiting: 100, per_prefix: 1, per_prefix_waiting: 5 })
+  const gate = new CheckGate({
+    concurrency: 1,
+    queue: 100,
+    per_address: 100,
+    per_address_waiting: 100,
+    per_prefix: 1,
+    per_prefix_waiting: 5
+  })
   let release!: () => void
   const order: string[] = []
   const first = gate.run('x1', () => false, async () => await new Promise<void>((resolve) => { release = resolve }), ['n1/56', 'n1/48'])
@@ -132,7 +141,16 @@ t.test('the gate: free places go round robin over the widest networks; a network
   t.same(order.slice(0, 2), ['n1-0', 'n2'], 'the other network\'s check runs second, not after the five queued before it')
   t.equal(gate.running + gate.queued, 0)
   // a known address (a success) is served first and not bounded by its networks
-  const known = new CheckGate({ concurrency: 1, queue: 3, per_address: 100, per_address_waiting: 100, per_prefix: 1, per_prefix_waiting: 100, reserved: 1, known_ttl: 60 })
+  const known = new CheckGate({
+    concurrency: 1,
+    queue: 3,
+    per_address: 100,
+    per_address_waiting: 100,
+    per_prefix: 1,
+    per_prefix_waiting: 100,
+    reserved: 1,
+    known_ttl: 60
+  })
   known.succeeded('k')
   let free!: () => void
   const held = known.run('a', () => false, async () => await new Promise<void>((resolve) => { free = resolve }), ['n/24'])
@@ -152,7 +170,22 @@ t.test('prefixBuckets', async (t) => {
 })
 
 t.test('beyond the places and the queue: 503 busy with Retry-After, counted in the metrics', async (t) => {
-  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 1, per_address: 10, per_address_waiting: 10, ipv4_prefixes: [], reserved: 0 } } })
+  const g = await startGateway(
+    db.url,
+    {
+      ...trusted,
+      auth: {
+        password_checks: {
+          concurrency: 1,
+          queue: 1,
+          per_address: 10,
+          per_address_waiting: 10,
+          ipv4_prefixes: [],
+          reserved: 0
+        }
+      }
+    }
+  )
   t.teardown(() => g.close())
   const metrics = new Metrics({ processMetrics: false })
   await metrics.registry.metrics()
@@ -168,7 +201,9 @@ t.test('beyond the places and the queue: 503 busy with Retry-After, counted in t
 })
 
 t.test('the address budget: failures with any usernames from one address, checked before hashing; IPv6 by /64', async (t) => {
-  const g = await startGateway(db.url, { ...trusted, auth: { lockout: { max_failures: 100, address_max_failures: 3 } } })
+  const g = await startGateway(
+    db.url, { ...trusted, auth: { lockout: { max_failures: 100, address_max_failures: 3 } } }
+  )
   t.teardown(() => g.close())
   await makeUser(g, 'carol')
   await makeUser(g, 'dan')
@@ -247,7 +282,22 @@ t.test('the gate: a waiting check whose client has gone is dropped, never run', 
 })
 
 t.test('a waiting check whose HTTP client hung up is dropped', async (t) => {
-  const g = await startGateway(db.url, { ...trusted, auth: { password_checks: { concurrency: 1, queue: 50, per_address: 50, per_address_waiting: 50, ipv4_prefixes: [], reserved: 0 } } })
+  const g = await startGateway(
+    db.url,
+    {
+      ...trusted,
+      auth: {
+        password_checks: {
+          concurrency: 1,
+          queue: 50,
+          per_address: 50,
+          per_address_waiting: 50,
+          ipv4_prefixes: [],
+          reserved: 0
+        }
+      }
+    }
+  )
   t.teardown(() => g.close())
   const u = new URL(g.url)
   const before = checkGateStats.dropped

@@ -121,7 +121,8 @@ function wrongCode (secret: string, at = Date.now()): string {
 
 t.test('an operator-begun enrolment: its first code counts toward the per-user lockout, and a pending step is spent by 5 wrong codes', async (t) => {
   const dave = await makeUser(g, 'dave')
-  // what `sidegate mfa enroll dave` does (test/cli/mfa.test.ts): the secret is the operator's to hand over, never shown at sign-in
+  // what `sidegate mfa enroll dave` does (test/cli/mfa.test.ts): the
+  // secret is the operator's to hand over, never shown at sign-in
   const secret = (await g.store.beginTotp(dave.id, 'operator'))!.secret
   t.ok(await g.store.requireMfa(dave.id))
   const first = await postForm(g.url, '/login', { username: 'dave', password: 'dave-password', next: KEYS }, UA)

@@ -20,7 +20,14 @@ const db = embeddedStore()
 const echo = await startEcho()
 const g = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public'] } })
 const demo = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix } })
-const off = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix }, upstream: { url: echo.url }, session: { login_redirect: false } })
+const off = await startGateway(
+  db.url,
+  {
+    redis: { url: db.url, prefix: g.config.redis.prefix },
+    upstream: { url: echo.url },
+    session: { login_redirect: false }
+  }
+)
 t.teardown(async () => { await g.close(); await demo.close(); await off.close(); await echo.close(); await db.stop() })
 const alice = await makeUser(g, 'alice')
 const token = await g.store.createPrivateToken(alice.id)

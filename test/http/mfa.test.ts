@@ -28,7 +28,9 @@ if (30_000 - Date.now() % 30_000 < 6000) await sleep(30_000 - Date.now() % 30_00
 const T0 = Date.now()
 
 /** A user with a confirmed TOTP factor (enrolled through the store, confirmed with oathtool's code of `confirmAt`). */
-async function enrolled (gw: TestGateway, username: string, confirmAt = T0): Promise<{ id: string, secret: string, recovery: string[] }> {
+async function enrolled (
+  gw: TestGateway, username: string, confirmAt = T0
+): Promise<{ id: string, secret: string, recovery: string[] }> {
   const u = await makeUser(gw, username)
   const e = await gw.store.beginTotp(u.id)
   const recovery = await gw.store.confirmTotp(u.id, oathtool(e!.secret, confirmAt))

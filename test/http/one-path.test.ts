@@ -89,7 +89,8 @@ async function oneTarget (t: Test, target: string): Promise<boolean> {
   for (const [what, headers, upgrade] of [['proxy, a token', auth, false], ['proxy, no credential', {}, false], ['upgrade, a token', auth, true]] as const) {
     const before = echo.seen.length
     const got = verdictOf(await send(proxy.url, 'GET', target, headers, { upgrade }))
-    // Node's own parser refuses some targets (a raw UTF-8 byte) with 400 before sidegate sees them: refused all the same
+    // Node's own parser refuses some targets (a raw UTF-8 byte)
+    // with 400 before sidegate sees them: refused all the same
     if (got === '400') continue
     const seen = echo.seen.length > before ? echo.seen[echo.seen.length - 1].url : undefined
     check(what, got, fwd === null ? '400' : expected('GET', fwd, Object.keys(headers).length > 0), seen)
@@ -109,7 +110,10 @@ async function oneTarget (t: Test, target: string): Promise<boolean> {
 t.test('the rules decide on the target the upstream receives: proxy mode, upgrades and decisions (fuzzed)', async (t) => {
   const seed = fuzzSeed()
   t.comment(`fast-check seed ${seed}`)
-  await fc.assert(fc.asyncProperty(targets, async (target) => await oneTarget(t, target)), { seed, numRuns: Number(process.env.SIDEGATE_ONE_PATH_RUNS ?? 150), endOnFailure: true })
+  await fc.assert(
+    fc.asyncProperty(targets, async (target) => await oneTarget(t, target)),
+    { seed, numRuns: Number(process.env.SIDEGATE_ONE_PATH_RUNS ?? 150), endOnFailure: true }
+  )
 })
 
 t.test('the review\'s targets, each way', async (t) => {

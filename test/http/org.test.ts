@@ -39,7 +39,9 @@ const orgless = await makeUser(g, 'orgless', { orgs: {} })
 const tokens = new Map<string, string>()
 for (const u of [alice, bob, su, orgless]) tokens.set(u.username, await g.store.createPrivateToken(u.id))
 
-async function as (gw: TestGateway, username: string, path: string, headers: Record<string, string> = {}): Promise<Res> {
+async function as (
+  gw: TestGateway, username: string, path: string, headers: Record<string, string> = {}
+): Promise<Res> {
   let tok = tokens.get(`${gw.url} ${username}`) ?? (gw === g ? tokens.get(username) : undefined)
   if (tok === undefined) {
     const u = await gw.store.getUserByUsername(username)

@@ -51,20 +51,29 @@ class SoftKey {
   }
 
   /** The assertion for `challenge`: flags UP and UV (0x05) unless told, the next counter unless given. */
-  assert (challenge: string, o: { origin?: string, rpId?: string, flags?: number, counter?: number, handle?: string | null } = {}): Record<string, unknown> {
+  assert (
+    challenge: string,
+    o: { origin?: string, rpId?: string, flags?: number, counter?: number, handle?: string | null } = {}
+  ): Record<string, unknown> {
     const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge, origin: o.origin ?? ORIGIN, crossOrigin: false }))
     const counter = o.counter ?? ++this.counter
     const c = Buffer.alloc(4)
     c.writeUInt32BE(counter)
     const authData = Buffer.concat([createHash('sha256').update(o.rpId ?? 'localhost').digest(), Buffer.from([o.flags ?? 0x05]), c])
     const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(clientData).digest()]), this.key)
-    const response: Record<string, string> = { clientDataJSON: b64u(clientData), authenticatorData: b64u(authData), signature: b64u(signature) }
+    const response: Record<string, string> = {
+      clientDataJSON: b64u(clientData),
+      authenticatorData: b64u(authData),
+      signature: b64u(signature)
+    }
     if (o.handle !== null) response.userHandle = o.handle ?? this.handle
     return { id: this.id, rawId: this.id, type: 'public-key', response, clientExtensionResults: {} }
   }
 }
 
-async function options (path: string, headers: Record<string, string> = {}, gw: TestGateway = g): Promise<{ challenge: string, state: string, res: Res }> {
+async function options (
+  path: string, headers: Record<string, string> = {}, gw: TestGateway = g
+): Promise<{ challenge: string, state: string, res: Res }> {
   const res = await post(gw.url, path, {}, { ...at, ...headers })
   return { challenge: res.json?.options?.challenge, state: res.json?.state, res }
 }
@@ -116,7 +125,9 @@ t.test('the challenge: required, single-use (a replay is refused), for its own c
 })
 
 t.test('refused: a wrong origin, another RP id, no user verification, a user handle of another, an unknown passkey', async (t) => {
-  const refused = async (what: string, response: Record<string, unknown>, challenge: string, state: string): Promise<void> => {
+  const refused = async (
+    what: string, response: Record<string, unknown>, challenge: string, state: string
+  ): Promise<void> => {
     const r = await post(g.url, '/login/passkey', { state, response }, at)
     t.match({ status: r.status, code: r.json?.code }, { status: 401, code: 'passkey_failed' }, what)
     t.equal(setCookies(r).svc_sessionid, undefined, `${what}: no session`)
@@ -327,7 +338,8 @@ t.test('the per-user code lockout covers passkeys: over it after wrong codes, a 
   const o2 = await options('/login/passkey/options')
   t.equal((await post(g.url, '/login/passkey', { state: o2.state, response: key.assert(o2.challenge) }, at)).status, 429, 'nor alone')
 
-  // an authenticator that signs without user verification: its assertions pass the signature, so they count for the user
+  // an authenticator that signs without user verification: its
+  // assertions pass the signature, so they count for the user
   const ivy = await makeUser(g, 'pk-ivy')
   const ivyKey = new SoftKey()
   await ivyKey.register(ivy.id)
@@ -374,7 +386,8 @@ t.test('bogus assertions naming a user\'s credential id (not a secret) do not lo
   t.equal((await attempt('192.0.2.7', false)).status, 429, 'that address is refused whatever it sends')
   t.equal((await attempt('192.0.2.8', false)).status, 200, 'the owner from another address signs in')
 
-  // many addresses naming one credential: past PASSKEY_CREDENTIAL_FAILURES (100) the refusals are 429, the owner's assertion still passes
+  // many addresses naming one credential: past PASSKEY_CREDENTIAL_FAILURES
+  // (100) the refusals are 429, the owner's assertion still passes
   let last: Res | undefined
   for (let i = 0; i < 101; i++) last = await attempt(`198.51.100.${Math.floor(i / 3) + 1}`, true)
   t.equal(last?.json.code, 'too_many_attempts', 'the 101st bogus assertion for that credential (from a fresh address): 429')

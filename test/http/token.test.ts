@@ -18,7 +18,9 @@ const FAILED = { detail: 'Unable to log in with provided credentials.', code: 'a
 const db = embeddedStore()
 const echo = await startEcho()
 const TTL = 900
-const g = await startGateway(db.url, { upstream: { url: echo.url }, auth: { bearer: { ttl: TTL } }, server: { body_limit: 1024 } })
+const g = await startGateway(
+  db.url, { upstream: { url: echo.url }, auth: { bearer: { ttl: TTL } }, server: { body_limit: 1024 } }
+)
 t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(g, 'alice')

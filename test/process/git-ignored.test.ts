@@ -20,7 +20,10 @@ const hasNpm = spawnSync('npm', ['--version'], { encoding: 'utf8' }).status === 
 const hasGit = spawnSync('git', ['--version']).status === 0
 const inClone = hasGit && spawnSync('git', ['-C', ROOT, 'rev-parse', '--is-inside-work-tree']).status === 0
 
-/** `npm start` as a new user runs it, in `dir` (the package's gateway.yml, its port from SIDEGATE_PORT), until ready; then stopped. */
+/**
+ * `npm start` as a new user runs it, in `dir` (the package's
+ * gateway.yml, its port from SIDEGATE_PORT), until ready; then stopped.
+ */
 async function startedIn (dir: string): Promise<string> {
   const port = await freePort()
   const { p, out, exited } = npmStartIn(dir, { SIDEGATE_PORT: String(port), SIDEGATE_ADMIN_PASSWORD: 'first-admin-password-1' })

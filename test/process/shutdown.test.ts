@@ -29,7 +29,9 @@ t.test('in-flight requests complete, readiness false first, then new connections
   // it by 2 s, so they are still running when the listener closes, and end well within the grace
   const drain = 5
   const grace = 8
-  const gw = await spawnGateway(redis.url, { upstream: { url: echo.url }, server: { drain_delay: drain, shutdown_grace: grace } }, prefix)
+  const gw = await spawnGateway(
+    redis.url, { upstream: { url: echo.url }, server: { drain_delay: drain, shutdown_grace: grace } }, prefix
+  )
   t.teardown(async () => { await gw.stop('SIGKILL') })
   const auth = { authorization: `Token ${await tokenFor(prefix)}` }
 
@@ -75,7 +77,9 @@ t.test('in-flight requests complete, readiness false first, then new connections
 
 t.test('a request longer than the grace is cut and the process still exits 0', async (t) => {
   const prefix = 'shutdown-2:'
-  const gw = await spawnGateway(redis.url, { upstream: { url: echo.url }, server: { drain_delay: 0, shutdown_grace: 1 } }, prefix)
+  const gw = await spawnGateway(
+    redis.url, { upstream: { url: echo.url }, server: { drain_delay: 0, shutdown_grace: 1 } }, prefix
+  )
   t.teardown(async () => { await gw.stop('SIGKILL') })
   const auth = { authorization: `Token ${await tokenFor(prefix)}` }
   const seenBefore = echo.seen.length

@@ -104,7 +104,13 @@ interface OtlpSpan {
 }
 
 /** The OTLP/HTTP receiver: every body as received (for the credential search) and every span, flattened. */
-async function startReceiver (): Promise<{ url: string, bodies: string[], headers: http.IncomingHttpHeaders[], spans: OtlpSpan[], close: () => Promise<void> }> {
+async function startReceiver (): Promise<{
+  url: string,
+  bodies: string[],
+  headers: http.IncomingHttpHeaders[],
+  spans: OtlpSpan[],
+  close: () => Promise<void>
+}> {
   const bodies: string[] = []
   const headers: http.IncomingHttpHeaders[] = []
   const spans: OtlpSpan[] = []
@@ -147,7 +153,12 @@ function attrs (list: Array<{ key: string, value: Record<string, unknown> }>): R
 }
 
 /** A request from a chosen local address (a trusted proxy's, or not). */
-async function from (local: string, base: string, path: string, o: { method?: string, headers?: Record<string, string>, body?: string } = {}): Promise<Res> {
+async function from (
+  local: string,
+  base: string,
+  path: string,
+  o: { method?: string, headers?: Record<string, string>, body?: string } = {}
+): Promise<Res> {
   const u = new URL(base)
   return await new Promise((resolve, reject) => {
     const headers = { ...o.headers }
@@ -182,8 +193,13 @@ t.teardown(() => receiver.close())
 const echo = await startEcho()
 t.teardown(() => echo.close())
 
-/** `sidegate start` on its own key prefix, the echo upstream, TRUSTED as its trusted proxy, with `env` (exports every 20 ms unless it says otherwise). */
-async function gateway (t: Test, prefix: string, env: Record<string, string>): Promise<{ dir: string, url: string, gw: Started }> {
+/**
+ * `sidegate start` on its own key prefix, the echo upstream, TRUSTED as its
+ * trusted proxy, with `env` (exports every 20 ms unless it says otherwise).
+ */
+async function gateway (
+  t: Test, prefix: string, env: Record<string, string>
+): Promise<{ dir: string, url: string, gw: Started }> {
   const D = await workdir({ redis: { url: redis.url, prefix }, upstream: { url: echo.url }, server: { trusted_proxies: [TRUSTED] } }, `sidegate-trace-${prefix.slice(0, -1)}-`)
   const gw = await startIn(D.dir, D.url, { env: { SIDEGATE_SECRET_KEY: SECRET_KEY, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, OTEL_BSP_SCHEDULE_DELAY: '20', ...env } })
   t.teardown(() => gw.stop('SIGKILL'))
@@ -269,7 +285,9 @@ t.test('tracing on: a server span per request with its Redis and upstream childr
   // every span of the three traces has arrived
   const spansOf = (traceId: string): OtlpSpan[] => receiver.spans.filter((s) => s.traceId === traceId)
   const upstreamSpanOf = (traceId: string): OtlpSpan | undefined => spansOf(traceId).find((s) => s.kind === 3 && attrs(s.attributes)['http.request.method'] !== undefined)
-  t.ok(await eventually(async () => upstreamSpanOf(tp1.traceId) !== undefined && spansOf(tp1.traceId).some((s) => s.kind === 2) &&
+  t.ok(await eventually(async () => upstreamSpanOf(tp1.traceId) !== undefined && spansOf(tp1.traceId).some(
+    (s) => s.kind === 2
+  ) &&
     upstreamSpanOf(tp2.traceId) !== undefined && spansOf(tp2.traceId).some((s) => s.kind === 2), 30_000), 'the spans were exported')
 
   // the untrusted request's trace: server span, Redis children, upstream client span
@@ -327,7 +345,11 @@ t.test('tracing on: a server span per request with its Redis and upstream childr
   const upWs = echo.seen.slice(before)[0]
   const tpWs = parseTraceparent(upWs.headers.traceparent)
   t.not(tpWs.traceId, forged, 'an untrusted upgrade starts a new trace')
-  t.ok(await eventually(async () => spansOf(tpWs.traceId).some((s) => s.kind === 2) && upstreamSpanOf(tpWs.traceId) !== undefined, 30_000))
+  t.ok(
+    await eventually(
+      async () => spansOf(tpWs.traceId).some((s) => s.kind === 2) && upstreamSpanOf(tpWs.traceId) !== undefined, 30_000
+    )
+  )
   const serverWs = spansOf(tpWs.traceId).find((s) => s.kind === 2)!
   t.equal(serverWs.name, 'GET upstream')
   t.equal(attrs(serverWs.attributes)['http.response.status_code'], 101)

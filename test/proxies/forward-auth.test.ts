@@ -101,7 +101,11 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   for (const p of ['/loginx', '/logout/x', '/app', '/_sidegate/auth']) t.notOk(new RegExp(`^(?:${pages.match.safe_regex.regex as string})$`).test(p), `${p} not`)
   t.equal(pages.typed_per_filter_config['envoy.filters.http.ext_authz'].disabled, true, 'without a decision')
   t.equal(app.match.prefix, '/')
-  const clusters = Object.fromEntries(doc.static_resources.clusters.map((c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]))
+  const clusters = Object.fromEntries(
+    doc.static_resources.clusters.map(
+      (c: any) => [c.name, c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address]
+    )
+  )
   t.same(clusters, { sidegate: { address: '127.0.0.1', port_value: 8081 }, app: { address: '127.0.0.1', port_value: 3000 } })
   t.same(app.request_headers_to_remove, ['authorization', 'x-csrftoken'])
 })
@@ -147,7 +151,9 @@ if ('why' in nginx && 'why' in caddy) {
   // identity.jwt on: the decision carries the signed identity too, and the configs copy it
   const g = await startGateway(redis.url, { server: { trusted_proxies: ['127.0.0.1'] }, upstream: { public_paths: ['/public'] }, identity: { jwt: { enabled: true } } })
   const jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', g.url))
-  t.teardown(async () => { await g.close(); for (const s of upgraded) s.destroy(); await echo.close(); await redis.stop() })
+  t.teardown(async () => {
+    await g.close(); for (const s of upgraded) s.destroy(); await echo.close(); await redis.stop()
+  })
   await g.store.createOrg('Org A', ORG_A)
   await g.store.createOrg('Org B', ORG_B)
   const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
@@ -163,7 +169,12 @@ if ('why' in nginx && 'why' in caddy) {
   const key = await g.store.createAccessKey(alice.id)
   const sg = new URL(g.url)
   const up = new URL(echo.url)
-  const ports = { SIDEGATE_HOST: sg.hostname, SIDEGATE_PORT: sg.port, UPSTREAM_HOST: up.hostname, UPSTREAM_PORT: up.port }
+  const ports = {
+    SIDEGATE_HOST: sg.hostname,
+    SIDEGATE_PORT: sg.port,
+    UPSTREAM_HOST: up.hostname,
+    UPSTREAM_PORT: up.port
+  }
 
   async function startNginxWith (bin: string): Promise<string> {
     return (await startNginx(bin, (port) => filled('nginx.conf', { ...ports, LISTEN_PORT: port }), (fn) => t.teardown(fn))).url
@@ -174,7 +185,14 @@ if ('why' in nginx && 'why' in caddy) {
     const port = await freePort()
     // the deploy/ file as it is: Caddy fills {$NAME} from the environment
     const proc = track(spawn(bin, ['run', '--config', join(DIR, 'Caddyfile'), '--adapter', 'caddyfile'], {
-      env: { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: home, XDG_CONFIG_HOME: home, LISTEN_PORT: String(port), ...ports },
+      env: {
+        PATH: process.env.PATH,
+        HOME: home,
+        XDG_DATA_HOME: home,
+        XDG_CONFIG_HOME: home,
+        LISTEN_PORT: String(port),
+        ...ports
+      },
       stdio: ['ignore', 'ignore', 'pipe']
     }))
     t.teardown(() => stop(proc, 'SIGTERM'))

@@ -23,7 +23,11 @@ const why = await run(PYTHON, ['-c', 'import requests, httpsig']).then(() => nul
 const ORG = '00000000-0000-0000-0000-000000000002'
 
 /** JumpServer-shaped answers; every request it sees, with the identity sidegate sent. */
-async function jumpServerUpstream (): Promise<{ url: string, seen: Array<{ path: string, user?: string, org?: string, method?: string }>, close: () => Promise<void> }> {
+async function jumpServerUpstream (): Promise<{
+  url: string,
+  seen: Array<{ path: string, user?: string, org?: string, method?: string }>,
+  close: () => Promise<void>
+}> {
   const seen: Array<{ path: string, user?: string, org?: string, method?: string }> = []
   const server = http.createServer((req, res) => {
     req.resume()
@@ -45,7 +49,9 @@ async function jumpServerUpstream (): Promise<{ url: string, seen: Array<{ path:
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
-    close: async () => { server.closeAllConnections(); await new Promise<void>((resolve) => server.close(() => resolve())) }
+    close: async () => {
+      server.closeAllConnections(); await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
   }
 }
 
@@ -87,7 +93,9 @@ async function runClients (t: Test, overrides: Record<string, any>, o: { wait?: 
   const args = { username: 'carol', password: 'carol-password', key_id: key.id, secret, private_token: token, org: ORG, stale_age: 400, wait: o.wait ?? 0 }
   const { stdout } = await run(PYTHON, [join(ROOT, 'test', 'clients', 'jumpserver_clients.py'), g.url, JSON.stringify(args)], { timeout: 120_000 })
   const out = JSON.parse(stdout) as Results
-  out.jms_pam_sdk = { access_key_same_get_twice: [await pamSdkGet(g.url, key.id, secret), await pamSdkGet(g.url, key.id, secret)] }
+  out.jms_pam_sdk = {
+    access_key_same_get_twice: [await pamSdkGet(g.url, key.id, secret), await pamSdkGet(g.url, key.id, secret)]
+  }
   return { out, g, seen: up.seen }
 }
 
@@ -117,11 +125,21 @@ t.test('compat: jumpserver: every client works unchanged, as the right user and 
   const { out, seen } = await runClients(t, { compat: 'jumpserver' })
   t.comment(JSON.stringify(out))
   t.same(out.jumpserver_sdk, { password_token_reused: [200, 200, 200], access_key_same_get_twice: [200, 200] })
-  t.same(out.fit2cloud, { password_token_reused: [200, 200, 200], password_requests_sent: 3, access_key_same_get_twice: [200, 200] })
+  t.same(
+    out.fit2cloud,
+    { password_token_reused: [200, 200, 200], password_requests_sent: 3, access_key_same_get_twice: [200, 200] }
+  )
   t.same(out.cc_jumpserver, { fresh_client: [200, 200, 200], client_older_than_skew: [200, 200] })
   t.same(out.jms_pam_legacy, { access_key_same_get_twice: [200, 200] })
   t.same(out.jms_pam_sdk, { access_key_same_get_twice: [200, 200] })
-  t.same(out.jms_cli, { api_login: 201, form_login: { page: 200, post: [303, 200], session_cookie: true }, rest_token_reused: [200, 200, 200] })
+  t.same(
+    out.jms_cli,
+    {
+      api_login: 201,
+      form_login: { page: 200, post: [303, 200], session_cookie: true },
+      rest_token_reused: [200, 200, 200]
+    }
+  )
   t.ok(seen.length >= 20, `${seen.length} requests reached the upstream`)
   t.ok(seen.every((s) => s.user === 'carol' && s.org === ORG), 'each as carol, in the Default org')
   t.same([...new Set(seen.map((s) => s.method))].sort(), ['access_key', 'bearer'], 'signatures and bearer tokens')

@@ -27,7 +27,9 @@ const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((b) => existsSync(b))
 const BURST = 64
 /** rounds of a burst, an idle gap, then a sweep */
 const ROUNDS = 3
-/** the sweep: a POST every STEP_MS from SWEEP_FROM to SWEEP_TO ms after the burst ended, each on another idle connection */
+/**
+ * the sweep: a POST every STEP_MS from SWEEP_FROM to SWEEP_TO ms after the burst ended, each on another idle connection
+ */
 const SWEEP_FROM = 5_940
 const SWEEP_TO = 6_060
 const STEP_MS = 2

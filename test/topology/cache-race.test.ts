@@ -20,7 +20,9 @@ t.teardown(async () => { await proxy.close(); await redis.stop() })
 
 let n = 0
 async function open (url: string, prefix: string): Promise<RedisStore> {
-  const s = new RedisStore({ url, prefix, commandTimeout: 5000, connectTimeout: 2000, cache: { max: 100, ttl: 60 } }, new Keyring(SECRET))
+  const s = new RedisStore(
+    { url, prefix, commandTimeout: 5000, connectTimeout: 2000, cache: { max: 100, ttl: 60 } }, new Keyring(SECRET)
+  )
   await s.connect()
   t.teardown(async () => { await s.close() })
   return s

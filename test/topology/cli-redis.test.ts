@@ -32,7 +32,9 @@ const CONFIG = writeConfig('gateway.yml', { redis: { url: redis.url, prefix: PRE
 type Run = CliRun
 
 /** Runs the CLI (test/fixtures/procs.ts cliIn) on this file's config unless `config` says otherwise (null: none). */
-async function spawnCli (args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}): Promise<Run> {
+async function spawnCli (
+  args: string[], o: { stdin?: string, config?: string | null, timeout?: number } = {}
+): Promise<Run> {
   const full = o.config === null ? args : [...args, '--config', o.config ?? CONFIG]
   return await cliIn(dir, full, { env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: o.stdin, timeout: o.timeout })
 }

@@ -60,7 +60,8 @@ async function tryLaunch (o: { config: Record<string, unknown>, env?: Record<str
   const dir = o.dir ?? tempDir('sidegate-life-')
   dirs.add(dir)
   const file = join(dir, 'gateway.yml')
-  // no drain delay (SIGTERM semantics are test/process/shutdown.test.ts's) and no metrics listener on the shared port 9090
+  // no drain delay (SIGTERM semantics are test/process/shutdown.test.ts's)
+  // and no metrics listener on the shared port 9090
   const server = { drain_delay: 0, ...(o.config.server as object | undefined) }
   writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, metrics: { enabled: false }, ...o.config, server }))
   const proc = track(spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {
@@ -107,13 +108,17 @@ async function tryLaunch (o: { config: Record<string, unknown>, env?: Record<str
 }
 
 async function openStore (url: string, prefix: string, secret = SECRET): Promise<RedisStore> {
-  const s = new RedisStore({ url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(secret))
+  const s = new RedisStore(
+    { url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(secret)
+  )
   await s.connect()
   return s
 }
 
 /** Polls `path` until `ok(res)`; the last response, or null when it never matched within `ms`. */
-async function until (url: string, path: string, ok: (r: Res) => boolean, ms: number, headers: Record<string, string> = {}): Promise<Res | null> {
+async function until (
+  url: string, path: string, ok: (r: Res) => boolean, ms: number, headers: Record<string, string> = {}
+): Promise<Res | null> {
   const end = Date.now() + ms
   for (;;) {
     try {
@@ -229,7 +234,8 @@ t.test('no secret key configured: a 0600 key file beside the config, reused on t
 
   // The same data under another key: the key check refuses the store (never a crash).
   const g3 = await launch({ config, env: { ...env, SIDEGATE_SECRET_KEY: 'a-different-secret-key-that-is-long-enough' }, dir, wait: '/healthz' })
-  // the key check runs once Redis answers, which may be after /healthz does: wait for its verdict (a deadline, not a delay)
+  // the key check runs once Redis answers, which may be after
+  // /healthz does: wait for its verdict (a deadline, not a delay)
   t.ok(await eventually(async () => /is not the key of the store/.test(g3.stdout()), 60_000), 'the log says why')
   const r = await request(g3.url, '/api/v1/users/profile/', { headers: signedHeaders(ak.id, secret, 'GET', '/api/v1/users/profile/') })
   t.not(r.status, 200, 'another key cannot verify the signature')

@@ -23,7 +23,10 @@ const [a, b] = await Promise.all([
   spawnGateway(redis.url, { upstream: { url: echo.url } }, PREFIX),
   spawnGateway(redis.url, { upstream: { url: echo.url } }, PREFIX)
 ])
-const store = new RedisStore({ url: redis.url, prefix: PREFIX, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(SECRET))
+const store = new RedisStore(
+  { url: redis.url, prefix: PREFIX, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } },
+  new Keyring(SECRET)
+)
 await store.connect()
 t.teardown(async () => {
   await Promise.all([a.stop(), b.stop()])

@@ -33,7 +33,9 @@ const get = async (base: string, token: string, path = '/api/x'): Promise<Res> =
 
 t.test('limit 20 per 10 s, 30 requests over two replicas at once: exactly 20 answered, 10 refused with 429', async (t) => {
   const { token } = await tokenOf('burst')
-  const rs = await Promise.all(Array.from({ length: 30 }, async (_, i) => await get(i % 2 === 0 ? a.url : b.url, token)))
+  const rs = await Promise.all(
+    Array.from({ length: 30 }, async (_, i) => await get(i % 2 === 0 ? a.url : b.url, token))
+  )
   const ok = rs.filter((r) => r.status === 200)
   const limited = rs.filter((r) => r.status === 429)
   t.equal(ok.length, 20)

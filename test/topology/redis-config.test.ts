@@ -17,7 +17,12 @@ import { freePort, listenOn, startRedis } from '../fixtures/redis.js'
 import { openTestStore } from '../fixtures/store-contract.js'
 
 const run = promisify(execFile)
-const opts = (c: Config) => ({ url: c.redis.url, commandTimeout: c.redis.command_timeout, connectTimeout: c.redis.connect_timeout, topology: c.redis })
+const opts = (c: Config) => ({
+  url: c.redis.url,
+  commandTimeout: c.redis.command_timeout,
+  connectTimeout: c.redis.connect_timeout,
+  topology: c.redis
+})
 
 t.test('redis.mode defaults to standalone; sentinel and cluster need their addresses', async (t) => {
   const d = buildConfig({})

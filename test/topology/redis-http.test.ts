@@ -102,11 +102,14 @@ t.test('`secret rotate` re-encrypts the signing keys; a store with another key r
 
 // test/http/lockout.test.ts
 
-// 127.0.0.1 is a trusted proxy, so each test can speak for several client IPs (documentation addresses, never contacted)
+// 127.0.0.1 is a trusted proxy, so each test can speak for
+// several client IPs (documentation addresses, never contacted)
 const trusted = { server: { trusted_proxies: ['127.0.0.1'] } }
 const TOKEN = '/api/v1/authentication/auth/'
 const from = (ip: string): Record<string, string> => ({ 'x-forwarded-for': ip })
-const token = async (gw: TestGateway, username: string, password: string, ip: string): Promise<Res> => await post(gw.url, TOKEN, { username, password }, from(ip))
+const token = async (
+  gw: TestGateway, username: string, password: string, ip: string
+): Promise<Res> => await post(gw.url, TOKEN, { username, password }, from(ip))
 
 t.test('the count lives in one Redis key, shared by every replica', async (t) => {
   const shared = { url: redis.url, prefix: 'lockshare:' }

@@ -19,12 +19,17 @@ const redis = await startRedis()
 t.teardown(async () => { await redis.stop() })
 const echo = await startEcho()
 t.teardown(async () => { await echo.close() })
-const started = await Promise.allSettled([0, 1].map(async () => await spawnGateway(redis.url, { upstream: { url: echo.url } }, PREFIX)))
+const started = await Promise.allSettled(
+  [0, 1].map(async () => await spawnGateway(redis.url, { upstream: { url: echo.url } }, PREFIX))
+)
 const gws = started.flatMap((s) => s.status === 'fulfilled' ? [s.value] : [])
 t.teardown(async () => { await Promise.all(gws.map(async (g) => await g.stop())) })
 for (const s of started) if (s.status === 'rejected') throw s.reason
 const [a, b] = gws
-const store = new RedisStore({ url: redis.url, prefix: PREFIX, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(SECRET))
+const store = new RedisStore(
+  { url: redis.url, prefix: PREFIX, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } },
+  new Keyring(SECRET)
+)
 t.teardown(async () => { await store.close() })
 await store.connect()
 

@@ -61,7 +61,9 @@ t.test('an access key revoked through one replica (CLI) is refused by all long b
   const revokedAt = Date.now()
   // polled with a deadline a third of the 30 s cache TTL: a refusal within it is the invalidation message's doing
   const refusedAfter = await Promise.all(gws.map(async (g) => {
-    const refused = await eventually(async () => (await request(g.url, PROFILE, { headers: signed() })).status === 401, INVALIDATION_DEADLINE)
+    const refused = await eventually(
+      async () => (await request(g.url, PROFILE, { headers: signed() })).status === 401, INVALIDATION_DEADLINE
+    )
     return refused ? Date.now() - revokedAt : Infinity
   }))
   for (const [i, ms] of refusedAfter.entries()) t.ok(ms < INVALIDATION_DEADLINE, `replica ${i} refused it after ${ms} ms (cache TTL ${CACHE_TTL / 1000} s)`)
@@ -79,7 +81,9 @@ t.test('a session works on every replica; deleting it (logout) ends it everywher
   // each replica may still hold the session in its cache until the invalidation message arrives: wait for it
   for (const [i, g] of gws.entries()) {
     let r = await request(g.url, PROFILE, { headers: { cookie } })
-    const refused = await eventually(async () => (r = await request(g.url, PROFILE, { headers: { cookie } })).status === 401, INVALIDATION_DEADLINE)
+    const refused = await eventually(
+      async () => (r = await request(g.url, PROFILE, { headers: { cookie } })).status === 401, INVALIDATION_DEADLINE
+    )
     t.ok(refused, `replica ${i} refuses the deleted session (after ${Date.now() - deletedAt} ms; cache TTL ${CACHE_TTL / 1000} s)`)
     t.equal(r.status, 401)
     t.equal(r.json.code, 'invalid_session')
@@ -105,7 +109,11 @@ t.test('cache TTL (refresh ahead within it) is the fallback when an invalidation
   await redisOf(g).del(`${g.config.redis.prefix}ak:${key.id}`)
   t.equal((await request(g.url, PROFILE, { headers: signed() })).status, 200, 'still served from the cache: only the message makes revocation instant')
   let status = 200
-  const refused = await eventually(async () => (status = (await request(g.url, PROFILE, { headers: signed() })).status) !== 200, ttl * 1000 + 15_000, 100)
+  const refused = await eventually(
+    async () => (status = (await request(g.url, PROFILE, { headers: signed() })).status) !== 200,
+    ttl * 1000 + 15_000,
+    100
+  )
   const after = Date.now() - cachedAt
   t.ok(refused, `refused once the entry expired (after ${after} ms; ttl ${ttl} s)`)
   t.equal(status, 401)

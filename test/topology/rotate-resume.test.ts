@@ -28,14 +28,18 @@ t.test('killed mid-pass, the same command continues; nothing is lost', async (t)
   const env = { SIDEGATE_SECRET_KEY: K }
   const g = await startIn(D.dir, D.url, { env })
   await g.stop()
-  const store = new RedisStore({ url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 10, ttl: 30 } }, new Keyring(K))
+  const store = new RedisStore(
+    { url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 10, ttl: 30 } }, new Keyring(K)
+  )
   await store.connect()
   t.teardown(() => store.close())
   const keys: Array<{ id: string, secret: string }> = []
   for (let u = 0; u < 20; u++) {
     const user = await store.createUser({ username: `u${u}`, password: null })
     await store.createPrivateToken(user.id)
-    for (let i = 0; i < 30; i++) { const { key, secret } = await store.createAccessKey(user.id); keys.push({ id: key.id, secret }) }
+    for (let i = 0; i < 30; i++) {
+      const { key, secret } = await store.createAccessKey(user.id); keys.push({ id: key.id, secret })
+    }
   }
   const newKey = join(D.dir, 'new.key')
   writeFileSync(newKey, K2)
@@ -54,7 +58,9 @@ t.test('killed mid-pass, the same command continues; nothing is lost', async (t)
   t.ok(res.already >= 100, `the records of the first run were not redone (${res.already})`)
   t.equal(res.already + res.converted, 620, 'every record is under the new key')
   t.equal(res.done, true)
-  const after = new RedisStore({ url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 10, ttl: 30 } }, new Keyring(K2))
+  const after = new RedisStore(
+    { url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 10, ttl: 30 } }, new Keyring(K2)
+  )
   await after.connect()
   t.teardown(() => after.close())
   let readable = 0

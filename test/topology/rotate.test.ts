@@ -45,7 +45,9 @@ t.test('rotation keeps every credential working, through two rotations', async (
   const bearers = await Promise.all([1, 2].map(async () => (await post(R.url, '/api/v1/authentication/auth/', { username: 'gina', password: 'gina-password-1' })).json.token as string))
   const withToken = async (tok: string): Promise<number> => (await request(R.url, PROFILE, { headers: { authorization: `Token ${tok}` } })).status
   const signed = async (): Promise<number> => (await request(R.url, PROFILE, { headers: signedHeaders(ak.id, ak.secret, 'GET', PROFILE) })).status
-  const withSession = async (): Promise<number> => (await request(R.url, PROFILE, { headers: { cookie: session.cookie } })).status
+  const withSession = async (): Promise<number> => (
+    await request(R.url, PROFILE, { headers: { cookie: session.cookie } })
+  ).status
   const withBearer = async (b: string): Promise<number> => (await request(R.url, PROFILE, { headers: { authorization: `Bearer ${b}` } })).status
   t.equal(await withToken(pt1), 200)
   t.equal(await signed(), 200)

@@ -33,7 +33,10 @@ const redisDir = async (): Promise<{ dir: string, port: number, url: string, pre
   return { ...await workdir({ store: { backend: 'redis' }, redis: { url: redis.url, prefix }, upstream: { url: echo.url } }), prefix }
 }
 const openRedis = async (prefix: string): Promise<RedisStore> => {
-  const s = new RedisStore({ url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 0, ttl: 1 } }, new Keyring(SECRET))
+  const s = new RedisStore(
+    { url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 0, ttl: 1 } },
+    new Keyring(SECRET)
+  )
   await s.connect()
   return s
 }
@@ -92,7 +95,8 @@ t.test('refused by Redis, exit 2, no key written: another secret key, a store th
   t.same(await data(), before, 'privileged records not allowed: nothing written')
   const merged = await cliIn(red.dir, ['store', 'import', exportFile, '--merge', '--allow-takeover'], { env })
   t.equal(merged.code, 0, merged.stderr)
-  // what was deleted since the export comes back: here the bearer token and the recovery code the checks used (docs/cli.md says so)
+  // what was deleted since the export comes back: here the bearer
+  // token and the recovery code the checks used (docs/cli.md says so)
   t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 25 skipped \(already there: 1 org, 2 users, 1 access key, 2 private tokens/)
   const merged1 = await data()
   t.same(Object.keys(merged1).filter((k) => !(k in before)).map((k) => k.slice(red.prefix.length).split(':')[0]), ['bt'], '--merge: only the missing record written')

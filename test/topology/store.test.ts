@@ -30,9 +30,16 @@ const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 let n = 0
 const freshPrefix = (): string => `st${process.pid}-${n++}:`
 
-async function open (prefix: string, o: { secret?: string, cacheTtl?: number, onUnreadable?: (record: string) => void } = {}): Promise<RedisStore> {
+async function open (
+  prefix: string, o: { secret?: string, cacheTtl?: number, onUnreadable?: (record: string) => void } = {}
+): Promise<RedisStore> {
   const s = new RedisStore({
-    url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 1000, ttl: o.cacheTtl ?? 30 }, onUnreadable: o.onUnreadable
+    url: redis.url,
+    prefix,
+    commandTimeout: 2000,
+    connectTimeout: 2000,
+    cache: { max: 1000, ttl: o.cacheTtl ?? 30 },
+    onUnreadable: o.onUnreadable
   }, new Keyring(o.secret ?? SECRET))
   opened.push(s)
   await s.connect()
@@ -117,7 +124,9 @@ t.test('private token: concurrent creates leave one lookup entry in Redis, revok
   const stores = [await open(prefix), await open(prefix), await open(prefix)]
   const u = await stores[0].createUser({ username: 'jill', password: 'jill-password' })
   const first = await stores[0].createPrivateToken(u.id)
-  const made = await Promise.all(Array.from({ length: 12 }, async (_, i) => await stores[i % stores.length].createPrivateToken(u.id)))
+  const made = await Promise.all(
+    Array.from({ length: 12 }, async (_, i) => await stores[i % stores.length].createPrivateToken(u.id))
+  )
   const current = await stores[0].getPrivateToken(u.id)
   t.ok(made.includes(current!), 'the readable token is one of those created')
   const fresh = await open(prefix) // no cache
@@ -235,7 +244,8 @@ t.test('sessions: stored with the idle timeout as TTL, which touch extends', asy
 t.test('cross-replica cache invalidation through pub/sub', async (t) => {
   const prefix = freshPrefix()
   const A = await open(prefix)
-  const B = await open(prefix) // default cache ttl: 30 s, so only invalidation can make B see a change within ANNOUNCED_WITHIN (10 s)
+  // default cache ttl: 30 s, so only invalidation can make B see a change within ANNOUNCED_WITHIN (10 s)
+  const B = await open(prefix)
   const u = await A.createUser({ username: 'sam', password: 'sam-password', orgs: { [DEFAULT_ORG]: 'user' } })
 
   t.test('B really caches: a change written behind its back is not seen', async (t) => {
@@ -262,7 +272,8 @@ t.test('cross-replica cache invalidation through pub/sub', async (t) => {
     t.ok(await eventually(async () => (await B.getAccessKey(key.id)) === null), 'gone on B')
   })
 
-  // a private token revoked or replaced on one replica: the contract suite (test/fixtures/store-contract.ts) covers it on every store
+  // a private token revoked or replaced on one replica: the contract
+  // suite (test/fixtures/store-contract.ts) covers it on every store
 
   t.test('user disabled on A: B sees is_active false long before the cache TTL, and drops the user\'s cached keys', async (t) => {
     const { key } = await A.createAccessKey(u.id)

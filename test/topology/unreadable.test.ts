@@ -26,7 +26,9 @@ t.teardown(() => raw.disconnect())
 
 /** A store handle with any key, as the pre-check-value CLI was when run from the wrong directory. */
 async function storeWith (key: string, prefix: string): Promise<RedisStore> {
-  const s = new RedisStore({ url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 10, ttl: 1 } }, new Keyring(key))
+  const s = new RedisStore(
+    { url: redis.url, prefix, commandTimeout: 2000, connectTimeout: 2000, cache: { max: 10, ttl: 1 } }, new Keyring(key)
+  )
   await s.connect()
   return s
 }

@@ -48,8 +48,13 @@ function workersFor (g: SpawnedGateway, path: string, status?: number): Set<numb
   return new Set(served(g, path, status).map((l) => l.worker as number))
 }
 
-/** Requests `path` on new connections (round robin hands each to the next worker) until every one of `n` workers logged it with `status`. */
-async function untilEveryWorker (g: SpawnedGateway, path: string, status: number, n: number, headers: Record<string, string> = {}, ms = SLOW): Promise<boolean> {
+/**
+ * Requests `path` on new connections (round robin hands each to the
+ * next worker) until every one of `n` workers logged it with `status`.
+ */
+async function untilEveryWorker (
+  g: SpawnedGateway, path: string, status: number, n: number, headers: Record<string, string> = {}, ms = SLOW
+): Promise<boolean> {
   return await eventually(async () => {
     await request(g.url, path, { headers })
     return workersFor(g, path, status).size >= n
@@ -85,7 +90,8 @@ const g = await spawnGateway(redis.url, {
   reload: { watch: false }
 }, prefix, { args: ['--workers', '2'] })
 t.teardown(async () => { await g.stop('SIGKILL') })
-// the primary's listeners are bound before the workers start: the fixture's wait for them is not a wait for both workers
+// the primary's listeners are bound before the workers start:
+// the fixture's wait for them is not a wait for both workers
 if (!(await eventually(async () => workerPids(g).size === 2, SLOW))) throw new Error(`two workers not listening: ${g.output()}`)
 const store = await openTestStore({ url: redis.url }, prefix)
 t.teardown(async () => { await store.close() })

@@ -92,7 +92,9 @@ t.test('normalisation, fuzzed: idempotent; plain paths untouched; decoding unres
     return !once.path.includes('//') && !/\/\.\.?(\/|$)/.test(once.path)
   }), { seed, numRuns: 2000 })
   const plain = fc.array(fc.stringMatching(/^[A-Za-z0-9_-]{1,8}$/), { maxLength: 6 }).map((s) => '/' + s.join('/'))
-  fc.assert(fc.property(plain, (p) => normalizePath(p).path === p && !normalizePath(p).ambiguous), { seed, numRuns: 1000 })
+  fc.assert(
+    fc.property(plain, (p) => normalizePath(p).path === p && !normalizePath(p).ambiguous), { seed, numRuns: 1000 }
+  )
   // every unreserved character, escaped or not, reads the same
   fc.assert(fc.property(fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/).filter((s) => s !== '.' && s !== '..'), (s) => {
     const escaped = '/x/' + [...s].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('')
@@ -147,7 +149,9 @@ t.test('globs: * one segment, ** any number (none too), case-sensitive', async (
   t.match(subjectProblem('org:acme'), /each subject must be/)
 })
 
-/** The regular expression rules were once compiled to (backtracking): the reference the segment matcher must agree with. */
+/**
+ * The regular expression rules were once compiled to (backtracking): the reference the segment matcher must agree with.
+ */
 function regexOf (glob: string): RegExp {
   let out = ''
   for (const p of glob.split('/').slice(1)) {

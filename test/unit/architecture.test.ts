@@ -51,11 +51,25 @@ t.test('GatewayErrors are made only in src/errors.ts (the E factories over the c
 t.test('secrets are compared in one place, in constant time: src/crypto.ts (equalBytes, safeEqual)', async (t) => {
   // a name that says MAC, hash, digest, secret, CSRF, signature or recovery code (eslint.config.js has the same list)
   const SECRET = /(?:[mM]ac|MAC|[hH]ash|[dD]igest|[sS]ecret|[cC]srf|CSRF|[sS]ignature|[rR]ecovery[A-Za-z]*)$/
-  const nameOf = (e: ts.Expression): string | undefined => ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : undefined
-  const harmless = (e: ts.Expression): boolean => ts.isLiteralExpression(e) || ts.isNoSubstitutionTemplateLiteral(e) || ts.isPrefixUnaryExpression(e) || ts.isTypeOfExpression(e) ||
-    e.kind === ts.SyntaxKind.NullKeyword || e.kind === ts.SyntaxKind.TrueKeyword || e.kind === ts.SyntaxKind.FalseKeyword ||
+  const nameOf = (e: ts.Expression): string | undefined => ts.isIdentifier(e)
+    ? e.text
+    : ts.isPropertyAccessExpression(e)
+      ? e.name.text
+      : undefined
+  const harmless = (e: ts.Expression): boolean => ts.isLiteralExpression(e) ||
+    ts.isNoSubstitutionTemplateLiteral(e) ||
+    ts.isPrefixUnaryExpression(e) ||
+    ts.isTypeOfExpression(e) ||
+    e.kind === ts.SyntaxKind.NullKeyword ||
+      e.kind === ts.SyntaxKind.TrueKeyword ||
+      e.kind === ts.SyntaxKind.FalseKeyword ||
     (ts.isIdentifier(e) && e.text === 'undefined') || (ts.isPropertyAccessExpression(e) && e.name.text === 'length')
-  const EQUALITY = new Set([ts.SyntaxKind.EqualsEqualsEqualsToken, ts.SyntaxKind.ExclamationEqualsEqualsToken, ts.SyntaxKind.EqualsEqualsToken, ts.SyntaxKind.ExclamationEqualsToken])
+  const EQUALITY = new Set([
+    ts.SyntaxKind.EqualsEqualsEqualsToken,
+    ts.SyntaxKind.ExclamationEqualsEqualsToken,
+    ts.SyntaxKind.EqualsEqualsToken,
+    ts.SyntaxKind.ExclamationEqualsToken
+  ])
   const bad: string[] = []
   const helpers = new Map<string, number>()
   for (const file of sources(SRC)) {

@@ -18,7 +18,9 @@ const KEY = (i: number): string => `key-${String(i).padStart(8, '0')}`
 /** entryBytes 100 + a 12-character key: 112 bytes an entry */
 const COST = 112
 
-function pooled (entries: number, o: { ttlMs?: number, refreshMs?: number } = {}): { pool: CachePool, cache: Cache<number>, clock: { now: number } } {
+function pooled (
+  entries: number, o: { ttlMs?: number, refreshMs?: number } = {}
+): { pool: CachePool, cache: Cache<number>, clock: { now: number } } {
   const clock = { now: 1_000_000 }
   const pool = new CachePool({ maxBytes: entries * COST, now: () => clock.now })
   const cache = new Cache<number>(pool, { ttlMs: o.ttlMs ?? 60_000, entryBytes: 100, refreshMs: o.refreshMs })
@@ -26,7 +28,9 @@ function pooled (entries: number, o: { ttlMs?: number, refreshMs?: number } = {}
 }
 
 /** Read-through over `rounds` cycles of `keys` keys: the share of hits in the last half. */
-function cyclic (c: { get: (k: string) => number | undefined, set: (k: string, v: number) => unknown }, keys: number, rounds: number): number {
+function cyclic (
+  c: { get: (k: string) => number | undefined, set: (k: string, v: number) => unknown }, keys: number, rounds: number
+): number {
   let hits = 0
   let reads = 0
   for (let r = 0; r < rounds; r++) {
@@ -91,7 +95,11 @@ t.test('a new working set replaces an old one that is no longer used', async (t)
   const { cache } = pooled(1000)
   const phase = (base: number): number => {
     let hits = 0
-    for (let r = 0; r < 20; r++) for (let i = 0; i < 800; i++) { const k = KEY(base + i); if (cache.get(k) !== undefined) { if (r >= 10) hits++ } else cache.set(k, i) }
+    for (let r = 0; r < 20; r++) {
+      for (let i = 0; i < 800; i++) {
+        const k = KEY(base + i); if (cache.get(k) !== undefined) { if (r >= 10) hits++ } else cache.set(k, i)
+      }
+    }
     return hits / (10 * 800)
   }
   phase(0)
@@ -135,7 +143,8 @@ t.test('a fill is voided by any eviction since its stamp (delete, deleteWhere, c
   const stamp = cache.stamp
   for (let i = 0; i < 50; i++) cache.set(KEY(i), i)
   t.ok(cache.size === 10 && cache.stamp === stamp, 'evictions for room do not void it')
-  // the budget is full: admission may refuse a new entry until it has been asked for more often than the victim; a voided fill never stores
+  // the budget is full: admission may refuse a new entry until it has
+  // been asked for more often than the victim; a voided fill never stores
   let stored = false
   for (let i = 0; i < 5 && !stored; i++) stored = cache.set('k', 1, stamp)
   t.ok(stored && cache.get('k') === 1, 'the fill with that stamp stores')

@@ -56,7 +56,9 @@ t.test('what reaches the upstream or is decided for it is admitted alike', async
 t.test('the runner awaits only a promise, and stops at an answer or an error', async (t) => {
   type Ctx = { answered: boolean, seen: string[] }
   const step = (name: string): Step<Ctx> => (ctx) => { ctx.seen.push(name) }
-  const later = (name: string): Step<Ctx> => async (ctx) => { await new Promise((resolve) => setImmediate(resolve)); ctx.seen.push(name) }
+  const later = (name: string): Step<Ctx> => async (ctx) => {
+    await new Promise((resolve) => setImmediate(resolve)); ctx.seen.push(name)
+  }
   const answer: Step<Ctx> = (ctx) => { ctx.seen.push('answer'); ctx.answered = true }
   const fresh = (): Ctx => ({ answered: false, seen: [] })
 

@@ -67,7 +67,14 @@ t.test('defaults', async (t) => {
       password: null,
       sentinel_password: null,
       db: 0,
-      tls: { enabled: false, ca_file: null, cert_file: null, key_file: null, servername: null, reject_unauthorized: true }
+      tls: {
+        enabled: false,
+        ca_file: null,
+        cert_file: null,
+        key_file: null,
+        servername: null,
+        reject_unauthorized: true
+      }
     },
     secret_key: null,
     secret_key_file: resolve(process.cwd(), 'sidegate.key'),
@@ -96,9 +103,25 @@ t.test('defaults', async (t) => {
     org: { unknown: 'reject' },
     access: { default_policy: 'one_factor', rules: [], case_insensitive_paths: false },
     rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
-    session: { accept_legacy_cookie: true, idle_timeout: 7200, absolute_timeout: 86400, login_redirect: true, cookie_secure: false },
+    session: {
+      accept_legacy_cookie: true,
+      idle_timeout: 7200,
+      absolute_timeout: 86400,
+      login_redirect: true,
+      cookie_secure: false
+    },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 } },
-    server: { trusted_proxies: [], shutdown_grace: 10, drain_delay: 5, body_limit: 8192, headers_timeout: 10, request_timeout: 60, keep_alive_timeout: 65, max_header_size: 16384, workers: 1 },
+    server: {
+      trusted_proxies: [],
+      shutdown_grace: 10,
+      drain_delay: 5,
+      body_limit: 8192,
+      headers_timeout: 10,
+      request_timeout: 60,
+      keep_alive_timeout: 65,
+      max_header_size: 16384,
+      workers: 1
+    },
     docs: { enabled: true },
     log: { level: 'info', refusals_per_second: 100 },
     reload: { watch: true },
@@ -124,7 +147,9 @@ t.test('the shipped gateway.yml is the file the schema generates (sidegate confi
   // every key is shown as a comment and none is set: the file parses to sections without keys
   const yaml = defaultsYaml()
   // each key's own line uncommented (in schema order, at its depth; its description's lines stay comments)
-  const leaves = (node: any, depth = 0): Array<[string, number]> => Object.entries(node.properties ?? {}).flatMap(([k, v]: [string, any]) =>
+  const leaves = (node: any, depth = 0): Array<[string, number]> => Object.entries(
+    node.properties ?? {}
+  ).flatMap(([k, v]: [string, any]) =>
     v.type === 'object' ? leaves(v, depth + 1) : [[k, depth] as [string, number]])
   const queue = leaves(Schema)
   const doc = parse(yaml.split('\n').map((l) => {

@@ -103,7 +103,9 @@ t.test('the public OpenAPI document: a security scheme per kind, any of them for
 t.test('the admin OpenAPI document: the admin kinds\' schemes, every method in access check\'s answer', async (t) => {
   const doc = adminOpenApi(config, ADMIN_ROUTES) as Json
   t.same(Object.keys(doc.components.securitySchemes), ADMIN_KINDS.map((k) => k.openapi.name))
-  t.same(doc.components.schemas.AccessCheck.properties.caller.oneOf[1].properties.method.enum, KINDS.map((k) => k.method))
+  t.same(
+    doc.components.schemas.AccessCheck.properties.caller.oneOf[1].properties.method.enum, KINDS.map((k) => k.method)
+  )
 })
 
 t.test('texts written by hand name every scheme (the error catalogue, the docs)', async (t) => {

@@ -343,7 +343,11 @@ t.test('the HEALTHCHECK command and the ENTRYPOINT work as written', async (t) =
   const port = new URL(gw.url).port
   const ok = await run(hc[0] === 'node' ? process.execPath : hc[0], hc.slice(1), { cwd: ROOT, env: { PATH: process.env.PATH, SIDEGATE_PORT: port } }).then(() => 0, (e) => e.code)
   t.equal(ok, 0, 'healthy gateway: exit 0')
-  const down = await run(process.execPath, hc.slice(1), { cwd: ROOT, env: { PATH: process.env.PATH, SIDEGATE_PORT: String(await freePort()) } }).then(() => 0, (e) => e.code)
+  const down = await run(
+    process.execPath,
+    hc.slice(1),
+    { cwd: ROOT, env: { PATH: process.env.PATH, SIDEGATE_PORT: String(await freePort()) } }
+  ).then(() => 0, (e) => e.code)
   t.equal(down, 1, 'nothing listening: exit 1')
 })
 

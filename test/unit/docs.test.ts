@@ -1,4 +1,7 @@
-/** The OpenAPI document (validated with a real OpenAPI 3.1 validator), Swagger UI's page and assets, /docs, docs.enabled. */
+/**
+ * The OpenAPI document (validated with a real OpenAPI 3.1
+ * validator), Swagger UI's page and assets, /docs, docs.enabled.
+ */
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
@@ -51,7 +54,9 @@ t.test('openapi.json is a valid OpenAPI 3.1 document, and the validator really c
     const target = ref.slice(2).split('/').reduce((o: any, k) => o?.[k], doc)
     t.ok(target !== undefined, `${ref} resolves`)
   }
-  const ids = Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((op: any) => op.operationId).filter(Boolean))
+  const ids = Object.values(doc.paths).flatMap(
+    (p: any) => Object.values(p).map((op: any) => op.operationId).filter(Boolean)
+  )
   t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
 })
 
@@ -63,7 +68,10 @@ t.test('openapi.yaml is the same document', async (t) => {
   t.same(parseYaml(r.text), await getDoc())
 })
 
-/** The documented methods of a route: its one method; any method (`*`, the decision endpoint) is documented as the five usual ones. */
+/**
+ * The documented methods of a route: its one method; any method
+ * (`*`, the decision endpoint) is documented as the five usual ones.
+ */
 function methodsOf (route: { method: string }): string[] {
   return route.method === '*' ? ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] : [route.method]
 }

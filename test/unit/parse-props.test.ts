@@ -1,4 +1,6 @@
-/** Property-based tests of every parser (test/fixtures/props.ts), short run; `npm run test:hard` runs many more cases. */
+/**
+ * Property-based tests of every parser (test/fixtures/props.ts), short run; `npm run test:hard` runs many more cases.
+ */
 import t from 'tap'
 import { parserProperties } from '../fixtures/props.js'
 

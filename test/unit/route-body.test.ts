@@ -66,12 +66,18 @@ t.test('a body that fails its schema is 400 with the catalogue\'s code, the limi
 t.test('validate and refusal: the first failing field in the schema\'s order', async (t) => {
   const spec: BodySpec = {
     name: 'Example',
-    schema: T.Object({ a: T.String({ minLength: 1, maxLength: 3 }), b: T.Optional(T.Boolean()), c: T.Optional(T.String()) }),
+    schema: T.Object({
+      a: T.String({ minLength: 1, maxLength: 3 }),
+      b: T.Optional(T.Boolean()),
+      c: T.Optional(T.String())
+    }),
     types: ['application/json'],
     required: true,
     invalid: { c: 'Must be words.' }
   }
-  const answer = (fields: Record<string, unknown>): unknown => { const f = validate(spec.schema, fields)[0]; return f === undefined ? null : refusal(spec, f).toJSON() }
+  const answer = (fields: Record<string, unknown>): unknown => {
+    const f = validate(spec.schema, fields)[0]; return f === undefined ? null : refusal(spec, f).toJSON()
+  }
   t.same(answer({}), { detail: 'a: This field is required.', code: 'required' })
   t.same(answer({ a: '' }), { detail: 'a: This field is required.', code: 'required' }, 'empty where minLength 1')
   t.same(answer({ a: 7 }), { detail: 'a: This field is required.', code: 'required' }, 'not a string where a non-empty one is asked for')

@@ -8,7 +8,9 @@ import t from 'tap'
 import { Shutdown, type StopSignal } from '../../src/app/shutdown.js'
 
 /** A Shutdown whose run fails with `err` (or succeeds with the code it was given when err is null); stderr captured. */
-async function stopWith (signal: StopSignal, code: number, err: Error | null): Promise<{ exit: number, stderr: string }> {
+async function stopWith (
+  signal: StopSignal, code: number, err: Error | null
+): Promise<{ exit: number, stderr: string }> {
   let stderr = ''
   const write = process.stderr.write
   process.stderr.write = ((chunk: string) => { stderr += chunk; return true }) as typeof process.stderr.write

@@ -43,7 +43,9 @@ t.test('Date / X-Date: any values, any declared list: passes only when every sig
     const fresh = (v: string | undefined): number | null => {
       if (v === undefined) return null
       const ms = Date.parse(v)
-      return !Number.isNaN(ms) && new Date(ms).toUTCString() === v.trim() && Math.abs(NOW - ms) <= SKEW * 1000 ? ms : null
+      return !Number.isNaN(ms) && new Date(ms).toUTCString() === v.trim() && Math.abs(NOW - ms) <= SKEW * 1000
+        ? ms
+        : null
     }
     const signed = declared.filter((h) => h !== 'accept').map((h) => fresh(headers[h]))
     const expectOk = signed.every((v) => v !== null) && new Set(signed).size <= 1

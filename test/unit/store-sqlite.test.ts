@@ -24,7 +24,9 @@ t.test('the Store contract', async (t) => { storeContract(t, sqliteStores()) })
 
 /** A store on a file of its own. */
 async function open (path: string, o: { busyTimeout?: number, pollMs?: number } = {}): Promise<SqliteStore> {
-  const s = new SqliteStore({ path, busyTimeout: o.busyTimeout ?? 200, pollMs: o.pollMs, cache: { max: 1000, ttl: 60 } }, new Keyring(SECRET))
+  const s = new SqliteStore(
+    { path, busyTimeout: o.busyTimeout ?? 200, pollMs: o.pollMs, cache: { max: 1000, ttl: 60 } }, new Keyring(SECRET)
+  )
   await s.connect()
   return s
 }

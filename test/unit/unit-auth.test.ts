@@ -78,8 +78,23 @@ async function fixture (doc: Record<string, unknown> = {}): Promise<Fixture> {
       throw err
     }
   }
-  const pair = (k: { key: { id: string }, secret: string }): { id: string, secret: string } => ({ id: k.key.id, secret: k.secret })
-  return { store, clock, config, alice, dora, key: pair(key), doraKey: pair(doraKey), disabledKey: pair(disabledKey), orphanKey: pair(orphanKey), privateToken, doraToken, auth }
+  const pair = (
+    k: { key: { id: string }, secret: string }
+  ): { id: string, secret: string } => ({ id: k.key.id, secret: k.secret })
+  return {
+    store,
+    clock,
+    config,
+    alice,
+    dora,
+    key: pair(key),
+    doraKey: pair(doraKey),
+    disabledKey: pair(disabledKey),
+    orphanKey: pair(orphanKey),
+    privateToken,
+    doraToken,
+    auth
+  }
 }
 
 function runTable (name: string, rows: Row[]): void {
@@ -228,7 +243,9 @@ runTable('private token (Authorization: Token … / PrivateToken …)', [
 
 // ---- one-time bearer tokens
 
-const bearer = async (f: Fixture, user = f.alice): Promise<string> => (await f.store.issueBearerToken(user.id, f.config.auth.bearer.ttl)).token
+const bearer = async (f: Fixture, user = f.alice): Promise<string> => (
+  await f.store.issueBearerToken(user.id, f.config.auth.bearer.ttl)
+).token
 
 runTable('bearer token (Authorization: Bearer …)', [
   { name: 'first use', req: async (f) => token('Bearer', await bearer(f)), want: ok('bearer') },
@@ -248,7 +265,11 @@ runTable('bearer token (Authorization: Bearer …)', [
 
 // ---- sessions
 
-const session = async (f: Fixture, user = f.alice): Promise<{ id: string, csrf: string }> => await f.store.createSession(user.id, f.config.session.idle_timeout, f.config.session.absolute_timeout)
+const session = async (
+  f: Fixture, user = f.alice
+): Promise<{ id: string, csrf: string }> => await f.store.createSession(
+  user.id, f.config.session.idle_timeout, f.config.session.absolute_timeout
+)
 const cookie = (c: string, more: Headers = {}, method = 'GET'): Request => ({ method, headers: { cookie: c, ...more } })
 const NO_LEGACY = { session: { accept_legacy_cookie: false } }
 
@@ -394,7 +415,9 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   t.match(refused(signed(key)), { code: 'key_disabled' }, 'the disabled key cached again: refused from memory')
 
   // the replay cache needs the store on every request: never decided from memory
-  const strict = new Authenticators(store, buildConfig({ secret_key: SECRET, auth: { signature: { replay_cache: true } } }))
+  const strict = new Authenticators(
+    store, buildConfig({ secret_key: SECRET, auth: { signature: { replay_cache: true } } })
+  )
   const k2 = await store.createAccessKey(alice.id)
   const once = signed({ id: k2.key.id, secret: k2.secret })
   t.ok(strict.resolve(req(once)) instanceof Promise)
