@@ -76,7 +76,17 @@ const f = parseFlags(process.argv.slice(2), {
 const SIDEGATE_PATHS = ['public', 'private_token', 'session', 'access_key', 'bearer', 'decision', 'rejected']
 const REFERENCES = ['token_service', 'bare_proxy']
 const TARGET = { token_service: 'token_service', bare_proxy: 'bare_proxy' }
-const STATUS = { public: 200, private_token: 200, session: 200, access_key: 200, bearer: 200, decision: 200, rejected: 401, token_service: 204, bare_proxy: 200 }
+const STATUS = {
+  public: 200,
+  private_token: 200,
+  session: 200,
+  access_key: 200,
+  bearer: 200,
+  decision: 200,
+  rejected: 401,
+  token_service: 204,
+  bare_proxy: 200
+}
 
 /** [url path, headers] of request `i` of a path. */
 function requestFor (path, i, creds) {
@@ -268,7 +278,8 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
         const gcBefore = gcDone
         process.kill(proc.pid, 'SIGUSR2')
         const stop = Date.now() + 60_000
-        while (gcDone === gcBefore && Date.now() < stop) await sleep(50) // eslint-disable-line no-unmodified-loop-condition -- set by the stderr listener
+        // eslint-disable-next-line no-unmodified-loop-condition -- set by the stderr listener
+        while (gcDone === gcBefore && Date.now() < stop) await sleep(50)
         if (gcDone === gcBefore) throw new Error(`${target}: no full GC after SIGUSR2: ${err}`)
         await burst([path], f.settle)
         execFileSync('callgrind_control', ['-i', 'on', String(proc.pid)], { stdio: 'ignore' })
@@ -290,7 +301,11 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
           gc += inclusive(join(dir, file), GC_FUNCTION)
         }
         if (main === 0) throw new Error(`${target}: no dump of the main thread (${prefix}01)`)
-        ;(windows[path] ??= []).push({ ir: Math.round((main - gc) / f.requests), gc: Math.round(gc / f.requests), other: Math.round(other / f.requests) })
+        ;(windows[path] ??= []).push({
+          ir: Math.round((main - gc) / f.requests),
+          gc: Math.round(gc / f.requests),
+          other: Math.round(other / f.requests)
+        })
         const r = results[path] = median(windows[path])
         log(`  ${name} ${path}: ${fmt(r.ir)} instructions/request (GC ${fmt(r.gc)}, other threads ${fmt(r.other)}) in ${((Date.now() - t1) / 1000).toFixed(0)} s`)
       }
@@ -396,7 +411,15 @@ async function ab () {
   } finally {
     await base.stop()
   }
-  console.log(JSON.stringify({ scenario: f.scenario, warmup: f.warmup, requests: f.requests, ...results, ratio: Math.round(1000 * results.B.irPerRequest / results.A.irPerRequest) / 1000 }))
+  console.log(
+    JSON.stringify({
+      scenario: f.scenario,
+      warmup: f.warmup,
+      requests: f.requests,
+      ...results,
+      ratio: Math.round(1000 * results.B.irPerRequest / results.A.irPerRequest) / 1000
+    })
+  )
   return 0
 }
 

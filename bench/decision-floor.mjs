@@ -38,8 +38,17 @@ try {
     { name: 'sidegate /_sidegate/auth', url: stack.gatewayUrl + '/_sidegate/auth', pid: stack.gatewayPid }
   ]
   if (f.nginx) {
-    const nd = await startNginxDecision({ dir: stack.dir, sidegateUrl: stack.gatewayUrl, sidegatePid: stack.gatewayPid, upstreamUrl: stack.upstreamUrl })
-    const np = await startNginxPeer({ dir: stack.dir, upstreamUrl: stack.upstreamUrl, tokens: creds.tokens.map((token, i) => ({ token, userId: creds.users[i] })) })
+    const nd = await startNginxDecision({
+      dir: stack.dir,
+      sidegateUrl: stack.gatewayUrl,
+      sidegatePid: stack.gatewayPid,
+      upstreamUrl: stack.upstreamUrl
+    })
+    const np = await startNginxPeer({
+      dir: stack.dir,
+      upstreamUrl: stack.upstreamUrl,
+      tokens: creds.tokens.map((token, i) => ({ token, userId: creds.users[i] }))
+    })
     stops.unshift(() => nd.stop(), () => np.stop())
     targets.push({ name: 'behind nginx: token service\'s own', url: np.url + API_PATH, pid: np.authPid, direct: false })
     targets.push({ name: 'behind nginx: sidegate\'s own', url: nd.url + API_PATH, pid: stack.gatewayPid, direct: false })

@@ -28,7 +28,10 @@ const VARIANTS = [
   { name: 'http-proxy-3', id: 'http-proxy-3', file: 'http-proxy-3.ts', helpers: ['http-proxy-family.ts'] }
 ].filter((v) => f.only === '' || f.only.split(',').includes(v.id))
 
-/** a copy of bin/, dist/ and static/ with the variant compiled over dist/forward/proxy.js; node_modules resolve from the checkout */
+/**
+ * a copy of bin/, dist/ and static/ with the variant compiled over
+ * dist/forward/proxy.js; node_modules resolve from the checkout
+ */
 function buildVariant (v) {
   if (v.file === null) return ROOT
   const dir = join(BENCH, '.variants', v.id)
@@ -38,7 +41,13 @@ function buildVariant (v) {
   // the variant becomes dist/forward/proxy.js; a helper it imports (http-proxy-family.ts) goes beside it
   for (const file of [v.file, ...v.helpers ?? []]) {
     const src = readFileSync(join(BENCH, 'forwarders', file), 'utf8')
-    const out = ts.transpileModule(src, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, esModuleInterop: true }, fileName: file })
+    const out = ts.transpileModule(
+      src,
+      {
+        compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ES2022, esModuleInterop: true },
+        fileName: file
+      }
+    )
     writeFileSync(join(dir, 'dist', 'forward', file === v.file ? 'proxy.js' : file.replace(/\.ts$/, '.js')), out.outputText)
   }
   rmSync(join(dir, 'dist', 'forward', 'proxy.js.map'), { force: true })
@@ -46,7 +55,11 @@ function buildVariant (v) {
 }
 
 const cpu = (pid) => { const s = readFileSync(`/proc/${pid}/stat`, 'utf8'); const x = s.slice(s.lastIndexOf(')') + 2).split(' '); return (Number(x[11]) + Number(x[12])) / 100 }
-const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2 }
+const med = (xs) => {
+  const s = [...xs].sort((a, b) => a - b); return s.length % 2
+    ? s[(s.length - 1) / 2]
+    : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
 
 const stack = await startStack({ logLevel: 'info' })
 const store = await openStore(stack.redis.url)
@@ -89,7 +102,15 @@ try {
   for (const r of rows) console.log(`| ${r.forwarder} | ${r.rps.toFixed(0)} | ${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.us.toFixed(0)} | ${lean ? (r.rps / lean.rps).toFixed(2) + '×' : ''} | ${r.bad} |`)
   mkdirSync(join(BENCH, 'results'), { recursive: true })
   writeFileSync(join(BENCH, 'results', 'forwarders-latest.json'), JSON.stringify({
-    date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, loadavg: [load0, load1], flags: f, rows
+    date: new Date()
+      .toISOString(),
+    node: process.version,
+    cpus: os.cpus()
+      .length,
+    cpu: os.cpus()[0]?.model,
+    loadavg: [load0, load1],
+    flags: f,
+    rows
   }, null, 2) + '\n')
 } finally {
   for (const x of gws) await x.g.stop()

@@ -127,7 +127,9 @@ export function parseFlags (argv, defaults) {
   return o
 }
 
-/** CPU seconds (user + system) the processes have used so far (Linux /proc); null when one is gone or there is no /proc. */
+/**
+ * CPU seconds (user + system) the processes have used so far (Linux /proc); null when one is gone or there is no /proc.
+ */
 export function cpuSeconds (pids) {
   let sum = 0
   for (const pid of pids) {

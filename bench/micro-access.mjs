@@ -21,7 +21,10 @@ const { normalizePath } = await import(join(ROOT, 'dist', 'access', 'path.js'))
 
 const ORG = '00000000-0000-0000-0000-000000000002'
 const services = Math.max(1, Math.floor(flags.rules / 5))
-/** N rules over `services` first segments: per service a bypass, a GET for named users, a network rule, a two_factor and a deny. */
+/**
+ * N rules over `services` first segments: per service a bypass, a
+ * GET for named users, a network rule, a two_factor and a deny.
+ */
 function ruleSet (n, prefix = '') {
   const rules = []
   for (let i = 0; rules.length < n; i++) {
@@ -69,7 +72,11 @@ function run (rules, paths) {
     times[i] = Number(process.hrtime.bigint() - t0)
   }
   times.sort()
-  return { median: times[Math.floor(times.length / 2)] / 1000, p99: times[Math.floor(times.length * 0.99)] / 1000, sink }
+  return {
+    median: times[Math.floor(times.length / 2)] / 1000,
+    p99: times[Math.floor(times.length * 0.99)] / 1000,
+    sink
+  }
 }
 
 const cases = [0, 10, 100, flags.rules].filter((n, i, a) => a.indexOf(n) === i)

@@ -51,7 +51,8 @@ try {
         return who instanceof Promise ? who.catch(refused) : undefined
       } catch (err) { refused(err) }
     }
-    for (let i = 0; i < 20_000; i++) { const p = once(); if (p !== undefined) await p } // warm-up: caches filled, code optimised
+    // warm-up: caches filled, code optimised
+    for (let i = 0; i < 20_000; i++) { const p = once(); if (p !== undefined) await p }
     const rounds = []
     const cpuRounds = []
     for (let k = 0; k < flags.rounds; k++) {
@@ -65,9 +66,16 @@ try {
     rounds.sort((a, b) => a - b)
     cpuRounds.sort((a, b) => a - b)
     const mid = Math.floor(rounds.length / 2)
-    rows.push({ case: c.name, nsPerCall: Math.round(rounds[mid]), min: Math.round(rounds[0]), max: Math.round(rounds[rounds.length - 1]), cpuNsPerCall: Math.round(cpuRounds[mid]) })
+    rows.push({
+      case: c.name,
+      nsPerCall: Math.round(rounds[mid]),
+      min: Math.round(rounds[0]),
+      max: Math.round(rounds[rounds.length - 1]),
+      cpuNsPerCall: Math.round(cpuRounds[mid])
+    })
   }
-  // CPU ns (process.cpuUsage): what the calls cost this process, less skewed than wall time when other processes share the cores
+  // CPU ns (process.cpuUsage): what the calls cost this process,
+  // less skewed than wall time when other processes share the cores
   process.stdout.write('| case | ns/call (median) | min | max | CPU ns/call (median) |\n| --- | ---: | ---: | ---: | ---: |\n')
   for (const r of rows) process.stdout.write(`| ${r.case} | ${r.nsPerCall} | ${r.min} | ${r.max} | ${r.cpuNsPerCall} |\n`)
   process.stdout.write(`${flags.rounds} rounds of ${flags.calls} calls each, node ${process.version}\n`)

@@ -35,7 +35,9 @@ const identities = Array.from({ length: flags.users }, (_, i) => ({
 
 async function signerFor (algorithm) {
   const config = buildConfig({ identity: { jwt: { enabled: true, algorithm, audience: 'orders' } } })
-  const signer = new IdentitySigner(new MemoryStore(new Keyring(SECRET)), config.identity.jwt, log, { cacheMax: config.auth.cache.max })
+  const signer = new IdentitySigner(
+    new MemoryStore(new Keyring(SECRET)), config.identity.jwt, log, { cacheMax: config.auth.cache.max }
+  )
   await signer.load()
   return { config, signer }
 }

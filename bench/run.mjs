@@ -59,19 +59,23 @@ const SCENARIOS = [
   { name: 'private_token', label: 'sidegate, private token', target: 'gateway', kind: 'token', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, maxCpuRatio: 1.0 },
   // the peer: nginx (1 worker) + auth_request to a minimal in-memory token service, both counted
   { name: 'nginx_auth', label: 'nginx + auth_request (peer), token', target: 'nginx', kind: 'token', path: API_PATH, peer: true },
-  // sidegate in decision mode: nginx (1 worker, deploy/forward-auth/nginx.conf) + auth_request to /_sidegate/auth, both counted
+  // sidegate in decision mode: nginx (1 worker, deploy/forward-auth/nginx.conf)
+  // + auth_request to /_sidegate/auth, both counted
   { name: 'nginx_decision', label: 'nginx + auth_request → sidegate decision, token', target: 'nginx_decision', kind: 'token', path: API_PATH, maxPairRatio: 1.15, maxOwnUs: 30 },
   { name: 'access_key', label: 'sidegate, access-key signature', target: 'gateway', kind: 'signature', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, vsToken: 1.15 },
   { name: 'digest', label: 'sidegate, signature + body digest (1 KiB POST)', target: 'gateway', kind: 'signature_digest', path: API_PATH, auth: true },
-  // a second gateway with tracing on, every request sampled (a server span, its Redis and upstream spans), exported to a sink that discards
+  // a second gateway with tracing on, every request sampled (a server
+  // span, its Redis and upstream spans), exported to a sink that discards
   { name: 'traced', label: 'sidegate, private token, tracing on (all sampled)', target: 'gateway_traced', kind: 'token', path: API_PATH, auth: true },
   { name: 'rate_limited', label: 'sidegate, private token + rate limit (counted, never reached)', target: 'gateway_rl', kind: 'token', path: API_PATH, auth: true },
-  // the same gateway config as private_token, as `sidegate start --workers 2`: CPU summed over the primary and both workers
+  // the same gateway config as private_token, as `sidegate start
+  // --workers 2`: CPU summed over the primary and both workers
   { name: 'workers2', label: 'sidegate --workers 2, private token', target: 'gateway_w2', kind: 'token', path: API_PATH, auth: true },
   { name: 'session', label: 'sidegate, session cookie', target: 'gateway', kind: 'session', path: API_PATH, auth: true, minRatio: 0.95, vsPeer: 1.0, vsToken: 1.15 },
   { name: 'bearer', label: 'sidegate, single-use bearer', target: 'gateway', kind: 'bearer', path: API_PATH, auth: true, minRatio: 0.75 },
   { name: 'rejected', label: 'sidegate, invalid token (401)', target: 'gateway', kind: 'rejected', path: API_PATH, expect: 401, minRatio: 2.0, maxCpuUs: 30 },
-  // the same paths on the embedded store (store.backend sqlite): the cached ones must cost no more CPU than on Redis (`vsRedis`)
+  // the same paths on the embedded store (store.backend sqlite):
+  // the cached ones must cost no more CPU than on Redis (`vsRedis`)
   { name: 'sqlite_private_token', label: 'sidegate on SQLite, private token', target: 'gateway_sqlite', kind: 'token', path: API_PATH, auth: true, vsRedis: 'private_token' },
   { name: 'sqlite_access_key', label: 'sidegate on SQLite, access-key signature', target: 'gateway_sqlite', kind: 'signature', path: API_PATH, auth: true, vsRedis: 'access_key' },
   { name: 'sqlite_session', label: 'sidegate on SQLite, session cookie', target: 'gateway_sqlite', kind: 'session', path: API_PATH, auth: true, vsRedis: 'session' },
@@ -115,7 +119,9 @@ const roundLoad = []
 const skipped = []
 let nginx = null
 let nginxDecision = null
-/** a second gateway with rate_limit on (a limit no scenario reaches: the cost of counting, one Redis script per request) */
+/**
+ * a second gateway with rate_limit on (a limit no scenario reaches: the cost of counting, one Redis script per request)
+ */
 let limited = null
 /** the gateway as `sidegate start --workers 2` */
 let multi = null
@@ -130,7 +136,11 @@ try {
   const creds = await seedCredentials(store, 10)
   const credsFor = { gateway_sqlite: null }
   const urls = { upstream: stack.upstreamUrl, bare: stack.bareUrl, gateway: stack.gatewayUrl }
-  const pids = { upstream: () => [stack.pids.upstream], bare: () => [stack.pids.bare], gateway: () => [stack.pids.sidegate] }
+  const pids = {
+    upstream: () => [stack.pids.upstream],
+    bare: () => [stack.pids.bare],
+    gateway: () => [stack.pids.sidegate]
+  }
   /** of a peer (two processes): the one that decides (the token service, sidegate), its own share */
   const ownPids = {}
   if (scenarios.some((s) => s.target === 'gateway_rl')) {
@@ -163,7 +173,11 @@ try {
       skipped.push({ name: 'nginx_auth', why: found.why })
       log(`  nginx_auth     skipped: ${found.why}`)
     } else {
-      nginx = await startNginxPeer({ dir: stack.dir, upstreamUrl: stack.upstreamUrl, tokens: creds.tokens.map((token, i) => ({ token, userId: creds.users[i] })) })
+      nginx = await startNginxPeer({
+        dir: stack.dir,
+        upstreamUrl: stack.upstreamUrl,
+        tokens: creds.tokens.map((token, i) => ({ token, userId: creds.users[i] }))
+      })
       urls.nginx = nginx.url
       pids.nginx = nginx.pids
       ownPids.nginx = () => [nginx.authPid]
@@ -176,7 +190,12 @@ try {
       skipped.push({ name: 'nginx_decision', why: found.why })
       log(`  nginx_decision skipped: ${found.why}`)
     } else {
-      nginxDecision = await startNginxDecision({ dir: stack.dir, sidegateUrl: stack.gatewayUrl, sidegatePid: stack.pids.sidegate, upstreamUrl: stack.upstreamUrl })
+      nginxDecision = await startNginxDecision({
+        dir: stack.dir,
+        sidegateUrl: stack.gatewayUrl,
+        sidegatePid: stack.pids.sidegate,
+        upstreamUrl: stack.upstreamUrl
+      })
       urls.nginx_decision = nginxDecision.url
       pids.nginx_decision = nginxDecision.pids
       ownPids.nginx_decision = () => [stack.pids.sidegate]
@@ -190,7 +209,15 @@ try {
     for (const s of scenarios) {
       if (urls[s.target] === undefined) continue
       const c = credsFor[s.target] ?? creds
-      const job = { url: urls[s.target] + s.path, path: s.path, connections: flags.connections, duration: flags.duration, warmup: flags.warmup, kind: s.kind, creds: {} }
+      const job = {
+        url: urls[s.target] + s.path,
+        path: s.path,
+        connections: flags.connections,
+        duration: flags.duration,
+        warmup: flags.warmup,
+        kind: s.kind,
+        creds: {}
+      }
       if (s.kind === 'token') job.creds.tokens = c.tokens
       if (s.kind === 'session') job.creds.sessions = c.sessions
       if (s.kind === 'signature' || s.kind === 'signature_digest') job.creds.keys = c.keys
@@ -210,7 +237,8 @@ try {
       const r = await runJson(join(BENCH, 'load.mjs'), job)
       const cpu1 = cpuSeconds(procs)
       const own1 = own === null ? null : cpuSeconds(own)
-      // CPU time the processes that answered spent per request (warm-up included), in µs; of a peer, also the deciding process's own
+      // CPU time the processes that answered spent per request (warm-up
+      // included), in µs; of a peer, also the deciding process's own
       const n = r.requests + (r.warmup?.requests ?? 0)
       r.cpuUsPerReq = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / n
       r.cpuOwnUs = own0 === null || own1 === null ? null : (own1 - own0) * 1e6 / n
@@ -244,12 +272,18 @@ const drifts = []
 for (let round = 1; round <= flags.rounds; round++) {
   const of = (name) => rows[name]?.find((r) => r.round === round) ?? null
   const bares = [of('bare'), of('bare_end')].filter((r) => r !== null)
-  const base = { rps: mean(bares.map((r) => r.rps)), p99: mean(bares.map((r) => r.p99)), cpuUsPerReq: mean(bares.map((r) => r.cpuUsPerReq ?? NaN)) }
+  const base = {
+    rps: mean(bares.map((r) => r.rps)),
+    p99: mean(bares.map((r) => r.p99)),
+    cpuUsPerReq: mean(bares.map((r) => r.cpuUsPerReq ?? NaN))
+  }
   if (bares.length === 2) drifts.push(bares[1].rps / bares[0].rps - 1)
   for (const r of Object.values(rows).flat().filter((x) => x.round === round)) {
     for (const [k, [field]] of Object.entries(RATIOS)) r[k] = r[field] === null ? null : r[field] / base[field]
     const s = SCENARIOS.find((x) => x.name === r.name)
-    const cpuTo = (name) => { const o = of(name); return o?.cpuUsPerReq == null || r.cpuUsPerReq === null ? null : r.cpuUsPerReq / o.cpuUsPerReq }
+    const cpuTo = (name) => {
+      const o = of(name); return o?.cpuUsPerReq == null || r.cpuUsPerReq === null ? null : r.cpuUsPerReq / o.cpuUsPerReq
+    }
     r.vsPrivateToken = cpuTo('private_token')
     r.vsPeerCpu = cpuTo('nginx_auth')
     r.vsPeerRps = of('nginx_auth') === null ? null : r.rps / of('nginx_auth').rps
@@ -307,7 +341,13 @@ machine.loadavgAfter = loadavg().map((x) => Math.round(x * 100) / 100)
 
 const report = {
   date: new Date().toISOString(),
-  options: { duration: flags.duration, warmup: flags.warmup, connections: flags.connections, rounds: flags.rounds, quick: flags.quick },
+  options: {
+    duration: flags.duration,
+    warmup: flags.warmup,
+    connections: flags.connections,
+    rounds: flags.rounds,
+    quick: flags.quick
+  },
   machine: { ...machine, loadavgRounds: roundLoad.map((x) => Math.round(x * 100) / 100) },
   baseline,
   skipped,
@@ -411,7 +451,9 @@ function fmt (v, digits) { return v === null || v === undefined ? '-' : v.toFixe
 function table (rows, quick = false) {
   if (quick) {
     const head = ['scenario', 'requests', 'errors', 'non-2xx']
-    const lines = rows.map((r) => [r.label, String(Math.round(r.rps * flags.duration)), String(r.errors), String(r.non2xx)])
+    const lines = rows.map(
+      (r) => [r.label, String(Math.round(r.rps * flags.duration)), String(r.errors), String(r.non2xx)]
+    )
     return [head, ['---', '---:', '---:', '---:'], ...lines].map((cells) => `| ${cells.join(' | ')} |`).join('\n')
   }
   const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'CPU µs/req', 'CPU vs bare', 'errors', 'non-2xx', 'targets']

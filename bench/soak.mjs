@@ -67,7 +67,14 @@ const report = {
   date: new Date().toISOString(),
   options: flags,
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
-  load: { requests: result.requests, rps: result.rps, p50: result.p50, p99: result.p99, errors: result.errors, non2xx: result.non2xx },
+  load: {
+    requests: result.requests,
+    rps: result.rps,
+    p50: result.p50,
+    p99: result.p99,
+    errors: result.errors,
+    non2xx: result.non2xx
+  },
   rss: { afterWarmupMB: base, endMB: end, growthMB: growth, maxMB: Math.max(...valid.map((s) => s.rss)) },
   pass: ok,
   samples

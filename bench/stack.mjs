@@ -129,7 +129,12 @@ export async function openStore (redisUrl) {
   const { RedisStore } = await import(join(ROOT, 'dist', 'store', 'redis', 'index.js'))
   const c = buildConfig({ redis: { url: redisUrl, prefix: PREFIX }, secret_key: SECRET })
   const store = new RedisStore({
-    url: c.redis.url, topology: c.redis, prefix: PREFIX, commandTimeout: 10_000, connectTimeout: c.redis.connect_timeout, cache: c.auth.cache
+    url: c.redis.url,
+    topology: c.redis,
+    prefix: PREFIX,
+    commandTimeout: 10_000,
+    connectTimeout: c.redis.connect_timeout,
+    cache: c.auth.cache
   }, new Keyring(SECRET))
   await store.connect()
   return store

@@ -67,7 +67,9 @@ export async function sweep (argv) {
         const cpu0 = cpuSeconds(pids)
         const r = await runJson(join(BENCH, 'load.mjs'), job)
         const cpu1 = cpuSeconds(pids)
-        const cpuUsPerReq = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / (r.requests + (r.warmup?.requests ?? 0))
+        const cpuUsPerReq = cpu0 === null || cpu1 === null
+          ? null
+          : (cpu1 - cpu0) * 1e6 / (r.requests + (r.warmup?.requests ?? 0))
         const bad = (r.errors ?? 0) + (r.non2xx ?? 0)
         if (bad > 0) status = 1
         const base = rows.find((x) => x.kind === kind && x.n === sizes[0])

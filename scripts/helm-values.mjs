@@ -27,7 +27,10 @@ const { liveSections } = await import(join(ROOT, 'dist', 'config', 'live.js'))
 const MARK = '# ---- everything below is generated'
 const CHART_BACKEND = 'backend: redis                  # the chart: several replicas share one Redis (sqlite or auto: replicaCount 1 only)'
 
-/** The keys the chart's templates read (ports, the termination grace): set in values.yaml, none of them one compat: sets. */
+/**
+ * The keys the chart's templates read (ports, the termination
+ * grace): set in values.yaml, none of them one compat: sets.
+ */
 export const TEMPLATE_KEYS = ['listen.port', 'metrics.enabled', 'metrics.port', 'admin.enabled', 'admin.port', 'server.drain_delay', 'server.shutdown_grace']
 
 /** The default file with TEMPLATE_KEYS' lines uncommented (each key's own line, under its section). */

@@ -70,7 +70,9 @@
 
   function busy (button, p) {
     button.disabled = true
-    return p.then(function (v) { button.disabled = false; return v }, function (err) { button.disabled = false; say(err.message, true); throw err })
+    return p.then(function (v) { button.disabled = false; return v }, function (err) {
+      button.disabled = false; say(err.message, true); throw err
+    })
   }
 
   // ---- confirming with the password (a sign-in older than the server allows)

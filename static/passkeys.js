@@ -32,13 +32,21 @@
   }
 
   function creationOptions (o) {
-    const pk = Object.assign({}, o, { challenge: toBytes(o.challenge), user: Object.assign({}, o.user, { id: toBytes(o.user.id) }) })
-    pk.excludeCredentials = (o.excludeCredentials || []).map(function (c) { return Object.assign({}, c, { id: toBytes(c.id) }) })
+    const pk = Object.assign(
+      {}, o, { challenge: toBytes(o.challenge), user: Object.assign({}, o.user, { id: toBytes(o.user.id) }) }
+    )
+    pk.excludeCredentials = (o.excludeCredentials || []).map(function (c) {
+      return Object.assign({}, c, { id: toBytes(c.id) })
+    })
     return { publicKey: pk }
   }
   function requestOptions (o) {
     const pk = Object.assign({}, o, { challenge: toBytes(o.challenge) })
-    if (o.allowCredentials) pk.allowCredentials = o.allowCredentials.map(function (c) { return Object.assign({}, c, { id: toBytes(c.id) }) })
+    if (o.allowCredentials) {
+      pk.allowCredentials = o.allowCredentials.map(function (c) {
+        return Object.assign({}, c, { id: toBytes(c.id) })
+      })
+    }
     return { publicKey: pk }
   }
   function credentialJson (cred) {

@@ -16,9 +16,13 @@ interface ProxyServer {
   web (req: http.IncomingMessage, res: http.ServerResponse, options: object, callback: (err: Error) => void): void
   close (): void
 }
-export type CreateProxyServer = (options: { target: string, agent: http.Agent, xfwd: boolean, secure: boolean }) => ProxyServer
+export type CreateProxyServer = (
+  options: { target: string, agent: http.Agent, xfwd: boolean, secure: boolean }
+) => ProxyServer
 
-export function httpProxyForwarder (createProxyServer: CreateProxyServer): (target: string, timeoutSeconds: number) => Forwarder {
+export function httpProxyForwarder (createProxyServer: CreateProxyServer): (
+  target: string, timeoutSeconds: number
+) => Forwarder {
   return (target, timeoutSeconds) => {
     const agent = new (target.startsWith('https:') ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
     const proxy = createProxyServer({ target, agent, xfwd: false, secure: true })
