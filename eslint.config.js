@@ -6,7 +6,9 @@ export default [
   ...neostandard({ ts: true, ignores: ['dist/**', 'coverage/**', 'bench/.variants/**', 'test/artifacts/**', '.tap/**'] }),
   {
     rules: {
-      '@stylistic/max-len': ['error', { code: 200, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true, ignoreUrls: true }],
+      '@stylistic/max-len': ['error', {
+        code: 120, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true, ignoreUrls: true
+      }],
       // prom-client metrics register themselves with their registry when made
       'no-new': 'off',
       // `void promise`: a deliberate fire-and-forget, as a statement
@@ -30,7 +32,10 @@ export default [
   }
 ]
 
-/** Selectors of a comparison of a secret that is not equalBytes or safeEqual (a name that says MAC, hash, digest, secret, CSRF, signature or recovery code). */
+/**
+ * Selectors of a comparison of a secret that is not equalBytes or safeEqual (a name that says MAC, hash, digest,
+ * secret, CSRF, signature or recovery code).
+ */
 function secretComparisons () {
   const secret = '/(?:[mM]ac|MAC|[hH]ash|[dD]igest|[sS]ecret|[cC]srf|CSRF|[sS]ignature|[rR]ecovery[A-Za-z]*)$/'
   const message = 'compare secrets with equalBytes or safeEqual (src/crypto.ts), in constant time; a value that is no secret: eslint-disable-next-line with "not a secret: why"'
