@@ -8,8 +8,8 @@
  *   plain      fixed request, no credential
  *   token      Authorization: Token <private token>, one credential per connection
  *   signature  access-key HTTP signature, a fresh Date and HMAC for every request
-  * signature_digest POST of a 1 KiB JSON body, signed over (request-target)
-  * date digest (SHA-256): the gateway reads and checks the body
+ *   signature_digest  POST of a 1 KiB JSON body, signed over (request-target) date digest (SHA-256):
+ *              the gateway reads and checks the body
  *   session    Cookie: svc_sessionid=…, one session per connection
  *   bearer     Authorization: Bearer <token>, every token used exactly once (creds.tokensFile)
  *   rejected   Authorization: Token <well-formed, unknown, wrong tag>: every request a new guess

@@ -235,9 +235,9 @@ export class Keyring {
     const sent = Buffer.from(value.slice(RANDOM_CHARS), 'base64url')
     if (timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS)), sent)) return this.#remember(value, kind, null)
     for (const gen of this.#legacy) {
-      if (
-        timingSafeEqual(this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent)
-      ) return this.#remember(value, kind, gen)
+      if (timingSafeEqual(
+        this.#tagOf(kind, value.slice(0, RANDOM_CHARS), gen.tag.get(kind)), sent
+      )) return this.#remember(value, kind, gen)
     }
     return false
   }

@@ -161,9 +161,8 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     const who = await auth.authenticate(req, undefined, ADMIN_METHODS)
     const key = who.method === 'access_key' ? who : undefined
     if (key?.keyAllowIps !== undefined && !trustedProxies(key.keyAllowIps)(ip)) throw E.ipNotAllowed()
-    if (
-      key?.digests !== undefined && !bodyMatches(await keepBody(req, config.auth.signature.max_body), key.digests)
-    ) throw E.invalidDigest()
+    if (key?.digests !== undefined &&
+      !bodyMatches(await keepBody(req, config.auth.signature.max_body), key.digests)) throw E.invalidDigest()
     if (!who.user.is_superuser) throw E.notSuperuser()
     // as on the public port: the key counts as used (auth.keys.disable_after), its first use audited
     if (key !== undefined) {

@@ -90,8 +90,8 @@ export class CheckGate {
   }
 
   /**
-    * Runs `fn` when a place is free; rejects at once when none can
-    * be waited for, or when the client went away while it waited.
+   * Runs `fn` when a place is free; rejects at once when none can be waited for, or when the client went away while
+   * it waited.
    * `bucket`: the client address (IPv6: its network), `prefixes`: the wider networks it belongs to, narrowest first.
    */
   async run<T> (

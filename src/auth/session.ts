@@ -73,9 +73,8 @@ export class SessionAuthenticator implements Authenticator {
     const s = this.store.cachedSession?.(id)
     if (s === undefined) return undefined
     if (s === null) throw E.invalidSession()
-    if (
-      Date.now() - s.created > this.opts.absoluteTimeout * 1000 || this.#touched.get(id, false) === undefined
-    ) return undefined
+    if (Date.now() - s.created > this.opts.absoluteTimeout * 1000 ||
+      this.#touched.get(id, false) === undefined) return undefined
     this.#checkCsrf(c, s)
     return { userId: s.user_id, method: this.method, factors: s.factors, session: s }
   }

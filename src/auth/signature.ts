@@ -202,9 +202,8 @@ export class SignatureAuthenticator implements Authenticator {
     if (!macMatches(p.hash, found.secret, stringToSign(c, p.declared), p.mac)) throw E.invalidSignature()
     // after the MAC: only the key's holder learns that it is disabled or expired
     if (!found.key.is_active) throw E.keyDisabled()
-    if (
-      found.key.date_expired !== undefined && !(this.#now() < Date.parse(found.key.date_expired))
-    ) throw E.keyExpired()
+    if (found.key.date_expired !== undefined &&
+      !(this.#now() < Date.parse(found.key.date_expired))) throw E.keyExpired()
     // only now: a digest header proves something only when the MAC covers it
     return signedDigests(c.headers, p.declared, this.opts.requireDigest === true)
   }

@@ -70,14 +70,8 @@ export function thumbprint (pub: Record<string, string>): string {
 export function signingKey (keys: readonly SigningKey[], now: number): SigningKey | null {
   let best: SigningKey | null = null
   for (const k of keys) {
-    if (
-      k.active_from <= now &&
-        (
-          best === null ||
-            k.active_from > best.active_from ||
-            (k.active_from === best.active_from && k.created >= best.created)
-        )
-    ) best = k
+    if (k.active_from <= now && (best === null || k.active_from > best.active_from ||
+      (k.active_from === best.active_from && k.created >= best.created))) best = k
   }
   return best
 }
@@ -145,9 +139,9 @@ export async function ensureKeySet (
   for (let i = 0; i < 5; i++) {
     const set = await store.getSigningKeys()
     if (set.keys.length > 0) return { ...set, created: false }
-    if (
-      await store.putSigningKeys(set.rev, [newSigningKey(alg, now, now)])
-    ) return { ...(await store.getSigningKeys()), created: true }
+    if (await store.putSigningKeys(set.rev, [newSigningKey(alg, now, now)])) {
+      return { ...(await store.getSigningKeys()), created: true }
+    }
   }
   throw new Error('the identity key set kept changing while it was being created')
 }

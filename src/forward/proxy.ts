@@ -32,14 +32,8 @@ interface RawHandler {
 function isDropped (name: string): boolean {
   // most names are neither: a length and first-letter check spares the lowercase copy
   const c = name.charCodeAt(0) | 0x20
-  if (
-    c !== 0x63 /* c */ &&
-      c !== 0x6b /* k */ &&
-      c !== 0x70 /* p */ &&
-      c !== 0x74 /* t */ &&
-      c !== 0x75 /* u */ &&
-      c !== 0x78 /* x */
-  ) return false
+  if (c !== 0x63 /* c */ && c !== 0x6b /* k */ && c !== 0x70 /* p */ &&
+    c !== 0x74 /* t */ && c !== 0x75 /* u */ && c !== 0x78 /* x */) return false
   const lower = name.toLowerCase()
   return HOP_BY_HOP.has(lower) || lower === 'x-request-id'
 }
@@ -86,11 +80,10 @@ export function createForwarder (target: string, timeoutSeconds: number | (() =>
         onHeaders (statusCode, raw, resume, statusText) {
           if (res.destroyed) { cancel(); return false }
           // One flat list, the upstream's names and order kept (every copy of a repeated
-          // name: two Set-Cookie stay two), then the gateway's X-Request-Id:
-          // on a response with no header set before (the common
-          // case), Node writes the head from this list in one pass. Where the pipeline did
-          // set some (RateLimit fields, Connection: close), Node replaces those of the same
-          // name and appends the rest, repeated names included.
+          // name: two Set-Cookie stay two), then the gateway's X-Request-Id: on a response
+          // with no header set before (the common case), Node writes the head from this list
+          // in one pass. Where the pipeline did set some (RateLimit fields, Connection: close),
+          // Node replaces those of the same name and appends the rest, repeated names included.
           const out: string[] = []
           for (let i = 0; i < raw.length; i += 2) {
             const name = raw[i].toString('latin1')

@@ -6,8 +6,8 @@
  *
  * A line names the event, its outcome, the actor (the user id, or `cli` for
  * an operator's command, `system` for the first start's superuser, or
-  * `anonymous` for a password or token nobody was authenticated
-  * by), whose credential it is (user id and username), the key
+ * `anonymous` for a password or token nobody was authenticated by), whose
+ * credential it is (user id and username), the key
  * id, the auth method, the client address and the request id. Never a
  * password, token, secret or session id: a bearer token or a session is named
  * by `ref`, 16 hex digits of an HMAC under a key derived from the secret key

@@ -266,11 +266,8 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         if (!(await reprovePage(ctx, user, s, body.password))) return
         // the last second factor: only a sign-in with a second factor
         // just now (the password alone is what a second factor is for)
-        if (
-          f.totp?.confirmed !== true &&
-            f.passkeys.length === 1 &&
-            !(Date.now() - s.created < FRESH_LOGIN_MS && isTwoFactor(s.factors))
-        ) {
+        if (f.totp?.confirmed !== true && f.passkeys.length === 1 &&
+          !(Date.now() - s.created < FRESH_LOGIN_MS && isTwoFactor(s.factors))) {
           audit?.record({ event: 'mfa.failed', ctx, user, via: 'account', reason: 'last_factor' })
           sendHtml(ctx.res, 403, await page(user, s, { error: `This is your last second factor: to remove it, sign out, sign in with it, and remove it within ${FRESH_LOGIN_MS / 60_000} minutes.` }))
           return

@@ -54,9 +54,8 @@ export function safeNext (v: unknown, fallback = HOME): string {
   if (v[0] !== '/' || v[1] === '/' || /[\\\s\x00-\x1f\x7f]/.test(v)) return fallback
   let u: URL
   try { u = new URL(v, BASE) } catch { return fallback }
-  if (
-    u.origin !== BASE || [LOGIN_PATH, LOGOUT_PATH, JMS_LOGIN_PATH, JMS_LOGOUT_PATH].includes(u.pathname)
-  ) return fallback
+  if (u.origin !== BASE ||
+    [LOGIN_PATH, LOGOUT_PATH, JMS_LOGIN_PATH, JMS_LOGOUT_PATH].includes(u.pathname)) return fallback
   const out = u.pathname + u.search + u.hash
   return out.startsWith('//') ? fallback : out
 }

@@ -63,9 +63,8 @@ export interface KeyStateExpected { is_active: boolean, disabled_by: KeyDisabler
  * changed, when its state is no longer `expect`.
  */
 export function applyKeyState (s: StoredKey, fields: KeyStateFields, expect?: KeyStateExpected): boolean {
-  if (
-    expect !== undefined && (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)
-  ) return false
+  if (expect !== undefined &&
+    (s.is_active !== expect.is_active || (s.disabled_by ?? null) !== expect.disabled_by)) return false
   s.is_active = fields.is_active
   if (fields.date_enabled !== undefined) s.date_enabled = fields.date_enabled
   if (fields.disabled_by === null) delete s.disabled_by

@@ -4,8 +4,8 @@
  * files in place of its "never cache" lines. An allowed private token or
  * session is asked about once per 2 s; a revoked token is let through until
  * its cached decision expires (the delay is measured and printed: at most
-  * proxy_cache_valid, which nginx counts in whole seconds, plus
-  * one); a one-time bearer token, a signature and a refusal are
+ * proxy_cache_valid, which nginx counts in whole seconds, plus one); a
+ * one-time bearer token, a signature and a refusal are
  * never cached; a cached POST with its CSRF token does not admit one without.
  * Skipped without nginx, saying why.
  */

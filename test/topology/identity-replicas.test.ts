@@ -112,9 +112,9 @@ t.test('`sidegate jwk rotate` under load: published by both before it signs, bot
   t.ok(published.every((p) => p !== null), 'both replicas publish the new key')
   // the load goes on until both replicas have signed 30 tokens with the new key (a deadline, not a delay)
   const end = Date.now() + 120_000
-  while (
-    Date.now() < end && !((seen[0].get(next) ?? 0) >= 30 && (seen[1].get(next) ?? 0) >= 30)
-  ) await new Promise((resolve) => setTimeout(resolve, 50))
+  while (Date.now() < end && !((seen[0].get(next) ?? 0) >= 30 && (seen[1].get(next) ?? 0) >= 30)) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
   stop = true
   await Promise.all(clients)
   t.same(failures, [], `zero failed verifications over ${requests} requests`)

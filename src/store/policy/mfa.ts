@@ -92,9 +92,9 @@ export class Mfa {
     const secret = this.#secret(userId, r.rec)
     if (secret === null || !(await this.#accept(userId, secret, code))) return null
     const { required: _, operator: _o, ...rest } = r.rec
-    if (
-      !(await this.c.storage.mfa.swapTotp(userId, r.stored, JSON.stringify({ ...rest, confirmed: true })))
-    ) return null
+    if (!(await this.c.storage.mfa.swapTotp(
+      userId, r.stored, JSON.stringify({ ...rest, confirmed: true })
+    ))) return null
     return await this.#newRecoveryCodes(userId)
   }
 

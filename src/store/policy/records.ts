@@ -24,9 +24,8 @@ export function newUserRecord (
     last_login: null,
     password_hash: passwordHash
   }
-  if (
-    u.password === null && u.password_hash !== undefined
-  ) user.password_imported = importedFingerprint(keys, u.password_hash)
+  if (u.password === null &&
+    u.password_hash !== undefined) user.password_imported = importedFingerprint(keys, u.password_hash)
   return user
 }
 

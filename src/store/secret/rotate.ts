@@ -1,7 +1,7 @@
 /**
  * `sidegate secret rotate`: re-encrypts every encrypted record (access-key
-  * secrets, private tokens, TOTP secrets, the identity JWT's private
-  * signing keys) under a new secret key in one pass, then moves the
+ * secrets, private tokens, TOTP secrets, the identity JWT's private signing
+ * keys) under a new secret key in one pass, then moves the
  * store's key check value to the new key, last. Resumable: the pass starts by
  * recording a marker (`key-rotation`: both check values) and converts each
  * record only if it is still under the old key, so running the same command
