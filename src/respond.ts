@@ -21,8 +21,7 @@ export function sendJson (
 /** The serialized body and fixed headers of one kind of error, built once (also as a flat name, value list). */
 interface Prepared {
   payload: string,
-  headers: Record<string,
-  string | string[] | number>,
+  headers: Record<string, string | string[] | number>,
   list: Array<string | string[] | number>
 }
 const prepared = new Map<string, Prepared>()

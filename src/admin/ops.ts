@@ -69,8 +69,7 @@ export interface UserJson {
   username: string,
   is_active: boolean,
   is_superuser: boolean,
-  orgs: Record<string,
-  OrgRole>,
+  orgs: Record<string, OrgRole>,
   [k: string]: unknown
 }
 /** An access key as the CLI's --json and the admin API show it: the record's KEY_FIELDS. */
@@ -386,8 +385,7 @@ export class AdminOps {
   async setLimit (target: string, spec: string): Promise<{
     target: LimitTarget,
     policy: RateLimitPolicy,
-    json: Record<string,
-    unknown>
+    json: Record<string, unknown>
   }> {
     const policy = parsePolicy(spec)
     if (policy === null) throw new UsageError(`"${spec}" is not a limit: <requests>/<window>, e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day)`)

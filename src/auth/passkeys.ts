@@ -196,15 +196,14 @@ export class PasskeyCeremonies {
     if (!(await this.store.addPasskey(p))) throw E.passkeyFailed('The passkey was not accepted: it is registered already.')
     this.audit?.record({ event: 'passkey.registered', ctx, user, keyId: p.id, via: 'account' })
     const info = (await this.store.listPasskeys(user.id)).find((x) => x.id === p.id)
-    return info ??
-      {
-        id: p.id,
-        name: p.name,
-        created: new Date().toISOString(),
-        last_used: null,
-        device_type: p.device_type,
-        backed_up: p.backed_up
-      }
+    return info ?? {
+      id: p.id,
+      name: p.name,
+      created: new Date().toISOString(),
+      last_used: null,
+      device_type: p.device_type,
+      backed_up: p.backed_up
+    }
   }
 
   /**

@@ -119,15 +119,14 @@ export class Admin {
     const c = this.config.identity.jwt
     const { key: k, removed } = await rotateKeySet(this.store, c)
     const from = new Date(k.active_from).toISOString()
-    return this.#print({
-      kid: k.kid,
-      alg: k.alg,
-      published: new Date(k.created).toISOString(),
-      signs_from: from,
-      removed
-    },
-    [`added key ${k.kid} (${k.alg}): published now, signs from ${from}`, ...removed.map((r) => `removed retired key ${r}`),
-      ...(c.enabled ? [] : ['note: identity.jwt.enabled is false in this configuration: no gateway signs with it until it is turned on'])].join('\n'))
+    return this.#print(
+      { kid: k.kid, alg: k.alg, published: new Date(k.created).toISOString(), signs_from: from, removed },
+      [
+        `added key ${k.kid} (${k.alg}): published now, signs from ${from}`,
+        ...removed.map((r) => `removed retired key ${r}`),
+        ...(c.enabled ? [] : ['note: identity.jwt.enabled is false in this configuration: no gateway signs with it until it is turned on'])
+      ].join('\n')
+    )
   }
 
   async #jwkList (args: string[]): Promise<number> {

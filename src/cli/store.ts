@@ -18,16 +18,8 @@ import { KEY_CHECK, KEY_ROTATION } from '../store/secret/records.js'
 import { SqliteStore } from '../store/sqlite/index.js'
 import { SqliteTransfer } from '../store/sqlite/transfer.js'
 import {
-  describeCounts,
-  FORMAT,
-  FORMAT_VERSION,
-  parseTransfer,
-  planImport,
-  serialize,
-  splitMac,
-  TRANSFER_PRIVILEGE_FLAGS,
-  TransferProblem,
-  UNSIGNED_VERSION,
+  describeCounts, FORMAT, FORMAT_VERSION, parseTransfer, planImport, serialize, splitMac, TRANSFER_PRIVILEGE_FLAGS,
+  TransferProblem, UNSIGNED_VERSION,
   type Kind, type Parsed, type StoreTransfer, type TransferPrivilege, type TransferRecord
 } from '../store/transfer.js'
 import type { ManagedStore } from '../store/types.js'

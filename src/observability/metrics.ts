@@ -242,9 +242,8 @@ export function guardScrape (inner: Scrape, accepted: string[] | null): Scrape {
       let ok = false
       for (const e of expected) ok = equalBytes(e, got) || ok
       if (!ok) {
-        sendError(
-          res, sent === undefined ? E.notAuthenticated() : E.authenticationFailed(), undefined, challenges
-        ); return
+        sendError(res, sent === undefined ? E.notAuthenticated() : E.authenticationFailed(), undefined, challenges)
+        return
       }
       inner.scrape(req, res)
     }

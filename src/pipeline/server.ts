@@ -85,15 +85,11 @@ export function createGateway (opts: GatewayOptions): Gateway {
     : null
   identity?.start()
   // auth.keys.disable_after: off (no timer) at 0
-  const unusedKeys = new UnusedKeys(
-    store,
-    log,
-    {
-      days: config.auth.keys.disable_after,
-      intervalSeconds: config.auth.keys.check_interval,
-      onPass: opts.metrics?.unusedKeysPass
-    }
-  )
+  const unusedKeys = new UnusedKeys(store, log, {
+    days: config.auth.keys.disable_after,
+    intervalSeconds: config.auth.keys.check_interval,
+    onPass: opts.metrics?.unusedKeysPass
+  })
   unusedKeys.start()
   // ready only once the signing keys are read (or created, on the first start)
   const ready = identity === null ? opts.ready : async () => { await opts.ready?.(); await identity.ready() }

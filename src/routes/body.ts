@@ -69,8 +69,7 @@ export interface FieldFailure {
 
 /** The body as declared: read, decoded, form values made booleans where the schema says so, and checked. */
 export async function readValidBody (ctx: RequestContext, spec: BodySpec, limit: number): Promise<{
-  fields: Record<string,
-  unknown>,
+  fields: Record<string, unknown>,
   failures: FieldFailure[]
 }> {
   const raw = await readBody(ctx.req, limit)
@@ -133,17 +132,10 @@ export function requestBodyOf (spec: BodySpec): Json {
   return {
     required: spec.required,
     ...(spec.description === undefined ? {} : { description: spec.description }),
-    content: Object.fromEntries(
-      spec.types.map(
-        (t) => [
-          t,
-          {
-            schema: schemaRef(spec.name),
-            ...(t === JSON_TYPE && spec.example !== undefined ? { example: spec.example } : {})
-          }
-        ]
-      )
-    )
+    content: Object.fromEntries(spec.types.map((t) => [t, {
+      schema: schemaRef(spec.name),
+      ...(t === JSON_TYPE && spec.example !== undefined ? { example: spec.example } : {})
+    }]))
   }
 }
 

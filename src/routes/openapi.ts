@@ -91,8 +91,7 @@ const SAFE = new Set(['get', 'head', 'options'])
 function implied (auth: RouteAuth, method: string, op: Operation): {
   security: unknown[],
   parameters: Json[],
-  errors: Record<number,
-  SharedErrors>
+  errors: Record<number, SharedErrors>
 } {
   // the org is asked for (?oid= and the header; a decision: the header, ?oid= being in the original URI)
   const withOrg = auth === 'user+org' || auth === 'user+org-if-member' || auth === 'decision'

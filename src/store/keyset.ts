@@ -79,8 +79,7 @@ export function openKeySet (
         public: k.public,
         private: plain === null
           ? null
-          : JSON.parse(plain) as Record<string,
-        string>
+          : JSON.parse(plain) as Record<string, string>
       }
     })
   }

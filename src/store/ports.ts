@@ -11,18 +11,8 @@
 import type { GatewayError } from '../errors.js'
 import type { StoredKeySet } from './keyset.js'
 import type {
-  AccessKey,
-  AuditEntry,
-  AuditQuery,
-  Factor,
-  KeyDisabler,
-  LoginFailures,
-  Org,
-  OrgRole,
-  RateLimitPolicy,
-  SessionInfo,
-  StoredPasskey,
-  User
+  AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo,
+  StoredPasskey, User
 } from './types.js'
 
 /** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */

@@ -171,8 +171,8 @@ export function auditId (id: string): [number, number] | null {
   const m = /^(\d{1,15})-(\d{1,15})$/.exec(id)
   return m === null ? null : [Number(m[1]), Number(m[2])]
 }
-export const auditAfter = (a: [number, number], b: [number, number]): boolean => a[0] > b[0] ||
-  (a[0] === b[0] && a[1] > b[1])
+export const auditAfter = (a: [number, number], b: [number, number]): boolean =>
+  a[0] > b[0] || (a[0] === b[0] && a[1] > b[1])
 
 // ── checking one line ────────────────────────────────────────────────────────
 

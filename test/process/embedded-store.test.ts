@@ -39,8 +39,7 @@ function freshDir (): string {
 
 /** Ports of its own, and what the README's quick start sets; nothing that names a Redis. */
 async function envFor (o: Record<string, string> = {}): Promise<{
-  env: Record<string,
-  string>,
+  env: Record<string, string>,
   url: string,
   metrics: string
 }> {

@@ -70,10 +70,9 @@ export class Data {
     const now = this.now()
     if (now < this.#nextSweep) return
     this.#nextSweep = now + SWEEP_EVERY_MS
-    for (
-      const map of [this.bearer, this.sessions, this.attempts, this.once, this.rates, this.locks] as Array<Map<string,
-      Expiring<unknown>>>
-    ) {
+    for (const map of [
+      this.bearer, this.sessions, this.attempts, this.once, this.rates, this.locks
+    ] as Array<Map<string, Expiring<unknown>>>) {
       for (const [k, e] of map) if (e.exp <= now) map.delete(k)
     }
     for (const [index, records] of [[this.userBearer, this.bearer], [this.userSessions, this.sessions]] as const) {

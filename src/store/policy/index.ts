@@ -8,36 +8,10 @@ import type { Keyring } from '../../crypto.js'
 import type { GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import type {
-  AccessKey,
-  AuditEntry,
-  AuditQuery,
-  BearerGrant,
-  Factor,
-  KeyDisabler,
-  KeyState,
-  LoginFailures,
-  MfaFactors,
-  NewKeyOptions,
-  SecondFactorState,
-  NewUser,
-  Org,
-  OrgRole,
-  RateLimitHit,
-  NewPasskey,
-  PasskeyInfo,
-  StoredPasskey,
-  RateLimitPolicy,
-  RunningStore,
-  SecondFactorResult,
-  Session,
-  SessionInfo,
-  SignInUser,
-  SigningKey,
-  SigningKeySet,
-  StoreCaches,
-  TotpEnrolment,
-  UNREADABLE,
-  User
+  AccessKey, AuditEntry, AuditQuery, BearerGrant, Factor, KeyDisabler, KeyState, LoginFailures, MfaFactors,
+  NewKeyOptions, SecondFactorState, NewUser, Org, OrgRole, RateLimitHit, NewPasskey, PasskeyInfo, StoredPasskey,
+  RateLimitPolicy, RunningStore, SecondFactorResult, Session, SessionInfo, SignInUser, SigningKey, SigningKeySet,
+  StoreCaches, TotpEnrolment, UNREADABLE, User
 } from '../types.js'
 import { AccessKeys } from './access-keys.js'
 import { BearerTokens } from './bearer-tokens.js'
