@@ -85,7 +85,10 @@ export async function decodeFieldsOf (contentType: string | undefined, body: Buf
   if (mediaType(contentType) !== MULTIPART_TYPE) return decodeFields(contentType, body)
   let form: FormData
   try {
-    form = await new Response(body.buffer.slice(body.byteOffset, body.byteOffset + body.length) as ArrayBuffer, { headers: { 'content-type': contentType! } }).formData()
+    form = await new Response(
+      body.buffer.slice(body.byteOffset, body.byteOffset + body.length) as ArrayBuffer,
+      { headers: { 'content-type': contentType! } }
+    ).formData()
   } catch {
     throw E.badRequest('The multipart body does not parse.')
   }

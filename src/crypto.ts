@@ -297,7 +297,11 @@ export class Keyring {
    */
   lookup (value: string): string {
     const known = this.#known.get(value)
-    if (known !== undefined) return (known.lookup ??= createHmac('sha256', known.gen?.mac ?? this.#mac).update(value).digest('base64url'))
+    if (known !== undefined) {
+      return (
+        known.lookup ??= createHmac('sha256', known.gen?.mac ?? this.#mac).update(value).digest('base64url')
+      )
+    }
     const gen = this.#legacy.length === 0 ? null : this.#issuer(value)
     return createHmac('sha256', gen?.mac ?? this.#mac).update(value).digest('base64url')
   }
@@ -307,7 +311,9 @@ export class Keyring {
    * from (newest first): where an imported, untagged private token's entry may have been written.
    */
   lookups (value: string): string[] {
-    return [this.#mac, ...this.#legacy.map((g) => g.mac).reverse()].map((mac) => createHmac('sha256', mac).update(value).digest('base64url'))
+    return [this.#mac, ...this.#legacy.map((g) => g.mac).reverse()].map(
+      (mac) => createHmac('sha256', mac).update(value).digest('base64url')
+    )
   }
 
   /** AES-256-GCM, `v1.iv.tag.ciphertext` base64url. `aad` binds the value to its record. */

@@ -70,17 +70,38 @@ export async function explainAccess (
   const request = { method, path: i.path, normalised: p.path, ambiguous: p.ambiguous, ip }
   const caller = await callerOf(config, store, i)
   if (isPublic(target)) {
-    return { request, caller: caller === null ? null : caller.json, decided_by: 'public_path', rule: null, policy: 'bypass', status: 200, why: `${target} is in upstream.public_paths: no credential looked at, before any rule`, passed_over: [] }
+    return {
+      request,
+      caller: caller === null ? null : caller.json,
+      decided_by: 'public_path',
+      rule: null,
+      policy: 'bypass',
+      status: 200,
+      why: `${target} is in upstream.public_paths: no credential looked at, before any rule`,
+      passed_over: []
+    }
   }
   const req = { method, target, clientIp: ip }
   const at = caller === null ? null : caller.at
   const v: Verdict = rules.decide(req, at, p)
   const status = v.allowed ? 200 : caller === null && v.policy !== 'deny' ? 401 : 403
   const passed = rules.passedOver(req, at, v.rule, p)
-  return { request, caller: caller === null ? null : caller.json, decided_by: 'rules', rule: v.rule === -1 ? null : v.rule, policy: v.policy, status, why: v.why, passed_over: passed }
+  return {
+    request,
+    caller: caller === null ? null : caller.json,
+    decided_by: 'rules',
+    rule: v.rule === -1 ? null : v.rule,
+    policy: v.policy,
+    status,
+    why: v.why,
+    passed_over: passed
+  }
 }
 
-async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{ at: { identity: Identity, orgId: string | undefined }, json: NonNullable<CheckResult['caller']> } | null> {
+async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
+  at: { identity: Identity, orgId: string | undefined },
+  json: NonNullable<CheckResult['caller']>
+} | null> {
   if (i.user === undefined && i.key === undefined) {
     if (i.org !== undefined || (i.factors ?? []).length > 0 || i.credential !== undefined) throw new UsageError('org, credential and factors describe a caller: name one with user (or key)')
     return null
@@ -103,7 +124,9 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   }
   const user = i.key === undefined ? await store.getUserByUsername(i.user!) : await store.getUser(userId)
   if (user === null) throw new UsageError(`no user named "${i.user ?? ''}"`, 1, 'not_found')
-  if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)
+  if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) {
+    throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)
+  }
   const second = i.factors ?? []
   for (const f of second) if (!SECOND.has(f)) throw new UsageError(`factor: otp, hwk or swk, got ${JSON.stringify(f)}`)
   const machine = CREDENTIALS[method].machine
@@ -119,7 +142,16 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   }
   // the fields the rules read (no session record, no key limits: they decide nothing here)
   const identity = { userId: user.id, method, factors, keyId: i.key, keyFactors, user } as Identity
-  return { at: { identity, orgId }, json: { username: user.username, method, ...(factors === undefined ? {} : { factors }), ...(keyFactors === undefined ? {} : { made_with: [...keyFactors] }), org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`) } }
+  return {
+    at: { identity, orgId },
+    json: {
+      username: user.username,
+      method,
+      ...(factors === undefined ? {} : { factors }),
+      ...(keyFactors === undefined ? {} : { made_with: [...keyFactors] }),
+      org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`)
+    }
+  }
 }
 
 /** The command line's text: the request, the caller, and the verdict with its reason. */

@@ -116,7 +116,9 @@ export class AccessRules {
       index,
       spec: r,
       path: anyOf(r.paths.map((g) => globMatcher(this.#fold(g)))),
-      methods: r.methods.length === 0 ? null : new Set(r.methods.flatMap((m) => m.toUpperCase() === 'GET' ? ['GET', 'HEAD'] : [m.toUpperCase()])),
+      methods: r.methods.length === 0
+        ? null
+        : new Set(r.methods.flatMap((m) => m.toUpperCase() === 'GET' ? ['GET', 'HEAD'] : [m.toUpperCase()])),
       network: r.networks.length === 0 ? null : trustedProxies(r.networks),
       subjects: r.subjects.map((s) => {
         const i = s.indexOf(':')

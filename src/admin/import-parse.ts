@@ -173,7 +173,16 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
         const h = parseLegacyHash(password)
         if (typeof h === 'string') throw new FieldError(`"password": ${h}`)
       }
-      into.users.push({ line, id: f.has('id') ? f.uuid('id') : undefined, username, name: f.str('name', { max: 128 }), email, password, is_active: f.bool('is_active'), is_superuser: f.bool('is_superuser') })
+      into.users.push({
+        line,
+        id: f.has('id') ? f.uuid('id') : undefined,
+        username,
+        name: f.str('name', { max: 128 }),
+        email,
+        password,
+        is_active: f.bool('is_active'),
+        is_superuser: f.bool('is_superuser')
+      })
       return
     }
     case 'membership': {
@@ -181,14 +190,26 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
       const role = ROLES[(normalizeKeyId(roleName) ?? roleName).toLowerCase()]
       if (role === undefined) throw new FieldError(`"role" must be admin or user (or JumpServer's OrgAdmin or OrgUser, by name or id), got ${JSON.stringify(roleName)}`)
       const orgName = f.str('org_name', { max: 128 })?.trim()
-      into.memberships.push({ line, user: f.user(), org: f.org('org'), org_name: orgName === '' ? undefined : orgName, role })
+      into.memberships.push({
+        line,
+        user: f.user(),
+        org: f.org('org'),
+        org_name: orgName === '' ? undefined : orgName,
+        role
+      })
       return
     }
     case 'access_key': {
       const secret = f.req('secret', 256)
       if (secret.length < 16 || /\s/.test(secret)) throw new FieldError('"secret" must be at least 16 characters without spaces (JumpServer\'s are UUIDs)')
       // JumpServer signs with str(uuid): lowercase and hyphenated, whatever form the database export gave
-      into.keys.push({ line, user: f.user(), id: f.uuid('id'), secret: normalizeKeyId(secret) ?? secret, is_active: f.bool('is_active') ?? true })
+      into.keys.push({
+        line,
+        user: f.user(),
+        id: f.uuid('id'),
+        secret: normalizeKeyId(secret) ?? secret,
+        is_active: f.bool('is_active') ?? true
+      })
       return
     }
     case 'private_token': {

@@ -20,9 +20,13 @@ import { randomUUID } from 'node:crypto'
 import { safeEqual } from '../crypto.js'
 import type { Store, User } from '../store/types.js'
 import type { AuditRecord } from '../observability/audit.js'
-import { Problems, RECORD_TYPES, type OrgRec, type Parsed, type Problem, type RecordType, type UserRec, type UserRef } from './import-parse.js'
+import {
+  Problems, RECORD_TYPES, type OrgRec, type Parsed, type Problem, type RecordType, type UserRec, type UserRef
+} from './import-parse.js'
 
-export { ImportProblems, parseImport, RECORD_TYPES, USERNAME, type ImportFormat, type Parsed, type Problem, type RecordType } from './import-parse.js'
+export {
+  ImportProblems, parseImport, RECORD_TYPES, USERNAME, type ImportFormat, type Parsed, type Problem, type RecordType
+} from './import-parse.js'
 export type Action = 'created' | 'updated' | 'unchanged'
 export type Counts = Record<RecordType, Record<Action, number>>
 
@@ -92,8 +96,11 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (dup !== undefined) { problems.add(o.line, `org ${o.id} is also on line ${dup.line}`); continue }
     orgs.set(o.id, o)
     const have = await store.getOrg(o.id)
-    if (have === null) step('org', 'created', async () => { await createOrg(store, o.name, o.id); audit({ event: 'org.created', org: o.id, via }) })
-    else {
+    if (have === null) {
+      step('org', 'created', async () => {
+        await createOrg(store, o.name, o.id); audit({ event: 'org.created', org: o.id, via })
+      })
+    } else {
       if (have.name !== o.name) notes.push({ line: o.line, message: `org ${o.id} exists as "${have.name}": its name is kept` })
       step('org', 'unchanged')
     }
@@ -154,8 +161,13 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
         await store.setUserFields(id, fields)
         audit({ event: 'user.updated', user: who, superuser: fields.is_superuser ?? existing.is_superuser, via })
       }
-      if (active !== undefined) { await store.setUserActive(id, active); audit({ event: active ? 'user.enabled' : 'user.disabled', user: who, via }) }
-      if (password !== undefined) { await store.setLegacyPasswordHash(id, password); audit({ event: 'password.changed', user: who, via }) }
+      if (active !== undefined) {
+        await store.setUserActive(id, active)
+        audit({ event: active ? 'user.enabled' : 'user.disabled', user: who, via })
+      }
+      if (password !== undefined) {
+        await store.setLegacyPasswordHash(id, password); audit({ event: 'password.changed', user: who, via })
+      }
     })
   }
 
@@ -191,7 +203,11 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
       if (m.org_name === undefined) { problems.add(m.line, `org ${m.org} is neither in this file nor in the store: add an org record or "org_name"`); continue }
       newOrgs.add(m.org)
       const name = m.org_name
-      steps.unshift({ type: 'org', action: 'created', write: async () => { await createOrg(store, name, m.org); audit({ event: 'org.created', org: m.org, via }) } })
+      steps.unshift({
+        type: 'org',
+        action: 'created',
+        write: async () => { await createOrg(store, name, m.org); audit({ event: 'org.created', org: m.org, via }) }
+      })
     }
     const had = who.user?.orgs[m.org]
     if (had === m.role) { step('membership', 'unchanged'); continue }

@@ -55,7 +55,9 @@ export async function listenAdmin (
     server.once('error', reject)
     const done = (): void => { server.off('error', reject); resolve() }
     // a worker killed before it could close its socket leaves the file behind (in the primary's private dir)
-    if ('path' in where) { rmSync(where.path, { force: true }); server.listen(where.path, done) } else server.listen(where.port, where.host, done)
+    if ('path' in where) {
+      rmSync(where.path, { force: true }); server.listen(where.path, done)
+    } else server.listen(where.port, where.host, done)
   })
   const addr = server.address()
   return {
@@ -78,7 +80,11 @@ function fromRelay (req: http.IncomingMessage): void {
   for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) {
     if (req.rawHeaders[i].toLowerCase() === RELAY_PEER_HEADER) req.rawHeaders.splice(i, 2)
   }
-  Object.defineProperty(req.socket, 'remoteAddress', { value: typeof peer === 'string' ? peer : undefined, configurable: true, writable: true })
+  Object.defineProperty(
+    req.socket,
+    'remoteAddress',
+    { value: typeof peer === 'string' ? peer : undefined, configurable: true, writable: true }
+  )
 }
 
 /** Is `host` a loopback address (or localhost), reachable only from this host? */

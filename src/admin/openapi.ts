@@ -34,12 +34,18 @@ export interface DocumentedRoute {
 
 const PREFIX = '/admin/v1/'
 const BODY_CODES: ErrorCode[] = ['required', 'parse_error', 'bad_request']
-const UNAUTHORIZED: ErrorCode[] = (Object.keys(ERRORS) as ErrorCode[]).filter((c) => ERRORS[c].status === 401 && c !== 'invalid_session')
+const UNAUTHORIZED: ErrorCode[] = (Object.keys(ERRORS) as ErrorCode[]).filter(
+  (c) => ERRORS[c].status === 401 && c !== 'invalid_session'
+)
 const FORBIDDEN: ErrorCode[] = ['permission_denied', 'ip_not_allowed']
 
 const iso = { type: 'string', format: 'date-time' }
 const uuid = { type: 'string', format: 'uuid' }
-const policy = { type: 'object', required: ['limit', 'window'], properties: { limit: { type: 'integer' }, window: { type: 'integer', description: 'seconds' } } }
+const policy = {
+  type: 'object',
+  required: ['limit', 'window'],
+  properties: { limit: { type: 'integer' }, window: { type: 'integer', description: 'seconds' } }
+}
 
 /** The answers' schemas (the CLI's `--json` output of the same operation). */
 const SCHEMAS: Record<string, Json> = {
@@ -141,7 +147,15 @@ const SCHEMAS: Record<string, Json> = {
       policy: { enum: ['bypass', 'one_factor', 'two_factor', 'deny'] },
       status: { enum: [200, 401, 403], description: 'What the request would get from the rules.' },
       why: { type: 'string' },
-      passed_over: { type: 'array', description: 'The rules before the deciding one whose paths match the request\'s, and why each was passed over (method, network, subjects, an ambiguous path and a bypass rule).', items: { type: 'object', required: ['rule', 'why'], properties: { rule: { type: 'integer' }, why: { type: 'string' } } } }
+      passed_over: {
+        type: 'array',
+        description: 'The rules before the deciding one whose paths match the request\'s, and why each was passed over (method, network, subjects, an ambiguous path and a bypass rule).',
+        items: {
+          type: 'object',
+          required: ['rule', 'why'],
+          properties: { rule: { type: 'integer' }, why: { type: 'string' } }
+        }
+      }
     }
   },
   MfaReset: { type: 'object', required: ['username', 'reset'], properties: { username: { type: 'string' }, reset: { type: 'boolean', description: 'false: there was nothing to remove (no TOTP factor, recovery code, passkey or requirement).' } } },
@@ -156,11 +170,25 @@ const SCHEMAS: Record<string, Json> = {
         type: 'object',
         description: 'gateway.yml\'s rate_limit.',
         required: ['enabled', 'default', 'methods'],
-        properties: { enabled: { type: 'boolean' }, default: policy, methods: { type: 'object', additionalProperties: { type: 'string' } } }
+        properties: {
+          enabled: { type: 'boolean' },
+          default: policy,
+          methods: { type: 'object', additionalProperties: { type: 'string' } }
+        }
       },
       overrides: {
         type: 'array',
-        items: { type: 'object', required: ['kind', 'username', 'id', 'limit', 'window'], properties: { kind: { enum: ['user', 'key'] }, username: { type: 'string' }, id: uuid, limit: { type: 'integer' }, window: { type: 'integer' } } }
+        items: {
+          type: 'object',
+          required: ['kind', 'username', 'id', 'limit', 'window'],
+          properties: {
+            kind: { enum: ['user', 'key'] },
+            username: { type: 'string' },
+            id: uuid,
+            limit: { type: 'integer' },
+            window: { type: 'integer' }
+          }
+        }
       }
     }
   },
@@ -189,13 +217,23 @@ function errorAnswers (r: DocumentedRoute): Record<string, Json> {
   add(r.errors)
   add(['store_unavailable'])
   const description: Record<number, string> = { 400: 'Bad input.', 401: 'No or a bad credential, or one the admin API does not take.', 403: 'Not a superuser, or an access key used from outside its allow-list.', 404: 'No such record.', 409: 'Already exists.', 413: 'Body too large.', 415: 'Not JSON.', 503: 'Try again shortly.' }
-  return Object.fromEntries([...byStatus].sort(([a], [b]) => a - b).map(([s, codes]) => [String(s), errorResponse(description[s] ?? 'Refused.', [...new Set(codes)])]))
+  return Object.fromEntries(
+    [...byStatus]
+      .sort(([a], [b]) => a - b)
+      .map(([s, codes]) => [String(s), errorResponse(description[s] ?? 'Refused.', [...new Set(codes)])])
+  )
 }
 
 export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]): Json {
   const paths: Record<string, Json> = {
     [`${PREFIX}openapi.json`]: {
-      get: { tags: ['Documentation'], operationId: 'adminOpenapiJson', summary: 'This document (no credential needed)', security: [], responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object' }) } } }
+      get: {
+        tags: ['Documentation'],
+        operationId: 'adminOpenapiJson',
+        summary: 'This document (no credential needed)',
+        security: [],
+        responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object' }) } }
+      }
     }
   }
   const codes = new Set<ErrorCode>([...BODY_CODES, ...UNAUTHORIZED, ...FORBIDDEN, 'payload_too_large', 'unsupported_media_type', 'store_unavailable'])
@@ -204,7 +242,9 @@ export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]
     const path = PREFIX + r.path
     const item: Json = paths[path] ??= {}
     const pathParams = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
-    const query = Object.entries(r.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } }))
+    const query = Object.entries(r.query ?? {}).map(
+      ([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })
+    )
     for (const c of r.errors) codes.add(c)
     item[r.method.toLowerCase()] = {
       tags: [r.tag],
@@ -214,7 +254,10 @@ export function adminOpenApi (config: Config, routes: readonly DocumentedRoute[]
       security,
       ...(pathParams.length + query.length === 0 ? {} : { parameters: [...pathParams, ...query] }),
       ...(r.body === undefined ? {} : { requestBody: { required: true, content: json(r.body) } }),
-      responses: { [r.status]: { description: r.status === 201 ? 'Created.' : 'Done.', content: json(schemaRef(r.answer)) }, ...errorAnswers(r) }
+      responses: {
+        [r.status]: { description: r.status === 201 ? 'Created.' : 'Done.', content: json(schemaRef(r.answer)) },
+        ...errorAnswers(r)
+      }
     }
   }
   const tags = [...new Set(routes.map((r) => r.tag))].map((name) => ({ name }))

@@ -14,7 +14,9 @@ import { keyLines, limitLines, targetOf } from './command-forms.js'
 import type { AdminRoute } from './route.js'
 import { MFA_ROUTES } from './mfa-operations.js'
 import { ACCESS_ROUTES } from './access-operations.js'
-import { parseMembership, type AdminOps, type KeyJson, type Labels, type OrgJson, type SessionJson, type UserJson } from './ops.js'
+import {
+  parseMembership, type AdminOps, type KeyJson, type Labels, type OrgJson, type SessionJson, type UserJson
+} from './ops.js'
 
 export type { CliCall, CliForm, CliInput } from './command-forms.js'
 

@@ -36,7 +36,11 @@ export interface UnusedKeysOptions {
 
 /** When the key was last in use, epoch ms: the latest of its last use, creation and re-enabling. */
 export function lastActive (k: Pick<AccessKey, 'date_created' | 'date_last_used' | 'date_enabled'>): number {
-  return Math.max(...[k.date_created, k.date_last_used, k.date_enabled].map((d) => (typeof d === 'string' ? Date.parse(d) : NaN)).filter((t) => !Number.isNaN(t)))
+  return Math.max(
+    ...[k.date_created, k.date_last_used, k.date_enabled]
+      .map((d) => (typeof d === 'string' ? Date.parse(d) : NaN))
+      .filter((t) => !Number.isNaN(t))
+  )
 }
 
 export class UnusedKeys {
@@ -103,7 +107,10 @@ export class UnusedKeys {
           if (!(lastActive(key) < cutoff)) continue
           if (await this.store.setAccessKeyActive(key.id, false, 'policy')) {
             disabled.push(key.id)
-            this.log.info({ pass, key_id: key.id, user: user.username, last_used: key.date_last_used, created: key.date_created }, `unused access keys: disabled a key unused for ${this.o.days} days`)
+            this.log.info(
+              { pass, key_id: key.id, user: user.username, last_used: key.date_last_used, created: key.date_created },
+              `unused access keys: disabled a key unused for ${this.o.days} days`
+            )
           }
         }
       }

@@ -56,14 +56,24 @@ export function writeSecretKeyFile (config: Config, key: string, log: Pick<Logge
 export function newSecretKey (): string { return randomBytes(48).toString('base64') }
 
 /** Creates the Default org and, on an empty store, the superuser `admin`. Safe to run on many replicas at once. */
-export async function ensureDefaults (store: Store, config: Config, log: Pick<Logger, 'info'>, say: (line: string) => void, audit?: Pick<Auditor, 'record'>): Promise<void> {
+export async function ensureDefaults (
+  store: Store, config: Config, log: Pick<Logger, 'info'>, say: (line: string) => void, audit?: Pick<Auditor, 'record'>
+): Promise<void> {
   if ((await store.getOrg(DEFAULT_ORG_ID)) === null) {
     await ignoreConflict(store.createOrg('Default', DEFAULT_ORG_ID))
   }
   if ((await store.countUsers()) > 0) return
   const generated = config.admin_password === null
   const password = config.admin_password ?? randomBytes(18).toString('base64url')
-  const created = await ignoreConflict(store.createUser({ username: 'admin', password, name: 'Administrator', superuser: true, orgs: { [DEFAULT_ORG_ID]: 'admin' } }))
+  const created = await ignoreConflict(
+    store.createUser({
+      username: 'admin',
+      password,
+      name: 'Administrator',
+      superuser: true,
+      orgs: { [DEFAULT_ORG_ID]: 'admin' }
+    })
+  )
   if (created === null) return
   log.info({ username: 'admin' }, 'created the first superuser')
   audit?.record({ event: 'user.created', user: created, superuser: true, system: true, authMethod: 'bootstrap' })

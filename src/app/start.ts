@@ -121,7 +121,11 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
     connecting.catch((err: Error) => log.error({ redis: redisTarget(config), err: err.message }, 'redis unreachable at start; retrying, /readyz fails until it answers'))
   }
   // tracing on: the OpenTelemetry SDK is loaded now, and only now (src/observability/otel.ts)
-  const tracer = config.tracing.url === null ? null : (await import('../observability/otel.js')).createTracer(config.tracing, log, { version: VERSION, upstream: config.upstream.url })
+  const tracer = config.tracing.url === null
+    ? null
+    : (await import('../observability/otel.js')).createTracer(
+        config.tracing, log, { version: VERSION, upstream: config.upstream.url }
+      )
   if (tracer !== null) log.info({ endpoint: maskUrl(config.tracing.url!), sampler: config.tracing.sampler.name }, 'tracing on')
   const gw = createGateway({ config, store, log, ready: prepare, metrics: metrics ?? undefined, tracer, audit })
   metrics?.observe(store, () => gw.draining)

@@ -26,7 +26,12 @@ export type Identity = Claim & { user: User }
  */
 export function readCredentials (req: IncomingMessage, target?: { method: string, url: string }): Credentials {
   const h = req.headers.authorization
-  return new RequestCredentials(target?.method ?? req.method ?? 'GET', target?.url ?? req.url ?? '/', req.headers, h === undefined ? null : parseAuthorization(h))
+  return new RequestCredentials(
+    target?.method ?? req.method ?? 'GET',
+    target?.url ?? req.url ?? '/',
+    req.headers,
+    h === undefined ? null : parseAuthorization(h)
+  )
 }
 
 /**
@@ -35,7 +40,13 @@ export function readCredentials (req: IncomingMessage, target?: { method: string
  */
 class RequestCredentials implements Credentials {
   #cookies: Record<string, string | null> | undefined = undefined
-  constructor (readonly method: string, readonly url: string, readonly headers: IncomingHttpHeaders, readonly authorization: Credentials['authorization']) {}
+  constructor (
+    readonly method: string,
+    readonly url: string,
+    readonly headers: IncomingHttpHeaders,
+    readonly authorization: Credentials['authorization']
+  ) {}
+
   get cookies (): Record<string, string | null> { return (this.#cookies ??= parseCookies(this.headers.cookie)) }
 }
 

@@ -89,9 +89,19 @@ export class SecondFactor {
   }
 
   /** The sealed pending state for this client. */
-  pending (user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string): string {
+  pending (
+    user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string
+  ): string {
     const now = Date.now()
-    const p: Pending = { u: user.id, amr, n: randomBytes(12).toString('base64url'), e: now + this.opts.pending_ttl * 1000, c: clientOf(req, ctx), w, t: now }
+    const p: Pending = {
+      u: user.id,
+      amr,
+      n: randomBytes(12).toString('base64url'),
+      e: now + this.opts.pending_ttl * 1000,
+      c: clientOf(req, ctx),
+      w,
+      t: now
+    }
     if (secret !== undefined) p.s = secret
     return this.store.sealState(PURPOSE, JSON.stringify(p))
   }

@@ -30,7 +30,9 @@ export type UnknownOrg = 'reject' | 'default'
  * than sidegate did (Django reads the last). `url`: the target whose query
  * counts (a forward-auth decision's is the original request's).
  */
-export function requestedOrg (req: IncomingMessage, orgHeaderLower: string, orgCookie?: string, url = req.url ?? '/'): string | undefined {
+export function requestedOrg (
+  req: IncomingMessage, orgHeaderLower: string, orgCookie?: string, url = req.url ?? '/'
+): string | undefined {
   const values = oidParams(url)
   if (values !== null) {
     let first: string | undefined
@@ -146,7 +148,9 @@ export function memberOrg (user: User, requested: string | undefined): string | 
   return id in user.orgs ? id : undefined
 }
 
-export async function resolveOrg (store: Store, user: User, requested: string | undefined, unknown: UnknownOrg = 'reject'): Promise<string> {
+export async function resolveOrg (
+  store: Store, user: User, requested: string | undefined, unknown: UnknownOrg = 'reject'
+): Promise<string> {
   const own = user.default_org ?? DEFAULT_ORG_ID
   const id = parseOrgValue(requested) ?? own
 

@@ -150,7 +150,16 @@ export class PasskeyCeremonies {
         : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]),
       authenticatorSelection: { residentKey: 'required', userVerification: 'required' }
     })
-    return { options, state: this.#seal({ k: 'register', c: options.challenge, e: Date.now() + CHALLENGE_TTL * 1000, u: user.id, h: handle }) }
+    return {
+      options,
+      state: this.#seal({
+        k: 'register',
+        c: options.challenge,
+        e: Date.now() + CHALLENGE_TTL * 1000,
+        u: user.id,
+        h: handle
+      })
+    }
   }
 
   /**
@@ -211,7 +220,9 @@ export class PasskeyCeremonies {
    * discoverable passkey of this site), or `second` (the user's passkeys,
    * bound to the pending password step `pending`).
    */
-  async authenticationOptions (req: IncomingMessage, https: boolean, k: 'signin' | 'second', o: { user?: User, pending?: string } = {}): Promise<{ options: PublicKeyCredentialRequestOptionsJSON, state: string }> {
+  async authenticationOptions (
+    req: IncomingMessage, https: boolean, k: 'signin' | 'second', o: { user?: User, pending?: string } = {}
+  ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON, state: string }> {
     const rp = this.#rp(req, https)
     let allow: Array<{ id: string, transports?: AuthenticatorTransportFuture[] }> | undefined
     if (k === 'second' && o.user !== undefined) {
@@ -222,7 +233,12 @@ export class PasskeyCeremonies {
         (p) => p === null ? [] : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]
       )
     }
-    const options = await generateAuthenticationOptions({ rpID: rp.id, timeout: (CHALLENGE_TTL - 60) * 1000, userVerification: 'required', ...(allow === undefined ? {} : { allowCredentials: allow }) })
+    const options = await generateAuthenticationOptions({
+      rpID: rp.id,
+      timeout: (CHALLENGE_TTL - 60) * 1000,
+      userVerification: 'required',
+      ...(allow === undefined ? {} : { allowCredentials: allow })
+    })
     const s: State = { k, c: options.challenge, e: Date.now() + CHALLENGE_TTL * 1000 }
     if (k === 'second') s.p = o.pending
     return { options, state: this.#seal(s) }
@@ -242,11 +258,28 @@ export class PasskeyCeremonies {
    * mfa.failed (second), login.succeeded / login.failed (signin), and
    * passkey.cloned.
    */
-  async authenticate (k: 'signin' | 'second', sealed: unknown, response: unknown, req: IncomingMessage, https: boolean, ctx: AuditContext, o: { user?: User, pending?: string } = {}): Promise<Authenticated> {
+  async authenticate (
+    k: 'signin' | 'second',
+    sealed: unknown,
+    response: unknown,
+    req: IncomingMessage,
+    https: boolean,
+    ctx: AuditContext,
+    o: { user?: User, pending?: string } = {}
+  ): Promise<Authenticated> {
     const via = k === 'second' ? 'login' : 'passkey'
     const fail = (err: GatewayError, user?: User): GatewayError => {
       if (k === 'second') this.audit?.record({ event: 'mfa.failed', ctx, user: user ?? o.user, via, reason: err.code, authMethod: 'passkey' })
-      else this.audit?.record({ event: 'login.failed', ctx, ...(user === undefined ? {} : { username: user.username }), authMethod: 'passkey', via, reason: err.code })
+      else {
+        this.audit?.record({
+          event: 'login.failed',
+          ctx,
+          ...(user === undefined ? {} : { username: user.username }),
+          authMethod: 'passkey',
+          via,
+          reason: err.code
+        })
+      }
       return err
     }
     let s: State
@@ -278,7 +311,13 @@ export class PasskeyCeremonies {
       return fail(c.count > PASSKEY_CREDENTIAL_FAILURES ? E.tooManyAttempts(c.retryAfter) : err, user)
     }
     // the user as stored now (not a cached copy): one disabled a moment ago cannot sign in
-    const user = passkey === null ? null : (k === 'second' ? (passkey.user_id === o.user?.id ? o.user : null) : (await this.store.getUserForSignIn(passkey.user_id))?.user ?? null)
+    const user = passkey === null
+      ? null
+      : (
+          k === 'second'
+            ? (passkey.user_id === o.user?.id ? o.user : null)
+            : (await this.store.getUserForSignIn(passkey.user_id))?.user ?? null
+        )
     if (passkey === null || user === null || !user.is_active) throw await unsigned(E.passkeyFailed())
     const rp = this.#rp(req, https)
     let v

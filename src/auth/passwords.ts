@@ -120,7 +120,16 @@ export class PasswordChecker {
     if (user === null) {
       this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'authentication_failed' })
       // the max-th failure: from now on this pair is refused for a whole window (the script restarted it)
-      if (count === max && max > 0) this.audit?.record({ event: 'login.locked_out', ctx, username, authMethod: 'password', via, retryAfter: window })
+      if (count === max && max > 0) {
+        this.audit?.record({
+          event: 'login.locked_out',
+          ctx,
+          username,
+          authMethod: 'password',
+          via,
+          retryAfter: window
+        })
+      }
       throw E.authenticationFailed()
     }
     if (max > 0) await this.store.resetLoginFailures(subject)

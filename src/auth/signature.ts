@@ -37,7 +37,11 @@ declare module './types.js' {
 import { equalBytes } from '../crypto.js'
 
 /** The HMAC algorithms a signature may name, and the length of their MACs. */
-export const ALGORITHMS = { 'hmac-sha1': { hash: 'sha1', bytes: 20 }, 'hmac-sha256': { hash: 'sha256', bytes: 32 }, 'hmac-sha512': { hash: 'sha512', bytes: 64 } } as const
+export const ALGORITHMS = {
+  'hmac-sha1': { hash: 'sha1', bytes: 20 },
+  'hmac-sha256': { hash: 'sha256', bytes: 32 },
+  'hmac-sha512': { hash: 'sha512', bytes: 64 }
+} as const
 export type Algorithm = keyof typeof ALGORITHMS
 
 export interface SignatureOptions {
@@ -167,7 +171,9 @@ export class SignatureAuthenticator implements Authenticator {
     try {
       checkSignedDate(c.headers, declared, this.#now(), this.opts.clockSkew)
     } catch (err) {
-      stale = this.#window > 0 && err instanceof GatewayError && err.code === 'signature_expired' ? signedInstant(c.headers, declared) : null
+      stale = this.#window > 0 && err instanceof GatewayError && err.code === 'signature_expired'
+        ? signedInstant(c.headers, declared)
+        : null
       if (stale === null) throw err
     }
     // the MAC as sent: the algorithm's length in canonical Base64 only, checked before any store lookup
@@ -241,7 +247,9 @@ interface Parsed {
  * not covered by the MAC, so it proves nothing. Any RFC 9110 or RFC 5322 form
  * and zone (parseDateHeader). `skew` 0: nothing is checked (as JumpServer).
  */
-export function checkSignedDate (headers: Credentials['headers'], declared: readonly string[], now: number, skew: number): void {
+export function checkSignedDate (
+  headers: Credentials['headers'], declared: readonly string[], now: number, skew: number
+): void {
   if (skew === 0) return
   let seen: number | null = null
   for (const name of ['date', 'x-date'] as const) {

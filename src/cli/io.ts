@@ -22,7 +22,12 @@ export interface Io {
  * are users' and must not drive the operator's terminal.
  */
 export function terminalSafe (io: Io): Io {
-  return { ...io, out: (s) => io.out(escapeControls(s, '\n')), err: (s) => io.err(escapeControls(s, '\n')), control: io.control ?? io.err }
+  return {
+    ...io,
+    out: (s) => io.out(escapeControls(s, '\n')),
+    err: (s) => io.err(escapeControls(s, '\n')),
+    control: io.control ?? io.err
+  }
 }
 
 export const defaultIo: Io = {

@@ -264,7 +264,11 @@ export function configWarningList (c: Config): ConfigWarning[] {
   if (c.upstream.url !== null && bare.length > 0) out.push({ code: 'public_path_without_slash', msg: PUBLIC_PATHS_WARNING, entries: bare })
   if (c.auth.signature.clock_skew === 0) out.push({ code: 'signature_freshness_off', msg: NO_FRESHNESS_WARNING, entries: [] })
   if (c.auth.signature.algorithms.includes('hmac-sha1')) out.push({ code: 'signature_sha1_accepted', msg: SHA1_WARNING, entries: [] })
-  const tokenRules = c.access.rules.flatMap((r, i) => r.policy === 'two_factor' && r.subjects.some((s) => s.trim().toLowerCase() === 'method:private_token') ? [`rule ${i}`] : [])
+  const tokenRules = c.access.rules.flatMap(
+    (r, i) => r.policy === 'two_factor' && r.subjects.some((s) => s.trim().toLowerCase() === 'method:private_token')
+      ? [`rule ${i}`]
+      : []
+  )
   if (tokenRules.length > 0) out.push({ code: 'two_factor_private_token', msg: TWO_FACTOR_TOKEN_WARNING, entries: tokenRules })
   return out
 }

@@ -134,7 +134,9 @@ export function tracingConfig (section: Doc['tracing'], env: Env): { value: Trac
   }
   const batch: TracingConfig['batch'] = {}
   const day = 86_400_000
-  const set = <K extends keyof TracingConfig['batch']>(k: K, v: number | undefined): void => { if (v !== undefined) batch[k] = v }
+  const set = <K extends keyof TracingConfig['batch']>(k: K, v: number | undefined): void => {
+    if (v !== undefined) batch[k] = v
+  }
   set('scheduledDelayMillis', whole('OTEL_BSP_SCHEDULE_DELAY', get('OTEL_BSP_SCHEDULE_DELAY'), 1, day, problems))
   set('maxQueueSize', whole('OTEL_BSP_MAX_QUEUE_SIZE', get('OTEL_BSP_MAX_QUEUE_SIZE'), 1, 1_000_000, problems))
   set('maxExportBatchSize', whole('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', get('OTEL_BSP_MAX_EXPORT_BATCH_SIZE'), 1, 1_000_000, problems))

@@ -140,7 +140,8 @@ function walk (node: TSchema, raw: unknown, key: string, out: Problem[]): unknow
       if (item.type === 'integer') {
         // a list of whole numbers in a range (auth.password_checks.ipv6_prefixes)
         const ns = Array.isArray(v) ? v.map((x) => typeof x === 'string' && /^\d+$/.test(x.trim()) ? Number(x) : x) : null
-        if (ns === null || ns.some((n) => typeof n !== 'number' || !Number.isInteger(n) || n < item.minimum || n > item.maximum)) {
+        if (ns === null ||
+          ns.some((n) => typeof n !== 'number' || !Number.isInteger(n) || n < item.minimum || n > item.maximum)) {
           return fail(`must be a list of whole numbers from ${item.minimum as number} to ${item.maximum as number}${got(v)}`)
         }
         return ns

@@ -157,7 +157,9 @@ export interface Rotation {
  * now + publish_ahead (at once when the set is empty); removes retired keys. Compare-and-set, retried when
  * another process wrote the set meanwhile.
  */
-export async function rotateKeySet (store: Store, c: Pick<JwtConfig, 'algorithm' | 'publish_ahead' | 'ttl'>, now = Date.now()): Promise<Rotation> {
+export async function rotateKeySet (
+  store: Store, c: Pick<JwtConfig, 'algorithm' | 'publish_ahead' | 'ttl'>, now = Date.now()
+): Promise<Rotation> {
   for (let i = 0; i < 5; i++) {
     const set = await store.getSigningKeys()
     const { retired } = keyView(set.keys, now, c.ttl * 1000)

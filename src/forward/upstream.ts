@@ -78,7 +78,12 @@ export function pathMapper (target: URL): (reqUrl: string) => string {
  */
 export function createUpgrader (target: string, timeout: number | (() => number)): Pick<Forwarder, 'ws' | 'close'> {
   const timeoutMs = typeof timeout === 'function' ? timeout : () => timeout
-  const agent = new (target.startsWith('https:') ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' })
+  const agent = new (target.startsWith('https:') ? https.Agent : http.Agent)({
+    keepAlive: true,
+    maxSockets: 1024,
+    maxFreeSockets: 256,
+    scheduling: 'lifo'
+  })
   const proxy = httpProxy.createProxyServer({ target, agent, xfwd: false, ws: true, secure: true })
   // http-proxy joins the target's path and req.url with slashes folded (and url.parse turns `\` into `/`):
   // the upstream gets the target as sent, the string the rules decided on, as for every other request

@@ -89,7 +89,14 @@ export class Metrics implements RequestObserver {
       help: 'Requests answered, by status code and authentication method (none: public or unauthenticated).',
       labelNames: ['status', 'auth_method'],
       registers,
-      collect () { drain(self.#requestCounts, (key: number, n) => this.inc({ status: statusLabel(Math.floor(key / 8)), auth_method: AUTH_METHODS[key % 8] ?? 'none' }, n)) }
+      collect () {
+        drain(
+          self.#requestCounts,
+          (key: number, n) => this.inc(
+            { status: statusLabel(Math.floor(key / 8)), auth_method: AUTH_METHODS[key % 8] ?? 'none' }, n
+          )
+        )
+      }
     })
     const duration = new Histogram({
       name: 'sidegate_http_request_duration_seconds',
@@ -98,8 +105,20 @@ export class Metrics implements RequestObserver {
       registers,
       collect () { self.#exportDuration(duration) }
     })
-    new Counter({ name: 'sidegate_auth_failures_total', help: 'Requests refused with 401 or 403, by error code.', labelNames: ['code'], registers, collect () { drain(self.#failureCounts, (code: string, n) => this.inc({ code }, n)) } })
-    new Counter({ name: 'sidegate_upstream_errors_total', help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).', labelNames: ['code'], registers, collect () { drain(self.#upstreamCounts, (code: string, n) => this.inc({ code }, n)) } })
+    new Counter({
+      name: 'sidegate_auth_failures_total',
+      help: 'Requests refused with 401 or 403, by error code.',
+      labelNames: ['code'],
+      registers,
+      collect () { drain(self.#failureCounts, (code: string, n) => this.inc({ code }, n)) }
+    })
+    new Counter({
+      name: 'sidegate_upstream_errors_total',
+      help: 'Requests the upstream did not answer: upstream_unavailable (502) or upstream_timeout (504).',
+      labelNames: ['code'],
+      registers,
+      collect () { drain(self.#upstreamCounts, (code: string, n) => this.inc({ code }, n)) }
+    })
     this.#rateLimitStoreErrors = new Counter({ name: 'sidegate_rate_limit_store_errors_total', help: 'Requests the rate limit could not count because Redis was unavailable (let through or refused as rate_limit.on_store_error says).', registers })
     this.#unusedKeyPasses = new Counter({ name: 'sidegate_unused_key_passes_total', help: 'Passes of auth.keys.disable_after this replica ran (one replica runs each pass).', registers })
     this.#unusedKeysDisabled = new Counter({ name: 'sidegate_unused_keys_disabled_total', help: 'Access keys this replica disabled because they were unused for auth.keys.disable_after days.', registers })
@@ -148,7 +167,12 @@ export class Metrics implements RequestObserver {
     // prom-client keeps a histogram's series in hashMap, keyed by the label hash ('' without labels);
     // the last bucket (above 30 s) is only in the count, as prom-client counts it (+Inf)
     h.reset()
-    ;(h as unknown as { hashMap: Record<string, unknown> }).hashMap[''] = { labels: {}, bucketValues, sum: this.#durationSum, count: this.#durationCount }
+    ;(h as unknown as { hashMap: Record<string, unknown> }).hashMap[''] = {
+      labels: {},
+      bucketValues,
+      sum: this.#durationSum,
+      count: this.#durationCount
+    }
   }
 
   readonly rateLimitStoreError = (): void => { this.#rateLimitStoreErrors.inc() }

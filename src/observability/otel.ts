@@ -24,7 +24,10 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator, setGlobalErrorHandler } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
-import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler } from '@opentelemetry/sdk-trace'
+import {
+  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider,
+  type Sampler
+} from '@opentelemetry/sdk-trace'
 import type { TracingConfig } from '../config/index.js'
 import type { Logger } from './log.js'
 import type { RequestTrace, Tracer, UpstreamCall } from './tracing.js'
@@ -133,7 +136,9 @@ export function createTracer (c: TracingConfig, log: Logger, o: TracerOptions): 
           attributes: { 'http.request.method': method, ...upstreamAttributes }
         }, active)
         // the client's own traceparent and tracestate never reach the upstream as sent
-        for (let i = headers.length - 2; i >= 0; i -= 2) if (headers[i] === 'traceparent' || headers[i] === 'tracestate') headers.splice(i, 2)
+        for (let i = headers.length - 2; i >= 0; i -= 2) {
+          if (headers[i] === 'traceparent' || headers[i] === 'tracestate') headers.splice(i, 2)
+        }
         const carrier: Record<string, string> = {}
         propagator.inject(trace.setSpan(active, client), carrier, defaultTextMapSetter)
         for (const name in carrier) headers.push(name, carrier[name])

@@ -45,7 +45,14 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   }
 
   function audited (ctx: StepContext, who: Identity): Identity {
-    if (who.method === 'bearer') audit!.record({ event: 'token.used', ctx: { ...ctx, identity: who }, user: who.user, credential: bearerOf(ctx.req) })
+    if (who.method === 'bearer') {
+      audit!.record({
+        event: 'token.used',
+        ctx: { ...ctx, identity: who },
+        user: who.user,
+        credential: bearerOf(ctx.req)
+      })
+    }
     return who
   }
 
@@ -82,11 +89,14 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * their 401 (signing in would not change them). Only authenticate refuses
    * with these codes, so only its refusals are looked at.
    */
-  function loginFor (req: http.IncomingMessage, err: unknown, method: string, url: string, origin = ''): string | undefined {
+  function loginFor (
+    req: http.IncomingMessage, err: unknown, method: string, url: string, origin = ''
+  ): string | undefined {
     if (!loginRedirect || !(err instanceof GatewayError)) return undefined
     if (err.code !== 'not_authenticated' && err.code !== 'invalid_session') return undefined
     if ((method !== 'GET' && method !== 'HEAD') || !isNavigation(req)) return undefined
-    if (err.code === 'invalid_session' && typeof auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) }) !== 'string') return undefined
+    if (err.code === 'invalid_session' &&
+      typeof auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) }) !== 'string') return undefined
     return loginLocation(url, origin)
   }
 
@@ -108,7 +118,9 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   function toLoginThroughProxy (ctx: Live, err: unknown): void {
     const original = ctx.original!
     const byHeader = original.family.login === 'header'
-    const login = loginFor(ctx.req, err, original.method, original.url, byHeader ? '' : forwardedOrigin(ctx.req, policy))
+    const login = loginFor(
+      ctx.req, err, original.method, original.url, byHeader ? '' : forwardedOrigin(ctx.req, policy)
+    )
     if (login === undefined) throw err
     if (byHeader) {
       ctx.res.setHeader(policy.loginHeader, login)

@@ -157,8 +157,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
   server.on('upgrade', (req, socket, head) => {
     // a decision about a WebSocket handshake (Caddy copies Upgrade onto it) is a decision like any other;
     // a target that is not origin-form after adoptOriginForm gets receive's 400 as a plain answer
-    if (!adoptOriginForm(req) || current.router.find(pathOf(req.url ?? '/'), req.method ?? '')?.auth === 'decision') answerAsRequest(req, socket, current.pipeline)
-    else current.pipeline.upgrade(req, socket, head).catch(() => socket.destroy())
+    if (!adoptOriginForm(req) || current.router.find(pathOf(req.url ?? '/'), req.method ?? '')?.auth === 'decision') {
+      answerAsRequest(req, socket, current.pipeline)
+    } else current.pipeline.upgrade(req, socket, head).catch(() => socket.destroy())
   })
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) { socket.destroy(); return }

@@ -26,7 +26,13 @@ export function upgradeSteps (o: PipelineOptions) {
     }
   }
 
-  async function handshake (chain: ReadonlyArray<Step<Handshake>>, req: http.IncomingMessage, socket: Duplex, head: Buffer, trace?: StepContext['trace']): Promise<void> {
+  async function handshake (
+    chain: ReadonlyArray<Step<Handshake>>,
+    req: http.IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    trace?: StepContext['trace']
+  ): Promise<void> {
     const start = process.hrtime.bigint()
     socket.on('error', () => socket.destroy())
     const path = pathOf(req.url ?? '/')
@@ -71,7 +77,10 @@ export function upgradeSteps (o: PipelineOptions) {
       o.metrics?.request(101, ctx.identity?.method, undefined, secondsSince(start))
       if (call !== undefined) { call.end(101); trace!.end(101, ctx, undefined) }
     })
-    log.info({ reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method }, 'websocket')
+    log.info(
+      { reqId: ctx.requestId, path: ctx.path, userId: ctx.identity?.user.id, authMethod: ctx.identity?.method },
+      'websocket'
+    )
   }
 
   function rejectUpgrade (err: unknown, ctx: Handshake): void {

@@ -245,7 +245,13 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         `\`begin\` and \`passkey-remove\` also need \`password\` unless the session signed in less than ${FRESH_LOGIN_MS / 60_000} minutes ago (as adding a passkey does); removing the last second factor needs a session signed in with a second factor less than ${FRESH_LOGIN_MS / 60_000} minutes ago. See docs/mfa.md.`,
       security: 'session',
       responses: { 200: html('The page, with the new secret, the recovery codes or an error.') },
-      errors: { ...BODY_ERRORS, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: { description: 'No or a wrong CSRF token; or (the page, with its error) the password needed or wrong, or the last second factor removed without a sign-in with it just now.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] }, 429: 'TooManyAttempts', 503: 'Unavailable' }
+      errors: {
+        ...BODY_ERRORS,
+        401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] },
+        403: { description: 'No or a wrong CSRF token; or (the page, with its error) the password needed or wrong, or the last second factor removed without a sign-in with it just now.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] },
+        429: 'TooManyAttempts',
+        503: 'Unavailable'
+      }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {
@@ -288,14 +294,21 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       if (body.action === 'confirm') {
         const opened = body.enrolment === undefined ? null : store.openState(ENROLMENT, body.enrolment)
         const enrolment = opened === null ? null : JSON.parse(opened) as { u: string, s: string }
-        if (enrolment === null || enrolment.u !== user.id) { sendHtml(ctx.res, 400, await page(user, s, { error: 'Start again.' })); return }
+        if (enrolment === null || enrolment.u !== user.id) {
+          sendHtml(ctx.res, 400, await page(user, s, { error: 'Start again.' })); return
+        }
         let codes: string[]
         try {
           // counted toward the per-user code lockout, as every code is
           codes = await mfa.confirm(user, code, ctx, 'account')
         } catch (err) {
           if (!(err instanceof GatewayError) || (err.code !== 'mfa_failed' && err.code !== 'too_many_attempts')) throw err
-          sendHtml(ctx.res, err.status, await enrolPage(user, s, enrolment.s, err.code === 'mfa_failed' ? 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.' : 'Too many wrong codes. Try again later.'), err.headers as Record<string, string> | undefined)
+          sendHtml(
+            ctx.res,
+            err.status,
+            await enrolPage(user, s, enrolment.s, err.code === 'mfa_failed' ? 'That code is not right (or this setup was replaced). Check the time on your device and try the next code.' : 'Too many wrong codes. Try again later.'),
+            err.headers as Record<string, string> | undefined
+          )
           return
         }
         sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
@@ -307,7 +320,12 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         await mfa.check(user, code, ctx, 'account')
       } catch (err) {
         if (!(err instanceof GatewayError) || (err.code !== 'mfa_failed' && err.code !== 'too_many_attempts')) throw err
-        sendHtml(ctx.res, err.status, await page(user, s, { error: err.code === 'mfa_failed' ? 'That code is not right.' : 'Too many wrong codes. Try again later.' }), err.headers as Record<string, string> | undefined)
+        sendHtml(
+          ctx.res,
+          err.status,
+          await page(user, s, { error: err.code === 'mfa_failed' ? 'That code is not right.' : 'Too many wrong codes. Try again later.' }),
+          err.headers as Record<string, string> | undefined
+        )
         return
       }
       const codes = await store.regenerateRecoveryCodes(user.id)
@@ -336,7 +354,14 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       description: '`options` is WebAuthn\'s PublicKeyCredentialCreationOptionsJSON (a discoverable credential, user verification required, the user\'s other passkeys excluded); `state` (sealed, single-use, for this user, valid 300 s) goes back with the answer. Needs the browser session and its CSRF token in `X-CSRFToken`, and `password` unless the session signed in less than ' + `${FRESH_LOGIN_MS / 60_000} minutes ago. See docs/mfa.md.`,
       security: 'session',
       responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
-      errors: { ...BODY_ERRORS, ...SESSION_ERRORS, 400: { description: 'Reached by an IP address without auth.webauthn.rp_id; or a bad body.', codes: ['bad_request', 'parse_error'] }, 401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] }, 403: { description: 'No or a wrong CSRF token; the password needed or wrong.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] }, 429: 'TooManyAttempts' }
+      errors: {
+        ...BODY_ERRORS,
+        ...SESSION_ERRORS,
+        400: { description: 'Reached by an IP address without auth.webauthn.rp_id; or a bad body.', codes: ['bad_request', 'parse_error'] },
+        401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] },
+        403: { description: 'No or a wrong CSRF token; the password needed or wrong.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] },
+        429: 'TooManyAttempts'
+      }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {
@@ -359,7 +384,15 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       description: 'The credential navigator.credentials.create() gave for the options of POST ' + ACCOUNT_PASSKEY_OPTIONS_PATH + ', with their `state` and a name. Checked (origin, RP id, challenge, user verification) and stored: its public key, counter, transports and device type, never a secret. Needs the browser session and its CSRF token in `X-CSRFToken`.',
       security: 'session',
       responses: { 200: { description: 'The passkey, as the page lists it.', content: json({ type: 'object', properties: { passkey: { type: 'object' } } }) } },
-      errors: { ...BODY_ERRORS, ...SESSION_ERRORS, 400: { description: 'No, an expired, a used or another user\'s `state`; or a bad body.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] }, 401: { description: 'No browser session, or the passkey was refused.', codes: ['not_authenticated', 'invalid_session', 'passkey_failed'] } }
+      errors: {
+        ...BODY_ERRORS,
+        ...SESSION_ERRORS,
+        400: { description: 'No, an expired, a used or another user\'s `state`; or a bad body.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] },
+        401: {
+          description: 'No browser session, or the passkey was refused.',
+          codes: ['not_authenticated', 'invalid_session', 'passkey_failed']
+        }
+      }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body }) {

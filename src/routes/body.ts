@@ -106,7 +106,9 @@ export function validate (schema: TObject, fields: Record<string, unknown>): Fie
     const error = Value.Errors(s, v).First()
     if (error === undefined) continue
     const nonEmpty = typeof s.minLength === 'number' && s.minLength >= 1
-    failures.push(nonEmpty && (typeof v !== 'string' || v === '') ? { field, missing: true } : { field, missing: false, error })
+    failures.push(
+      nonEmpty && (typeof v !== 'string' || v === '') ? { field, missing: true } : { field, missing: false, error }
+    )
   }
   return failures
 }

@@ -29,7 +29,13 @@ import type { Route } from './types.js'
 
 export const DECISION_PATH = '/_sidegate/auth'
 
-const header = (name: string, description: string): Json => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })
+const header = (name: string, description: string): Json => ({
+  name,
+  in: 'header',
+  required: false,
+  description,
+  schema: { type: 'string' }
+})
 
 function docs (config: Config): Route['docs'] {
   const n = config.names
@@ -64,7 +70,9 @@ function docs (config: Config): Route['docs'] {
     parameters,
     responses: {
       200: ok,
-      303: redirectTo(`A browser's navigation (GET or HEAD, \`Sec-Fetch-Mode: navigate\` or \`Accept: text/html\` without \`Sec-Fetch-*\`) with no credential or an expired session, asked with X-Forwarded-Uri (Caddy, Traefik) or as Envoy asks: to \`/login?next=<the original path and query>\` (session.login_redirect). Asked with X-Original-URI (nginx, which cannot pass a redirect on), it is the 401 instead, with the same target in \`X-${n.abbrev}-Login\` for the proxy to redirect to.`)
+      303: redirectTo(
+        `A browser's navigation (GET or HEAD, \`Sec-Fetch-Mode: navigate\` or \`Accept: text/html\` without \`Sec-Fetch-*\`) with no credential or an expired session, asked with X-Forwarded-Uri (Caddy, Traefik) or as Envoy asks: to \`/login?next=<the original path and query>\` (session.login_redirect). Asked with X-Original-URI (nginx, which cannot pass a redirect on), it is the 401 instead, with the same target in \`X-${n.abbrev}-Login\` for the proxy to redirect to.`
+      )
     },
     errors: {
       400: { description: 'Malformed original request or organization.', codes: ['bad_request', 'invalid_org'] },

@@ -37,7 +37,15 @@ export function docsRoutes (config: Config, assets: AssetSet, document: () => Re
   }
   const toDocs: Route['handler'] = (ctx) => { redirect(ctx.res, 302, DOCS_PATH) }
   // Swagger UI's page: the same for every request, made on the first (hashing the bundle for its URL takes a moment)
-  const template = Template.load<{ swaggerCss: string, docsCss: string, swaggerJs: string, initializerJs: string, specUrl: string, yamlUrl: string, csrfCookie: string }>('docs.html')
+  const template = Template.load<{
+    swaggerCss: string,
+    docsCss: string,
+    swaggerJs: string,
+    initializerJs: string,
+    specUrl: string,
+    yamlUrl: string,
+    csrfCookie: string
+  }>('docs.html')
   let page: string | undefined
   const render = (): string => (page ??= template.render({
     swaggerCss: assets.url('swagger-ui.css'),

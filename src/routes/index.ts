@@ -124,7 +124,11 @@ export function createRouter (o: RouterOptions): Router {
         group = prefixes.filter((r) => r.path === p.path)
       }
       const r = group.find((x) => x.method === method || x.method === '*' || (method === 'HEAD' && x.method === 'GET'))
-      if (r === undefined) throw E.methodNotAllowed([...new Set(group.flatMap((x) => x.method === 'GET' ? ['GET', 'HEAD'] : [x.method]))].join(', '))
+      if (r === undefined) {
+        throw E.methodNotAllowed(
+          [...new Set(group.flatMap((x) => x.method === 'GET' ? ['GET', 'HEAD'] : [x.method]))].join(', ')
+        )
+      }
       return r
     },
     isPublicUpstream
@@ -164,5 +168,10 @@ function jumpServerPaths (config: Config, routes: Route[]): Route[] {
   const at = (path: string, method: string, as: string): Route[] => routes.filter(
     (r) => r.path === path && r.method === method
   ).map((r) => ({ ...r, path: as, docs: null }))
-  return [...routes, ...at(LOGIN_PATH, 'GET', JMS_LOGIN_PATH), ...at(LOGIN_PATH, 'POST', JMS_LOGIN_PATH), ...at(LOGOUT_PATH, 'POST', JMS_LOGOUT_PATH)]
+  return [
+    ...routes,
+    ...at(LOGIN_PATH, 'GET', JMS_LOGIN_PATH),
+    ...at(LOGIN_PATH, 'POST', JMS_LOGIN_PATH),
+    ...at(LOGOUT_PATH, 'POST', JMS_LOGOUT_PATH)
+  ]
 }

@@ -6,7 +6,9 @@ import { otpauthUri, qrDataUri } from '../auth/mfa.js'
 import { TOTP } from '../crypto.js'
 import type { User } from '../store/types.js'
 import { Template } from './html.js'
-import { LOGIN_MFA_PASSKEY_OPTIONS_PATH, LOGIN_MFA_PASSKEY_PATH, LOGIN_PASSKEY_OPTIONS_PATH, LOGIN_PASSKEY_PATH } from './login-passkey.js'
+import {
+  LOGIN_MFA_PASSKEY_OPTIONS_PATH, LOGIN_MFA_PASSKEY_PATH, LOGIN_PASSKEY_OPTIONS_PATH, LOGIN_PASSKEY_PATH
+} from './login-passkey.js'
 import type { AssetSet } from './static.js'
 
 /** The issuer an authenticator app shows beside the account */
@@ -23,17 +25,59 @@ export interface LoginPages {
 export function loginPages (assets: AssetSet, docs: boolean, paths: { login: string, mfa: string }): LoginPages {
   const LOGIN_PATH = paths.login
   const LOGIN_MFA_PATH = paths.mfa
-  const template = Template.load<{ css: string, script: string, action: string, next: string, username: string, error: string, docs: boolean, passkeyOptions: string, passkeyAction: string }>('login.html')
+  const template = Template.load<{
+    css: string,
+    script: string,
+    action: string,
+    next: string,
+    username: string,
+    error: string,
+    docs: boolean,
+    passkeyOptions: string,
+    passkeyAction: string
+  }>('login.html')
   const loginPage = (o: { next: string, username?: string, error?: string }): string =>
-    template.render({ css: assets.url('sidegate.css'), script: assets.url('passkeys.js'), action: LOGIN_PATH, next: o.next, username: o.username ?? '', error: o.error ?? '', docs, passkeyOptions: LOGIN_PASSKEY_OPTIONS_PATH, passkeyAction: LOGIN_PASSKEY_PATH })
+    template.render({
+      css: assets.url('sidegate.css'),
+      script: assets.url('passkeys.js'),
+      action: LOGIN_PATH,
+      next: o.next,
+      username: o.username ?? '',
+      error: o.error ?? '',
+      docs,
+      passkeyOptions: LOGIN_PASSKEY_OPTIONS_PATH,
+      passkeyAction: LOGIN_PASSKEY_PATH
+    })
 
-  const mfaTemplate = Template.load<{ css: string, script: string, action: string, next: string, error: string, code: boolean, keyonly: boolean, enrol: boolean, shown: boolean, username: string, secret: string, uri: string, qr: string, passkey: boolean, passkeyClass: string, passkeyOptions: string, passkeyAction: string }>('mfa.html')
+  const mfaTemplate = Template.load<{
+    css: string,
+    script: string,
+    action: string,
+    next: string,
+    error: string,
+    code: boolean,
+    keyonly: boolean,
+    enrol: boolean,
+    shown: boolean,
+    username: string,
+    secret: string,
+    uri: string,
+    qr: string,
+    passkey: boolean,
+    passkeyClass: string,
+    passkeyOptions: string,
+    passkeyAction: string
+  }>('mfa.html')
   const recoveryTemplate = Template.load<{ css: string, next: string, codes: string }>('mfa-recovery.html')
   /** The second step: the code (TOTP enrolled), a passkey (when the user has one), or an enrolment. */
   const mfaPage = (
     o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }
   ): string => {
-    const uri = o.secret === undefined ? '' : otpauthUri(ISSUER, o.user.username, { secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm })
+    const uri = o.secret === undefined
+      ? ''
+      : otpauthUri(ISSUER, o.user.username, {
+        secret: o.secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm
+      })
     const code = !o.enrol && o.code !== false
     const passkey = !o.enrol && o.passkey === true
     return mfaTemplate.render({
@@ -56,6 +100,10 @@ export function loginPages (assets: AssetSet, docs: boolean, paths: { login: str
       qr: uri === '' ? '' : qrDataUri(uri)
     })
   }
-  const recoveryPage = (next: string, codes: string[]): string => recoveryTemplate.render({ css: assets.url('sidegate.css'), next, codes: codes.join('\n') })
+  const recoveryPage = (next: string, codes: string[]): string => recoveryTemplate.render({
+    css: assets.url('sidegate.css'),
+    next,
+    codes: codes.join('\n')
+  })
   return { loginPage, mfaPage, recoveryPage }
 }

@@ -76,7 +76,12 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
     if (p === null || user === null) throw E.mfaPendingMissing()
     return { p, user }
   }
-  const PASSKEY_ERRORS: Record<number, ErrorAnswer> = { 400: { description: 'No, an expired, a used or another ceremony\'s `state`; or a body that is not JSON.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+  const PASSKEY_ERRORS: Record<number, ErrorAnswer> = {
+    400: { description: 'No, an expired, a used or another ceremony\'s `state`; or a body that is not JSON.', codes: ['passkey_challenge_invalid', 'required', 'parse_error', 'bad_request'] },
+    403: 'CsrfFailed',
+    429: 'TooManyAttempts',
+    503: 'Unavailable'
+  }
 
   const postPasskeyOptions = route({
     method: 'POST',
@@ -160,7 +165,9 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
     async handler (ctx, { body }) {
       const next = safeNext(body.next)
       const { p, user } = await pendingOf(ctx)
-      const { passkey } = await passkeys.authenticate('second', body.state, body.response, ctx.req, ctx.https, ctx, { user, pending: p.n })
+      const { passkey } = await passkeys.authenticate(
+        'second', body.state, body.response, ctx.req, ctx.https, ctx, { user, pending: p.n }
+      )
       if (!(await mfa.consume(p))) throw E.mfaPendingMissing()
       const cookies = [...(await startSession(ctx, user, 'login', signInFactors(passkey, true))), mfaCookie(ctx, '', 0)]
       sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })

@@ -16,7 +16,9 @@ export const ref = (kind: 'schemas' | 'parameters' | 'headers' | 'responses', na
 export const schemaRef = (name: string): { $ref: string } => ref('schemas', name)
 
 /** An `application/json` content map. */
-export const json = (schema: unknown, example?: unknown): Json => ({ 'application/json': { schema, ...(example === undefined ? {} : { example }) } })
+export const json = (schema: unknown, example?: unknown): Json => ({
+  'application/json': { schema, ...(example === undefined ? {} : { example }) }
+})
 
 /** An HTML page as an answer. */
 export const html = (description: string): Json => ({ description, content: { 'text/html': { schema: { type: 'string' } } } })

@@ -181,7 +181,11 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
       responses: {
         201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) },
-        200: { description: `The password was right and the user has a second factor: give the code to POST ${MFA_CHALLENGE_PATH} (with the cookie set here), then post here again; or post here again with \`code\`.`, headers: { 'Set-Cookie': { description: 'The pending password step (HttpOnly, Path=/api/v1/authentication/).', schema: { type: 'string' } } }, content: json(schemaRef('MfaRequired')) }
+        200: {
+          description: `The password was right and the user has a second factor: give the code to POST ${MFA_CHALLENGE_PATH} (with the cookie set here), then post here again; or post here again with \`code\`.`,
+          headers: { 'Set-Cookie': { description: 'The pending password step (HttpOnly, Path=/api/v1/authentication/).', schema: { type: 'string' } } },
+          content: json(schemaRef('MfaRequired'))
+        }
       },
       // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
       errors: opts.jumpserver
@@ -193,7 +197,11 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
               PasswordFailed: {
                 type: 'object',
                 required: ['error', 'msg', 'code'],
-                properties: { error: { const: 'password_failed' }, msg: { type: 'string', examples: [JMS_PASSWORD_FAILED] }, code: { const: 'authentication_failed' } }
+                properties: {
+                  error: { const: 'password_failed' },
+                  msg: { type: 'string', examples: [JMS_PASSWORD_FAILED] },
+                  code: { const: 'authentication_failed' }
+                }
               }
             }
           : {}),
@@ -203,7 +211,11 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
           properties: {
             error: { const: 'mfa_required' },
             msg: { const: JMS_MFA_REQUIRED },
-            data: { type: 'object', required: ['choices', 'url'], properties: { choices: { type: 'array', items: { const: 'otp' } }, url: { const: MFA_CHALLENGE_PATH } } }
+            data: {
+              type: 'object',
+              required: ['choices', 'url'],
+              properties: { choices: { type: 'array', items: { const: 'otp' } }, url: { const: MFA_CHALLENGE_PATH } }
+            }
           }
         },
         TokenResult: {
@@ -252,14 +264,20 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
         const code = c1 ?? c2
         factors = PASSWORD_AND_CODE
-        if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.user(p)) !== null && (await opts.mfa.consume(p))) {
+        if (p !== null && p.u === user.id && p.amr.includes('otp') && (await opts.mfa.user(p)) !== null &&
+          (await opts.mfa.consume(p))) {
           // the challenge was passed for this user: the token, and the cookie is spent
         } else if (code !== undefined && code !== '') {
           if (!(await checkCode(opts, ctx, user, code, 'token'))) return
         } else {
           opts.audit?.record({ event: 'mfa.required', ctx, user, via: 'token' })
           const pending = opts.mfa.pending(user, ctx.req, ctx, 'code')
-          sendJson(ctx.res, 200, { error: 'mfa_required', msg: JMS_MFA_REQUIRED, data: { choices: ['otp'], url: MFA_CHALLENGE_PATH } }, { 'set-cookie': pendingCookie(opts, ctx, pending, opts.mfa.ttl) })
+          sendJson(
+            ctx.res,
+            200,
+            { error: 'mfa_required', msg: JMS_MFA_REQUIRED, data: { choices: ['otp'], url: MFA_CHALLENGE_PATH } },
+            { 'set-cookie': pendingCookie(opts, ctx, pending, opts.mfa.ttl) }
+          )
           return
         }
         headers['set-cookie'] = pendingCookie(opts, ctx, '', 0)
@@ -267,7 +285,12 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       const { token, expires } = await store.issueBearerToken(user.id, opts.ttl, factors)
       opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
       await store.recordLogin(user.id)
-      sendJson(ctx.res, 201, { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) }, headers)
+      sendJson(
+        ctx.res,
+        201,
+        { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) },
+        headers
+      )
     }
   })
 }

@@ -16,7 +16,10 @@ import type { MfaFactors, PasskeyStore, SecondFactorResult, SecondFactorState, T
 
 export type { SigningAlgorithm, SigningKey, SigningKeySet } from './keyset.js'
 export { isTwoFactor, PASSWORD_ONLY, type BearerGrant, type Factor } from './factors.js'
-export type { MfaFactors, NewPasskey, PasskeyDeviceType, PasskeyInfo, PasskeyStore, SecondFactorResult, SecondFactorState, StoredPasskey, TotpEnrolment } from './second-factors.js'
+export type {
+  MfaFactors, NewPasskey, PasskeyDeviceType, PasskeyInfo, PasskeyStore, SecondFactorResult, SecondFactorState,
+  StoredPasskey, TotpEnrolment
+} from './second-factors.js'
 
 export type OrgRole = 'admin' | 'user'
 

@@ -1,5 +1,7 @@
 /** Access keys in memory: the record, its last use apart, and the user's set of key ids. */
-import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser } from '../ports.js'
+import {
+  applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser
+} from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
 import { addTo, insertOwned, type Local } from './data.js'
 

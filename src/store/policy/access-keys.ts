@@ -32,7 +32,14 @@ export class AccessKeys {
   async create (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
     const id = randomUUID()
     const secret = randomUUID()
-    const stored: StoredKey = { id, user_id: userId, is_active: true, date_created: isoNow(this.c), ...lifecycle(o), secret: this.c.keys.encrypt(secret, `ak:${id}`) }
+    const stored: StoredKey = {
+      id,
+      user_id: userId,
+      is_active: true,
+      date_created: isoNow(this.c),
+      ...lifecycle(o),
+      secret: this.c.keys.encrypt(secret, `ak:${id}`)
+    }
     if (!(await this.c.storage.accessKeys.insert(stored, max))) throw E.tooManyKeys(max)
     return { key: keyOf(stored, null), secret }
   }
@@ -41,7 +48,15 @@ export class AccessKeys {
     userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions
   ): Promise<boolean> {
     const id = k.id.toLowerCase()
-    const stored: StoredKey = { id, user_id: userId, is_active: k.is_active, date_created: isoNow(this.c), ...lifecycle(k), ...importedDisable(k.is_active), secret: this.c.keys.encrypt(k.secret, `ak:${id}`) }
+    const stored: StoredKey = {
+      id,
+      user_id: userId,
+      is_active: k.is_active,
+      date_created: isoNow(this.c),
+      ...lifecycle(k),
+      ...importedDisable(k.is_active),
+      secret: this.c.keys.encrypt(k.secret, `ak:${id}`)
+    }
     if (!(await this.c.storage.accessKeys.insertNew(stored))) return false
     await invalidate(this.c, `ak:${id}`)
     return true

@@ -120,7 +120,10 @@ export class PolicyStore implements RunningStore {
     return this.#users.setMembership(userId, orgId, role)
   }
 
-  setUserFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> { return this.#users.setFields(userId, fields) }
+  setUserFields (
+    userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>
+  ): Promise<void> { return this.#users.setFields(userId, fields) }
+
   recordLogin (userId: string): Promise<void> { return this.#users.recordLogin(userId) }
 
   // ---- passwords
@@ -223,7 +226,10 @@ export class PolicyStore implements RunningStore {
   // ---- second factors
 
   mfaFactors (userId: string): Promise<MfaFactors> { return this.#mfa.factors(userId) }
-  async hasSecondFactor (userId: string): Promise<boolean> { const s = await this.#mfa.state(userId); return s === 'enrolled' || s === 'passkey' }
+  async hasSecondFactor (userId: string): Promise<boolean> {
+    const s = await this.#mfa.state(userId); return s === 'enrolled' || s === 'passkey'
+  }
+
   secondFactorState (userId: string): Promise<SecondFactorState> { return this.#mfa.state(userId) }
   beginTotp (userId: string, by?: 'user' | 'operator'): Promise<TotpEnrolment | null> { return this.#mfa.begin(userId, by) }
   confirmTotp (userId: string, code: string): Promise<string[] | null> { return this.#mfa.confirm(userId, code) }
@@ -256,7 +262,9 @@ export class PolicyStore implements RunningStore {
   putSigningKeys (rev: number, keys: SigningKey[]): Promise<boolean> { return this.#jwks.put(rev, keys) }
 
   sealState (purpose: string, plain: string): string { return this.keyring.encrypt(plain, `state:${purpose}`) }
-  openState (purpose: string, sealed: string): string | null { return sealed.length > 4096 ? null : this.keyring.tryDecrypt(sealed, `state:${purpose}`) }
+  openState (purpose: string, sealed: string): string | null {
+    return sealed.length > 4096 ? null : this.keyring.tryDecrypt(sealed, `state:${purpose}`)
+  }
 
   auditRef (credential: string): string { return this.keyring.auditRef(credential) }
   appendAudit (json: string, maxLen: number): Promise<void> { return this.storage.audit.append(json, maxLen) }

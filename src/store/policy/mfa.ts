@@ -47,7 +47,13 @@ export class Mfa {
 
   async factors (userId: string): Promise<MfaFactors> {
     const r = await this.#record(userId)
-    const totp = r === null || r.rec.secret === undefined ? null : { confirmed: r.rec.confirmed, created: r.rec.created ?? '', ...(r.rec.operator === true && !r.rec.confirmed ? { operator: true as const } : {}) }
+    const totp = r === null || r.rec.secret === undefined
+      ? null
+      : {
+          confirmed: r.rec.confirmed,
+          created: r.rec.created ?? '',
+          ...(r.rec.operator === true && !r.rec.confirmed ? { operator: true as const } : {})
+        }
     const passkeys = (await this.c.storage.passkeys.list(userId))
       .sort((a, b) => a.created.localeCompare(b.created) || a.id.localeCompare(b.id))
       .map(info)

@@ -31,7 +31,14 @@ export class Passwords {
   async isImported (userId: string, hash: string): Promise<boolean> {
     const s = await this.c.storage.users.get(userId)
     // under any key the store was rotated through: the same hash again is no change
-    return s !== null && ((s.password_hash !== null && safeEqual(s.password_hash, hash)) || (s.password_imported !== undefined && this.c.keys.lookups(`imported password:${hash}`).includes(s.password_imported)))
+    return s !== null &&
+      (
+        (s.password_hash !== null && safeEqual(s.password_hash, hash)) ||
+          (
+            s.password_imported !== undefined &&
+              this.c.keys.lookups(`imported password:${hash}`).includes(s.password_imported)
+          )
+      )
   }
 
   /** Ends nothing: the password is the same. */

@@ -95,7 +95,9 @@ export function keyOf (s: StoredKey, lastUsed: string | null): AccessKey {
  * another key is null, reported (`onUnreadable`, named `ak:<id>`) and marks
  * the key unreadable: listed as such, and refused like an unknown key.
  */
-export function openKeySecret<K extends { id: string, unreadable?: boolean }> (keys: Pick<Keyring, 'tryDecrypt'>, key: K, sealed: string, onUnreadable?: (record: string) => void): { key: K, secret: string | null } {
+export function openKeySecret<K extends { id: string, unreadable?: boolean }> (
+  keys: Pick<Keyring, 'tryDecrypt'>, key: K, sealed: string, onUnreadable?: (record: string) => void
+): { key: K, secret: string | null } {
   const record = `ak:${key.id}`
   const secret = keys.tryDecrypt(sealed, record)
   if (secret === null) {

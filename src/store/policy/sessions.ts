@@ -54,7 +54,13 @@ export class Sessions {
   #session (id: string, s: StoredSession): Session {
     const keys = this.c.keys
     let csrf: string | undefined
-    return { id, user_id: s.user_id, created: s.created, factors: s.factors ?? PASSWORD_ONLY, get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) } }
+    return {
+      id,
+      user_id: s.user_id,
+      created: s.created,
+      factors: s.factors ?? PASSWORD_ONLY,
+      get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) }
+    }
   }
 
   async touch (id: string, ttlSeconds: number): Promise<void> {

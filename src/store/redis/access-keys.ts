@@ -52,10 +52,14 @@ export class RedisAccessKeys implements AccessKeyStorage {
     return { stored: JSON.parse(r[0]) as StoredKey, lastUsed: r[1], user: r[2] === null ? null : parseUser(r[2]) }
   }
 
-  async ids (userId: string): Promise<string[]> { return await this.c.run(() => this.c.redis.smembers(this.c.k('user-aks', userId))) }
+  async ids (userId: string): Promise<string[]> {
+    return await this.c.run(() => this.c.redis.smembers(this.c.k('user-aks', userId)))
+  }
 
   async setState (id: string, fields: KeyStateFields, expect?: KeyStateExpected): Promise<boolean> {
-    return await this.c.run(() => this.c.scripts.setFields(this.c.k('ak', id), JSON.stringify(fields), JSON.stringify(expect ?? {})))
+    return await this.c.run(
+      () => this.c.scripts.setFields(this.c.k('ak', id), JSON.stringify(fields), JSON.stringify(expect ?? {}))
+    )
   }
 
   async setRateLimit (id: string, policy: RateLimitPolicy | null): Promise<boolean> {

@@ -14,12 +14,19 @@ export class RedisBearerTokens implements BearerTokenStorage {
   async insert (hash: string, grant: StoredGrant, now: number, ttlSeconds: number): Promise<boolean> {
     const { c } = this
     if ((await c.run(() => c.redis.set(c.k('bt', hash), encodeGrant(grant), 'EX', ttlSeconds, 'NX'))) === null) return false
-    await c.run(() => c.scripts.indexBearer(c.k('user-bt', grant.user_id), now, hash, now + ttlSeconds * 1000, ttlSeconds * 1000))
+    await c.run(
+      () => c.scripts.indexBearer(c.k('user-bt', grant.user_id), now, hash, now + ttlSeconds * 1000, ttlSeconds * 1000)
+    )
     return true
   }
 
-  async consume (hash: string): Promise<StoredGrant | null> { return decodeGrant(await this.c.run(() => this.c.redis.getdel(this.c.k('bt', hash)))) }
-  async read (hash: string): Promise<StoredGrant | null> { return decodeGrant(await this.c.run(() => this.c.redis.get(this.c.k('bt', hash)))) }
+  async consume (hash: string): Promise<StoredGrant | null> {
+    return decodeGrant(await this.c.run(() => this.c.redis.getdel(this.c.k('bt', hash))))
+  }
+
+  async read (hash: string): Promise<StoredGrant | null> {
+    return decodeGrant(await this.c.run(() => this.c.redis.get(this.c.k('bt', hash))))
+  }
 
   /** Never cached: gone from Redis, gone everywhere. */
   async endAll (userId: string): Promise<void> {

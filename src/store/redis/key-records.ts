@@ -19,7 +19,10 @@ export class RedisKeyRecords implements KeyRecords {
 
   async get (name: string): Promise<string | null> { return await this.redis.get(this.prefix + name) }
   async set (name: string, value: string): Promise<void> { await this.redis.set(this.prefix + name, value) }
-  async setIfAbsent (name: string, value: string): Promise<boolean> { return (await this.redis.set(this.prefix + name, value, 'NX')) !== null }
+  async setIfAbsent (name: string, value: string): Promise<boolean> {
+    return (await this.redis.set(this.prefix + name, value, 'NX')) !== null
+  }
+
   async delete (name: string): Promise<void> { await this.redis.del(this.prefix + name) }
   async deleteIfEqual (name: string, value: string): Promise<void> {
     await this.redis.eval(DELETE_IF_EQUAL, 1, this.prefix + name, value)
@@ -35,7 +38,9 @@ export class RedisKeyRecords implements KeyRecords {
 
   async isEmpty (): Promise<boolean> {
     const p = this.prefix
-    const [check, users, orgs] = await Promise.all([this.redis.exists(p + 'key-check'), this.redis.scard(p + 'users'), this.redis.scard(p + 'orgs')])
+    const [check, users, orgs] = await Promise.all([
+      this.redis.exists(p + 'key-check'), this.redis.scard(p + 'users'), this.redis.scard(p + 'orgs')
+    ])
     return check === 0 && users === 0 && orgs === 0
   }
 }

@@ -9,8 +9,13 @@ import type { RedisContext } from './context.js'
 export class RedisMfa implements MfaStorage {
   constructor (private readonly c: RedisContext) {}
 
-  async getTotp (userId: string): Promise<string | null> { return await this.c.run(() => this.c.redis.get(this.c.k('user-totp', userId))) }
-  async putTotp (userId: string, stored: string): Promise<void> { await this.c.run(() => this.c.redis.set(this.c.k('user-totp', userId), stored)) }
+  async getTotp (userId: string): Promise<string | null> {
+    return await this.c.run(() => this.c.redis.get(this.c.k('user-totp', userId)))
+  }
+
+  async putTotp (userId: string, stored: string): Promise<void> {
+    await this.c.run(() => this.c.redis.set(this.c.k('user-totp', userId), stored))
+  }
 
   async swapTotp (userId: string, expected: string, stored: string): Promise<boolean> {
     return await this.c.run(() => this.c.scripts.swapIfEqual(this.c.k('user-totp', userId), expected, stored))
@@ -30,5 +35,7 @@ export class RedisMfa implements MfaStorage {
     return (await this.c.run(() => this.c.redis.srem(this.c.k('user-rc', userId), hash))) === 1
   }
 
-  async countRecoveryCodes (userId: string): Promise<number> { return await this.c.run(() => this.c.redis.scard(this.c.k('user-rc', userId))) }
+  async countRecoveryCodes (userId: string): Promise<number> {
+    return await this.c.run(() => this.c.redis.scard(this.c.k('user-rc', userId)))
+  }
 }

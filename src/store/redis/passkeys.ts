@@ -15,12 +15,28 @@ import type { RedisContext } from './context.js'
 /** The hash of a passkey as stored, and back. */
 export function passkeyFields (p: StoredPasskey): string[] {
   const { counter, last_used: lastUsed, name, user_id: user, ...rec } = p
-  return ['rec', JSON.stringify(rec), 'user', user, 'name', name, 'counter', String(counter), ...(lastUsed === null ? [] : ['last_used', lastUsed])]
+  return [
+    'rec',
+    JSON.stringify(rec),
+    'user',
+    user,
+    'name',
+    name,
+    'counter',
+    String(counter),
+    ...(lastUsed === null ? [] : ['last_used', lastUsed])
+  ]
 }
 
 export function passkeyOf (h: Record<string, string>): StoredPasskey | null {
   if (h.rec === undefined || h.user === undefined) return null
-  return { ...(JSON.parse(h.rec) as StoredPasskey), user_id: h.user, name: h.name ?? '', counter: Number(h.counter ?? 0), last_used: h.last_used ?? null }
+  return {
+    ...(JSON.parse(h.rec) as StoredPasskey),
+    user_id: h.user,
+    name: h.name ?? '',
+    counter: Number(h.counter ?? 0),
+    last_used: h.last_used ?? null
+  }
 }
 
 export class RedisPasskeys implements PasskeyStorage {

@@ -16,8 +16,14 @@ export class RedisPrivateTokens implements PrivateTokenStorage {
 
   constructor (private readonly c: RedisContext) {}
 
-  async setLookup (hash: string, userId: string): Promise<void> { await this.c.run(() => this.c.redis.set(this.c.k('pt', hash), userId)) }
-  async lookup (hash: string): Promise<string | null> { return await this.c.run(() => this.c.redis.get(this.c.k('pt', hash))) }
+  async setLookup (hash: string, userId: string): Promise<void> {
+    await this.c.run(() => this.c.redis.set(this.c.k('pt', hash), userId))
+  }
+
+  async lookup (hash: string): Promise<string | null> {
+    return await this.c.run(() => this.c.redis.get(this.c.k('pt', hash)))
+  }
+
   /** One script; on a cluster (the user's record in another slot) two commands, one after the other. */
   async lookupUser (hash: string): Promise<{ userId: string, user: StoredUser | null } | null> {
     const { c } = this
@@ -65,7 +71,9 @@ export class RedisPrivateTokens implements PrivateTokenStorage {
   }
 
   async addImported (hash: string): Promise<void> { await this.c.run(() => this.c.redis.sadd(this.c.k('pt-imported'), hash)) }
-  async dropImported (hash: string): Promise<boolean> { return (await this.c.run(() => this.c.redis.srem(this.c.k('pt-imported'), hash))) > 0 }
+  async dropImported (hash: string): Promise<boolean> {
+    return (await this.c.run(() => this.c.redis.srem(this.c.k('pt-imported'), hash))) > 0
+  }
 
   async findImported (candidates: () => string[]): Promise<string | null> {
     const { c } = this

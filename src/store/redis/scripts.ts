@@ -39,7 +39,9 @@ function pair (raw: unknown): [number, number] {
 function nullableStrings (n: number) {
   return (raw: unknown): Array<string | null> | null => {
     if (raw === null) return null
-    if (!Array.isArray(raw) || raw.length !== n || !raw.every((x) => x === null || typeof x === 'string')) throw new TypeError(`a script replied something other than ${n} strings or nulls`)
+    if (!Array.isArray(raw) || raw.length !== n || !raw.every((x) => x === null || typeof x === 'string')) {
+      throw new TypeError(`a script replied something other than ${n} strings or nulls`)
+    }
     return raw as Array<string | null>
   }
 }

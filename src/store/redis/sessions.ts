@@ -26,7 +26,9 @@ export class RedisSessions implements SessionStorage {
     await c.run(() => c.redis.expire(index, indexSeconds))
   }
 
-  async get (hash: string): Promise<StoredSession | null> { return await getJson<StoredSession>(this.c, this.c.k('sess', hash)) }
+  async get (hash: string): Promise<StoredSession | null> {
+    return await getJson<StoredSession>(this.c, this.c.k('sess', hash))
+  }
 
   async touch (hash: string, ttlSeconds: number): Promise<void> {
     await this.c.run(() => this.c.redis.expire(this.c.k('sess', hash), ttlSeconds))

@@ -66,11 +66,19 @@ export class RedisTransfer implements StoreTransfer {
       for (let i = 0; i < bt.length; i += 2) {
         const expires = Number(bt[i + 1])
         const g = decodeGrant(await r.get(this.#k('bt', bt[i])))
-        if (expires > now && g?.user_id === uid) bearer.push(withFactors({ kind: 'bearer_token', hash: bt[i], user_id: uid, expires }, g.factors))
+        if (expires > now && g?.user_id === uid) {
+          bearer.push(
+            withFactors({ kind: 'bearer_token', hash: bt[i], user_id: uid, expires }, g.factors)
+          )
+        }
       }
       for (const h of (await r.smembers(this.#k('user-sess', uid))).sort()) {
         const [s, ttl] = await Promise.all([this.#json<StoredSession>(this.#k('sess', h)), r.pttl(this.#k('sess', h))])
-        if (s !== null && s.user_id === uid && ttl > 0) sessions.push(withFactors({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl }, s.factors))
+        if (s !== null && s.user_id === uid && ttl > 0) {
+          sessions.push(
+            withFactors({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl }, s.factors)
+          )
+        }
       }
       const totp = await r.get(this.#k('user-totp', uid))
       if (totp !== null) factors.push({ kind: 'totp', user_id: uid, stored: totp })
@@ -145,7 +153,9 @@ export class RedisTransfer implements StoreTransfer {
     return out
   }
 
-  async usernameOwner (usernameLower: string): Promise<string | null> { return await this.redis.get(this.#k('uname', usernameLower)) }
+  async usernameOwner (usernameLower: string): Promise<string | null> {
+    return await this.redis.get(this.#k('uname', usernameLower))
+  }
 
   async write (records: TransferRecord[], keyCheck: string, o: WriteOptions): Promise<void> {
     const r = this.redis
@@ -183,7 +193,13 @@ export class RedisTransfer implements StoreTransfer {
         case 'session': {
           const ttl = x.expires - o.now
           if (ttl <= 0) break
-          await r.set(this.#keyOf(x), JSON.stringify({ user_id: x.user_id, created: x.created, factors: x.factors } satisfies StoredSession), 'PX', ttl, 'NX')
+          await r.set(
+            this.#keyOf(x),
+            JSON.stringify({ user_id: x.user_id, created: x.created, factors: x.factors } satisfies StoredSession),
+            'PX',
+            ttl,
+            'NX'
+          )
           await r.sadd(this.#k('user-sess', x.user_id), x.hash)
           sessionIndex.set(
             x.user_id, Math.max(sessionIndex.get(x.user_id) ?? 0, x.expires, x.created + o.sessionLifetimeMs)

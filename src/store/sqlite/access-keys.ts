@@ -3,7 +3,9 @@
  * use in a column of its own (written often, never rewriting the record),
  * indexed by user for the listing and the cap.
  */
-import { applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser } from '../ports.js'
+import {
+  applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser
+} from '../ports.js'
 import type { RateLimitPolicy } from '../types.js'
 import type { SqlContext } from './context.js'
 
@@ -34,7 +36,11 @@ export class SqliteAccessKeys implements AccessKeyStorage {
     lastUsed: string | null,
     user: StoredUser | null
   } | null> {
-    const r = this.c.run(() => this.c.st('SELECT k.json, k.last_used, u.json AS user FROM access_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.id = ?').get(id) as { json: string, last_used: string | null, user: string | null } | undefined)
+    const r = this.c.run(
+      () => this.c.st(
+        'SELECT k.json, k.last_used, u.json AS user FROM access_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.id = ?'
+      ).get(id) as { json: string, last_used: string | null, user: string | null } | undefined
+    )
     return r === undefined
       ? null
       : {

@@ -14,11 +14,23 @@ export class SqliteKeyRecords implements KeyRecords {
   }
 
   async set (name: string, value: string): Promise<void> { this.c.ungated(() => this.c.st('INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)').run(name, value)) }
-  async setIfAbsent (name: string, value: string): Promise<boolean> { return this.c.ungated(() => this.c.st('INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)').run(name, value).changes === 1) }
+  async setIfAbsent (name: string, value: string): Promise<boolean> {
+    return this.c.ungated(
+      () => this.c.st('INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)').run(name, value).changes === 1
+    )
+  }
+
   async delete (name: string): Promise<void> { this.c.ungated(() => this.c.st('DELETE FROM meta WHERE name = ?').run(name)) }
-  async deleteIfEqual (name: string, value: string): Promise<void> { this.c.ungated(() => this.c.st('DELETE FROM meta WHERE name = ? AND value = ?').run(name, value)) }
+  async deleteIfEqual (name: string, value: string): Promise<void> {
+    this.c.ungated(() => this.c.st('DELETE FROM meta WHERE name = ? AND value = ?').run(name, value))
+  }
+
   async userIds (): Promise<string[]> { return this.c.ungated(() => this.c.st('SELECT id FROM users').pluck().all() as string[]) }
-  async keyIds (userId: string): Promise<string[]> { return this.c.ungated(() => this.c.st('SELECT id FROM access_keys WHERE user_id = ?').pluck().all(userId) as string[]) }
+  async keyIds (userId: string): Promise<string[]> {
+    return this.c.ungated(
+      () => this.c.st('SELECT id FROM access_keys WHERE user_id = ?').pluck().all(userId) as string[]
+    )
+  }
 
   async read (record: string): Promise<string | null> {
     const w = where(record)

@@ -16,7 +16,11 @@ export class SqliteSessions implements SessionStorage {
 
   async get (hash: string): Promise<StoredSession | null> {
     const { c } = this
-    const r = c.run(() => c.st('SELECT user_id, created, factors FROM sessions WHERE hash = ? AND exp > ?').get(hash, c.now()) as { user_id: string, created: number, factors: string | null } | undefined)
+    const r = c.run(
+      () => c.st(
+        'SELECT user_id, created, factors FROM sessions WHERE hash = ? AND exp > ?'
+      ).get(hash, c.now()) as { user_id: string, created: number, factors: string | null } | undefined
+    )
     if (r === undefined) return null
     const factors = factorsOf(r.factors)
     return factors === undefined
