@@ -3,7 +3,7 @@
 import neostandard from 'neostandard'
 
 export default [
-  ...neostandard({ ts: true, ignores: ['dist/**', 'coverage/**', 'bench/.variants/**', 'test/artifacts/**', '.tap/**'] }),
+  ...neostandard({ ts: true, ignores: ['dist/**', 'coverage/**', 'bench/.variants/**', 'test/artifacts/**', '.tap/**', '.stryker-tmp/**', 'reports/**'] }),
   {
     rules: {
       '@stylistic/max-len': ['error', {

@@ -14,7 +14,7 @@
  * A run fails when the score, equivalent survivors set aside, is under the target.
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SECURITY_CORE } from '../stryker.config.mjs'
@@ -106,7 +106,12 @@ function stryker (mutate, tests, limitS) {
     const child = spawn(process.execPath, [join(ROOT, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'), 'run', '--mutate', mutate.join(',')], { cwd: ROOT, env, stdio: 'inherit', detached: true })
     let late = false
     const timer = Number.isFinite(limitS) ? setTimeout(() => { late = true; process.kill(-child.pid, 'SIGKILL') }, limitS * 1000) : null
-    child.on('exit', (code) => { if (timer !== null) clearTimeout(timer); resolve(late ? 'late' : code ?? 1) })
+    child.on('exit', (code) => {
+      if (timer !== null) clearTimeout(timer)
+      // a stopped run leaves its sandbox (instrumented copies of src/ and test/) behind
+      if (late) rmSync(join(ROOT, '.stryker-tmp'), { recursive: true, force: true })
+      resolve(late ? 'late' : code ?? 1)
+    })
   })
 }
 
@@ -135,7 +140,8 @@ function score (file, mutants, source) {
   const known = record.files[file]?.equivalent ?? []
   const isEquivalent = (m) => {
     const code = fold(codeOf(source, m.location))
-    return known.some((e) => e.mutator === m.mutatorName && fold(e.replacement) === fold(m.replacement) && fold(e.code) === code)
+    return known.some((e) =>
+      e.mutator === m.mutatorName && fold(e.replacement) === fold(m.replacement) && fold(e.code) === code)
   }
   let killed = 0
   let equivalent = 0
@@ -169,13 +175,17 @@ function writeRecord () {
   for (const [name, { tests }] of Object.entries(report.testFiles)) for (const t of tests) testName.set(t.id, name)
   for (const [file, { mutants, source }] of Object.entries(report.files)) {
     const counts = new Map()
-    for (const m of mutants) for (const id of m.killedBy ?? []) counts.set(testName.get(id), (counts.get(testName.get(id)) ?? 0) + 1)
+    for (const m of mutants) {
+      for (const id of m.killedBy ?? []) counts.set(testName.get(id), (counts.get(testName.get(id)) ?? 0) + 1)
+    }
     const s = score(file, mutants, source)
     record.files[file] = {
       score: Math.round(s.score * 10) / 10,
       mutants: mutants.length,
       killed: s.killed,
       survived: s.survived.length,
+      // of the survivors, those no test file run reached: a narrow run may leave out the file that would
+      unreached: s.survived.filter((m) => m.status === 'NoCoverage').length,
       tests: [...counts].sort((a, b) => b[1] - a[1]).map(([t]) => t),
       equivalent: record.files[file]?.equivalent ?? []
     }
@@ -184,8 +194,9 @@ function writeRecord () {
   writeFileSync(RECORD, JSON.stringify(record, null, 2) + '\n')
   // TESTING.md's table, between its markers
   const rows = Object.entries(record.files).map(([f, e]) =>
-    `| \`${f}\` | ${e.mutants} | ${e.killed} | ${e.survived} | ${e.equivalent.length} | ${e.score}% |`)
-  const table = ['| file | mutants | killed | survived | equivalent | score |', '|---|---|---|---|---|---|', ...rows].join('\n')
+    `| \`${f}\` | ${e.mutants} | ${e.killed} | ${e.survived} (${e.unreached}) | ${e.equivalent.length} | ${e.score}% |`)
+  const head = '| file | mutants | killed | survived (no test reached) | equivalent | score |'
+  const table = [head, '|---|---|---|---|---|---|', ...rows].join('\n')
   const doc = join(ROOT, 'TESTING.md')
   writeFileSync(doc, readFileSync(doc, 'utf8').replace(/(<!-- mutation:begin -->\n)[^]*?(<!-- mutation:end -->)/, `$1${table}\n$2`))
   console.log(`wrote ${RECORD} and TESTING.md's table`)

@@ -67,6 +67,22 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
  * the legitimate sign-in of `who` from `ip` is sent and timed. `later`: flood answers that came
  * after it, so that it was sent during the flood.
  */
+/**
+ * What one sign-in costs on this machine now (the median of three, another user from another network):
+ * the 1 s bound of a sign-in amid a flood grows with it, so a loaded machine does not fail it, while
+ * waiting behind the flood's queued checks (8.4 s before the prefix bounds) still does.
+ */
+async function signInBound (g: { url: string }, name: string): Promise<number> {
+  await makeUser(g, name)
+  const ms: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now()
+    await post(g.url, TOKEN, { username: name, password: `${name}-password` }, from('192.0.2.77'))
+    ms.push(performance.now() - t0)
+  }
+  return Math.max(1000, 4 * ms.sort((a, b) => a - b)[1] + 500)
+}
+
 async function amidFlood (
   g: { url: string }, addr: (i: number) => string, who: string, ip: string, refusedFirst: number
 ): Promise<{ status: number, ms: number, flood: Res[], later: number }> {
@@ -92,12 +108,13 @@ t.test('a flood from 12 /64s of one IPv6 /56 (300 logins) leaves room: another n
   const g = await startGateway(db.url, trusted)
   t.teardown(() => g.close())
   await makeUser(g, 'ivy')
+  const bound = await signInBound(g, 'base-ivy')
   // the review's flood: one client rotating 12 /64s of its /56 kept the 64-place queue full
   // (each /64 its own address: 2 running, 8 waiting); a sign-in got 503 busy or took 8.4 s
   // (today: 278 of the 300 refused at once, 22 checked one after the other)
   const { status, ms, flood, later } = await amidFlood(g, (i) => `2001:db8:5:${(0xa0 + (i % 12)).toString(16)}::${i + 1}`, 'ivy', '203.0.113.9', 250)
   t.equal(status, 201, 'the legitimate login succeeds (not 503 busy)')
-  t.ok(ms <= 1000, `within 1 s: ${Math.round(ms)} ms`)
+  t.ok(ms <= bound, `within ${Math.round(bound)} ms (1 s on a quiet machine): ${Math.round(ms)} ms`)
   t.ok(later >= 5, `during the flood: ${later} of its answers came after the sign-in's`)
   const checked = flood.filter((r) => r.status === 401).length
   t.ok(checked <= 2 + 16 + 20, `the /56 had at most per_prefix + per_prefix_waiting places at once: ${checked} of 300 checked`)
@@ -108,12 +125,13 @@ t.test('a flood from 300 networks fills the queue: an address that signed in bef
   const g = await startGateway(db.url, trusted)
   t.teardown(() => g.close())
   await makeUser(g, 'jay')
+  const bound = await signInBound(g, 'base-jay')
   t.equal((await post(g.url, TOKEN, { username: 'jay', password: 'jay-password' }, from('198.18.7.7'))).status, 201, 'jay signed in from here before')
   // every request from its own /24 (and /56): the prefix bounds do not help, the queue fills up
   // (4 running, queue - reserved = 48 waiting, the other 248 refused at once)
   const { status, ms, flood, later } = await amidFlood(g, (i) => `10.${i >> 8}.${i & 255}.1`, 'jay', '198.18.7.7', 240)
   t.equal(status, 201, 'the known address signs in (not 503 busy)')
-  t.ok(ms <= 1000, `within 1 s: ${Math.round(ms)} ms`)
+  t.ok(ms <= bound, `within ${Math.round(bound)} ms (1 s on a quiet machine): ${Math.round(ms)} ms`)
   t.ok(later >= 20, `during the flood: ${later} of its answers came after the sign-in's`)
   t.ok(flood.filter((r) => r.status === 503).length >= 100, 'the flood itself found the queue full (503 busy)')
 })
@@ -329,9 +347,20 @@ t.test('an unknown user costs sidegate\'s own hash, not the costliest imported o
   const time = async (u: string): Promise<number> => { const s = performance.now(); await checker.check(u, 'wrong-password'); return performance.now() - s }
   const unknown: number[] = []
   const native: number[] = []
-  for (let i = 0; i < 5; i++) { unknown.push(await time('nobody-at-all')); native.push(await time('native')) }
-  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[2]
-  t.ok(med(unknown) < pbkdf2Ms / 3, `unknown ${Math.round(med(unknown))} ms against ${Math.round(pbkdf2Ms)} ms for the imported hash`)
+  // the imported hash's cost timed between the others, so a load that comes and goes weighs on all alike
+  const imported: number[] = [pbkdf2Ms]
+  for (let i = 0; i < 5; i++) {
+    unknown.push(await time('nobody-at-all'))
+    native.push(await time('native'))
+    if (i % 2 === 1) {
+      const s = performance.now()
+      pbkdf2Sync('imported-password', salt, iterations, 32, 'sha256')
+      imported.push(performance.now() - s)
+    }
+  }
+  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+  t.ok(med(unknown) < med(imported) / 3,
+    `unknown ${Math.round(med(unknown))} ms against ${Math.round(med(imported))} ms for the imported hash`)
   t.ok(med(unknown) < med(native) * 2 + 20 && med(native) < med(unknown) * 2 + 20, `unknown ${Math.round(med(unknown))} ms ≈ a native user's ${Math.round(med(native))} ms`)
   // the first successful login re-hashes it: the one remaining difference ends there
   t.ok(await checker.check('imported', 'imported-password'))
