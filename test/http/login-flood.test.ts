@@ -9,7 +9,7 @@ import t from 'tap'
 import http from 'node:http'
 import { pbkdf2Sync, randomBytes } from 'node:crypto'
 import { post, type Res } from '../fixtures/http.js'
-import { embeddedStore, startGateway } from '../fixtures/gateway.js'
+import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { CheckGate, checkGateStats } from '../../src/auth/check-gate.js'
 import { PasswordChecker } from '../../src/auth/passwords.js'
@@ -72,7 +72,7 @@ t.test('one address floods with 200 concurrent logins: another address signs in 
  * the 1 s bound of a sign-in amid a flood grows with it, so a loaded machine does not fail it, while
  * waiting behind the flood's queued checks (8.4 s before the prefix bounds) still does.
  */
-async function signInBound (g: { url: string }, name: string): Promise<number> {
+async function signInBound (g: TestGateway, name: string): Promise<number> {
   await makeUser(g, name)
   const ms: number[] = []
   for (let i = 0; i < 3; i++) {
