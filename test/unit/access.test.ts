@@ -184,6 +184,20 @@ t.test('globs: a path costs steps linear in its length, whatever the glob (no ba
     t.ok(steps < 16 * path.length, `${steps} steps for ${path.length} bytes (bound ${16 * path.length})`)
   }
   t.ok(m('/api' + '/x/y'.repeat(1000) + '/z'), 'and a long path that matches does')
+  // the counter counts (so the bound above bounds something): a step per segment, and per character tried
+  const before = globSteps()
+  t.ok(m('/api' + '/x/y'.repeat(1000) + '/z'))
+  t.ok(globSteps() - before >= 2000, `${globSteps() - before} steps over 2,001 segments`)
+  const within = globSteps()
+  t.notOk(globMatcher('/*a')('/' + 'b'.repeat(1000)))
+  t.ok(globSteps() - within >= 1000, `${globSteps() - within} steps over one segment of 1,000 characters`)
+})
+
+t.test('globs: `*` takes any character of its segment, a control character included', async (t) => {
+  // (the HTTP parser refuses a raw control character; `sidegate access check` does not, and the matcher holds anyway)
+  t.ok(globMatcher('/a/*')('/a/\u0001'))
+  t.ok(globMatcher('/a/x*')('/a/x\u0001'))
+  t.notOk(globMatcher('/a/x')('/a/x\u0001'))
 })
 
 t.test('path parameters and case: `;` never bypasses and meets deny; case_insensitive_paths', async (t) => {

@@ -8,7 +8,7 @@ import { parseAuthorization, parseSignatureParams, parseTokenCredential } from '
 import { parseCookies, withoutCookies } from '../../src/http/cookies.js'
 import { parseHttpDate } from '../../src/http/date.js'
 import { isUuid } from '../../src/http/uuid.js'
-import { sign, stringToSign } from '../../src/auth/signature.js'
+import { decodeMac, normalizeKeyId, sign, stringToSign } from '../../src/auth/signature.js'
 import { GatewayError } from '../../src/errors.js'
 
 /** A subtest's `t`. */
@@ -164,4 +164,32 @@ t.test('stringToSign: declared order, query as sent, trimmed values, missing hea
   t.equal((err as GatewayError).code, 'invalid_signature', 'a declared header that was not sent')
   t.not(sign('k', 'a'), sign('k', 'b'))
   t.not(sign('k1', 'a'), sign('k2', 'a'))
+})
+
+t.test('a MAC as sent: only the canonical Base64 of its length', async (t) => {
+  const mac = Buffer.alloc(32, 0xab)
+  const sent = mac.toString('base64') // 43 characters and one '='; the last character's 2 spare bits zero
+  t.same(decodeMac(sent), mac)
+  // the same bytes with a spare bit set decode alike: one MAC, four spellings, unless refused
+  const spare = sent.slice(0, 42) + String.fromCharCode(sent.charCodeAt(42) + 1) + '='
+  t.same(Buffer.from(spare, 'base64'), mac)
+  t.equal(decodeMac(spare), null, 'a spare bit set')
+  for (const bad of [sent.slice(0, -1), sent + '=', sent.replace('=', ''), '*' + sent.slice(1), sent.slice(0, 42) + '-=']) {
+    t.equal(decodeMac(bad), null, bad)
+  }
+  const long = Buffer.alloc(64, 7)
+  t.same(decodeMac(long.toString('base64'), 64), long)
+  t.equal(decodeMac(long.toString('base64')), null, 'a 64-byte MAC where 32 are expected')
+})
+
+t.test('a keyId: a UUID in any case, with or without its hyphens; nothing else', async (t) => {
+  const id = '0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9'
+  t.equal(normalizeKeyId(id), id)
+  t.equal(normalizeKeyId(id.toUpperCase()), id)
+  t.equal(normalizeKeyId(id.replaceAll('-', '')), id)
+  t.equal(normalizeKeyId(id.replaceAll('-', '').toUpperCase()), id)
+  for (const bad of ['nope', '', id.replaceAll('-', '') + 'a', 'x' + id.replaceAll('-', ''), id.replaceAll('-', '').slice(1),
+    'g'.repeat(32), id + '-', 'a'.repeat(31)]) {
+    t.equal(normalizeKeyId(bad), null, JSON.stringify(bad))
+  }
 })
