@@ -156,12 +156,12 @@ export async function openSqliteStore (path) {
 export async function seedCredentials (store, users = 10) {
   const out = { users: [], tokens: [], keys: [], sessions: [] }
   for (let i = 0; i < users; i++) {
-    const u = await store.createUser({ username: `bench-${i}`, password: null, orgs: { [DEFAULT_ORG]: 'user' } })
+    const u = await store.users.create({ username: `bench-${i}`, password: null, orgs: { [DEFAULT_ORG]: 'user' } })
     out.users.push(u.id)
-    out.tokens.push(await store.createPrivateToken(u.id))
-    const k = await store.createAccessKey(u.id)
+    out.tokens.push(await store.privateTokens.create(u.id))
+    const k = await store.accessKeys.create(u.id)
     out.keys.push({ id: k.key.id, secret: k.secret })
-    const s = await store.createSession(u.id, 7200)
+    const s = await store.sessions.create(u.id, 7200)
     out.sessions.push(s.id)
   }
   return out
@@ -173,7 +173,7 @@ export async function issueBearerTokens (store, userIds, n, file) {
   const batch = 2000
   for (let i = 0; i < n; i += batch) {
     const part = await Promise.all(Array.from({ length: Math.min(batch, n - i) }, (_, j) =>
-      store.issueBearerToken(userIds[(i + j) % userIds.length], 3600)))
+      store.bearerTokens.issue(userIds[(i + j) % userIds.length], 3600)))
     for (let j = 0; j < part.length; j++) tokens[i + j] = part[j].token
   }
   writeFileSync(file, tokens.join('\n') + '\n')

@@ -29,9 +29,9 @@ async function seed (store, n, batch = 200) {
   const keys = new Array(n)
   for (let i = 0; i < n; i += batch) {
     await Promise.all(Array.from({ length: Math.min(batch, n - i) }, async (_, j) => {
-      const u = await store.createUser({ username: `sweep-${i + j}`, password: null, orgs: { [DEFAULT_ORG]: 'user' } })
-      tokens[i + j] = await store.createPrivateToken(u.id)
-      const k = await store.createAccessKey(u.id)
+      const u = await store.users.create({ username: `sweep-${i + j}`, password: null, orgs: { [DEFAULT_ORG]: 'user' } })
+      tokens[i + j] = await store.privateTokens.create(u.id)
+      const k = await store.accessKeys.create(u.id)
       keys[i + j] = { id: k.key.id, secret: k.secret }
     }))
   }

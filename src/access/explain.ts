@@ -110,7 +110,7 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   let method: AuthMethod
   let keyFactors: readonly Factor[] | undefined
   if (i.key !== undefined) {
-    const k = await store.getAccessKey(i.key)
+    const k = await store.accessKeys.get(i.key)
     if (k === null) throw new UsageError(`no access key with id "${i.key}"`, 1, 'not_found')
     userId = k.key.user_id
     method = 'access_key'
@@ -122,7 +122,7 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     method = kind as AuthMethod
     userId = ''
   }
-  const user = i.key === undefined ? await store.getUserByUsername(i.user!) : await store.getUser(userId)
+  const user = i.key === undefined ? await store.users.byUsername(i.user!) : await store.users.get(userId)
   if (user === null) throw new UsageError(`no user named "${i.user ?? ''}"`, 1, 'not_found')
   if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) {
     throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)

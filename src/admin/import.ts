@@ -95,7 +95,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     const dup = orgs.get(o.id)
     if (dup !== undefined) { problems.add(o.line, `org ${o.id} is also on line ${dup.line}`); continue }
     orgs.set(o.id, o)
-    const have = await store.getOrg(o.id)
+    const have = await store.orgs.get(o.id)
     if (have === null) {
       step('org', 'created', async () => {
         await createOrg(store, o.name, o.id); audit({ event: 'org.created', org: o.id, via })
@@ -114,11 +114,11 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     const dup = byName.get(lower)
     if (dup !== undefined) { problems.add(u.line, `user ${u.username} is also on line ${dup.rec.line}`); continue }
     if (u.id !== undefined && fileIds.has(u.id)) { problems.add(u.line, `user id ${u.id} is also on line ${byName.get(fileIds.get(u.id)!)!.rec.line}`); continue }
-    const existing = await store.getUserByUsername(u.username)
+    const existing = await store.users.byUsername(u.username)
     if (existing !== null) otherCase(u.line, u.username, existing)
     let id = existing?.id ?? u.id ?? randomUUID()
     if (existing === null && u.id !== undefined) {
-      const holder = await store.getUser(u.id)
+      const holder = await store.users.get(u.id)
       if (holder !== null) { problems.add(u.line, `user id ${u.id} belongs to the user ${holder.username} in the store`); continue }
     }
     if (existing !== null && u.id !== undefined && existing.id !== u.id) {
@@ -130,7 +130,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (existing === null) {
       if (u.is_superuser === true) flag(u.line, 'superuser', `creates ${u.username} as a superuser`)
       step('user', 'created', async () => {
-        const made = await store.createUser({
+        const made = await store.users.create({
           id,
           username: u.username,
           name: u.name,
@@ -140,7 +140,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
           superuser: u.is_superuser === true
         })
         audit({ event: 'user.created', user: made, superuser: made.is_superuser, via })
-        if (u.is_active === false) { await store.setUserActive(id, false); audit({ event: 'user.disabled', user: made, via }) }
+        if (u.is_active === false) { await store.users.setActive(id, false); audit({ event: 'user.disabled', user: made, via }) }
       })
       continue
     }
@@ -149,7 +149,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (u.email !== undefined && u.email !== existing.email) fields.email = u.email
     if (u.is_superuser !== undefined && u.is_superuser !== existing.is_superuser) fields.is_superuser = u.is_superuser
     const active = u.is_active !== undefined && u.is_active !== existing.is_active ? u.is_active : undefined
-    const password = u.password !== undefined && !(await store.isImportedPasswordHash(id, u.password))
+    const password = u.password !== undefined && !(await store.passwords.isImported(id, u.password))
       ? u.password
       : undefined
     if (Object.keys(fields).length === 0 && active === undefined && password === undefined) { step('user', 'unchanged'); continue }
@@ -158,15 +158,15 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     const who = { id, username: existing.username }
     step('user', 'updated', async () => {
       if (Object.keys(fields).length > 0) {
-        await store.setUserFields(id, fields)
+        await store.users.setFields(id, fields)
         audit({ event: 'user.updated', user: who, superuser: fields.is_superuser ?? existing.is_superuser, via })
       }
       if (active !== undefined) {
-        await store.setUserActive(id, active)
+        await store.users.setActive(id, active)
         audit({ event: active ? 'user.enabled' : 'user.disabled', user: who, via })
       }
       if (password !== undefined) {
-        await store.setLegacyPasswordHash(id, password); audit({ event: 'password.changed', user: who, via })
+        await store.passwords.setLegacy(id, password); audit({ event: 'password.changed', user: who, via })
       }
     })
   }
@@ -183,7 +183,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
       if (inFile.existing !== null && 'username' in ref) otherCase(line, ref.username, inFile.existing)
       return { id: inFile.id, username: inFile.existing?.username ?? inFile.rec.username, user: inFile.existing }
     }
-    const user = 'username' in ref ? await store.getUserByUsername(ref.username) : await store.getUser(ref.user_id)
+    const user = 'username' in ref ? await store.users.byUsername(ref.username) : await store.users.get(ref.user_id)
     if (user !== null && 'username' in ref) otherCase(line, ref.username, user)
     if (user !== null) return { id: user.id, username: user.username, user }
     problems.add(line, `no user ${'username' in ref ? ref.username : `with id ${ref.user_id}`} in this file or in the store`)
@@ -199,7 +199,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     const k = `${who.id} ${m.org}`
     if (members.has(k)) { problems.add(m.line, `the same membership is also on line ${members.get(k)!}`); continue }
     members.set(k, m.line)
-    if (!orgs.has(m.org) && !newOrgs.has(m.org) && (await store.getOrg(m.org)) === null) {
+    if (!orgs.has(m.org) && !newOrgs.has(m.org) && (await store.orgs.get(m.org)) === null) {
       if (m.org_name === undefined) { problems.add(m.line, `org ${m.org} is neither in this file nor in the store: add an org record or "org_name"`); continue }
       newOrgs.add(m.org)
       const name = m.org_name
@@ -212,7 +212,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     const had = who.user?.orgs[m.org]
     if (had === m.role) { step('membership', 'unchanged'); continue }
     step('membership', had === undefined ? 'created' : 'updated', async () => {
-      await store.setMembership(who.id, m.org, m.role)
+      await store.users.setMembership(who.id, m.org, m.role)
       audit({ event: 'membership.changed', user: { id: who.id, username: who.username }, org: m.org, role: m.role, via })
     })
   }
@@ -224,10 +224,10 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (who === null) continue
     if (keyLines.has(k.id)) { problems.add(k.line, `access key ${k.id} is also on line ${keyLines.get(k.id)!}`); continue }
     keyLines.set(k.id, k.line)
-    const have = await store.getAccessKey(k.id)
+    const have = await store.accessKeys.get(k.id)
     if (have === null) {
       step('access_key', 'created', async () => {
-        if (!(await store.importAccessKey(who.id, { id: k.id, secret: k.secret, is_active: k.is_active }))) {
+        if (!(await store.accessKeys.import(who.id, { id: k.id, secret: k.secret, is_active: k.is_active }))) {
           throw new Error(`line ${k.line}: access key ${k.id} was created meanwhile (or is unreadable): run the import again to see why`)
         }
         audit({ event: 'key.created', user: { id: who.id, username: who.username }, keyId: k.id, via })
@@ -239,7 +239,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
       problems.add(k.line, `access key ${k.id} exists with another secret (\`sidegate key revoke ${k.id}\` first to replace it)`)
     } else if (have.key.is_active !== k.is_active) {
       step('access_key', 'updated', async () => {
-        await store.setAccessKeyActive(k.id, k.is_active)
+        await store.accessKeys.setActive(k.id, k.is_active)
         audit({ event: k.is_active ? 'key.enabled' : 'key.disabled', user: { id: who.id, username: who.username }, keyId: k.id, via })
       })
     } else step('access_key', 'unchanged')
@@ -255,13 +255,13 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     if (tokenKeys.has(t.key)) { problems.add(t.line, `the same private token is also on line ${tokenKeys.get(t.key)!}`); continue }
     tokenUsers.set(who.id, t.line)
     tokenKeys.set(t.key, t.line)
-    const owner = await store.userIdForPrivateToken(t.key)
+    const owner = await store.privateTokens.userIdFor(t.key)
     if (owner !== null && owner !== who.id) { problems.add(t.line, 'this private token belongs to another user in the store'); continue }
     if (owner === who.id) { step('private_token', 'unchanged'); continue }
-    const had = who.user === null ? null : await store.readPrivateToken(who.id)
+    const had = who.user === null ? null : await store.privateTokens.read(who.id)
     if (had !== null) flag(t.line, 'takeover', `replaces the private token of the existing user ${who.username}`)
     step('private_token', had === null ? 'created' : 'updated', async () => {
-      await store.importPrivateToken(who.id, t.key)
+      await store.privateTokens.import(who.id, t.key)
       audit({ event: 'private_token.created', user: { id: who.id, username: who.username }, via })
     })
   }
@@ -272,7 +272,7 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
 
 async function createOrg (store: Store, name: string, id: string): Promise<void> {
   // a rerun after a partial write, or another replica's Default org: already there is fine
-  if ((await store.getOrg(id)) === null) await store.createOrg(name, id)
+  if ((await store.orgs.get(id)) === null) await store.orgs.create(name, id)
 }
 
 /**

@@ -144,7 +144,7 @@ export class AdminOps {
   // ── users ──
 
   async user (username: string): Promise<User> {
-    const u = await this.store.getUserByUsername(username)
+    const u = await this.store.users.byUsername(username)
     if (u === null) throw new UsageError(`no user named "${username}"`, 1, 'not_found')
     return u
   }
@@ -162,7 +162,7 @@ export class AdminOps {
       if (role !== null) orgs[id] = role
     }
     const password = checkPassword(i.password)
-    const u = await this.store.createUser({
+    const u = await this.store.users.create({
       username,
       password,
       email: i.email,
@@ -175,7 +175,7 @@ export class AdminOps {
   }
 
   async listUsers (org?: string): Promise<UserJson[]> {
-    return (await this.store.listUsers(org === undefined ? undefined : membership(org, 'user', this.labels.org).id)).map(userJson)
+    return (await this.store.users.list(org === undefined ? undefined : membership(org, 'user', this.labels.org).id)).map(userJson)
   }
 
   async showUser (username: string): Promise<UserJson> {
@@ -185,7 +185,7 @@ export class AdminOps {
   /** Disabling also ends the user's sessions and evicts their cached keys on every replica. */
   async setActive (username: string, active: boolean): Promise<{ id: string, username: string, is_active: boolean }> {
     const u = await this.user(username)
-    await this.store.setUserActive(u.id, active)
+    await this.store.users.setActive(u.id, active)
     this.audit({ event: active ? 'user.enabled' : 'user.disabled', user: u })
     return { id: u.id, username: u.username, is_active: active }
   }
@@ -193,7 +193,7 @@ export class AdminOps {
   /** Also ends the user's sessions and unused bearer tokens on every replica; private tokens and access keys stay. */
   async setPassword (username: string, password: string): Promise<{ id: string, username: string }> {
     const u = await this.user(username)
-    await this.store.setPassword(u.id, checkPassword(password))
+    await this.store.passwords.set(u.id, checkPassword(password))
     this.audit({ event: 'password.changed', user: u })
     return { id: u.id, username: u.username }
   }
@@ -204,7 +204,7 @@ export class AdminOps {
     for (const m of memberships) {
       const { id, role } = membership(m.id, m.role, this.labels.org)
       await this.#org(id)
-      await this.store.setMembership(u.id, id, role)
+      await this.store.users.setMembership(u.id, id, role)
       this.audit({ event: 'membership.changed', user: u, org: id, role: role ?? 'none' })
     }
     return userJson(await this.user(u.username))
@@ -213,7 +213,7 @@ export class AdminOps {
   // ── orgs ──
 
   async #org (id: string): Promise<Org> {
-    const org = await this.store.getOrg(id)
+    const org = await this.store.orgs.get(id)
     if (org === null) throw new UsageError(`no org with id ${id}${this.labels.orgHint}`, 1, 'org_not_found')
     return org
   }
@@ -222,13 +222,13 @@ export class AdminOps {
     if (name.trim() === '' || name.length > MAX_ORG_NAME) throw new UsageError(`org name: 1 to ${MAX_ORG_NAME} characters`)
     if (hasControl(name)) throw new UsageError(`org name: ${NO_CONTROLS}`)
     if (id !== undefined && !isUuid(id)) throw new UsageError(`${this.labels.id} must be a UUID`)
-    const org = await this.store.createOrg(name, id)
+    const org = await this.store.orgs.create(name, id)
     this.audit({ event: 'org.created', org: org.id })
     return orgJson(org)
   }
 
   async listOrgs (): Promise<OrgJson[]> {
-    return (await this.store.listOrgs()).map(orgJson)
+    return (await this.store.orgs.list()).map(orgJson)
   }
 
   // ── access keys ──
@@ -243,26 +243,26 @@ export class AdminOps {
       if (err instanceof KeyOptionError) throw new UsageError(`${this.labels[KEY_OPTION_LABEL[err.option]]}: ${err.message}`)
       throw err
     }
-    const { key, secret } = await this.store.createAccessKey(u.id, 0, o)
+    const { key, secret } = await this.store.accessKeys.create(u.id, 0, o)
     this.audit({ event: 'key.created', user: u, keyId: key.id, expires: key.date_expired })
     return { ...keyJson(key), secret }
   }
 
   /** `key disable|enable`: a disabled key's correctly signed requests are 401 key_disabled. */
   async setKeyActive (id: string, active: boolean): Promise<{ id: string, is_active: boolean }> {
-    if (!isUuid(id) || !(await this.store.setAccessKeyActive(id.toLowerCase(), active))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
+    if (!isUuid(id) || !(await this.store.accessKeys.setActive(id.toLowerCase(), active))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
     this.audit({ event: active ? 'key.enabled' : 'key.disabled', keyId: id.toLowerCase() })
     return { id: id.toLowerCase(), is_active: active }
   }
 
   async listKeys (username: string): Promise<KeyJson[]> {
     const u = await this.user(username)
-    return (await this.store.listAccessKeys(u.id)).map(keyJson)
+    return (await this.store.accessKeys.list(u.id)).map(keyJson)
   }
 
   /** Deletes the key; every replica refuses it within a second. */
   async revokeKey (id: string): Promise<{ id: string, revoked: true }> {
-    if (!isUuid(id) || !(await this.store.deleteAccessKey(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
+    if (!isUuid(id) || !(await this.store.accessKeys.delete(id.toLowerCase()))) throw new UsageError(`no access key ${id}`, 1, 'not_found')
     this.audit({ event: 'key.revoked', keyId: id.toLowerCase() })
     return { id, revoked: true }
   }
@@ -274,14 +274,14 @@ export class AdminOps {
    */
   async createToken (username: string): Promise<{ username: string, token: string }> {
     const u = await this.user(username)
-    const token = await this.store.createPrivateToken(u.id)
+    const token = await this.store.privateTokens.create(u.id)
     this.audit({ event: 'private_token.created', user: u })
     return { username: u.username, token }
   }
 
   async showToken (username: string): Promise<{ username: string, token: string }> {
     const u = await this.user(username)
-    const token = await this.store.readPrivateToken(u.id)
+    const token = await this.store.privateTokens.read(u.id)
     if (token === null) throw new UsageError(`${u.username} has no private token (create one with ${this.labels.tokenCreate(u.username)})`, 1, 'not_found')
     if (token === UNREADABLE) throw new UsageError(`the private token of ${u.username} is unreadable: it was stored under another secret key (${this.labels.tokenRevoke(u.username)} removes it)`, 1, 'unreadable_record')
     this.audit({ event: 'private_token.read', user: u })
@@ -290,7 +290,7 @@ export class AdminOps {
 
   async revokeToken (username: string): Promise<{ username: string, revoked: true }> {
     const u = await this.user(username)
-    if (!(await this.store.revokePrivateToken(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
+    if (!(await this.store.privateTokens.revoke(u.id))) throw new UsageError(`${u.username} has no private token`, 1, 'not_found')
     this.audit({ event: 'private_token.revoked', user: u })
     return { username: u.username, revoked: true }
   }
@@ -304,7 +304,7 @@ export class AdminOps {
   async listSessions (username: string): Promise<SessionJson[]> {
     const u = await this.user(username)
     const s = this.config.session
-    return (await this.store.listSessions(u.id)).map((x) => ({
+    return (await this.store.sessions.list(u.id)).map((x) => ({
       id: x.id,
       date_created: new Date(x.created).toISOString(),
       date_expires: new Date(Math.min(x.expires, x.created + s.absolute_timeout * 1000)).toISOString()
@@ -314,7 +314,7 @@ export class AdminOps {
   /** Ends one session (id from listSessions) on every replica at once. */
   async revokeSession (username: string, id: string): Promise<{ username: string, id: string, revoked: true }> {
     const u = await this.user(username)
-    if (!SESSION_ID.test(id) || !(await this.store.endSession(u.id, id))) throw new UsageError(`${u.username} has no session ${id}`, 1, 'not_found')
+    if (!SESSION_ID.test(id) || !(await this.store.sessions.end(u.id, id))) throw new UsageError(`${u.username} has no session ${id}`, 1, 'not_found')
     this.audit({ event: 'session.revoked', user: u, via: 'admin' })
     return { username: u.username, id, revoked: true }
   }
@@ -322,7 +322,7 @@ export class AdminOps {
   /** Ends every session of the user on every replica at once. */
   async revokeSessions (username: string): Promise<{ username: string, revoked: number }> {
     const u = await this.user(username)
-    const revoked = await this.store.endSessions(u.id)
+    const revoked = await this.store.sessions.endAll(u.id)
     if (revoked > 0) this.audit({ event: 'session.revoked', user: u, via: 'admin' })
     return { username: u.username, revoked }
   }
@@ -337,7 +337,7 @@ export class AdminOps {
 
   async mfaFactors (username: string): Promise<MfaJson> {
     const u = await this.user(username)
-    return { username: u.username, ...(await this.store.mfaFactors(u.id)) }
+    return { username: u.username, ...(await this.store.mfa.factors(u.id)) }
   }
 
   /**
@@ -347,10 +347,10 @@ export class AdminOps {
    */
   async mfaEnroll (username: string): Promise<{ username: string, uri: string, secret: string }> {
     const u = await this.user(username)
-    const e = await this.store.beginTotp(u.id, 'operator')
+    const e = await this.store.mfa.begin(u.id, 'operator')
     if (e === null) throw new UsageError(`${u.username} already has a second factor: reset it first`, 1, 'bad_request')
     // the user must confirm it at their next sign-in
-    await this.store.requireMfa(u.id)
+    await this.store.mfa.require(u.id)
     this.audit({ event: 'mfa.enrolled', user: u, via: 'admin' })
     return { username: u.username, uri: otpauthUri('sidegate', u.username, e), secret: e.secret }
   }
@@ -358,7 +358,7 @@ export class AdminOps {
   /** Removes the user's second factor and recovery codes (and a requirement). */
   async mfaReset (username: string): Promise<{ username: string, reset: boolean }> {
     const u = await this.user(username)
-    const reset = await this.store.resetMfa(u.id)
+    const reset = await this.store.mfa.reset(u.id)
     if (reset) this.audit({ event: 'mfa.reset', user: u, via: 'admin' })
     return { username: u.username, reset }
   }
@@ -366,7 +366,7 @@ export class AdminOps {
   /** Requires enrolment at the user's next sign-in. */
   async mfaRequire (username: string): Promise<{ username: string, required: true }> {
     const u = await this.user(username)
-    if (await this.store.requireMfa(u.id)) this.audit({ event: 'mfa.reset', user: u, via: 'admin', reason: 'required' })
+    if (await this.store.mfa.require(u.id)) this.audit({ event: 'mfa.reset', user: u, via: 'admin', reason: 'required' })
     return { username: u.username, required: true }
   }
 
@@ -374,10 +374,10 @@ export class AdminOps {
 
   /** An access key's id, else a username. */
   async #setLimit (target: string, policy: RateLimitPolicy | null): Promise<LimitTarget> {
-    if (isUuid(target) && await this.store.setRateLimit({ key: target.toLowerCase() }, policy)) return { kind: 'key', id: target.toLowerCase(), name: target.toLowerCase() }
-    const u = await this.store.getUserByUsername(target)
+    if (isUuid(target) && await this.store.accessKeys.setRateLimit(target.toLowerCase(), policy)) return { kind: 'key', id: target.toLowerCase(), name: target.toLowerCase() }
+    const u = await this.store.users.byUsername(target)
     if (u === null) throw new UsageError(`no user or access key "${target}"`, 1, 'not_found')
-    await this.store.setRateLimit({ user: u.id }, policy)
+    await this.store.users.setRateLimit(u.id, policy)
     return { kind: 'user', id: u.id, name: u.username }
   }
 
@@ -402,9 +402,9 @@ export class AdminOps {
   async listLimits (): Promise<{ configured: { enabled: boolean, default: RateLimitPolicy, methods: Record<string, string> }, overrides: Array<{ kind: 'user' | 'key', username: string, id: string, limit: number, window: number }> }> {
     const rl = this.config.rate_limit
     const overrides: Array<{ kind: 'user' | 'key', username: string, id: string, limit: number, window: number }> = []
-    for (const u of await this.store.listUsers()) {
+    for (const u of await this.store.users.list()) {
       if (u.rate_limit != null) overrides.push({ kind: 'user', username: u.username, id: u.id, limit: u.rate_limit.limit, window: u.rate_limit.window })
-      for (const k of await this.store.listAccessKeys(u.id)) {
+      for (const k of await this.store.accessKeys.list(u.id)) {
         if (k.rate_limit != null) overrides.push({ kind: 'key', username: u.username, id: k.id, limit: k.rate_limit.limit, window: k.rate_limit.window })
       }
     }

@@ -87,25 +87,25 @@ export class UnusedKeys {
    */
   async runPass (pass: number): Promise<string[] | null> {
     const lease = Math.min(600_000, Math.max(60_000, this.#intervalMs))
-    const token = await this.store.acquireLock(UNUSED_KEYS_LOCK, lease)
+    const token = await this.store.locks.acquire(UNUSED_KEYS_LOCK, lease)
     if (token === null) {
       this.log.debug({ pass }, 'unused access keys: another replica holds the lock; skipped')
       return null
     }
     try {
-      if (!(await this.store.markOnce('pass', `${UNUSED_KEYS_LOCK}:${pass}`, Math.max(60, 2 * this.o.intervalSeconds)))) {
+      if (!(await this.store.limits.markOnce('pass', `${UNUSED_KEYS_LOCK}:${pass}`, Math.max(60, 2 * this.o.intervalSeconds)))) {
         this.log.debug({ pass }, 'unused access keys: another replica ran this pass; skipped')
         return null
       }
       const cutoff = this.#now() - this.o.days * DAY_MS
       const disabled: string[] = []
       let checked = 0
-      for (const user of await this.store.listUsers()) {
-        for (const key of await this.store.listAccessKeys(user.id)) {
+      for (const user of await this.store.users.list()) {
+        for (const key of await this.store.accessKeys.list(user.id)) {
           if (!key.is_active || key.unreadable === true) continue
           checked++
           if (!(lastActive(key) < cutoff)) continue
-          if (await this.store.setAccessKeyActive(key.id, false, 'policy')) {
+          if (await this.store.accessKeys.setActive(key.id, false, 'policy')) {
             disabled.push(key.id)
             this.log.info(
               { pass, key_id: key.id, user: user.username, last_used: key.date_last_used, created: key.date_created },
@@ -118,7 +118,7 @@ export class UnusedKeys {
       this.o.onPass?.(disabled.length)
       return disabled
     } finally {
-      await this.store.releaseLock(UNUSED_KEYS_LOCK, token).catch(() => false)
+      await this.store.locks.release(UNUSED_KEYS_LOCK, token).catch(() => false)
     }
   }
 }

@@ -59,14 +59,14 @@ export function newSecretKey (): string { return randomBytes(48).toString('base6
 export async function ensureDefaults (
   store: Store, config: Config, log: Pick<Logger, 'info'>, say: (line: string) => void, audit?: Pick<Auditor, 'record'>
 ): Promise<void> {
-  if ((await store.getOrg(DEFAULT_ORG_ID)) === null) {
-    await ignoreConflict(store.createOrg('Default', DEFAULT_ORG_ID))
+  if ((await store.orgs.get(DEFAULT_ORG_ID)) === null) {
+    await ignoreConflict(store.orgs.create('Default', DEFAULT_ORG_ID))
   }
-  if ((await store.countUsers()) > 0) return
+  if ((await store.users.count()) > 0) return
   const generated = config.admin_password === null
   const password = config.admin_password ?? randomBytes(18).toString('base64url')
   const created = await ignoreConflict(
-    store.createUser({
+    store.users.create({
       username: 'admin',
       password,
       name: 'Administrator',

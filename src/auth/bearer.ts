@@ -22,7 +22,8 @@ export class BearerAuthenticator implements Authenticator {
 
   async authenticate (c: Credentials): Promise<BearerClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)
-    const grant = this.singleUse ? await this.store.consumeBearerToken(token) : await this.store.readBearerToken(token)
+    const tokens = this.store.bearerTokens
+    const grant = this.singleUse ? await tokens.consume(token) : await tokens.read(token)
     if (grant === null) throw E.invalidToken()
     return { userId: grant.user_id, method: this.method, factors: grant.factors }
   }

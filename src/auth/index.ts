@@ -98,7 +98,7 @@ export class Authenticators {
     const claim = a.cached?.(c)
     if (claim instanceof GatewayError) return claim
     if (claim !== undefined) {
-      const user = this.store.cachedUser?.(claim.userId)
+      const user = this.store.users.cached(claim.userId)
       if (user !== undefined) return identityOf(claim, user)
     }
     return this.#authenticate(a, c, claim)
@@ -106,7 +106,7 @@ export class Authenticators {
 
   async #authenticate (a: Authenticator, c: Credentials, known: Claim | undefined): Promise<Identity> {
     const claim = known ?? await a.authenticate(c)
-    return identityOf(claim, await this.store.getUser(claim.userId))
+    return identityOf(claim, await this.store.users.get(claim.userId))
   }
 }
 

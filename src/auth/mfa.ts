@@ -81,7 +81,7 @@ export class SecondFactor {
    * (required by auth.mfa.required or an operator), or nothing.
    */
   async need (user: User): Promise<MfaNeed> {
-    const state = await this.store.secondFactorState(user.id)
+    const state = await this.store.mfa.state(user.id)
     if (state === 'enrolled') return 'code'
     if (state === 'passkey') return 'passkey'
     const r = this.opts.required
@@ -103,7 +103,7 @@ export class SecondFactor {
       t: now
     }
     if (secret !== undefined) p.s = secret
-    return this.store.sealState(PURPOSE, JSON.stringify(p))
+    return this.store.state.seal(PURPOSE, JSON.stringify(p))
   }
 
   /**
@@ -113,7 +113,7 @@ export class SecondFactor {
   open (req: IncomingMessage, cookie: string, ctx: AuditContext): Pending | null {
     const value = parseCookies(req.headers.cookie)[cookie]
     if (value === undefined || value === null || value === '') return null
-    const plain = this.store.openState(PURPOSE, value)
+    const plain = this.store.state.open(PURPOSE, value)
     if (plain === null) return null
     const p = JSON.parse(plain) as Pending
     if (p.e <= Date.now() || p.c !== clientOf(req, ctx)) return null
@@ -127,7 +127,7 @@ export class SecondFactor {
    * `session revoke`) since the step was given.
    */
   async user (p: Pending): Promise<User | null> {
-    const r = await this.store.getUserForSignIn(p.u)
+    const r = await this.store.users.forSignIn(p.u)
     // a step sealed without its time (an older gateway's) is void once the sessions were ever ended
     if (r === null || !r.user.is_active || r.sessionsEnded >= (p.t ?? 1)) return null
     return r.user
@@ -140,7 +140,7 @@ export class SecondFactor {
    * than PENDING_TRIES guesses, whatever auth.lockout says.
    */
   async tries (p: Pending): Promise<boolean> {
-    const a = await this.store.countLoginAttempt(`\nmfa pending\n${p.n}`, this.opts.pending_ttl + 60, PENDING_TRIES + 1)
+    const a = await this.store.limits.countLoginAttempt(`\nmfa pending\n${p.n}`, this.opts.pending_ttl + 60, PENDING_TRIES + 1)
     if (a.count <= PENDING_TRIES) return true
     await this.consume(p)
     return false
@@ -148,7 +148,7 @@ export class SecondFactor {
 
   /** Uses the pending state up: true once, on any replica. */
   async consume (p: Pending): Promise<boolean> {
-    return await this.store.markOnce('mfa pending', p.n, this.opts.pending_ttl + 60)
+    return await this.store.limits.markOnce('mfa pending', p.n, this.opts.pending_ttl + 60)
   }
 
   /** The cookie's lifetime, seconds. */
@@ -163,7 +163,7 @@ export class SecondFactor {
    */
   async check (user: User, code: string, ctx: AuditContext, via: string): Promise<'otp' | 'recovery'> {
     const got = await this.#counted(
-      user, ctx, via, async () => code.length > 64 ? null : await this.store.verifySecondFactor(user.id, code)
+      user, ctx, via, async () => code.length > 64 ? null : await this.store.mfa.verify(user.id, code)
     )
     this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: got, via })
     return got
@@ -176,7 +176,7 @@ export class SecondFactor {
    */
   async confirm (user: User, code: string, ctx: AuditContext, via: string): Promise<string[]> {
     const codes = await this.#counted(
-      user, ctx, via, async () => code.length > 64 ? null : await this.store.confirmTotp(user.id, code)
+      user, ctx, via, async () => code.length > 64 ? null : await this.store.mfa.confirm(user.id, code)
     )
     this.audit?.record({ event: 'mfa.enrolled', ctx, user, via })
     return codes
@@ -191,7 +191,7 @@ export class SecondFactor {
     const subject = `\nmfa\n${user.id}`
     let count = 0
     if (max > 0) {
-      const a = await this.store.countLoginAttempt(subject, window, max)
+      const a = await this.store.limits.countLoginAttempt(subject, window, max)
       count = a.count
       if (a.count > max) {
         this.audit?.record({ event: 'mfa.failed', ctx, user, via, reason: 'too_many_attempts' })
@@ -206,7 +206,7 @@ export class SecondFactor {
         ? `One-time password invalid, You can also try ${Math.max(0, max - count)} times (The account will be temporarily locked for ${minutes} minutes)`
         : 'One-time password invalid')
     }
-    if (max > 0) await this.store.resetLoginFailures(subject)
+    if (max > 0) await this.store.limits.resetLoginFailures(subject)
     return got
   }
 }

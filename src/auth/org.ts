@@ -160,7 +160,7 @@ export async function resolveOrg (
     throw E.orgForbidden()
   }
   // an org that does not exist is not found (for anyone), not one "you are not a member of"
-  if ((await store.getOrg(id)) === null) {
+  if ((await store.orgs.get(id)) === null) {
     if (unknown === 'default' && id !== own) return await resolveOrg(store, user, undefined)
     throw E.orgNotFound()
   }

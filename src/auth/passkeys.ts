@@ -14,7 +14,7 @@
  * replay mark, on every replica), so each challenge is answered once.
  *
  * User verification is always required. The signature counter is checked by
- * the store in one atomic step (Store.usePasskey): the library is given 0 as
+ * the store in one atomic step (store.passkeys.use): the library is given 0 as
  * the stored counter so that the one rule is the store's, also between
  * replicas answering two uses of one cloned authenticator at once.
  */
@@ -113,16 +113,16 @@ export class PasskeyCeremonies {
     return rp
   }
 
-  #seal (s: State): string { return this.store.sealState(PURPOSE, JSON.stringify(s)) }
+  #seal (s: State): string { return this.store.state.seal(PURPOSE, JSON.stringify(s)) }
 
   /**
    * The state as sealed for this ceremony (and binding), unexpired, and used up now; else passkey_challenge_invalid.
    */
   async #take (sealed: unknown, k: Ceremony, check: (s: State) => boolean): Promise<State> {
-    const plain = typeof sealed === 'string' && sealed !== '' ? this.store.openState(PURPOSE, sealed) : null
+    const plain = typeof sealed === 'string' && sealed !== '' ? this.store.state.open(PURPOSE, sealed) : null
     const s = plain === null ? null : JSON.parse(plain) as State
     if (s === null || s.k !== k || s.e <= Date.now() || !check(s)) throw E.passkeyChallengeInvalid()
-    if (!(await this.store.markOnce('webauthn', s.c, CHALLENGE_TTL + 60))) throw E.passkeyChallengeInvalid()
+    if (!(await this.store.limits.markOnce('webauthn', s.c, CHALLENGE_TTL + 60))) throw E.passkeyChallengeInvalid()
     return s
   }
 
@@ -133,9 +133,9 @@ export class PasskeyCeremonies {
   }> {
     const rp = this.#rp(req, https)
     const [handle, existing] = await Promise.all([
-      this.store.passkeyUserHandle(user.id), this.store.listPasskeys(user.id)
+      this.store.passkeys.handle(user.id), this.store.passkeys.list(user.id)
     ])
-    const stored = await Promise.all(existing.map(async (p) => await this.store.getPasskey(p.id)))
+    const stored = await Promise.all(existing.map(async (p) => await this.store.passkeys.get(p.id)))
     const options = await generateRegistrationOptions({
       rpName: this.opts.rp_name,
       rpID: rp.id,
@@ -202,9 +202,9 @@ export class PasskeyCeremonies {
       backed_up: v.registrationInfo.credentialBackedUp,
       name: name === '' ? 'Passkey' : name
     }
-    if (!(await this.store.addPasskey(p))) throw E.passkeyFailed('The passkey was not accepted: it is registered already.')
+    if (!(await this.store.passkeys.add(p))) throw E.passkeyFailed('The passkey was not accepted: it is registered already.')
     this.audit?.record({ event: 'passkey.registered', ctx, user, keyId: p.id, via: 'account' })
-    const info = (await this.store.listPasskeys(user.id)).find((x) => x.id === p.id)
+    const info = (await this.store.passkeys.list(user.id)).find((x) => x.id === p.id)
     return info ?? {
       id: p.id,
       name: p.name,
@@ -227,7 +227,7 @@ export class PasskeyCeremonies {
     let allow: Array<{ id: string, transports?: AuthenticatorTransportFuture[] }> | undefined
     if (k === 'second' && o.user !== undefined) {
       const mine = await Promise.all(
-        (await this.store.listPasskeys(o.user.id)).map(async (p) => await this.store.getPasskey(p.id))
+        (await this.store.passkeys.list(o.user.id)).map(async (p) => await this.store.passkeys.get(p.id))
       )
       allow = mine.flatMap(
         (p) => p === null ? [] : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]
@@ -296,10 +296,10 @@ export class PasskeyCeremonies {
     const addrMax = this.lockout.address_max_failures ?? 0
     const addressSubject = `\npasskey address\n${addressBucket(ctx.clientIp, this.lockout.ipv6_prefix ?? 64)}`
     if (addrMax > 0) {
-      const a = await this.store.countLoginAttempt(addressSubject, window, addrMax)
+      const a = await this.store.limits.countLoginAttempt(addressSubject, window, addrMax)
       if (a.count > addrMax) throw fail(E.tooManyAttempts(a.retryAfter))
     }
-    const passkey = id === '' ? null : await this.store.getPasskey(id)
+    const passkey = id === '' ? null : await this.store.passkeys.get(id)
     /**
      * A refusal before the signature verified: the address's count stays; the credential
      * id's own count decides 401 or 429 (never the owner's valid assertion, checked first).
@@ -307,7 +307,7 @@ export class PasskeyCeremonies {
     const unsigned = async (err: GatewayError, user?: User): Promise<GatewayError> => {
       // only a passkey the store holds is counted: random ids leave no counters behind
       if (passkey === null) return fail(err, user)
-      const c = await this.store.countLoginAttempt(`\npasskey credential\n${id}`, window, PASSKEY_CREDENTIAL_FAILURES)
+      const c = await this.store.limits.countLoginAttempt(`\npasskey credential\n${id}`, window, PASSKEY_CREDENTIAL_FAILURES)
       return fail(c.count > PASSKEY_CREDENTIAL_FAILURES ? E.tooManyAttempts(c.retryAfter) : err, user)
     }
     // the user as stored now (not a cached copy): one disabled a moment ago cannot sign in
@@ -316,7 +316,7 @@ export class PasskeyCeremonies {
       : (
           k === 'second'
             ? (passkey.user_id === o.user?.id ? o.user : null)
-            : (await this.store.getUserForSignIn(passkey.user_id))?.user ?? null
+            : (await this.store.users.forSignIn(passkey.user_id))?.user ?? null
         )
     if (passkey === null || user === null || !user.is_active) throw await unsigned(E.passkeyFailed())
     const rp = this.#rp(req, https)
@@ -340,18 +340,18 @@ export class PasskeyCeremonies {
     // the signature verified: the passkey's holder answered, so from here on it counts per user (the code lockout)
     const subject = `\nmfa\n${user.id}`
     if (max > 0) {
-      const a = await this.store.countLoginAttempt(subject, window, max)
+      const a = await this.store.limits.countLoginAttempt(subject, window, max)
       if (a.count > max) throw fail(E.tooManyAttempts(a.retryAfter), user)
     }
     const handle = r.response?.userHandle
     if (!v.authenticationInfo.userVerified) throw fail(E.passkeyFailed('The passkey was not accepted: user verification required, but user could not be verified'), user)
     if (handle !== undefined && handle !== passkey.user_handle) throw fail(E.passkeyFailed(), user)
-    if (!(await this.store.usePasskey(passkey.id, v.authenticationInfo.newCounter))) {
+    if (!(await this.store.passkeys.use(passkey.id, v.authenticationInfo.newCounter))) {
       this.audit?.record({ event: 'passkey.cloned', ctx, user, keyId: passkey.id, via })
       throw fail(E.passkeyCloned(), user)
     }
-    if (max > 0) await this.store.resetLoginFailures(subject)
-    if (addrMax > 0) await this.store.forgiveLoginAttempt(addressSubject)
+    if (max > 0) await this.store.limits.resetLoginFailures(subject)
+    if (addrMax > 0) await this.store.limits.forgiveLoginAttempt(addressSubject)
     if (k === 'second') this.audit?.record({ event: 'mfa.succeeded', ctx, user, authMethod: 'passkey', via })
     else this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'passkey', via })
     return { user, passkey }

@@ -100,7 +100,7 @@ export class PasswordChecker {
     const addrMax = this.lockout.address_max_failures ?? 0
     const addressSubject = `\naddress\n${bucket}`
     if (addrMax > 0) {
-      const a = await this.store.countLoginAttempt(addressSubject, window, addrMax)
+      const a = await this.store.limits.countLoginAttempt(addressSubject, window, addrMax)
       if (a.count > addrMax) {
         this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'too_many_attempts' })
         throw E.tooManyAttempts(a.retryAfter)
@@ -109,7 +109,7 @@ export class PasswordChecker {
     const subject = `${username.toLowerCase()}\n${bucket}`
     let count = 0
     if (max > 0) {
-      const a = await this.store.countLoginAttempt(subject, window, max)
+      const a = await this.store.limits.countLoginAttempt(subject, window, max)
       count = a.count
       if (a.count > max) {
         this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'too_many_attempts' })
@@ -132,8 +132,8 @@ export class PasswordChecker {
       }
       throw E.authenticationFailed()
     }
-    if (max > 0) await this.store.resetLoginFailures(subject)
-    if (addrMax > 0) await this.store.forgiveLoginAttempt(addressSubject)
+    if (max > 0) await this.store.limits.resetLoginFailures(subject)
+    if (addrMax > 0) await this.store.limits.forgiveLoginAttempt(addressSubject)
     this.#gate.succeeded(bucket)
     this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'password', via })
     return user
@@ -152,10 +152,10 @@ export class PasswordChecker {
   async check (username: string, password: string): Promise<User | null> {
     this.#dummy ??= hashPassword('sidegate-dummy-password')
     // the user as stored now, not a cached copy: one disabled a moment ago by another process is refused
-    const known = await this.store.getUserByUsername(username)
+    const known = await this.store.users.byUsername(username)
     // an unknown username reads the store as often (a record no user has): the time does not tell them apart
-    const user = (await this.store.getUserForSignIn(known?.id ?? NO_USER))?.user ?? null
-    const hash = user === null ? null : await this.store.getPasswordHash(user.id)
+    const user = (await this.store.users.forSignIn(known?.id ?? NO_USER))?.user ?? null
+    const hash = user === null ? null : await this.store.passwords.hash(user.id)
     const legacy = hash !== null && isLegacyHash(hash)
     if (!legacy || user === null || !user.is_active) {
       const ok = await verifyPassword(password, hash === null || legacy ? await this.#dummy : hash)
@@ -163,7 +163,7 @@ export class PasswordChecker {
     }
     if (!(await verifyPassword(password, hash))) return null
     // a concurrent password change wins (compare-and-set); the login succeeds either way
-    await this.store.upgradePasswordHash(user.id, hash, await hashPassword(password))
+    await this.store.passwords.upgrade(user.id, hash, await hashPassword(password))
     return user
   }
 }

@@ -20,7 +20,7 @@ export class PrivateTokenAuthenticator implements Authenticator {
 
   cached (c: Credentials): PrivateTokenClaim | GatewayError | undefined {
     const token = parseTokenCredential(c.authorization!.credentials)
-    const userId = this.store.cachedUserIdForPrivateToken?.(token)
+    const userId = this.store.privateTokens.cachedUserIdFor(token)
     if (userId === undefined) return undefined
     if (userId === null) return E.invalidToken()
     return { userId, method: this.method }
@@ -28,7 +28,7 @@ export class PrivateTokenAuthenticator implements Authenticator {
 
   async authenticate (c: Credentials): Promise<PrivateTokenClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)
-    const userId = await this.store.userIdForPrivateToken(token)
+    const userId = await this.store.privateTokens.userIdFor(token)
     if (userId === null) throw E.invalidToken()
     return { userId, method: this.method }
   }

@@ -1,6 +1,6 @@
 /**
  * Rate limits per authenticated caller, shared by every replica:
- * one atomic store call per request (Store.hitRateLimit: a sliding window log
+ * one atomic store call per request (store.limits.hitRateLimit: a sliding window log
  * in one Redis sorted set, Redis's clock), so N replicas let through exactly
  * `limit` requests per window between them.
  *
@@ -65,7 +65,7 @@ export class RateLimiter {
     const q = a.policy
     let hit
     try {
-      hit = await this.store.hitRateLimit(a.bucket, q.limit, q.window)
+      hit = await this.store.limits.hitRateLimit(a.bucket, q.limit, q.window)
     } catch (err) {
       if (!(err instanceof GatewayError) || err.code !== 'store_unavailable') throw err
       this.onStoreError()

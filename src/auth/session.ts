@@ -70,7 +70,7 @@ export class SessionAuthenticator implements Authenticator {
   cached (c: Credentials): SessionClaim | undefined {
     const id = this.cookieValue(c)
     if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
-    const s = this.store.cachedSession?.(id)
+    const s = this.store.sessions.cached(id)
     if (s === undefined) return undefined
     if (s === null) throw E.invalidSession()
     if (Date.now() - s.created > this.opts.absoluteTimeout * 1000 ||
@@ -89,16 +89,16 @@ export class SessionAuthenticator implements Authenticator {
   async authenticate (c: Credentials): Promise<SessionClaim> {
     const id = this.cookieValue(c)
     if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
-    const s = await this.store.getSession(id)
+    const s = await this.store.sessions.get(id)
     if (s === null) throw E.invalidSession()
     if (Date.now() - s.created > this.opts.absoluteTimeout * 1000) {
-      await this.store.deleteSession(id)
+      await this.store.sessions.delete(id)
       throw E.invalidSession()
     }
     this.#checkCsrf(c, s)
     if (this.#touched.get(id) === undefined) {
       this.#touched.set(id, true)
-      await this.store.touchSession(id, this.opts.idleTimeout)
+      await this.store.sessions.touch(id, this.opts.idleTimeout)
     }
     return { userId: s.user_id, method: this.method, factors: s.factors, session: s }
   }

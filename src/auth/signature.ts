@@ -110,7 +110,7 @@ export class SignatureAuthenticator implements Authenticator {
     if (this.#needsStore) return undefined
     try {
       const p = this.#parse(c)
-      const found = this.store.cachedAccessKey?.(p.id)
+      const found = this.store.accessKeys.cached(p.id)
       if (found === undefined) return undefined
       if (found === null) return E.invalidSignature()
       return this.#claim(found, this.#verify(c, p, found))
@@ -122,7 +122,7 @@ export class SignatureAuthenticator implements Authenticator {
 
   async authenticate (c: Credentials): Promise<Claim> {
     const p = this.#parse(c)
-    const found = await this.store.getAccessKey(p.id)
+    const found = await this.store.accessKeys.get(p.id)
     if (found === null) throw E.invalidSignature()
     const digests = this.#verify(c, p, found)
     const window = this.#window
@@ -130,7 +130,7 @@ export class SignatureAuthenticator implements Authenticator {
       // a fresh Date opens its window for this key (at its first sighting); a stale one needs that window still open
       const instant = p.stale ?? signedInstant(c.headers, p.declared)
       if (instant !== null) {
-        const seen = await this.store.markSeen('sig-date', `${found.key.id}:${instant}`, window, p.stale === null)
+        const seen = await this.store.limits.markSeen('sig-date', `${found.key.id}:${instant}`, window, p.stale === null)
         if (p.stale !== null && seen === null) throw E.signatureExpired()
       }
     }
@@ -145,9 +145,9 @@ export class SignatureAuthenticator implements Authenticator {
       const grace = this.opts.replayGrace ?? 0
       if (grace > 0 && (c.method === 'GET' || c.method === 'HEAD')) {
         // an idempotent read sent again at once (a Date's one-second resolution makes it the same signature)
-        const since = await this.store.markSeen('sig', mark, ttl)
+        const since = await this.store.limits.markSeen('sig', mark, ttl)
         if (since !== null && since > grace * 1000) throw E.signatureReplayed()
-      } else if (!(await this.store.markOnce('sig', mark, ttl))) {
+      } else if (!(await this.store.limits.markOnce('sig', mark, ttl))) {
         throw E.signatureReplayed()
       }
     }

@@ -131,7 +131,7 @@ export class Admin {
 
   async #jwkList (args: string[]): Promise<number> {
     if (args.length > 0) throw new UsageError('jwk list takes no arguments')
-    const set = await this.store.getSigningKeys()
+    const set = await this.store.signingKeys.get()
     const states = keyStates(set.keys, Date.now(), this.config.identity.jwt.ttl * 1000)
     const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
     const WHEN: Record<KeyState, string> = { signing: 'until', next: 'signs from', replaced: 'published until', retired: '' }

@@ -35,14 +35,14 @@ export async function tailAudit (store: Store, io: Io, v: Values, config: Config
   if (since !== undefined) {
     cursor = justBefore(since)
     for (let page = TAIL_PAGE; page === TAIL_PAGE;) {
-      const got = await store.readAudit({ after: cursor, count: TAIL_PAGE })
+      const got = await store.audit.read({ after: cursor, count: TAIL_PAGE })
       print(got)
       page = got.length
     }
   } else {
-    print(await store.readAudit({ last }))
+    print(await store.audit.read({ last }))
     // nothing yet: every entry from now on is new (an empty stream: all of them)
-    cursor ??= (await store.readAudit({ last: 1 }))[0]?.id ?? '0-0'
+    cursor ??= (await store.audit.read({ last: 1 }))[0]?.id ?? '0-0'
   }
   if (v.follow !== true) return 0
   let stop: () => void = () => {}
@@ -54,7 +54,7 @@ export async function tailAudit (store: Store, io: Io, v: Values, config: Config
     for (;;) {
       let got: Array<{ id: string, json: string }> | null
       try {
-        got = await Promise.race([store.readAudit({ after: cursor, block: TAIL_BLOCK_MS, count: TAIL_PAGE }), stopped])
+        got = await Promise.race([store.audit.read({ after: cursor, block: TAIL_BLOCK_MS, count: TAIL_PAGE }), stopped])
         if (down) { down = false; io.err('sidegate: the store answers again\n') }
       } catch (err) {
         if (!(err instanceof GatewayError) || err.code !== 'store_unavailable') throw err

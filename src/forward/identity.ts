@@ -4,7 +4,7 @@
  * (src/pipeline/headers.ts upstreamHeaders), and the JWKS its verifiers fetch
  * (GET /.well-known/jwks.json, src/routes/jwks.ts).
  *
- * Keys. One key set in the store (Store.getSigningKeys/putSigningKeys: one
+ * Keys. One key set in the store (store.signingKeys.get and put: one
  * record, written by compare-and-set, private halves encrypted with the
  * secret key), shared by every replica. The first gateway to find it empty
  * creates the first key (of several starting at once exactly one write wins;
@@ -137,10 +137,10 @@ export async function ensureKeySet (
   store: Store, alg: SigningAlgorithm, now = Date.now()
 ): Promise<{ rev: number, keys: SigningKey[], created: boolean }> {
   for (let i = 0; i < 5; i++) {
-    const set = await store.getSigningKeys()
+    const set = await store.signingKeys.get()
     if (set.keys.length > 0) return { ...set, created: false }
-    if (await store.putSigningKeys(set.rev, [newSigningKey(alg, now, now)])) {
-      return { ...(await store.getSigningKeys()), created: true }
+    if (await store.signingKeys.put(set.rev, [newSigningKey(alg, now, now)])) {
+      return { ...(await store.signingKeys.get()), created: true }
     }
   }
   throw new Error('the identity key set kept changing while it was being created')
@@ -161,12 +161,12 @@ export async function rotateKeySet (
   store: Store, c: Pick<JwtConfig, 'algorithm' | 'publish_ahead' | 'ttl'>, now = Date.now()
 ): Promise<Rotation> {
   for (let i = 0; i < 5; i++) {
-    const set = await store.getSigningKeys()
+    const set = await store.signingKeys.get()
     const { retired } = keyView(set.keys, now, c.ttl * 1000)
     // the first key signs at once: no verifier can be waiting for an earlier one
     const key = newSigningKey(c.algorithm, now, set.keys.length === 0 ? now : now + c.publish_ahead * 1000)
     const keep = set.keys.filter((k) => !retired.includes(k))
-    if (await store.putSigningKeys(set.rev, [...keep, key])) return { key, removed: retired.map((k) => k.kid) }
+    if (await store.signingKeys.put(set.rev, [...keep, key])) return { key, removed: retired.map((k) => k.kid) }
   }
   throw new Error('the identity key set kept changing; run the command again')
 }

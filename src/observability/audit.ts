@@ -211,7 +211,7 @@ export class Auditor {
     if (r.via !== undefined) out.via = r.via
     if (r.reason !== undefined) out.reason = r.reason
     if (r.rule !== undefined) out.rule = r.rule
-    if (r.credential !== undefined) out.ref = this.#store.auditRef(r.credential)
+    if (r.credential !== undefined) out.ref = this.#store.audit.ref(r.credential)
     if (r.expires !== undefined) out.expires = r.expires
     if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter
     if (r.superuser !== undefined) out.superuser = r.superuser
@@ -225,7 +225,7 @@ export class Auditor {
 
   #append (json: string): void {
     if (this.#pending.size >= MAX_PENDING) { this.#failed(); return }
-    const p: Promise<void> = this.#store.appendAudit(json, this.#maxLen).then(() => {
+    const p: Promise<void> = this.#store.audit.append(json, this.#maxLen).then(() => {
       if (!this.#outage) return
       this.#log.info({ lost: this.#lost }, 'audit stream: appending again; events meanwhile were logged but not streamed')
       this.#outage = false
@@ -294,8 +294,8 @@ function printable (v: unknown): string {
  * gateway's requests (src/pipeline/steps.ts keyIp) and the admin API's alike, so a key
  * used only there is not taken for unused by auth.keys.disable_after.
  */
-export function keyUsed (store: Pick<Store, 'touchAccessKey'>, audit: Auditor | null, ctx: AuditContext, user: { id: string, username: string }, keyId: string): void {
-  const firstUse = store.touchAccessKey(keyId)
+export function keyUsed (store: Pick<Store, 'accessKeys'>, audit: Auditor | null, ctx: AuditContext, user: { id: string, username: string }, keyId: string): void {
+  const firstUse = store.accessKeys.touch(keyId)
   if (firstUse === undefined || audit === null) return
   firstUse.then((first) => { if (first) audit.record({ event: 'key.first_used', ctx, user, keyId }) }, () => {})
 }

@@ -35,10 +35,13 @@ export interface RequestObserver {
 /** The parts of the store the metrics read at scrape time. */
 export interface ObservedStore {
   readonly isReady: boolean
-  readonly users: CacheStats
-  readonly accessKeys: CacheStats
-  readonly privateTokens: CacheStats
-  readonly sessions?: CacheStats
+  /** the in-process caches (ManagedStore.caches) */
+  readonly caches: {
+    readonly users: CacheStats
+    readonly accessKeys: CacheStats
+    readonly privateTokens: CacheStats
+    readonly sessions?: CacheStats
+  }
 }
 
 /** The auth_method labels by index (Metrics.request: status * 8 + index): none, then each kind's. */
@@ -196,8 +199,9 @@ export class Metrics implements RequestObserver {
   /** Scrape-time views of the store (in-process cache counters, connection state) and of draining. */
   observe (store: ObservedStore, isDraining: () => boolean): void {
     const registers = [this.registry]
-    const caches: Array<[string, CacheStats]> = [['users', store.users], ['access_keys', store.accessKeys], ['private_tokens', store.privateTokens]]
-    if (store.sessions !== undefined) caches.push(['sessions', store.sessions])
+    const c = store.caches
+    const caches: Array<[string, CacheStats]> = [['users', c.users], ['access_keys', c.accessKeys], ['private_tokens', c.privateTokens]]
+    if (c.sessions !== undefined) caches.push(['sessions', c.sessions])
     const fromCaches = (field: 'hits' | 'misses' | 'size') => function (this: Counter<'cache'> | Gauge<'cache'>) {
       this.reset()
       for (const [name, c] of caches) (this as Gauge<'cache'>).inc({ cache: name }, c[field])

@@ -122,7 +122,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
   const row = Template.load<RowValues>('account-passkey.html')
   const day = (iso: string | null): string => iso === null || iso === '' ? 'never' : iso.slice(0, 10)
   const page = async (user: User, s: Session, o: Partial<PageValues> = {}): Promise<string> => {
-    const f = await store.mfaFactors(user.id)
+    const f = await store.mfa.factors(user.id)
     const rows = Html.join(f.passkeys.map((p) => row.fragment({
       id: p.id,
       name: p.name,
@@ -160,7 +160,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     const uri = otpauthUri(
       ISSUER, user.username, { secret, period: TOTP.period, digits: TOTP.digits, algorithm: TOTP.algorithm }
     )
-    const enrolment = store.sealState(ENROLMENT, JSON.stringify({ u: user.id, s: secret }))
+    const enrolment = store.state.seal(ENROLMENT, JSON.stringify({ u: user.id, s: secret }))
     return await page(user, s, { enrol: true, qr: qrDataUri(uri), secret, uri, enrolment, error })
   }
 
@@ -187,10 +187,10 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
   /** The browser's session and its user, with the form's CSRF token checked; else the refusal. */
   const signedIn = async (ctx: RequestContext, token: string): Promise<{ user: User, s: Session }> => {
     const id = auth.session.cookieValue({ cookies: parseCookies(ctx.req.headers.cookie) })
-    const s = typeof id === 'string' && id !== '' ? await store.getSession(id) : null
+    const s = typeof id === 'string' && id !== '' ? await store.sessions.get(id) : null
     if (s === null) throw E.notAuthenticated()
     if (!safeEqual(token, s.csrf)) throw E.csrfFailed()
-    const user = await store.getUser(s.user_id)
+    const user = await store.users.get(s.user_id)
     if (user === null || !user.is_active) throw E.invalidSession()
     return { user, s }
   }
@@ -262,11 +262,11 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         if (body.action === 'passkey-rename') {
           const name = passkeyName(body.name)
           if (name === '') { sendHtml(ctx.res, 400, await page(user, s, { error: 'Give the passkey a name.' })); return }
-          const ok = await store.renamePasskey(user.id, id, name)
+          const ok = await store.passkeys.rename(user.id, id, name)
           sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
           return
         }
-        const f = await store.mfaFactors(user.id)
+        const f = await store.mfa.factors(user.id)
         if (!f.passkeys.some((p) => p.id === id)) { sendHtml(ctx.res, 400, await page(user, s, { error: 'No such passkey.' })); return }
         // a passkey signs in alone: a stolen session must not turn a passkey-only user into a password-only one
         if (!(await reprovePage(ctx, user, s, body.password))) return
@@ -278,7 +278,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
           sendHtml(ctx.res, 403, await page(user, s, { error: `This is your last second factor: to remove it, sign out, sign in with it, and remove it within ${FRESH_LOGIN_MS / 60_000} minutes.` }))
           return
         }
-        const ok = await store.removePasskey(user.id, id)
+        const ok = await store.passkeys.remove(user.id, id)
         if (ok) audit?.record({ event: 'passkey.removed', ctx, user, keyId: id, via: 'account' })
         sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
         return
@@ -286,13 +286,13 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       if (body.action === 'begin') {
         // the same re-proof as adding a passkey: a stolen session must not add a factor of its own
         if (!(await reprovePage(ctx, user, s, body.password))) return
-        const e = await store.beginTotp(user.id)
+        const e = await store.mfa.begin(user.id)
         if (e === null) { sendHtml(ctx.res, 200, await page(user, s, { error: 'A second factor is already on.' })); return }
         sendHtml(ctx.res, 200, await enrolPage(user, s, e.secret))
         return
       }
       if (body.action === 'confirm') {
-        const opened = body.enrolment === undefined ? null : store.openState(ENROLMENT, body.enrolment)
+        const opened = body.enrolment === undefined ? null : store.state.open(ENROLMENT, body.enrolment)
         const enrolment = opened === null ? null : JSON.parse(opened) as { u: string, s: string }
         if (enrolment === null || enrolment.u !== user.id) {
           sendHtml(ctx.res, 400, await page(user, s, { error: 'Start again.' })); return
@@ -328,7 +328,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         )
         return
       }
-      const codes = await store.regenerateRecoveryCodes(user.id)
+      const codes = await store.mfa.regenerate(user.id)
       if (codes === null) { sendHtml(ctx.res, 400, await page(user, s, { error: 'No second factor is on.' })); return }
       audit?.record({ event: 'mfa.recovery_codes', ctx, user, via: 'account' })
       sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))

@@ -188,7 +188,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
   /** The caller's key with this id, or 404 (also for another user's key). */
   const ownKey = async (ctx: RequestContext, id: string): Promise<AccessKey> => {
     if (!isUuid(id)) throw E.notFound()
-    const k = (await store.listAccessKeys(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
+    const k = (await store.accessKeys.list(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
     if (k === undefined) throw E.notFound()
     return k
   }
@@ -212,7 +212,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       schemas: ACCESS_KEY_SCHEMAS
     },
     async handler (ctx) {
-      sendJson(ctx.res, 200, (await store.listAccessKeys(ctx.identity!.user.id)).map(keyJson))
+      sendJson(ctx.res, 200, (await store.accessKeys.list(ctx.identity!.user.id)).map(keyJson))
     }
   }), route({
     method: 'POST',
@@ -233,7 +233,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       // the options first: a typo in them costs no password attempt
       const options = newKeyOptions(body)
       await confirm(ctx, body.password)
-      const { key, secret } = await store.createAccessKey(
+      const { key, secret } = await store.accessKeys.create(
         ctx.identity!.user.id, MAX_ACCESS_KEYS, { ...options, factors: mintedFactors(ctx.identity!) }
       )
       record(ctx, 'key.created', key.id)
@@ -281,7 +281,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
         if (active && !now.is_active && now.disabled_by !== undefined && now.disabled_by !== 'owner') throw E.keyDisabledByOperator()
         // disabling a disabled key changes nothing: who disabled it stays on record
         if (!active && !now.is_active) break
-        if (await store.setAccessKeyActive(now.id, active, 'owner', now)) break
+        if (await store.accessKeys.setActive(now.id, active, 'owner', now)) break
         if (tries === 2) throw E.storeUnavailable()
         now = await ownKey(ctx, key.id)
       }
@@ -305,7 +305,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
     },
     async handler (ctx) {
       const key = await namedKey(ctx)
-      await store.deleteAccessKey(key.id)
+      await store.accessKeys.delete(key.id)
       record(ctx, 'key.revoked', key.id)
       ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
     }
@@ -326,7 +326,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       // reading it back would turn a bearer token or an access key into the permanent token
       const method = ctx.identity!.method
       if (method === 'bearer' || method === 'access_key') throw E.permissionDenied()
-      const token = await store.getPrivateToken(ctx.identity!.user.id)
+      const token = await store.privateTokens.get(ctx.identity!.user.id)
       if (token !== null) record(ctx, 'private_token.read')
       sendJson(ctx.res, 200, { token })
     }
@@ -346,7 +346,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
     },
     async handler (ctx, { body }) {
       await confirm(ctx, body.password)
-      const token = await store.createPrivateToken(ctx.identity!.user.id)
+      const token = await store.privateTokens.create(ctx.identity!.user.id)
       record(ctx, 'private_token.created')
       sendJson(ctx.res, 201, { token })
     }
@@ -363,7 +363,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       schemas: TOKEN_SCHEMAS
     },
     async handler (ctx) {
-      if (!(await store.revokePrivateToken(ctx.identity!.user.id))) throw E.notFound()
+      if (!(await store.privateTokens.revoke(ctx.identity!.user.id))) throw E.notFound()
       record(ctx, 'private_token.revoked')
       ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
     }

@@ -148,7 +148,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
    * Ends a browser's session: audited as session.revoked when there was one (deleting it says whose: no lookup more).
    */
   const endSession = async (ctx: RequestContext, id: string, via: 'login' | 'logout'): Promise<void> => {
-    const userId = await store.deleteSession(id)
+    const userId = await store.sessions.delete(id)
     if (userId !== null) audit?.record({ event: 'session.revoked', ctx, userId, authMethod: 'session', via, credential: id })
   }
   const currentSessionId = (req: IncomingMessage): string | undefined => {
@@ -172,9 +172,10 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const startSession = async (ctx: RequestContext, user: User, via: string, factors: readonly Factor[], authMethod = 'password'): Promise<string[]> => {
     const old = currentSessionId(ctx.req)
     if (old !== undefined) await endSession(ctx, old, 'login')
-    const s = await store.createSession(user.id, config.session.idle_timeout, config.session.absolute_timeout, factors)
+    const { idle_timeout: idle, absolute_timeout: absolute } = config.session
+    const s = await store.sessions.create(user.id, idle, absolute, factors)
     audit?.record({ event: 'session.created', ctx, user, authMethod: factors.includes('pwd') ? 'password' : authMethod, via, credential: s.id })
-    await store.recordLogin(user.id)
+    await store.users.recordLogin(user.id)
     const cookies = sessionCookies(ctx, s.id, s.csrf)
     // a legacy cookie left beside the new one would make every request ambiguous (401)
     const legacy = names.legacySessionCookie
@@ -274,8 +275,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (need === 'enrol') {
         if (json) throw E.mfaUnset()
         // one an operator began (`sidegate mfa enroll`) is confirmed as it is: its secret is never shown again
-        if ((await store.mfaFactors(user.id)).totp?.operator !== true) {
-          const e = await store.beginTotp(user.id)
+        if ((await store.mfa.factors(user.id)).totp?.operator !== true) {
+          const e = await store.mfa.begin(user.id)
           // enrolled meanwhile (another browser): a code, as for anyone enrolled
           if (e === null) need = 'code'
           else secret = e.secret
@@ -284,7 +285,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (need !== 'none') {
         audit?.record({ event: 'mfa.required', ctx, user, via: 'login' })
         const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', ['pwd'], secret), mfa.ttl)
-        const passkey = need === 'passkey' || (need === 'code' && (await store.listPasskeys(user.id)).length > 0)
+        const passkey = need === 'passkey' || (need === 'code' && (await store.passkeys.list(user.id)).length > 0)
         const choices = [...(need === 'code' ? ['otp'] : []), ...(passkey ? ['passkey'] : [])]
         if (json) sendJson(ctx.res, 200, { error: 'mfa_required', msg: 'MFA required', data: { choices, url: need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH } }, { 'set-cookie': pending })
         else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { 'set-cookie': pending })
@@ -321,7 +322,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const form = isForm(ctx.req)
       const id = currentSessionId(ctx.req)
       if (id !== undefined) {
-        const s = await store.getSession(id)
+        const s = await store.sessions.get(id)
         if (s !== null) {
           // the session authenticator's rule, plus Django's form field for pages without scripts
           const h = ctx.req.headers['x-csrftoken']
@@ -369,8 +370,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
       }
       if (p === null || user === null) { expired(); return }
       const code = typeof fields.code === 'string' ? fields.code.trim() : ''
-      const state = p.w === 'enrol' ? 'none' : await store.secondFactorState(user.id)
-      const withPasskey = state === 'passkey' || (state === 'enrolled' && (await store.listPasskeys(user.id)).length > 0)
+      const state = p.w === 'enrol' ? 'none' : await store.mfa.state(user.id)
+      const withPasskey = state === 'passkey' || (state === 'enrolled' && (await store.passkeys.list(user.id)).length > 0)
       const again = (status: number, error: string, headers: Record<string, string> = {}): void =>
         sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol', code: state !== 'passkey', passkey: withPasskey }), headers)
       if (failures.some((f) => f.field === 'code') || code === '') {

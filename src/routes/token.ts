@@ -282,9 +282,9 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         }
         headers['set-cookie'] = pendingCookie(opts, ctx, '', 0)
       }
-      const { token, expires } = await store.issueBearerToken(user.id, opts.ttl, factors)
+      const { token, expires } = await store.bearerTokens.issue(user.id, opts.ttl, factors)
       opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
-      await store.recordLogin(user.id)
+      await store.users.recordLogin(user.id)
       sendJson(
         ctx.res,
         201,

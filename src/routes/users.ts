@@ -55,7 +55,7 @@ export function userRoutes (store: Store, forwarded = false, jumpserver = false)
       const u = ctx.identity!.user
       const orgId = ctx.orgId!
       if (!u.is_superuser && u.orgs[orgId] !== 'admin') throw E.permissionDenied()
-      const users = await store.listUsers(orgId === ROOT_ORG_ID ? undefined : orgId)
+      const users = await store.users.list(orgId === ROOT_ORG_ID ? undefined : orgId)
       sendJson(ctx.res, 200, users.map((x) => profile(x, orgId, jumpserver)))
     }
   }]

@@ -16,7 +16,7 @@ export function isTwoFactor (factors: readonly Factor[]): boolean {
   return factors.includes('hwk') || factors.includes('swk') || (factors.includes('pwd') && factors.includes('otp'))
 }
 
-/** A bearer token's user and the factors it was obtained with (Store.consumeBearerToken, readBearerToken). */
+/** A bearer token's user and the factors it was obtained with (store.bearerTokens.consume and read). */
 export interface BearerGrant {
   user_id: string
   factors: readonly Factor[]

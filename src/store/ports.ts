@@ -1,5 +1,5 @@
 /**
- * Storage, by aggregate: what a backend (./redis/, ./memory/) must keep and
+ * Storage, by aggregate: what a backend (./sqlite/, ./redis/) must keep and
  * nothing else. Each method stores or reads; what to store, when, and what a
  * change ends (the account policy) is decided once above it, in ./policy/.
  * Where a step must be atomic (a username claimed once, the access-key cap
@@ -13,16 +13,16 @@ import type { StoredKeySet } from './keyset.js'
 import type {
   AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo,
   StoredPasskey, User
-} from './types.js'
+} from './model.js'
 
 /** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */
 export interface StoredUser extends User {
   password_hash: string | null
-  /** a keyed hash of the legacy hash the last import set (Store.isImportedPasswordHash) */
+  /** a keyed hash of the legacy hash the last import set (store.passwords.isImported) */
   password_imported?: string
   /**
    * when the user's sessions were last ended (a password change, disabling, `session
-   * revoke`), epoch ms: a pending sign-in step older than it is void (Store.getUserForSignIn)
+   * revoke`), epoch ms: a pending sign-in step older than it is void (store.users.forSignIn)
    */
   sessions_ended?: number
 }
@@ -205,7 +205,7 @@ export interface SessionStorage {
 export interface LimitStorage {
   /**
    * Counts one attempt under `hash`: the window starts at the
-   * first and again at the `max`-th (Store.countLoginAttempt).
+   * first and again at the `max`-th (store.limits.countLoginAttempt).
    */
   countAttempt(hash: string, windowSeconds: number, max: number): Promise<LoginFailures>
   resetAttempts(hash: string): Promise<void>

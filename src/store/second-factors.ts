@@ -6,7 +6,7 @@
  */
 
 /**
- * What a user's second factor asks of a sign-in (Store.secondFactorState):
+ * What a user's second factor asks of a sign-in (store.mfa.state):
  * `passkey` when passkeys are their only factor.
  */
 export type SecondFactorState = 'enrolled' | 'passkey' | 'required' | 'none'
@@ -23,7 +23,7 @@ export interface MfaFactors {
   passkeys: PasskeyInfo[]
 }
 
-/** A TOTP enrolment begun (Store.beginTotp): the secret, shown once, and the parameters the otpauth:// URI carries. */
+/** A TOTP enrolment begun (store.mfa.begin): the secret, shown once, and the parameters the otpauth:// URI carries. */
 export interface TotpEnrolment {
   /** base32 */
   secret: string
@@ -32,7 +32,7 @@ export interface TotpEnrolment {
   algorithm: string
 }
 
-/** Which second factor a code was (Store.verifySecondFactor); null: none. */
+/** Which second factor a code was (store.mfa.verify); null: none. */
 export type SecondFactorResult = 'otp' | 'recovery' | null
 
 /** A passkey's authenticator: bound to one device, or synced between devices (a passkey provider's). */
@@ -68,29 +68,5 @@ export interface PasskeyInfo {
   backed_up: boolean
 }
 
-/** What a new passkey brings from its registration (Store.addPasskey). */
+/** What a new passkey brings from its registration (store.passkeys.add). */
 export type NewPasskey = Omit<StoredPasskey, 'created' | 'last_used'>
-
-export interface PasskeyStore {  /** The user's passkeys, oldest first (never a key). */
-  listPasskeys(userId: string): Promise<PasskeyInfo[]>
-  /** A passkey by its credential id (for a sign-in without a username), or null. */
-  getPasskey(credentialId: string): Promise<StoredPasskey | null>
-  /**
-   * The user's WebAuthn user handle: the one their passkeys were
-   * made for, or a new random one (stored with their first passkey).
-   */
-  passkeyUserHandle(userId: string): Promise<string>
-  /** Stores a new passkey; false when its credential id is taken. */
-  addPasskey(p: NewPasskey): Promise<boolean>
-  /** Renames one of the user's passkeys; false: no such passkey of theirs. */
-  renamePasskey(userId: string, credentialId: string, name: string): Promise<boolean>
-  /** Removes one of the user's passkeys; false: no such passkey of theirs. */
-  removePasskey(userId: string, credentialId: string): Promise<boolean>
-  /**
-   * Records a use: the new signature counter and the time, atomically and
-   * only when the counter increased (or both are 0: an authenticator that
-   * keeps none). False: no such passkey, or a counter that did not increase
-   * (a cloned authenticator): nothing written.
-   */
-  usePasskey(credentialId: string, counter: number): Promise<boolean>
-}

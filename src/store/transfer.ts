@@ -26,7 +26,7 @@
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
 import type { StoredKey, StoredUser } from './ports.js'
-import type { Factor, Org, StoredPasskey } from './types.js'
+import type { Factor, Org, StoredPasskey } from './model.js'
 
 export const FORMAT = 'sidegate-store'
 export const FORMAT_VERSION = 2

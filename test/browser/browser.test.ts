@@ -147,7 +147,7 @@ if (browser === null) {
       ? {}
       : {
           status: refused.status,
-          cached: g.store.cachedAccessKey?.(id)?.key,
+          cached: g.store.accessKeys.cached(id)?.key,
           row: await row.innerHTML(),
           logs: g.logs.slice(-12)
         }
@@ -156,7 +156,7 @@ if (browser === null) {
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).status, 200, 'enabled again')
     await row.getByRole('button', { name: /^Delete/ }).click()
     await row.waitFor({ state: 'detached' })
-    t.same(await g.store.listAccessKeys(alice.id), [], 'deleted in the store')
+    t.same(await g.store.accessKeys.list(alice.id), [], 'deleted in the store')
     t.equal((await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })).json.code, 'invalid_signature')
   })
 
@@ -169,7 +169,7 @@ if (browser === null) {
     await page.getByText(/^expires: "soon" is neither a number of days/).waitFor()
     t.equal(await expires.getAttribute('aria-invalid'), 'true', 'the field is marked')
     t.ok(await expires.evaluate((e) => e === document.activeElement), 'and focused')
-    t.same(await g.store.listAccessKeys(alice.id), [], 'nothing created')
+    t.same(await g.store.accessKeys.list(alice.id), [], 'nothing created')
     await allow.fill('10.0.0.0/33')
     await expires.fill('30d')
     await page.getByRole('button', { name: 'Create access key' }).click()
@@ -184,7 +184,7 @@ if (browser === null) {
     const id = (await page.locator('#ak-new-id').textContent())!.trim()
     const secret = (await page.locator('#ak-new-secret').textContent())!.trim()
     t.same([await name.inputValue(), await expires.inputValue(), await allow.inputValue()], ['', '', ''], 'the fields are cleared')
-    const [stored] = await g.store.listAccessKeys(alice.id)
+    const [stored] = await g.store.accessKeys.list(alice.id)
     t.match(stored, { id, name: 'laptop', allow_ips: ['127.0.0.1', '2001:db8::/32'] })
     const days = (Date.parse(stored.date_expired!) - Date.now()) / 86_400_000
     t.ok(days > 29.9 && days <= 30, `expires in ${days} days`)
@@ -215,7 +215,7 @@ if (browser === null) {
     }
     t.pass('last use shown')
     await page.screenshot({ path: join(ARTIFACTS, 'account-key-options.png'), fullPage: true })
-    for (const k of [id, other.id]) await g.store.deleteAccessKey(k)
+    for (const k of [id, other.id]) await g.store.accessKeys.delete(k)
   })
 
   t.test('create, show and reset the private token in the page', async (t) => {
@@ -226,7 +226,7 @@ if (browser === null) {
     await page.getByRole('button', { name: 'Reset token' }).waitFor()
     t.notOk(await page.getByText('You have no private token.').isVisible(), 'a token: the "no private token" line is gone')
     const first = (await page.locator('#pt-value').textContent())!.trim()
-    t.equal(first, await g.store.getPrivateToken(alice.id))
+    t.equal(first, await g.store.privateTokens.get(alice.id))
     t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${first}` } })).status, 200)
     await page.getByRole('button', { name: 'Hide' }).click()
     t.notMatch(await page.locator('#pt-value').textContent(), first, 'hidden')
@@ -243,7 +243,7 @@ if (browser === null) {
     t.teardown(async () => { await docsCtx.close() })
     const docs = await docsCtx.newPage()
     docs.setDefaultTimeout(UI_DEADLINE)
-    const token = await g.store.createPrivateToken(alice.id)
+    const token = await g.store.privateTokens.create(alice.id)
     await docs.goto('/api/docs/')
     await docs.locator('.opblock').first().waitFor({ timeout: 30_000 })
     const ops = await docs.locator('.opblock').count()
@@ -295,7 +295,7 @@ if (browser === null) {
     await live.waitFor()
     t.equal((await live.locator('.response-col_status').textContent())?.trim(), '201')
     const body = JSON.parse((await live.locator('.response-col_description pre').first().textContent())!)
-    t.equal(body.token, await g.store.getPrivateToken(alice.id), 'created for the signed-in user')
+    t.equal(body.token, await g.store.privateTokens.get(alice.id), 'created for the signed-in user')
   })
 
   t.test('an older sign-in: the page asks for the password before creating a key or resetting the token', async (t) => {
@@ -303,7 +303,7 @@ if (browser === null) {
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor()
     t.notOk(await page.locator('#confirm').isVisible(), 'just signed in: no password field')
     const id = (await ctx.cookies()).find((c) => c.name === 'svc_sessionid')!.value
-    const keys = async (): Promise<number> => (await g.store.listAccessKeys(alice.id)).length
+    const keys = async (): Promise<number> => (await g.store.accessKeys.list(alice.id)).length
     const before = await keys()
 
     // the sign-in ages while the page is open: the server asks, the page shows the field
@@ -338,11 +338,11 @@ if (browser === null) {
     // loaded with an old sign-in: the field is there from the start
     await page.reload()
     await page.locator('#confirm').waitFor({ state: 'visible' })
-    const old = await g.store.getPrivateToken(alice.id)
+    const old = await g.store.privateTokens.get(alice.id)
     await page.getByLabel('Password', { exact: true }).fill('alice-password')
     await page.getByRole('button', { name: 'Reset token' }).click()
     await page.getByText('Private token reset').waitFor()
-    const now = await g.store.getPrivateToken(alice.id)
+    const now = await g.store.privateTokens.get(alice.id)
     t.not(now, old, 'reset with the password')
     t.equal((await page.locator('#pt-value').textContent())?.trim(), now)
   })

@@ -83,7 +83,7 @@ if (browser === null) {
     t.equal(creds.length, 1, 'the authenticator holds one credential')
     t.equal(creds[0].isResidentCredential, true, 'discoverable')
     t.equal(creds[0].rpId, 'localhost')
-    const stored = await g.store.listPasskeys(eve.id)
+    const stored = await g.store.passkeys.list(eve.id)
     t.same(stored.map((p) => [p.id, p.name, p.device_type]), [[creds[0].credentialId.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_'), 'Laptop', 'singleDevice']], 'stored under the credential id the authenticator made')
     const handle = Buffer.from(creds[0].userHandle ?? '', 'base64').toString('utf8')
     t.not(handle, 'eve', 'the user handle is not the username')
@@ -98,7 +98,7 @@ if (browser === null) {
     t.match(await page.locator('header').textContent(), /Signed in as\s*eve/)
     t.ok(g.logs.some((l) => l.includes('"login.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(eve.id)))
     const sid = (await ctx.cookies()).find((c) => c.name === 'svc_sessionid')!.value
-    t.same((await g.store.getSession(sid))?.factors, ['hwk'], 'the session: a device-bound passkey alone (amr hwk)')
+    t.same((await g.store.sessions.get(sid))?.factors, ['hwk'], 'the session: a device-bound passkey alone (amr hwk)')
   })
 
   t.test('the password, then the passkey as the second factor', async (t) => {
@@ -112,14 +112,14 @@ if (browser === null) {
     t.match(await page.locator('header').textContent(), /Signed in as\s*eve/)
     t.ok(g.logs.some((l) => l.includes('"mfa.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(eve.id)))
     const sid = (await ctx.cookies()).find((c) => c.name === 'svc_sessionid')!.value
-    t.same((await g.store.getSession(sid))?.factors, ['pwd', 'hwk'], 'the session: the password and the passkey')
+    t.same((await g.store.sessions.get(sid))?.factors, ['pwd', 'hwk'], 'the session: the password and the passkey')
   })
 
   t.test('a cloned authenticator (the same key at a lower signature counter) is refused', async (t) => {
     await signOut()
     const [cred] = (await cdp.send('WebAuthn.getCredentials', { authenticatorId: first })).credentials as VirtualCredential[]
-    const stored = (await g.store.listPasskeys(eve.id))[0]
-    const counter = (await g.store.getPasskey(stored.id))!.counter
+    const stored = (await g.store.passkeys.list(eve.id))[0]
+    const counter = (await g.store.passkeys.get(stored.id))!.counter
     t.ok(cred.signCount > 1 && counter === cred.signCount, `the authenticator counts its signatures (${cred.signCount}) and the gateway kept the last (${counter})`)
     await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: first })
     const clone = await authenticator()
@@ -129,7 +129,7 @@ if (browser === null) {
     await page.waitForFunction(() => document.getElementById('passkey-status')?.className === 'error')
     t.match(await status.textContent(), /signature counter did not increase/, 'the page says why')
     t.match(page.url(), /\/login$/, 'not signed in')
-    t.equal((await g.store.getPasskey(stored.id))!.counter, counter, 'the stored counter kept')
+    t.equal((await g.store.passkeys.get(stored.id))!.counter, counter, 'the stored counter kept')
     t.ok(g.logs.some((l) => l.includes('"passkey.cloned"') && l.includes(eve.id)), 'audited')
     await page.screenshot({ path: join(ARTIFACTS, 'passkey-cloned.png') })
     // the real authenticator back, its counter where it was
@@ -144,7 +144,7 @@ if (browser === null) {
     await page.goto('/account/mfa')
     await page.getByRole('button', { name: 'Remove Laptop' }).click()
     await page.locator('#passkeys-none').waitFor()
-    t.same(await g.store.listPasskeys(eve.id), [], 'gone from the store')
+    t.same(await g.store.passkeys.list(eve.id), [], 'gone from the store')
     t.ok(g.logs.some((l) => l.includes('"passkey.removed"') && l.includes(eve.id)))
     await signOut()
     await passkeyAlone()

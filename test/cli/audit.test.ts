@@ -49,10 +49,10 @@ const cliRuns: CliRun[] = []
 /** The events a command appended to the audit stream (a command's go there, not to its stderr). */
 const cliEvents = new WeakMap<CliRun, Line[]>()
 const cli = async (args: string[], stdin?: string): Promise<CliRun> => {
-  const before = (await stream.readAudit({ last: 1 }))[0]?.id ?? '0-0'
+  const before = (await stream.audit.read({ last: 1 }))[0]?.id ?? '0-0'
   const r = await cliIn(wd.dir, args, { env, stdin })
   cliRuns.push(r)
-  const after = (await stream.readAudit({ after: before })).map((e) => JSON.parse(e.json) as Line)
+  const after = (await stream.audit.read({ after: before })).map((e) => JSON.parse(e.json) as Line)
   cliEvents.set(r, after.filter((e) => e.actor === 'cli'))
   return r
 }
@@ -245,8 +245,8 @@ t.test('sidegate audit tail --follow: prints a new event as it happens; SIGINT e
 t.test('the stream is capped at audit.max_len (on Redis about as many: test/topology/audit-redis.test.ts)', async (t) => {
   for (let i = 0; i < 350; i++) await request(wd.url, '/c', { headers: { authorization: `Bearer cap${i}` } })
   await line({ event: 'token.refused', ref: credentialRef('cap349') })
-  t.ok(await eventually(async () => (await stream.readAudit({ last: 1 }))[0]?.json.includes(credentialRef('cap349')) === true, 30_000), 'the last one is in')
-  const len = (await stream.readAudit({ last: 10 * MAX_LEN })).length
+  t.ok(await eventually(async () => (await stream.audit.read({ last: 1 }))[0]?.json.includes(credentialRef('cap349')) === true, 30_000), 'the last one is in')
+  const len = (await stream.audit.read({ last: 10 * MAX_LEN })).length
   t.equal(len, MAX_LEN, `${MAX_LEN} kept`)
 })
 
@@ -258,7 +258,7 @@ t.test('no password, token, secret, session id or CSRF token in any log line or 
     t.ok(value.length >= 8, `${name} is a real value`)
     t.notOk(all.includes(value), `${name} appears nowhere`)
   }
-  const entries = JSON.stringify(await stream.readAudit({ since: 0 }))
+  const entries = JSON.stringify(await stream.audit.read({ since: 0 }))
   for (const [name, value] of Object.entries(secrets)) t.notOk(entries.includes(value), `${name}: not in the stream`)
 })
 
@@ -270,5 +270,5 @@ t.test('audit.stream off: events logged, nothing appended to the store\'s stream
   t.equal(issued.status, 201)
   const logged = (): Line[] => auditOf(g.logs.join(''))
   t.ok(await eventually(async () => logged().some((l) => l.event === 'token.issued') && logged().filter((l) => l.event === 'token.refused').length === 3, 30_000), 'logged with log.level silent')
-  t.same(await g.store.readAudit({ since: 0 }), [], 'not one entry in the stream (the first start\'s user.created neither)')
+  t.same(await g.store.audit.read({ since: 0 }), [], 'not one entry in the stream (the first start\'s user.created neither)')
 })

@@ -484,10 +484,10 @@ t.test('control characters: refused in what the CLI stores; escaped in everythin
   t.equal((await cli(['org', 'add', 'Evil\u007fOps'])).code, 2, 'and DEL')
 
   // what is already stored (written before these checks, or by hand) is escaped when printed
-  const u = (await g.store.getUserByUsername('mallet'))!
+  const u = (await g.store.users.byUsername('mallet'))!
   const forged = `ci\r${OSC52}\u001b[1A\u001b[2Kfake line\nsecond\u007f\u009b`
-  const { key: k } = await g.store.createAccessKey(u.id, 0, { name: forged })
-  await g.store.createOrg('Org\u001b[31m\nred\u0085')
+  const { key: k } = await g.store.accessKeys.create(u.id, 0, { name: forged })
+  await g.store.orgs.create('Org\u001b[31m\nred\u0085')
   for (const run of [cli, async (args: string[]) => await spawnCli(args)]) {
     const list = await run(['key', 'list', 'mallet'])
     t.equal(list.code, 0, list.stderr)

@@ -83,7 +83,7 @@ const file = join(wd.dir, 'jumpserver.jsonl')
 writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n')
 
 const profile = async (authorization: string) => await request(wd.url, '/api/v1/users/profile/', { headers: { authorization, 'x-jms-org': DEFAULT_ORG } })
-const storedHash = async (id: string): Promise<string> => (await reader.getPasswordHash(id))!
+const storedHash = async (id: string): Promise<string> => (await reader.passwords.hash(id))!
 
 t.test('a dry run reports what would happen and writes nothing', async (t) => {
   const before = await snapshot(db.url, prefix)
@@ -318,9 +318,9 @@ t.test('privileged changes: spelled out by a dry run, refused without their flag
   // a command's audit events go to the store's audit stream (whatever audit.stream says), not to its stderr
   const audit = await openStoreAt(db.url, prefix, { secret: env2.SIDEGATE_SECRET_KEY })
   t.teardown(async () => { await audit.close() })
-  const lastId = async (): Promise<string> => (await audit.readAudit({ last: 1 }))[0]?.id ?? '0-0'
+  const lastId = async (): Promise<string> => (await audit.audit.read({ last: 1 }))[0]?.id ?? '0-0'
   const eventsAfter = async (mark: string): Promise<any[]> => (
-    await audit.readAudit({ after: mark })
+    await audit.audit.read({ after: mark })
   ).map((e) => JSON.parse(e.json))
   const mark = await lastId()
   const done = await run('import', '--from', f, '--allow-superuser', '--allow-takeover')

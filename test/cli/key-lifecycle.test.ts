@@ -50,8 +50,8 @@ t.test('key create --expires --allow-ip --name: stored and shown; a key without 
 t.test('key list --json shows the factors a key its owner made records (two_factor rules read them); an operator\'s key has none', async (t) => {
   const op = await create()
   t.equal(op.factors, undefined, 'key create: an operator\'s key records no factors')
-  const u = (await direct.store.getUserByUsername('alice'))!
-  const made = await direct.store.createAccessKey(u.id, 0, { factors: ['pwd', 'otp'] })
+  const u = (await direct.store.users.byUsername('alice'))!
+  const made = await direct.store.accessKeys.create(u.id, 0, { factors: ['pwd', 'otp'] })
   const r = await cli('key', 'list', 'alice', '--json')
   t.equal(r.code, 0, r.stderr)
   const listed = JSON.parse(r.stdout) as Array<Record<string, unknown>>
@@ -89,15 +89,15 @@ t.test('a request refused by the allow-list is not a use: date_last_used stays u
   t.equal((await call(direct.url, blocked)).status, 403)
   t.equal((await call(direct.url, open)).status, 200)
   // both writes go over the same connection, the refused key's first if there were one
-  const u = (await direct.store.getUserByUsername('alice'))!
-  const used = async (id: string) => (await direct.store.listAccessKeys(u.id)).find((k) => k.id === id)?.date_last_used
+  const u = (await direct.store.users.byUsername('alice'))!
+  const used = async (id: string) => (await direct.store.accessKeys.list(u.id)).find((k) => k.id === id)?.date_last_used
   t.ok(await eventually(async () => typeof (await used(open.id)) === 'string'), 'the accepted key\'s use is recorded')
   t.equal(await used(blocked.id), null, 'the refused one has none')
 })
 
 t.test('expired: 401 key_expired after a correct signature; a wrong one is still invalid_signature', async (t) => {
-  const u = await proxied.store.getUserByUsername('alice')
-  const { key, secret } = await proxied.store.createAccessKey(
+  const u = await proxied.store.users.byUsername('alice')
+  const { key, secret } = await proxied.store.accessKeys.create(
     u!.id, 0, { date_expired: new Date(Date.now() - 1000).toISOString() }
   )
   for (const g of [proxied, direct]) {
@@ -111,12 +111,12 @@ t.test('expired: 401 key_expired after a correct signature; a wrong one is still
 })
 
 t.test('bad flags: usage errors (exit 2), nothing created', async (t) => {
-  const before = (await proxied.store.listAccessKeys((await proxied.store.getUserByUsername('alice'))!.id)).length
+  const before = (await proxied.store.accessKeys.list((await proxied.store.users.byUsername('alice'))!.id)).length
   for (const flags of [['--expires', '0d'], ['--expires', '2027-02-30'], ['--expires', '2001-01-01'], ['--expires', 'soon'], ['--allow-ip', '10.0.0.0/33'], ['--allow-ip', 'example.com']]) {
     const r = await cli('key', 'create', 'alice', ...flags)
     t.equal(r.code, 2, `${flags.join(' ')}: ${r.stderr.trim()}`)
   }
-  t.equal((await proxied.store.listAccessKeys((await proxied.store.getUserByUsername('alice'))!.id)).length, before)
+  t.equal((await proxied.store.accessKeys.list((await proxied.store.users.byUsername('alice'))!.id)).length, before)
 })
 
 t.test('parseExpiry: days from now, a date through its end (UTC)', async (t) => {
@@ -130,7 +130,7 @@ const KEYS = '/api/v1/authentication/access-keys/'
 
 t.test('the self-service endpoint takes the same options: expiry (days or a date), name, allow-list; listed with last use', async (t) => {
   const u = await makeUser(proxied, 'dave')
-  const auth = { authorization: `Token ${await proxied.store.createPrivateToken(u.id)}` }
+  const auth = { authorization: `Token ${await proxied.store.privateTokens.create(u.id)}` }
   const post = async (body: Record<string, unknown>) => await request(proxied.url, KEYS, { method: 'POST', body: JSON.stringify({ password: 'dave-password', ...body }), headers: { ...auth, 'content-type': 'application/json' } })
   const r = await post({ expires: '30d', name: 'deploy bot', allow_ips: ['10.1.0.0/16', '2001:db8::/32', ' 127.0.0.1 '] })
   t.equal(r.status, 201, JSON.stringify(r.json))
@@ -160,8 +160,8 @@ t.test('the self-service endpoint takes the same options: expiry (days or a date
 
 t.test('bad options: 400 bad_request naming the field, the CLI\'s own message, before the password is checked; nothing created', async (t) => {
   const u = await makeUser(proxied, 'erin')
-  const auth = { authorization: `Token ${await proxied.store.createPrivateToken(u.id)}` }
-  const count = async () => (await proxied.store.listAccessKeys(u.id)).length
+  const auth = { authorization: `Token ${await proxied.store.privateTokens.create(u.id)}` }
+  const count = async () => (await proxied.store.accessKeys.list(u.id)).length
   const before = await count()
   const cases: Array<[Record<string, unknown>, string, string[] | null]> = [
     [{ expires: '0d' }, 'expires', ['--expires', '0d']],

@@ -88,8 +88,8 @@ t.test('passkeys: mfa show lists them (never a key), the admin API the same; mfa
   // the gateway's store file, opened beside it (SQLite: several processes share one file)
   const s = await openSqlite(storeDoc(db.url, `mfa${process.pid}:`).store.path as string)
   t.teardown(() => s.close())
-  const pat = (await s.getUserByUsername('pat'))!
-  t.ok(await s.addPasskey({ id: 'cGF0LWtleQ', user_id: pat.id, user_handle: 'aGFuZGxl', public_key: 'c2VjcmV0LWxvb2tpbmc', counter: 0, transports: ['internal'], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
+  const pat = (await s.users.byUsername('pat'))!
+  t.ok(await s.passkeys.add({ id: 'cGF0LWtleQ', user_id: pat.id, user_handle: 'aGFuZGxl', public_key: 'c2VjcmV0LWxvb2tpbmc', counter: 0, transports: ['internal'], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
   const shown = await cli('mfa', 'show', 'pat')
   t.match(shown.stdout, /passkeys: 1\n {2}Phone \(synced; added \S+; last used never\)/)
   const json = await cliJson('mfa', 'show', 'pat')

@@ -26,7 +26,7 @@ t.teardown(async () => { await g.stop() })
 const admin = await startGateway(db.url, { upstream: { url: echo.url }, redis: { prefix } })
 t.teardown(async () => { await admin.close() })
 const user = await makeUser(admin, 'reloader')
-const token = await admin.store.createPrivateToken(user.id)
+const token = await admin.store.privateTokens.create(user.id)
 const get = async (path: string, base = g.url): Promise<Res> => await request(base, path, { headers: { authorization: `Token ${token}` } })
 
 /** Deadline for a reload to show in the log: a loaded machine, not a speed limit. */
@@ -154,7 +154,7 @@ t.test('the admin API follows a reload: trusted proxies, body limit, signature a
   t.teardown(async () => { await a.stop() })
   const root = await makeUser(admin, 'reload-root', { superuser: true })
   // a key that may be used only from 203.0.113.9: seen only through a trusted proxy's X-Forwarded-For
-  const { key, secret } = await admin.store.createAccessKey(root.id, undefined, { allow_ips: ['203.0.113.9'] })
+  const { key, secret } = await admin.store.accessKeys.create(root.id, undefined, { allow_ips: ['203.0.113.9'] })
   // each call its own query (which these operations ignore): the admin API accepts a signature once
   let n = 0
   const call = async (method: string, path: string, body?: string): Promise<Res> => {

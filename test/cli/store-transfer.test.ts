@@ -138,14 +138,14 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   t.same(fileSnapshot(empty.path), {}, 'none of them wrote anything')
   const s = await openSqlite(empty.path)
   t.teardown(() => s.close())
-  t.equal(await s.countUsers(), 0, 'the embedded store: no user written')
+  t.equal(await s.users.count(), 0, 'the embedded store: no user written')
   t.equal(await new SqliteKeyRecords(s.sqlite, 'test').get('key-check'), null, 'nor its key check value')
 })
 
 t.test('a forged file is refused (its MAC), nothing written, the refusal audited; signed, privileged records need their flags; an unsigned (version 1) file only with --allow-unsigned', async (t) => {
   const audited = async (): Promise<Array<Record<string, unknown>>> => {
     const s = await openSqlite(copy.path)
-    try { return (await s.readAudit({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).filter((e) => String(e.event).startsWith('store.')) } finally { await s.close() }
+    try { return (await s.audit.read({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).filter((e) => String(e.event).startsWith('store.')) } finally { await s.close() }
   }
   const data = (): Record<string, string> => Object.fromEntries(Object.entries(fileSnapshot(copy.path)).filter(([k]) => !k.startsWith('audit:')))
   // the review's file: the export with a superuser whose password the
@@ -182,8 +182,8 @@ t.test('a forged file is refused (its MAC), nothing written, the refusal audited
   t.match(other.stderr, /its MAC does not verify/)
   t.same(data(), before, 'nothing written')
   const s0 = await openSqlite(copy.path)
-  t.equal(await s0.getUserByUsername('mallory'), null, 'no superuser mallory')
-  t.equal(await s0.getPasskey('Zm9yZ2VkLXBhc3NrZXk'), null, 'no passkey planted on alice')
+  t.equal(await s0.users.byUsername('mallory'), null, 'no superuser mallory')
+  t.equal(await s0.passkeys.get('Zm9yZ2VkLXBhc3NrZXk'), null, 'no passkey planted on alice')
   await s0.close()
   const refusals = (await audited()).slice(eventsBefore)
   t.same(refusals.map((e) => [e.event, e.outcome, e.reason, e.via, e.actor]), Array(3).fill(['store.import_refused', 'failure', 'invalid_store_file', 'merge', 'cli']), 'each refusal audited')
@@ -219,7 +219,7 @@ t.test('a forged file is refused (its MAC), nothing written, the refusal audited
   t.equal(allowed.code, 0, allowed.stderr)
   const s1 = await openSqlite(empty.path)
   t.teardown(() => s1.close())
-  const last = (await s1.readAudit({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).pop()
+  const last = (await s1.audit.read({ since: 0 })).map((e) => JSON.parse(e.json) as Record<string, unknown>).pop()
   t.match(last, { event: 'store.imported', via: 'empty', unsigned: true, privileged: 0 }, 'audited as unsigned')
 })
 
@@ -227,8 +227,8 @@ t.test('backup while another process writes: a consistent copy that opens as a s
   const { dir, path } = await sqliteDir(echo.url)
   const seed = await openSqlite(path)
   await seed.verifyKey({ ...verify, mode: 'start' })
-  const u = await seed.createUser({ username: 'kept', password: 'kept-password-1' })
-  const k = await seed.createAccessKey(u.id)
+  const u = await seed.users.create({ username: 'kept', password: 'kept-password-1' })
+  const k = await seed.accessKeys.create(u.id)
   await seed.close()
   // each transaction writes a user and its key: a copy holds both or neither
   const writer = track(spawn(process.execPath, ['-e', `
@@ -262,6 +262,6 @@ t.test('backup while another process writes: a consistent copy that opens as a s
   t.equal(keys, users, 'every transaction whole: as many keys as users')
   t.equal(db.prepare("SELECT count(*) FROM access_keys k JOIN users u ON u.id = k.user_id WHERE k.id LIKE 'wk-%'").pluck().get(), keys, 'each key with its user')
   await s.verifyKey(verify)
-  t.equal((await s.getAccessKey(k.key.id))?.secret, k.secret, 'a store with the same data and key')
+  t.equal((await s.accessKeys.get(k.key.id))?.secret, k.secret, 'a store with the same data and key')
   t.equal((await cliIn(dir, ['store', 'backup', copy], { env })).code, 2, 'an existing file is never overwritten')
 })

@@ -38,22 +38,22 @@ const proxy = await startGateway(db.url, { upstream: { url: echo.url }, access, 
 const decider = await startGateway(db.url, { redis: { url: db.url, prefix: proxy.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] }, access })
 t.teardown(async () => { await proxy.close(); await decider.close(); await echo.close(); await db.stop() })
 
-await proxy.store.createOrg('Reports', REPORTS_ORG)
+await proxy.store.orgs.create('Reports', REPORTS_ORG)
 const alice = await makeUser(proxy, 'alice')
 const bob = await makeUser(proxy, 'bob', { orgs: { [DEFAULT_ORG]: 'user', [REPORTS_ORG]: 'user' } })
-const aliceKey = await proxy.store.createAccessKey(alice.id)
-const bobToken = await proxy.store.createPrivateToken(bob.id)
-const aliceToken = await proxy.store.createPrivateToken(alice.id)
-const onePwd = await proxy.store.createSession(bob.id, 600, 600)
-const twoFactors = await proxy.store.createSession(bob.id, 600, 600, ['pwd', 'otp'])
-const passkey = await proxy.store.createSession(bob.id, 600, 600, ['hwk'])
-const aliceSession = await proxy.store.createSession(alice.id, 600, 600)
+const aliceKey = await proxy.store.accessKeys.create(alice.id)
+const bobToken = await proxy.store.privateTokens.create(bob.id)
+const aliceToken = await proxy.store.privateTokens.create(alice.id)
+const onePwd = await proxy.store.sessions.create(bob.id, 600, 600)
+const twoFactors = await proxy.store.sessions.create(bob.id, 600, 600, ['pwd', 'otp'])
+const passkey = await proxy.store.sessions.create(bob.id, 600, 600, ['hwk'])
+const aliceSession = await proxy.store.sessions.create(alice.id, 600, 600)
 
 const creds: VerdictCreds = {
   session: { cookie: `svc_sessionid=${onePwd.id}`, csrf: onePwd.csrf },
   privateToken: bobToken,
   key: { id: aliceKey.key.id, secret: aliceKey.secret },
-  bearer: async () => (await proxy.store.issueBearerToken(bob.id, 60, ['pwd', 'otp'])).token,
+  bearer: async () => (await proxy.store.bearerTokens.issue(bob.id, 60, ['pwd', 'otp'])).token,
   memberOrg: REPORTS_ORG,
   otherOrg: DEFAULT_ORG,
   orgHeader: 'X-SVC-ORG'

@@ -27,9 +27,9 @@ type Auth = (method: string, path: string) => Promise<Record<string, string>>
 
 /** One way to authenticate per credential kind, all for the same user. */
 async function credentialKinds (username: string): Promise<Array<[string, Auth]>> {
-  const u = (await g.store.getUserByUsername(username))!
-  const pt = await g.store.createPrivateToken(u.id)
-  const ak = await g.store.createAccessKey(u.id)
+  const u = (await g.store.users.byUsername(username))!
+  const pt = await g.store.privateTokens.create(u.id)
+  const ak = await g.store.accessKeys.create(u.id)
   const s = await login(g.url, username, `${username}-password`)
   return [
     ['private token', async () => ({ authorization: `Token ${pt}` })],
@@ -83,12 +83,12 @@ t.test('every credential kind lists, creates, disables and deletes its own acces
     t.equal((await call(auth, 'GET', `${KEYS}${id}/`)).status, 404)
     t.equal((await call(auth, 'DELETE', `${KEYS}${id}/`)).status, 404, 'deleting twice: 404')
   }
-  t.equal((await g.store.listAccessKeys(alice.id)).length, 1, 'only the key used for signing is left')
+  t.equal((await g.store.accessKeys.list(alice.id)).length, 1, 'only the key used for signing is left')
 })
 
 t.test('one key: GET shows it, last use is recorded, bad bodies are refused', async (t) => {
   const u = await makeUser(g, 'ivy')
-  const pt = await g.store.createPrivateToken(u.id)
+  const pt = await g.store.privateTokens.create(u.id)
   const auth: Auth = async () => ({ authorization: `Token ${pt}` })
   const { json: k } = await call(auth, 'POST', KEYS, { password: 'ivy-password' })
   t.equal((await request(g.url, PROFILE, { headers: signedHeaders(k.id, k.secret, 'GET', PROFILE) })).status, 200)
@@ -115,15 +115,15 @@ t.test('one key: GET shows it, last use is recorded, bad bodies are refused', as
 t.test('another user\'s key is 404, whatever the method; odd paths are 404', async (t) => {
   const a = await makeUser(g, 'jack')
   const b = await makeUser(g, 'kate')
-  const theirs = await g.store.createAccessKey(b.id)
-  const pt = await g.store.createPrivateToken(a.id)
+  const theirs = await g.store.accessKeys.create(b.id)
+  const pt = await g.store.privateTokens.create(a.id)
   const auth: Auth = async () => ({ authorization: `Token ${pt}` })
   for (const [method, body] of [['GET', undefined], ['PATCH', { is_active: false }], ['DELETE', undefined]] as const) {
     const r = await call(auth, method, `${KEYS}${theirs.key.id}/`, body)
     t.equal(r.status, 404, method)
     t.equal(r.json.code, 'not_found')
   }
-  const still = await g.store.getAccessKey(theirs.key.id)
+  const still = await g.store.accessKeys.get(theirs.key.id)
   t.equal(still?.key.is_active, true, 'untouched')
   t.notOk((await call(auth, 'GET', KEYS)).json.some((k: any) => k.id === theirs.key.id), 'not listed')
   for (const p of ['not-a-uuid/', `${theirs.key.id}`, `${theirs.key.id}/x/`, '/', `${theirs.key.id}//`]) {
@@ -140,7 +140,7 @@ t.test('at most 10 access keys per user', async (t) => {
   const r = await call(auth, 'POST', KEYS)
   t.equal(r.status, 400)
   t.equal(r.json.code, 'too_many_keys')
-  t.equal((await g.store.listAccessKeys(u.id)).length, 10)
+  t.equal((await g.store.accessKeys.list(u.id)).length, 10)
 })
 
 t.test('the cap holds under concurrent creation', async (t) => {
@@ -149,7 +149,7 @@ t.test('the cap holds under concurrent creation', async (t) => {
   const auth: Auth = async (method) => ({ cookie: s.cookie, ...(method === 'GET' ? {} : { 'x-csrftoken': s.csrf }) })
   const statuses = (await Promise.all(Array.from({ length: 25 }, async () => (await call(auth, 'POST', KEYS)).status))).sort()
   t.same(statuses, [...Array(10).fill(201), ...Array(15).fill(400)], 'exactly 10 created')
-  t.equal((await g.store.listAccessKeys(u.id)).length, 10)
+  t.equal((await g.store.accessKeys.list(u.id)).length, 10)
 })
 
 t.test('private token: read, create, reset, revoke; never cached', async (t) => {
@@ -170,7 +170,7 @@ t.test('private token: read, create, reset, revoke; never cached', async (t) => 
   t.not(reset.json.token, created.json.token)
   t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${created.json.token}` } })).json.code, 'invalid_token', 'the old one stops working')
   t.equal((await request(g.url, PROFILE, { headers: { authorization: `PrivateToken ${reset.json.token}` } })).status, 200)
-  t.equal(await g.store.getPrivateToken(u.id), reset.json.token, 'the store holds what the endpoint gave')
+  t.equal(await g.store.privateTokens.get(u.id), reset.json.token, 'the store holds what the endpoint gave')
   t.equal((await call(auth, 'DELETE', TOKEN)).status, 204)
   t.equal((await request(g.url, PROFILE, { headers: { authorization: `Token ${reset.json.token}` } })).status, 401)
   t.equal((await call(auth, 'DELETE', TOKEN)).status, 404, 'nothing left to revoke')
@@ -182,8 +182,8 @@ t.test('no credential: 401; no organization needed for one\'s own credentials', 
     t.equal(r.status, 401, p)
     t.equal(r.json.code, 'not_authenticated')
   }
-  const loner = await g.store.createUser({ username: 'loner', password: 'loner-password', orgs: {} })
-  const pt = await g.store.createPrivateToken(loner.id)
+  const loner = await g.store.users.create({ username: 'loner', password: 'loner-password', orgs: {} })
+  const pt = await g.store.privateTokens.create(loner.id)
   t.equal((await request(g.url, '/api/v1/users/users/', { headers: { authorization: `Token ${pt}` } })).json.code, 'org_forbidden', 'in no organization')
   const own = await request(g.url, PROFILE, { headers: { authorization: `Token ${pt}` } })
   t.same([own.status, own.json.org_roles], [200, []], 'the profile needs none (as in JumpServer)')
@@ -192,7 +192,7 @@ t.test('no credential: 401; no organization needed for one\'s own credentials', 
 
 t.test('the CLI and the endpoints share the store: each sees what the other did', async (t) => {
   const u = await makeUser(g, 'nina')
-  const pt = await g.store.createPrivateToken(u.id)
+  const pt = await g.store.privateTokens.create(u.id)
   const dir = tempDir('sidegate-account-')
   const file = join(dir, 'gateway.yml')
   writeFileSync(file, stringify(storeDoc(db.url, g.config.redis.prefix)))
@@ -226,10 +226,10 @@ t.test('a key an operator or auth.keys.disable_after disabled stays off for its 
   const cli = async (...args: string[]): Promise<number> => await main([...args, '--config', file], { out: () => {}, err: () => {}, stdin: async () => '' }, { SIDEGATE_SECRET_KEY: SECRET })
   const asOwner: Auth = async () => ({ authorization: `Bearer ${await bearer(g.url, 'olga', 'olga-password')}` })
   const active = async (id: string): Promise<boolean | undefined> => (
-    await g.store.listAccessKeys(u.id)
+    await g.store.accessKeys.list(u.id)
   ).find((k) => k.id === id)?.is_active
 
-  const { key } = await g.store.createAccessKey(u.id)
+  const { key } = await g.store.accessKeys.create(u.id)
   t.equal(await cli('key', 'disable', key.id), 0, 'an operator disables it (the CLI)')
   const refused = await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: true })
   t.same([refused.status, refused.json.code], [403, 'key_disabled_by_operator'], 'a bearer token cannot enable it again')
@@ -241,9 +241,9 @@ t.test('a key an operator or auth.keys.disable_after disabled stays off for its 
   t.equal(await active(key.id), true)
 
   // auth.keys.disable_after disables with the policy's name
-  await g.store.setAccessKeyActive(key.id, false, 'policy')
+  await g.store.accessKeys.setActive(key.id, false, 'policy')
   t.same((await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: true })).json.code, 'key_disabled_by_operator', 'an unused-key disable: refused too')
-  await g.store.setAccessKeyActive(key.id, true)
+  await g.store.accessKeys.setActive(key.id, true)
 
   const off = await call(asOwner, 'PATCH', `${KEYS}${key.id}/`, { is_active: false })
   t.same([off.status, off.json.is_active], [200, false], 'the owner disables it')

@@ -57,7 +57,7 @@ t.test('bearer token expires after auth.bearer.ttl', async (t) => {
 })
 
 t.test('private token: Token and PrivateToken, any case; revoked token refused', async (t) => {
-  const tok = await g.store.createPrivateToken(alice.id)
+  const tok = await g.store.privateTokens.create(alice.id)
   for (const scheme of ['Token', 'PrivateToken', 'token', 'PRIVATETOKEN']) {
     const r = await request(g.url, '/api/v1/x/', { headers: { authorization: `${scheme} ${tok}` } })
     t.equal(r.status, 200, scheme)
@@ -65,7 +65,7 @@ t.test('private token: Token and PrivateToken, any case; revoked token refused',
     t.equal(r.json.headers['x-svc-user-id'], alice.id)
   }
   t.equal((await request(g.url, '/x', { headers: { authorization: `Token ${tok}x` } })).json.code, 'invalid_token')
-  await g.store.revokePrivateToken(alice.id)
+  await g.store.privateTokens.revoke(alice.id)
   const r = await request(g.url, '/x', { headers: { authorization: `Token ${tok}` } })
   t.equal(r.status, 401)
   t.equal(r.json.code, 'invalid_token')
@@ -90,7 +90,7 @@ t.test('forged credentials: the normal 401, without a single store statement; ge
 })
 
 t.test('access-key signature as in the spec (request-target, accept, date)', async (t) => {
-  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const { key, secret } = await g.store.accessKeys.create(alice.id)
   const path = '/api/v1/users/profile/?a=b%20c'
   const h = signedHeaders(key.id, secret, 'GET', path)
   const r = await request(g.url, path, { headers: { ...h, 'x-svc-org': DEFAULT_ORG } })
@@ -123,13 +123,13 @@ t.test('access-key signature as in the spec (request-target, accept, date)', asy
   const within = signedHeaders(key.id, secret, 'GET', '/p', { date: new Date(Date.now() - 200_000).toUTCString() })
   t.equal((await request(g.url, '/p', { headers: within })).status, 200)
 
-  await g.store.setAccessKeyActive(key.id, false)
+  await g.store.accessKeys.setActive(key.id, false)
   t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).json.code, 'key_disabled', 'inactive key')
   t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, 'not-the-secret', 'GET', '/p') })).json.code, 'invalid_signature', 'inactive key, wrong secret')
 })
 
 t.test('signature parameters: spaces after commas, unknown params, any order; duplicates rejected', async (t) => {
-  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const { key, secret } = await g.store.accessKeys.create(alice.id)
   const h = signedHeaders(key.id, secret, 'GET', '/p')
   const sig = /signature="([^"]+)"/.exec(h.authorization)![1]
   const loose = `Signature signature="${sig}", headers="(request-target) accept date",  keyId="${key.id}", algorithm="hmac-sha256", extra="ignored"`
@@ -143,7 +143,7 @@ t.test('signature parameters: spaces after commas, unknown params, any order; du
 })
 
 t.test('a signature made by the http-signature package is accepted; one byte changed is not', async (t) => {
-  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const { key, secret } = await g.store.accessKeys.create(alice.id)
   const u = new URL(g.url)
   const send = (path: string, tamper: boolean): Promise<number> => new Promise((resolve, reject) => {
     const req = http.request({ host: u.hostname, port: u.port, path, method: 'GET', headers: { accept: 'application/json', date: new Date().toUTCString() } }, (res) => {
@@ -161,8 +161,8 @@ t.test('a signature made by the http-signature package is accepted; one byte cha
 t.test('replay cache rejects a signature seen before', async (t) => {
   const g2 = await startGateway(db.url, { upstream: { url: echo.url }, auth: { signature: { replay_cache: true } } })
   t.teardown(() => g2.close())
-  const u = await g2.store.createUser({ username: 'replayer', password: 'replayer-pw', orgs: { [DEFAULT_ORG]: 'user' } })
-  const { key, secret } = await g2.store.createAccessKey(u.id)
+  const u = await g2.store.users.create({ username: 'replayer', password: 'replayer-pw', orgs: { [DEFAULT_ORG]: 'user' } })
+  const { key, secret } = await g2.store.accessKeys.create(u.id)
   const h = signedHeaders(key.id, secret, 'GET', '/p')
   t.equal((await request(g2.url, '/p', { headers: h })).status, 200)
   const again = await request(g2.url, '/p', { headers: h })
@@ -180,8 +180,8 @@ const respelled = (sig: string, spare: number): string => sig.slice(0, 42) + B64
 t.test('replay cache: one signature is one use, whatever the keyId\'s case or the Base64 spelling, and whatever the body', async (t) => {
   const g2 = await startGateway(db.url, { upstream: { url: echo.url }, auth: { signature: { replay_cache: true } } })
   t.teardown(() => g2.close())
-  const u = await g2.store.createUser({ username: 'replayer2', password: 'replayer2-pw', orgs: { [DEFAULT_ORG]: 'user' } })
-  const { key, secret } = await g2.store.createAccessKey(u.id)
+  const u = await g2.store.users.create({ username: 'replayer2', password: 'replayer2-pw', orgs: { [DEFAULT_ORG]: 'user' } })
+  const { key, secret } = await g2.store.accessKeys.create(u.id)
   const h: Record<string, string> = { ...signedHeaders(key.id, secret, 'POST', '/p'), 'content-type': 'application/json' }
   const sig = sigOf(h)
   const others = [0, 1, 2, 3].map((spare) => respelled(sig, spare)).filter((s) => s !== sig)
@@ -202,7 +202,7 @@ t.test('replay cache: one signature is one use, whatever the keyId\'s case or th
 })
 
 t.test('non-canonical Base64 is refused without the replay cache too; an upper-cased keyId is the same key', async (t) => {
-  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const { key, secret } = await g.store.accessKeys.create(alice.id)
   const h = signedHeaders(key.id, secret, 'GET', '/p')
   for (const spare of [0, 1, 2, 3]) {
     const s = respelled(sigOf(h), spare)
@@ -214,7 +214,7 @@ t.test('non-canonical Base64 is refused without the replay cache too; an upper-c
 })
 
 t.test('near misses: a valid signature with one byte or one Base64 character changed is 401', async (t) => {
-  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const { key, secret } = await g.store.accessKeys.create(alice.id)
   const h = signedHeaders(key.id, secret, 'GET', '/p')
   const sig = sigOf(h)
   t.equal((await request(g.url, '/p', { headers: h })).status, 200, 'the genuine one')
@@ -243,14 +243,14 @@ t.test('malformed or unknown Authorization is 401, never 500', async (t) => {
 })
 
 t.test('Authorization decides even when a session cookie is present', async (t) => {
-  const s = await g.store.createSession(alice.id, 60)
+  const s = await g.store.sessions.create(alice.id, 60)
   const r = await request(g.url, '/p', { headers: { authorization: 'Token nope', cookie: `svc_sessionid=${s.id}` } })
   t.equal(r.status, 401)
   t.equal(r.json.code, 'invalid_token')
 })
 
 t.test('session cookie, legacy cookie, CSRF on unsafe methods', async (t) => {
-  const s = await g.store.createSession(alice.id, 60)
+  const s = await g.store.sessions.create(alice.id, 60)
   const r = await request(g.url, '/p', { headers: { cookie: `theme=dark; svc_sessionid=${s.id}; svc_csrftoken=${s.csrf}` } })
   t.equal(r.status, 200)
   t.equal(r.json.headers['x-svc-auth-method'], 'session')
@@ -268,21 +268,21 @@ t.test('session cookie, legacy cookie, CSRF on unsafe methods', async (t) => {
 
   const g2 = await startGateway(db.url, { upstream: { url: echo.url }, session: { accept_legacy_cookie: false } })
   t.teardown(() => g2.close())
-  const s2 = await g2.store.createSession((await makeUser(g2, 'bob')).id, 60)
+  const s2 = await g2.store.sessions.create((await makeUser(g2, 'bob')).id, 60)
   t.equal((await request(g2.url, '/p', { headers: { cookie: `sessionid=${s2.id}` } })).status, 401, 'legacy name off')
-  await g2.store.deleteSession(s2.id)
+  await g2.store.sessions.delete(s2.id)
   t.equal((await request(g2.url, '/p', { headers: { cookie: `svc_sessionid=${s2.id}` } })).status, 401, 'deleted session')
 })
 
 t.test('disabled user: every credential kind refused', async (t) => {
   const u = await makeUser(g, 'carol')
-  const tok = await g.store.createPrivateToken(u.id)
-  const { key, secret } = await g.store.createAccessKey(u.id)
-  const s = await g.store.createSession(u.id, 60)
+  const tok = await g.store.privateTokens.create(u.id)
+  const { key, secret } = await g.store.accessKeys.create(u.id)
+  const s = await g.store.sessions.create(u.id, 60)
   const b = await bearer(g.url, 'carol', 'carol-password')
   t.equal((await request(g.url, '/p', { headers: { authorization: `Token ${tok}` } })).status, 200)
   t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).status, 200)
-  await g.store.setUserActive(u.id, false)
+  await g.store.users.setActive(u.id, false)
   t.equal((await request(g.url, '/p', { headers: { authorization: `Token ${tok}` } })).json.code, 'user_inactive')
   t.equal((await request(g.url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })).json.code, 'user_inactive')
   t.equal((await request(g.url, '/p', { headers: { authorization: `Bearer ${b}` } })).json.code, 'user_inactive')

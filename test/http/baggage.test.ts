@@ -16,7 +16,7 @@ const untrusting = await startGateway(db.url, common)
 const trusting = await startGateway(db.url, { ...common, redis: { url: db.url, prefix: untrusting.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
 t.teardown(async () => { await untrusting.close(); await trusting.close(); await echo.close(); await db.stop() })
 const alice = await makeUser(untrusting, 'alice')
-const token = await untrusting.store.createPrivateToken(alice.id)
+const token = await untrusting.store.privateTokens.create(alice.id)
 const baggage = 'user.id=admin,tenant=acme'
 
 t.test('a client\'s baggage does not reach the upstream; a trusted proxy\'s does', async (t) => {

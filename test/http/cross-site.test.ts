@@ -97,7 +97,7 @@ t.test('/login without Sec-Fetch-Site: Origin, then Referer, decide; Origin: nul
   const s = await login(g.url, 'lina', 'lina-password')
   const out = await postForm(g.url, '/logout', { csrfmiddlewaretoken: s.csrf }, { cookie: s.cookie, origin: EVIL })
   t.equal(out.status, 403, 'logout from another site: refused')
-  t.ok(await g.store.getSession(s.session), 'the session is still there')
+  t.ok(await g.store.sessions.get(s.session), 'the session is still there')
 })
 
 t.test('the gateway\'s own origin: https and X-Forwarded-Host only from a trusted proxy, or https with cookie_secure', async (t) => {
@@ -152,7 +152,7 @@ t.test('WebSocket upgrade with only the session cookie: refused from another ori
   const viaBearer = await upgrade(g.url, '/ws', { authorization: `Bearer ${tok}`, origin: EVIL })
   t.match(viaBearer.head, /^HTTP\/1\.1 101 /, 'bearer token from any origin')
   viaBearer.socket.destroy()
-  const pt = await g.store.createPrivateToken((await g.store.getUserByUsername('wes'))!.id)
+  const pt = await g.store.privateTokens.create((await g.store.users.byUsername('wes'))!.id)
   const viaToken = await upgrade(g.url, '/ws', { authorization: `Token ${pt}`, cookie: s.cookie, origin: EVIL })
   t.match(viaToken.head, /^HTTP\/1\.1 101 /, 'private token (it decides over the cookie) from any origin')
   viaToken.socket.destroy()
@@ -202,7 +202,7 @@ t.test('two different session ids in one request are refused (401 invalid_sessio
   t.equal((await request(g.url, '/account/keys', { headers: { cookie: `svc_sessionid=${v.session}; svc_sessionid=${m.session}` } })).status, 302, 'keys page: sign in')
   const again = await login(g.url, 'vic', 'vic-password', { headers: { cookie: `svc_sessionid=${v.session}; svc_sessionid=${m.session}` } })
   t.ok(again.session)
-  t.ok(await g.store.getSession(m.session), 'signing in does not end a session it cannot attribute')
+  t.ok(await g.store.sessions.get(m.session), 'signing in does not end a session it cannot attribute')
 })
 
 t.test('legacy name not accepted: a sessionid cookie is just another cookie', async (t) => {

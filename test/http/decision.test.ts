@@ -25,11 +25,11 @@ const g = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.1'] 
 const u = await startGateway(db.url, { upstream: { url: echo.url } })
 t.teardown(async () => { await g.close(); await u.close(); await echo.close(); await db.stop() })
 
-await g.store.createOrg('Org A', ORG_A)
-await g.store.createOrg('Org B', ORG_B)
+await g.store.orgs.create('Org A', ORG_A)
+await g.store.orgs.create('Org B', ORG_B)
 const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
-const aliceToken = await g.store.createPrivateToken(alice.id)
-const key = await g.store.createAccessKey(alice.id)
+const aliceToken = await g.store.privateTokens.create(alice.id)
+const key = await g.store.accessKeys.create(alice.id)
 
 const identity = (r: Res): Record<string, unknown> => ({
   id: r.headers['x-svc-user-id'], username: r.headers['x-svc-username'], org: r.headers['x-svc-org'], method: r.headers['x-svc-auth-method']
@@ -163,8 +163,8 @@ t.test('a malformed original method or URI is 400 bad_request', async (t) => {
 
 t.test('only a peer in server.trusted_proxies gets a decision: any other gets 403 untrusted_proxy, logged once per peer', async (t) => {
   const bob = await makeUser(u, 'bob')
-  const k = await u.store.createAccessKey(bob.id)
-  const tok = await u.store.createPrivateToken(bob.id)
+  const k = await u.store.accessKeys.create(bob.id)
+  const tok = await u.store.privateTokens.create(bob.id)
   const path = '/api/v1/x/'
   const cases: Array<[string, Record<string, string>, string]> = [
     // forged X-Forwarded-*: deciding the request's own GET instead would skip the CSRF check of the POST it names
@@ -214,7 +214,7 @@ t.test('the caller\'s rate limit and key rules apply to decisions; a signed body
   const rl = await startGateway(db.url, { redis: { url: db.url, prefix: g.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] }, rate_limit: { enabled: true, limit: 2, window: 60 } })
   t.teardown(async () => { await rl.close() })
   const bob = await makeUser(rl, 'bob-rl')
-  const tok = { authorization: `Token ${await rl.store.createPrivateToken(bob.id)}` }
+  const tok = { authorization: `Token ${await rl.store.privateTokens.create(bob.id)}` }
   const codes = []
   for (let i = 0; i < 3; i++) codes.push((await decide(tok, { base: rl.url })).status)
   t.same(codes, [200, 200, 429], 'limit 2 per 60 s: the third decision is 429')
@@ -222,7 +222,7 @@ t.test('the caller\'s rate limit and key rules apply to decisions; a signed body
   t.equal(last.json?.code, 'rate_limited')
   t.ok(Number(last.headers['retry-after']) > 0, 'with Retry-After')
 
-  const k = await g.store.createAccessKey(alice.id, 0, { allow_ips: ['10.9.9.9'] })
+  const k = await g.store.accessKeys.create(alice.id, 0, { allow_ips: ['10.9.9.9'] })
   const outside = await decide({ ...signedHeaders(k.key.id, k.secret, 'GET', '/api/v1/x/'), 'x-forwarded-uri': '/api/v1/x/', 'x-forwarded-method': 'GET' })
   t.same([outside.status, outside.json?.code], [403, 'ip_not_allowed'], 'a key\'s IP allow-list')
 

@@ -46,7 +46,7 @@ t.teardown(async () => {
 })
 
 const alice = await makeUser(a, 'alice')
-const { key, secret } = await a.store.createAccessKey(alice.id)
+const { key, secret } = await a.store.accessKeys.create(alice.id)
 /** a request whose body goes chunked (no Content-Length) */
 async function chunked (
   base: string, path: string, headers: Record<string, string>, body: Buffer | string

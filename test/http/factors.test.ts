@@ -31,10 +31,10 @@ const T0 = Date.now()
 const UA = { 'user-agent': 'factors-test' }
 
 const alice = await makeUser(g, 'alice')
-const e = (await g.store.beginTotp(alice.id))!
-await g.store.confirmTotp(alice.id, oathtool(e.secret, T0))
+const e = (await g.store.mfa.begin(alice.id))!
+await g.store.mfa.confirm(alice.id, oathtool(e.secret, T0))
 const bob = await makeUser(g, 'bob')
-const bobToken = await g.store.createPrivateToken(bob.id)
+const bobToken = await g.store.privateTokens.create(bob.id)
 
 /** What the upstream got: the factors header and the identity token's claims. */
 async function upstream (headers: Record<string, string>): Promise<{
@@ -69,7 +69,7 @@ t.test('a session signed in with the password and a code: pwd,otp upstream, in t
   t.equal(d.headers['x-svc-auth-factors'], 'pwd,otp', 'the decision answers with them')
 
   // the same user signed in with the password alone (a session the store made so): its own token, not the cached one
-  const s = await g.store.createSession(alice.id, 600, 600)
+  const s = await g.store.sessions.create(alice.id, 600, 600)
   const weak = await upstream({ cookie: `svc_sessionid=${s.id}` })
   t.equal(weak.factors, 'pwd')
   t.match(weak.claims, { sub: alice.id, amr: ['pwd'], acr: 'one_factor' }, 'one identity token per set of factors')
@@ -123,9 +123,9 @@ t.test('an access key carries the factors of the sign-in that made it: two_facto
   const KEYS = '/api/v1/authentication/access-keys/'
   const dave = await makeUser(ag, 'dave')
   const erin = await makeUser(ag, 'erin')
-  const en = (await ag.store.beginTotp(erin.id))!
+  const en = (await ag.store.mfa.begin(erin.id))!
   const now = Date.now()
-  await ag.store.confirmTotp(erin.id, oathtool(en.secret, now))
+  await ag.store.mfa.confirm(erin.id, oathtool(en.secret, now))
   /** An access key made on the account API by the caller `auth` names (a fresh session needs no password). */
   const mint = async (
     auth: (method: string, path: string) => Record<string, string>, password?: string
@@ -140,7 +140,7 @@ t.test('an access key carries the factors of the sign-in that made it: two_facto
 
   // the review's case: a password-only session (fresh: no password asked) mints a key
   const one = await mint(sessionAuth(await login(ag.url, 'dave', 'dave-password')))
-  t.same((await ag.store.getAccessKey(one.id))?.key.factors, ['pwd'], 'the key records the sign-in\'s factors')
+  t.same((await ag.store.accessKeys.get(one.id))?.key.factors, ['pwd'], 'the key records the sign-in\'s factors')
   t.equal(await machines(one), 403, 'a key minted by one factor does not pass two_factor')
   t.equal((await request(ag.url, '/other', { headers: signedHeaders(one.id, one.secret, 'GET', '/other') })).status, 200, 'it still passes one_factor')
 
@@ -151,7 +151,7 @@ t.test('an access key carries the factors of the sign-in that made it: two_facto
   t.equal(ok.status, 303, ok.text.slice(0, 200))
   const c = setCookies(ok)
   const two = await mint(sessionAuth({ cookie: `svc_sessionid=${c.svc_sessionid.value}; svc_csrftoken=${c.svc_csrftoken.value}`, csrf: c.svc_csrftoken.value }))
-  t.same((await ag.store.getAccessKey(two.id))?.key.factors, ['pwd', 'otp'])
+  t.same((await ag.store.accessKeys.get(two.id))?.key.factors, ['pwd', 'otp'])
   t.equal(await machines(two), 200, 'a key minted by two factors passes')
 
   // a key minted by a key inherits what made that one: one factor never becomes two
@@ -161,7 +161,7 @@ t.test('an access key carries the factors of the sign-in that made it: two_facto
   t.equal(await machines(grandchild), 200, 'a key made by a two-factor key: admitted')
 
   // the operator's keys (CLI, admin API) are the operator's word, as documented before
-  const op = await ag.store.createAccessKey(dave.id)
+  const op = await ag.store.accessKeys.create(dave.id)
   t.equal(op.key.factors, undefined)
   t.equal(await machines({ id: op.key.id, secret: op.secret }), 200, 'an operator\'s key passes where the rule names method:access_key')
   // but what a user makes with it records one factor: never more than a sign-in would give

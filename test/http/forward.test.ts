@@ -26,10 +26,10 @@ const gt = await startGateway(db.url, { upstream: { url: echo.url }, server: { t
 t.teardown(async () => { await g.close(); await gt.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(g, 'alice')
-const token = await g.store.createPrivateToken(alice.id)
+const token = await g.store.privateTokens.create(alice.id)
 // gt has its own key prefix: a second user and token there
 const tim = await makeUser(gt, 'tim')
-const timToken = await gt.store.createPrivateToken(tim.id)
+const timToken = await gt.store.privateTokens.create(tim.id)
 const last = (e: Echo = echo): Echo['seen'][number] => e.seen[e.seen.length - 1]
 const host = (gw: TestGateway): string => new URL(gw.url).host
 const connections = async (s: http.Server | net.Server): Promise<number> =>
@@ -102,7 +102,7 @@ t.test('underscore spellings of the identity headers are dropped too (WSGI/ASGI 
 
 t.test('a user with a non-ASCII name is injected percent-encoded', async (t) => {
   const u = await makeUser(g, 'zoë')
-  const tok = await g.store.createPrivateToken(u.id)
+  const tok = await g.store.privateTokens.create(u.id)
   const r = await request(g.url, '/x', { headers: { authorization: `Token ${tok}` } })
   t.equal(r.status, 200)
   t.equal(last().headers['x-svc-username'], 'zo%C3%AB')
@@ -123,7 +123,7 @@ t.test('Authorization and sidegate\'s cookies are not forwarded; other cookies a
   await request(g.url, '/x', { headers: { authorization: `Token ${token}`, cookie: 'svc_sessionid=s1; svc_csrftoken=c1' } })
   t.equal(last().headers.cookie, undefined, 'no Cookie header at all when only sidegate\'s cookies were sent')
 
-  const s = await g.store.createSession(alice.id, 60)
+  const s = await g.store.sessions.create(alice.id, 60)
   const viaSession = await request(g.url, '/x', { headers: { cookie: `a=1; svc_sessionid=${s.id}; b=2` } })
   t.equal(viaSession.status, 200)
   t.equal(last().headers['x-svc-auth-method'], 'session')
@@ -173,7 +173,7 @@ t.test('client ip behind a trusted proxy: the nearest address no trusted proxy v
   const g2 = await startGateway(db.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.1', '10.0.0.5'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'chain')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-forwarded-for': '1.1.1.1, 10.0.0.5', 'x-request-id': 'xff-chain2' } })
   t.equal(logLine(g2, 'xff-chain2')?.ip, '1.1.1.1', 'both hops trusted: the address the first proxy saw')
 })
@@ -209,7 +209,7 @@ t.test('upstream refused: 502 upstream_unavailable', async (t) => {
   const g2 = await startGateway(db.url, { upstream: { url: REFUSED_URL } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'refused')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   const r = await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-request-id': 'refused-1' } })
   t.equal(r.status, 502)
   t.same(r.json, { detail: 'The upstream service is unavailable.', code: 'upstream_unavailable' })
@@ -225,7 +225,7 @@ t.test('upstream slower than upstream.timeout: 504 upstream_timeout', async (t) 
   const g2 = await startGateway(db.url, { upstream: { url: echo.url, timeout: 1 } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'patient')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   const start = Date.now()
   // the upstream would answer after 20 s, the default timeout is 30 s: a 504 well before either is the 1 s setting's
   const r = await request(g2.url, '/slow/20000', { headers: { authorization: `Token ${tok}` } })
@@ -242,7 +242,7 @@ t.test('client aborts while a slow upstream works: nothing leaks, the gateway ke
   const g2 = await startGateway(db.url, { upstream: { url: up.url } })
   t.teardown(async () => { await g2.close(); await up.close() })
   const u = await makeUser(g2, 'quitter')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   const gwUrl = new URL(g2.url)
 
   // GET, aborted while waiting for the answer
@@ -299,7 +299,7 @@ t.test('request bodies are streamed to the upstream intact (beyond server.body_l
   const g2 = await startGateway(db.url, { upstream: { url: up.url } })
   t.teardown(async () => { await g2.close(); await up.close() })
   const u = await makeUser(g2, 'uploader')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
 
   const body = randomBytes(3 * 1024 * 1024 + 7)
   const sha = createHash('sha256').update(body).digest('hex')
@@ -371,7 +371,7 @@ t.test('WebSocket: closing either side closes the other', async (t) => {
   const upstreamSockets: net.Socket[] = []
   up.server.on('upgrade', (_req, socket: net.Socket) => { upstreamSockets.push(socket) })
   const u = await makeUser(g2, 'wsuser')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
 
   const a = await upgrade(g2.url, '/ws', { Authorization: `Token ${tok}` })
   t.equal(await roundTrip(a.socket, 'ping'), 'ping')
@@ -411,7 +411,7 @@ t.test('public paths: forwarded without a credential, identity headers and crede
   const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'pub')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
 
   const r = await request(g2.url, '/public/page?x=1', {
     rawHeaders: ['Host', host(g2), 'X-SVC-User-Id', alice.id, 'x-svc-username', 'admin', 'X-SVC-Auth-Method', 'session', 'X-SVC-ORG', DEFAULT_ORG, 'X_SVC_User_Id', 'forged', 'X-Forwarded-For', '6.6.6.6']
@@ -424,7 +424,7 @@ t.test('public paths: forwarded without a credential, identity headers and crede
   t.match(h['x-request-id'], UUID)
 
   // a client that always sends its credential does not leak it to a public path
-  const s = await g2.store.createSession(u.id, 60)
+  const s = await g2.store.sessions.create(u.id, 60)
   await request(g2.url, '/public/page', { headers: { authorization: `Token ${tok}`, cookie: `svc_sessionid=${s.id}; svc_csrftoken=${s.csrf}; theme=dark` } })
   h = last().headers
   t.equal(h.authorization, undefined, 'Authorization withheld on public paths too')
@@ -443,7 +443,7 @@ t.test('public paths: dot segments cannot climb out of the public prefix', async
   const g2 = await startGateway(db.url, { upstream: { url: echo.url, public_paths: ['/public/'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'climber')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   const n = echo.seen.length
   for (const p of ['/public/../api/v1/users/users/', '/public/%2e%2e/api/v1/x', '/public/%2E%2e/x', '/public/.%2e/x', '/public/..%2fapi/x', '/public/..\\api/x', '/public/./x', '/public/a/../../x', '/public/..;/api/x', '/public/%252e%252e/x', '/public/%zz/../x']) {
     const d = await request(g2.url, p)
@@ -498,7 +498,7 @@ t.test('trusted_proxies takes CIDR ranges; X-Forwarded-For is read from the righ
   const g2 = await startGateway(db.url, { upstream: { url: echo.url }, server: { trusted_proxies: ['127.0.0.0/8', '10.0.0.0/8'] } })
   t.teardown(() => g2.close())
   const u = await makeUser(g2, 'cidr')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   // client forged 6.6.6.6; 203.0.113.9 reached a proxy at 10.1.2.3, which reached a proxy at 10.200.0.1
   await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-forwarded-for': '6.6.6.6, 203.0.113.9, 10.1.2.3, 10.200.0.1', 'x-forwarded-proto': 'https', 'x-request-id': 'cidr-1' } })
   t.equal(logLine(g2, 'cidr-1')?.ip, '203.0.113.9', 'every hop inside 10.0.0.0/8 is skipped, the forged entry is not reached')
@@ -586,7 +586,7 @@ t.test('forwarding headers from an untrusted peer never reach the upstream (any 
 })
 
 t.test('X-CSRFToken and the identity headers of both families (SVC and JMS) never reach the upstream', async (t) => {
-  const s = await g.store.createSession(alice.id, 60)
+  const s = await g.store.sessions.create(alice.id, 60)
   const forged = { 'X-JMS-User-Id': 'forged', 'X-JMS-Username': 'admin', 'X-JMS-ORG': '00000000-0000-0000-0000-000000000000', 'X-JMS-Auth-Method': 'session', X_JMS_User_Id: 'forged', x_jms_org: 'forged', X_CSRFToken: 'c' }
   const r = await request(g.url, '/x', { method: 'POST', headers: { cookie: `svc_sessionid=${s.id}; svc_csrftoken=${s.csrf}`, 'x-csrftoken': s.csrf, ...forged }, body: '{}' })
   t.equal(r.status, 200, 'the CSRF token was checked')
@@ -620,7 +620,7 @@ t.test('an upstream\'s own X-Request-Id does not replace the gateway\'s', async 
   const g2 = await startGateway(db.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}` } })
   t.teardown(async () => { await g2.close(); up.closeAllConnections(); up.close() })
   const u = await makeUser(g2, 'reqid')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   const a = await request(g2.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-request-id': 'client-42' } })
   t.equal(a.headers['x-request-id'], 'client-42', 'the id the client sent (and the upstream received)')
   t.equal(a.json.got, 'client-42')
@@ -638,7 +638,7 @@ t.test('WebSocket upgrade to an upstream that never answers: 504 after upstream.
   const g2 = await startGateway(db.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, timeout: 1 } })
   t.teardown(async () => { await g2.close(); for (const s of held) s.destroy(); up.close() })
   const u = await makeUser(g2, 'wsslow')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   const start = Date.now()
   const ws = await upgrade(g2.url, '/ws', { Authorization: `Token ${tok}` })
   const took = Date.now() - start
@@ -658,7 +658,7 @@ t.test('the upstream\'s repeated response headers (two Set-Cookie) all reach the
   const g2 = await startGateway(db.url, { upstream: { url: `http://127.0.0.1:${(up.address() as AddressInfo).port}`, public_paths: ['/pub/'] } })
   t.teardown(async () => { await g2.close(); up.closeAllConnections(); up.close() })
   const u = await makeUser(g2, 'cookies')
-  const tok = await g2.store.createPrivateToken(u.id)
+  const tok = await g2.store.privateTokens.create(u.id)
   for (const [path, headers] of [['/pub/x', {}], ['/x', { authorization: `Token ${tok}` }], ['/204', { authorization: `Token ${tok}` }]] as const) {
     const raw = await rawRequest(g2.url, `GET ${path} HTTP/1.1\r\nHost: ${host(g2)}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}X-Request-Id: dup-${path.length}\r\nConnection: close\r\n\r\n`)
     const head = raw.raw.subarray(0, raw.raw.indexOf('\r\n\r\n')).toString('latin1').split('\r\n')

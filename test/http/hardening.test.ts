@@ -96,7 +96,7 @@ t.test('Expect: 100-continue: a refused request gets its answer without 100 Cont
 
 t.test('Expect: 100-continue: an authenticated request gets 100 Continue, then its answer', async (t) => {
   const u = await makeUser(g, 'eve')
-  const pt = await g.store.createPrivateToken(u.id)
+  const pt = await g.store.privateTokens.create(u.id)
   const body = JSON.stringify({ hello: 'world' })
   const proxied = await expectContinue(headOf('POST', '/api/v1/x/', { authorization: `Token ${pt}`, 'content-type': 'application/json', 'content-length': body.length, expect: '100-continue', connection: 'close' }), body)
   t.ok(proxied.raw.startsWith(CONTINUE), '100 Continue first')

@@ -48,9 +48,9 @@ const jwksOf = (gw: TestGateway): ReturnType<typeof createRemoteJWKSet> => creat
 const gJwks = jwksOf(g)
 
 const alice = await makeUser(g, 'alice')
-await g.store.createOrg('Other', OTHER_ORG)
-await g.store.setMembership(alice.id, OTHER_ORG, 'user')
-const aliceToken = await g.store.createPrivateToken(alice.id)
+await g.store.orgs.create('Other', OTHER_ORG)
+await g.store.users.setMembership(alice.id, OTHER_ORG, 'user')
+const aliceToken = await g.store.privateTokens.create(alice.id)
 
 /** The identity token the upstream received (the echo answers with what it got). */
 function received (r: Res): string | undefined {
@@ -99,7 +99,7 @@ t.test('the default issuer, derived from listen', async (t) => {
 
 t.test('auth_method per credential kind, amr and acr for sign-ins; akid = the access key id only for signatures', async (t) => {
   const bob = await makeUser(g, 'bob', { password: 'bob-password-1' })
-  const { key, secret } = await g.store.createAccessKey(bob.id)
+  const { key, secret } = await g.store.accessKeys.create(bob.id)
   const signed = received(await request(g.url, '/api/v1/x/', { headers: signedHeaders(key.id, secret, 'GET', '/api/v1/x/') }))
   const p1 = (await jwtVerify(signed!, gJwks)).payload
   t.equal(p1.auth_method, 'access_key')
@@ -131,7 +131,7 @@ t.test('a client-sent X-SVC-Identity (any case, _ spelling, the JMS family) neve
   t.equal(p.json.headers['x-svc-identity'], undefined)
   t.equal(JSON.stringify(p.json.headers).includes('forged'), false)
   // disabled: stripped all the same, and none added
-  const offToken = await off.store.createPrivateToken((await makeUser(off, 'carol')).id)
+  const offToken = await off.store.privateTokens.create((await makeUser(off, 'carol')).id)
   const d = await request(off.url, '/api/v1/x/', { rawHeaders: ['Host', 'gw', 'Authorization', `Token ${offToken}`, ...forged] })
   t.equal(d.status, 200)
   t.equal(d.json.headers['x-svc-identity'], undefined, 'disabled: no identity token')
@@ -169,7 +169,7 @@ t.test('disabled: no JWKS (404 without an upstream; with one the path is the ups
 
 t.test('names.abbrev JMS: X-JMS-Identity; a client\'s X-SVC-Identity is stripped there too', async (t) => {
   const u = await makeUser(jms, 'erin')
-  const tok = await jms.store.createPrivateToken(u.id)
+  const tok = await jms.store.privateTokens.create(u.id)
   const r = await request(jms.url, '/x', { headers: { authorization: `Token ${tok}`, 'x-svc-identity': 'forged', 'x-jms-identity': 'forged' } })
   t.equal(r.status, 200)
   t.equal(r.json.headers['x-svc-identity'], undefined)
@@ -206,7 +206,7 @@ t.test('`sidegate jwk list` and `jwk rotate` (text): the new key is published at
 
 t.test('ES256 (identity.jwt.algorithm) and a configured issuer', async (t) => {
   const u = await makeUser(es, 'dora')
-  const tok = await es.store.createPrivateToken(u.id)
+  const tok = await es.store.privateTokens.create(u.id)
   const token = received(await request(es.url, '/x', { headers: { authorization: `Token ${tok}` } }))
   const { payload, protectedHeader } = await jwtVerify(token!, jwksOf(es), { issuer: 'https://gw.example.test', algorithms: ['ES256'] })
   t.equal(protectedHeader.alg, 'ES256')
@@ -266,10 +266,10 @@ t.test('`secret rotate` re-encrypts the signing keys; a store with another key r
   t.equal(r.converted, 1, 'the one signing key')
   const after = await openStoreAt(db.url, prefix, { secret: NEW })
   t.teardown(async () => { await after.close() })
-  const set = await after.getSigningKeys()
+  const set = await after.signingKeys.get()
   t.equal(set.keys[0].kid, before.keys[0].kid)
   t.same(set.keys[0].private, before.keys[0].private, 'the same private key, readable under the new secret')
-  t.equal((await s.getSigningKeys()).keys[0].private, null, 'the old secret cannot read it any more')
+  t.equal((await s.signingKeys.get()).keys[0].private, null, 'the old secret cannot read it any more')
 })
 
 t.test('rotation in the store: published ahead, signs later, the old key kept until its tokens expired, then removed (MemoryStore, stepped clock)', async (t) => {
@@ -281,7 +281,7 @@ t.test('rotation in the store: published ahead, signs later, the old key kept un
   const k1 = first.keys[0].kid
   clock.now += 1000
   const { key: k2 } = await rotateKeySet(store, c, clock.now)
-  let keys = (await store.getSigningKeys()).keys
+  let keys = (await store.signingKeys.get()).keys
   let v = keyView(keys, clock.now, ttlMs)
   t.equal(v.signing?.kid, k1, 'the old key still signs')
   t.same(v.published.map((k) => k.kid), [k1, k2.kid], 'the new key is published at once')
@@ -299,7 +299,7 @@ t.test('rotation in the store: published ahead, signs later, the old key kept un
   clock.now = lastOld
   const r3 = await rotateKeySet(store, c, clock.now)
   t.same(r3.removed, [k1])
-  keys = (await store.getSigningKeys()).keys
+  keys = (await store.signingKeys.get()).keys
   t.same(keys.map((k) => k.kid), [k2.kid, r3.key.kid])
   // a rotation on an empty set signs at once
   const empty = new MemoryStore(new Keyring(SECRET), { now: () => clock.now })

@@ -37,9 +37,9 @@ t.teardown(async () => { await strict.close(); await migrating.close(); await ec
 
 const alice = await makeUser(strict, 'alice')
 const boss = await makeUser(strict, 'boss', { superuser: true })
-const team = await strict.store.createOrg('team')
-await strict.store.setMembership(alice.id, team.id, 'user')
-const key = await strict.store.createAccessKey(alice.id)
+const team = await strict.store.orgs.create('team')
+await strict.store.users.setMembership(alice.id, team.id, 'user')
+const key = await strict.store.accessKeys.create(alice.id)
 
 type Alg = 'sha1' | 'sha256' | 'sha512'
 /** Signs as JumpServer's documented Python client does (httpsig's HeaderSigner): (request-target) accept date. */
@@ -85,9 +85,9 @@ t.test('bearer tokens: single use by default; with single_use: false reusable un
   for (let i = 1; i <= 3; i++) t.equal((await get(migrating.url, PROFILE, auth)).status, 200, `use ${i}`)
   const changed = auth.authorization.slice(0, -1) + (auth.authorization.endsWith('A') ? 'B' : 'A')
   t.equal((await get(migrating.url, PROFILE, { authorization: changed })).status, 401, 'one character changed: 401')
-  await migrating.store.setPassword(alice.id, 'alice-password-2')
+  await migrating.store.passwords.set(alice.id, 'alice-password-2')
   t.equal((await get(migrating.url, PROFILE, auth)).status, 401, 'revoked by a password change')
-  await migrating.store.setPassword(alice.id, 'alice-password')
+  await migrating.store.passwords.set(alice.id, 'alice-password')
   const doc = (await request(migrating.url, '/api/docs/openapi.json')).json
   t.match(doc.paths['/api/v1/authentication/auth/'].post.description, /for any number of requests/, 'the documentation says so')
 })
@@ -154,9 +154,9 @@ t.test('algorithms: hmac-sha256 and hmac-sha512 by default, hmac-sha1 only when 
 })
 
 t.test('organizations: ?oid=, then the header, then the X-JMS-ORG cookie; SYSTEM and GLOBAL; unknown orgs; the profile needs no membership', async (t) => {
-  const pt = await strict.store.createPrivateToken(alice.id)
+  const pt = await strict.store.privateTokens.create(alice.id)
   const auth = { authorization: `Token ${pt}` }
-  const bossPt = await strict.store.createPrivateToken(boss.id)
+  const bossPt = await strict.store.privateTokens.create(boss.id)
   const asBoss = { authorization: `Token ${bossPt}` }
   const org = async (g: typeof strict, path: string, headers: Record<string, string>): Promise<string | undefined> => {
     const r = await get(g.url, path, headers)
@@ -176,13 +176,13 @@ t.test('organizations: ?oid=, then the header, then the X-JMS-ORG cookie; SYSTEM
 
   // the profile: any org, as JumpServer; upstream it gets the user's own org
   t.equal(await org(strict, PROFILE, { ...auth, 'x-jms-org': ghost }), DEFAULT_ORG, 'profile with an unknown org: forwarded, in the user\'s own org')
-  const other = await strict.store.createOrg('other')
+  const other = await strict.store.orgs.create('other')
   t.equal(await org(strict, PROFILE, { ...auth, 'x-jms-org': other.id }), DEFAULT_ORG, 'profile in an org the user is not in: forwarded, in the user\'s own org')
   t.equal(await org(strict, '/api/v1/x/', { ...auth, 'x-jms-org': other.id }), '403 org_forbidden', 'any other path: 403')
   t.equal(await org(strict, PROFILE, { ...auth, 'x-jms-org': 'not-an-org' }), '400 invalid_org', 'a malformed org is still 400')
 
   // built-in profile, org.unknown: default
-  const mpt = await migrating.store.createPrivateToken(alice.id)
+  const mpt = await migrating.store.privateTokens.create(alice.id)
   const p1 = await get(migrating.url, PROFILE, { authorization: `Token ${mpt}`, 'x-jms-org': ghost })
   t.equal(p1.status, 200, 'unknown org → the default org')
   t.same(p1.json.org_roles, [{ id: '00000000-0000-0000-0000-000000000007', display_name: 'OrgUser' }], 'acting in the default org')
@@ -228,7 +228,7 @@ t.test('JMS mode: a wrong password is JumpServer\'s 400 {error, msg} (with code)
 })
 
 t.test('JMS mode: profile fields in JumpServer\'s shapes (source, roles, dates)', async (t) => {
-  const pt = await migrating.store.createPrivateToken(boss.id)
+  const pt = await migrating.store.privateTokens.create(boss.id)
   await post(migrating.url, '/api/v1/authentication/auth/', { username: 'boss', password: 'boss-password' })
   const r = await get(migrating.url, PROFILE, { authorization: `Token ${pt}` })
   t.equal(r.status, 200)

@@ -27,8 +27,8 @@ const KEYS = '/account/keys'
 const UA = { 'user-agent': 'browser-1' }
 
 const alice = await makeUser(g, 'alice')
-const e = (await g.store.beginTotp(alice.id))!
-const recovery = (await g.store.confirmTotp(alice.id, oathtool(e.secret, T0)))!
+const e = (await g.store.mfa.begin(alice.id))!
+const recovery = (await g.store.mfa.confirm(alice.id, oathtool(e.secret, T0)))!
 
 t.test('form: the password gives the code page and a pending cookie, no session; the code signs in', async (t) => {
   const first = await postForm(g.url, '/login', { username: 'alice', password: 'alice-password', next: '/account/keys' }, UA)
@@ -105,8 +105,8 @@ t.test('auth.mfa.required all: enrol right after the password (QR, key, otpauth 
   const codes = /<pre id="recovery-codes">([^<]+)<\/pre>/.exec(ok.text)![1].split('\n')
   t.equal(codes.length, 10)
   t.ok(setCookies(ok).svc_sessionid?.value, 'signed in')
-  const bob = (await all.store.getUserByUsername('bob'))!
-  t.same((await all.store.mfaFactors(bob.id)).totp?.confirmed, true)
+  const bob = (await all.store.users.byUsername('bob'))!
+  t.same((await all.store.mfa.factors(bob.id)).totp?.confirmed, true)
   // the next sign-in asks for a code: enrolment happens once
   const next = await postForm(all.url, '/login', { username: 'bob', password: 'bob-password' }, UA)
   t.match(next.text, /Enter your code/)
@@ -123,8 +123,8 @@ t.test('an operator-begun enrolment: its first code counts toward the per-user l
   const dave = await makeUser(g, 'dave')
   // what `sidegate mfa enroll dave` does (test/cli/mfa.test.ts): the
   // secret is the operator's to hand over, never shown at sign-in
-  const secret = (await g.store.beginTotp(dave.id, 'operator'))!.secret
-  t.ok(await g.store.requireMfa(dave.id))
+  const secret = (await g.store.mfa.begin(dave.id, 'operator'))!.secret
+  t.ok(await g.store.mfa.require(dave.id))
   const first = await postForm(g.url, '/login', { username: 'dave', password: 'dave-password', next: KEYS }, UA)
   t.equal(first.status, 200)
   t.notMatch(first.text, new RegExp(secret), 'the operator\'s secret is not shown')
@@ -138,7 +138,7 @@ t.test('an operator-begun enrolment: its first code counts toward the per-user l
   t.match(spent.text, /Too many wrong codes\. Sign in again\./)
   t.equal(setCookies(spent).svc_sessionid, undefined, 'no session')
   t.equal(setCookies(spent).svc_mfa.attrs['max-age'], '0', 'the pending cookie cleared')
-  t.equal((await g.store.mfaFactors(dave.id)).totp?.confirmed, false, 'the enrolment not confirmed')
+  t.equal((await g.store.mfa.factors(dave.id)).totp?.confirmed, false, 'the enrolment not confirmed')
 
   // the password again: a new pending step, but the user's count goes on (7 wrong codes lock the user)
   const again = await postForm(g.url, '/login', { username: 'dave', password: 'dave-password', next: KEYS }, UA)
@@ -149,7 +149,7 @@ t.test('an operator-begun enrolment: its first code counts toward the per-user l
   t.ok(Number(locked.headers['retry-after']) > 0)
   t.equal(setCookies(locked).svc_sessionid, undefined, 'no session')
   t.notMatch(locked.text, /recovery-codes/, 'no recovery codes')
-  t.equal((await g.store.mfaFactors(dave.id)).totp?.confirmed, false, 'still not confirmed')
+  t.equal((await g.store.mfa.factors(dave.id)).totp?.confirmed, false, 'still not confirmed')
   t.ok(g.logs.some((l) => l.includes('"mfa.failed"') && l.includes(dave.id) && l.includes('too_many_attempts')), 'the lockout audited')
 })
 
@@ -169,8 +169,8 @@ t.test('a JSON enrolment (auth.mfa.required all) is bounded the same way: 5 wron
 
 t.test('a pending step is void once the password changed, the user was disabled or their sessions were ended (read from the store, not a cache)', async (t) => {
   const erin = await makeUser(g, 'erin')
-  const es = (await g.store.beginTotp(erin.id))!.secret
-  t.ok(await g.store.confirmTotp(erin.id, oathtool(es, T0)))
+  const es = (await g.store.mfa.begin(erin.id))!.secret
+  t.ok(await g.store.mfa.confirm(erin.id, oathtool(es, T0)))
   // another process's view of the store: the CLI's
   const cli = await openStoreAt(db.url, g.config.redis.prefix)
   t.teardown(async () => { await cli.close() })
@@ -178,27 +178,27 @@ t.test('a pending step is void once the password changed, the user was disabled 
   const code = oathtool(es, stepTime(T0, 1))
 
   let pending = await step()
-  await cli.setPassword(erin.id, 'erin-password')
+  await cli.passwords.set(erin.id, 'erin-password')
   let r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
   t.equal(r.status, 401, 'after a password change (the same password set again)')
   t.match(r.text, /Your sign-in expired/)
 
   pending = await step()
-  await cli.setUserActive(erin.id, false)
-  await cli.setUserActive(erin.id, true)
+  await cli.users.setActive(erin.id, false)
+  await cli.users.setActive(erin.id, true)
   r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
   t.equal(r.status, 401, 'after the user was disabled (even if enabled again since)')
 
   pending = await step()
-  await cli.endSessions(erin.id)
+  await cli.sessions.endAll(erin.id)
   r = await post(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
   t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'after `session revoke`')
 
   pending = await step()
-  await cli.setUserActive(erin.id, false)
+  await cli.users.setActive(erin.id, false)
   r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
   t.equal(r.status, 401, 'disabled a moment ago by another process: refused at once')
-  await cli.setUserActive(erin.id, true)
+  await cli.users.setActive(erin.id, true)
 
   pending = await step()
   r = await postForm(g.url, '/login/mfa', { code }, { cookie: pending, ...UA })
@@ -213,10 +213,10 @@ t.test('the password sign-in reads the user from the store: disabled by another 
     const s = setCookies(await post(g.url, '/login', { username: 'fay', password: 'fay-password' }))
     // the session's request reads fay into the gateway's cache (a sign-in drops her from it)
     t.equal((await request(g.url, '/api/v1/users/profile/', { headers: { cookie: `svc_sessionid=${s.svc_sessionid.value}` } })).status, 200, `round ${i}: signed in, fay cached`)
-    await cli.setUserActive(fay.id, false)
+    await cli.users.setActive(fay.id, false)
     const r = await post(g.url, '/login', { username: 'fay', password: 'fay-password' })
     t.match({ status: r.status, code: r.json.code }, { status: 401, code: 'authentication_failed' }, `round ${i}: disabled just now: refused`)
-    await cli.setUserActive(fay.id, true)
+    await cli.users.setActive(fay.id, true)
     t.ok(await eventually(async () => (await post(g.url, '/login', { username: 'fay', password: 'fay-password' })).status === 200), 'enabled again')
   }
 })

@@ -30,7 +30,7 @@ const off = await startGateway(
 )
 t.teardown(async () => { await g.close(); await demo.close(); await off.close(); await echo.close(); await db.stop() })
 const alice = await makeUser(g, 'alice')
-const token = await g.store.createPrivateToken(alice.id)
+const token = await g.store.privateTokens.create(alice.id)
 
 /** What Chromium sends when a person opens a page. */
 const NAVIGATE = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'none', 'sec-fetch-user': '?1' }

@@ -85,7 +85,7 @@ t.test('POST /login (form): wrong password shows the error, right one sets the c
   t.equal(c.svc_sessionid.attrs.samesite, 'Lax')
   t.same(Object.keys(c.svc_csrftoken.attrs).sort(), ['path', 'samesite'], 'CSRF cookie readable by scripts')
   t.equal(c.svc_csrftoken.attrs.samesite, 'Lax')
-  const s = await g.store.getSession(ok.session)
+  const s = await g.store.sessions.get(ok.session)
   t.ok(s, 'the session is in the store')
   t.equal(s!.user_id, alice.id)
   t.equal(ok.csrf, s!.csrf, 'the CSRF cookie is the session\'s token')
@@ -93,7 +93,7 @@ t.test('POST /login (form): wrong password shows the error, right one sets the c
   const me = await request(g.url, PROFILE, { headers: { cookie: ok.cookie } })
   t.equal(me.status, 200)
   t.equal(me.json.username, 'alice')
-  t.not((await g.store.getUser(alice.id))!.last_login, null, 'last_login recorded')
+  t.not((await g.store.users.get(alice.id))!.last_login, null, 'last_login recorded')
 })
 
 t.test('the session id is rotated at login, and the old session ends', async (t) => {
@@ -101,14 +101,14 @@ t.test('the session id is rotated at login, and the old session ends', async (t)
   const second = await login(g.url, 'alice', 'alice-password', { headers: { cookie: first.cookie } })
   t.not(second.session, first.session)
   t.not(second.csrf, first.csrf)
-  t.equal(await g.store.getSession(first.session), null, 'old session deleted')
+  t.equal(await g.store.sessions.get(first.session), null, 'old session deleted')
   t.equal((await request(g.url, PROFILE, { headers: { cookie: first.cookie } })).json.code, 'invalid_session')
   t.equal((await request(g.url, PROFILE, { headers: { cookie: second.cookie } })).status, 200)
 
   // a session held under the legacy cookie name is ended too, and that cookie cleared
-  const legacy = await g.store.createSession(alice.id, 60)
+  const legacy = await g.store.sessions.create(alice.id, 60)
   const third = await login(g.url, 'alice', 'alice-password', { headers: { cookie: `sessionid=${legacy.id}` } })
-  t.equal(await g.store.getSession(legacy.id), null)
+  t.equal(await g.store.sessions.get(legacy.id), null)
   t.not(third.session, legacy.id)
 })
 
@@ -192,7 +192,7 @@ t.test('cross-site login and logout are refused (Sec-Fetch-Site)', async (t) => 
   const s = await login(g.url, 'alice', 'alice-password')
   const r = await postForm(g.url, '/logout', { csrfmiddlewaretoken: s.csrf }, { cookie: s.cookie, 'sec-fetch-site': 'cross-site' })
   t.equal(r.status, 403)
-  t.ok(await g.store.getSession(s.session), 'session still there')
+  t.ok(await g.store.sessions.get(s.session), 'session still there')
 })
 
 t.test('CSRF: unsafe methods with a session need X-CSRFToken bound to that session', async (t) => {
@@ -204,10 +204,10 @@ t.test('CSRF: unsafe methods with a session need X-CSRFToken bound to that sessi
   t.equal(none.json.code, 'csrf_failed')
   t.equal((await request(g.url, TOKEN, { method: 'POST', headers: { cookie: s.cookie, 'x-csrftoken': 'nope' } })).json.code, 'csrf_failed')
   t.equal((await request(g.url, TOKEN, { method: 'POST', headers: { cookie: s.cookie, 'x-csrftoken': other.csrf } })).json.code, 'csrf_failed', 'another session\'s token')
-  t.equal(await g.store.getPrivateToken(alice.id), null, 'nothing was created')
+  t.equal(await g.store.privateTokens.get(alice.id), null, 'nothing was created')
   const ok = await request(g.url, TOKEN, { method: 'POST', headers: { cookie: s.cookie, 'x-csrftoken': s.csrf } })
   t.equal(ok.status, 201)
-  t.equal(await g.store.getPrivateToken(alice.id), ok.json.token)
+  t.equal(await g.store.privateTokens.get(alice.id), ok.json.token)
   // header credentials need no CSRF token
   const viaToken = await request(g.url, TOKEN, { method: 'DELETE', headers: { authorization: `Token ${ok.json.token}` } })
   t.equal(viaToken.status, 204)
@@ -227,7 +227,7 @@ t.test('POST /logout: CSRF-protected, deletes the session in the store, clears t
   t.equal(c.svc_sessionid.value, '')
   t.equal(c.svc_sessionid.attrs['max-age'], '0')
   t.equal(c.svc_csrftoken.attrs['max-age'], '0')
-  t.equal(await g.store.getSession(s.session), null, 'gone from the store')
+  t.equal(await g.store.sessions.get(s.session), null, 'gone from the store')
   const after = await request(g.url, PROFILE, { headers: { cookie: s.cookie } })
   t.equal(after.status, 401)
   t.equal(after.json.code, 'invalid_session')
@@ -237,7 +237,7 @@ t.test('POST /logout: CSRF-protected, deletes the session in the store, clears t
   const f = await postForm(g.url, '/logout', { csrfmiddlewaretoken: s2.csrf }, { cookie: s2.cookie })
   t.equal(f.status, 303)
   t.equal(f.headers.location, '/login')
-  t.equal(await g.store.getSession(s2.session), null)
+  t.equal(await g.store.sessions.get(s2.session), null)
   t.equal((await request(g.url, '/logout', { method: 'POST' })).status, 200, 'logging out without a session is harmless')
 })
 
@@ -295,14 +295,14 @@ t.test('absolute timeout: a session ends however busy it is', async (t) => {
   // the session was created after loginAt, and is checked against its creation time: never early
   t.ok(refusedAfter >= absolute * 1000, `not before the ${absolute} s absolute timeout`)
   t.ok(ok.length >= 3, `busy until then: ${ok.length} uses served, the last ${ok.at(-1)} ms after login`)
-  t.equal(await g2.store.getSession(s.session), null, 'and deleted')
+  t.equal(await g2.store.sessions.get(s.session), null, 'and deleted')
 })
 
 t.test('disabling a user ends their browser sessions; they cannot sign in again', async (t) => {
   const u = await makeUser(g, 'dave')
   const s = await login(g.url, 'dave', 'dave-password')
   t.equal((await request(g.url, PROFILE, { headers: { cookie: s.cookie } })).status, 200)
-  await g.store.setUserActive(u.id, false)
+  await g.store.users.setActive(u.id, false)
   t.equal((await request(g.url, PROFILE, { headers: { cookie: s.cookie } })).json.code, 'invalid_session')
   const again = await postForm(g.url, '/login', { username: 'dave', password: 'dave-password' })
   t.equal(again.status, 401)

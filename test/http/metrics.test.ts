@@ -57,7 +57,7 @@ t.test('counters move: requests by status and method, auth failures by code, ups
   const tok = await bearer(gw.url)
   const up = await request(gw.url, PROFILE, { headers: { authorization: `Bearer ${tok}` } }) // authenticated, upstream down
   t.equal(up.status, 502)
-  const { key, secret } = await store.createAccessKey(admin!.id)
+  const { key, secret } = await store.accessKeys.create(admin!.id)
   for (let i = 0; i < 3; i++) await request(gw.url, PROFILE, { headers: signedHeaders(key.id, secret, 'GET', PROFILE) })
 
   const after = await scrape(gw.metricsUrl)
@@ -79,7 +79,7 @@ t.test('WebSocket upgrades are counted: 101 when the upstream switched, the erro
   const echo = await startEcho()
   const g2 = await spawnGateway(db.url, { upstream: { url: echo.url } }, prefix)
   t.teardown(async () => { await g2.stop(); await echo.close() })
-  const pt = await store.createPrivateToken(admin!.id)
+  const pt = await store.privateTokens.create(admin!.id)
   const before = await scrape(g2.metricsUrl)
   const ok = await upgrade(g2.url, '/ws', { authorization: `Token ${pt}` })
   t.match(ok.head, /^HTTP\/1\.1 101/)

@@ -32,8 +32,8 @@ async function enrolled (
   gw: TestGateway, username: string, confirmAt = T0
 ): Promise<{ id: string, secret: string, recovery: string[] }> {
   const u = await makeUser(gw, username)
-  const e = await gw.store.beginTotp(u.id)
-  const recovery = await gw.store.confirmTotp(u.id, oathtool(e!.secret, confirmAt))
+  const e = await gw.store.mfa.begin(u.id)
+  const recovery = await gw.store.mfa.confirm(u.id, oathtool(e!.secret, confirmAt))
   return { id: u.id, secret: e!.secret, recovery: recovery! }
 }
 
@@ -129,7 +129,7 @@ t.test('recovery codes: through the challenge and the one-request form, each onc
   const other = await post(g.url, PATH, { username: 'fay', password: 'fay-password', code: fay.recovery[1] })
   t.equal(other.status, 201)
   t.ok(g.logs.some((l) => l.includes('"mfa.succeeded"') && l.includes('"recovery"') && l.includes(fay.id)), 'audited as a recovery-code use')
-  t.equal((await g.store.mfaFactors(fay.id)).recovery_codes, 8)
+  t.equal((await g.store.mfa.factors(fay.id)).recovery_codes, 8)
 })
 
 t.test('no difference before the password is right: a wrong password for a user with MFA answers as for one without', async (t) => {
@@ -151,17 +151,17 @@ t.test('auth.mfa.required superusers: a superuser without a factor gets 400 mfa_
   t.same(r.json, { detail: 'MFA not set, please set it first', code: 'mfa_unset' })
   const ivy = await makeUser(plain, 'ivy')
   t.equal((await post(plain.url, PATH, { username: 'ivy', password: 'ivy-password' })).status, 201)
-  await plain.store.requireMfa(ivy.id)
+  await plain.store.mfa.require(ivy.id)
   t.equal((await post(plain.url, PATH, { username: 'ivy', password: 'ivy-password' })).json.code, 'mfa_unset')
   const kim = await makeUser(g, 'kim')
-  await g.store.requireMfa(kim.id)
+  await g.store.mfa.require(kim.id)
   const jms = await post(g.url, PATH, { username: 'kim', password: 'kim-password' })
   t.same(jms.json, { error: 'mfa_unset', msg: 'MFA not set, please set it first' }, 'JumpServer\'s shape with names.abbrev JMS')
 })
 
 t.test('private tokens and access keys are never asked for a code', async (t) => {
   const jo = await enrolled(g, 'jo')
-  const pt = await g.store.createPrivateToken(jo.id)
+  const pt = await g.store.privateTokens.create(jo.id)
   const r = await request(g.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })
   t.equal(r.status, 200)
 })
@@ -181,7 +181,7 @@ t.test('the challenge\'s pending cookie: spent by 5 wrong codes (then even the r
   t.match({ status: spent.status, code: spent.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'the 6th code, right, finds the step spent')
 
   cookie = await step()
-  await plain.store.setPassword(dora.id, 'dora-password')
+  await plain.store.passwords.set(dora.id, 'dora-password')
   const changed = await post(plain.url, CHALLENGE, { type: 'otp', code: oathtool(dora.secret, stepTime(T0, 1)) }, { cookie })
   t.match({ status: changed.status, code: changed.json.code }, { status: 401, code: 'mfa_pending_missing' }, 'given before the password changed: void')
   cookie = await step()

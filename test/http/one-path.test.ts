@@ -38,7 +38,7 @@ const decider = await startGateway(db.url, { redis: { url: db.url, prefix: proxy
 t.teardown(async () => { await proxy.close(); await decider.close(); await echo.close(); await db.stop() })
 
 const bob = await makeUser(proxy, 'bob')
-const token = await proxy.store.createPrivateToken(bob.id)
+const token = await proxy.store.privateTokens.create(bob.id)
 const HOST = new URL(proxy.url).host
 
 // the oracle: the rules, over the target the upstream receives

@@ -26,9 +26,9 @@ const echo = await startEcho()
 const g = await startGateway(db.url, { upstream: { url: echo.url } })
 t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
 
-await g.store.createOrg('Org A', ORG_A)
-await g.store.createOrg('Org B', ORG_B)
-await g.store.createOrg('Org C', ORG_C)
+await g.store.orgs.create('Org A', ORG_A)
+await g.store.orgs.create('Org B', ORG_B)
+await g.store.orgs.create('Org C', ORG_C)
 
 // alice: a plain member of A only. bob: member of B then Default. su: superuser, member of Default only.
 const alice = await makeUser(g, 'alice', { orgs: { [ORG_A]: 'user' } })
@@ -37,15 +37,15 @@ const su = await makeUser(g, 'su', { superuser: true, orgs: { [DEFAULT_ORG]: 'us
 const orgless = await makeUser(g, 'orgless', { orgs: {} })
 
 const tokens = new Map<string, string>()
-for (const u of [alice, bob, su, orgless]) tokens.set(u.username, await g.store.createPrivateToken(u.id))
+for (const u of [alice, bob, su, orgless]) tokens.set(u.username, await g.store.privateTokens.create(u.id))
 
 async function as (
   gw: TestGateway, username: string, path: string, headers: Record<string, string> = {}
 ): Promise<Res> {
   let tok = tokens.get(`${gw.url} ${username}`) ?? (gw === g ? tokens.get(username) : undefined)
   if (tok === undefined) {
-    const u = await gw.store.getUserByUsername(username)
-    tok = await gw.store.createPrivateToken(u!.id)
+    const u = await gw.store.users.byUsername(username)
+    tok = await gw.store.privateTokens.create(u!.id)
     tokens.set(`${gw.url} ${username}`, tok)
   }
   return await request(gw.url, path, { headers: { authorization: `Token ${tok}`, ...headers } })
@@ -125,7 +125,7 @@ t.test('a member of A asking for B: 403 org_forbidden', async (t) => {
   // an org that does not exist is not one "you are not a member of"
   await refused(t, as(g, 'alice', '/x', { 'x-svc-org': NO_ORG }), 404, NOT_FOUND)
   // every credential kind goes through the same check
-  const { key, secret } = await g.store.createAccessKey(alice.id)
+  const { key, secret } = await g.store.accessKeys.create(alice.id)
   const h = signedHeaders(key.id, secret, 'GET', '/x')
   await refused(t, request(g.url, '/x', { headers: { ...h, 'x-svc-org': ORG_B } }), 403, FORBIDDEN)
   const ok = await request(g.url, '/x', { headers: { ...signedHeaders(key.id, secret, 'GET', '/x'), 'x-svc-org': ORG_A } })
@@ -192,7 +192,7 @@ t.test('?oid= in any spelling a framework reads as oid: one org decides, and the
 })
 
 t.test('?oid= rewrite happens after the signature is checked over the URL as sent; WebSocket upgrades are rewritten too', async (t) => {
-  const { key, secret } = await g.store.createAccessKey(bob.id)
+  const { key, secret } = await g.store.accessKeys.create(bob.id)
   const path = `/x?z=1&%6fid=${ORG_B.toUpperCase()}&oid=default;oid=`
   const signed = await request(g.url, path, { headers: signedHeaders(key.id, secret, 'GET', path) })
   t.equal(signed.status, 400, 'B and default are two orgs')
@@ -227,8 +227,8 @@ t.test('uppercase UUID accepted and sent upstream in lowercase', async (t) => {
 t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accepted', async (t) => {
   const gj = await startGateway(db.url, { upstream: { url: echo.url }, names: { abbrev: 'JMS' } })
   t.teardown(() => gj.close())
-  await gj.store.createOrg('Org A', ORG_A)
-  await gj.store.createOrg('Org B', ORG_B)
+  await gj.store.orgs.create('Org A', ORG_A)
+  await gj.store.orgs.create('Org B', ORG_B)
   const u = await makeUser(gj, 'jane', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'admin' } })
 
   const r = await as(gj, 'jane', '/api/v1/assets/', { 'X-JMS-ORG': ORG_A, 'X-JMS-User-Id': 'forged', 'x-svc-org': 'not-ours', 'X-SVC-User-Id': 'forged', 'X-SVC-Username': 'admin', 'X-SVC-Auth-Method': 'session', X_SVC_User_Id: 'forged' })
@@ -246,7 +246,7 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
   const ignored = await as(gj, 'jane', '/x', { 'X-SVC-ORG': ORG_A })
   t.equal(ignored.json.headers['x-jms-org'], DEFAULT_ORG, 'X-SVC-ORG does not select the org')
 
-  const s = await gj.store.createSession(u.id, 60)
+  const s = await gj.store.sessions.create(u.id, 60)
   const viaCookie = await request(gj.url, '/x', { headers: { cookie: `a=1; jms_sessionid=${s.id}; jms_csrftoken=${s.csrf}`, 'x-jms-org': ORG_A } })
   t.equal(viaCookie.status, 200)
   t.equal(viaCookie.json.headers['x-jms-auth-method'], 'session')
@@ -262,13 +262,13 @@ t.test('names.abbrev JMS: X-JMS-ORG read, X-JMS-* injected, jms_sessionid accept
 t.test('built-in API (no upstream): profile and users', async (t) => {
   const gb = await startGateway(db.url, {})
   t.teardown(() => gb.close())
-  await gb.store.createOrg('Org A', ORG_A)
-  await gb.store.createOrg('Org B', ORG_B)
+  await gb.store.orgs.create('Org A', ORG_A)
+  await gb.store.orgs.create('Org B', ORG_B)
   const pat = await makeUser(gb, 'pat', { orgs: { [ORG_A]: 'user' } })
   const oa = await makeUser(gb, 'oadmin', { orgs: { [ORG_A]: 'admin', [ORG_B]: 'user' } })
   const ob = await makeUser(gb, 'bmember', { orgs: { [ORG_B]: 'user' } })
   const root = await makeUser(gb, 'rooty', { superuser: true, orgs: { [DEFAULT_ORG]: 'admin' } })
-  const admin = await gb.store.getUserByUsername('admin')
+  const admin = await gb.store.users.byUsername('admin')
 
   t.test('profile: the caller, with JumpServer field names', async (t) => {
     const r = await as(gb, 'pat', '/api/v1/users/profile/')

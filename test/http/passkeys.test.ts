@@ -47,7 +47,7 @@ class SoftKey {
   }
 
   async register (userId: string, name = 'Soft key', gw: TestGateway = g): Promise<void> {
-    t.ok(await gw.store.addPasskey({ id: this.id, user_id: userId, user_handle: this.handle, public_key: b64u(this.cose), counter: 0, transports: ['internal'], device_type: 'singleDevice', backed_up: false, name }))
+    t.ok(await gw.store.passkeys.add({ id: this.id, user_id: userId, user_handle: this.handle, public_key: b64u(this.cose), counter: 0, transports: ['internal'], device_type: 'singleDevice', backed_up: false, name }))
   }
 
   /** The assertion for `challenge`: flags UP and UV (0x05) unless told, the next counter unless given. */
@@ -94,9 +94,9 @@ t.test('a passkey alone signs in (no username): the session works; the options a
   const c = setCookies(r)
   const me = await request(g.url, '/api/v1/users/profile/', { headers: { cookie: `svc_sessionid=${c.svc_sessionid.value}` } })
   t.equal(me.status, 200, 'the session authenticates')
-  t.same((await g.store.getSession(c.svc_sessionid.value))?.factors, ['hwk'], 'a device-bound passkey alone: amr hwk (two factors by itself)')
-  t.ok((await g.store.getPasskey(aliceKey.id))?.last_used, 'the use recorded')
-  t.equal((await g.store.getPasskey(aliceKey.id))?.counter, aliceKey.counter)
+  t.same((await g.store.sessions.get(c.svc_sessionid.value))?.factors, ['hwk'], 'a device-bound passkey alone: amr hwk (two factors by itself)')
+  t.ok((await g.store.passkeys.get(aliceKey.id))?.last_used, 'the use recorded')
+  t.equal((await g.store.passkeys.get(aliceKey.id))?.counter, aliceKey.counter)
   t.ok(g.logs.some((l) => l.includes('"login.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(alice.id)), 'audited as a sign-in with a passkey')
   t.ok(g.logs.some((l) => l.includes('"session.created"') && l.includes('"authMethod":"passkey"') && l.includes(alice.id)))
 })
@@ -162,7 +162,7 @@ t.test('a counter that did not increase is a cloned authenticator: refused, audi
   o = await options('/login/passkey/options')
   const lower = await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge, { counter: 3 }) }, at)
   t.equal(lower.json.code, 'passkey_cloned', 'a lower counter too')
-  t.equal((await g.store.getPasskey(key.id))?.counter, 10, 'the stored counter kept')
+  t.equal((await g.store.passkeys.get(key.id))?.counter, 10, 'the stored counter kept')
   t.ok(g.logs.some((l) => l.includes('"passkey.cloned"') && l.includes(bob.id) && l.includes(key.id)), 'audited as passkey.cloned with its credential id')
   o = await options('/login/passkey/options')
   t.equal((await post(g.url, '/login/passkey', { state: o.state, response: key.assert(o.challenge, { counter: 11 }) }, at)).status, 200, 'the authenticator with the higher counter goes on')
@@ -189,7 +189,7 @@ t.test('the second step: after the password, the user\'s passkeys are offered an
   t.equal(r.status, 200, 'signed in')
   t.equal(r.json.next, '/account/keys')
   t.ok(setCookies(r).svc_sessionid?.value, 'the session')
-  t.same((await g.store.getSession(setCookies(r).svc_sessionid.value))?.factors, ['pwd', 'hwk'], 'the password and the passkey')
+  t.same((await g.store.sessions.get(setCookies(r).svc_sessionid.value))?.factors, ['pwd', 'hwk'], 'the password and the passkey')
   t.equal(setCookies(r).svc_mfa.attrs['max-age'], '0', 'the pending cookie cleared')
   t.ok(g.logs.some((l) => l.includes('"mfa.succeeded"') && l.includes('"authMethod":"passkey"') && l.includes(carol.id)))
   const o3 = await options('/login/mfa/passkey/options', { cookie })
@@ -270,10 +270,10 @@ t.test('auth.mfa.required all: a user with a passkey counts as enrolled (offered
   const db2 = embeddedStore()
   const g2 = await startGateway(db2.url, { auth: { mfa: { required: 'all' } } })
   t.teardown(async () => { await g2.close(); await db2.stop() })
-  const u = await g2.store.createUser({ username: 'pk-req', password: 'pk-req-password' })
+  const u = await g2.store.users.create({ username: 'pk-req', password: 'pk-req-password' })
   const none = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
   t.match(none.text, /Set up a second factor/, 'without a factor: sent to enrol')
-  t.ok(await g2.store.addPasskey({ id: b64u(randomBytes(16)), user_id: u.id, user_handle: b64u(randomBytes(32)), public_key: b64u(new SoftKey().cose), counter: 0, transports: [], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
+  t.ok(await g2.store.passkeys.add({ id: b64u(randomBytes(16)), user_id: u.id, user_handle: b64u(randomBytes(32)), public_key: b64u(new SoftKey().cose), counter: 0, transports: [], device_type: 'multiDevice', backed_up: true, name: 'Phone' }))
   const withKey = await postForm(g2.url, '/login', { username: 'pk-req', password: 'pk-req-password' })
   t.match(withKey.text, /Use your passkey/, 'with a passkey: the passkey is the second step')
   t.notMatch(withKey.text, /Set up a second factor/)
@@ -281,8 +281,8 @@ t.test('auth.mfa.required all: a user with a passkey counts as enrolled (offered
 
 t.test('TOTP and a passkey: the second step offers both; the token endpoint only what it can take (otp)', async (t) => {
   const fay = await makeUser(g, 'pk-fay')
-  const e = (await g.store.beginTotp(fay.id))!
-  t.ok(await g.store.confirmTotp(fay.id, oathtool(e.secret, Date.now())))
+  const e = (await g.store.mfa.begin(fay.id))!
+  t.ok(await g.store.mfa.confirm(fay.id, oathtool(e.secret, Date.now())))
   await new SoftKey().register(fay.id)
   const page = await postForm(g.url, '/login', { username: 'pk-fay', password: 'pk-fay-password' }, at)
   t.match(page.text, /Enter your code/)
@@ -319,8 +319,8 @@ t.test('the second step refuses what the sign-in alone refuses: another site\'s 
 
 t.test('the per-user code lockout covers passkeys: over it after wrong codes, a valid assertion is 429; assertions refused after their signature verified count', async (t) => {
   const hal = await makeUser(g, 'pk-hal')
-  const e = (await g.store.beginTotp(hal.id))!
-  t.ok(await g.store.confirmTotp(hal.id, oathtool(e.secret)))
+  const e = (await g.store.mfa.begin(hal.id))!
+  t.ok(await g.store.mfa.confirm(hal.id, oathtool(e.secret)))
   const key = new SoftKey()
   await key.register(hal.id)
   const near = new Set([-1, 0, 1].map((d) => oathtool(e.secret, Date.now() + d * 30_000)))
@@ -373,7 +373,7 @@ t.test('bogus assertions naming a user\'s credential id (not a secret) do not lo
   t.teardown(async () => { await g2.close(); await db2.stop() })
   const origin2 = `http://localhost:${new URL(g2.url).port}`
   const at2 = { host: `localhost:${new URL(g2.url).port}` }
-  const kim = await g2.store.createUser({ username: 'pk-kim', password: 'pk-kim-password' })
+  const kim = await g2.store.users.create({ username: 'pk-kim', password: 'pk-kim-password' })
   const kimKey = new SoftKey()
   await kimKey.register(kim.id, 'Soft key', g2)
   const attempt = async (ip: string, bogus: boolean): Promise<Res> => {
@@ -409,10 +409,10 @@ t.test('a passkey sign-in reads the user from the store: disabled by another pro
     t.equal(r.status, 200, `round ${i}: signed in`)
     // the session's request reads lou into the gateway's cache (a sign-in drops her from it)
     t.equal((await request(g.url, '/api/v1/users/profile/', { headers: { cookie: `svc_sessionid=${setCookies(r).svc_sessionid.value}` } })).status, 200)
-    await cli.setUserActive(lou.id, false)
+    await cli.users.setActive(lou.id, false)
     const refused = await signIn()
     t.match({ status: refused.status, code: refused.json.code }, { status: 401, code: 'passkey_failed' }, `round ${i}: disabled just now: refused`)
-    await cli.setUserActive(lou.id, true)
-    t.ok(await eventually(async () => (await g.store.getUser(lou.id))?.is_active === true), 'enabled again')
+    await cli.users.setActive(lou.id, true)
+    t.ok(await eventually(async () => (await g.store.users.get(lou.id))?.is_active === true), 'enabled again')
   }
 })

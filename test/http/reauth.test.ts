@@ -35,16 +35,16 @@ const sessionAuth = (s: { cookie: string, csrf: string }): Auth => async (method
 
 /** One caller per kind that needs the password, all for `username`. */
 async function staleKinds (username: string): Promise<Array<[string, Auth]>> {
-  const u = (await g.store.getUserByUsername(username))!
-  await g.store.createPrivateToken(u.id)
-  const ak = await g.store.createAccessKey(u.id)
+  const u = (await g.store.users.byUsername(username))!
+  await g.store.privateTokens.create(u.id)
+  const ak = await g.store.accessKeys.create(u.id)
   const old = await login(g.url, username, `${username}-password`)
   await ageSession(g, old.session, SIX_MINUTES)
   return [
     ['bearer token', async () => ({ authorization: `Bearer ${await bearer(g.url, username, `${username}-password`)}` })],
     ['access key', async (method, path) => signedHeaders(ak.key.id, ak.secret, method, path)],
     // the current one: an earlier caller may have reset it
-    ['private token', async () => ({ authorization: `Token ${await g.store.getPrivateToken(u.id)}` })],
+    ['private token', async () => ({ authorization: `Token ${await g.store.privateTokens.get(u.id)}` })],
     ['session signed in 6 minutes ago', sessionAuth(old)]
   ]
 }
@@ -52,8 +52,8 @@ async function staleKinds (username: string): Promise<Array<[string, Auth]>> {
 t.test('without the password: 403 password_required, and nothing is made', async (t) => {
   const u = await makeUser(g, 'pia')
   for (const [kind, auth] of await staleKinds('pia')) {
-    const keysBefore = (await g.store.listAccessKeys(u.id)).length
-    const tokenBefore = await g.store.getPrivateToken(u.id)
+    const keysBefore = (await g.store.accessKeys.list(u.id)).length
+    const tokenBefore = await g.store.privateTokens.get(u.id)
     for (const body of [undefined, {}, { password: '' }]) {
       const k = await call(auth, 'POST', KEYS, body)
       t.equal(k.status, 403, `${kind}: create key, body ${JSON.stringify(body)}`)
@@ -62,8 +62,8 @@ t.test('without the password: 403 password_required, and nothing is made', async
       t.equal(p.status, 403, `${kind}: create or reset token, body ${JSON.stringify(body)}`)
       t.equal(p.json.code, 'password_required', kind)
     }
-    t.equal((await g.store.listAccessKeys(u.id)).length, keysBefore, `${kind}: no key made`)
-    t.equal(await g.store.getPrivateToken(u.id), tokenBefore, `${kind}: the token is unchanged`)
+    t.equal((await g.store.accessKeys.list(u.id)).length, keysBefore, `${kind}: no key made`)
+    t.equal(await g.store.privateTokens.get(u.id), tokenBefore, `${kind}: the token is unchanged`)
   }
 })
 
@@ -82,7 +82,7 @@ t.test('with a wrong password: 403 password_incorrect; with the right one (JSON 
     t.equal(form.status, 201, `${kind}: form body too`)
     const tok = await call(auth, 'POST', TOKEN, { password: 'quinn-password' })
     t.equal(tok.status, 201, `${kind}: token made with the password`)
-    t.equal(await g.store.getPrivateToken(u.id), tok.json.token)
+    t.equal(await g.store.privateTokens.get(u.id), tok.json.token)
   }
   const odd = await call(sessionAuth(await login(g.url, 'quinn', 'quinn-password')), 'POST', KEYS, { password: 12345678 })
   t.equal(odd.status, 400, 'a password that is not a string')
@@ -101,14 +101,14 @@ t.test('a session signed in less than 5 minutes ago needs no password; a wrong o
   await ageSession(g, s.session, 2 * 60_000)
   t.equal((await call(auth, 'POST', KEYS)).json.code, 'password_required', '6 minutes old: the password again')
   t.equal((await call(auth, 'GET', TOKEN)).status, 200, 'an old session still reads the token (the keys page shows it)')
-  t.equal((await g.store.listAccessKeys(u.id)).length, 2)
+  t.equal((await g.store.accessKeys.list(u.id)).length, 2)
 })
 
 t.test('bearer tokens and access keys cannot read the private token back; revoking, disabling and deleting need no password', async (t) => {
   const u = await makeUser(g, 'sven')
-  const pt = await g.store.createPrivateToken(u.id)
-  const ak = await g.store.createAccessKey(u.id)
-  const other = await g.store.createAccessKey(u.id)
+  const pt = await g.store.privateTokens.create(u.id)
+  const ak = await g.store.accessKeys.create(u.id)
+  const other = await g.store.accessKeys.create(u.id)
   const viaBearer = await request(g.url, TOKEN, { headers: { authorization: `Bearer ${await bearer(g.url, 'sven', 'sven-password')}` } })
   t.equal(viaBearer.status, 403, 'bearer: read')
   t.equal(viaBearer.json.code, 'permission_denied')

@@ -102,7 +102,7 @@ t.test('the login is recorded: last_login set on the user', async (t) => {
   t.equal(u.last_login, null)
   const r = await post(g.url, PATH, { username: 'lastlogin', password: 'lastlogin-password' })
   t.equal(r.status, 201)
-  const stored = await g.store.getUser(u.id)
+  const stored = await g.store.users.get(u.id)
   t.match(stored!.last_login, /^\d{4}-\d{2}-\d{2}T/)
 })
 
@@ -187,9 +187,9 @@ t.test('wrong password, unknown user and inactive user are one answer', async (t
   const unknown = await post(g.url, PATH, { username: 'nobody-here', password: 'nope' })
   const inactiveUser = await makeUser(g, 'dora')
   t.equal((await post(g.url, PATH, { username: 'dora', password: 'dora-password' })).status, 201, 'works while active')
-  await g.store.setUserActive(inactiveUser.id, false)
+  await g.store.users.setActive(inactiveUser.id, false)
   const inactive = await post(g.url, PATH, { username: 'dora', password: 'dora-password' })
-  const noPassword = await g.store.createUser({ username: 'nopw', password: null, orgs: { [DEFAULT_ORG]: 'user' } })
+  const noPassword = await g.store.users.create({ username: 'nopw', password: null, orgs: { [DEFAULT_ORG]: 'user' } })
   t.ok(noPassword.id)
   const passwordless = await post(g.url, PATH, { username: 'nopw', password: 'anything' })
 

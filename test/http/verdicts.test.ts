@@ -23,14 +23,14 @@ const proxy = await startGateway(db.url, { upstream: { ...common.upstream, url: 
 const decider = await startGateway(db.url, { ...common, redis: { url: db.url, prefix: proxy.config.redis.prefix }, server: { trusted_proxies: ['127.0.0.1'] } })
 t.teardown(async () => { await proxy.close(); await decider.close(); await echo.close(); await db.stop() })
 
-await proxy.store.createOrg('Org A', ORG_A)
-await proxy.store.createOrg('Org B', ORG_B)
+await proxy.store.orgs.create('Org A', ORG_A)
+await proxy.store.orgs.create('Org B', ORG_B)
 const alice = await makeUser(proxy, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
-const key = await proxy.store.createAccessKey(alice.id)
+const key = await proxy.store.accessKeys.create(alice.id)
 const s = await login(proxy.url, 'alice', 'alice-password')
 const creds: VerdictCreds = {
   session: { cookie: s.cookie, csrf: s.csrf },
-  privateToken: await proxy.store.createPrivateToken(alice.id),
+  privateToken: await proxy.store.privateTokens.create(alice.id),
   key: { id: key.key.id, secret: key.secret },
   bearer: async () => await bearer(proxy.url, 'alice', 'alice-password'),
   memberOrg: ORG_A,

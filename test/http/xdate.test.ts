@@ -16,7 +16,7 @@ const b = await startGateway(db.url, { upstream: { url: echo.url }, redis: { url
 t.teardown(async () => { await a.close(); await b.close(); await echo.close(); await db.stop() })
 
 const alice = await makeUser(a, 'alice')
-const { key, secret } = await a.store.createAccessKey(alice.id)
+const { key, secret } = await a.store.accessKeys.create(alice.id)
 const now = (): string => new Date().toUTCString()
 const ago = (s: number): string => new Date(Date.now() - s * 1000).toUTCString()
 const sign = (list: string[], values: Record<string, string>, path = '/x'): Record<string, string> =>

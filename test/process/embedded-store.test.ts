@@ -141,8 +141,8 @@ t.test('a writer killed with SIGKILL loses nothing it acknowledged, and the file
     const s = new SqliteStore({ path: ${JSON.stringify(path)}, busyTimeout: 1000, cache: { max: 0, ttl: 1 } }, new Keyring(${JSON.stringify(SECRET)}))
     await s.connect()
     for (let i = 0; ; i++) {
-      const u = await s.createUser({ username: 'w' + i, password: null })
-      const k = await s.createAccessKey(u.id)
+      const u = await s.users.create({ username: 'w' + i, password: null })
+      const k = await s.accessKeys.create(u.id)
       process.stdout.write(JSON.stringify({ user: u.id, key: k.key.id, secret: k.secret }) + '\\n')
     }`
   const p = track(spawn(process.execPath, ['--input-type=module', '-e', writer], { stdio: ['ignore', 'pipe', 'inherit'] }))
@@ -162,10 +162,10 @@ t.test('a writer killed with SIGKILL loses nothing it acknowledged, and the file
   t.equal(s.sqlite.db.pragma('integrity_check', { simple: true }), 'ok', 'the file is whole')
   let missing = 0
   for (const a of acked) {
-    const k = await s.getAccessKey(a.key)
-    if ((await s.getUser(a.user)) === null || k?.secret !== a.secret) missing++
+    const k = await s.accessKeys.get(a.key)
+    if ((await s.users.get(a.user)) === null || k?.secret !== a.secret) missing++
   }
-  t.equal(missing, 0, `every one of the ${acked.length} acknowledged users and keys is there (killed mid-stream: ${await s.countUsers()} users in all)`)
+  t.equal(missing, 0, `every one of the ${acked.length} acknowledged users and keys is there (killed mid-stream: ${await s.users.count()} users in all)`)
 })
 
 t.test('an empty store under a key that was used before: a loud warning, an audit event and a metric; store.require_existing refuses it', async (t) => {

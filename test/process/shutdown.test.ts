@@ -19,7 +19,7 @@ async function tokenFor (prefix: string): Promise<string> {
   const store = await openTestStore({ url: redis.url }, prefix)
   try {
     const admin = await bootstrappedAdmin(store)
-    return await store.createPrivateToken(admin!.id)
+    return await store.privateTokens.create(admin!.id)
   } finally { await store.close() }
 }
 

@@ -46,7 +46,7 @@ t.test('nginx caching decisions (deploy/forward-auth/nginx-decision-cache.conf)'
   const unique = (): string => `/api/v1/things/?n=${++n}`
 
   t.test('a private token: asked once, then answered from the cache until revoked and expired', async (t) => {
-    const token = await g.store.createPrivateToken(alice.id)
+    const token = await g.store.privateTokens.create(alice.id)
     const path = unique()
     const before = asked()
     const first = await request(px.url, path, { headers: { authorization: `Token ${token}` } })
@@ -62,7 +62,7 @@ t.test('nginx caching decisions (deploy/forward-auth/nginx-decision-cache.conf)'
     const warm = await request(px.url, path, { headers: { authorization: `Token ${token}` } })
     t.equal(warm.status, 200)
     const revokedAt = Date.now()
-    await g.store.revokePrivateToken(alice.id)
+    await g.store.privateTokens.revoke(alice.id)
     t.equal((await request(px.url, unique(), { headers: { authorization: `Token ${token}` } })).status, 401, 'an uncached request is refused at once')
     let delay = -1
     while (Date.now() - revokedAt < VALID_MS + 3000) {
@@ -85,7 +85,7 @@ t.test('nginx caching decisions (deploy/forward-auth/nginx-decision-cache.conf)'
   })
 
   t.test('a signature is never cached: each request is asked about', async (t) => {
-    const key = await g.store.createAccessKey(alice.id)
+    const key = await g.store.accessKeys.create(alice.id)
     const path = unique()
     const headers = signedHeaders(key.key.id, key.secret, 'GET', path)
     const before = asked()

@@ -154,19 +154,19 @@ if ('why' in nginx && 'why' in caddy) {
   t.teardown(async () => {
     await g.close(); for (const s of upgraded) s.destroy(); await echo.close(); await redis.stop()
   })
-  await g.store.createOrg('Org A', ORG_A)
-  await g.store.createOrg('Org B', ORG_B)
+  await g.store.orgs.create('Org A', ORG_A)
+  await g.store.orgs.create('Org B', ORG_B)
   const alice = await makeUser(g, 'alice', { orgs: { [DEFAULT_ORG]: 'user', [ORG_A]: 'user' } })
-  const privateToken = await g.store.createPrivateToken(alice.id)
+  const privateToken = await g.store.privateTokens.create(alice.id)
   // a user with a TOTP per proxy (a code is taken once): the second step of a sign-in through each
   const totpSecrets: Record<string, string> = {}
   for (const name of ['nginx', 'caddy']) {
     const u = await makeUser(g, `dora-${name}`)
-    const enrolment = (await g.store.beginTotp(u.id))!
-    if (await g.store.confirmTotp(u.id, oathtool(enrolment.secret)) === null) throw new Error('the TOTP enrolment was not confirmed')
+    const enrolment = (await g.store.mfa.begin(u.id))!
+    if (await g.store.mfa.confirm(u.id, oathtool(enrolment.secret)) === null) throw new Error('the TOTP enrolment was not confirmed')
     totpSecrets[name] = enrolment.secret
   }
-  const key = await g.store.createAccessKey(alice.id)
+  const key = await g.store.accessKeys.create(alice.id)
   const sg = new URL(g.url)
   const up = new URL(echo.url)
   const ports = {

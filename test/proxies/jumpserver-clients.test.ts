@@ -27,7 +27,7 @@ t.test('JumpServer\'s documented Python client, unchanged', { skip: why ?? false
   })
   t.teardown(async () => { await g.close() })
   const u = await makeUser(g, 'carol')
-  const { key, secret } = await g.store.createAccessKey(u.id)
+  const { key, secret } = await g.store.accessKeys.create(u.id)
   const { stdout } = await run(PYTHON, [join(ROOT, 'test', 'clients', 'jumpserver_docs.py'), g.url, 'carol', 'carol-password', key.id, secret, '00000000-0000-0000-0000-000000000002'], { timeout: 60_000 })
   const out = JSON.parse(stdout)
   t.equal(out.signature_now.status, 200, 'signed with the current date')

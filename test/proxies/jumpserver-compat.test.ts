@@ -88,8 +88,8 @@ async function runClients (t: Test, overrides: Record<string, any>, o: { wait?: 
   const g = await startGateway(store.url, { upstream: { url: up.url }, ...overrides })
   t.teardown(async () => { await g.close(); await up.close(); await store.stop() })
   const u = await makeUser(g, 'carol')
-  const { key, secret } = await g.store.createAccessKey(u.id)
-  const token = await g.store.createPrivateToken(u.id)
+  const { key, secret } = await g.store.accessKeys.create(u.id)
+  const token = await g.store.privateTokens.create(u.id)
   const args = { username: 'carol', password: 'carol-password', key_id: key.id, secret, private_token: token, org: ORG, stale_age: 400, wait: o.wait ?? 0 }
   const { stdout } = await run(PYTHON, [join(ROOT, 'test', 'clients', 'jumpserver_clients.py'), g.url, JSON.stringify(args)], { timeout: 120_000 })
   const out = JSON.parse(stdout) as Results
@@ -151,8 +151,8 @@ t.test('compat: jumpserver refuses what sidegate refuses: a wrong signature, an 
   const g = await startGateway(store.url, { upstream: { url: up.url }, compat: 'jumpserver' })
   t.teardown(async () => { await g.close(); await up.close(); await store.stop() })
   const u = await makeUser(g, 'dave')
-  const { key, secret } = await g.store.createAccessKey(u.id)
-  const token = await g.store.createPrivateToken(u.id)
+  const { key, secret } = await g.store.accessKeys.create(u.id)
+  const token = await g.store.privateTokens.create(u.id)
   const base = { username: 'dave', password: 'dave-password', key_id: key.id, private_token: token, org: ORG, stale_age: 400, wait: 0 }
   const clients = async (a: Record<string, unknown>): Promise<Results> => JSON.parse((await run(PYTHON, [join(ROOT, 'test', 'clients', 'jumpserver_clients.py'), g.url, JSON.stringify(a)], { timeout: 120_000 })).stdout)
   const wrong = await clients({ ...base, secret: secret.replace(/^./, (c) => c === 'a' ? 'b' : 'a') })
@@ -161,7 +161,7 @@ t.test('compat: jumpserver refuses what sidegate refuses: a wrong signature, an 
   t.same(unknown.jms_pam_legacy.access_key_same_get_twice, ['401 invalid_signature', '401 invalid_signature'], 'an unknown key')
   const reached = up.seen.filter((s) => s.method === 'access_key').length
   t.equal(reached, 0, 'no signed request reached the upstream')
-  await g.store.setUserActive(u.id, false)
+  await g.store.users.setActive(u.id, false)
   const before = up.seen.length
   const disabled = await clients({ ...base, secret })
   t.notOk(JSON.stringify(disabled.cc_jumpserver).includes('200'), `a disabled user: ${JSON.stringify(disabled.cc_jumpserver)}`)

@@ -45,7 +45,7 @@ if (NGINX === undefined) {
   const g = await startGateway(redis.url, overrides)
   t.teardown(async () => { await g.close(); await echo.close(); await redis.stop() })
   const alice = await makeUser(g, 'alice')
-  const token = await g.store.createPrivateToken(alice.id)
+  const token = await g.store.privateTokens.create(alice.id)
 
   const home = tempDir('sidegate-nginx-ka-')
   mkdirSync(join(home, 'tmp'))

@@ -32,41 +32,41 @@ t.test('another replica disables a key while this one reads it: the stale read i
   const prefix = `race${n++}:`
   const a = await open(proxy.url, prefix)
   const b = await open(redis.url, prefix)
-  const user = await b.createUser({ username: 'alice', password: 'alice-password' })
-  const { key } = await b.createAccessKey(user.id)
+  const user = await b.users.create({ username: 'alice', password: 'alice-password' })
+  const { key } = await b.accessKeys.create(user.id)
   const invalidations = proxy.toSubscribers().length
   proxy.hold()
-  const read = a.getAccessKey(key.id)
+  const read = a.accessKeys.get(key.id)
   // Redis has answered A's read (active), A has not heard it yet
   await eventually(async () => proxy.held().includes(key.id) && proxy.held().endsWith('\r\n'))
-  await b.setAccessKeyActive(key.id, false)
+  await b.accessKeys.setActive(key.id, false)
   // the invalidation reached A's subscriber (not held), and A handled it
   await eventually(async () => proxy.toSubscribers().slice(invalidations).includes(`ak:${key.id}`))
   await new Promise((resolve) => setTimeout(resolve, 50))
   proxy.release()
   t.equal((await read)?.key.is_active, true, 'the read that started before the disable saw it active')
-  t.equal((await a.getAccessKey(key.id))?.key.is_active, false, 'the next read is not served from a stale cache')
+  t.equal((await a.accessKeys.get(key.id))?.key.is_active, false, 'the next read is not served from a stale cache')
 })
 
 t.test('the same holds for users, sessions and private tokens', async (t) => {
   const prefix = `race${n++}:`
   const a = await open(proxy.url, prefix)
   const b = await open(redis.url, prefix)
-  const user = await b.createUser({ username: 'carol', password: 'carol-password' })
-  const session = await b.createSession(user.id, 600)
-  const token = await b.createPrivateToken(user.id)
+  const user = await b.users.create({ username: 'carol', password: 'carol-password' })
+  const session = await b.sessions.create(user.id, 600)
+  const token = await b.privateTokens.create(user.id)
   const seen = proxy.toSubscribers().length
   proxy.hold()
-  const reads = [a.getUser(user.id), a.getSession(session.id), a.userIdForPrivateToken(token)]
+  const reads = [a.users.get(user.id), a.sessions.get(session.id), a.privateTokens.userIdFor(token)]
   await eventually(async () => proxy.held().includes(user.id) && proxy.held().split(user.id).length >= 4)
-  await b.setUserActive(user.id, false)
-  await b.endSession(user.id, session.id)
-  await b.revokePrivateToken(user.id)
+  await b.users.setActive(user.id, false)
+  await b.sessions.end(user.id, session.id)
+  await b.privateTokens.revoke(user.id)
   await eventually(async () => proxy.toSubscribers().slice(seen).includes(`user-aks:${user.id}`))
   await new Promise((resolve) => setTimeout(resolve, 50))
   proxy.release()
   await Promise.all(reads)
-  t.equal((await a.getUser(user.id))?.is_active, false, 'the user: disabled')
-  t.equal(await a.getSession(session.id), null, 'the session: ended')
-  t.equal(await a.userIdForPrivateToken(token), null, 'the private token: revoked')
+  t.equal((await a.users.get(user.id))?.is_active, false, 'the user: disabled')
+  t.equal(await a.sessions.get(session.id), null, 'the session: ended')
+  t.equal(await a.privateTokens.userIdFor(token), null, 'the private token: revoked')
 })

@@ -33,8 +33,8 @@ t.teardown(async () => { await a.stop(); await b.stop() })
 
 const store = await openTestStore({ url: redis.url }, PREFIX)
 t.teardown(async () => { await store.close() })
-const admin = await store.getUserByUsername('admin')
-const token = await store.createPrivateToken(admin!.id)
+const admin = await store.users.byUsername('admin')
+const token = await store.privateTokens.create(admin!.id)
 
 const replicas = [a, b]
 // a verifier per replica's JWKS URL: cached for 1 s (less than publish_ahead), jose's default 30 s cooldown

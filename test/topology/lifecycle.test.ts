@@ -147,10 +147,10 @@ t.test('first start on an empty store: Default org and superuser admin with SIDE
   const g = await launch({ config: { redis: { url: redis.url, prefix: 'life1:' } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD } })
   const store = await openStore(redis.url, 'life1:')
   t.teardown(() => store.close())
-  t.match(await store.getOrg(DEFAULT_ORG), { id: DEFAULT_ORG, name: 'Default' })
-  const admin = await store.getUserByUsername('admin')
+  t.match(await store.orgs.get(DEFAULT_ORG), { id: DEFAULT_ORG, name: 'Default' })
+  const admin = await store.users.byUsername('admin')
   t.match(admin, { username: 'admin', is_superuser: true, is_active: true, orgs: { [DEFAULT_ORG]: 'admin' }, default_org: DEFAULT_ORG })
-  t.equal(await store.countUsers(), 1)
+  t.equal(await store.users.count(), 1)
 
   const r = await login(g.url, ADMIN_PASSWORD)
   t.equal(r.status, 201, 'the password from the environment works at the token endpoint')
@@ -166,7 +166,7 @@ t.test('first start on an empty store: Default org and superuser admin with SIDE
 
   // A second start on the same store changes nothing, even with another password.
   const g2 = await launch({ config: { redis: { url: redis.url, prefix: 'life1:' } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'other-password-9' } })
-  t.equal(await store.countUsers(), 1)
+  t.equal(await store.users.count(), 1)
   t.equal((await login(g2.url, ADMIN_PASSWORD)).status, 201, 'the first password still works')
   t.equal((await login(g2.url, 'other-password-9')).status, 401)
   t.equal(await g2.stop(), 0)
@@ -210,9 +210,9 @@ t.test('no secret key configured: a 0600 key file beside the config, reused on t
   // Encrypted data written under that key, used through the gateway.
   const store = await openStore(redis.url, 'life3:', key)
   t.teardown(() => store.close())
-  const admin = (await store.getUserByUsername('admin'))!
-  const { key: ak, secret } = await store.createAccessKey(admin.id)
-  const pt = await store.createPrivateToken(admin.id)
+  const admin = (await store.users.byUsername('admin'))!
+  const { key: ak, secret } = await store.accessKeys.create(admin.id)
+  const pt = await store.privateTokens.create(admin.id)
   const signed = async (url: string): Promise<number> => (await request(url, '/api/v1/users/profile/', { headers: signedHeaders(ak.id, secret, 'GET', '/api/v1/users/profile/') })).status
   t.equal(await signed(g.url), 200)
   t.equal(await g.stop(), 0)
@@ -250,9 +250,9 @@ t.test('Redis killed: /readyz 503, protected requests 503 store_unavailable fast
   t.teardown(() => redis.stop())
   const g = await launch({ config: { redis: { url: redis.url, prefix: 'life4:' }, upstream: { url: echo.url } }, env: { SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD } })
   const store = await openStore(redis.url, 'life4:')
-  const admin = (await store.getUserByUsername('admin'))!
-  const warm = await store.createPrivateToken(admin.id)
-  const cold = await store.createPrivateToken((await store.createUser({ username: 'cold', password: 'cold-password', orgs: { [DEFAULT_ORG]: 'user' } })).id)
+  const admin = (await store.users.byUsername('admin'))!
+  const warm = await store.privateTokens.create(admin.id)
+  const cold = await store.privateTokens.create((await store.users.create({ username: 'cold', password: 'cold-password', orgs: { [DEFAULT_ORG]: 'user' } })).id)
   await store.close()
   const bearerToken = (await login(g.url, ADMIN_PASSWORD)).json.token
   t.equal((await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${warm}` } })).status, 200, 'warm: used (and cached) before the outage')

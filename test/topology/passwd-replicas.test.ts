@@ -44,12 +44,12 @@ async function passwd (username: string, password: string): Promise<{ code: numb
 }
 
 t.test('user passwd: sessions and unused bearer tokens end on both replicas; private tokens and access keys stay', async (t) => {
-  const u = await store.createUser({ username: 'pam', password: 'old-password', orgs: { [DEFAULT_ORG]: 'user' } })
-  const other = await store.createUser({ username: 'otto', password: 'otto-password', orgs: { [DEFAULT_ORG]: 'user' } })
+  const u = await store.users.create({ username: 'pam', password: 'old-password', orgs: { [DEFAULT_ORG]: 'user' } })
+  const other = await store.users.create({ username: 'otto', password: 'otto-password', orgs: { [DEFAULT_ORG]: 'user' } })
   const sessions = [await login(a.url, 'pam', 'old-password'), await login(b.url, 'pam', 'old-password')]
   const tokens = [await bearer(a.url, 'pam', 'old-password'), await bearer(b.url, 'pam', 'old-password')]
-  const pt = await store.createPrivateToken(u.id)
-  const ak = await store.createAccessKey(u.id)
+  const pt = await store.privateTokens.create(u.id)
+  const ak = await store.accessKeys.create(u.id)
   const bystander = await login(a.url, 'otto', 'otto-password')
   const bystanderToken = await bearer(b.url, 'otto', 'otto-password')
 

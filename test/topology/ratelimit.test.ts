@@ -27,7 +27,7 @@ t.teardown(async () => { await admin.close() })
 const cli = async (...args: string[]) => await cliIn('/tmp', [...args, '--config', a.configFile], { env: { SIDEGATE_SECRET_KEY: SECRET } })
 const tokenOf = async (name: string): Promise<{ id: string, token: string }> => {
   const u = await makeUser(admin, name)
-  return { id: u.id, token: await admin.store.createPrivateToken(u.id) }
+  return { id: u.id, token: await admin.store.privateTokens.create(u.id) }
 }
 const get = async (base: string, token: string, path = '/api/x'): Promise<Res> => await request(base, path, { headers: { authorization: `Token ${token}` } })
 
@@ -63,8 +63,8 @@ t.test('another user has a bucket of its own; sidegate\'s own API is counted too
 
 t.test('rate_limit.methods: access keys get their own policy, counted per user and method; the same user\'s token stays on the default', async (t) => {
   const u = await makeUser(admin, 'signer')
-  const { key, secret } = await admin.store.createAccessKey(u.id)
-  const token = await admin.store.createPrivateToken(u.id)
+  const { key, secret } = await admin.store.accessKeys.create(u.id)
+  const token = await admin.store.privateTokens.create(u.id)
   const statuses: number[] = []
   for (let i = 0; i < 4; i++) {
     const r = await request(i % 2 === 0 ? a.url : b.url, '/api/s', { headers: signedHeaders(key.id, secret, 'GET', '/api/s') })
@@ -79,7 +79,7 @@ t.test('rate_limit.methods: access keys get their own policy, counted per user a
 
 t.test('sidegate limit set|list|clear: a user\'s and a key\'s own limit, on both replicas at once', async (t) => {
   const { id, token } = await tokenOf('vip')
-  const { key, secret } = await admin.store.createAccessKey(id)
+  const { key, secret } = await admin.store.accessKeys.create(id)
   const set = await cli('limit', 'set', 'vip', '2/30s')
   t.equal(set.code, 0, set.stderr)
   t.match(set.stdout, /user vip: 2\/30s/)
@@ -129,7 +129,7 @@ t.test('Redis failing the count (scripts refused: the credential still reads, th
   t.teardown(async () => { await allow.stop(); await deny.stop() })
   const store = await startGateway(own.url, { redis: { url: own.url, prefix: p } })
   const u = await makeUser(store, 'carol')
-  const token = await store.store.createPrivateToken(u.id)
+  const token = await store.store.privateTokens.create(u.id)
   await store.close()
   for (const g of [allow, deny]) t.equal((await get(g.url, token)).status, 200)
   // Redis refuses scripts from now on (ACL): the credential still reads (GET), the

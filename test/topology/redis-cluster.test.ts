@@ -31,17 +31,17 @@ t.test('a gateway in cluster mode: every credential kind, readiness, keys spread
     t.equal(r1.status, 200, 'bearer')
     t.equal((await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Bearer ${tok}` } })).status, 401, 'single use')
   }
-  const { key, secret } = await store.createAccessKey(admin!.id)
+  const { key, secret } = await store.accessKeys.create(admin!.id)
   const path = '/api/v1/users/profile/'
   t.equal((await request(gw.url, path, { headers: signedHeaders(key.id, secret, 'GET', path) })).status, 200, 'signature')
-  await store.deleteAccessKey(key.id)
+  await store.accessKeys.delete(key.id)
   const deletedAt = Date.now()
   const refused = await eventually(async () => (await request(gw.url, path, { headers: signedHeaders(key.id, secret, 'GET', path) })).status === 401)
   t.ok(refused, `revocation published through the cluster reached the gateway (after ${Date.now() - deletedAt} ms; the cache TTL is 30 s)`)
 
-  const pt = await store.createPrivateToken(admin!.id)
+  const pt = await store.privateTokens.create(admin!.id)
   t.equal((await request(gw.url, path, { headers: { authorization: `Token ${pt}` } })).status, 200, 'private token')
-  const s = await store.createSession(admin!.id, 60)
+  const s = await store.sessions.create(admin!.id, 60)
   t.equal((await request(gw.url, path, { headers: { cookie: `svc_sessionid=${s.id}` } })).status, 200, 'session')
 
   // the data really is spread: the gateway's fixed keys hash to slots of more than one primary
@@ -60,7 +60,7 @@ t.test('a primary dies mid-run: its replica takes over and the gateway recovers 
   const store = await openTestStore(redis, prefix)
   t.teardown(async () => { await store.close() })
   const admin = await bootstrappedAdmin(store)
-  const pt = await store.createPrivateToken(admin!.id)
+  const pt = await store.privateTokens.create(admin!.id)
 
   const { results, round, untilRecovered, failures } = failoverRounds(gw.url)
   for (let i = 0; i < 5; i++) await round()
@@ -86,7 +86,7 @@ t.test('a primary dies mid-run: its replica takes over and the gateway recovers 
   t.equal(gw.proc.exitCode, null, 'the gateway never exited')
 
   t.equal((await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status, 200)
-  await store.revokePrivateToken(admin!.id)
+  await store.privateTokens.revoke(admin!.id)
   const refused = await eventually(async () => (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status === 401)
   t.ok(refused, 'invalidation still reaches the gateway after the failover')
 })

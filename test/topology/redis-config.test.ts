@@ -176,8 +176,8 @@ t.test('TLS with a private CA and a password, against a real redis-server', { sk
   ]) {
     const store = await openTestStore(redis, 'tls:')
     await store.ping()
-    const { token } = await store.issueBearerToken('u1', 60)
-    t.equal((await store.consumeBearerToken(token))?.user_id, 'u1', `works over TLS: ${redis.url}`)
+    const { token } = await store.bearerTokens.issue('u1', 60)
+    t.equal((await store.bearerTokens.consume(token))?.user_id, 'u1', `works over TLS: ${redis.url}`)
     await store.close()
   }
   await t.rejects(openTestStore({ url: `rediss://127.0.0.1:${port}`, password: 'tls-pass', connect_timeout: 500, tls: { ca_file: f('other.crt') } }, 'tls:'), 'an untrusted server certificate is refused')

@@ -94,10 +94,10 @@ t.test('`secret rotate` re-encrypts the signing keys; a store with another key r
   t.equal(r.converted, 1, 'the one signing key')
   const after = await openTestStore({ url: redis.url }, prefix, { secret: NEW })
   t.teardown(async () => { await after.close() })
-  const set = await after.getSigningKeys()
+  const set = await after.signingKeys.get()
   t.equal(set.keys[0].kid, before.keys[0].kid)
   t.same(set.keys[0].private, before.keys[0].private, 'the same private key, readable under the new secret')
-  t.equal((await s.getSigningKeys()).keys[0].private, null, 'the old secret cannot read it any more')
+  t.equal((await s.signingKeys.get()).keys[0].private, null, 'the old secret cannot read it any more')
 })
 
 // test/http/lockout.test.ts

@@ -20,7 +20,7 @@ t.test('the primary dies mid-run: the gateway keeps serving, fails only during t
   t.teardown(async () => { await store.close() })
   const admin = await bootstrappedAdmin(store)
   t.ok(admin, 'bootstrap ran through the sentinels')
-  const pt = await store.createPrivateToken(admin!.id)
+  const pt = await store.privateTokens.create(admin!.id)
   // let the replica catch up before anything is killed: async replication loses the last writes otherwise
   await replicasCaughtUp(sentinel.primaryPort)
 
@@ -51,7 +51,7 @@ t.test('the primary dies mid-run: the gateway keeps serving, fails only during t
 
   // pub/sub resubscribed to the new primary: a revocation still reaches the gateway's cache
   t.equal((await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status, 200, 'private token cached')
-  await store.revokePrivateToken(admin!.id)
+  await store.privateTokens.revoke(admin!.id)
   const refused = await eventually(async () => (await request(gw.url, '/api/v1/users/profile/', { headers: { authorization: `Token ${pt}` } })).status === 401)
   t.ok(refused, 'revocation after the failover reached the gateway long before the 30 s cache TTL')
 })

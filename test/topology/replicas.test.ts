@@ -35,11 +35,11 @@ await store.connect()
 
 const replicas = [a, b]
 
-const user = await store.createUser({ username: 'ruth', password: 'ruth-password', orgs: { [DEFAULT_ORG]: 'user' } })
+const user = await store.users.create({ username: 'ruth', password: 'ruth-password', orgs: { [DEFAULT_ORG]: 'user' } })
 
 t.test('both replicas bootstrapped one store: one admin, usable on both', async (t) => {
-  t.equal(await store.countUsers(), 2, 'admin (created once, by whichever replica won) and ruth')
-  t.equal((await store.listUsers()).filter((u) => u.username === 'admin').length, 1)
+  t.equal(await store.users.count(), 2, 'admin (created once, by whichever replica won) and ruth')
+  t.equal((await store.users.list()).filter((u) => u.username === 'admin').length, 1)
   for (const g of replicas) {
     const tok = await bearer(g.url, 'admin', ADMIN_PASSWORD)
     t.equal((await request(g.url, '/api/v1/x/', { headers: { authorization: `Bearer ${tok}` } })).status, 200)
@@ -64,14 +64,14 @@ t.test('50 concurrent uses of one bearer token over two processes: exactly one 2
 })
 
 t.test('a session created through the store works on both replicas', async (t) => {
-  const s = await store.createSession(user.id, 600)
+  const s = await store.sessions.create(user.id, 600)
   for (const g of replicas) {
     const r = await request(g.url, '/api/v1/x/', { headers: { cookie: `svc_sessionid=${s.id}` } })
     t.equal(r.status, 200)
     t.equal(r.json.headers['x-svc-auth-method'], 'session')
     t.equal(r.json.headers['x-svc-user-id'], user.id)
   }
-  await store.deleteSession(s.id)
+  await store.sessions.delete(s.id)
   // a replica may serve the session from its cache until the invalidation message arrives: wait for it
   for (const g of replicas) {
     let r = await request(g.url, '/api/v1/x/', { headers: { cookie: `svc_sessionid=${s.id}` } })
@@ -82,25 +82,25 @@ t.test('a session created through the store works on both replicas', async (t) =
 })
 
 t.test('a private token revoked through the store is refused by both long before the 30 s cache TTL', async (t) => {
-  const tok = await store.createPrivateToken(user.id)
+  const tok = await store.privateTokens.create(user.id)
   const call = async (url: string): Promise<number> => (await request(url, '/api/v1/x/', { headers: { authorization: `Token ${tok}` } })).status
   // both accept it, and so have it cached (for auth.cache.ttl, 300 s by default)
   for (const g of replicas) t.equal(await call(g.url), 200)
-  await store.revokePrivateToken(user.id)
+  await store.privateTokens.revoke(user.id)
   for (const g of replicas) t.ok(await eventually(async () => (await call(g.url)) === 401), 'refused')
 })
 
 t.test('an access key revoked, and a user disabled, are refused by both long before the 30 s cache TTL', async (t) => {
-  const { key, secret } = await store.createAccessKey(user.id)
+  const { key, secret } = await store.accessKeys.create(user.id)
   const call = async (url: string): Promise<any> => await request(url, '/p', { headers: signedHeaders(key.id, secret, 'GET', '/p') })
   for (const g of replicas) t.equal((await call(g.url)).status, 200)
-  await store.deleteAccessKey(key.id)
+  await store.accessKeys.delete(key.id)
   for (const g of replicas) t.ok(await eventually(async () => (await call(g.url)).status === 401), 'revoked key refused')
 
-  const k2 = await store.createAccessKey(user.id)
+  const k2 = await store.accessKeys.create(user.id)
   const call2 = async (url: string): Promise<any> => await request(url, '/p', { headers: signedHeaders(k2.key.id, k2.secret, 'GET', '/p') })
   for (const g of replicas) t.equal((await call2(g.url)).status, 200)
-  await store.setUserActive(user.id, false)
+  await store.users.setActive(user.id, false)
   for (const g of replicas) {
     t.ok(await eventually(async () => (await call2(g.url)).status === 401), 'disabled user refused')
     t.equal((await call2(g.url)).json.code, 'user_inactive')

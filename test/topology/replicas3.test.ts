@@ -37,7 +37,7 @@ const admin = await bootstrappedAdmin(store)
 const adminId = admin!.id
 
 t.test('three replicas bootstrapped one admin between them', async (t) => {
-  t.equal((await store.listUsers()).filter((u) => u.username === 'admin').length, 1)
+  t.equal((await store.users.list()).filter((u) => u.username === 'admin').length, 1)
 })
 
 t.test('100 concurrent uses of one bearer token spread over three replicas: exactly one 200', async (t) => {
@@ -49,7 +49,7 @@ t.test('100 concurrent uses of one bearer token spread over three replicas: exac
 })
 
 t.test('an access key revoked through one replica (CLI) is refused by all long before the cache TTL', async (t) => {
-  const { key, secret } = await store.createAccessKey(adminId)
+  const { key, secret } = await store.accessKeys.create(adminId)
   const signed = (): Record<string, string> => signedHeaders(key.id, secret, 'GET', PROFILE)
   // warm every replica's in-process cache first, so only the invalidation can make it refuse
   for (const g of gws) t.equal((await request(g.url, PROFILE, { headers: signed() })).status, 200, 'accepted and cached')
@@ -70,13 +70,13 @@ t.test('an access key revoked through one replica (CLI) is refused by all long b
 })
 
 t.test('a session works on every replica; deleting it (logout) ends it everywhere', async (t) => {
-  const s = await store.createSession(adminId, 600)
+  const s = await store.sessions.create(adminId, 600)
   const cookie = `svc_sessionid=${s.id}`
   for (const g of gws) t.equal((await request(g.url, PROFILE, { headers: { cookie } })).status, 200)
   // unsafe methods need the CSRF token, which every replica derives the same way
   const post = await request(gws[2].url, '/api/v1/authentication/auth/', { method: 'POST', headers: { cookie, 'x-csrftoken': s.csrf, 'content-type': 'application/json' }, body: '{}' })
   t.not(post.json?.code, 'csrf_failed')
-  await store.deleteSession(s.id)
+  await store.sessions.delete(s.id)
   const deletedAt = Date.now()
   // each replica may still hold the session in its cache until the invalidation message arrives: wait for it
   for (const [i, g] of gws.entries()) {
@@ -100,8 +100,8 @@ t.test('cache TTL (refresh ahead within it) is the fallback when an invalidation
   const ttl = 5
   const g = await startGateway(redis.url, { auth: { cache: { ttl } } })
   t.teardown(async () => { await g.close() })
-  const u = await g.store.getUserByUsername('admin')
-  const { key, secret } = await g.store.createAccessKey(u!.id)
+  const u = await g.store.users.byUsername('admin')
+  const { key, secret } = await g.store.accessKeys.create(u!.id)
   const signed = (): Record<string, string> => signedHeaders(key.id, secret, 'GET', PROFILE)
   const cachedAt = Date.now()
   t.equal((await request(g.url, PROFILE, { headers: signed() })).status, 200, 'cached')

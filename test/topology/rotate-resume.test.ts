@@ -35,10 +35,10 @@ t.test('killed mid-pass, the same command continues; nothing is lost', async (t)
   t.teardown(() => store.close())
   const keys: Array<{ id: string, secret: string }> = []
   for (let u = 0; u < 20; u++) {
-    const user = await store.createUser({ username: `u${u}`, password: null })
-    await store.createPrivateToken(user.id)
+    const user = await store.users.create({ username: `u${u}`, password: null })
+    await store.privateTokens.create(user.id)
     for (let i = 0; i < 30; i++) {
-      const { key, secret } = await store.createAccessKey(user.id); keys.push({ id: key.id, secret })
+      const { key, secret } = await store.accessKeys.create(user.id); keys.push({ id: key.id, secret })
     }
   }
   const newKey = join(D.dir, 'new.key')
@@ -64,7 +64,7 @@ t.test('killed mid-pass, the same command continues; nothing is lost', async (t)
   await after.connect()
   t.teardown(() => after.close())
   let readable = 0
-  for (const k of keys) if ((await after.getAccessKey(k.id))?.secret === k.secret) readable++
+  for (const k of keys) if ((await after.accessKeys.get(k.id))?.secret === k.secret) readable++
   t.equal(readable, keys.length, 'every access-key secret decrypts under the new key, unchanged')
 })
 

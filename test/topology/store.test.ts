@@ -67,13 +67,13 @@ async function dump (prefix: string): Promise<Array<{ key: string, values: strin
 t.test('secrets at rest: nothing readable in Redis without the key', async (t) => {
   const prefix = freshPrefix()
   const s = await open(prefix)
-  const u = await s.createUser({ username: 'gina', password: 'gina-password-9', orgs: { [DEFAULT_ORG]: 'user' } })
-  const u2 = await s.createUser({ username: 'hank', password: 'hank-password-9' })
-  const { key, secret } = await s.createAccessKey(u.id)
-  const pt = await s.createPrivateToken(u.id)
-  const bt = (await s.issueBearerToken(u.id, 600)).token
-  const sess = await s.createSession(u.id, 600)
-  await s.markOnce('sig', 'some-signature-value', 60)
+  const u = await s.users.create({ username: 'gina', password: 'gina-password-9', orgs: { [DEFAULT_ORG]: 'user' } })
+  const u2 = await s.users.create({ username: 'hank', password: 'hank-password-9' })
+  const { key, secret } = await s.accessKeys.create(u.id)
+  const pt = await s.privateTokens.create(u.id)
+  const bt = (await s.bearerTokens.issue(u.id, 600)).token
+  const sess = await s.sessions.create(u.id, 600)
+  await s.limits.markOnce('sig', 'some-signature-value', 60)
 
   const secrets: Record<string, string> = {
     'access-key secret': secret,
@@ -98,44 +98,44 @@ t.test('secrets at rest: nothing readable in Redis without the key', async (t) =
     t.match(rec.password_hash, /^scrypt\$/, 'password stored as a scrypt hash')
   }
 
-  const back = await s.getAccessKey(key.id)
+  const back = await s.accessKeys.get(key.id)
   t.equal(back!.secret, secret, 'the access-key secret decrypts back')
   t.same(back!.key, key)
   const cold = await open(prefix)
-  t.equal((await cold.getAccessKey(key.id))!.secret, secret, 'and from a fresh store, not only from cache')
-  t.equal(await cold.getPrivateToken(u.id), pt)
+  t.equal((await cold.accessKeys.get(key.id))!.secret, secret, 'and from a fresh store, not only from cache')
+  t.equal(await cold.privateTokens.get(u.id), pt)
 })
 
 t.test('a store opened with another secret key caches nothing it cannot read', async (t) => {
   const prefix = freshPrefix()
   const s = await open(prefix)
-  const u = await s.createUser({ username: 'ivy', password: 'ivy-password' })
-  const { key } = await s.createAccessKey(u.id)
-  await s.createPrivateToken(u.id)
+  const u = await s.users.create({ username: 'ivy', password: 'ivy-password' })
+  const { key } = await s.accessKeys.create(u.id)
+  await s.privateTokens.create(u.id)
   const wrong = await open(prefix, { secret: 'another-secret-key-that-is-long-enough-xyz' })
-  t.equal(await wrong.getAccessKey(key.id), null, 'access-key secret: unusable')
-  t.equal(await wrong.readPrivateToken(u.id), UNREADABLE)
-  t.equal(wrong.accessKeys.size, 0, 'nothing cached')
-  t.equal(wrong.privateTokens.size, 0)
+  t.equal(await wrong.accessKeys.get(key.id), null, 'access-key secret: unusable')
+  t.equal(await wrong.privateTokens.read(u.id), UNREADABLE)
+  t.equal(wrong.caches.accessKeys.size, 0, 'nothing cached')
+  t.equal(wrong.caches.privateTokens.size, 0)
 })
 
 t.test('private token: concurrent creates leave one lookup entry in Redis, revokes none', async (t) => {
   const prefix = freshPrefix()
   const stores = [await open(prefix), await open(prefix), await open(prefix)]
-  const u = await stores[0].createUser({ username: 'jill', password: 'jill-password' })
-  const first = await stores[0].createPrivateToken(u.id)
+  const u = await stores[0].users.create({ username: 'jill', password: 'jill-password' })
+  const first = await stores[0].privateTokens.create(u.id)
   const made = await Promise.all(
-    Array.from({ length: 12 }, async (_, i) => await stores[i % stores.length].createPrivateToken(u.id))
+    Array.from({ length: 12 }, async (_, i) => await stores[i % stores.length].privateTokens.create(u.id))
   )
-  const current = await stores[0].getPrivateToken(u.id)
+  const current = await stores[0].privateTokens.get(u.id)
   t.ok(made.includes(current!), 'the readable token is one of those created')
   const fresh = await open(prefix) // no cache
   const valid = []
-  for (const tok of [first, ...made]) if ((await fresh.userIdForPrivateToken(tok)) !== null) valid.push(tok)
+  for (const tok of [first, ...made]) if ((await fresh.privateTokens.userIdFor(tok)) !== null) valid.push(tok)
   t.same(valid, [current], 'only the readable token authenticates: none is orphaned')
   t.equal((await raw.keys(`${prefix}pt:*`)).length, 1, 'one lookup entry in Redis')
-  await Promise.all([stores[1].revokePrivateToken(u.id), stores[2].revokePrivateToken(u.id)])
-  t.ok(await eventually(async () => (await fresh.userIdForPrivateToken(current!)) === null), 'revoked (fresh had it cached)')
+  await Promise.all([stores[1].privateTokens.revoke(u.id), stores[2].privateTokens.revoke(u.id)])
+  t.ok(await eventually(async () => (await fresh.privateTokens.userIdFor(current!)) === null), 'revoked (fresh had it cached)')
   t.equal((await raw.keys(`${prefix}pt:*`)).length, 0)
 })
 
@@ -147,10 +147,10 @@ t.test('tagged credentials: every kind works; a wrong tag, another kind or anoth
   const s = new RedisStore({ url: own.url, prefix: 'tag:', commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(SECRET))
   opened.push(s)
   await s.connect()
-  const u = await s.createUser({ username: 'tess', password: 'tess-password' })
-  const pt = await s.createPrivateToken(u.id)
-  const bt = (await s.issueBearerToken(u.id, 60)).token
-  const sess = await s.createSession(u.id, 60)
+  const u = await s.users.create({ username: 'tess', password: 'tess-password' })
+  const pt = await s.privateTokens.create(u.id)
+  const bt = (await s.bearerTokens.issue(u.id, 60)).token
+  const sess = await s.sessions.create(u.id, 60)
   const shape = /^[A-Za-z0-9_-]{44}$/
   for (const v of [pt, bt, sess.id]) t.match(v, shape, 'URL- and header-safe, 44 characters')
 
@@ -171,73 +171,73 @@ t.test('tagged credentials: every kind works; a wrong tag, another kind or anoth
   const cold = new RedisStore({ url: own.url, prefix: 'tag:', commandTimeout: 2000, connectTimeout: 2000, cache: { max: 100, ttl: 30 } }, new Keyring(SECRET))
   opened.push(cold)
   await cold.connect()
-  const [unknownPt, unknownCost] = await counted(async () => await cold.userIdForPrivateToken(new Keyring(SECRET).issue('private token')))
+  const [unknownPt, unknownCost] = await counted(async () => await cold.privateTokens.userIdFor(new Keyring(SECRET).issue('private token')))
   t.equal(unknownPt, null, 'a well-tagged token that was never stored: refused')
   t.ok(unknownCost >= 1, `…after asking Redis (${unknownCost} commands): the counter sees lookups`)
-  t.equal(await cold.userIdForPrivateToken(pt), u.id, 'genuine private token')
+  t.equal(await cold.privateTokens.userIdFor(pt), u.id, 'genuine private token')
   for (const f of [...forgeries(pt), foreign.issue('private token'), new Keyring(SECRET).issue('bearer token')]) {
-    const [v, cost] = await counted(async () => await cold.userIdForPrivateToken(f))
+    const [v, cost] = await counted(async () => await cold.privateTokens.userIdFor(f))
     t.equal(v, null, `private token ${f}: refused`)
     t.equal(cost, 0, 'no Redis command')
   }
 
   // bearer: forgeries first (a refused forgery must not use up anything), then the genuine one, once
   for (const f of [...forgeries(bt), foreign.issue('bearer token'), new Keyring(SECRET).issue('session id')]) {
-    const [v, cost] = await counted(async () => await s.consumeBearerToken(f))
+    const [v, cost] = await counted(async () => await s.bearerTokens.consume(f))
     t.equal(v, null, `bearer ${f}: refused`)
     t.equal(cost, 0, 'no Redis command')
   }
-  t.equal((await s.consumeBearerToken(bt))?.user_id, u.id, 'genuine bearer token, first use')
-  t.equal(await s.consumeBearerToken(bt), null, 'still single use')
+  t.equal((await s.bearerTokens.consume(bt))?.user_id, u.id, 'genuine bearer token, first use')
+  t.equal(await s.bearerTokens.consume(bt), null, 'still single use')
 
   // sessions: get, touch and delete of a forged id touch nothing; the genuine one is intact
   for (const f of [...forgeries(sess.id), foreign.issue('session id'), pt]) {
     const [v, cost] = await counted(async () => {
-      const got = await cold.getSession(f)
-      await cold.touchSession(f, 5)
-      await cold.deleteSession(f)
+      const got = await cold.sessions.get(f)
+      await cold.sessions.touch(f, 5)
+      await cold.sessions.delete(f)
       return got
     })
     t.equal(v, null, `session ${f}: refused`)
     t.equal(cost, 0, 'no Redis command')
   }
-  t.match(await cold.getSession(sess.id), { id: sess.id, user_id: u.id, csrf: sess.csrf }, 'genuine session')
+  t.match(await cold.sessions.get(sess.id), { id: sess.id, user_id: u.id, csrf: sess.csrf }, 'genuine session')
 })
 
 t.test('bearer token: stored with a TTL, deleted when consumed', async (t) => {
   const prefix = freshPrefix()
   const s = await open(prefix)
-  const u = await s.createUser({ username: 'mia', password: 'mia-password' })
-  const { token, expires } = await s.issueBearerToken(u.id, 600)
+  const u = await s.users.create({ username: 'mia', password: 'mia-password' })
+  const { token, expires } = await s.bearerTokens.issue(u.id, 600)
   t.ok(Math.abs(expires.getTime() - (Date.now() + 600_000)) < 10_000, 'expires in ttl seconds')
   const k = `${prefix}bt:${new Keyring(SECRET).lookup(token)}`
   const ttl = await raw.ttl(k)
   t.ok(ttl > 590 && ttl <= 600, `key has a TTL of about 600 s (got ${ttl})`)
-  t.equal((await s.consumeBearerToken(token))?.user_id, u.id, 'first use')
-  t.equal(await s.consumeBearerToken(token), null, 'second use')
+  t.equal((await s.bearerTokens.consume(token))?.user_id, u.id, 'first use')
+  t.equal(await s.bearerTokens.consume(token), null, 'second use')
   t.equal(await raw.exists(k), 0, 'gone from Redis')
 })
 
 t.test('sessions: stored with the idle timeout as TTL, which touch extends', async (t) => {
   const prefix = freshPrefix()
   const s = await open(prefix)
-  const u = await s.createUser({ username: 'olga', password: 'olga-password' })
-  const sess = await s.createSession(u.id, 100)
+  const u = await s.users.create({ username: 'olga', password: 'olga-password' })
+  const sess = await s.sessions.create(u.id, 100)
   t.match(sess, { user_id: u.id, id: String, csrf: String })
   t.ok(Math.abs(sess.created - Date.now()) < 10_000)
   t.not(sess.csrf, sess.id)
-  const got = await s.getSession(sess.id)
+  const got = await s.sessions.get(sess.id)
   t.same(got, sess, 'same record, same csrf token')
-  t.equal(await s.getSession(sess.id + 'x'), null)
+  t.equal(await s.sessions.get(sess.id + 'x'), null)
 
   const k = `${prefix}sess:${new Keyring(SECRET).lookup(sess.id)}`
   const t0 = await raw.ttl(k)
   t.ok(t0 > 90 && t0 <= 100, `created with the ttl (got ${t0})`)
-  await s.touchSession(sess.id, 5000)
+  await s.sessions.touch(sess.id, 5000)
   const t1 = await raw.ttl(k)
   t.ok(t1 > 4990 && t1 <= 5000, `touch extends it (got ${t1})`)
 
-  await s.deleteSession(sess.id)
+  await s.sessions.delete(sess.id)
   t.equal(await raw.exists(k), 0, 'deleted from Redis')
 })
 
@@ -246,52 +246,52 @@ t.test('cross-replica cache invalidation through pub/sub', async (t) => {
   const A = await open(prefix)
   // default cache ttl: 30 s, so only invalidation can make B see a change within ANNOUNCED_WITHIN (10 s)
   const B = await open(prefix)
-  const u = await A.createUser({ username: 'sam', password: 'sam-password', orgs: { [DEFAULT_ORG]: 'user' } })
+  const u = await A.users.create({ username: 'sam', password: 'sam-password', orgs: { [DEFAULT_ORG]: 'user' } })
 
   t.test('B really caches: a change written behind its back is not seen', async (t) => {
-    const { key } = await A.createAccessKey(u.id)
-    t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
+    const { key } = await A.accessKeys.create(u.id)
+    t.equal((await B.accessKeys.get(key.id))!.key.is_active, true)
     const rk = `${prefix}ak:${key.id}`
     const rec = JSON.parse((await raw.get(rk))!)
     await raw.set(rk, JSON.stringify({ ...rec, is_active: false }))
     await sleep(300)
-    t.equal((await B.getAccessKey(key.id))!.key.is_active, true, 'B answers from its cache')
+    t.equal((await B.accessKeys.get(key.id))!.key.is_active, true, 'B answers from its cache')
   })
 
   t.test('access key deactivated on A: B sees it inactive long before the cache TTL', async (t) => {
-    const { key } = await A.createAccessKey(u.id)
-    t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
-    await A.setAccessKeyActive(key.id, false)
-    t.ok(await eventually(async () => (await B.getAccessKey(key.id))?.key.is_active === false), 'inactive on B')
+    const { key } = await A.accessKeys.create(u.id)
+    t.equal((await B.accessKeys.get(key.id))!.key.is_active, true)
+    await A.accessKeys.setActive(key.id, false)
+    t.ok(await eventually(async () => (await B.accessKeys.get(key.id))?.key.is_active === false), 'inactive on B')
   })
 
   t.test('access key revoked on A: B sees null long before the cache TTL', async (t) => {
-    const { key } = await A.createAccessKey(u.id)
-    t.not(await B.getAccessKey(key.id), null)
-    await A.deleteAccessKey(key.id)
-    t.ok(await eventually(async () => (await B.getAccessKey(key.id)) === null), 'gone on B')
+    const { key } = await A.accessKeys.create(u.id)
+    t.not(await B.accessKeys.get(key.id), null)
+    await A.accessKeys.delete(key.id)
+    t.ok(await eventually(async () => (await B.accessKeys.get(key.id)) === null), 'gone on B')
   })
 
   // a private token revoked or replaced on one replica: the contract
   // suite (test/fixtures/store-contract.ts) covers it on every store
 
   t.test('user disabled on A: B sees is_active false long before the cache TTL, and drops the user\'s cached keys', async (t) => {
-    const { key } = await A.createAccessKey(u.id)
-    t.equal((await B.getUser(u.id))!.is_active, true)
-    t.not(await B.getAccessKey(key.id), null)
-    t.ok(B.accessKeys.size > 0)
-    await A.setUserActive(u.id, false)
-    t.ok(await eventually(async () => (await B.getUser(u.id))!.is_active === false), 'disabled on B')
-    t.equal(B.accessKeys.size, 0, 'cached keys of the user evicted')
-    await A.setUserActive(u.id, true)
-    t.ok(await eventually(async () => (await B.getUser(u.id))!.is_active), 'enabled again on B')
+    const { key } = await A.accessKeys.create(u.id)
+    t.equal((await B.users.get(u.id))!.is_active, true)
+    t.not(await B.accessKeys.get(key.id), null)
+    t.ok(B.caches.accessKeys.size > 0)
+    await A.users.setActive(u.id, false)
+    t.ok(await eventually(async () => (await B.users.get(u.id))!.is_active === false), 'disabled on B')
+    t.equal(B.caches.accessKeys.size, 0, 'cached keys of the user evicted')
+    await A.users.setActive(u.id, true)
+    t.ok(await eventually(async () => (await B.users.get(u.id))!.is_active), 'enabled again on B')
   })
 
   t.test('membership changed on A: B sees it long before the cache TTL', async (t) => {
-    const org = await A.createOrg('Gamma')
-    t.same((await B.getUser(u.id))!.orgs, { [DEFAULT_ORG]: 'user' })
-    await A.setMembership(u.id, org.id, 'admin')
-    t.ok(await eventually(async () => (await B.getUser(u.id))!.orgs[org.id] === 'admin'), 'granted on B')
+    const org = await A.orgs.create('Gamma')
+    t.same((await B.users.get(u.id))!.orgs, { [DEFAULT_ORG]: 'user' })
+    await A.users.setMembership(u.id, org.id, 'admin')
+    t.ok(await eventually(async () => (await B.users.get(u.id))!.orgs[org.id] === 'admin'), 'granted on B')
   })
 })
 
@@ -301,12 +301,12 @@ t.test('cache TTL is the fallback when an invalidation is never received', async
   const ttl = 5
   const A = await open(prefix)
   const B = await open(prefix, { cacheTtl: ttl })
-  const u = await A.createUser({ username: 'tess', password: 'tess-password' })
-  const { key } = await A.createAccessKey(u.id)
-  const pt = await A.createPrivateToken(u.id)
-  t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
-  t.equal(await B.userIdForPrivateToken(pt), u.id)
-  t.equal((await B.getUser(u.id))!.is_active, true)
+  const u = await A.users.create({ username: 'tess', password: 'tess-password' })
+  const { key } = await A.accessKeys.create(u.id)
+  const pt = await A.privateTokens.create(u.id)
+  t.equal((await B.accessKeys.get(key.id))!.key.is_active, true)
+  t.equal(await B.privateTokens.userIdFor(pt), u.id)
+  t.equal((await B.users.get(u.id))!.is_active, true)
   const cachedBy = Date.now()
 
   // Changes written without any message, as if the message was lost.
@@ -316,37 +316,37 @@ t.test('cache TTL is the fallback when an invalidation is never received', async
   const uk = `${prefix}user:${u.id}`
   await raw.set(uk, JSON.stringify({ ...JSON.parse((await raw.get(uk))!), is_active: false }))
 
-  t.equal((await B.getAccessKey(key.id))!.key.is_active, true, 'still cached right after')
-  t.equal(await B.userIdForPrivateToken(pt), u.id, 'still cached right after')
-  t.equal((await B.getUser(u.id))!.is_active, true, 'still cached right after')
+  t.equal((await B.accessKeys.get(key.id))!.key.is_active, true, 'still cached right after')
+  t.equal(await B.privateTokens.userIdFor(pt), u.id, 'still cached right after')
+  t.equal((await B.users.get(u.id))!.is_active, true, 'still cached right after')
   // every entry was made before cachedBy: all have expired ttl s after it
   await sleep(cachedBy + ttl * 1000 + 100 - Date.now())
-  t.equal((await B.getAccessKey(key.id))!.key.is_active, false, 'key re-read after the TTL')
-  t.equal(await B.userIdForPrivateToken(pt), null, 'token re-read after the TTL')
-  t.equal((await B.getUser(u.id))!.is_active, false, 'user re-read after the TTL')
+  t.equal((await B.accessKeys.get(key.id))!.key.is_active, false, 'key re-read after the TTL')
+  t.equal(await B.privateTokens.userIdFor(pt), null, 'token re-read after the TTL')
+  t.equal((await B.users.get(u.id))!.is_active, false, 'user re-read after the TTL')
 })
 
 t.test('a replica whose subscription dropped starts cold when it reconnects', async (t) => {
   const prefix = freshPrefix()
   const A = await open(prefix)
   const B = await open(prefix) // 30 s cache
-  const u = await A.createUser({ username: 'uma', password: 'uma-password' })
-  const { key } = await A.createAccessKey(u.id)
-  t.equal((await B.getAccessKey(key.id))!.key.is_active, true)
+  const u = await A.users.create({ username: 'uma', password: 'uma-password' })
+  const { key } = await A.accessKeys.create(u.id)
+  t.equal((await B.accessKeys.get(key.id))!.key.is_active, true)
   // Kill every pub/sub connection: B misses whatever is published meanwhile.
   await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub')
   const rk = `${prefix}ak:${key.id}`
   await raw.set(rk, JSON.stringify({ ...JSON.parse((await raw.get(rk))!), is_active: false }))
-  t.ok(await eventually(async () => (await B.getAccessKey(key.id))!.key.is_active === false, 5000), 'B dropped its cache on reconnect')
+  t.ok(await eventually(async () => (await B.accessKeys.get(key.id))!.key.is_active === false, 5000), 'B dropped its cache on reconnect')
   // and the subscription works again afterwards
-  const { key: k2 } = await A.createAccessKey(u.id)
+  const { key: k2 } = await A.accessKeys.create(u.id)
   t.ok(await eventually(async () => {
-    await B.getAccessKey(k2.id)
+    await B.accessKeys.get(k2.id)
     return (await raw.pubsub('NUMSUB', `${prefix}invalidate`) as [string, number])[1] >= 2
   }, 5000), 'resubscribed')
-  t.equal((await B.getAccessKey(k2.id))!.key.is_active, true)
-  await A.setAccessKeyActive(k2.id, false)
-  t.ok(await eventually(async () => (await B.getAccessKey(k2.id))!.key.is_active === false), 'invalidation reaches B again')
+  t.equal((await B.accessKeys.get(k2.id))!.key.is_active, true)
+  await A.accessKeys.setActive(k2.id, false)
+  t.ok(await eventually(async () => (await B.accessKeys.get(k2.id))!.key.is_active === false), 'invalidation reaches B again')
 })
 
 t.test('Redis down: every call fails fast with 503 store_unavailable, cached entries included', async (t) => {
@@ -355,26 +355,26 @@ t.test('Redis down: every call fails fast with 503 store_unavailable, cached ent
   const down = new RedisStore({ url: other.url, prefix: 'x:', commandTimeout: 500, connectTimeout: 500, cache: { max: 10, ttl: 30 } }, new Keyring(SECRET))
   opened.push(down)
   await down.connect()
-  const u = await down.createUser({ username: 'vera', password: 'vera-password' })
-  const { key } = await down.createAccessKey(u.id)
-  const pt = await down.createPrivateToken(u.id)
-  const unseen = await down.createUser({ username: 'walt', password: 'walt-password' })
+  const u = await down.users.create({ username: 'vera', password: 'vera-password' })
+  const { key } = await down.accessKeys.create(u.id)
+  const pt = await down.privateTokens.create(u.id)
+  const unseen = await down.users.create({ username: 'walt', password: 'walt-password' })
   // cached (30 s)
-  t.equal((await down.getUser(u.id))!.id, u.id)
-  t.not(await down.getAccessKey(key.id), null)
-  t.equal(await down.userIdForPrivateToken(pt), u.id)
-  t.ok(down.users.size > 0 && down.accessKeys.size > 0 && down.privateTokens.size > 0)
+  t.equal((await down.users.get(u.id))!.id, u.id)
+  t.not(await down.accessKeys.get(key.id), null)
+  t.equal(await down.privateTokens.userIdFor(pt), u.id)
+  t.ok(down.caches.users.size > 0 && down.caches.accessKeys.size > 0 && down.caches.privateTokens.size > 0)
   await other.kill()
   const start = Date.now()
   await rejectsWith(t, down.ping(), 503, 'store_unavailable', 'ping')
   // a token with a valid tag needs Redis; one without is refused in process, Redis or not
-  await rejectsWith(t, down.consumeBearerToken(new Keyring(SECRET).issue('bearer token')), 503, 'store_unavailable', 'consume')
-  t.equal(await down.consumeBearerToken('x'), null, 'an untagged token is refused without Redis')
-  await rejectsWith(t, down.getUser(unseen.id), 503, 'store_unavailable', 'getUser, not cached')
+  await rejectsWith(t, down.bearerTokens.consume(new Keyring(SECRET).issue('bearer token')), 503, 'store_unavailable', 'consume')
+  t.equal(await down.bearerTokens.consume('x'), null, 'an untagged token is refused without Redis')
+  await rejectsWith(t, down.users.get(unseen.id), 503, 'store_unavailable', 'getUser, not cached')
   // the client has noticed (its socket closed): from here nothing is served from cache
   t.ok(await eventually(async () => !down.isReady, 2000), 'the client sees the connection gone')
-  await rejectsWith(t, down.getUser(u.id), 503, 'store_unavailable', 'getUser, cached')
-  await rejectsWith(t, down.getAccessKey(key.id), 503, 'store_unavailable', 'getAccessKey, cached')
-  await rejectsWith(t, down.userIdForPrivateToken(pt), 503, 'store_unavailable', 'userIdForPrivateToken, cached')
+  await rejectsWith(t, down.users.get(u.id), 503, 'store_unavailable', 'getUser, cached')
+  await rejectsWith(t, down.accessKeys.get(key.id), 503, 'store_unavailable', 'getAccessKey, cached')
+  await rejectsWith(t, down.privateTokens.userIdFor(pt), 503, 'store_unavailable', 'userIdForPrivateToken, cached')
   t.ok(Date.now() - start < 5000, 'no hang')
 })

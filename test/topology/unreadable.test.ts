@@ -44,8 +44,8 @@ t.test('records written under another key: never a 500; a 401 and one warning na
 
   // what the CLI without a key check wrote from the wrong directory: an access key and a token under another key
   const wrong = await storeWith(OTHER_KEY, prefix)
-  const { key, secret } = await wrong.createAccessKey(dave.id)
-  await wrong.createPrivateToken(dave.id)
+  const { key, secret } = await wrong.accessKeys.create(dave.id)
+  await wrong.privateTokens.create(dave.id)
   await wrong.close()
 
   const signed = async (): Promise<any> => await request(gw.url, '/api/v1/users/profile/', { headers: signedHeaders(key.id, secret, 'GET', '/api/v1/users/profile/') })
@@ -123,9 +123,9 @@ t.test('the reported damage: a token record overwritten under another key, then 
 t.test('a store from before key check values: start records it when its key decrypts a sample record, else refuses', async (t) => {
   const prefix = 'legacy:'
   const old = await storeWith(THIRD_KEY, prefix)
-  const u = await old.createUser({ username: 'erin', password: 'erin-password-1', orgs: { [DEFAULT_ORG]: 'user' } })
-  await old.createOrg('Default', DEFAULT_ORG)
-  const { key, secret } = await old.createAccessKey(u.id)
+  const u = await old.users.create({ username: 'erin', password: 'erin-password-1', orgs: { [DEFAULT_ORG]: 'user' } })
+  await old.orgs.create('Default', DEFAULT_ORG)
+  const { key, secret } = await old.accessKeys.create(u.id)
   await old.close()
   t.equal(await raw.exists(prefix + 'key-check'), 0, 'no check value yet')
   const E = await workdir({ redis: { url: redis.url, prefix } }, 'sidegate-legacy-')

@@ -49,8 +49,8 @@ function passes (out: string): { ran: number[], disabled: string[] } {
 const call = async (base: string, k: { id: string, secret: string }) => await request(base, '/api/v1/users/profile/', { headers: signedHeaders(k.id, k.secret, 'GET', '/api/v1/users/profile/') })
 
 t.test('keys unused for disable_after days are disabled by one replica per pass; used ones stay; key enable turns one back on for good', async (t) => {
-  const u = await store.createUser({ username: 'carol', password: 'carol-password' })
-  const made = async () => { const k = await store.createAccessKey(u.id); return { id: k.key.id, secret: k.secret } }
+  const u = await store.users.create({ username: 'carol', password: 'carol-password' })
+  const made = async () => { const k = await store.accessKeys.create(u.id); return { id: k.key.id, secret: k.secret } }
   const stale = await made()
   const neverUsed = await made()
   const recent = await made()
@@ -64,9 +64,9 @@ t.test('keys unused for disable_after days are disabled by one replica per pass;
   await raw.set(`${prefix}ak-used:${stale.id}`, staleUsed)
   await raw.set(`${prefix}ak-used:${recent.id}`, daysAgo(29))
 
-  const active = async (id: string) => (await store.listAccessKeys(u.id)).find((k) => k.id === id)?.is_active
+  const active = async (id: string) => (await store.accessKeys.list(u.id)).find((k) => k.id === id)?.is_active
   t.ok(await eventually(async () => (await active(stale.id)) === false && (await active(neverUsed.id)) === false, 60_000), 'both unused keys disabled')
-  t.same((await store.listAccessKeys(u.id)).filter((k) => !k.is_active).map((k) => k.disabled_by), ['policy', 'policy'], 'by the policy: their owner cannot enable them again')
+  t.same((await store.accessKeys.list(u.id)).filter((k) => !k.is_active).map((k) => k.disabled_by), ['policy', 'policy'], 'by the policy: their owner cannot enable them again')
   for (const g of [a, b]) {
     const r = await call(g.url, stale)
     t.same([r.status, r.json], [401, { detail: 'This access key is disabled.', code: 'key_disabled' }], 'refused on both replicas')

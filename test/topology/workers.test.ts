@@ -140,7 +140,7 @@ t.test('/metrics on the primary is the sum over the workers', async (t) => {
 })
 
 t.test('the admin API works through the primary, relayed to the workers with the client\'s address', async (t) => {
-  const token = await store.createPrivateToken(admin.id)
+  const token = await store.privateTokens.create(admin.id)
   const auth = { authorization: `Token ${token}` }
   for (let i = 0; i < 4; i++) {
     const r = await request(g.adminUrl, '/admin/v1/users', { headers: auth })
@@ -150,10 +150,10 @@ t.test('the admin API works through the primary, relayed to the workers with the
   t.equal((await request(g.adminUrl, '/admin/v1/users')).status, 401, 'no credential: 401')
   const created = await request(g.adminUrl, '/admin/v1/users', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'relayed', password: 'relayed-password-1' }) })
   t.equal(created.status, 201, 'a POST with a body')
-  t.ok(await store.getUserByUsername('relayed'), 'created in the store')
+  t.ok(await store.users.byUsername('relayed'), 'created in the store')
   // an access key's IP allow-list is checked against the client's address, which the worker must see through the relay
-  const here = await store.createAccessKey(admin.id, undefined, { allow_ips: ['127.0.0.1'] })
-  const elsewhere = await store.createAccessKey(admin.id, undefined, { allow_ips: ['10.1.2.3'] })
+  const here = await store.accessKeys.create(admin.id, undefined, { allow_ips: ['127.0.0.1'] })
+  const elsewhere = await store.accessKeys.create(admin.id, undefined, { allow_ips: ['10.1.2.3'] })
   t.equal((await request(g.adminUrl, '/admin/v1/users', { headers: signedHeaders(here.key.id, here.secret, 'GET', '/admin/v1/users') })).status, 200, 'key allowed from 127.0.0.1')
   const refused = await request(g.adminUrl, '/admin/v1/users', { headers: signedHeaders(elsewhere.key.id, elsewhere.secret, 'GET', '/admin/v1/users') })
   t.equal(refused.status, 403)
@@ -174,8 +174,8 @@ t.test('the admin API works through the primary, relayed to the workers with the
 })
 
 t.test('a private token revoked through the CLI is refused by every worker', async (t) => {
-  const user = await store.createUser({ username: 'revoked', password: 'revoked-password-1', orgs: { [DEFAULT_ORG]: 'user' } })
-  const token = await store.createPrivateToken(user.id)
+  const user = await store.users.create({ username: 'revoked', password: 'revoked-password-1', orgs: { [DEFAULT_ORG]: 'user' } })
+  const token = await store.privateTokens.create(user.id)
   const auth = { authorization: `Token ${token}` }
   // both workers accept it, and so hold it in their caches
   t.ok(await untilEveryWorker(g, '/inv/before', 200, 2, auth), 'accepted by worker 1 and worker 2')
@@ -303,8 +303,8 @@ t.test('first start with 3 workers: one secret key, one admin, one Default org',
   const key = readFileSync(join(dir, 'sidegate.key'), 'utf8').trim()
   const st = await openTestStore({ url: redis.url }, p, { secret: key })
   t.teardown(async () => { await st.close() })
-  t.same((await st.listUsers()).map((u) => u.username), ['admin'], 'exactly one user: admin')
-  t.same((await st.listOrgs()).map((o) => o.name), ['Default'], 'exactly one org: Default')
+  t.same((await st.users.list()).map((u) => u.username), ['admin'], 'exactly one user: admin')
+  t.same((await st.orgs.list()).map((o) => o.name), ['Default'], 'exactly one org: Default')
   const all = s.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
   t.equal(all.filter((l) => l.msg === 'created the first superuser').length, 1, 'one worker created it')
   t.equal(all.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('generated a new secret key')).length, 1, 'one key generated')

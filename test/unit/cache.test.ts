@@ -224,23 +224,23 @@ t.test('through the policy (embedded store): a miss fills the user too; a hot en
   const clock = { now: Date.now() }
   const store = await connected(new SqliteStore({ path: join(tempDir('sidegate-cache-'), 'c.db'), busyTimeout: 1000, cache: { max: 1, ttl: 60, now: () => clock.now } }, new Keyring(SECRET)))
   t.teardown(async () => { await store.close() })
-  const u = await store.createUser({ username: 'hot', password: 'hot-password' })
-  const token = await store.createPrivateToken(u.id)
-  t.equal(await store.userIdForPrivateToken(token), u.id)
-  t.equal(store.privateTokens.misses, 1, 'one miss')
-  t.equal(store.cachedUser(u.id)?.username, 'hot', 'the user came with it')
-  t.equal(store.users.misses, 0, 'without a read of its own')
+  const u = await store.users.create({ username: 'hot', password: 'hot-password' })
+  const token = await store.privateTokens.create(u.id)
+  t.equal(await store.privateTokens.userIdFor(token), u.id)
+  t.equal(store.caches.privateTokens.misses, 1, 'one miss')
+  t.equal(store.users.cached(u.id)?.username, 'hot', 'the user came with it')
+  t.equal(store.caches.users.misses, 0, 'without a read of its own')
   for (let s = 0; s < 300; s += 10) {
     clock.now += 10_000
-    t.equal(store.cachedUserIdForPrivateToken(token), u.id, `cached ${s + 10} s on`)
-    t.ok(store.cachedUser(u.id) !== undefined)
+    t.equal(store.privateTokens.cachedUserIdFor(token), u.id, `cached ${s + 10} s on`)
+    t.ok(store.users.cached(u.id) !== undefined)
     // the background read, if one was started
     await new Promise((resolve) => setImmediate(resolve))
   }
-  t.equal(store.privateTokens.misses, 1, 'no miss in 5 minutes of use with a 60 s ttl')
-  const k = await store.createAccessKey(u.id)
-  await store.getAccessKey(k.key.id)
-  t.equal(store.accessKeys.misses, 1)
+  t.equal(store.caches.privateTokens.misses, 1, 'no miss in 5 minutes of use with a 60 s ttl')
+  const k = await store.accessKeys.create(u.id)
+  await store.accessKeys.get(k.key.id)
+  t.equal(store.caches.accessKeys.misses, 1)
   clock.now += 61_000
-  t.equal(store.cachedUserIdForPrivateToken(token), undefined, 'left unused past its ttl: expired')
+  t.equal(store.privateTokens.cachedUserIdFor(token), undefined, 'left unused past its ttl: expired')
 })

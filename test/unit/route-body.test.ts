@@ -48,14 +48,14 @@ t.test('a body that fails its schema is 400 with the catalogue\'s code, the limi
 
   // a boolean, also as a form's "true"/"false": AccessKeyUpdate
   const u = await makeUser(g, 'bodyschema')
-  const pt = await g.store.createPrivateToken(u.id)
-  const { key } = await g.store.createAccessKey(u.id)
+  const pt = await g.store.privateTokens.create(u.id)
+  const { key } = await g.store.accessKeys.create(u.id)
   const path = `/api/v1/authentication/access-keys/${key.id}/`
   t.same(doc.components.schemas.AccessKeyUpdate.properties.is_active, { type: 'boolean' })
   const auth = { authorization: `Token ${pt}`, 'content-type': 'application/json' }
   const bad = await request(g.url, path, { method: 'PATCH', headers: auth, body: JSON.stringify({ is_active: 'maybe' }) })
   t.same([bad.status, bad.json], [400, { detail: 'is_active: Must be a valid boolean.', code: 'bad_request' }])
-  t.equal((await g.store.getAccessKey(key.id))?.key.is_active, true, 'nothing changed')
+  t.equal((await g.store.accessKeys.get(key.id))?.key.is_active, true, 'nothing changed')
   const form = await request(g.url, path, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'is_active=false' })
   t.same([form.status, form.json.is_active], [200, false], 'a form\'s "false" is the boolean')
   // the key is looked up before the body is read: another's key is 404 whatever the body

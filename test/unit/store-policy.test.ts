@@ -32,43 +32,43 @@ function recording (s: Storage, calls: string[]): Storage {
 t.test('a credential with a wrong check tag is refused before storage is asked', async (t) => {
   const calls: string[] = []
   const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
-  const u = await store.createUser({ username: 'tagged', password: null })
-  const pt = await store.createPrivateToken(u.id)
-  const bt = (await store.issueBearerToken(u.id, 60)).token
-  const sess = await store.createSession(u.id, 60)
+  const u = await store.users.create({ username: 'tagged', password: null })
+  const pt = await store.privateTokens.create(u.id)
+  const bt = (await store.bearerTokens.issue(u.id, 60)).token
+  const sess = await store.sessions.create(u.id, 60)
   const wrong = (v: string): string => v.slice(0, 43) + (v[43] === 'A' ? 'B' : 'A')
   const foreign = new Keyring('another-secret-key-that-is-long-enough-987')
   calls.length = 0
-  for (const x of [wrong(pt), foreign.issue('private token'), bt]) t.equal(await store.userIdForPrivateToken(x), null)
+  for (const x of [wrong(pt), foreign.issue('private token'), bt]) t.equal(await store.privateTokens.userIdFor(x), null)
   for (const x of [wrong(bt), foreign.issue('bearer token'), pt]) {
-    t.equal(await store.consumeBearerToken(x), null)
-    t.equal(await store.readBearerToken(x), null)
+    t.equal(await store.bearerTokens.consume(x), null)
+    t.equal(await store.bearerTokens.read(x), null)
   }
   for (const x of [wrong(sess.id), foreign.issue('session id'), bt]) {
-    t.equal(await store.getSession(x), null)
-    t.equal(store.cachedSession(x), null)
-    await store.touchSession(x, 60)
-    t.equal(await store.deleteSession(x), null)
+    t.equal(await store.sessions.get(x), null)
+    t.equal(store.sessions.cached(x), null)
+    await store.sessions.touch(x, 60)
+    t.equal(await store.sessions.delete(x), null)
   }
   t.same(calls, [], 'no storage call')
-  t.equal((await store.consumeBearerToken(bt))?.user_id, u.id, 'the genuine bearer token is intact')
+  t.equal((await store.bearerTokens.consume(bt))?.user_id, u.id, 'the genuine bearer token is intact')
   t.same(calls, ['bearerTokens.consume'], 'and asks storage once')
 })
 
 t.test('a password change ends sessions and unused bearer tokens through storage; disabling ends sessions; each notes when (a pending sign-in step older is void)', async (t) => {
   const calls: string[] = []
   const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
-  const u = await store.createUser({ username: 'changer', password: 'changer-password' })
-  t.equal((await store.getUserForSignIn(u.id))?.sessionsEnded, 0, 'never ended')
+  const u = await store.users.create({ username: 'changer', password: 'changer-password' })
+  t.equal((await store.users.forSignIn(u.id))?.sessionsEnded, 0, 'never ended')
   calls.length = 0
   const before = Date.now()
-  await store.setPassword(u.id, 'changer-password-2')
+  await store.passwords.set(u.id, 'changer-password-2')
   t.same(calls, ['users.setField', 'sessions.endAll', 'bearerTokens.endAll', 'users.setField'])
-  t.ok((await store.getUserForSignIn(u.id))!.sessionsEnded >= before, 'sessions_ended written')
+  t.ok((await store.users.forSignIn(u.id))!.sessionsEnded >= before, 'sessions_ended written')
   calls.length = 0
-  await store.setUserActive(u.id, false)
+  await store.users.setActive(u.id, false)
   t.same(calls, ['users.setField', 'sessions.endAll', 'users.setField'], 'disabling ends the sessions only')
   calls.length = 0
-  await store.endSessions(u.id)
+  await store.sessions.endAll(u.id)
   t.ok(calls.includes('users.setField'), 'session revoke notes it too')
 })

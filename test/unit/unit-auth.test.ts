@@ -57,16 +57,16 @@ async function fixture (doc: Record<string, unknown> = {}): Promise<Fixture> {
   const config = buildConfig({ secret_key: SECRET, ...doc })
   const clock = { now: Date.now() }
   const store = new MemoryStore(new Keyring(SECRET), { now: () => clock.now })
-  const alice = await store.createUser({ username: 'alice', password: null })
-  const dora = await store.createUser({ username: 'dora', password: null })
-  const key = await store.createAccessKey(alice.id)
-  const disabledKey = await store.createAccessKey(alice.id)
-  await store.setAccessKeyActive(disabledKey.key.id, false)
-  const doraKey = await store.createAccessKey(dora.id)
-  const orphanKey = await store.createAccessKey('6f1a1c7e-1111-4222-8333-944455556666')
-  const privateToken = await store.createPrivateToken(alice.id)
-  const doraToken = await store.createPrivateToken(dora.id)
-  await store.setUserActive(dora.id, false)
+  const alice = await store.users.create({ username: 'alice', password: null })
+  const dora = await store.users.create({ username: 'dora', password: null })
+  const key = await store.accessKeys.create(alice.id)
+  const disabledKey = await store.accessKeys.create(alice.id)
+  await store.accessKeys.setActive(disabledKey.key.id, false)
+  const doraKey = await store.accessKeys.create(dora.id)
+  const orphanKey = await store.accessKeys.create('6f1a1c7e-1111-4222-8333-944455556666')
+  const privateToken = await store.privateTokens.create(alice.id)
+  const doraToken = await store.privateTokens.create(dora.id)
+  await store.users.setActive(dora.id, false)
   const pipeline = new Authenticators(store, config)
   const auth = async (r: Request): Promise<Outcome> => {
     const req = { method: r.method ?? 'GET', url: r.url ?? '/api/v1/users/profile/', headers: r.headers } as unknown as IncomingMessage
@@ -176,7 +176,7 @@ runTable('signature (Authorization: Signature …)', [
   { name: 'disabled key, wrong secret', req: (f) => signed(f.disabledKey, { secret: 'not-the-secret' }), want: no(401, 'invalid_signature') },
   { name: "a disabled user's key", req: (f) => signed(f.doraKey), want: no(401, 'user_inactive') },
   { name: 'a key whose user is gone', req: (f) => signed(f.orphanKey), want: no(401, 'authentication_failed') },
-  { name: 'a deleted key', req: async (f) => { const k = await f.store.createAccessKey(f.alice.id); await f.store.deleteAccessKey(k.key.id); return signed({ id: k.key.id, secret: k.secret }) }, want: no(401, 'invalid_signature') },
+  { name: 'a deleted key', req: async (f) => { const k = await f.store.accessKeys.create(f.alice.id); await f.store.accessKeys.delete(k.key.id); return signed({ id: k.key.id, secret: k.secret }) }, want: no(401, 'invalid_signature') },
   { name: 'Date 10 minutes old (clock_skew 300 s)', req: (f) => signed(f.key, { date: new Date(Date.now() - 600_000).toUTCString() }), want: no(401, 'signature_expired') },
   { name: 'Date 10 minutes ahead', req: (f) => signed(f.key, { date: new Date(Date.now() + 600_000).toUTCString() }), want: no(401, 'signature_expired') },
   { name: 'Date 4 minutes old: within the skew', req: (f) => signed(f.key, { date: new Date(Date.now() - 240_000).toUTCString() }), want: ok('access_key') },
@@ -229,12 +229,12 @@ runTable('private token (Authorization: Token … / PrivateToken …)', [
   { name: 'one character short', req: (f) => token('Token', f.privateToken.slice(1)), want: no(401, 'invalid_token') },
   { name: 'well tagged, never stored', req: () => token('Token', new Keyring(SECRET).issue('private token')), want: no(401, 'invalid_token') },
   { name: 'tagged under another secret key', req: () => token('Token', new Keyring('another-secret-key-that-is-long-enough-xyz').issue('private token')), want: no(401, 'invalid_token') },
-  { name: 'a bearer token is not a private token', req: async (f) => token('Token', (await f.store.issueBearerToken(f.alice.id, 60)).token), want: no(401, 'invalid_token') },
-  { name: 'a session id is not a private token', req: async (f) => token('Token', (await f.store.createSession(f.alice.id, 60)).id), want: no(401, 'invalid_token') },
+  { name: 'a bearer token is not a private token', req: async (f) => token('Token', (await f.store.bearerTokens.issue(f.alice.id, 60)).token), want: no(401, 'invalid_token') },
+  { name: 'a session id is not a private token', req: async (f) => token('Token', (await f.store.sessions.create(f.alice.id, 60)).id), want: no(401, 'invalid_token') },
   { name: "a disabled user's token", req: (f) => token('Token', f.doraToken), want: no(401, 'user_inactive') },
-  { name: 'revoked', req: async (f) => { const u = await f.store.createUser({ username: `r${Math.random()}`, password: null }); const v = await f.store.createPrivateToken(u.id); await f.store.revokePrivateToken(u.id); return token('Token', v) }, want: no(401, 'invalid_token') },
-  { name: 'replaced', req: async (f) => { const u = await f.store.createUser({ username: `p${Math.random()}`, password: null }); const v = await f.store.createPrivateToken(u.id); await f.store.createPrivateToken(u.id); return token('Token', v) }, want: no(401, 'invalid_token') },
-  { name: 'kept across a password change', req: async (f) => { await f.store.setPassword(f.alice.id, 'a-new-password'); return token('Token', f.privateToken) }, want: ok('private_token') },
+  { name: 'revoked', req: async (f) => { const u = await f.store.users.create({ username: `r${Math.random()}`, password: null }); const v = await f.store.privateTokens.create(u.id); await f.store.privateTokens.revoke(u.id); return token('Token', v) }, want: no(401, 'invalid_token') },
+  { name: 'replaced', req: async (f) => { const u = await f.store.users.create({ username: `p${Math.random()}`, password: null }); const v = await f.store.privateTokens.create(u.id); await f.store.privateTokens.create(u.id); return token('Token', v) }, want: no(401, 'invalid_token') },
+  { name: 'kept across a password change', req: async (f) => { await f.store.passwords.set(f.alice.id, 'a-new-password'); return token('Token', f.privateToken) }, want: ok('private_token') },
   { name: 'no token after the scheme', req: () => ({ headers: { authorization: 'Token' } }), want: no(401, 'malformed_authorization') },
   { name: 'characters outside token68', req: () => token('Token', 'abc"def'), want: no(401, 'malformed_authorization') },
   { name: 'two tokens', req: (f) => token('Token', `${f.privateToken} ${f.privateToken}`), want: no(401, 'malformed_authorization') },
@@ -244,7 +244,7 @@ runTable('private token (Authorization: Token … / PrivateToken …)', [
 // ---- one-time bearer tokens
 
 const bearer = async (f: Fixture, user = f.alice): Promise<string> => (
-  await f.store.issueBearerToken(user.id, f.config.auth.bearer.ttl)
+  await f.store.bearerTokens.issue(user.id, f.config.auth.bearer.ttl)
 ).token
 
 runTable('bearer token (Authorization: Bearer …)', [
@@ -255,19 +255,19 @@ runTable('bearer token (Authorization: Bearer …)', [
   { name: 'expired (auth.bearer.ttl passed)', req: async (f) => { const v = await bearer(f); f.clock.now += f.config.auth.bearer.ttl * 1000; return token('Bearer', v) }, want: no(401, 'invalid_token') },
   { name: 'a second before it expires', req: async (f) => { const v = await bearer(f); f.clock.now += f.config.auth.bearer.ttl * 1000 - 1000; return token('Bearer', v) }, want: ok('bearer') },
   { name: 'a private token is not a bearer token', req: (f) => token('Bearer', f.privateToken), want: no(401, 'invalid_token') },
-  { name: 'ended by a password change', req: async (f) => { const v = await bearer(f); await f.store.setPassword(f.alice.id, 'another-password'); return token('Bearer', v) }, want: no(401, 'invalid_token') },
+  { name: 'ended by a password change', req: async (f) => { const v = await bearer(f); await f.store.passwords.set(f.alice.id, 'another-password'); return token('Bearer', v) }, want: no(401, 'invalid_token') },
   { name: "a disabled user's token", req: async (f) => token('Bearer', await bearer(f, f.dora)), want: no(401, 'user_inactive') },
   { name: "a disabled user's token is used up by the refused request", req: async (f) => { const v = await bearer(f, f.dora); await f.auth(token('Bearer', v)); return token('Bearer', v) }, want: no(401, 'invalid_token') },
   { name: 'the scheme only', req: () => ({ headers: { authorization: 'Bearer' } }), want: no(401, 'malformed_authorization') },
   { name: 'a bearer token with a session cookie: the header decides', req: async (f) => ({ headers: { authorization: `Bearer ${await bearer(f)}`, cookie: 'svc_sessionid=garbage' } }), want: ok('bearer') },
-  { name: 'a bad bearer token with a good session cookie: the header decides', req: async (f) => ({ headers: { authorization: 'Bearer nonsense', cookie: `svc_sessionid=${(await f.store.createSession(f.alice.id, 60)).id}` } }), want: no(401, 'invalid_token') }
+  { name: 'a bad bearer token with a good session cookie: the header decides', req: async (f) => ({ headers: { authorization: 'Bearer nonsense', cookie: `svc_sessionid=${(await f.store.sessions.create(f.alice.id, 60)).id}` } }), want: no(401, 'invalid_token') }
 ])
 
 // ---- sessions
 
 const session = async (
   f: Fixture, user = f.alice
-): Promise<{ id: string, csrf: string }> => await f.store.createSession(
+): Promise<{ id: string, csrf: string }> => await f.store.sessions.create(
   user.id, f.config.session.idle_timeout, f.config.session.absolute_timeout
 )
 const cookie = (c: string, more: Headers = {}, method = 'GET'): Request => ({ method, headers: { cookie: c, ...more } })
@@ -289,7 +289,7 @@ runTable('session (Cookie: svc_sessionid=…)', [
   { name: 'a private token as session id', req: (f) => cookie(`svc_sessionid=${f.privateToken}`), want: no(401, 'invalid_session') },
   { name: 'empty', req: () => cookie('svc_sessionid='), want: no(401, 'invalid_session') },
   { name: 'over 256 characters', req: () => cookie(`svc_sessionid=${'a'.repeat(257)}`), want: no(401, 'invalid_session') },
-  { name: 'logged out', req: async (f) => { const s = await session(f); await f.store.deleteSession(s.id); return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
+  { name: 'logged out', req: async (f) => { const s = await session(f); await f.store.sessions.delete(s.id); return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
   { name: 'idle past session.idle_timeout', req: async (f) => { const s = await session(f); f.clock.now += f.config.session.idle_timeout * 1000; return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
   {
     name: 'a request pushes the idle timeout forward',
@@ -306,8 +306,8 @@ runTable('session (Cookie: svc_sessionid=…)', [
     req: async (f) => { f.clock.now = Date.now() - f.config.session.absolute_timeout * 1000 + 60_000; return cookie(`svc_sessionid=${(await session(f)).id}`) },
     want: ok('session')
   },
-  { name: "a disabled user's session is ended", req: async (f) => { const u = await f.store.createUser({ username: `d${Math.random()}`, password: null }); const s = await session(f, u); await f.store.setUserActive(u.id, false); return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
-  { name: 'ended by a password change', req: async (f) => { const s = await session(f); await f.store.setPassword(f.alice.id, 'yet-another-password'); return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
+  { name: "a disabled user's session is ended", req: async (f) => { const u = await f.store.users.create({ username: `d${Math.random()}`, password: null }); const s = await session(f, u); await f.store.users.setActive(u.id, false); return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
+  { name: 'ended by a password change', req: async (f) => { const s = await session(f); await f.store.passwords.set(f.alice.id, 'yet-another-password'); return cookie(`svc_sessionid=${s.id}`) }, want: no(401, 'invalid_session') },
   { name: 'HEAD and OPTIONS need no CSRF token', req: async (f) => cookie(`svc_sessionid=${(await session(f)).id}`, {}, 'HEAD'), want: ok('session') },
   { name: 'OPTIONS', req: async (f) => cookie(`svc_sessionid=${(await session(f)).id}`, {}, 'OPTIONS'), want: ok('session') },
   { name: 'POST without X-CSRFToken', req: async (f) => cookie(`svc_sessionid=${(await session(f)).id}`, {}, 'POST'), want: no(403, 'csrf_failed') },
@@ -347,12 +347,12 @@ t.test('resolve answers at once where in-process state decides, else with a prom
   t.ok(pipeline.resolve(req(`Token ${wrongTag(f.privateToken)}`)) instanceof GatewayError)
   await t.rejects(pipeline.authenticate(req(`Token ${wrongTag(f.privateToken)}`)), { code: 'invalid_token' }, 'authenticate rejects with it')
   t.throws(() => pipeline.resolve(req(`Token ${f.doraToken}`)), { code: 'user_inactive' }, 'a disabled user: refused synchronously, as authenticate refuses')
-  const bearer = pipeline.resolve(req(`Bearer ${(await f.store.issueBearerToken(f.alice.id, 60)).token}`))
+  const bearer = pipeline.resolve(req(`Bearer ${(await f.store.bearerTokens.issue(f.alice.id, 60)).token}`))
   t.ok(bearer instanceof Promise, 'a single-use bearer token needs the store: a promise')
   t.equal((await bearer as Identity).method, 'bearer')
   t.equal((await pipeline.authenticate(req(`Token ${f.privateToken}`))).user.username, 'alice', 'authenticate: the same identity, as a promise')
 
-  const s = await f.store.createSession(f.alice.id, 600)
+  const s = await f.store.sessions.create(f.alice.id, 600)
   const withCookie = (method: string, headers: Record<string, string> = {}): IncomingMessage => ({ method, url: '/api/v1/x', headers: { cookie: `svc_sessionid=${s.id}`, ...headers } }) as unknown as IncomingMessage
   const first = pipeline.resolve(withCookie('GET'))
   t.ok(first instanceof Promise, "a session's first request pushes its idle timeout back in the store: a promise")
@@ -377,10 +377,11 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   }
   const store = await open()
   t.teardown(async () => await store.close())
-  const alice = await store.createUser({ username: 'alice', password: null })
-  const created = await store.createAccessKey(alice.id)
+  const alice = await store.users.create({ username: 'alice', password: null })
+  const created = await store.accessKeys.create(alice.id)
   const key = { id: created.key.id, secret: created.secret }
-  const expired = await store.createAccessKey(alice.id, 0, { date_expired: new Date(Date.now() + 1000).toISOString() })
+  const soon = new Date(Date.now() + 1000).toISOString()
+  const expired = await store.accessKeys.create(alice.id, 0, { date_expired: soon })
   const config = buildConfig({ secret_key: SECRET })
   const pipeline = new Authenticators(store, config)
   const req = (r: Request): IncomingMessage => ({ method: r.method ?? 'GET', url: r.url, headers: r.headers }) as unknown as IncomingMessage
@@ -408,7 +409,7 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   t.match(refused(signed(exp)), { code: 'key_expired', status: 401 }, 'past its expiry, from memory')
 
   // disabled: the change evicts the cached key, so the next request asks the store again
-  await store.setAccessKeyActive(key.id, false)
+  await store.accessKeys.setActive(key.id, false)
   const after = pipeline.resolve(req(signed(key)))
   t.ok(after instanceof Promise, 'disabled: evicted, the store is asked')
   await t.rejects(after as Promise<Identity>, { code: 'key_disabled' })
@@ -418,7 +419,7 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   const strict = new Authenticators(
     store, buildConfig({ secret_key: SECRET, auth: { signature: { replay_cache: true } } })
   )
-  const k2 = await store.createAccessKey(alice.id)
+  const k2 = await store.accessKeys.create(alice.id)
   const once = signed({ id: k2.key.id, secret: k2.secret })
   t.ok(strict.resolve(req(once)) instanceof Promise)
   await strict.authenticate(req(signed({ id: k2.key.id, secret: k2.secret })))

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { E } from '../../errors.js'
 import { LAST_USED_EVERY_MS } from '../../limits.js'
 import type { KeyStateFields, StoredKey } from '../ports.js'
-import type { AccessKey, KeyDisabler, KeyState, NewKeyOptions, RateLimitPolicy } from '../types.js'
+import type { AccessKey, KeyDisabler, KeyState, NewKeyOptions, RateLimitPolicy } from '../model.js'
 import type { Caches } from './caches.js'
 import { invalidate, isoNow, type Context } from './context.js'
 import { importedDisable, keyOf, lifecycle, openKeySecret, publicUser } from './records.js'
@@ -29,6 +29,7 @@ export class AccessKeys {
     cache?.accessKeys.refreshWith(async (id) => await this.#fill(cache, id))
   }
 
+  /** `max` > 0: refused with `too_many_keys` when the user already has that many (atomic) */
   async create (userId: string, max = 0, o: NewKeyOptions = {}): Promise<{ key: AccessKey, secret: string }> {
     const id = randomUUID()
     const secret = randomUUID()
@@ -44,6 +45,10 @@ export class AccessKeys {
     return { key: keyOf(stored, null), secret }
   }
 
+  /**
+   * Stores an access key with the id and secret it had elsewhere (an import),
+   * exactly as create stores one; false when the id is taken.
+   */
   async import (
     userId: string, k: { id: string, secret: string, is_active: boolean } & NewKeyOptions
   ): Promise<boolean> {
@@ -69,6 +74,7 @@ export class AccessKeys {
     return openKeySecret(this.c.keys, keyOf(v.stored, v.lastUsed), v.stored.secret, this.c.onUnreadable)
   }
 
+  /** Cached in process; invalidated on every replica when the key or its user changes. */
   async get (id: string): Promise<{ key: AccessKey, secret: string } | null> {
     const cache = this.c.caches
     if (cache === null) {
@@ -140,6 +146,11 @@ export class AccessKeys {
     return true
   }
 
+  /**
+   * Records the key's last use, at most once a minute per key (per process, and across replicas). undefined:
+   * nothing sent (used within the minute); else resolves true when this was the key's first recorded use ever,
+   * once across every replica (the audit's key.first_used), false otherwise or on any failure: never rejects.
+   */
   touch (id: string): Promise<boolean> | undefined {
     if (this.c.shut()) return undefined
     const now = this.c.storage.now()

@@ -11,6 +11,7 @@ import type { Context } from './context.js'
 export class BearerTokens {
   constructor (private readonly c: Context) {}
 
+  /** `factors`: what the sign-in it is issued for was made with (default the password alone). */
   async issue (
     userId: string, ttlSeconds: number, factors: readonly Factor[] = PASSWORD_ONLY
   ): Promise<{ token: string, expires: Date }> {

@@ -8,7 +8,7 @@
  */
 import { Cache, CachePool } from '../cache.js'
 import type { Invalidation, StoredSession } from '../ports.js'
-import type { AccessKey, StoreCaches, User } from '../types.js'
+import type { AccessKey, StoreCaches, User } from '../model.js'
 
 export interface CacheOptions {
   /** 0: nothing is cached; any other value is no longer a bound (memory_mb is) */

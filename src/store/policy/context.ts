@@ -27,7 +27,7 @@ export async function invalidate (c: Context, msg: string): Promise<void> {
 export const isoNow = (c: Context): string => new Date(c.storage.now()).toISOString()
 
 /**
- * Notes when the user's sessions were ended (Store.getUserForSignIn): a pending
+ * Notes when the user's sessions were ended (store.users.forSignIn): a pending
  * sign-in step begun before is void. The gateway's clock, as the pending step's.
  */
 export async function sessionsEnded (c: Context, userId: string): Promise<void> {

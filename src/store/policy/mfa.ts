@@ -6,7 +6,7 @@
  * is a replay mark (markOnce) for as long as that step can be accepted.
  */
 import { TOTP, matchTotp, newRecoveryCode, newTotpSecret, normalizeRecoveryCode } from '../../crypto.js'
-import type { MfaFactors, SecondFactorResult, SecondFactorState, TotpEnrolment } from '../types.js'
+import type { MfaFactors, SecondFactorResult, SecondFactorState, TotpEnrolment } from '../model.js'
 import { isoNow, type Context } from './context.js'
 import { info } from './passkeys.js'
 
@@ -45,6 +45,7 @@ export class Mfa {
     return s
   }
 
+  /** The user's second factors (never a secret). */
   async factors (userId: string): Promise<MfaFactors> {
     const r = await this.#record(userId)
     const totp = r === null || r.rec.secret === undefined
@@ -73,6 +74,12 @@ export class Mfa {
     if (r !== null && r.rec.confirmed && r.rec.secret !== undefined) return 'enrolled'
     if (passkeys.length > 0) return 'passkey'
     return r?.rec.required === true ? 'required' : 'none'
+  }
+
+  /** A confirmed second factor (TOTP or a passkey): every sign-in needs one. */
+  async has (userId: string): Promise<boolean> {
+    const s = await this.state(userId)
+    return s === 'enrolled' || s === 'passkey'
   }
 
   /**

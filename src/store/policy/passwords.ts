@@ -13,21 +13,31 @@ import { importedFingerprint } from './records.js'
 export class Passwords {
   constructor (private readonly c: Context) {}
 
+  /** The stored password hash, or null when the user is unknown or has no password. */
   async hash (userId: string): Promise<string | null> {
     return (await this.c.storage.users.get(userId))?.password_hash ?? null
   }
 
+  /**
+   * Changing the password also ends the user's sessions and unused bearer
+   * tokens, on every replica at once; private tokens and access keys stay.
+   */
   async set (userId: string, password: string): Promise<void> {
     await this.#write(userId, 'password_hash', await hashPassword(password))
     await this.#endCredentials(userId)
   }
 
+  /**
+   * Sets an imported Django hash as the user's password, kept as it is until the next successful login
+   * re-hashes it (upgrade); ends sessions and unused bearer tokens as set does.
+   */
   async setLegacy (userId: string, hash: string): Promise<void> {
     await this.#write(userId, 'password_hash', hash)
     await this.#write(userId, 'password_imported', importedFingerprint(this.c.keys, hash))
     await this.#endCredentials(userId)
   }
 
+  /** True when this legacy hash is the one the last import set (even if a login has re-hashed it since). */
   async isImported (userId: string, hash: string): Promise<boolean> {
     const s = await this.c.storage.users.get(userId)
     // under any key the store was rotated through: the same hash again is no change

@@ -8,7 +8,7 @@
  */
 import { credentialShaped } from '../../crypto.js'
 import type { StoredPrivateToken } from '../ports.js'
-import { UNREADABLE } from '../types.js'
+import { UNREADABLE } from '../model.js'
 import type { Caches } from './caches.js'
 import { invalidate, type Context } from './context.js'
 import { publicUser } from './records.js'
@@ -20,6 +20,7 @@ export class PrivateTokens {
     cache?.privateTokens.refreshWith(async (h) => await this.#fill(cache, h))
   }
 
+  /** Creates (or replaces) the user's private token and returns it. */
   async create (userId: string): Promise<string> {
     const token = this.c.keys.issue('private token')
     const h = this.c.keys.lookup(token)
@@ -29,6 +30,11 @@ export class PrivateTokens {
     return token
   }
 
+  /**
+   * Makes an imported, untagged token (JumpServer's 40 hex characters) the user's private token,
+   * replacing any other; it is accepted although it carries no check tag, because its lookup hash
+   * is in the store's set of imported tokens (every replica reloads the set when it changes).
+   */
   async import (userId: string, token: string): Promise<void> {
     const pt = this.c.storage.privateTokens
     const h = this.c.keys.lookup(token)
@@ -40,6 +46,16 @@ export class PrivateTokens {
     await invalidate(this.c, 'pt-imported:')
   }
 
+  /** The token read back; null when there is none or it cannot be read (read tells which). */
+  async get (userId: string): Promise<string | null> {
+    const t = await this.read(userId)
+    return typeof t === 'string' ? t : null
+  }
+
+  /**
+   * The private token; null when there is none; UNREADABLE (and reported)
+   * when it was stored under another secret key: never garbage.
+   */
   async read (userId: string): Promise<string | null | typeof UNREADABLE> {
     const stored = await this.c.storage.privateTokens.get(userId)
     if (stored === null) return null

@@ -4,7 +4,7 @@
  */
 import type { Keyring } from '../../crypto.js'
 import type { StoredKey, StoredUser } from '../ports.js'
-import type { AccessKey, Factor, KeyDisabler, NewUser, User } from '../types.js'
+import type { AccessKey, Factor, KeyDisabler, NewUser, User } from '../model.js'
 
 /** A new user's record: the public fields, the password hash, and the fingerprint of an imported (Django) hash. */
 export function newUserRecord (

@@ -7,12 +7,16 @@
  */
 import type { StoredSession } from '../ports.js'
 import { PASSWORD_ONLY, samePasswordOnly, type Factor } from '../factors.js'
-import type { Session, SessionInfo } from '../types.js'
+import type { Session, SessionInfo } from '../model.js'
 import { invalidate, sessionsEnded, type Context } from './context.js'
 
 export class Sessions {
   constructor (private readonly c: Context) {}
 
+  /**
+   * `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout);
+   * `factors`: what the sign-in was made with (default the password alone).
+   */
   async create (
     userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds, factors: readonly Factor[] = PASSWORD_ONLY
   ): Promise<Session> {
@@ -68,6 +72,7 @@ export class Sessions {
     await this.c.storage.sessions.touch(this.c.keys.lookup(id), ttlSeconds)
   }
 
+  /** The user id of the session it ended, null when there was none (the audit's session.revoked). */
   async delete (id: string): Promise<string | null> {
     // no record can exist for an id without a valid tag
     if (!this.c.keys.tagged('session id', id)) return null
@@ -78,18 +83,21 @@ export class Sessions {
     return userId
   }
 
+  /** The user's live sessions, oldest first (administration: `sidegate session list`, the admin API). */
   async list (userId: string): Promise<SessionInfo[]> {
     return (await this.c.storage.sessions.list(userId)).sort(
       (a, b) => a.created - b.created || a.id.localeCompare(b.id)
     )
   }
 
+  /** Ends one of the user's sessions by its SessionInfo id, on every replica at once; false: no such live session. */
   async end (userId: string, id: string): Promise<boolean> {
     if (!(await this.c.storage.sessions.deleteOf(userId, id))) return false
     await invalidate(this.c, `sess:${id}`)
     return true
   }
 
+  /** Ends every session of the user, on every replica at once; how many were live. */
   async endAll (userId: string): Promise<number> {
     const n = (await this.list(userId)).length
     await this.c.storage.sessions.endAll(userId)

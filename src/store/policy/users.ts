@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { hashPassword } from '../../crypto.js'
 import { E } from '../../errors.js'
-import type { NewUser, Org, OrgRole, RateLimitPolicy, SignInUser, User } from '../types.js'
+import type { NewUser, Org, OrgRole, RateLimitPolicy, SignInUser, User } from '../model.js'
 import { invalidate, isoNow, sessionsEnded, type Context } from './context.js'
 import { newUserRecord, publicUser } from './records.js'
 
@@ -114,6 +114,7 @@ export class Users {
     await invalidate(this.c, `user:${userId}`)
   }
 
+  /** Changes a user's name, email or superuser flag (every replica sees it at once). */
   async setFields (userId: string, fields: Partial<Pick<User, 'name' | 'email' | 'is_superuser'>>): Promise<void> {
     const users = this.c.storage.users
     for (const [k, v] of Object.entries(fields) as Array<['name' | 'email' | 'is_superuser', string | boolean | undefined]>) {

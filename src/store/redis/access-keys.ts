@@ -6,7 +6,7 @@
  * record yet).
  */
 import type { AccessKeyStorage, KeyStateExpected, KeyStateFields, StoredKey, StoredUser } from '../ports.js'
-import type { RateLimitPolicy } from '../types.js'
+import type { RateLimitPolicy } from '../model.js'
 import type { RedisContext } from './context.js'
 import { parseUser } from './users.js'
 

@@ -2,7 +2,7 @@
  * The audit stream in Redis: `audit`, a Redis Stream capped with XADD MAXLEN ~, one field `e` holding the event's JSON.
  */
 import type { AuditStorage } from '../ports.js'
-import type { AuditEntry, AuditQuery } from '../types.js'
+import type { AuditEntry, AuditQuery } from '../model.js'
 import type { RedisContext } from './context.js'
 
 export class RedisAudit implements AuditStorage {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { LimitStorage } from '../ports.js'
-import type { LoginFailures } from '../types.js'
+import type { LoginFailures } from '../model.js'
 import type { RedisContext } from './context.js'
 
 export class RedisLimits implements LimitStorage {

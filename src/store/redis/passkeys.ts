@@ -9,7 +9,7 @@
  * not listed.
  */
 import type { PasskeyStorage } from '../ports.js'
-import type { StoredPasskey } from '../types.js'
+import type { StoredPasskey } from '../model.js'
 import type { RedisContext } from './context.js'
 
 /** The hash of a passkey as stored, and back. */

@@ -4,7 +4,7 @@
  * disabling or a password change ends).
  */
 import type { SessionStorage, StoredSession } from '../ports.js'
-import type { SessionInfo } from '../types.js'
+import type { SessionInfo } from '../model.js'
 import { getJson, type RedisContext } from './context.js'
 
 export class RedisSessions implements SessionStorage {

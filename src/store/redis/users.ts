@@ -2,7 +2,7 @@
  * Orgs and users in Redis: one JSON record per key, a set of ids each, and the lowercase username claimed with SET NX.
  */
 import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js'
-import type { Org, OrgRole } from '../types.js'
+import type { Org, OrgRole } from '../model.js'
 import { getJson, type RedisContext } from './context.js'
 
 /** A user record as stored: cjson encodes an empty table as {} but may return [] after edits; normalised. */

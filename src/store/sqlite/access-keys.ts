@@ -6,7 +6,7 @@
 import {
   applyKeyState, type AccessKeyStorage, type KeyStateExpected, type KeyStateFields, type StoredKey, type StoredUser
 } from '../ports.js'
-import type { RateLimitPolicy } from '../types.js'
+import type { RateLimitPolicy } from '../model.js'
 import type { SqlContext } from './context.js'
 
 export class SqliteAccessKeys implements AccessKeyStorage {

@@ -4,7 +4,7 @@
  * `maxLen` rows. A reader waiting for the next event polls every 100 ms.
  */
 import type { AuditStorage } from '../ports.js'
-import type { AuditEntry, AuditQuery } from '../types.js'
+import type { AuditEntry, AuditQuery } from '../model.js'
 import type { SqlContext } from './context.js'
 
 const WAIT_POLL_MS = 100

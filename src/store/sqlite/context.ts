@@ -1,7 +1,7 @@
 /** What every aggregate of the embedded backend shares: the database, its clock, one way to run statements. */
 import type Database from 'better-sqlite3'
 import type { Db } from './schema.js'
-import type { Factor } from '../types.js'
+import type { Factor } from '../model.js'
 
 export interface SqlContext {
   readonly db: Db

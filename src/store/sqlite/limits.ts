@@ -4,7 +4,7 @@
  * expiry; what nobody reads again is swept (SqlContext.sweep).
  */
 import type { LimitStorage, LockStorage } from '../ports.js'
-import type { LoginFailures } from '../types.js'
+import type { LoginFailures } from '../model.js'
 import type { SqlContext } from './context.js'
 
 export class SqliteLimits implements LimitStorage {

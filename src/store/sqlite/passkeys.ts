@@ -2,7 +2,7 @@
  * Passkeys in SQLite: `passkeys`, a row per credential id (its counter a column: the compare-and-set is one UPDATE).
  */
 import type { PasskeyStorage } from '../ports.js'
-import type { StoredPasskey } from '../types.js'
+import type { StoredPasskey } from '../model.js'
 import type { SqlContext } from './context.js'
 
 interface Row { json: string, counter: number, last_used: string | null }

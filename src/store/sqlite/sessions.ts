@@ -1,6 +1,6 @@
 /** Sessions in SQLite: hash → user id, creation, factors and expiry (the idle timeout), indexed by user. */
 import type { SessionStorage, StoredSession } from '../ports.js'
-import type { SessionInfo } from '../types.js'
+import type { SessionInfo } from '../model.js'
 import { factorsColumn, factorsOf, type SqlContext } from './context.js'
 
 export class SqliteSessions implements SessionStorage {

@@ -3,7 +3,7 @@
  * lowercase username is a UNIQUE column, claimed with the insert.
  */
 import type { OrgStorage, StoredUser, UserField, UserStorage } from '../ports.js'
-import type { Org, OrgRole } from '../types.js'
+import type { Org, OrgRole } from '../model.js'
 import type { SqlContext } from './context.js'
 import { safeEqual } from '../../crypto.js'
 
