@@ -6,18 +6,20 @@
  * callers), and minting a token when it is not cached (node:crypto, EdDSA and
  * ES256; jose's SignJWT for comparison). Each call is timed on its own and the
  * median reported (hrtime itself costs some tens of ns, the same in every row).
- * The key set lives in a MemoryStore: no Redis, no sockets.
+ * The key set lives in the embedded store on a temporary file: no Redis, no sockets.
  *
  *   --calls N    timed calls per case (100000)
  *   --users N    distinct callers cycled through in the cached cases (1000)
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ROOT, parseFlags } from './lib.mjs'
 
 const flags = parseFlags(process.argv.slice(2), { calls: 100_000, users: 1000 })
 const { buildConfig } = await import(join(ROOT, 'dist', 'config', 'index.js'))
 const { Keyring } = await import(join(ROOT, 'dist', 'crypto.js'))
-const { MemoryStore } = await import(join(ROOT, 'dist', 'store', 'memory', 'index.js'))
+const { SqliteStore } = await import(join(ROOT, 'dist', 'store', 'sqlite', 'index.js'))
 const { IdentitySigner } = await import(join(ROOT, 'dist', 'forward', 'identity.js'))
 const { headerPolicy, injectIdentity } = await import(join(ROOT, 'dist', 'pipeline', 'headers.js'))
 const { createLogger } = await import(join(ROOT, 'dist', 'observability', 'log.js'))
@@ -33,11 +35,14 @@ const identities = Array.from({ length: flags.users }, (_, i) => ({
   user: { id: `6f1a1c7e-1111-4222-8333-${String(i).padStart(12, '0')}`, username: `user${i}` }
 }))
 
+const dir = mkdtempSync(join(tmpdir(), 'sidegate-bench-identity-'))
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+
 async function signerFor (algorithm) {
   const config = buildConfig({ identity: { jwt: { enabled: true, algorithm, audience: 'orders' } } })
-  const signer = new IdentitySigner(
-    new MemoryStore(new Keyring(SECRET)), config.identity.jwt, log, { cacheMax: config.auth.cache.max }
-  )
+  const store = new SqliteStore({ path: join(dir, `${algorithm}.db`), busyTimeout: 1000, cache: { max: 0, ttl: 1 } }, new Keyring(SECRET))
+  await store.connect()
+  const signer = new IdentitySigner(store, config.identity.jwt, log, { cacheMax: config.auth.cache.max })
   await signer.load()
   return { config, signer }
 }

@@ -312,13 +312,6 @@ export interface Invalidation {
   listen(onMessage: (msg: string) => void, onReset: () => void): void
 }
 
-/** Reads a backend in process memory answers without I/O (the synchronous fast path of Store.cached*). */
-export interface InstantReads {
-  user(id: string): StoredUser | null
-  privateTokenUser(hash: string): string | null
-  session(hash: string): StoredSession | null
-}
-
 /** A backend: every aggregate's storage, its clock, and its lifecycle. */
 export interface Storage {
   readonly orgs: OrgStorage
@@ -335,8 +328,6 @@ export interface Storage {
   readonly passkeys: PasskeyStorage
   /** Present where replicas cache in process and must hear of changes. */
   readonly invalidation?: Invalidation
-  /** Present where every read is in process memory. */
-  readonly instant?: InstantReads
   /** The clock of every date and expiry the policy writes, epoch ms. */
   now(): number
   connect(): Promise<void>

@@ -12,15 +12,14 @@ import { Writable } from 'node:stream'
 import { parse, stringify } from 'yaml'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { buildConfig, configWarnings } from '../../src/config/index.js'
-import { Keyring } from '../../src/crypto.js'
 import { createLogger } from '../../src/observability/log.js'
 import { createGateway } from '../../src/pipeline/server.js'
-import { MemoryStore } from '../../src/store/memory/index.js'
 import { CHECKS } from '../../src/config/validate.js'
 import { CHECK_KEYWORDS } from '../../src/config/json-schema.js'
 import { removeDir, tempDir } from '../fixtures/cleanup.js'
 import { cliIn } from '../fixtures/procs.js'
 import { ROOT, SECRET } from '../fixtures/gateway.js'
+import { sqliteStore } from '../fixtures/sqlite-store.js'
 
 const dir = tempDir('sidegate-config-')
 t.teardown(() => removeDir(dir))
@@ -193,11 +192,13 @@ t.test('config check: the warnings a start would log, exit 0', async (t) => {
   t.same(trj.warning_codes, ['two_factor_private_token'])
   t.match(trj.warnings[0], /a two_factor rule names method:private_token: every private token passes it.*\(rule 1\)$/)
 
-  // the gateway logs the same warning when it starts with this config (in process, on a MemoryStore: no sockets)
+  // the gateway logs the same warning when it starts with this config (in process, on a store of its own: no sockets)
   const config = buildConfig({ ...doc, secret_key: SECRET })
   const logs: string[] = []
   const log = createLogger('warn', new Writable({ write (chunk, _e, cb) { logs.push(chunk.toString()); cb() } }) as unknown as NodeJS.WritableStream)
-  const gw = createGateway({ config, store: new MemoryStore(new Keyring(SECRET)), log })
+  const store = await sqliteStore()
+  t.teardown(() => store.close())
+  const gw = createGateway({ config, store, log })
   await gw.shutdown(0)
   log.flush()
   const logged = logs.flatMap((l) => l.trim().split('\n')).map((l) => JSON.parse(l) as { msg: string, entries?: string[] }).filter((l) => l.msg.startsWith('upstream.public_paths'))

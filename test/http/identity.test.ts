@@ -19,10 +19,10 @@ import { login } from '../fixtures/session.js'
 import { upgrade } from '../fixtures/raw.js'
 import { cliIn, workdir } from '../fixtures/procs.js'
 import { removeDir } from '../fixtures/cleanup.js'
+import { sqliteStore } from '../fixtures/sqlite-store.js'
 import { eventually } from '../fixtures/wait.js'
 import { Keyring } from '../../src/crypto.js'
 import { buildConfig, defaultIssuer } from '../../src/config/index.js'
-import { MemoryStore } from '../../src/store/memory/index.js'
 import { ensureKeySet, keyStates, keyView, newSigningKey, RETIRE_MARGIN_MS, rotateKeySet } from '../../src/forward/identity.js'
 import { JWKS_KEY } from '../../src/store/keyset.js'
 
@@ -272,9 +272,10 @@ t.test('`secret rotate` re-encrypts the signing keys; a store with another key r
   t.equal((await s.signingKeys.get()).keys[0].private, null, 'the old secret cannot read it any more')
 })
 
-t.test('rotation in the store: published ahead, signs later, the old key kept until its tokens expired, then removed (MemoryStore, stepped clock)', async (t) => {
+t.test('rotation in the store: published ahead, signs later, the old key kept until its tokens expired, then removed (a stepped clock)', async (t) => {
   const clock = { now: Date.UTC(2026, 0, 1) }
-  const store = new MemoryStore(new Keyring(SECRET), { now: () => clock.now })
+  const store = await sqliteStore({ now: () => clock.now })
+  t.teardown(() => store.close())
   const c = { algorithm: 'EdDSA' as const, publish_ahead: 300, ttl: 60 }
   const ttlMs = c.ttl * 1000
   const first = await ensureKeySet(store, 'EdDSA', clock.now)
@@ -302,7 +303,8 @@ t.test('rotation in the store: published ahead, signs later, the old key kept un
   keys = (await store.signingKeys.get()).keys
   t.same(keys.map((k) => k.kid), [k2.kid, r3.key.kid])
   // a rotation on an empty set signs at once
-  const empty = new MemoryStore(new Keyring(SECRET), { now: () => clock.now })
+  const empty = await sqliteStore({ now: () => clock.now })
+  t.teardown(() => empty.close())
   const r0 = await rotateKeySet(empty, c, clock.now)
   t.equal(r0.key.active_from, clock.now)
   t.ok(newSigningKey('ES256', 0, 0).public.y, 'an EC key has y')

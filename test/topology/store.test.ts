@@ -1,6 +1,6 @@
 /**
  * RedisStore on a real Redis: the Store contract (test/fixtures/store-contract.ts,
- * the suite MemoryStore passes too), then what only Redis has: what is
+ * the suite SqliteStore passes too), then what only Redis has: what is
  * stored and how (secrets at rest, TTLs, lookup entries), credentials refused
  * without a command, the in-process caches and their invalidation across
  * replicas through pub/sub, and Redis going away.

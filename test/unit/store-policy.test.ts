@@ -6,10 +6,11 @@
  */
 import t from 'tap'
 import { Keyring } from '../../src/crypto.js'
-import { MemoryStorage } from '../../src/store/memory/index.js'
-import { Data } from '../../src/store/memory/data.js'
+import { join } from 'node:path'
 import { createStore } from '../../src/store/policy/index.js'
 import type { Storage } from '../../src/store/ports.js'
+import { SqliteStorage } from '../../src/store/sqlite/storage.js'
+import { tempDir } from '../fixtures/cleanup.js'
 import { SECRET } from '../fixtures/gateway.js'
 
 const AGGREGATES = ['orgs', 'users', 'accessKeys', 'privateTokens', 'bearerTokens', 'sessions', 'limits', 'locks', 'audit', 'signingKeys'] as const
@@ -26,12 +27,28 @@ function recording (s: Storage, calls: string[]): Storage {
       }
     })
   }
-  return new Proxy(s, { get: (o, p) => p in wrapped ? wrapped[p as string] : Reflect.get(o, p, o) })
+  // the rest bound to the storage itself: its private fields are not the proxy's
+  return new Proxy(s, {
+    get: (o, p) => {
+      if (p in wrapped) return wrapped[p as string]
+      const v: unknown = Reflect.get(o, p, o)
+      return typeof v === 'function' ? v.bind(o) : v
+    }
+  })
+}
+
+/** The policy over a recording SqliteStorage on a file of its own. */
+async function recordedStore (calls: string[]): Promise<ReturnType<typeof createStore>> {
+  const storage = new SqliteStorage({ path: join(tempDir('sidegate-policy-'), 'store.db'), busyTimeout: 1000 })
+  const store = createStore(recording(storage, calls), new Keyring(SECRET))
+  await store.connect()
+  t.teardown(() => store.close())
+  return store
 }
 
 t.test('a credential with a wrong check tag is refused before storage is asked', async (t) => {
   const calls: string[] = []
-  const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
+  const store = await recordedStore(calls)
   const u = await store.users.create({ username: 'tagged', password: null })
   const pt = await store.privateTokens.create(u.id)
   const bt = (await store.bearerTokens.issue(u.id, 60)).token
@@ -57,7 +74,7 @@ t.test('a credential with a wrong check tag is refused before storage is asked',
 
 t.test('a password change ends sessions and unused bearer tokens through storage; disabling ends sessions; each notes when (a pending sign-in step older is void)', async (t) => {
   const calls: string[] = []
-  const store = createStore(recording(new MemoryStorage(new Data(Date.now)), calls), new Keyring(SECRET))
+  const store = await recordedStore(calls)
   const u = await store.users.create({ username: 'changer', password: 'changer-password' })
   t.equal((await store.users.forSignIn(u.id))?.sessionsEnded, 0, 'never ended')
   calls.length = 0

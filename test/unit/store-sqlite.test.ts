@@ -1,20 +1,23 @@
 /**
  * SqliteStore: the Store contract (test/fixtures/store-contract.ts, the suite
- * RedisStore and MemoryStore pass) on the embedded backend, on a clock the
+ * RedisStore passes) on the embedded backend, on a clock the
  * tests step; and what only a file has: its mode, durability across a
  * restart, secrets sealed at rest, files it must refuse, a full disk, a
- * write lock held elsewhere, the invalidation log.
+ * write lock held elsewhere, the invalidation log; and on a stepped clock,
+ * exact expiries, the gate, the last use written
+ * once a minute across processes, expired rows swept.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import Database from 'better-sqlite3'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Keyring } from '../../src/crypto.js'
-import { GatewayError, UsageError } from '../../src/errors.js'
+import { E, GatewayError, UsageError } from '../../src/errors.js'
 import { SqliteStore } from '../../src/store/sqlite/index.js'
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/sqlite/schema.js'
 import { tempDir } from '../fixtures/cleanup.js'
 import { SECRET } from '../fixtures/gateway.js'
+import { sqliteStore } from '../fixtures/sqlite-store.js'
 import { rejectsWith, sqliteStores, storeContract } from '../fixtures/store-contract.js'
 import { eventually } from '../fixtures/wait.js'
 import { oathtool, stepTime } from '../fixtures/oathtool.js'
@@ -242,4 +245,107 @@ t.test('secret rotation re-encrypts a TOTP secret: codes (from oathtool) still m
   t.equal(new Keyring(SECRET).tryDecrypt((JSON.parse(stored) as { secret: string }).secret, `user-totp:${u.id}`), null, 'no longer under the old key')
   t.equal(await b.mfa.verify(u.id, oathtool(e.secret, stepTime(now, 1))), 'otp', 'the new key opens it')
   t.equal((await b.mfa.factors(pendingUser.id)).required, true)
+})
+
+// ---- on a clock the tests step: dates, expiries, the gate, the last use, the sweep
+
+const clocked = async (t: Test): Promise<{ store: SqliteStore, clock: { now: number } }> => {
+  const clock = { now: Date.parse('2030-01-01T00:00:00Z') }
+  // uncached: what is asserted is the file's own expiries (a cached session may outlive its by the cache's seconds)
+  const store = await sqliteStore({ now: () => clock.now, cache: false })
+  t.teardown(() => store.close())
+  return { store, clock }
+}
+
+/** Rows held in the tables of expiring entries, expired ones included until swept. */
+const rows = (s: SqliteStore): Record<'bearer' | 'sessions' | 'attempts' | 'once', number> => {
+  const n = (table: string): number => (s.sqlite.db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n
+  return { bearer: n('bearer'), sessions: n('sessions'), attempts: n('attempts'), once: n('once') }
+}
+
+t.test('dates and expiries come from the clock: an entry expires when the clock reaches its expiry', async (t) => {
+  const { store, clock } = await clocked(t)
+  const u = await store.users.create({ username: 'timely', password: 'timely-password' })
+  t.equal(u.date_joined, '2030-01-01T00:00:00.000Z')
+  const { token, expires } = await store.bearerTokens.issue(u.id, 60)
+  t.equal(expires.toISOString(), '2030-01-01T00:01:00.000Z')
+  const s = await store.sessions.create(u.id, 60)
+  t.equal(s.created, clock.now)
+  t.equal(await store.limits.markOnce('sig', 'v', 60), true)
+  clock.now += 59_999
+  t.not(await store.sessions.get(s.id), null, '1 ms before: alive')
+  t.equal(await store.limits.markOnce('sig', 'v', 60), false)
+  const late = await store.bearerTokens.issue(u.id, 60)
+  clock.now += 1
+  t.equal(await store.sessions.get(s.id), null, 'at its expiry: gone')
+  t.equal(await store.bearerTokens.consume(token), null)
+  t.equal(await store.limits.markOnce('sig', 'v', 60), true)
+  t.equal((await store.bearerTokens.consume(late.token))?.user_id, u.id, 'issued later, expires later')
+  await store.users.recordLogin(u.id)
+  t.equal((await store.users.get(u.id))!.last_login, '2030-01-01T00:01:00.000Z')
+})
+
+t.test('login attempts on a stepped clock: retryAfter is the window left, rounded like Redis TTL', async (t) => {
+  const { store, clock } = await clocked(t)
+  t.same(await store.limits.countLoginAttempt('s', 100, 3), { count: 1, retryAfter: 100 })
+  clock.now += 30_400
+  t.same(await store.limits.countLoginAttempt('s', 100, 3), { count: 2, retryAfter: 70 }, '69.6 s left: 70')
+  clock.now += 200
+  t.same(await store.limits.countLoginAttempt('s', 100, 3), { count: 3, retryAfter: 100 }, 'the max-th attempt: a full window again')
+  clock.now += 99_999
+  t.same(await store.limits.countLoginAttempt('s', 100, 3), { count: 4, retryAfter: 0 }, 'counting on until the window ends')
+  clock.now += 1
+  t.same(await store.limits.countLoginAttempt('s', 100, 3), { count: 1, retryAfter: 100 }, 'then a new window')
+})
+
+t.test('last use of an access key: written at most once a minute, whichever replica sees the use', async (t) => {
+  const { store, clock } = await clocked(t)
+  const other = await sqliteStore({ replicaOf: store, now: () => clock.now, cache: false })
+  t.teardown(() => other.close())
+  const { key } = await store.accessKeys.create('u1')
+  store.accessKeys.touch(key.id)
+  t.equal((await store.accessKeys.list('u1'))[0].date_last_used, '2030-01-01T00:00:00.000Z')
+  clock.now += 59_999
+  store.accessKeys.touch(key.id)
+  t.equal((await store.accessKeys.list('u1'))[0].date_last_used, '2030-01-01T00:00:00.000Z', 'within the minute: not written')
+  other.accessKeys.touch(key.id)
+  t.equal((await store.accessKeys.list('u1'))[0].date_last_used, '2030-01-01T00:00:00.000Z', 'another replica does not write within the minute either')
+  clock.now += 1
+  store.accessKeys.touch(key.id)
+  t.equal((await store.accessKeys.list('u1'))[0].date_last_used, '2030-01-01T00:01:00.000Z', 'after the minute: written')
+})
+
+t.test('the gate: while closed every call fails with its error; close() is 503 store_unavailable', async (t) => {
+  const { store } = await clocked(t)
+  const u = await store.users.create({ username: 'gated', password: 'gated-password' })
+  const { key } = await store.accessKeys.create(u.id)
+  const gate = E.storeUnavailable()
+  store.setGate(gate)
+  const calls: Array<() => Promise<unknown>> = [() => store.ping(), () => store.users.get(u.id), () => store.accessKeys.get(key.id), () => store.orgs.list(), () => store.limits.countLoginAttempt('x', 1, 1)]
+  for (const call of calls) await t.rejects(async () => { await call() }, gate)
+  store.accessKeys.touch(key.id)
+  store.setGate(null)
+  t.equal((await store.accessKeys.get(key.id))!.key.date_last_used, null, 'a touch while gated writes nothing')
+  t.equal(store.isReady, true)
+  await store.close()
+  t.equal(store.isReady, false)
+  await t.rejects(store.users.get(u.id), { status: 503, code: 'store_unavailable' })
+})
+
+t.test('expired entries nobody reads again are dropped, at most once a minute', async (t) => {
+  const { store, clock } = await clocked(t)
+  for (let i = 0; i < 50; i++) await store.bearerTokens.issue('u1', 1)
+  for (let i = 0; i < 50; i++) await store.limits.markOnce('sig', `v${i}`, 1)
+  for (let i = 0; i < 5; i++) await store.sessions.create(`u${i}`, 1)
+  await store.limits.countLoginAttempt('someone', 1, 5)
+  t.same(rows(store), { bearer: 50, sessions: 5, attempts: 1, once: 50 }, 'held until swept')
+  clock.now += 30_000
+  await store.bearerTokens.issue('u1', 600)
+  t.equal(rows(store).bearer, 51, 'not within a minute of the last sweep')
+  clock.now += 30_000
+  const kept = await store.bearerTokens.issue('u1', 600) // a write sweeps
+  const live = await store.sessions.create('u1', 600)
+  t.same(rows(store), { bearer: 2, sessions: 1, attempts: 0, once: 0 }, 'only live entries are left')
+  t.equal((await store.bearerTokens.consume(kept.token))?.user_id, 'u1')
+  t.not(await store.sessions.get(live.id), null)
 })

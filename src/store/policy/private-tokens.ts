@@ -139,7 +139,6 @@ export class PrivateTokens {
     if (!this.c.keys.tagged('private token', token)) return credentialShaped(token) ? null : undefined
     const cache = this.c.caches
     // a miss is counted by userIdFor, which the caller asks next
-    if (cache !== null) return cache.trusted ? cache.privateTokens.get(this.c.keys.lookup(token), false) : undefined
-    return this.c.storage.instant?.privateTokenUser(this.c.keys.lookup(token))
+    return cache !== null && cache.trusted ? cache.privateTokens.get(this.c.keys.lookup(token), false) : undefined
   }
 }

@@ -48,10 +48,8 @@ export class Sessions {
   cached (id: string): Session | null | undefined {
     if (!this.c.keys.tagged('session id', id)) return null
     const cache = this.c.caches
-    let s: StoredSession | null | undefined
-    if (cache !== null) s = cache.trusted ? cache.sessions.get(this.c.keys.lookup(id), false) : undefined
-    else s = this.c.storage.instant?.session(this.c.keys.lookup(id))
-    return s === undefined || s === null ? s : this.#session(id, s)
+    const s = cache !== null && cache.trusted ? cache.sessions.get(this.c.keys.lookup(id), false) : undefined
+    return s === undefined ? s : this.#session(id, s)
   }
 
   /** The CSRF token is derived on first use only: safe methods never need it. */

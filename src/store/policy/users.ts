@@ -76,9 +76,7 @@ export class Users {
   /** get without I/O: undefined when only get can tell. */
   cached (id: string): User | undefined {
     const cache = this.c.caches
-    if (cache !== null) return cache.trusted ? cache.users.get(id, false) : undefined
-    const s = this.c.storage.instant?.user(id)
-    return s === undefined || s === null ? undefined : publicUser(s)
+    return cache !== null && cache.trusted ? cache.users.get(id, false) : undefined
   }
 
   async byUsername (username: string): Promise<User | null> {
