@@ -15,11 +15,11 @@
  */
 import { Type as T, type Static } from '@sinclair/typebox'
 import type { AuditEvent, Auditor } from '../observability/audit.js'
-import { isUuid } from '../http/uuid.js'
 import type { Config } from '../config/index.js'
 import { E, GatewayError } from '../errors.js'
 import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS, MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from '../limits.js'
 import { KeyOptionError, keyOptions } from '../admin/key-options.js'
+import { OwnerAccessKey, ownerKeyJson, published } from '../admin/key-json.js'
 import { sendJson } from '../respond.js'
 import { PASSWORD_ONLY, type AccessKey, type Factor, type NewKeyOptions, type Store } from '../store/types.js'
 import type { Identity } from '../auth/index.js'
@@ -48,18 +48,6 @@ export function freshFor (ctx: RequestContext): number {
  */
 function mintedFactors (id: Identity): Factor[] {
   return [...(id.factors ?? (id.method === 'access_key' ? id.keyFactors : undefined) ?? PASSWORD_ONLY)]
-}
-
-function keyJson (k: AccessKey): Record<string, unknown> {
-  return {
-    id: k.id,
-    name: k.name ?? null,
-    is_active: k.is_active,
-    date_created: k.date_created,
-    date_last_used: k.date_last_used,
-    date_expired: k.date_expired ?? null,
-    allow_ips: k.allow_ips ?? []
-  }
 }
 
 /**
@@ -141,19 +129,7 @@ const TOKEN_SCHEMAS: Record<string, Json> = {
 }
 
 const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
-  AccessKey: {
-    type: 'object',
-    required: ['id', 'name', 'is_active', 'date_created', 'date_last_used', 'date_expired', 'allow_ips'],
-    properties: {
-      id: { type: 'string', format: 'uuid', description: 'The AccessKeyID (`keyId` in signatures).' },
-      name: { type: ['string', 'null'], maxLength: MAX_KEY_NAME, description: 'A label of the owner\'s choosing; null: none.' },
-      is_active: { type: 'boolean', description: 'false: disabled by its owner, an operator (`sidegate key disable`) or auth.keys.disable_after (unused too long); a correctly signed request is then 401 `key_disabled`.' },
-      date_created: { type: 'string', format: 'date-time' },
-      date_last_used: { type: ['string', 'null'], format: 'date-time', description: 'Updated at most once a minute.' },
-      date_expired: { type: ['string', 'null'], format: 'date-time', description: 'From then on a correctly signed request is 401 `key_expired`; null: never.' },
-      allow_ips: { type: 'array', maxItems: MAX_KEY_ALLOW_IPS, items: { type: 'string' }, description: 'Addresses and CIDR ranges (IPv4, IPv6) the key may be used from (the client address as server.trusted_proxies resolves it; 403 `ip_not_allowed` from any other); empty: anywhere.' }
-    }
-  },
+  AccessKey: published(OwnerAccessKey),
   AccessKeyCreated: {
     allOf: [schemaRef('AccessKey')],
     type: 'object',
@@ -161,6 +137,10 @@ const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
     properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this response.' } }
   }
 }
+
+/** `{id}`: a key's id; anything but a UUID names no key (404). */
+const KEY_PATH = `${ACCESS_KEYS_PATH}{id}/`
+const KEY_PARAMS = T.Object({ id: T.String({ format: 'uuid', description: 'The AccessKeyID.' }) })
 
 export function accountApiRoutes (store: Store, passwords: PasswordChecker, audit?: Auditor): Route[] {
   /** One audit event about the caller's own credential. */
@@ -187,18 +167,12 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
 
   /** The caller's key with this id, or 404 (also for another user's key). */
   const ownKey = async (ctx: RequestContext, id: string): Promise<AccessKey> => {
-    if (!isUuid(id)) throw E.notFound()
     const k = (await store.listAccessKeys(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
     if (k === undefined) throw E.notFound()
     return k
   }
-  /** The key a path under ACCESS_KEYS_PATH names (`<id>/`), found before the body is read: another's key is 404. */
-  const namedKey = async (ctx: RequestContext): Promise<AccessKey> => {
-    const m = /^([^/]+)\/$/.exec(ctx.path.slice(ACCESS_KEYS_PATH.length))
-    if (m === null) throw E.notFound()
-    return await ownKey(ctx, m[1])
-  }
-  const keyDocs = { path: `${ACCESS_KEYS_PATH}{id}/`, pathParameters: [{ name: 'id', in: 'path', required: true, description: 'The AccessKeyID.', schema: { type: 'string', format: 'uuid' } }] }
+  /** The key the path names, found before the body is read: another's key is 404. */
+  const namedKey = async (ctx: RequestContext, { id }: { id: string }): Promise<AccessKey> => await ownKey(ctx, id)
 
   return [route({
     method: 'GET',
@@ -212,7 +186,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       schemas: ACCESS_KEY_SCHEMAS
     },
     async handler (ctx) {
-      sendJson(ctx.res, 200, (await store.listAccessKeys(ctx.identity!.user.id)).map(keyJson))
+      sendJson(ctx.res, 200, (await store.listAccessKeys(ctx.identity!.user.id)).map(ownerKeyJson))
     }
   }), route({
     method: 'POST',
@@ -237,15 +211,14 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
         ctx.identity!.user.id, MAX_ACCESS_KEYS, { ...options, factors: mintedFactors(ctx.identity!) }
       )
       record(ctx, 'key.created', key.id)
-      sendJson(ctx.res, 201, { ...keyJson(key), secret })
+      sendJson(ctx.res, 201, { ...ownerKeyJson(key), secret })
     }
   }), route({
     method: 'GET',
-    path: ACCESS_KEYS_PATH,
-    prefix: true,
+    path: KEY_PATH,
+    params: KEY_PARAMS,
     auth: 'user',
     docs: {
-      ...keyDocs,
       tags: ['Authentication'],
       operationId: 'getAccessKey',
       summary: 'One of the caller\'s access keys',
@@ -253,17 +226,16 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       errors: { 404: 'NotFound' },
       schemas: ACCESS_KEY_SCHEMAS
     },
-    async handler (ctx) {
-      sendJson(ctx.res, 200, keyJson(await namedKey(ctx)))
+    async handler (ctx, { params }) {
+      sendJson(ctx.res, 200, ownerKeyJson(await namedKey(ctx, params)))
     }
   }), route({
     method: 'PATCH',
-    path: ACCESS_KEYS_PATH,
-    prefix: true,
+    path: KEY_PATH,
+    params: KEY_PARAMS,
     auth: 'user',
     body: KEY_UPDATE_BODY,
     docs: {
-      ...keyDocs,
       tags: ['Authentication'],
       operationId: 'updateAccessKey',
       summary: 'Enable or disable an access key',
@@ -286,15 +258,14 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
         now = await ownKey(ctx, key.id)
       }
       if (active !== now.is_active) record(ctx, active ? 'key.enabled' : 'key.disabled', key.id)
-      sendJson(ctx.res, 200, keyJson(await ownKey(ctx, key.id)))
+      sendJson(ctx.res, 200, ownerKeyJson(await ownKey(ctx, key.id)))
     }
   }), route({
     method: 'DELETE',
-    path: ACCESS_KEYS_PATH,
-    prefix: true,
+    path: KEY_PATH,
+    params: KEY_PARAMS,
     auth: 'user',
     docs: {
-      ...keyDocs,
       tags: ['Authentication'],
       operationId: 'deleteAccessKey',
       summary: 'Delete an access key',
@@ -303,8 +274,8 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       errors: { 404: 'NotFound' },
       schemas: ACCESS_KEY_SCHEMAS
     },
-    async handler (ctx) {
-      const key = await namedKey(ctx)
+    async handler (ctx, { params }) {
+      const key = await namedKey(ctx, params)
       await store.deleteAccessKey(key.id)
       record(ctx, 'key.revoked', key.id)
       ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()

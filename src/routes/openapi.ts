@@ -20,6 +20,7 @@ import { publishedSchema, requestBodyOf } from './body.js'
 import { ref, type DocumentedMethod, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'
 import { TOKEN_PATH } from './token.js'
 import type { Route, RouteAuth } from './types.js'
+import type { TObject } from '@sinclair/typebox'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
 
@@ -120,6 +121,14 @@ function implied (auth: RouteAuth, method: string, op: Operation): {
 
 const ANY_METHOD: readonly DocumentedMethod[] = ['get', 'post', 'put', 'patch', 'delete']
 
+/** A route's path parameters as OpenAPI has them: each required, its schema the one Route.params checks. */
+export function pathParameters (params: TObject): Json[] {
+  return Object.entries(params.properties).map(([name, schema]) => {
+    const { description, ...rest } = JSON.parse(JSON.stringify(schema)) as Json
+    return { name, in: 'path', required: true, ...(description === undefined ? {} : { description }), schema: rest }
+  })
+}
+
 /** The document's `paths` and the schemas the routes declare (their bodies' schemas among them). */
 function assemble (routes: readonly Route[]): { paths: Record<string, Json>, schemas: Record<string, Json> } {
   const paths: Record<string, Json> = {}
@@ -132,9 +141,10 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
   for (const route of routes) {
     const op = route.docs
     if (op === null) continue
-    const path = op.path ?? route.path
+    const path = route.path
     const item: Json = paths[path] ??= {}
-    if (op.pathParameters !== undefined) item.parameters = op.pathParameters
+    // a template's parameters, from the schema the router checks them with (every route of the path declares the same)
+    if (route.params !== undefined) item.parameters = pathParameters(route.params)
     const any = route.method === '*'
     for (const method of any ? ANY_METHOD : [route.method.toLowerCase() as DocumentedMethod]) {
       if (item[method] !== undefined) throw new Error(`${path}: ${method} documented twice`)

@@ -67,10 +67,6 @@ export type DocumentedMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
  * of the five, its operationId followed by the method (`forwardAuthGet`).
  */
 export interface RouteDocs extends Operation {
-  /** the path as documented, when not the route's own (a prefix route: `…/{id}/`) */
-  path?: string
-  /** parameters of every operation on the path (a path parameter); every route of the path declares the same */
-  pathParameters?: Json[]
   /** components/schemas its answers refer to */
   schemas?: Record<string, Json>
 }
