@@ -119,7 +119,8 @@ const CONFIRM_ERRORS: Record<number, ErrorAnswer> = {
   403: { description: 'No or a wrong password, or a CSRF failure.', codes: ['password_required', 'password_incorrect', 'csrf_failed'] },
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
-  429: 'TooManyAttempts'
+  429: 'TooManyAttempts',
+  503: 'CheckUnavailable'
 }
 const NO_STORE = { 'Cache-Control': ref('headers', 'NoStore') }
 
@@ -240,7 +241,11 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       operationId: 'updateAccessKey',
       summary: 'Enable or disable an access key',
       responses: { 200: { description: 'The key, updated.', content: json(schemaRef('AccessKey')) } },
-      errors: { 404: 'NotFound', ...BODY_ERRORS },
+      errors: {
+        404: 'NotFound',
+        403: { description: 'Enabling a key an operator or the unused-key policy disabled.', codes: ['key_disabled_by_operator'] },
+        ...BODY_ERRORS
+      },
       schemas: ACCESS_KEY_SCHEMAS
     },
     preValidation: namedKey,
