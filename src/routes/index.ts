@@ -29,6 +29,7 @@ import { PasskeyCeremonies } from '../auth/passkeys.js'
 import type { RequestContext, Route, ServedRoute } from './types.js'
 import { userRoutes } from './users.js'
 import { readValidBody, refusal } from './body.js'
+import { sendJson } from '../respond.js'
 import { isTemplate, matchTemplate, parseTemplate, type PathTemplate } from '../http/path-template.js'
 import { FormatRegistry, type TObject } from '@sinclair/typebox'
 import { isUuid } from '../http/uuid.js'
@@ -161,7 +162,9 @@ function templateGroup (families: ReadonlyArray<[string, ServedRoute[]]>, path: 
   return undefined
 }
 
-const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined, params: {} })
+const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined, params: {}, reply: noReply })
+
+function noReply (): never { throw new Error('reply: the route declares no answers') }
 
 /**
  * A route as served: its path's parameters (a value that fails Route.params
@@ -177,7 +180,7 @@ function served (r: Route, bodyLimit: number): ServedRoute {
     if (declared !== [...template.names].sort().join()) throw new Error(`route ${r.path}: params declares ${declared}`)
   }
   // no promise unless the handler makes one (most GET routes answer at once)
-  if (body === undefined && r.preValidation === undefined && template === undefined) {
+  if (body === undefined && r.preValidation === undefined && template === undefined && r.answers === undefined) {
     return { ...r, template, handle: (ctx) => r.handler(ctx, NO_INPUT) }
   }
   return {
@@ -185,11 +188,16 @@ function served (r: Route, bodyLimit: number): ServedRoute {
     template,
     async handle (ctx: RequestContext) {
       const params = template === undefined ? {} : paramsOf(template, r.params, ctx.path)
+      const reply = r.answers === undefined
+        ? noReply
+        : (status: number, answer: unknown, headers?: Record<string, string>) => {
+            sendJson(ctx.res, status, answer, headers)
+          }
       const pre = r.preValidation === undefined ? undefined : await r.preValidation(ctx, params)
-      if (body === undefined) return await r.handler(ctx, { ...NO_INPUT, pre, params })
+      if (body === undefined) return await r.handler(ctx, { ...NO_INPUT, pre, params, reply })
       const { fields, failures } = await readValidBody(ctx, body, bodyLimit)
       if (failures.length > 0 && body.attachValidation !== true) throw refusal(body, failures[0])
-      await r.handler(ctx, { body: fields, failures, pre, params })
+      await r.handler(ctx, { body: fields, failures, pre, params, reply })
     }
   }
 }

@@ -183,6 +183,21 @@ export function pathParameters (params: TObject): Json[] {
   })
 }
 
+/** A route's declared answers (Route.answers) as responses; a named schema goes to components/schemas. */
+function answersOf (route: Route, declare: (name: string, schema: Json) => void): Record<number, Json> {
+  const out: Record<number, Json> = {}
+  for (const [status, a] of Object.entries(route.answers ?? {})) {
+    const schema = JSON.parse(JSON.stringify(a.schema)) as Json
+    if (a.name !== undefined) declare(a.name, schema)
+    out[Number(status)] = {
+      description: a.description,
+      ...(a.headers === undefined ? {} : { headers: a.headers }),
+      content: { 'application/json': { schema: a.name === undefined ? schema : ref('schemas', a.name) } }
+    }
+  }
+  return out
+}
+
 /** The document's `paths` and the schemas the routes declare (their bodies' schemas among them). */
 function assemble (routes: readonly Route[]): { paths: Record<string, Json>, schemas: Record<string, Json> } {
   const paths: Record<string, Json> = {}
@@ -220,6 +235,7 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
         ...(route.body === undefined ? {} : { requestBody: requestBodyOf(route.body) }),
         responses: {
           ...i.responses,
+          ...answersOf(route, declare),
           ...op.responses,
           ...Object.fromEntries(Object.entries(errors).map(([status, e]) => [status, answer(e)]))
         }

@@ -1,5 +1,5 @@
 import type { RequestContext } from '../pipeline/context.js'
-import type { Static, TObject } from '@sinclair/typebox'
+import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import type { BodySpec, FieldFailure } from './body.js'
 import type { RouteDocs } from './spec.js'
 import type { PathTemplate } from '../http/path-template.js'
@@ -36,8 +36,30 @@ export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 's
 /** A route's one method; a GET route answers HEAD too. `*`: any method (the decision endpoint). */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
+/**
+ * A JSON answer a route declares: its schema types what the handler sends
+ * (Input.reply) and is what the OpenAPI document publishes, under `name` in
+ * components/schemas when given.
+ */
+export interface Answer<B extends TSchema = TSchema> {
+  description: string
+  schema: B
+  name?: string
+  /** documented headers (OpenAPI header objects or $refs) */
+  headers?: Record<string, unknown>
+}
+
+export type Answers = Record<number, Answer>
+
+/** Sends one of the route's declared answers: its body typed by the answer's schema. */
+export type Reply<R extends Answers> = <K extends keyof R & number> (
+  status: K, body: Static<R[K]['schema']>, headers?: Record<string, string>
+) => void
+
 /** What a handler gets besides the context. */
-export interface Input<S extends TObject, P, A extends TObject = TObject> {
+export interface Input<S extends TObject, P, A extends TObject = TObject, R extends Answers = Answers> {
+  /** sends a declared answer (Route.answers), as JSON */
+  reply: Reply<R>
   /** the path's `{name}` parameters, percent-decoded and valid by Route.params */
   params: Static<A>
   /** the body, valid by Route.body's schema (`{}` without one); with attachValidation, as decoded */
@@ -57,7 +79,9 @@ export interface Input<S extends TObject, P, A extends TObject = TObject> {
  * documents it), the OpenAPI operation, and the handler. Several routes may
  * share a path; another method on it is 405 with their methods in Allow.
  */
-export interface Route<S extends TObject = TObject, P = unknown, A extends TObject = TObject> {
+export interface Route<
+  S extends TObject = TObject, P = unknown, A extends TObject = TObject, R extends Answers = Answers
+> {
   method: Method | '*'
   /**
    * The path, or a template with `{name}` segments (src/http/path-template.ts):
@@ -72,6 +96,8 @@ export interface Route<S extends TObject = TObject, P = unknown, A extends TObje
    * path's parameters). A value that fails it names no resource: 404.
    */
   params?: A
+  /** its JSON answers by status (documented with these schemas; Input.reply sends them) */
+  answers?: R
   auth: RouteAuth
   /** the request body it takes (src/routes/body.ts); none: it reads no body */
   body?: BodySpec<S>
@@ -83,7 +109,7 @@ export interface Route<S extends TObject = TObject, P = unknown, A extends TObje
    * they did; what it returns is the handler's `pre`.
    */
   preValidation? (ctx: RequestContext, params: Static<A>): P | Promise<P>
-  handler (ctx: RequestContext, input: Input<S, P, A>): Promise<void> | void
+  handler (ctx: RequestContext, input: Input<S, P, A, R>): Promise<void> | void
 }
 
 /**
@@ -96,8 +122,8 @@ export interface ServedRoute extends Route {
 }
 
 /** Declares a route: the body's and preValidation's types flow into the handler's input. */
-export function route<S extends TObject = TObject, P = undefined, A extends TObject = TObject> (
-  r: Route<S, P, A>
-): Route {
+export function route<
+  S extends TObject = TObject, P = undefined, A extends TObject = TObject, R extends Answers = Answers
+> (r: Route<S, P, A, R>): Route {
   return r as unknown as Route
 }
