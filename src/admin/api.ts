@@ -30,6 +30,7 @@ import { E, GatewayError, UsageError } from '../errors.js'
 import { clientIp, headerPolicy, requestId, trustedProxies, type HeaderPolicy } from '../pipeline/headers.js'
 import { isJsonType, mediaType } from '../http/content-type.js'
 import { pathOf } from '../http/query.js'
+import { matchTemplate, parseTemplate } from '../http/path-template.js'
 import type { Logger } from '../observability/log.js'
 import { sendError, sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
@@ -89,32 +90,32 @@ export interface AdminApi {
 
 interface Match { route: AdminRoute, params: Record<string, string> }
 
+/** The operations' path templates (under ADMIN_PREFIX), parsed once. */
+const TEMPLATES = ADMIN_ROUTES.map((route) => ({ route, template: parseTemplate(route.path) }))
+
 /**
  * The route and its parameters, or null (404); throws 405 for a known
  * path with another method, 400 for a path segment that does not decode.
  */
 function find (rest: string[], method: string): Match | null {
   const found: Match[] = []
-  for (const route of ADMIN_ROUTES) {
-    const tpl = route.path.split('/')
-    if (tpl.length !== rest.length) continue
-    const params: Record<string, string> = {}
-    let ok = true
-    for (let i = 0; i < tpl.length && ok; i++) {
-      const t = tpl[i]
-      if (t.startsWith('{')) {
-        if (rest[i] === '') ok = false
-        else {
-          try { params[t.slice(1, -1)] = decodeURIComponent(rest[i]) } catch { throw E.badRequest(`The path segment "${rest[i].slice(0, 100)}" is not valid percent-encoding.`) }
-        }
-      } else ok = t === rest[i]
+  for (const { route, template } of TEMPLATES) {
+    let params: Record<string, string> | null
+    try {
+      params = matchTemplate(template, rest)
+    } catch {
+      throw E.badRequest(`The path segment "${rest.find(undecodable)?.slice(0, 100) ?? ''}" is not valid percent-encoding.`)
     }
-    if (ok) found.push({ route, params })
+    if (params !== null) found.push({ route, params })
   }
   if (found.length === 0) return null
   const m = found.find((x) => x.route.method === method || (method === 'HEAD' && x.route.method === 'GET'))
   if (m === undefined) throw E.methodNotAllowed([...new Set(found.map((x) => x.route.method))].join(', '))
   return m
+}
+
+function undecodable (segment: string): boolean {
+  try { decodeURIComponent(segment); return false } catch { return true }
 }
 
 /** The body as the route's schema says: a JSON object, else 400 (415 for another media type). */

@@ -11,6 +11,7 @@ import { ERRORS, type ErrorCode } from '../errors.js'
 import { VERSION, errorResponse, errorSchemasOf } from '../routes/openapi.js'
 import { json, schemaRef, type Json } from '../routes/spec.js'
 import type { TSchema } from '@sinclair/typebox'
+import { OperatorAccessKey, published } from './key-json.js'
 
 /** What the document needs of an admin API operation (src/admin/api.ts DocumentedRoute). */
 export interface DocumentedRoute {
@@ -70,24 +71,7 @@ const SCHEMAS: Record<string, Json> = {
   UserActive: { type: 'object', required: ['id', 'username', 'is_active'], properties: { id: uuid, username: { type: 'string' }, is_active: { type: 'boolean' } } },
   Org: { type: 'object', required: ['id', 'name', 'date_created'], properties: { id: uuid, name: { type: 'string' }, date_created: iso } },
   OrgList: { type: 'array', items: schemaRef('Org') },
-  AdminAccessKey: {
-    type: 'object',
-    required: ['id', 'user_id', 'is_active', 'date_created', 'date_last_used'],
-    properties: {
-      id: { ...uuid, description: 'The AccessKeyID (`keyId` in signatures).' },
-      user_id: uuid,
-      name: { type: 'string' },
-      is_active: { type: 'boolean' },
-      date_created: iso,
-      date_expired: { ...iso, description: 'Refused after it (401 key_expired); absent: never.' },
-      date_last_used: { type: ['string', 'null'], format: 'date-time' },
-      allow_ips: { type: 'array', items: { type: 'string' } },
-      rate_limit: { oneOf: [policy, { type: 'null' }] },
-      disabled_by: { enum: ['owner', 'operator', 'policy'], description: 'While disabled: who disabled it (its owner, an operator, or auth.keys.disable_after). Only an owner\'s own disable can be undone by the owner.' },
-      factors: { type: 'array', items: { enum: ['pwd', 'otp', 'hwk', 'swk'] }, description: 'A key its owner made (the account API): the factors of the sign-in that made it; a `two_factor` rule naming `method:access_key` admits it only when they were two. Absent: made by an operator (admitted by such a rule).' },
-      unreadable: { const: true, description: 'Its secret was stored under another secret key: it verifies nothing.' }
-    }
-  },
+  AdminAccessKey: published(OperatorAccessKey),
   AccessKeyList: { type: 'array', items: schemaRef('AdminAccessKey') },
   AccessKeyCreated: {
     allOf: [schemaRef('AdminAccessKey')],

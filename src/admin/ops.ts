@@ -16,6 +16,7 @@ import type { AuditRecord } from '../observability/audit.js'
 import type { Config } from '../config/index.js'
 import { UsageError } from '../errors.js'
 import { KeyOptionError, keyOptions, type KeyOption } from './key-options.js'
+import { operatorKeyJson, type OperatorKeyJson } from './key-json.js'
 import { isUuid } from '../http/uuid.js'
 import { USERNAME } from './import.js'
 import { hasControl, NO_CONTROLS } from '../text.js'
@@ -23,7 +24,7 @@ import { parsePolicy } from '../auth/rate-limit-policy.js'
 import { otpauthUri } from '../auth/mfa.js'
 import { explainAccess, type CheckInput, type CheckResult } from '../access/explain.js'
 import { publicUpstream } from '../access/public.js'
-import { UNREADABLE, type AccessKey, type MfaFactors, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
+import { UNREADABLE, type MfaFactors, type NewKeyOptions, type Org, type OrgRole, type RateLimitPolicy, type Store, type User } from '../store/types.js'
 
 /** How the caller names each input, for messages. */
 export interface Labels {
@@ -56,7 +57,6 @@ export const CLI_LABELS: Labels = {
 /** Fields of each kind of record in the JSON, in a fixed order. */
 const USER_FIELDS: Array<keyof User> = ['id', 'username', 'name', 'email', 'is_active', 'is_superuser', 'orgs', 'default_org', 'date_joined', 'last_login']
 const ORG_FIELDS: Array<keyof Org> = ['id', 'name', 'date_created']
-const KEY_FIELDS = ['id', 'user_id', 'name', 'is_active', 'date_created', 'date_expired', 'date_last_used', 'date_enabled', 'disabled_by', 'allow_ips', 'rate_limit', 'factors', 'unreadable'] as const satisfies ReadonlyArray<keyof AccessKey>
 
 function pick<T extends object> (o: T, fields: ReadonlyArray<keyof T>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -72,8 +72,8 @@ export interface UserJson {
   orgs: Record<string, OrgRole>,
   [k: string]: unknown
 }
-/** An access key as the CLI's --json and the admin API show it: the record's KEY_FIELDS. */
-export type KeyJson = Pick<AccessKey, typeof KEY_FIELDS[number]>
+/** An access key as the CLI's --json and the admin API show it (./key-json.ts, the operator's view). */
+export type KeyJson = OperatorKeyJson
 export interface OrgJson { id: string, name: string, date_created: string }
 export interface SessionJson { id: string, date_created: string, date_expires: string }
 export interface LimitTarget { kind: 'key' | 'user', id: string, name: string }
@@ -83,7 +83,7 @@ export const userJson = (u: User): UserJson => ({
   orgs: Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b)))
 }) as UserJson
 const orgJson = (o: Org): OrgJson => pick(o, ORG_FIELDS) as unknown as OrgJson
-const keyJson = (k: AccessKey): KeyJson => pick(k, KEY_FIELDS) as KeyJson
+const keyJson = operatorKeyJson
 
 /** A session's id in the admin API: its keyed lookup hash (base64url of 32 bytes), never the cookie value. */
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/

@@ -29,7 +29,7 @@ import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { Html, redirect, sendHtml, Template } from './html.js'
 import { sendJson } from '../respond.js'
 import { LOGIN_PATH } from './login.js'
-import { BODY_ERRORS, html, json, redirectTo } from './spec.js'
+import { BODY_ERRORS, html, json, redirectTo, ref } from './spec.js'
 import type { AssetSet } from './static.js'
 import { route, type RequestContext, type Route } from './types.js'
 
@@ -247,9 +247,10 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       responses: { 200: html('The page, with the new secret, the recovery codes or an error.') },
       errors: {
         ...BODY_ERRORS,
-        401: { description: 'No browser session.', codes: ['not_authenticated', 'invalid_session'] },
-        403: { description: 'No or a wrong CSRF token; or (the page, with its error) the password needed or wrong, or the last second factor removed without a sign-in with it just now.', codes: ['csrf_failed', 'password_required', 'password_incorrect'] },
-        429: 'TooManyAttempts',
+        400: { description: 'A bad body; or the page with its error (a name or passkey missing, an enrolment to start again).', codes: ['required', 'parse_error', 'bad_request'], page: true },
+        401: { description: 'No browser session; or the page with its error (a wrong code).', codes: ['not_authenticated', 'invalid_session'], page: true },
+        403: { description: 'No or a wrong CSRF token; or (the page, with its error) the password needed or wrong, or the last second factor removed without a sign-in with it just now.', codes: ['csrf_failed', 'password_required', 'password_incorrect'], page: true },
+        429: { description: 'Locked out for a while: the page with its error.', codes: ['too_many_attempts'], headers: { 'Retry-After': ref('headers', 'RetryAfter') }, page: true },
         503: 'Unavailable'
       }
     },

@@ -15,12 +15,11 @@
  */
 import { Type as T, type Static } from '@sinclair/typebox'
 import type { AuditEvent, Auditor } from '../observability/audit.js'
-import { isUuid } from '../http/uuid.js'
 import type { Config } from '../config/index.js'
 import { E, GatewayError } from '../errors.js'
 import { FRESH_LOGIN_MS, MAX_ACCESS_KEYS, MAX_KEY_ALLOW_IPS, MAX_KEY_NAME } from '../limits.js'
 import { KeyOptionError, keyOptions } from '../admin/key-options.js'
-import { sendJson } from '../respond.js'
+import { OwnerAccessKey, ownerKeyJson } from '../admin/key-json.js'
 import { PASSWORD_ONLY, type AccessKey, type Factor, type NewKeyOptions, type Store } from '../store/types.js'
 import type { Identity } from '../auth/index.js'
 import { redirect, sendHtml, Template } from './html.js'
@@ -28,7 +27,7 @@ import { LOGIN_PATH, LOGOUT_PATH } from './login.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef, type ErrorAnswer, type Json } from './spec.js'
+import { BODY_ERRORS, html, redirectTo, ref, type ErrorAnswer } from './spec.js'
 import { route, type Route, type RequestContext } from './types.js'
 
 export const ACCESS_KEYS_PATH = '/api/v1/authentication/access-keys/'
@@ -48,18 +47,6 @@ export function freshFor (ctx: RequestContext): number {
  */
 function mintedFactors (id: Identity): Factor[] {
   return [...(id.factors ?? (id.method === 'access_key' ? id.keyFactors : undefined) ?? PASSWORD_ONLY)]
-}
-
-function keyJson (k: AccessKey): Record<string, unknown> {
-  return {
-    id: k.id,
-    name: k.name ?? null,
-    is_active: k.is_active,
-    date_created: k.date_created,
-    date_last_used: k.date_last_used,
-    date_expired: k.date_expired ?? null,
-    allow_ips: k.allow_ips ?? []
-  }
 }
 
 /**
@@ -131,36 +118,20 @@ const CONFIRM_ERRORS: Record<number, ErrorAnswer> = {
   403: { description: 'No or a wrong password, or a CSRF failure.', codes: ['password_required', 'password_incorrect', 'csrf_failed'] },
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
-  429: 'TooManyAttempts'
+  429: 'TooManyAttempts',
+  503: 'CheckUnavailable'
 }
 const NO_STORE = { 'Cache-Control': ref('headers', 'NoStore') }
 
-const TOKEN_SCHEMAS: Record<string, Json> = {
-  PrivateToken: { type: 'object', required: ['token'], properties: { token: { type: 'string' } } },
-  PrivateTokenOrNone: { type: 'object', required: ['token'], properties: { token: { type: ['string', 'null'] } } }
-}
+const PRIVATE_TOKEN = T.Object({ token: T.String() })
+const PRIVATE_TOKEN_OR_NONE = T.Object({ token: T.Union([T.String(), T.Null()]) })
+const ACCESS_KEY_CREATED = T.Composite([
+  OwnerAccessKey, T.Object({ secret: T.String({ description: 'The AccessKeySecret, shown only in this response.' }) })
+])
 
-const ACCESS_KEY_SCHEMAS: Record<string, Json> = {
-  AccessKey: {
-    type: 'object',
-    required: ['id', 'name', 'is_active', 'date_created', 'date_last_used', 'date_expired', 'allow_ips'],
-    properties: {
-      id: { type: 'string', format: 'uuid', description: 'The AccessKeyID (`keyId` in signatures).' },
-      name: { type: ['string', 'null'], maxLength: MAX_KEY_NAME, description: 'A label of the owner\'s choosing; null: none.' },
-      is_active: { type: 'boolean', description: 'false: disabled by its owner, an operator (`sidegate key disable`) or auth.keys.disable_after (unused too long); a correctly signed request is then 401 `key_disabled`.' },
-      date_created: { type: 'string', format: 'date-time' },
-      date_last_used: { type: ['string', 'null'], format: 'date-time', description: 'Updated at most once a minute.' },
-      date_expired: { type: ['string', 'null'], format: 'date-time', description: 'From then on a correctly signed request is 401 `key_expired`; null: never.' },
-      allow_ips: { type: 'array', maxItems: MAX_KEY_ALLOW_IPS, items: { type: 'string' }, description: 'Addresses and CIDR ranges (IPv4, IPv6) the key may be used from (the client address as server.trusted_proxies resolves it; 403 `ip_not_allowed` from any other); empty: anywhere.' }
-    }
-  },
-  AccessKeyCreated: {
-    allOf: [schemaRef('AccessKey')],
-    type: 'object',
-    required: ['secret'],
-    properties: { secret: { type: 'string', description: 'The AccessKeySecret, shown only in this response.' } }
-  }
-}
+/** `{id}`: a key's id; anything but a UUID names no key (404). */
+const KEY_PATH = `${ACCESS_KEYS_PATH}{id}/`
+const KEY_PARAMS = T.Object({ id: T.String({ format: 'uuid', description: 'The AccessKeyID.' }) })
 
 export function accountApiRoutes (store: Store, passwords: PasswordChecker, audit?: Auditor): Route[] {
   /** One audit event about the caller's own credential. */
@@ -187,18 +158,12 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
 
   /** The caller's key with this id, or 404 (also for another user's key). */
   const ownKey = async (ctx: RequestContext, id: string): Promise<AccessKey> => {
-    if (!isUuid(id)) throw E.notFound()
     const k = (await store.accessKeys.list(ctx.identity!.user.id)).find((x) => x.id === id.toLowerCase())
     if (k === undefined) throw E.notFound()
     return k
   }
-  /** The key a path under ACCESS_KEYS_PATH names (`<id>/`), found before the body is read: another's key is 404. */
-  const namedKey = async (ctx: RequestContext): Promise<AccessKey> => {
-    const m = /^([^/]+)\/$/.exec(ctx.path.slice(ACCESS_KEYS_PATH.length))
-    if (m === null) throw E.notFound()
-    return await ownKey(ctx, m[1])
-  }
-  const keyDocs = { path: `${ACCESS_KEYS_PATH}{id}/`, pathParameters: [{ name: 'id', in: 'path', required: true, description: 'The AccessKeyID.', schema: { type: 'string', format: 'uuid' } }] }
+  /** The key the path names, found before the body is read: another's key is 404. */
+  const namedKey = async (ctx: RequestContext, { id }: { id: string }): Promise<AccessKey> => await ownKey(ctx, id)
 
   return [route({
     method: 'GET',
@@ -208,11 +173,11 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       tags: ['Authentication'],
       operationId: 'listAccessKeys',
       summary: 'The caller\'s access keys',
-      responses: { 200: { description: 'Oldest first; secrets are never listed.', content: json({ type: 'array', items: schemaRef('AccessKey') }) } },
-      schemas: ACCESS_KEY_SCHEMAS
+      responses: {}
     },
-    async handler (ctx) {
-      sendJson(ctx.res, 200, (await store.accessKeys.list(ctx.identity!.user.id)).map(keyJson))
+    answers: { 200: { description: 'Oldest first; secrets are never listed.', schema: T.Array(OwnerAccessKey) } },
+    async handler (ctx, { reply }) {
+      reply(200, (await store.accessKeys.list(ctx.identity!.user.id)).map(ownerKeyJson))
     }
   }), route({
     method: 'POST',
@@ -225,11 +190,11 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       summary: 'Create an access key',
       description: `The response is the only time the secret is shown (\`Cache-Control: no-store\`). At most ${MAX_ACCESS_KEYS} keys per user. ` +
         `Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
-      responses: { 201: { description: 'Created.', headers: NO_STORE, content: json(schemaRef('AccessKeyCreated')) } },
-      errors: { ...CONFIRM_ERRORS, 400: { description: 'Limit reached, a bad body, or an `expires`, `name` or `allow_ips` that does not parse (`bad_request`, the detail names the field).', codes: ['too_many_keys', 'required', 'parse_error', 'bad_request'] } },
-      schemas: ACCESS_KEY_SCHEMAS
+      responses: {},
+      errors: { ...CONFIRM_ERRORS, 400: { description: 'Limit reached, a bad body, or an `expires`, `name` or `allow_ips` that does not parse (`bad_request`, the detail names the field).', codes: ['too_many_keys', 'required', 'parse_error', 'bad_request'] } }
     },
-    async handler (ctx, { body }) {
+    answers: { 201: { description: 'Created.', headers: NO_STORE, schema: ACCESS_KEY_CREATED, name: 'AccessKeyCreated' } },
+    async handler (ctx, { body, reply }) {
       // the options first: a typo in them costs no password attempt
       const options = newKeyOptions(body)
       await confirm(ctx, body.password)
@@ -237,42 +202,44 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
         ctx.identity!.user.id, MAX_ACCESS_KEYS, { ...options, factors: mintedFactors(ctx.identity!) }
       )
       record(ctx, 'key.created', key.id)
-      sendJson(ctx.res, 201, { ...keyJson(key), secret })
+      reply(201, { ...ownerKeyJson(key), secret })
     }
   }), route({
     method: 'GET',
-    path: ACCESS_KEYS_PATH,
-    prefix: true,
+    path: KEY_PATH,
+    params: KEY_PARAMS,
     auth: 'user',
     docs: {
-      ...keyDocs,
       tags: ['Authentication'],
       operationId: 'getAccessKey',
       summary: 'One of the caller\'s access keys',
-      responses: { 200: { description: 'The key.', content: json(schemaRef('AccessKey')) } },
-      errors: { 404: 'NotFound' },
-      schemas: ACCESS_KEY_SCHEMAS
+      responses: {},
+      errors: { 404: 'NotFound' }
     },
-    async handler (ctx) {
-      sendJson(ctx.res, 200, keyJson(await namedKey(ctx)))
+    answers: { 200: { description: 'The key.', schema: OwnerAccessKey, name: 'AccessKey' } },
+    async handler (ctx, { params, reply }) {
+      reply(200, ownerKeyJson(await namedKey(ctx, params)))
     }
   }), route({
     method: 'PATCH',
-    path: ACCESS_KEYS_PATH,
-    prefix: true,
+    path: KEY_PATH,
+    params: KEY_PARAMS,
     auth: 'user',
     body: KEY_UPDATE_BODY,
     docs: {
-      ...keyDocs,
       tags: ['Authentication'],
       operationId: 'updateAccessKey',
       summary: 'Enable or disable an access key',
-      responses: { 200: { description: 'The key, updated.', content: json(schemaRef('AccessKey')) } },
-      errors: { 404: 'NotFound', ...BODY_ERRORS },
-      schemas: ACCESS_KEY_SCHEMAS
+      responses: {},
+      errors: {
+        404: 'NotFound',
+        403: { description: 'Enabling a key an operator or the unused-key policy disabled.', codes: ['key_disabled_by_operator'] },
+        ...BODY_ERRORS
+      }
     },
+    answers: { 200: { description: 'The key, updated.', schema: OwnerAccessKey, name: 'AccessKey' } },
     preValidation: namedKey,
-    async handler (ctx, { body: { is_active: active }, pre: key }) {
+    async handler (ctx, { body: { is_active: active }, pre: key, reply }) {
       // decided on the state read, written only while the key is still in it (an
       // operator's disable in between is not overwritten): read again and decide again
       let now = key
@@ -286,25 +253,23 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
         now = await ownKey(ctx, key.id)
       }
       if (active !== now.is_active) record(ctx, active ? 'key.enabled' : 'key.disabled', key.id)
-      sendJson(ctx.res, 200, keyJson(await ownKey(ctx, key.id)))
+      reply(200, ownerKeyJson(await ownKey(ctx, key.id)))
     }
   }), route({
     method: 'DELETE',
-    path: ACCESS_KEYS_PATH,
-    prefix: true,
+    path: KEY_PATH,
+    params: KEY_PARAMS,
     auth: 'user',
     docs: {
-      ...keyDocs,
       tags: ['Authentication'],
       operationId: 'deleteAccessKey',
       summary: 'Delete an access key',
       description: 'Every replica refuses the key at once.',
       responses: { 204: { description: 'Deleted.' } },
-      errors: { 404: 'NotFound' },
-      schemas: ACCESS_KEY_SCHEMAS
+      errors: { 404: 'NotFound' }
     },
-    async handler (ctx) {
-      const key = await namedKey(ctx)
+    async handler (ctx, { params }) {
+      const key = await namedKey(ctx, params)
       await store.accessKeys.delete(key.id)
       record(ctx, 'key.revoked', key.id)
       ctx.res.writeHead(204, { 'cache-control': 'no-store' }).end()
@@ -318,17 +283,19 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       operationId: 'getPrivateToken',
       summary: 'Read the caller\'s private token',
       description: 'Not with a bearer token or an access key (403 `permission_denied`): those could otherwise turn into the permanent token.',
-      responses: { 200: { description: '`token` is null when the caller has none.', headers: NO_STORE, content: json(schemaRef('PrivateTokenOrNone')) } },
-      errors: { 403: { description: 'A bearer token or an access key.', codes: ['permission_denied'] } },
-      schemas: TOKEN_SCHEMAS
+      responses: {},
+      errors: { 403: { description: 'A bearer token or an access key.', codes: ['permission_denied'] } }
     },
-    async handler (ctx) {
+    answers: {
+      200: { description: '`token` is null when the caller has none.', headers: NO_STORE, schema: PRIVATE_TOKEN_OR_NONE, name: 'PrivateTokenOrNone' }
+    },
+    async handler (ctx, { reply }) {
       // reading it back would turn a bearer token or an access key into the permanent token
       const method = ctx.identity!.method
       if (method === 'bearer' || method === 'access_key') throw E.permissionDenied()
       const token = await store.privateTokens.get(ctx.identity!.user.id)
       if (token !== null) record(ctx, 'private_token.read')
-      sendJson(ctx.res, 200, { token })
+      reply(200, { token })
     }
   }), route({
     method: 'POST',
@@ -340,15 +307,15 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       operationId: 'createPrivateToken',
       summary: 'Create or reset the caller\'s private token',
       description: `A previous token stops working. Needs the password in the body, unless the caller is a browser session signed in less than ${fresh} ago.`,
-      responses: { 201: { description: 'The new token.', headers: NO_STORE, content: json(schemaRef('PrivateToken')) } },
-      errors: CONFIRM_ERRORS,
-      schemas: TOKEN_SCHEMAS
+      responses: {},
+      errors: CONFIRM_ERRORS
     },
-    async handler (ctx, { body }) {
+    answers: { 201: { description: 'The new token.', headers: NO_STORE, schema: PRIVATE_TOKEN, name: 'PrivateToken' } },
+    async handler (ctx, { body, reply }) {
       await confirm(ctx, body.password)
       const token = await store.privateTokens.create(ctx.identity!.user.id)
       record(ctx, 'private_token.created')
-      sendJson(ctx.res, 201, { token })
+      reply(201, { token })
     }
   }), route({
     method: 'DELETE',
@@ -359,8 +326,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       operationId: 'revokePrivateToken',
       summary: 'Revoke the caller\'s private token',
       responses: { 204: { description: 'Revoked.' } },
-      errors: { 404: 'NotFound' },
-      schemas: TOKEN_SCHEMAS
+      errors: { 404: 'NotFound' }
     },
     async handler (ctx) {
       if (!(await store.privateTokens.revoke(ctx.identity!.user.id))) throw E.notFound()

@@ -29,6 +29,11 @@ import { PasskeyCeremonies } from '../auth/passkeys.js'
 import type { RequestContext, Route, ServedRoute } from './types.js'
 import { userRoutes } from './users.js'
 import { readValidBody, refusal } from './body.js'
+import { sendJson } from '../respond.js'
+import { isTemplate, matchTemplate, parseTemplate, type PathTemplate } from '../http/path-template.js'
+import { FormatRegistry, type TObject } from '@sinclair/typebox'
+import { isUuid } from '../http/uuid.js'
+import { Value } from '@sinclair/typebox/value'
 
 export type { Route, RouteAuth, RequestContext, ServedRoute } from './types.js'
 
@@ -103,21 +108,25 @@ export function createRouter (o: RouterOptions): Router {
   if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...declared, ...users] : declared)
   const routes = declared.map((r) => served(r, bodyLimit))
 
-  // Lookup: exact paths first, then the longest matching prefix;
-  // several routes may share a path with different methods.
+  // Lookup: exact paths first, then templates under the longest literal part, then the longest
+  // matching prefix; several routes may share a path with different methods.
   const exact = new Map<string, ServedRoute[]>()
   const prefixes: ServedRoute[] = []
+  const templated = new Map<string, ServedRoute[]>()
   for (const r of routes) {
-    if (r.prefix === true) prefixes.push(r)
+    if (r.template !== undefined) templated.set(r.template.literal, [...(templated.get(r.template.literal) ?? []), r])
+    else if (r.prefix === true) prefixes.push(r)
     else exact.set(r.path, [...(exact.get(r.path) ?? []), r])
   }
   prefixes.sort((a, b) => b.path.length - a.path.length)
+  const families = [...templated].sort(([a], [b]) => b.length - a.length)
   const isPublicUpstream = publicUpstream(config.upstream.public_paths)
 
   return {
     routes,
     find (path, method) {
       let group = exact.get(path)
+      if (group === undefined && families.length > 0) group = templateGroup(families, path)
       if (group === undefined) {
         const p = prefixes.find((r) => path.startsWith(r.path))
         if (p === undefined) return null
@@ -135,27 +144,77 @@ export function createRouter (o: RouterOptions): Router {
   }
 }
 
-const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined })
+/**
+ * The routes of the first template family whose literal part starts the path and
+ * whose template it matches; a path under a family's literal part that matches
+ * none of its templates is the family's all the same (404, never forwarded).
+ */
+function templateGroup (families: ReadonlyArray<[string, ServedRoute[]]>, path: string): ServedRoute[] | undefined {
+  for (const [literal, rs] of families) {
+    if (!path.startsWith(literal)) continue
+    const segments = path.split('/')
+    const group = rs.filter((r) => {
+      try { return matchTemplate(r.template!, segments) !== null } catch { return true }
+    })
+    if (group.length === 0) throw E.notFound()
+    return group
+  }
+  return undefined
+}
+
+const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined, params: {}, reply: noReply })
+
+function noReply (): never { throw new Error('reply: the route declares no answers') }
 
 /**
- * A route as served: preValidation, then (when it takes a body) the body read
+ * A route as served: its path's parameters (a value that fails Route.params
+ * names nothing: 404), preValidation, then (when it takes a body) the body read
  * within server.body_limit, decoded and checked against its schema (the
  * first failing field refused, unless attachValidation), then the handler.
  */
 function served (r: Route, bodyLimit: number): ServedRoute {
   const body = r.body
+  const template = isTemplate(r.path) ? parseTemplate(r.path) : undefined
+  if (template !== undefined && r.params !== undefined) {
+    const declared = Object.keys(r.params.properties).sort().join()
+    if (declared !== [...template.names].sort().join()) throw new Error(`route ${r.path}: params declares ${declared}`)
+  }
   // no promise unless the handler makes one (most GET routes answer at once)
-  if (body === undefined && r.preValidation === undefined) return { ...r, handle: (ctx) => r.handler(ctx, NO_INPUT) }
+  if (body === undefined && r.preValidation === undefined && template === undefined && r.answers === undefined) {
+    return { ...r, template, handle: (ctx) => r.handler(ctx, NO_INPUT) }
+  }
   return {
     ...r,
+    template,
     async handle (ctx: RequestContext) {
-      const pre = r.preValidation === undefined ? undefined : await r.preValidation(ctx)
-      if (body === undefined) return await r.handler(ctx, { ...NO_INPUT, pre })
+      const params = template === undefined ? {} : paramsOf(template, r.params, ctx.path)
+      const reply = r.answers === undefined
+        ? noReply
+        : (status: number, answer: unknown, headers?: Record<string, string>) => {
+            sendJson(ctx.res, status, answer, headers)
+          }
+      const pre = r.preValidation === undefined ? undefined : await r.preValidation(ctx, params)
+      if (body === undefined) return await r.handler(ctx, { ...NO_INPUT, pre, params, reply })
       const { fields, failures } = await readValidBody(ctx, body, bodyLimit)
       if (failures.length > 0 && body.attachValidation !== true) throw refusal(body, failures[0])
-      await r.handler(ctx, { body: fields, failures, pre })
+      await r.handler(ctx, { body: fields, failures, pre, params, reply })
     }
   }
+}
+
+// a path parameter's `format: 'uuid'`: the spellings the store's ids take (src/http/uuid.ts)
+if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', isUuid)
+
+/** The path's parameters, valid by `schema`; else 404 (400 for a segment that is not valid percent-encoding). */
+function paramsOf (template: PathTemplate, schema: TObject | undefined, path: string): Record<string, string> {
+  let params: Record<string, string> | null
+  try {
+    params = matchTemplate(template, path.split('/'))
+  } catch {
+    throw E.badRequest('A path segment is not valid percent-encoding.')
+  }
+  if (params === null || (schema !== undefined && !Value.Check(schema, params))) throw E.notFound()
+  return params
 }
 
 /**

@@ -30,7 +30,7 @@ import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { BODY_ERRORS, html, json, redirectTo, ref, schemaRef } from './spec.js'
+import { html, json, redirectTo, ref, schemaRef, type ErrorAnswer } from './spec.js'
 import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
@@ -42,6 +42,17 @@ export const JMS_LOGOUT_PATH = '/core/auth/logout/'
 export const HOME = '/account/keys'
 
 const BASE = 'http://sidegate.invalid'
+
+const RETRY = { 'Retry-After': ref('headers', 'RetryAfter') }
+/** The sign-in forms' errors: a form post gets the page again with its error, a JSON post the catalogue's. */
+const PAGE_ERRORS = {
+  400: { description: 'A bad body; a form post: the form again with its error.', codes: ['required', 'parse_error', 'bad_request'], page: true },
+  403: 'CsrfFailed',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  429: { description: 'Locked out for a while; a form post: the form again with its error.', codes: ['too_many_attempts'], headers: RETRY, page: true },
+  503: 'CheckUnavailable'
+} as const satisfies Record<number, ErrorAnswer>
 
 /**
  * `next` if it is a same-origin path, else the fallback. Refused: anything
@@ -222,17 +233,37 @@ export function loginRoutes (d: LoginDeps): Route[] {
       description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
         'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
       responses: {
-        200: { description: 'JSON login succeeded.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) },
+        200: {
+          description: 'JSON login succeeded (`LoginResult`), or the password passed and a second factor is due: `LoginMfaRequired` (JSON) or the second-factor form (a form post), with the pending step\'s cookie.',
+          headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') },
+          content: { 'application/json': { schema: { oneOf: [schemaRef('LoginResult'), schemaRef('LoginMfaRequired')] } }, 'text/html': { schema: { type: 'string' } } }
+        },
         303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
         // not only an error: a form post gets the form again
         401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: schemaRef('AuthenticationFailedError') } } }
       },
-      errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' },
+      errors: PAGE_ERRORS,
       schemas: {
         LoginResult: {
           type: 'object',
           required: ['user', 'next'],
           properties: { user: schemaRef('Profile'), next: { type: 'string', description: '`next`, made safe.' } }
+        },
+        LoginMfaRequired: {
+          type: 'object',
+          required: ['error', 'msg', 'data'],
+          properties: {
+            error: { const: 'mfa_required' },
+            msg: { type: 'string' },
+            data: {
+              type: 'object',
+              required: ['choices', 'url'],
+              properties: {
+                choices: { type: 'array', items: { enum: ['otp', 'passkey'] } },
+                url: { enum: [LOGIN_MFA_PATH, LOGIN_MFA_PASSKEY_PATH], description: 'Where the second step goes.' }
+              }
+            }
+          }
         },
         ...profileSchemas(config.names.jumpserver)
       }
@@ -355,7 +386,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
         303: { description: 'Form post: signed in, to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
         401: { description: 'A wrong code, or no pending password step: the page again with an error (form post), or `mfa_failed` / `mfa_pending_missing` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', properties: { detail: { type: 'string' }, code: { enum: ['mfa_failed', 'mfa_pending_missing'] } } } } } }
       },
-      errors: { ...BODY_ERRORS, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+      errors: { ...PAGE_ERRORS, 503: 'Unavailable' }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body: fields, failures }) {

@@ -20,6 +20,7 @@ import { publishedSchema, requestBodyOf } from './body.js'
 import { ref, type DocumentedMethod, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'
 import { TOKEN_PATH } from './token.js'
 import type { Route, RouteAuth } from './types.js'
+import type { TObject } from '@sinclair/typebox'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
 
@@ -37,12 +38,18 @@ export function errorTable (): string {
 const schemaName = (code: string): string => code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error'
 
 /** A response whose body is one of the given error codes (their schemas: errorSchemas). */
-export function errorResponse (description: string, codes: ErrorCode[], headers?: Json): Json {
-  const schema = codes.length === 1 ? ref('schemas', schemaName(codes[0])) : { oneOf: codes.map((c) => ref('schemas', schemaName(c))) }
+export function errorResponse (
+  description: string, codes: ErrorCode[], headers?: Json, page = false, jumpserver = false
+): Json {
+  const refs = [...codes.map((c) => ref('schemas', schemaName(c))), ...(jumpserver ? [JMS_ERROR] : [])]
+  const schema = refs.length === 1 ? refs[0] : { oneOf: refs }
   return {
     description: `${description} Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
     ...(headers === undefined ? {} : { headers }),
-    content: { 'application/json': { schema, example: { detail: ERRORS[codes[0]].detail, code: codes[0] } } }
+    content: {
+      'application/json': { schema, example: { detail: ERRORS[codes[0]].detail, code: codes[0] } },
+      ...(page ? { 'text/html': { schema: { type: 'string' } } } : {})
+    }
   }
 }
 
@@ -57,27 +64,70 @@ export function errorSchemasOf (codes: readonly ErrorCode[]): Record<string, Jso
   }]))
 }
 
+/** names.abbrev JMS: JumpServer's own error body on the token endpoint and its MFA challenge. */
+const JMS_ERROR: Json = {
+  type: 'object',
+  description: 'JumpServer\'s error body (names.abbrev JMS): `error` the code (`password_failed` for a wrong password), `msg` its text.',
+  required: ['error', 'msg'],
+  properties: { error: { type: 'string' }, msg: { type: 'string' }, code: { type: 'string' } }
+}
+
 const codesWith = (status: number): ErrorCode[] => HTTP_ERROR_CODES.filter((c) => ERRORS[c].status === status)
 
-/** The shared error answers (components/responses), with the catalogue codes each may carry. */
+const WWW_AUTHENTICATE = { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }
+const RETRY_AFTER = { 'Retry-After': ref('headers', 'RetryAfter') }
+
+/** The shared error answers (components/responses): what each means, the catalogue codes it may carry, its headers. */
+const SHARED_ERRORS: Record<SharedErrors, { description: string, codes: ErrorCode[], headers?: Json }> = {
+  BadRequest: { description: 'Bad request body.', codes: ['required', 'parse_error', 'bad_request'] },
+  BadOrg: { description: 'Malformed organization.', codes: ['invalid_org'] },
+  Unauthorized: {
+    description: 'Not authenticated.',
+    codes: [...codesWith(401).filter((c) => c !== 'authentication_failed'), 'authentication_failed'],
+    headers: WWW_AUTHENTICATE
+  },
+  LoginFailed: { description: 'Wrong credentials.', codes: ['authentication_failed'], headers: WWW_AUTHENTICATE },
+  Forbidden: { description: 'Forbidden.', codes: ['org_forbidden', 'permission_denied', 'csrf_failed', 'ip_not_allowed'] },
+  CsrfFailed: { description: 'CSRF check failed.', codes: ['csrf_failed'] },
+  CredentialForbidden: { description: 'CSRF check failed, or an access key used from an address it does not allow.', codes: ['csrf_failed', 'ip_not_allowed'] },
+  IpNotAllowed: { description: 'An access key used from an address it does not allow.', codes: ['ip_not_allowed'] },
+  NotFound: { description: 'No such resource of the caller.', codes: ['not_found'] },
+  OrgNotFound: { description: 'No such organization.', codes: ['org_not_found'] },
+  PayloadTooLarge: { description: 'Body too large.', codes: ['payload_too_large'] },
+  UnsupportedMediaType: { description: 'Unsupported body type.', codes: ['unsupported_media_type'] },
+  TooManyAttempts: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: RETRY_AFTER },
+  CheckUnavailable: {
+    description: 'Try again shortly: the store, a drain, or too many passwords being checked at once (the check gate).',
+    codes: ['store_unavailable', 'shutting_down', 'busy'],
+    headers: RETRY_AFTER
+  },
+  RateLimited: { description: 'Over the rate limit (rate_limit on).', codes: ['rate_limited'], headers: RETRY_AFTER },
+  Unavailable: { description: 'Try again shortly.', codes: ['store_unavailable', 'shutting_down'], headers: RETRY_AFTER },
+  UpstreamUnavailable: { description: 'The protected service is down.', codes: ['upstream_unavailable'] },
+  UpstreamTimeout: { description: 'The protected service is slow.', codes: ['upstream_timeout'] }
+}
+
 function sharedErrors (): Record<SharedErrors, Json> {
-  const wwwAuthenticate = { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') }
-  const retryAfter = { 'Retry-After': ref('headers', 'RetryAfter') }
+  return Object.fromEntries(Object.entries(SHARED_ERRORS).map(
+    ([name, e]) => [name, errorResponse(e.description, e.codes, e.headers)]
+  )) as Record<SharedErrors, Json>
+}
+
+/**
+ * Two error answers of one status (the auth mode's and the operation's own) as one:
+ * both descriptions, every code of either.
+ */
+function mergedError (a: ErrorAnswer, b: ErrorAnswer): ErrorAnswer {
+  if (a === b) return a
+  const x = typeof a === 'string' ? SHARED_ERRORS[a] : a
+  const y = typeof b === 'string' ? SHARED_ERRORS[b] : b
+  const headers = x.headers === undefined && y.headers === undefined ? undefined : { ...x.headers, ...y.headers }
   return {
-    BadRequest: errorResponse('Bad request body.', ['required', 'parse_error', 'bad_request']),
-    BadOrg: errorResponse('Malformed organization.', ['invalid_org']),
-    Unauthorized: errorResponse('Not authenticated.', [...codesWith(401).filter((c) => c !== 'authentication_failed'), 'authentication_failed'], wwwAuthenticate),
-    LoginFailed: errorResponse('Wrong credentials.', ['authentication_failed'], wwwAuthenticate),
-    Forbidden: errorResponse('Forbidden.', ['org_forbidden', 'permission_denied', 'csrf_failed']),
-    CsrfFailed: errorResponse('CSRF check failed.', ['csrf_failed']),
-    NotFound: errorResponse('No such resource of the caller.', ['not_found']),
-    OrgNotFound: errorResponse('No such organization.', ['org_not_found']),
-    PayloadTooLarge: errorResponse('Body too large.', ['payload_too_large']),
-    UnsupportedMediaType: errorResponse('Unsupported body type.', ['unsupported_media_type']),
-    TooManyAttempts: errorResponse('Locked out for a while.', ['too_many_attempts'], retryAfter),
-    Unavailable: errorResponse('Try again shortly.', ['store_unavailable', 'shutting_down'], retryAfter),
-    UpstreamUnavailable: errorResponse('The protected service is down.', ['upstream_unavailable']),
-    UpstreamTimeout: errorResponse('The protected service is slow.', ['upstream_timeout'])
+    description: `${y.description} ${x.description}`,
+    codes: [...new Set([...y.codes, ...x.codes])],
+    ...(headers === undefined ? {} : { headers }),
+    ...(typeof b !== 'string' && b.page === true ? { page: true } : {}),
+    ...(typeof b !== 'string' && b.jumpserver === true ? { jumpserver: true } : {})
   }
 }
 
@@ -91,7 +141,8 @@ const SAFE = new Set(['get', 'head', 'options'])
 function implied (auth: RouteAuth, method: string, op: Operation): {
   security: unknown[],
   parameters: Json[],
-  errors: Record<number, SharedErrors>
+  errors: Record<number, SharedErrors>,
+  responses: Record<number, Json>
 } {
   // the org is asked for (?oid= and the header; a decision: the header, ?oid= being in the original URI)
   const withOrg = auth === 'user+org' || auth === 'user+org-if-member' || auth === 'decision'
@@ -107,24 +158,53 @@ function implied (auth: RouteAuth, method: string, op: Operation): {
     ...(user && unsafe ? [ref('parameters', 'CsrfToken')] : [])
   ]
   const errors: Record<number, SharedErrors> = {}
+  const responses: Record<number, Json> = {}
   if (user) {
     if (withOrg) errors[400] = 'BadOrg'
     errors[401] = 'Unauthorized'
-    if (orgRefused) errors[403] = 'Forbidden'
-    else if (unsafe) errors[403] = 'CsrfFailed'
+    // an access key's allow-list refuses on any method, a session's CSRF check on unsafe ones
+    errors[403] = orgRefused ? 'Forbidden' : unsafe ? 'CredentialForbidden' : 'IpNotAllowed'
     if (orgRefused) errors[404] = 'OrgNotFound'
+    errors[429] = 'RateLimited'
     errors[503] = 'Unavailable'
+    // session.login_redirect: a browser's navigation without a credential is sent to sign in
+    if (method === 'get') responses[303] = { description: 'A browser\'s navigation without a credential (session.login_redirect): to sign in.', headers: { Location: ref('headers', 'Location') } }
   }
-  return { security, parameters, errors }
+  return { security, parameters, errors, responses }
 }
 
 const ANY_METHOD: readonly DocumentedMethod[] = ['get', 'post', 'put', 'patch', 'delete']
+
+/** A route's path parameters as OpenAPI has them: each required, its schema the one Route.params checks. */
+export function pathParameters (params: TObject): Json[] {
+  return Object.entries(params.properties).map(([name, schema]) => {
+    const { description, ...rest } = JSON.parse(JSON.stringify(schema)) as Json
+    return { name, in: 'path', required: true, ...(description === undefined ? {} : { description }), schema: rest }
+  })
+}
+
+/** A route's declared answers (Route.answers) as responses; a named schema goes to components/schemas. */
+function answersOf (route: Route, declare: (name: string, schema: Json) => void): Record<number, Json> {
+  const out: Record<number, Json> = {}
+  for (const [status, a] of Object.entries(route.answers ?? {})) {
+    const schema = JSON.parse(JSON.stringify(a.schema)) as Json
+    if (a.name !== undefined) declare(a.name, schema)
+    out[Number(status)] = {
+      description: a.description,
+      ...(a.headers === undefined ? {} : { headers: a.headers }),
+      content: { 'application/json': { schema: a.name === undefined ? schema : ref('schemas', a.name) } }
+    }
+  }
+  return out
+}
 
 /** The document's `paths` and the schemas the routes declare (their bodies' schemas among them). */
 function assemble (routes: readonly Route[]): { paths: Record<string, Json>, schemas: Record<string, Json> } {
   const paths: Record<string, Json> = {}
   const schemas: Record<string, Json> = {}
-  const answer = (e: ErrorAnswer): Json => typeof e === 'string' ? ref('responses', e) : errorResponse(e.description, e.codes, e.headers)
+  const answer = (e: ErrorAnswer): Json => typeof e === 'string'
+    ? ref('responses', e)
+    : errorResponse(e.description, e.codes, e.headers, e.page, e.jumpserver)
   const declare = (name: string, schema: Json): void => {
     if (schemas[name] !== undefined && JSON.stringify(schemas[name]) !== JSON.stringify(schema)) throw new Error(`schema ${name}: two routes declare it differently`)
     schemas[name] = schema
@@ -132,15 +212,19 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
   for (const route of routes) {
     const op = route.docs
     if (op === null) continue
-    const path = op.path ?? route.path
+    const path = route.path
     const item: Json = paths[path] ??= {}
-    if (op.pathParameters !== undefined) item.parameters = op.pathParameters
+    // a template's parameters, from the schema the router checks them with (every route of the path declares the same)
+    if (route.params !== undefined) item.parameters = pathParameters(route.params)
     const any = route.method === '*'
     for (const method of any ? ANY_METHOD : [route.method.toLowerCase() as DocumentedMethod]) {
       if (item[method] !== undefined) throw new Error(`${path}: ${method} documented twice`)
       const i = implied(route.auth, method, op)
       const parameters = [...i.parameters, ...(op.parameters ?? [])]
-      const errors = { ...i.errors, ...op.errors }
+      const errors: Record<number, ErrorAnswer> = { ...i.errors }
+      for (const [status, e] of Object.entries(op.errors ?? {})) {
+        errors[Number(status)] = errors[Number(status)] === undefined ? e : mergedError(errors[Number(status)], e)
+      }
       item[method] = {
         tags: op.tags,
         operationId: any ? `${op.operationId}${method[0].toUpperCase()}${method.slice(1)}` : op.operationId,
@@ -150,6 +234,8 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
         ...(parameters.length === 0 ? {} : { parameters }),
         ...(route.body === undefined ? {} : { requestBody: requestBodyOf(route.body) }),
         responses: {
+          ...i.responses,
+          ...answersOf(route, declare),
           ...op.responses,
           ...Object.fromEntries(Object.entries(errors).map(([status, e]) => [status, answer(e)]))
         }

@@ -30,13 +30,23 @@ export const redirectTo = (description: string): Json => ({ description, headers
  * The error answers shared by many operations (components/responses in the
  * document; openapi.ts lists the codes of each).
  */
-export type SharedErrors = 'BadRequest' | 'BadOrg' | 'Unauthorized' | 'LoginFailed' | 'Forbidden' | 'CsrfFailed' | 'NotFound' | 'OrgNotFound' |
-'PayloadTooLarge' | 'UnsupportedMediaType' | 'TooManyAttempts' | 'Unavailable' | 'UpstreamUnavailable' | 'UpstreamTimeout'
+export type SharedErrors = 'BadRequest' | 'BadOrg' | 'Unauthorized' | 'LoginFailed' | 'Forbidden' | 'CsrfFailed' |
+'CredentialForbidden' | 'IpNotAllowed' | 'CheckUnavailable' | 'NotFound' | 'OrgNotFound' |
+'PayloadTooLarge' | 'UnsupportedMediaType' | 'TooManyAttempts' | 'RateLimited' | 'Unavailable' | 'UpstreamUnavailable' |
+'UpstreamTimeout'
 
 /**
  * An error answer: a shared one by name, or this operation's own (a description and the catalogue codes it may carry).
  */
-export type ErrorAnswer = SharedErrors | { description: string, codes: ErrorCode[], headers?: Json }
+export type ErrorAnswer = SharedErrors | {
+  description: string,
+  codes: ErrorCode[],
+  headers?: Json,
+  /** a page's form: a form post gets the page again with its error (text/html), a JSON client the error */
+  page?: boolean
+  /** names.abbrev JMS: JumpServer's `{"error", "msg"}` body instead of the catalogue's */
+  jumpserver?: boolean
+}
 
 /** The errors of an operation that takes a body (src/routes/body.ts). */
 export const BODY_ERRORS = { 400: 'BadRequest', 413: 'PayloadTooLarge', 415: 'UnsupportedMediaType' } as const satisfies Record<number, ErrorAnswer>
@@ -67,10 +77,6 @@ export type DocumentedMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
  * of the five, its operationId followed by the method (`forwardAuthGet`).
  */
 export interface RouteDocs extends Operation {
-  /** the path as documented, when not the route's own (a prefix route: `…/{id}/`) */
-  path?: string
-  /** parameters of every operation on the path (a path parameter); every route of the path declares the same */
-  pathParameters?: Json[]
   /** components/schemas its answers refer to */
   schemas?: Record<string, Json>
 }

@@ -20,7 +20,7 @@ import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/type
 
 import { profile, profileSchemas } from './profile.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { BODY_ERRORS, json, schemaRef, type ErrorAnswer } from './spec.js'
+import { BODY_ERRORS, json, ref, schemaRef, type ErrorAnswer } from './spec.js'
 import { route, type RequestContext, type Route } from './types.js'
 import type { SecondFactor } from '../auth/mfa.js'
 
@@ -141,7 +141,13 @@ function challengeRoute (opts: TokenRouteOptions): Route {
         `A right code answers \`{"msg": "ok"}\` and replaces the cookie; then POST ${TOKEN_PATH} again (same username and password, with the cookie) issues the token. ` +
         'A wrong, reused or out-of-window code is 401 `mfa_failed` (names.abbrev JMS: JumpServer\'s `{"error": "mfa_failed", "msg": …}`) and counts toward the per-user code lockout (429). See docs/mfa.md.',
       responses: { 200: { description: 'The code was right.', headers: { 'Set-Cookie': { description: 'The pending state, now with both steps.', schema: { type: 'string' } } }, content: json({ type: 'object', required: ['msg'], properties: { msg: { const: 'ok' } } }) } },
-      errors: { ...BODY_ERRORS, 401: { description: 'A wrong code, or no pending password step (the cookie missing, expired, used or another client\'s).', codes: ['mfa_failed', 'mfa_pending_missing'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
+      errors: {
+        ...BODY_ERRORS,
+        401: { description: 'A wrong code, or no pending password step (the cookie missing, expired, used or another client\'s).', codes: ['mfa_failed', 'mfa_pending_missing'], jumpserver: opts.jumpserver },
+        403: 'CsrfFailed',
+        429: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: { 'Retry-After': ref('headers', 'RetryAfter') }, jumpserver: opts.jumpserver },
+        503: 'Unavailable'
+      }
     },
     preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite(); return undefined },
     async handler (ctx, { body: { code } }) {
@@ -189,8 +195,8 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       },
       // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
       errors: opts.jumpserver
-        ? { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'A wrong second factor in the one-request form (`code`).', codes: ['mfa_failed'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' }
-        : { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'Wrong credentials, or a wrong second factor in the one-request form (`code`).', codes: ['authentication_failed', 'mfa_failed'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'Unavailable' },
+        ? { ...BODY_ERRORS, 400: { ...MFA_BAD_REQUEST, jumpserver: true }, 401: { description: 'A wrong second factor in the one-request form (`code`).', codes: ['mfa_failed'], jumpserver: true }, 403: 'CsrfFailed', 429: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: { 'Retry-After': ref('headers', 'RetryAfter') }, jumpserver: true }, 503: 'CheckUnavailable' }
+        : { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'Wrong credentials, or a wrong second factor in the one-request form (`code`).', codes: ['authentication_failed', 'mfa_failed'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'CheckUnavailable' },
       schemas: {
         ...(opts.jumpserver
           ? {

@@ -1,7 +1,8 @@
 import type { RequestContext } from '../pipeline/context.js'
-import type { Static, TObject } from '@sinclair/typebox'
+import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import type { BodySpec, FieldFailure } from './body.js'
 import type { RouteDocs } from './spec.js'
+import type { PathTemplate } from '../http/path-template.js'
 
 export type { RequestContext }
 
@@ -35,8 +36,32 @@ export type RouteAuth = 'none' | 'user' | 'user+org' | 'user+org-if-member' | 's
 /** A route's one method; a GET route answers HEAD too. `*`: any method (the decision endpoint). */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
+/**
+ * A JSON answer a route declares: its schema types what the handler sends
+ * (Input.reply) and is what the OpenAPI document publishes, under `name` in
+ * components/schemas when given.
+ */
+export interface Answer<B extends TSchema = TSchema> {
+  description: string
+  schema: B
+  name?: string
+  /** documented headers (OpenAPI header objects or $refs) */
+  headers?: Record<string, unknown>
+}
+
+export type Answers = Record<number, Answer>
+
+/** Sends one of the route's declared answers: its body typed by the answer's schema. */
+export type Reply<R extends Answers> = <K extends keyof R & number> (
+  status: K, body: Static<R[K]['schema']>, headers?: Record<string, string>
+) => void
+
 /** What a handler gets besides the context. */
-export interface Input<S extends TObject, P> {
+export interface Input<S extends TObject, P, A extends TObject = TObject, R extends Answers = Answers> {
+  /** sends a declared answer (Route.answers), as JSON */
+  reply: Reply<R>
+  /** the path's `{name}` parameters, percent-decoded and valid by Route.params */
+  params: Static<A>
   /** the body, valid by Route.body's schema (`{}` without one); with attachValidation, as decoded */
   body: Static<S>
   /**
@@ -54,11 +79,25 @@ export interface Input<S extends TObject, P> {
  * documents it), the OpenAPI operation, and the handler. Several routes may
  * share a path; another method on it is 405 with their methods in Allow.
  */
-export interface Route<S extends TObject = TObject, P = unknown> {
+export interface Route<
+  S extends TObject = TObject, P = unknown, A extends TObject = TObject, R extends Answers = Answers
+> {
   method: Method | '*'
+  /**
+   * The path, or a template with `{name}` segments (src/http/path-template.ts):
+   * every path under the template's literal part is the router's, so one that
+   * matches no template (or fails `params`) is 404, never forwarded.
+   */
   path: string
   /** `path` is a prefix (ending in "/"): the route serves every path under it */
   prefix?: boolean
+  /**
+   * The template's parameters: their schema (each a string; documented as the
+   * path's parameters). A value that fails it names no resource: 404.
+   */
+  params?: A
+  /** its JSON answers by status (documented with these schemas; Input.reply sends them) */
+  answers?: R
   auth: RouteAuth
   /** the request body it takes (src/routes/body.ts); none: it reads no body */
   body?: BodySpec<S>
@@ -69,18 +108,22 @@ export interface Route<S extends TObject = TObject, P = unknown> {
    * cross-site refusal, the key a path names), so its answers come first as
    * they did; what it returns is the handler's `pre`.
    */
-  preValidation? (ctx: RequestContext): P | Promise<P>
-  handler (ctx: RequestContext, input: Input<S, P>): Promise<void> | void
+  preValidation? (ctx: RequestContext, params: Static<A>): P | Promise<P>
+  handler (ctx: RequestContext, input: Input<S, P, A, R>): Promise<void> | void
 }
 
 /**
  * A route as the router serves it: handle runs preValidation, the body's check and the handler (src/routes/index.ts).
  */
 export interface ServedRoute extends Route {
+  /** the parsed `{name}` template, when the path is one */
+  template: PathTemplate | undefined
   handle (ctx: RequestContext): Promise<void> | void
 }
 
 /** Declares a route: the body's and preValidation's types flow into the handler's input. */
-export function route<S extends TObject = TObject, P = undefined> (r: Route<S, P>): Route {
+export function route<
+  S extends TObject = TObject, P = undefined, A extends TObject = TObject, R extends Answers = Answers
+> (r: Route<S, P, A, R>): Route {
   return r as unknown as Route
 }

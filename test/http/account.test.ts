@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { tempDir } from '../fixtures/cleanup.js'
-import { request, type Res } from '../fixtures/http.js'
+import { request, startEcho, type Res } from '../fixtures/http.js'
 import { embeddedStore, startGateway, SECRET, storeDoc } from '../fixtures/gateway.js'
 import { bearer, makeUser, signedHeaders } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
@@ -129,6 +129,27 @@ t.test('another user\'s key is 404, whatever the method; odd paths are 404', asy
   for (const p of ['not-a-uuid/', `${theirs.key.id}`, `${theirs.key.id}/x/`, '/', `${theirs.key.id}//`]) {
     t.equal((await call(auth, 'GET', KEYS + p)).status, 404, p)
   }
+})
+
+t.test('with an upstream, every path under the access keys is sidegate\'s: one no route names is 404, never forwarded', async (t) => {
+  const echo = await startEcho()
+  const proxied = await startGateway(db.url, { upstream: { url: echo.url } })
+  t.teardown(async () => { await proxied.close(); await echo.close() })
+  const u = await makeUser(proxied, 'nora')
+  const auth = { authorization: `Token ${await proxied.store.privateTokens.create(u.id)}` }
+  const { key } = await proxied.store.accessKeys.create(u.id)
+  for (const p of ['not-a-uuid/', key.id, `${key.id}/x/`, `${key.id}//`, 'a/b/c']) {
+    const r = await request(proxied.url, KEYS + p, { headers: auth })
+    t.same([r.status, r.json?.code], [404, 'not_found'], p)
+  }
+  // the id in any case, as the store's ids are matched
+  t.equal((await request(proxied.url, `${KEYS}${key.id.toUpperCase()}/`, { headers: auth })).json.id, key.id, 'upper case')
+  const bad = await request(proxied.url, `${KEYS}%E0%A4%A/`, { headers: auth })
+  t.same([bad.status, bad.json.code], [400, 'bad_request'], 'a segment that is not valid percent-encoding')
+  const put = await request(proxied.url, `${KEYS}${key.id}/`, { method: 'PUT', headers: auth })
+  t.same([put.status, put.headers.allow], [405, 'GET, HEAD, PATCH, DELETE'], 'another method: 405 with the methods')
+  t.equal(echo.seen.filter((r) => r.url.startsWith(KEYS)).length, 0, 'the upstream saw none of them')
+  t.equal((await request(proxied.url, '/api/v1/authentication/access-key/x/', { headers: auth })).status, 200, 'a path beside them is forwarded')
 })
 
 t.test('at most 10 access keys per user', async (t) => {

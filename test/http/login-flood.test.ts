@@ -10,6 +10,7 @@ import http from 'node:http'
 import { pbkdf2Sync, randomBytes } from 'node:crypto'
 import { post, type Res } from '../fixtures/http.js'
 import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { warmAnswerChecks } from '../fixtures/answers.js'
 import { makeUser } from '../fixtures/creds.js'
 import { CheckGate, checkGateStats } from '../../src/auth/check-gate.js'
 import { PasswordChecker } from '../../src/auth/passwords.js'
@@ -24,6 +25,7 @@ const trusted = { server: { trusted_proxies: ['127.0.0.1'] } }
 
 t.test('one address floods with 200 concurrent logins: another address signs in about as fast as without the flood; the flood gets fast 429/503', async (t) => {
   const g = await startGateway(db.url, trusted)
+  warmAnswerChecks(g.url, 'POST', TOKEN, [201, 401, 429, 503])
   t.teardown(() => g.close())
   await makeUser(g, 'legit')
   // a gateway in its steady state: one sign-in done (the first check also makes the dummy hash)
@@ -106,6 +108,7 @@ async function amidFlood (
 
 t.test('a flood from 12 /64s of one IPv6 /56 (300 logins) leaves room: another network signs in within 1 s (auth.password_checks.ipv6_prefixes)', async (t) => {
   const g = await startGateway(db.url, trusted)
+  warmAnswerChecks(g.url, 'POST', TOKEN, [201, 401, 429, 503])
   t.teardown(() => g.close())
   await makeUser(g, 'ivy')
   const bound = await signInBound(g, 'base-ivy')
@@ -123,6 +126,7 @@ t.test('a flood from 12 /64s of one IPv6 /56 (300 logins) leaves room: another n
 
 t.test('a flood from 300 networks fills the queue: an address that signed in before still gets a reserved place, first (auth.password_checks.reserved)', async (t) => {
   const g = await startGateway(db.url, trusted)
+  warmAnswerChecks(g.url, 'POST', TOKEN, [201, 401, 429, 503])
   t.teardown(() => g.close())
   await makeUser(g, 'jay')
   const bound = await signInBound(g, 'base-jay')

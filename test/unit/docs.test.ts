@@ -104,7 +104,7 @@ t.test('each operation\'s credentials, org parameters and authentication errors 
   const modes = new Set<string>()
   for (const route of g.gw.routes) {
     if (route.docs === null) continue
-    const path = route.docs.path ?? route.path
+    const path = route.path
     for (const m of methodsOf(route)) {
       const op = doc.paths[path][m.toLowerCase()]
       const schemes = op.security.map((s: any) => Object.keys(s)[0])

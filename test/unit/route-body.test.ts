@@ -2,7 +2,9 @@
  * A route's body schema (Route.body, src/routes/body.ts) is one declaration
  * with two uses: it refuses a body that fails it (400 with a catalogue code)
  * and it is what the OpenAPI document publishes for the operation. Also the
- * pages' templates (src/routes/html.ts Template): every value escaped.
+ * pages' templates (src/routes/html.ts Template): every value escaped; path
+ * templates (src/http/path-template.ts); the check every test's answers pass
+ * (test/fixtures/answers.ts) refuses what the document does not say.
  */
 import t from 'tap'
 import { Type as T } from '@sinclair/typebox'
@@ -12,6 +14,8 @@ import { makeUser } from '../fixtures/creds.js'
 import { ERRORS } from '../../src/errors.js'
 import { refusal, validate, type BodySpec } from '../../src/routes/body.js'
 import { Template } from '../../src/routes/html.js'
+import { matchTemplate, parseTemplate } from '../../src/http/path-template.js'
+import { checkAnswer } from '../fixtures/answers.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -23,7 +27,7 @@ t.test('every body schema the routes validate with is the one the document publi
   t.ok(withBody.length >= 6, `${withBody.length} routes take a body`)
   for (const r of withBody) {
     const body = r.body!
-    const path = r.docs?.path ?? r.path
+    const path = r.path
     const op = doc.paths[path][r.method.toLowerCase()]
     t.same(Object.keys(op.requestBody.content), body.types, `${r.method} ${path}: the media types`)
     for (const type of body.types) t.equal(op.requestBody.content[type].schema.$ref, `#/components/schemas/${body.name}`, `${r.method} ${path} ${type}: refers to ${body.name}`)
@@ -96,4 +100,34 @@ t.test('a page template escapes every value and wants all of them', async (t) =>
   t.throws(() => tpl.render({ v: 'x' } as any), /no value for \{\{on\}\}/)
   t.throws(() => new Template('bad.html', '<p>{{#on}}x</p>'), /does not parse/, 'an unclosed section')
   for (const page of ['login.html', 'account.html', 'docs.html']) t.ok(Template.load(page).names.size > 0, `static/${page} parses`)
+})
+
+t.test('path templates: {name} segments take one non-empty segment, decoded once the whole path matched', async (t) => {
+  const k = parseTemplate('/keys/{id}/')
+  t.same([k.literal, k.names], ['/keys/', ['id']])
+  t.same(matchTemplate(k, '/keys/a%2Fb/'.split('/')), { id: 'a/b' }, 'decoded: an escaped slash stays in the segment')
+  for (const p of ['/keys/', '/keys//', '/keys/a', '/keys/a/b/', '/key/a/']) t.equal(matchTemplate(k, p.split('/')), null, p)
+  t.throws(() => matchTemplate(k, '/keys/%E0%A4%A/'.split('/')), URIError, 'a malformed escape in a parameter')
+  t.equal(matchTemplate(k, '/other/%E0%A4%A/'.split('/')), null, '…only where the path matched')
+  t.same(matchTemplate(parseTemplate('/a/b'), ['', 'a', 'b']), {}, 'a template without parameters')
+  t.throws(() => parseTemplate('/keys/x{id}/'), /whole \{name\} segment/)
+  t.throws(() => parseTemplate('/{a}/{a}'), /named twice/)
+})
+
+t.test('the answer check refuses what the document does not say, and passes what it says', async (t) => {
+  const answer = (status: number, body: unknown, type = 'application/json') =>
+    ({ status, headers: { 'content-type': type }, text: typeof body === 'string' ? body : JSON.stringify(body) })
+  const ok = { status: 'ok' }
+  t.doesNotThrow(() => checkAnswer(g.url, 'GET', '/healthz', answer(200, ok)), 'as documented')
+  t.throws(() => checkAnswer(g.url, 'GET', '/healthz', answer(299, ok)), /status 299 is not documented/)
+  t.throws(() => checkAnswer(g.url, 'GET', '/healthz', answer(200, '<p>hi</p>', 'text/html')), /content type text\/html/)
+  t.throws(() => checkAnswer(g.url, 'GET', '/healthz', answer(200, [])), /disagrees with the document/)
+  const token = '/api/v1/authentication/auth/'
+  t.doesNotThrow(() => checkAnswer(g.url, 'POST', token, answer(401, { detail: 'x', code: 'authentication_failed' })))
+  t.throws(
+    () => checkAnswer(g.url, 'POST', token, answer(401, { detail: 'x', code: 'key_expired' })),
+    /disagrees/, 'an error code the answer does not list'
+  )
+  t.doesNotThrow(() => checkAnswer('http://127.0.0.1:1', 'GET', '/healthz', answer(299, ok)), 'another server: not checked')
+  t.doesNotThrow(() => checkAnswer(g.url, 'GET', '/an/upstream/path', answer(299, ok)), 'not sidegate\'s route: not checked')
 })
