@@ -3,7 +3,8 @@
  * the gateway, check its config, or administer the store. Loaded only for a
  * command that needs it, so that --help and --version load none of it.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { ConfigError, configWarningList, configWarnings, effectiveValues, loadConfig, type Config } from '../config/index.js'
 import { defaultsYaml } from '../config/defaults.js'
 import { jsonSchema } from '../config/json-schema.js'
@@ -38,6 +39,7 @@ export async function run (
     return await start(link.config, io, env, link)
   }
 
+  if (cmd === 'start' && values.config === undefined && env.SIDEGATE_CONFIG === undefined) writeDefaultConfig(io)
   let config: Config
   try {
     config = loadConfig(values.config, env)
@@ -196,4 +198,20 @@ async function rotate (store: ManagedStore, config: Config, newKey: string, io: 
   }
   io.out(lines.join('\n') + '\n')
   return 0
+}
+
+/**
+ * `sidegate start` with no config named and no ./gateway.yml: writes the default file there
+ * (`sidegate config defaults`: every key, commented), which is then read and watched like any
+ * other; one line on stderr says where. A directory it cannot write: the defaults, and a line.
+ */
+function writeDefaultConfig (io: Io): void {
+  const path = resolve('gateway.yml')
+  if (existsSync(path)) return
+  try {
+    writeFileSync(path, defaultsYaml(), { flag: 'wx', mode: 0o644 })
+    io.err(`sidegate: wrote the default config to ${path} (every key with its default, commented)\n`)
+  } catch (err) {
+    io.err(`sidegate: no gateway.yml here and none could be written (${(err as NodeJS.ErrnoException).code ?? String(err)}): the defaults\n`)
+  }
 }
