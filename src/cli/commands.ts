@@ -15,11 +15,10 @@ import { E, UsageError } from '../errors.js'
 import { Auditor } from '../observability/audit.js'
 import { createLogger } from '../observability/log.js'
 import type { SecretKey } from '../app/bootstrap.js'
-import { openStore, requireSecretKey, storeName, storeWhere } from '../app/open-store.js'
+import { loadStoreBackend, openStore, requireSecretKey, storeName, storeWhere } from '../app/open-store.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount } from '../app/primary.js'
 import { start } from '../app/start.js'
 import { Admin, operatorName } from './admin.js'
-import { checkStoreCommand, importCommand, storeCommand } from './store.js'
 import { KeyCheckError } from '../store/secret/check.js'
 import type { ManagedStore, RunningStore } from '../store/types.js'
 
@@ -64,11 +63,14 @@ export async function run (
   let audit: Auditor | undefined
   let unstreamed = 0
   try {
-    if (cmd === 'store') checkStoreCommand(sub!, rest, config)
+    // the store commands (and the Redis store they may name) load only for them
+    const storeCli = cmd === 'store' ? await import('./store.js') : undefined
+    if (cmd === 'store') storeCli!.checkStoreCommand(sub!, rest, config)
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
     const newKey = cmd === 'secret' ? await readNewKey(values, io, secret) : null
     // the one line below says it when Redis is unreachable, the output when a record is unreadable: no JSON log lines
+    await loadStoreBackend(config)
     store = openStore(
       config,
       log,
@@ -84,7 +86,7 @@ export async function run (
     const auditor = (): Auditor => new Auditor({ config: { ...config.audit, log: false, stream: true }, log: createLogger('silent', { write: () => {} }), store: store!, operator: operatorName(), onStreamError: () => { unstreamed++ } })
     if (cmd === 'store' && sub === 'import') {
       audit = auditor()
-      return await importCommand(store, config, keyring, secret.source, rest[0], values, io, audit)
+      return await storeCli!.importCommand(store, config, keyring, secret.source, rest[0], values, io, audit)
     }
     try {
       await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
@@ -93,7 +95,7 @@ export async function run (
       throw new UsageError(`cannot reach ${storeName(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    if (cmd === 'store') return await storeCommand(store, config, keyring, sub!, rest, values, io)
+    if (cmd === 'store') return await storeCli!.storeCommand(store, config, keyring, sub!, rest, values, io)
     audit = auditor()
     const admin = new Admin(store, io, values, config, audit)
     return await admin.run(cmd, sub, rest)
