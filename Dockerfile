@@ -22,7 +22,9 @@ RUN npm run build && npm prune --omit=dev && npm cache clean --force
 
 # ---- runtime: production dependencies only (with the native module built above), no compiler, no tests
 FROM ${NODE_IMAGE} AS runtime
-ENV NODE_ENV=production
+# a fixed malloc mmap threshold (glibc's default, kept from rising): the 16 MB each scrypt password check
+# allocates goes back to the system when freed instead of staying resident (docs/performance.md, "Memory")
+ENV NODE_ENV=production MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules

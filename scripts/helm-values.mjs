@@ -78,7 +78,7 @@ function schema () {
     additionalProperties: false,
     properties: {
       global: obj,
-      image: { type: 'object', additionalProperties: false, properties: { repository: str, tag: str, pullPolicy: { enum: ['Always', 'IfNotPresent', 'Never'] } } },
+      image: { type: 'object', additionalProperties: false, properties: { repository: { type: 'string', minLength: 1 }, tag: str, digest: { type: 'string', pattern: '^(sha256:[0-9a-f]{64})?$' }, pullPolicy: { enum: ['Always', 'IfNotPresent', 'Never'] } } },
       imagePullSecrets: list,
       replicaCount: int(0),
       secretKey: { type: 'string', anyOf: [{ maxLength: 0 }, { minLength: 32 }], description: 'SIDEGATE_SECRET_KEY: at least 32 characters' },

@@ -9,14 +9,40 @@ import { Keyring } from '../crypto.js'
 import { UsageError } from '../errors.js'
 import type { Logger } from '../observability/log.js'
 import { missingKeyMessage, newSecretKey, readSecretKey, writeSecretKeyFile, type SecretKey } from './bootstrap.js'
-import { RedisStore } from '../store/redis/index.js'
-import { createRedisClient, describeRedis } from '../store/redis/connect.js'
-import { RedisKeyRecords } from '../store/redis/key-records.js'
+import type * as RedisIndex from '../store/redis/index.js'
+import type * as RedisConnect from '../store/redis/connect.js'
+import type * as RedisKeys from '../store/redis/key-records.js'
+import { describeRedis } from '../store/redis/describe.js'
 import { SqliteStore } from '../store/sqlite/index.js'
 import { SqliteKeyRecords } from '../store/sqlite/key-records.js'
 import { SqliteStorage } from '../store/sqlite/storage.js'
 import { KEY_CHECK, type KeyRecords } from '../store/secret/records.js'
 import type { ManagedStore } from '../store/types.js'
+
+/**
+ * The Redis store and its client (ioredis: about 15 MB of a process's memory), loaded only when
+ * store.backend is redis (loadStoreBackend), before the store is opened: a gateway on the
+ * embedded store never loads them (docs/performance.md).
+ */
+let redis: {
+  RedisStore: typeof RedisIndex.RedisStore
+  createRedisClient: typeof RedisConnect.createRedisClient
+  RedisKeyRecords: typeof RedisKeys.RedisKeyRecords
+} | undefined
+
+/** Loads what config.store.backend needs; await it before openStore and keyForStart. */
+export async function loadStoreBackend (config: Config): Promise<void> {
+  if (config.store.backend !== 'redis' || redis !== undefined) return
+  const [{ RedisStore }, { createRedisClient }, { RedisKeyRecords }] = await Promise.all([
+    import('../store/redis/index.js'), import('../store/redis/connect.js'), import('../store/redis/key-records.js')
+  ])
+  redis = { RedisStore, createRedisClient, RedisKeyRecords }
+}
+
+function redisModules (): NonNullable<typeof redis> {
+  if (redis === undefined) throw new Error('the Redis store was not loaded: await loadStoreBackend(config) first')
+  return redis
+}
 
 /** Optional observers of the store's connections (metrics). */
 export interface StoreHooks {
@@ -26,7 +52,7 @@ export interface StoreHooks {
 
 /** The Redis target for logs and messages: the URL without password, or the sentinel/cluster topology. */
 export function redisTarget (config: Config): string {
-  return describeRedis({ url: config.redis.url, commandTimeout: 0, connectTimeout: 0, topology: config.redis })
+  return describeRedis({ url: config.redis.url, topology: config.redis })
 }
 
 /** Where the store is, for messages: the database file, or the Redis target and the key prefix. */
@@ -93,7 +119,7 @@ export function openStore (
       onUnreadable
     }, keyring)
   }
-  return new RedisStore({
+  return new (redisModules().RedisStore)({
     url: config.redis.url,
     topology: config.redis,
     onCommandError: hooks.onCommandError,
@@ -140,6 +166,8 @@ export async function keyForStart (
       await storage.close()
     }
   }
+  await loadStoreBackend(config)
+  const { createRedisClient, RedisKeyRecords } = redisModules()
   const client = createRedisClient({ url: config.redis.url, topology: config.redis, commandTimeout: config.redis.command_timeout, connectTimeout: config.redis.connect_timeout }, 'command')
   let lastError = ''
   client.on('error', (err: Error) => {

@@ -22,7 +22,7 @@ import type { ManagedStore } from '../store/types.js'
 import { failed, type AppIo } from './io.js'
 import { VERSION } from './version.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
-import { keyForStart, openStore, redisTarget, storeFields, storeWhere } from './open-store.js'
+import { keyForStart, loadStoreBackend, openStore, redisTarget, storeFields, storeWhere } from './open-store.js'
 import type { WorkerLink } from './worker-link.js'
 import { Reloader } from './reload.js'
 import { exitNow, Shutdown } from './shutdown.js'
@@ -87,6 +87,7 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
     await prepared
   }
   try {
+    await loadStoreBackend(config)
     store = openStore(config, log, keyring, () => {
       // until the key check passes again, nothing is read or written
       store.setGate(E.storeUnavailable())

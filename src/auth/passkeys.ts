@@ -20,11 +20,11 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
-import {
-  generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse,
-  type AuthenticationResponseJSON, type AuthenticatorTransportFuture, type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON, type RegistrationResponseJSON
+import type {
+  AuthenticationResponseJSON, AuthenticatorTransportFuture, PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON, RegistrationResponseJSON
 } from '@simplewebauthn/server'
+import type * as WebAuthn from '@simplewebauthn/server'
 import { E, GatewayError, messageOf } from '../errors.js'
 import type { AuditContext, Auditor } from '../observability/audit.js'
 import type { PasskeyInfo, Store, StoredPasskey, User } from '../store/types.js'
@@ -32,6 +32,13 @@ import type { Amr } from './mfa.js'
 import type { LockoutOptions } from './passwords.js'
 import { addressBucket } from '../http/address.js'
 import { PASSKEY_CREDENTIAL_FAILURES } from '../limits.js'
+
+/**
+ * @simplewebauthn/server and what it pulls in (about 8 MB of a process's memory) are loaded at
+ * the first passkey ceremony, not at start: most gateways never run one (docs/performance.md).
+ */
+let webauthn: Promise<typeof WebAuthn> | undefined
+const lib = async (): Promise<typeof WebAuthn> => await (webauthn ??= import('@simplewebauthn/server'))
 
 /** seconds a ceremony's challenge may be answered in (the browser's own timeout is a little shorter) */
 export const CHALLENGE_TTL = 300
@@ -136,7 +143,7 @@ export class PasskeyCeremonies {
       this.store.passkeys.handle(user.id), this.store.passkeys.list(user.id)
     ])
     const stored = await Promise.all(existing.map(async (p) => await this.store.passkeys.get(p.id)))
-    const options = await generateRegistrationOptions({
+    const options = await (await lib()).generateRegistrationOptions({
       rpName: this.opts.rp_name,
       rpID: rp.id,
       userName: user.username,
@@ -177,6 +184,7 @@ export class PasskeyCeremonies {
   ): Promise<PasskeyInfo> {
     const s = await this.#take(sealed, 'register', (x) => x.u === user.id)
     const rp = this.#rp(req, https)
+    const { verifyRegistrationResponse } = await lib()
     let v
     try {
       v = await verifyRegistrationResponse({
@@ -233,7 +241,7 @@ export class PasskeyCeremonies {
         (p) => p === null ? [] : [{ id: p.id, transports: p.transports as AuthenticatorTransportFuture[] }]
       )
     }
-    const options = await generateAuthenticationOptions({
+    const options = await (await lib()).generateAuthenticationOptions({
       rpID: rp.id,
       timeout: (CHALLENGE_TTL - 60) * 1000,
       userVerification: 'required',
@@ -320,6 +328,7 @@ export class PasskeyCeremonies {
         )
     if (passkey === null || user === null || !user.is_active) throw await unsigned(E.passkeyFailed())
     const rp = this.#rp(req, https)
+    const { verifyAuthenticationResponse } = await lib()
     let v
     try {
       v = await verifyAuthenticationResponse({

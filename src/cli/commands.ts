@@ -3,7 +3,8 @@
  * the gateway, check its config, or administer the store. Loaded only for a
  * command that needs it, so that --help and --version load none of it.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { ConfigError, configWarningList, configWarnings, effectiveValues, loadConfig, type Config } from '../config/index.js'
 import { defaultsYaml } from '../config/defaults.js'
 import { jsonSchema } from '../config/json-schema.js'
@@ -14,11 +15,10 @@ import { E, UsageError } from '../errors.js'
 import { Auditor } from '../observability/audit.js'
 import { createLogger } from '../observability/log.js'
 import type { SecretKey } from '../app/bootstrap.js'
-import { openStore, requireSecretKey, storeName, storeWhere } from '../app/open-store.js'
+import { loadStoreBackend, openStore, requireSecretKey, storeName, storeWhere } from '../app/open-store.js'
 import { connectToPrimary, isWorker, runPrimary, workerCount } from '../app/primary.js'
 import { start } from '../app/start.js'
 import { Admin, operatorName } from './admin.js'
-import { checkStoreCommand, importCommand, storeCommand } from './store.js'
 import { KeyCheckError } from '../store/secret/check.js'
 import type { ManagedStore, RunningStore } from '../store/types.js'
 
@@ -38,6 +38,7 @@ export async function run (
     return await start(link.config, io, env, link)
   }
 
+  if (cmd === 'start' && values.config === undefined && env.SIDEGATE_CONFIG === undefined) writeDefaultConfig(io)
   let config: Config
   try {
     config = loadConfig(values.config, env)
@@ -62,11 +63,14 @@ export async function run (
   let audit: Auditor | undefined
   let unstreamed = 0
   try {
-    if (cmd === 'store') checkStoreCommand(sub!, rest, config)
+    // the store commands (and the Redis store they may name) load only for them
+    const storeCli = cmd === 'store' ? await import('./store.js') : undefined
+    if (cmd === 'store') storeCli!.checkStoreCommand(sub!, rest, config)
     const secret = requireSecretKey(config, env)
     const keyring = new Keyring(secret.key)
     const newKey = cmd === 'secret' ? await readNewKey(values, io, secret) : null
     // the one line below says it when Redis is unreachable, the output when a record is unreadable: no JSON log lines
+    await loadStoreBackend(config)
     store = openStore(
       config,
       log,
@@ -82,7 +86,7 @@ export async function run (
     const auditor = (): Auditor => new Auditor({ config: { ...config.audit, log: false, stream: true }, log: createLogger('silent', { write: () => {} }), store: store!, operator: operatorName(), onStreamError: () => { unstreamed++ } })
     if (cmd === 'store' && sub === 'import') {
       audit = auditor()
-      return await importCommand(store, config, keyring, secret.source, rest[0], values, io, audit)
+      return await storeCli!.importCommand(store, config, keyring, secret.source, rest[0], values, io, audit)
     }
     try {
       await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
@@ -91,7 +95,7 @@ export async function run (
       throw new UsageError(`cannot reach ${storeName(config)}`, 1, 'store_unavailable')
     }
     store.setGate(null)
-    if (cmd === 'store') return await storeCommand(store, config, keyring, sub!, rest, values, io)
+    if (cmd === 'store') return await storeCli!.storeCommand(store, config, keyring, sub!, rest, values, io)
     audit = auditor()
     const admin = new Admin(store, io, values, config, audit)
     return await admin.run(cmd, sub, rest)
@@ -196,4 +200,20 @@ async function rotate (store: ManagedStore, config: Config, newKey: string, io: 
   }
   io.out(lines.join('\n') + '\n')
   return 0
+}
+
+/**
+ * `sidegate start` with no config named and no ./gateway.yml: writes the default file there
+ * (`sidegate config defaults`: every key, commented), which is then read and watched like any
+ * other; one line on stderr says where. A directory it cannot write: the defaults, and a line.
+ */
+function writeDefaultConfig (io: Io): void {
+  const path = resolve('gateway.yml')
+  if (existsSync(path)) return
+  try {
+    writeFileSync(path, defaultsYaml(), { flag: 'wx', mode: 0o644 })
+    io.err(`sidegate: wrote the default config to ${path} (every key with its default, commented)\n`)
+  } catch (err) {
+    io.err(`sidegate: no gateway.yml here and none could be written (${(err as NodeJS.ErrnoException).code ?? String(err)}): the defaults\n`)
+  }
 }

@@ -36,7 +36,9 @@ config): run them where the gateway runs.
 ${GLOBAL}`,
   start: `Usage: sidegate start [--config FILE] [--workers N|auto]
 
-Runs the gateway. Listens on listen.host:listen.port (SIDEGATE_HOST, SIDEGATE_PORT),
+Runs the gateway. With no --config or SIDEGATE_CONFIG and no ./gateway.yml, it first
+writes the default one there (\`sidegate config defaults\`) and says so on stderr.
+Listens on listen.host:listen.port (SIDEGATE_HOST, SIDEGATE_PORT),
 forwards authenticated requests to upstream.url (SIDEGATE_UPSTREAM), stores state
 in store.path (sidegate.db beside the config), or in Redis at redis.url when
 SIDEGATE_REDIS_URL or the config names one (store.backend). On an empty store it creates the Default

@@ -190,6 +190,20 @@ t.test('bad values are refused by values.schema.json (the config schema) or the 
   t.equal(renderError({ secretKey: KEY, replicaCount: 5 }), '', 'redis (the chart\'s default) with several')
 })
 
+t.test('the image: repository:tag, the tag the package version by default, a digest pins it', async (t) => {
+  const image = (values: Doc): string => one(render({ secretKey: KEY, ...values }), 'Deployment').spec.template.spec.containers[0].image
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  const chart = parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'))
+  t.equal(chart.appVersion, pkg.version, 'the chart\'s appVersion is the package version')
+  t.equal(image({}), `ghcr.io/sidegate/sidegate:${pkg.version as string}`, 'a repository, not a bare name')
+  t.equal(image({ image: { repository: 'registry.example.com/team/sidegate', tag: '0.1.0-rc1' } }), 'registry.example.com/team/sidegate:0.1.0-rc1')
+  const digest = 'sha256:' + 'ab'.repeat(32)
+  t.equal(image({ image: { repository: 'registry.example.com/sidegate', tag: 'x', digest } }), `registry.example.com/sidegate@${digest}`, 'repository@digest, the tag unused')
+  t.equal(one(render({ secretKey: KEY, image: { pullPolicy: 'Always' } }), 'Deployment').spec.template.spec.containers[0].imagePullPolicy, 'Always')
+  t.match(renderError({ secretKey: KEY, image: { digest: 'latest' } }), /at '\/image\/digest'/, 'a digest that is not sha256:<64 hex> is refused')
+  t.match(renderError({ secretKey: KEY, image: { repository: '' } }), /at '\/image\/repository'/, 'so is an empty repository')
+})
+
 t.test('checksum/config changes only for keys that cannot change live', async (t) => {
   const sum = (config: Doc, o: Doc = {}): string => one(render({ secretKey: KEY, config, ...o }), 'Deployment').spec.template.metadata.annotations['checksum/config']
   const base = sum({})

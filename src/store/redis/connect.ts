@@ -11,7 +11,6 @@ import type { ConnectionOptions } from 'node:tls'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { RedisTls, RedisTopology } from '../../config/index.js'
 import { UsageError } from '../../errors.js'
-import { maskUrl } from '../../http/mask.js'
 
 /** Both client kinds speak the same commands; typed as Redis so the store has one code path. */
 export type RedisClient = Redis
@@ -167,9 +166,4 @@ export function createRedisClient (o: RedisConnectOptions, role: ClientRole): Re
 }
 
 /** What to name in logs: the URL without its password, or the topology. */
-export function describeRedis (o: RedisConnectOptions): string {
-  const t = o.topology ?? STANDALONE
-  if (t.mode === 'sentinel') return `sentinel ${t.name} via ${t.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`
-  if (t.mode === 'cluster') return `cluster ${t.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`
-  return maskUrl(o.url)
-}
+export { describeRedis } from './describe.js'

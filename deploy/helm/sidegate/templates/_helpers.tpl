@@ -22,6 +22,15 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{- /* repository@digest when a digest is given, else repository:tag (the appVersion by default). */ -}}
+{{- define "sidegate.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
 {{- /* The Secret with SIDEGATE_SECRET_KEY (and the Redis and admin passwords): the chart's, or existingSecret. */ -}}
 {{- define "sidegate.secretName" -}}
 {{- .Values.existingSecret | default (include "sidegate.fullname" .) -}}
