@@ -196,6 +196,8 @@ function errorAnswers (r: DocumentedRoute): Record<string, Json> {
     for (const c of codes) byStatus.set(ERRORS[c].status, [...(byStatus.get(ERRORS[c].status) ?? []), c])
   }
   add(r.body === undefined ? [] : [...BODY_CODES, 'payload_too_large', 'unsupported_media_type'])
+  // a query parameter that does not parse (an org that is not a UUID)
+  if (r.body === undefined && r.query !== undefined) add(['bad_request'])
   add(UNAUTHORIZED)
   add(FORBIDDEN)
   add(r.errors)
