@@ -30,7 +30,8 @@ import { profile, profileSchemas } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { html, json, redirectTo, ref, schemaRef, type ErrorAnswer } from './spec.js'
+import { html, json, redirectTo, ref, schemaRef } from './spec.js'
+import { loginSchemas, PAGE_ERRORS } from './login-answers.js'
 import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
@@ -42,17 +43,6 @@ export const JMS_LOGOUT_PATH = '/core/auth/logout/'
 export const HOME = '/account/keys'
 
 const BASE = 'http://sidegate.invalid'
-
-const RETRY = { 'Retry-After': ref('headers', 'RetryAfter') }
-/** The sign-in forms' errors: a form post gets the page again with its error, a JSON post the catalogue's. */
-const PAGE_ERRORS = {
-  400: { description: 'A bad body; a form post: the form again with its error.', codes: ['required', 'parse_error', 'bad_request'], page: true },
-  403: 'CsrfFailed',
-  413: 'PayloadTooLarge',
-  415: 'UnsupportedMediaType',
-  429: { description: 'Locked out for a while; a form post: the form again with its error.', codes: ['too_many_attempts'], headers: RETRY, page: true },
-  503: 'CheckUnavailable'
-} as const satisfies Record<number, ErrorAnswer>
 
 /**
  * `next` if it is a same-origin path, else the fallback. Refused: anything
@@ -244,27 +234,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       },
       errors: PAGE_ERRORS,
       schemas: {
-        LoginResult: {
-          type: 'object',
-          required: ['user', 'next'],
-          properties: { user: schemaRef('Profile'), next: { type: 'string', description: '`next`, made safe.' } }
-        },
-        LoginMfaRequired: {
-          type: 'object',
-          required: ['error', 'msg', 'data'],
-          properties: {
-            error: { const: 'mfa_required' },
-            msg: { type: 'string' },
-            data: {
-              type: 'object',
-              required: ['choices', 'url'],
-              properties: {
-                choices: { type: 'array', items: { enum: ['otp', 'passkey'] } },
-                url: { enum: [LOGIN_MFA_PATH, LOGIN_MFA_PASSKEY_PATH], description: 'Where the second step goes.' }
-              }
-            }
-          }
-        },
+        ...loginSchemas(LOGIN_MFA_PATH, LOGIN_MFA_PASSKEY_PATH),
         ...profileSchemas(config.names.jumpserver)
       }
     },
