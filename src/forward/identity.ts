@@ -123,9 +123,12 @@ export function keyStates (keys: readonly SigningKey[], now: number, ttlMs: numb
   })
 }
 
+/** A published key (src/routes/jwks.ts has its schema); `public` holds the first four as the key exported them. */
+export interface Jwk { kty: 'OKP' | 'EC', crv: 'Ed25519' | 'P-256', x: string, y?: string, kid: string, alg: SigningKey['alg'], use: 'sig' }
+
 /** The JWKS document of these keys. */
-export function jwksOf (keys: readonly SigningKey[]): { keys: Array<Record<string, string>> } {
-  return { keys: keys.map((k) => ({ ...k.public, kid: k.kid, alg: k.alg, use: 'sig' })) }
+export function jwksOf (keys: readonly SigningKey[]): { keys: Jwk[] } {
+  return { keys: keys.map((k) => ({ ...k.public as Pick<Jwk, 'kty' | 'crv' | 'x' | 'y'>, kid: k.kid, alg: k.alg, use: 'sig' })) }
 }
 
 /**
@@ -251,7 +254,7 @@ export class IdentitySigner {
   }
 
   /** The JWKS document: every published key. Null before the set was first read. */
-  jwks (now = Date.now()): { keys: Array<Record<string, string>> } | null {
+  jwks (now = Date.now()): { keys: Jwk[] } | null {
     if (this.#loadedAt === 0) return null
     return jwksOf(keyView(this.#keys, now, this.#ttlMs).published)
   }

@@ -27,9 +27,9 @@ import type { Auditor } from '../observability/audit.js'
 import { isTwoFactor, type Session, type Store, type User } from '../store/types.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { Html, redirect, sendHtml, Template } from './html.js'
-import { sendJson } from '../respond.js'
 import { LOGIN_PATH } from './login.js'
-import { BODY_ERRORS, html, json, redirectTo, ref } from './spec.js'
+import { CEREMONY, PASSKEY } from './login-answers.js'
+import { BODY_ERRORS, html, redirectTo, ref } from './spec.js'
 import type { AssetSet } from './static.js'
 import { route, type RequestContext, type Route } from './types.js'
 
@@ -354,7 +354,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       summary: 'Register a passkey: the options for navigator.credentials.create()',
       description: '`options` is WebAuthn\'s PublicKeyCredentialCreationOptionsJSON (a discoverable credential, user verification required, the user\'s other passkeys excluded); `state` (sealed, single-use, for this user, valid 300 s) goes back with the answer. Needs the browser session and its CSRF token in `X-CSRFToken`, and `password` unless the session signed in less than ' + `${FRESH_LOGIN_MS / 60_000} minutes ago. See docs/mfa.md.`,
       security: 'session',
-      responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
+      responses: {},
       errors: {
         ...BODY_ERRORS,
         ...SESSION_ERRORS,
@@ -364,12 +364,13 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         429: 'TooManyAttempts'
       }
     },
+    answers: { 200: { description: 'The options and their state.', schema: CEREMONY } },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body }) {
+    async handler (ctx, { body, reply }) {
       const { user, s } = await fromHeader(ctx)
       // a passkey signs in alone: a session older than a fresh sign-in confirms with the password, as for access keys
       await reprove(ctx, user, s, body.password)
-      sendJson(ctx.res, 200, await passkeys.registrationOptions(user, ctx.req, ctx.https))
+      reply(200, await passkeys.registrationOptions(user, ctx.req, ctx.https))
     }
   })
 
@@ -384,7 +385,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       summary: 'Register a passkey: the answer',
       description: 'The credential navigator.credentials.create() gave for the options of POST ' + ACCOUNT_PASSKEY_OPTIONS_PATH + ', with their `state` and a name. Checked (origin, RP id, challenge, user verification) and stored: its public key, counter, transports and device type, never a secret. Needs the browser session and its CSRF token in `X-CSRFToken`.',
       security: 'session',
-      responses: { 200: { description: 'The passkey, as the page lists it.', content: json({ type: 'object', properties: { passkey: { type: 'object' } } }) } },
+      responses: {},
       errors: {
         ...BODY_ERRORS,
         ...SESSION_ERRORS,
@@ -395,13 +396,14 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         }
       }
     },
+    answers: { 200: { description: 'The passkey, as the page lists it.', schema: T.Object({ passkey: PASSKEY }) } },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body }) {
+    async handler (ctx, { body, reply }) {
       const { user } = await fromHeader(ctx)
       const passkey = await passkeys.register(
         user, body.state, body.response, passkeyName(body.name), ctx.req, ctx.https, ctx
       )
-      sendJson(ctx.res, 200, { passkey })
+      reply(200, { passkey })
     }
   })
 

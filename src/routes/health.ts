@@ -4,22 +4,28 @@
  * (signature_freshness_off, signature_sha1_accepted), never their values.
  */
 import { E, GatewayError } from '../errors.js'
-import { sendJson } from '../respond.js'
+import { Type as T } from '@sinclair/typebox'
 import type { Store } from '../store/types.js'
-import { json } from './spec.js'
-import type { Route } from './types.js'
+import { route, type Route } from './types.js'
+
+const LIVE = T.Object({ status: T.Literal('ok') })
+const READY = T.Object({
+  status: T.Literal('ready'),
+  warnings: T.Optional(T.Array(T.Union([T.Literal('signature_freshness_off'), T.Literal('signature_sha1_accepted')])))
+})
 
 export function healthRoutes (
   store: Store, isDraining: () => boolean, ready?: () => Promise<void>, warnings: readonly string[] = []
 ): Route[] {
-  const readyBody = warnings.length === 0 ? { status: 'ready' } : { status: 'ready', warnings }
-  return [{
+  const readyBody = (warnings.length === 0 ? { status: 'ready' } : { status: 'ready', warnings }) as typeof READY.static
+  return [route({
     method: 'GET',
     path: '/healthz',
     auth: 'none',
-    docs: { tags: ['Health'], operationId: 'healthz', summary: 'Liveness', responses: { 200: { description: 'The process answers.', content: json({ type: 'object', properties: { status: { const: 'ok' } } }) } } },
-    handler (ctx) { sendJson(ctx.res, 200, { status: 'ok' }) }
-  }, {
+    docs: { tags: ['Health'], operationId: 'healthz', summary: 'Liveness', responses: {} },
+    answers: { 200: { description: 'The process answers.', schema: LIVE } },
+    handler (ctx, { reply }) { reply(200, { status: 'ok' }) }
+  }), route({
     method: 'GET',
     path: '/readyz',
     auth: 'none',
@@ -27,10 +33,16 @@ export function healthRoutes (
       tags: ['Health'],
       operationId: 'readyz',
       summary: 'Readiness: the store answers and the gateway is not draining',
-      responses: { 200: { description: 'Ready. `warnings` (only when there are any) names settings that weaken security, as the start-up log does.', content: json({ type: 'object', required: ['status'], properties: { status: { const: 'ready' }, warnings: { type: 'array', items: { enum: ['signature_freshness_off', 'signature_sha1_accepted'] } } } }) } },
+      responses: {},
       errors: { 503: 'Unavailable' }
     },
-    async handler (ctx) {
+    answers: {
+      200: {
+        description: 'Ready. `warnings` (only when there are any) names settings that weaken security, as the start-up log does.',
+        schema: READY
+      }
+    },
+    async handler (ctx, { reply }) {
       if (isDraining()) throw E.shuttingDown()
       await store.ping()
       if (ready !== undefined) {
@@ -38,7 +50,7 @@ export function healthRoutes (
           throw err instanceof GatewayError && err.status === 503 ? err : E.storeUnavailable()
         })
       }
-      sendJson(ctx.res, 200, readyBody)
+      reply(200, readyBody)
     }
-  }]
+  })]
 }

@@ -166,6 +166,13 @@ const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined, params:
 
 function noReply (): never { throw new Error('reply: the route declares no answers') }
 
+type Headers = Record<string, string | string[]>
+
+/** Input.reply: sends a declared answer as JSON (its schema typed the body at compile time). */
+function replyTo (ctx: RequestContext): (status: number, answer: unknown, headers?: Headers) => void {
+  return (status, answer, headers) => { sendJson(ctx.res, status, answer, headers) }
+}
+
 /**
  * A route as served: its path's parameters (a value that fails Route.params
  * names nothing: 404), preValidation, then (when it takes a body) the body read
@@ -179,20 +186,18 @@ function served (r: Route, bodyLimit: number): ServedRoute {
     const declared = Object.keys(r.params.properties).sort().join()
     if (declared !== [...template.names].sort().join()) throw new Error(`route ${r.path}: params declares ${declared}`)
   }
+  const replies = r.answers !== undefined && Object.keys(r.answers).length > 0
   // no promise unless the handler makes one (most GET routes answer at once)
-  if (body === undefined && r.preValidation === undefined && template === undefined && r.answers === undefined) {
-    return { ...r, template, handle: (ctx) => r.handler(ctx, NO_INPUT) }
+  if (body === undefined && r.preValidation === undefined && template === undefined) {
+    if (!replies) return { ...r, template, handle: (ctx) => r.handler(ctx, NO_INPUT) }
+    return { ...r, template, handle: (ctx) => r.handler(ctx, { ...NO_INPUT, reply: replyTo(ctx) }) }
   }
   return {
     ...r,
     template,
     async handle (ctx: RequestContext) {
       const params = template === undefined ? {} : paramsOf(template, r.params, ctx.path)
-      const reply = r.answers === undefined
-        ? noReply
-        : (status: number, answer: unknown, headers?: Record<string, string>) => {
-            sendJson(ctx.res, status, answer, headers)
-          }
+      const reply = replies ? replyTo(ctx) : noReply
       const pre = r.preValidation === undefined ? undefined : await r.preValidation(ctx, params)
       if (body === undefined) return await r.handler(ctx, { ...NO_INPUT, pre, params, reply })
       const { fields, failures } = await readValidBody(ctx, body, bodyLimit)

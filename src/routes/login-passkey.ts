@@ -11,11 +11,11 @@ import type { Amr, Pending, SecondFactor } from '../auth/mfa.js'
 import { signInFactors, type PasskeyCeremonies } from '../auth/passkeys.js'
 import type { Config } from '../config/index.js'
 import { E } from '../errors.js'
-import { sendJson } from '../respond.js'
 import type { Store, User } from '../store/types.js'
 import { JSON_TYPE, type BodySpec } from './body.js'
 import { profile } from './profile.js'
-import { json, ref, schemaRef, type ErrorAnswer } from './spec.js'
+import type { ErrorAnswer } from './spec.js'
+import { CEREMONY, signedIn } from './login-answers.js'
 import { route, type RequestContext, type Route } from './types.js'
 
 /** A passkey alone: the ceremony's options, then its answer (src/auth/passkeys.ts) */
@@ -94,12 +94,13 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
       summary: 'Sign in with a passkey alone: the options for navigator.credentials.get()',
       description: `Any passkey of this site (a discoverable credential: no username), user verification required. \`options\` is WebAuthn's PublicKeyCredentialRequestOptionsJSON; \`state\` (sealed, single-use, valid ${300} s) goes back with the answer to POST ${LOGIN_PASSKEY_PATH}. See docs/mfa.md.`,
       security: 'none',
-      responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
+      responses: {},
       errors: { 400: { description: 'The gateway is reached by an IP address (an RP id must be a host name) and auth.webauthn.rp_id is not set.', codes: ['bad_request'] }, 403: 'CsrfFailed', 503: 'Unavailable' }
     },
+    answers: { 200: { description: 'The options and their state.', schema: CEREMONY } },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx) {
-      sendJson(ctx.res, 200, await passkeys.authenticationOptions(ctx.req, ctx.https, 'signin'))
+    async handler (ctx, { reply }) {
+      reply(200, await passkeys.authenticationOptions(ctx.req, ctx.https, 'signin'))
     }
   })
 
@@ -114,15 +115,16 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
       summary: 'Sign in with a passkey alone: the answer',
       description: 'The credential navigator.credentials.get() gave for the options of POST ' + LOGIN_PASSKEY_OPTIONS_PATH + ', with their `state`. A passkey with user verification is two factors: the session starts as after a password and a code (the cookies as POST /login sets them). See docs/mfa.md.',
       security: 'none',
-      responses: { 200: { description: 'Signed in.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) } },
+      responses: {},
       errors: { ...PASSKEY_ERRORS, 401: { description: 'The passkey was refused.', codes: ['passkey_failed', 'passkey_cloned'] } }
     },
+    answers: { 200: signedIn(names.jumpserver) },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body }) {
+    async handler (ctx, { body, reply }) {
       const next = safeNext(body.next)
       const { user, passkey } = await passkeys.authenticate('signin', body.state, body.response, ctx.req, ctx.https, ctx)
       const cookies = await startSession(ctx, user, 'passkey', signInFactors(passkey, false), 'passkey')
-      sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
+      reply(200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
     }
   })
 
@@ -137,13 +139,14 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
       summary: 'A passkey as the second step: the options for navigator.credentials.get()',
       description: `After POST ${LOGIN_PATH} asked for the second step, with the \`${names.mfaCookie}\` cookie: the user's passkeys, user verification required; \`state\` is bound to that password step. See docs/mfa.md.`,
       security: 'none',
-      responses: { 200: { description: 'The options and their state.', content: json({ type: 'object', required: ['options', 'state'], properties: { options: { type: 'object' }, state: { type: 'string' } } }) } },
+      responses: {},
       errors: { 400: { description: 'Reached by an IP address without auth.webauthn.rp_id.', codes: ['bad_request'] }, 401: { description: 'No pending password step.', codes: ['mfa_pending_missing'] }, 403: 'CsrfFailed', 503: 'Unavailable' }
     },
+    answers: { 200: { description: 'The options and their state.', schema: CEREMONY } },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx) {
+    async handler (ctx, { reply }) {
       const { p, user } = await pendingOf(ctx)
-      sendJson(ctx.res, 200, await passkeys.authenticationOptions(ctx.req, ctx.https, 'second', { user, pending: p.n }))
+      reply(200, await passkeys.authenticationOptions(ctx.req, ctx.https, 'second', { user, pending: p.n }))
     }
   })
 
@@ -158,11 +161,12 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
       summary: 'A passkey as the second step: the answer',
       description: `With the \`${names.mfaCookie}\` cookie: the credential for the options of POST ${LOGIN_MFA_PASSKEY_OPTIONS_PATH}, with their \`state\`. One of the user's passkeys starts the session (the cookies as POST /login sets them). Refusals count toward the per-user code lockout. See docs/mfa.md.`,
       security: 'none',
-      responses: { 200: { description: 'Signed in.', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: json(schemaRef('LoginResult')) } },
+      responses: {},
       errors: { ...PASSKEY_ERRORS, 401: { description: 'The passkey was refused, or no pending password step.', codes: ['passkey_failed', 'passkey_cloned', 'mfa_pending_missing'] } }
     },
+    answers: { 200: signedIn(names.jumpserver) },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body }) {
+    async handler (ctx, { body, reply }) {
       const next = safeNext(body.next)
       const { p, user } = await pendingOf(ctx)
       const { passkey } = await passkeys.authenticate(
@@ -170,7 +174,7 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
       )
       if (!(await mfa.consume(p))) throw E.mfaPendingMissing()
       const cookies = [...(await startSession(ctx, user, 'login', signInFactors(passkey, true))), mfaCookie(ctx, '', 0)]
-      sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
+      reply(200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
     }
   })
 

@@ -19,19 +19,18 @@ import { queryParam } from '../http/query.js'
 import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
-import { sendJson } from '../respond.js'
 import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
 import { PENDING_TRIES, type SecondFactor } from '../auth/mfa.js'
 import type { PasskeyCeremonies } from '../auth/passkeys.js'
 import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
 import { redirect, sendHtml } from './html.js'
 import { loginPages } from './login-pages.js'
-import { profile, profileSchemas } from './profile.js'
+import { profile } from './profile.js'
 import type { AssetSet } from './static.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { html, json, redirectTo, ref, schemaRef } from './spec.js'
-import { loginSchemas, PAGE_ERRORS } from './login-answers.js'
+import { html, redirectTo, ref, schemaRef } from './spec.js'
+import { loginMfaRequired, loginResult, PAGE_ERRORS, signedIn } from './login-answers.js'
 import { route, type Route, type RequestContext } from './types.js'
 
 export const LOGIN_PATH = '/login'
@@ -223,23 +222,20 @@ export function loginRoutes (d: LoginDeps): Route[] {
       description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
         'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
       responses: {
-        200: {
-          description: 'JSON login succeeded (`LoginResult`), or the password passed and a second factor is due: `LoginMfaRequired` (JSON) or the second-factor form (a form post), with the pending step\'s cookie.',
-          headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') },
-          content: { 'application/json': { schema: { oneOf: [schemaRef('LoginResult'), schemaRef('LoginMfaRequired')] } }, 'text/html': { schema: { type: 'string' } } }
-        },
         303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
         // not only an error: a form post gets the form again
         401: { description: 'Wrong credentials: the form again with an error (form post), or `authentication_failed` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: schemaRef('AuthenticationFailedError') } } }
       },
-      errors: PAGE_ERRORS,
-      schemas: {
-        ...loginSchemas(LOGIN_MFA_PATH, LOGIN_MFA_PASSKEY_PATH),
-        ...profileSchemas(config.names.jumpserver)
+      errors: PAGE_ERRORS
+    },
+    answers: {
+      200: {
+        ...signedIn(names.jumpserver, 'JSON login succeeded (`LoginResult`), or the password passed and a second factor is due: `LoginMfaRequired` (JSON) or the second-factor form (a form post), with the pending step\'s cookie.', true),
+        schema: T.Union([loginResult(names.jumpserver), loginMfaRequired(LOGIN_MFA_PATH, LOGIN_MFA_PASSKEY_PATH)])
       }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body: fields, failures }) {
+    async handler (ctx, { body: fields, failures, reply }) {
       const json = isJson(ctx.req)
       // a `next` that is no safe path (not even a string) is the default one, not an error
       const next = safeNext(fields.next)
@@ -287,13 +283,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
         audit?.record({ event: 'mfa.required', ctx, user, via: 'login' })
         const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', ['pwd'], secret), mfa.ttl)
         const passkey = need === 'passkey' || (need === 'code' && (await store.passkeys.list(user.id)).length > 0)
-        const choices = [...(need === 'code' ? ['otp'] : []), ...(passkey ? ['passkey'] : [])]
-        if (json) sendJson(ctx.res, 200, { error: 'mfa_required', msg: 'MFA required', data: { choices, url: need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH } }, { 'set-cookie': pending })
+        const choices = [...(need === 'code' ? ['otp' as const] : []), ...(passkey ? ['passkey' as const] : [])]
+        const url = need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH
+        if (json) reply(200, { error: 'mfa_required', msg: 'MFA required', data: { choices, url } }, { 'set-cookie': pending })
         else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { 'set-cookie': pending })
         return
       }
       const cookies = await startSession(ctx, user, 'login', PASSWORD_ONLY)
-      if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
+      if (json) reply(200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }
   })
@@ -313,13 +310,13 @@ export function loginRoutes (d: LoginDeps): Route[] {
       security: 'session',
       parameters: [ref('parameters', 'CsrfToken')],
       responses: {
-        200: { description: 'Logged out (JSON or empty body).', content: json({ type: 'object', properties: { detail: { type: 'string' } } }) },
         303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
       },
       errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
     },
+    answers: { 200: { description: 'Logged out (not a form post).', schema: T.Object({ detail: T.Literal('Logged out.') }) } },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body: fields }) {
+    async handler (ctx, { body: fields, reply }) {
       const form = isForm(ctx.req)
       const id = currentSessionId(ctx.req)
       if (id !== undefined) {
@@ -333,7 +330,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
         }
       }
       if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': clearCookies(ctx) })
-      else sendJson(ctx.res, 200, { detail: 'Logged out.' }, { 'set-cookie': clearCookies(ctx) })
+      else reply(200, { detail: 'Logged out.' }, { 'set-cookie': clearCookies(ctx) })
     }
   })
 
@@ -352,14 +349,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
         'A user sent to enrol (auth.mfa.required) confirms their new factor with its first code here, and sees their ten recovery codes once. ' +
         'A form post gets the page again with an error; a JSON post the catalogue\'s error. Wrong codes (an enrolment\'s first code too) count toward the per-user code lockout, and the pending step is spent after ' + `${PENDING_TRIES} codes (the password again). See docs/mfa.md.`,
       responses: {
-        200: { description: 'JSON: signed in; or a form post that enrolled: the recovery codes page (the session cookies set).', headers: { 'Set-Cookie': ref('headers', 'SetSessionCookies') }, content: { 'application/json': { schema: schemaRef('LoginResult') }, 'text/html': { schema: { type: 'string' } } } },
         303: { description: 'Form post: signed in, to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
         401: { description: 'A wrong code, or no pending password step: the page again with an error (form post), or `mfa_failed` / `mfa_pending_missing` (JSON).', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object', properties: { detail: { type: 'string' }, code: { enum: ['mfa_failed', 'mfa_pending_missing'] } } } } } }
       },
       errors: { ...PAGE_ERRORS, 503: 'Unavailable' }
     },
+    answers: { 200: signedIn(names.jumpserver, 'JSON: signed in; or a form post that enrolled: the recovery codes page (the session cookies set).', true) },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body: fields, failures }) {
+    async handler (ctx, { body: fields, failures, reply }) {
       const json = isJson(ctx.req)
       const next = safeNext(fields.next)
       const p = mfa.open(ctx.req, names.mfaCookie, ctx)
@@ -399,7 +396,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       // the password step's factors and the code just given (an
       // enrolment's first code, a code or a recovery code: `otp`)
       const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
-      if (json) sendJson(ctx.res, 200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
+      if (json) reply(200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
       else if (recovery !== null) sendHtml(ctx.res, 200, recoveryPage(next, recovery), { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
     }

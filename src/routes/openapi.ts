@@ -19,7 +19,7 @@ import { LOGIN_PATH } from './login.js'
 import { publishedSchema, requestBodyOf } from './body.js'
 import { ref, type DocumentedMethod, type ErrorAnswer, type Json, type Operation, type SharedErrors } from './spec.js'
 import { TOKEN_PATH } from './token.js'
-import type { Route, RouteAuth } from './types.js'
+import type { Answer, Route, RouteAuth } from './types.js'
 import type { TObject } from '@sinclair/typebox'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
@@ -186,16 +186,29 @@ export function pathParameters (params: TObject): Json[] {
 /** A route's declared answers (Route.answers) as responses; a named schema goes to components/schemas. */
 function answersOf (route: Route, declare: (name: string, schema: Json) => void): Record<number, Json> {
   const out: Record<number, Json> = {}
-  for (const [status, a] of Object.entries(route.answers ?? {})) {
-    const schema = JSON.parse(JSON.stringify(a.schema)) as Json
+  for (const [status, a] of Object.entries(route.answers ?? {}) as Array<[string, Answer]>) {
+    const schema = hoisted(JSON.parse(JSON.stringify(a.schema)), declare) as Json
     if (a.name !== undefined) declare(a.name, schema)
-    out[Number(status)] = {
-      description: a.description,
-      ...(a.headers === undefined ? {} : { headers: a.headers }),
-      content: { 'application/json': { schema: a.name === undefined ? schema : ref('schemas', a.name) } }
+    const content: Json = {
+      'application/json': { schema: a.name === undefined ? schema : ref('schemas', a.name) }
     }
+    if (a.page === true) content['text/html'] = { schema: { type: 'string' } }
+    const headers = a.headers === undefined ? {} : { headers: a.headers }
+    out[Number(status)] = { description: a.description, ...headers, content }
   }
   return out
+}
+
+/** `schema` with each sub-schema that has an `$id` (TypeBox's) declared under that name and referred to. */
+function hoisted (schema: unknown, declare: (name: string, schema: Json) => void): unknown {
+  if (Array.isArray(schema)) return schema.map((x) => hoisted(x, declare))
+  if (schema === null || typeof schema !== 'object') return schema
+  const out: Json = {}
+  for (const [k, v] of Object.entries(schema)) if (k !== '$id') out[k] = hoisted(v, declare)
+  const id = (schema as Json).$id
+  if (typeof id !== 'string') return out
+  declare(id, out)
+  return ref('schemas', id)
 }
 
 /** The document's `paths` and the schemas the routes declare (their bodies' schemas among them). */

@@ -18,9 +18,9 @@ import { sendJson } from '../respond.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
 
-import { profile, profileSchemas } from './profile.js'
+import { profile, profileSchema } from './profile.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
-import { BODY_ERRORS, json, ref, schemaRef, type ErrorAnswer } from './spec.js'
+import { BODY_ERRORS, ref, type ErrorAnswer } from './spec.js'
 import { route, type RequestContext, type Route } from './types.js'
 import type { SecondFactor } from '../auth/mfa.js'
 
@@ -140,7 +140,7 @@ function challengeRoute (opts: TokenRouteOptions): Route {
       description: `JumpServer's MFA challenge. Needs the \`${opts.mfaCookie}\` cookie the token endpoint set with \`mfa_required\` (valid ${opts.mfa.ttl} s, for the client address and User-Agent it was given to). ` +
         `A right code answers \`{"msg": "ok"}\` and replaces the cookie; then POST ${TOKEN_PATH} again (same username and password, with the cookie) issues the token. ` +
         'A wrong, reused or out-of-window code is 401 `mfa_failed` (names.abbrev JMS: JumpServer\'s `{"error": "mfa_failed", "msg": …}`) and counts toward the per-user code lockout (429). See docs/mfa.md.',
-      responses: { 200: { description: 'The code was right.', headers: { 'Set-Cookie': { description: 'The pending state, now with both steps.', schema: { type: 'string' } } }, content: json({ type: 'object', required: ['msg'], properties: { msg: { const: 'ok' } } }) } },
+      responses: {},
       errors: {
         ...BODY_ERRORS,
         401: { description: 'A wrong code, or no pending password step (the cookie missing, expired, used or another client\'s).', codes: ['mfa_failed', 'mfa_pending_missing'], jumpserver: opts.jumpserver },
@@ -149,8 +149,15 @@ function challengeRoute (opts: TokenRouteOptions): Route {
         503: 'Unavailable'
       }
     },
+    answers: {
+      200: {
+        description: 'The code was right.',
+        headers: { 'Set-Cookie': { description: 'The pending state, now with both steps.', schema: { type: 'string' } } },
+        schema: T.Object({ msg: T.Literal('ok') })
+      }
+    },
     preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite(); return undefined },
-    async handler (ctx, { body: { code } }) {
+    async handler (ctx, { body: { code }, reply }) {
       const p = opts.mfa.open(ctx.req, opts.mfaCookie, ctx)
       const user = p === null || p.w !== 'code' || p.amr.includes('otp') ? null : await opts.mfa.user(p)
       if (p === null || user === null) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
@@ -160,10 +167,25 @@ function challengeRoute (opts: TokenRouteOptions): Route {
       // the old state is used up: only the new one (both steps) leads to a token
       if (!(await opts.mfa.consume(p))) { sendMfaFailure(opts, ctx, E.mfaPendingMissing()); return }
       const next = opts.mfa.pending(user, ctx.req, ctx, 'code', ['pwd', 'otp'])
-      sendJson(ctx.res, 200, { msg: 'ok' }, { 'set-cookie': pendingCookie(opts, ctx, next, opts.mfa.ttl) })
+      reply(200, { msg: 'ok' }, { 'set-cookie': pendingCookie(opts, ctx, next, opts.mfa.ttl) })
     }
   })
 }
+
+/** The token endpoint's answer: the token and who it is for. */
+const tokenResult = (opts: TokenRouteOptions) => T.Object({
+  token: T.String({ description: opts.singleUse ? 'The one-time bearer token.' : 'The bearer token (reusable until date_expired).' }),
+  keyword: T.Literal('Bearer'),
+  date_expired: T.String({ description: '`%Y/%m/%d %H:%M:%S %z`, UTC.', examples: ['2026/11/23 10:25:33 +0000'] }),
+  user: profileSchema(opts.jumpserver)
+})
+
+/** A second factor is due (JumpServer's answer, as its clients read it). */
+const MFA_REQUIRED = T.Object({
+  error: T.Literal('mfa_required'),
+  msg: T.Literal(JMS_MFA_REQUIRED),
+  data: T.Object({ choices: T.Array(T.Literal('otp')), url: T.Literal(MFA_CHALLENGE_PATH) })
+})
 
 /** The body's refusals, and a user who must enrol a second factor first. */
 const MFA_BAD_REQUEST = { description: 'Bad request body; or (`mfa_unset`) the user must enrol a second factor first; or (`mfa_passkey_only`) the user\'s only second factor is a passkey, which needs the login page.', codes: ['required', 'parse_error', 'bad_request', 'mfa_unset', 'mfa_passkey_only'] } as const satisfies ErrorAnswer
@@ -185,14 +207,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       summary: path === TOKEN_PATH ? 'Exchange a username and password for a bearer token' : `The same as POST ${TOKEN_PATH} (JumpServer's second path for it)`,
       description: `The token is ${lifetime}. ${failed} ` +
         'A browser\'s post from another site (`Sec-Fetch-Site`, else `Origin`, else `Referer`) is refused with 403 and not counted by the lockout; clients that send none of these headers are not browsers and are served.',
-      responses: {
-        201: { description: 'Token issued.', content: json(schemaRef('TokenResult')) },
-        200: {
-          description: `The password was right and the user has a second factor: give the code to POST ${MFA_CHALLENGE_PATH} (with the cookie set here), then post here again; or post here again with \`code\`.`,
-          headers: { 'Set-Cookie': { description: 'The pending password step (HttpOnly, Path=/api/v1/authentication/).', schema: { type: 'string' } } },
-          content: json(schemaRef('MfaRequired'))
-        }
-      },
+      responses: {},
       // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
       errors: opts.jumpserver
         ? { ...BODY_ERRORS, 400: { ...MFA_BAD_REQUEST, jumpserver: true }, 401: { description: 'A wrong second factor in the one-request form (`code`).', codes: ['mfa_failed'], jumpserver: true }, 403: 'CsrfFailed', 429: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: { 'Retry-After': ref('headers', 'RetryAfter') }, jumpserver: true }, 503: 'CheckUnavailable' }
@@ -211,36 +226,21 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
               }
             }
           : {}),
-        MfaRequired: {
-          type: 'object',
-          required: ['error', 'msg', 'data'],
-          properties: {
-            error: { const: 'mfa_required' },
-            msg: { const: JMS_MFA_REQUIRED },
-            data: {
-              type: 'object',
-              required: ['choices', 'url'],
-              properties: { choices: { type: 'array', items: { const: 'otp' } }, url: { const: MFA_CHALLENGE_PATH } }
-            }
-          }
-        },
-        TokenResult: {
-          type: 'object',
-          required: ['token', 'keyword', 'date_expired', 'user'],
-          properties: {
-            token: { type: 'string', description: opts.singleUse ? 'The one-time bearer token.' : 'The bearer token (reusable until date_expired).' },
-            keyword: { const: 'Bearer' },
-            date_expired: { type: 'string', description: '`%Y/%m/%d %H:%M:%S %z`, UTC.', examples: ['2026/11/23 10:25:33 +0000'] },
-            user: schemaRef('Profile')
-          }
-        },
-        ...profileSchemas(opts.jumpserver)
+      }
+    },
+    answers: {
+      201: { description: 'Token issued.', schema: tokenResult(opts), name: 'TokenResult' },
+      200: {
+        description: `The password was right and the user has a second factor: give the code to POST ${MFA_CHALLENGE_PATH} (with the cookie set here), then post here again; or post here again with \`code\`.`,
+        headers: { 'Set-Cookie': { description: 'The pending password step (HttpOnly, Path=/api/v1/authentication/).', schema: { type: 'string' } } },
+        schema: MFA_REQUIRED,
+        name: 'MfaRequired'
       }
     },
     // A form post needs no CORS preflight: without this, any page could
     // spend the lockout's failures for a username and lock its owner out.
     preValidation (ctx) { if (opts.crossSite(ctx.req)) throw E.crossSite() },
-    async handler (ctx, { body: { username, password, code: c1, mfa_code: c2 } }) {
+    async handler (ctx, { body: { username, password, code: c1, mfa_code: c2 }, reply }) {
       let user
       try {
         user = await passwords.login(username, password, ctx, 'token')
@@ -278,8 +278,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
         } else {
           opts.audit?.record({ event: 'mfa.required', ctx, user, via: 'token' })
           const pending = opts.mfa.pending(user, ctx.req, ctx, 'code')
-          sendJson(
-            ctx.res,
+          reply(
             200,
             { error: 'mfa_required', msg: JMS_MFA_REQUIRED, data: { choices: ['otp'], url: MFA_CHALLENGE_PATH } },
             { 'set-cookie': pendingCookie(opts, ctx, pending, opts.mfa.ttl) }
@@ -291,8 +290,7 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       const { token, expires } = await store.bearerTokens.issue(user.id, opts.ttl, factors)
       opts.audit?.record({ event: 'token.issued', ctx, user, authMethod: 'password', credential: token, expires: expires.toISOString() })
       await store.users.recordLogin(user.id)
-      sendJson(
-        ctx.res,
+      reply(
         201,
         { token, keyword: 'Bearer', date_expired: jmsDate(expires), user: profile(user, undefined, opts.jumpserver) },
         headers

@@ -39,7 +39,7 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 /**
  * A JSON answer a route declares: its schema types what the handler sends
  * (Input.reply) and is what the OpenAPI document publishes, under `name` in
- * components/schemas when given.
+ * components/schemas when given (as is every schema inside it with an `$id`).
  */
 export interface Answer<B extends TSchema = TSchema> {
   description: string
@@ -47,17 +47,22 @@ export interface Answer<B extends TSchema = TSchema> {
   name?: string
   /** documented headers (OpenAPI header objects or $refs) */
   headers?: Record<string, unknown>
+  /** a form post gets a page instead (text/html), sent by the handler itself */
+  page?: boolean
 }
 
 export type Answers = Record<number, Answer>
 
+/** A route that declares no answers: its `reply` takes no status at all (tsc refuses a call). */
+export type NoAnswers = Record<never, Answer>
+
 /** Sends one of the route's declared answers: its body typed by the answer's schema. */
 export type Reply<R extends Answers> = <K extends keyof R & number> (
-  status: K, body: Static<R[K]['schema']>, headers?: Record<string, string>
+  status: K, body: Static<R[K]['schema']>, headers?: Record<string, string | string[]>
 ) => void
 
 /** What a handler gets besides the context. */
-export interface Input<S extends TObject, P, A extends TObject = TObject, R extends Answers = Answers> {
+export interface Input<S extends TObject, P, A extends TObject = TObject, R extends Answers = NoAnswers> {
   /** sends a declared answer (Route.answers), as JSON */
   reply: Reply<R>
   /** the path's `{name}` parameters, percent-decoded and valid by Route.params */
@@ -80,7 +85,7 @@ export interface Input<S extends TObject, P, A extends TObject = TObject, R exte
  * share a path; another method on it is 405 with their methods in Allow.
  */
 export interface Route<
-  S extends TObject = TObject, P = unknown, A extends TObject = TObject, R extends Answers = Answers
+  S extends TObject = TObject, P = unknown, A extends TObject = TObject, R extends Answers = NoAnswers
 > {
   method: Method | '*'
   /**
@@ -123,7 +128,7 @@ export interface ServedRoute extends Route {
 
 /** Declares a route: the body's and preValidation's types flow into the handler's input. */
 export function route<
-  S extends TObject = TObject, P = undefined, A extends TObject = TObject, R extends Answers = Answers
+  S extends TObject = TObject, P = undefined, A extends TObject = TObject, R extends Answers = NoAnswers
 > (r: Route<S, P, A, R>): Route {
   return r as unknown as Route
 }

@@ -6,12 +6,12 @@
  * (src/routes/index.ts), as forwarded.
  */
 import { E } from '../errors.js'
-import { sendJson } from '../respond.js'
+import { Type as T } from '@sinclair/typebox'
 import { ROOT_ORG_ID } from '../auth/org.js'
 import type { Store } from '../store/types.js'
-import { profile, profileSchemas } from './profile.js'
-import { json, schemaRef, type ErrorAnswer } from './spec.js'
-import type { Route } from './types.js'
+import { profile, profileSchema } from './profile.js'
+import type { ErrorAnswer } from './spec.js'
+import { route, type Route } from './types.js'
 
 export const PROFILE_PATH = '/api/v1/users/profile/'
 
@@ -21,7 +21,8 @@ export function userRoutes (store: Store, forwarded = false, jumpserver = false)
     ? 'Forwarded to the protected service with the resolved identity; sidegate answers only its own errors.'
     : 'Served by sidegate\'s built-in demo API (no upstream is configured).'
   const upstreamErrors: Record<number, ErrorAnswer> = forwarded ? { 502: 'UpstreamUnavailable', 504: 'UpstreamTimeout' } : {}
-  return [{
+  const schema = profileSchema(jumpserver)
+  return [route({
     method: 'GET',
     path: PROFILE_PATH,
     // as JumpServer: any user may read their profile in any org (org_roles are those of the org, if a member)
@@ -31,14 +32,14 @@ export function userRoutes (store: Store, forwarded = false, jumpserver = false)
       operationId: 'getProfile',
       summary: 'The calling user\'s profile',
       description: builtIn,
-      responses: { 200: { description: 'The profile.', content: json(schemaRef('Profile')) } },
-      errors: upstreamErrors,
-      schemas: profileSchemas(jumpserver)
+      responses: {},
+      errors: upstreamErrors
     },
-    handler (ctx) {
-      sendJson(ctx.res, 200, profile(ctx.identity!.user, ctx.orgId, jumpserver))
+    answers: { 200: { description: 'The profile.', schema } },
+    handler (ctx, { reply }) {
+      reply(200, profile(ctx.identity!.user, ctx.orgId, jumpserver))
     }
-  }, {
+  }), route({
     method: 'GET',
     path: '/api/v1/users/users/',
     auth: 'user+org',
@@ -47,16 +48,16 @@ export function userRoutes (store: Store, forwarded = false, jumpserver = false)
       operationId: 'listUsers',
       summary: 'Users of the organization',
       description: `${builtIn} Superusers and organization admins only; in the root organization, every user.`,
-      responses: { 200: { description: 'The users.', content: json({ type: 'array', items: schemaRef('Profile') }) } },
-      errors: upstreamErrors,
-      schemas: profileSchemas(jumpserver)
+      responses: {},
+      errors: upstreamErrors
     },
-    async handler (ctx) {
+    answers: { 200: { description: 'The users.', schema: T.Array(schema) } },
+    async handler (ctx, { reply }) {
       const u = ctx.identity!.user
       const orgId = ctx.orgId!
       if (!u.is_superuser && u.orgs[orgId] !== 'admin') throw E.permissionDenied()
       const users = await store.users.list(orgId === ROOT_ORG_ID ? undefined : orgId)
-      sendJson(ctx.res, 200, users.map((x) => profile(x, orgId, jumpserver)))
+      reply(200, users.map((x) => profile(x, orgId, jumpserver)))
     }
-  }]
+  })]
 }

@@ -16,6 +16,7 @@ import { refusal, validate, type BodySpec } from '../../src/routes/body.js'
 import { Template } from '../../src/routes/html.js'
 import { matchTemplate, parseTemplate } from '../../src/http/path-template.js'
 import { checkAnswer } from '../fixtures/answers.js'
+import { route } from '../../src/routes/types.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -130,4 +131,48 @@ t.test('the answer check refuses what the document does not say, and passes what
   )
   t.doesNotThrow(() => checkAnswer('http://127.0.0.1:1', 'GET', '/healthz', answer(299, ok)), 'another server: not checked')
   t.doesNotThrow(() => checkAnswer(g.url, 'GET', '/an/upstream/path', answer(299, ok)), 'not sidegate\'s route: not checked')
+})
+
+t.test('reply sends only what a route declares: tsc refuses the rest, and every JSON answer is declared', async (t) => {
+  const ANSWER = T.Object({ a: T.String() })
+  route({
+    method: 'GET',
+    path: '/x',
+    auth: 'none',
+    docs: null,
+    handler (_ctx, { reply }) {
+      // @ts-expect-error a route that declares no answers has no status to reply with
+      reply(200, {})
+    }
+  })
+  route({
+    method: 'GET',
+    path: '/y',
+    auth: 'none',
+    docs: null,
+    answers: { 200: { description: 'y', schema: ANSWER } },
+    handler (_ctx, { reply }) {
+      // @ts-expect-error the body must be the answer's schema
+      reply(200, { a: 1 })
+      // @ts-expect-error a status the route does not declare
+      reply(201, { a: 'x' })
+      reply(200, { a: 'x' })
+    }
+  })
+  // every route the document lists with a JSON 2xx declares it (Route.answers), but the document itself
+  const doc = (await request(g.url, '/api/docs/openapi.json')).json as { paths: Record<string, Record<string, any>> }
+  const undeclared: string[] = []
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (method === 'parameters' || op.operationId === 'openapiJson') continue
+      for (const [status, r] of Object.entries(op.responses as Record<string, any>)) {
+        if (status.startsWith('2') && r.content?.['application/json'] !== undefined && r.$ref === undefined) {
+          if (!g.gw.routes.some((x) => x.path === path && x.answers?.[Number(status) as never] !== undefined)) {
+            undeclared.push(`${method} ${path} ${status}`)
+          }
+        }
+      }
+    }
+  }
+  t.same(undeclared, [], 'every JSON success answer comes from Route.answers')
 })
