@@ -39,7 +39,7 @@ ENV SIDEGATE_STORE_PATH=/data/sidegate.db SIDEGATE_SECRET_KEY_FILE=/data/sidegat
 VOLUME ["/data"]
 # uid/gid 1000 is the image's "node" user; numeric so Kubernetes' runAsNonRoot can verify it
 USER 1000:1000
-EXPOSE 8080 9090
+EXPOSE 8080 7080
 # node, not curl (the slim image has none); SIDEGATE_PORT if listen.port was moved
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "require('http').get('http://127.0.0.1:'+(process.env.SIDEGATE_PORT||8080)+'/healthz',r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"]

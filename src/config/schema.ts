@@ -220,7 +220,7 @@ export const Schema = T.Object({
   metrics: section({
     enabled: bool(true),
     host: str('0.0.0.0', { description: 'all interfaces, so Prometheus can scrape the pod IP; 127.0.0.1 to keep it local' }),
-    port: int(0, 65535, 9090),
+    port: int(0, 65535, 7080, 'outside 9090-9999, the range Prometheus and its exporters take (9090 is Prometheus\nitself): a sidecar beside them starts with no port edits'),
     auth: section({
       bearer_token_file: optStr({ description: 'a file holding a token the scrape must send as Authorization: Bearer <token>\n(Prometheus: authorization: {credentials_file: …}); relative to this file, read at start' }),
       username: optStr({ description: 'with password_file: HTTP Basic (Prometheus: basic_auth: {username, password_file})' }),
@@ -234,7 +234,7 @@ export const Schema = T.Object({
   admin: section({
     enabled: bool(false, 'true: serve the admin API under /admin/v1/ on its own listener (admin.host:admin.port,\nnever listen.port nor metrics.port)'),
     host: str('127.0.0.1', { description: 'loopback by default: the admin API stays local while metrics.host may be 0.0.0.0\nfor Prometheus; another address is warned about at start (keep it off public networks)' }),
-    port: int(0, 65535, 9091)
+    port: int(0, 65535, 7081, 'beside metrics.port, and not 9091 (the Pushgateway\'s)')
   }, 'The admin API (docs/admin-api.md): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s private token or access-key signature; a signed call with a body\nmust sign Digest or Content-Digest and each signature is accepted once, whatever\nauth.signature says. The OpenAPI document is at GET /admin/v1/openapi.json.'),
   docs: live(section({
     enabled: bool(true)

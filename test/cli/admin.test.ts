@@ -137,8 +137,8 @@ t.test('a captured signed call cannot be replayed, nor sent again with another b
 })
 
 t.test('its own listener: loopback by default, a warning on any other address', async (t) => {
-  t.same([buildConfig({}).admin.host, buildConfig({}).admin.port], ['127.0.0.1', 9091])
-  t.throws(() => buildConfig({ admin: { enabled: true, port: 9090 } }), /admin\.port: must differ from metrics\.port/)
+  t.same([buildConfig({}).admin.host, buildConfig({}).admin.port], ['127.0.0.1', 7081])
+  t.throws(() => buildConfig({ admin: { enabled: true, port: 7080 } }), /admin\.port: must differ from metrics\.port/)
   t.throws(() => buildConfig({ admin: { enabled: true, port: 8080 }, listen: { port: 8080 } }), /admin\.port: must differ from listen\.port/)
   t.equal((await request(gw.metricsUrl, '/admin/v1/users', { headers: { authorization: `Token ${adminToken}` } })).status, 404, 'not on the metrics listener')
   t.notMatch(gw.output(), /not a loopback address/, 'no warning on 127.0.0.1')

@@ -164,12 +164,12 @@ t.test('the admin password: in the chart\'s Secret whatever the replica count (g
 
 t.test('the admin API: its own container port, loopback by default, no Service', async (t) => {
   const ports = (docs: Doc[]): string[] => one(docs, 'Deployment').spec.template.spec.containers[0].ports.map((p: Doc) => `${p.name}:${p.containerPort}`)
-  t.same(ports(render({ secretKey: KEY })), ['http:8080', 'metrics:9090'], 'off by default: no admin port')
+  t.same(ports(render({ secretKey: KEY })), ['http:8080', 'metrics:7080'], 'off by default: no admin port')
   const docs = render({ secretKey: KEY, config: { admin: { enabled: true } } })
-  t.same(ports(docs), ['http:8080', 'metrics:9090', 'admin:9091'], 'on: the admin port, apart from metrics')
+  t.same(ports(docs), ['http:8080', 'metrics:7080', 'admin:7081'], 'on: the admin port, apart from metrics')
   const config = buildConfig(parse(gatewayYml(docs)), { SIDEGATE_SECRET_KEY: KEY }, '/etc/sidegate/gateway.yml')
-  t.same([config.admin.host, config.admin.port], ['127.0.0.1', 9091], 'listening on loopback only')
-  for (const s of docs.filter((d) => d.kind === 'Service')) t.notOk(s.spec.ports.some((p: Doc) => p.targetPort === 'admin' || p.port === 9091), `${s.metadata.name} does not expose it`)
+  t.same([config.admin.host, config.admin.port], ['127.0.0.1', 7081], 'listening on loopback only')
+  for (const s of docs.filter((d) => d.kind === 'Service')) t.notOk(s.spec.ports.some((p: Doc) => p.targetPort === 'admin' || p.port === 7081), `${s.metadata.name} does not expose it`)
   t.same(ports(render({ secretKey: KEY, config: { admin: { enabled: true, port: 7000 } } })).at(-1), 'admin:7000')
 })
 

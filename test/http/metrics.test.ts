@@ -104,7 +104,7 @@ t.test('metrics.enabled: false opens no admin listener; defaults and validation'
   // what the process listens on (not "is the port refused": another process on the machine may take it)
   t.same(listeningPorts(g2.proc.pid!), [Number(new URL(g2.url).port)], 'the gateway listens on its own port only')
   t.same(listeningPorts(gw.proc.pid!), [Number(new URL(gw.url).port), Number(new URL(gw.metricsUrl).port)].sort((a, b) => a - b), 'while one with metrics on listens on both')
-  t.same(buildConfig({}).metrics, { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } })
+  t.same(buildConfig({}).metrics, { enabled: true, host: '0.0.0.0', port: 7080, auth: { bearer_token_file: null, username: null, password_file: null } })
   t.throws(() => buildConfig({ metrics: { port: 70000 } }), /metrics\.port/)
   t.throws(() => buildConfig({ metrics: { path: '/m' } }), /metrics\.path: unknown key/)
 })

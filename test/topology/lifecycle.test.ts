@@ -61,7 +61,7 @@ async function tryLaunch (o: { config: Record<string, unknown>, env?: Record<str
   dirs.add(dir)
   const file = join(dir, 'gateway.yml')
   // no drain delay (SIGTERM semantics are test/process/shutdown.test.ts's)
-  // and no metrics listener on the shared port 9090
+  // and no metrics listener on the shared port 7080
   const server = { drain_delay: 0, ...(o.config.server as object | undefined) }
   writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port }, log: { level: 'info' }, metrics: { enabled: false }, ...o.config, server }))
   const proc = track(spawn(process.execPath, [join(ROOT, 'bin', 'sidegate.js'), 'start', '--config', file], {

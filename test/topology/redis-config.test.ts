@@ -96,7 +96,7 @@ t.test('password from SIDEGATE_REDIS_PASSWORD; TLS files relative to the config 
   t.equal(c.redis.tls.ca_file, '/etc/sidegate/certs/ca.pem')
   t.equal(c.redis.tls.reject_unauthorized, true)
   t.equal(c.server.drain_delay, 5)
-  t.same(c.metrics, { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } })
+  t.same(c.metrics, { enabled: true, host: '0.0.0.0', port: 7080, auth: { bearer_token_file: null, username: null, password_file: null } })
 })
 
 t.test('the shipped gateway.yml documents and accepts the new keys', async (t) => {
@@ -104,7 +104,7 @@ t.test('the shipped gateway.yml documents and accepts the new keys', async (t) =
   const c = buildConfig(doc)
   t.equal(c.redis.mode, 'standalone')
   t.equal(c.server.drain_delay, 5)
-  t.equal(c.metrics.port, 9090)
+  t.equal(c.metrics.port, 7080)
   const text = readFileSync(join(ROOT, 'gateway.yml'), 'utf8')
   for (const k of ['mode:', 'sentinels:', 'nodes:', 'password:', 'tls:', 'drain_delay:', 'metrics:']) t.match(text, k)
 })

@@ -126,8 +126,8 @@ t.test('defaults', async (t) => {
     log: { level: 'info', refusals_per_second: 100 },
     reload: { watch: true },
     audit: { log: true, stream: false, max_len: 100000 },
-    metrics: { enabled: true, host: '0.0.0.0', port: 9090, auth: { bearer_token_file: null, username: null, password_file: null } },
-    admin: { enabled: false, host: '127.0.0.1', port: 9091 },
+    metrics: { enabled: true, host: '0.0.0.0', port: 7080, auth: { bearer_token_file: null, username: null, password_file: null } },
+    admin: { enabled: false, host: '127.0.0.1', port: 7081 },
     tracing: { url: null, serviceName: 'sidegate', headers: {}, resource: {}, sampler: { name: 'parentbased_always_on', ratio: 1 }, batch: {}, timeoutMs: 10000 }
   })
   t.same(buildConfig(null), c, 'an empty YAML file (null) is all defaults')

@@ -103,7 +103,7 @@ t.test('every sidegate command the docs show is one the CLI has', async (t) => {
 })
 
 t.test('the docs never run the CLI through npx (which would fetch a stranger\'s package outside this checkout)', async (t) => {
-  for (const f of DOCS) t.notMatch(text(f), /npx sidegate/, `${f}: use sidegate (npm exec --no -- sidegate)`)
+  for (const f of DOCS) t.notMatch(text(f), /npx sidegate/, `${f}: use sidegate (node bin/sidegate.js)`)
 })
 
 t.test('no test logbook in the docs', async (t) => {
