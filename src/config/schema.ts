@@ -245,8 +245,8 @@ export const Schema = T.Object({
   })),
   audit: section({
     log: bool(true, 'one JSON line per credential event ("log":"audit", a stable "event"), whatever\nlog.level says (silent included): only false here turns them off'),
-    stream: bool(false, 'the gateway also appends each event to a Redis Stream (<redis.prefix>audit), which\n`sidegate audit tail` reads; sent without waiting: a failing Redis never fails or slows\na request (counted in sidegate_audit_stream_errors_total, logged once per outage).\nCommands (sidegate user|key|token …) always append there, whatever this says'),
-    max_len: int(100, 100_000_000, 100_000, 'entries the stream keeps, about (XADD MAXLEN ~): older ones are dropped')
+    stream: bool(true, 'the gateway also keeps each event in the store\'s audit trail (the embedded store: its\naudit table; Redis: the Stream <redis.prefix>audit), which `sidegate audit tail` reads;\nsent without waiting: a failing store never fails or slows a request (counted in\nsidegate_audit_stream_errors_total, logged once per outage). false: the log lines only.\nCommands (sidegate user|key|token …) always append there, whatever this says'),
+    max_len: int(100, 100_000_000, 100_000, 'entries the trail keeps (Redis: about, XADD MAXLEN ~): older ones are dropped;\nan entry is about 400 bytes, so the default keeps some 40 MB')
   }, 'The audit trail: logins, lockouts, bearer tokens issued, used and refused, access keys\ncreated, revoked and first used, private tokens, password changes, users disabled and\nenabled, logouts (docs/observability.md). Never a password, token, secret or session id.'),
   reload: live(section({
     watch: bool(true, 'true: a change of this file on disk reloads it too (its directory is watched, so a\nKubernetes ConfigMap update is seen); false: only SIGHUP reloads')

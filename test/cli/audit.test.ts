@@ -262,6 +262,20 @@ t.test('no password, token, secret, session id or CSRF token in any log line or 
   for (const [name, value] of Object.entries(secrets)) t.notOk(entries.includes(value), `${name}: not in the stream`)
 })
 
+t.test('out of the box (no audit: section) the store keeps the trail: who signed in, from where, with what, and refusals', async (t) => {
+  const g = await startGateway(db.url, { log: { level: 'silent' }, redis: { prefix: `auditon${process.pid}:` } })
+  t.teardown(async () => { await g.close() })
+  t.equal(g.config.audit.stream, true, 'the default')
+  t.equal((await post(g.url, '/api/v1/authentication/auth/', { username: 'admin', password: 'not-the-password' })).status, 401)
+  t.equal((await post(g.url, '/api/v1/authentication/auth/', { username: 'admin', password: ADMIN_PASSWORD })).status, 201)
+  const kept = async (): Promise<Line[]> => (await g.store.audit.read({ since: 0 })).map((e) => JSON.parse(e.json) as Line)
+  t.ok(await eventually(async () => (await kept()).some((l) => l.event === 'token.issued'), 30_000), 'kept in the store')
+  const events = await kept()
+  const ok = events.find((l) => l.event === 'login.succeeded')
+  t.match(ok, { username: 'admin', authMethod: 'password', ip: '127.0.0.1', via: 'token' }, 'who, with what, from where')
+  t.match(events.find((l) => l.event === 'login.failed'), { username: 'admin', reason: 'authentication_failed' }, 'and the refusal')
+})
+
 t.test('audit.stream off: events logged, nothing appended to the store\'s stream', async (t) => {
   const g = await startGateway(db.url, { audit: { stream: false }, log: { level: 'silent' }, redis: { prefix: `auditoff${process.pid}:` } })
   t.teardown(async () => { await g.close() })

@@ -125,7 +125,7 @@ t.test('defaults', async (t) => {
     docs: { enabled: true },
     log: { level: 'info', refusals_per_second: 100 },
     reload: { watch: true },
-    audit: { log: true, stream: false, max_len: 100000 },
+    audit: { log: true, stream: true, max_len: 100000 },
     metrics: { enabled: true, host: '0.0.0.0', port: 7080, auth: { bearer_token_file: null, username: null, password_file: null } },
     admin: { enabled: false, host: '127.0.0.1', port: 7081 },
     tracing: { url: null, serviceName: 'sidegate', headers: {}, resource: {}, sampler: { name: 'parentbased_always_on', ratio: 1 }, batch: {}, timeoutMs: 10000 }
