@@ -1,7 +1,7 @@
 /**
  * The admin API: JSON over HTTP under /admin/v1/ on the admin listener
  * (src/admin/listener.ts, admin.host:admin.port; never the public port),
- * only when admin.enabled. Every operation is AdminOps's (src/admin/ops.ts),
+ * only when admin.enabled. Every operation is declared once (src/admin/operation.ts),
  * the same code as `sidegate user|org|key|token|session|limit …`, so checks,
  * effects and JSON are the CLI's (`--json`).
  *
@@ -14,7 +14,8 @@
  * unsupported_scheme, a user who is not a superuser 403 permission_denied.
  * Bodies are JSON objects checked against the schemas the document
  * publishes (an unknown field is 400). The operations are declared in
- * ./operations.ts, with their command-line forms. Secrets (an access key's, a private
+ * their resources' files (./operations.ts lists them), with their
+ * command-line forms. Secrets (an access key's, a private
  * token) are in the answer that creates them, never again.
  */
 import type http from 'node:http'
@@ -35,8 +36,7 @@ import { Router } from '../http/router.js'
 import type { Logger } from '../observability/log.js'
 import { sendError, sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
-import { AdminOps } from './ops.js'
-import { ADMIN_PREFIX, ADMIN_ROUTES, API_LABELS, type AdminRoute } from './operations.js'
+import { ADMIN_PREFIX, ADMIN_ROUTES, AdminOps, API_LABELS, type AdminRoute, type Method } from './operations.js'
 import { keyUsed, type Auditor } from '../observability/audit.js'
 import { adminOpenApi } from './openapi.js'
 
@@ -91,6 +91,9 @@ export interface AdminApi {
 
 interface Match { route: AdminRoute, params: Record<string, string> }
 
+/** The methods in the order Allow lists them. */
+const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
+
 /** The operations' paths (under ADMIN_PREFIX), looked up as the public port's routes are (src/http/router.ts). */
 const ROUTER = new Router(ADMIN_ROUTES)
 const TEMPLATES = new Map(ADMIN_ROUTES.map((route) => [route, parseTemplate(route.path)]))
@@ -115,7 +118,7 @@ function find (rest: string, method: string): Match | null {
     if (params !== null) found.push({ route, params })
   }
   const m = found.find((x) => Router.pick([x.route], method) !== undefined)
-  if (m === undefined) throw E.methodNotAllowed([...new Set(found.map((x) => x.route.method))].join(', '))
+  if (m === undefined) throw E.methodNotAllowed(METHODS.filter((x) => found.some((f) => f.route.method === x)).join(', '))
   return m
 }
 
@@ -205,7 +208,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     )
     let out: unknown
     try {
-      out = await m.route.run(ops, m.params, body, query)
+      out = await m.route.run(ops, { params: m.params, body, query })
     } catch (err) {
       throw err instanceof UsageError ? E.fromUsage(err) : err
     }
