@@ -1,6 +1,5 @@
 /** What a gateway process writes besides its log: one line on stderr for what stops it. */
 import { GatewayError, messageOf, UsageError } from '../errors.js'
-import { KeyCheckError } from '../store/secret/check.js'
 import { exitCodeOf } from '../cli/exit-codes.js'
 
 export interface AppIo { err: (s: string) => void }
@@ -11,8 +10,10 @@ export interface AppIo { err: (s: string) => void }
  * restart cannot cure, and for bad input). Anything else is 1, failed.
  */
 export function failure (err: unknown): { detail: string, code: string, exit: number } {
-  if (err instanceof UsageError || err instanceof KeyCheckError || err instanceof GatewayError) {
-    return { detail: err.message, code: err.code, exit: exitCodeOf(err.code) }
+  // the secret key check's KeyCheckError by its name: --help loads no store module (src/store/secret/check.ts)
+  if (err instanceof UsageError || err instanceof GatewayError || (err instanceof Error && err.name === 'KeyCheckError')) {
+    const code = (err as Error & { code: string }).code
+    return { detail: err.message, code, exit: exitCodeOf(code) }
   }
   return { detail: messageOf(err), code: 'failed', exit: 1 }
 }

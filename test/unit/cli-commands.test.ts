@@ -12,6 +12,8 @@ import { ADMIN_ROUTES } from '../../src/admin/operations.js'
 import { adminCommandsModule } from '../../src/admin/cli-commands.js'
 import { HELP, SUBCOMMANDS } from '../../src/cli/help.js'
 import { COMMANDS, OWN_COMMANDS } from '../../src/cli/admin.js'
+import { Type as T } from '@sinclair/typebox'
+import { defineOperation, named } from '../../src/admin/operation.js'
 
 const declared = ADMIN_ROUTES.flatMap((r) => (r.cli ?? []).map((f) => f.command))
 
@@ -40,4 +42,46 @@ t.test('and every subcommand of those groups runs: a declared form or a command 
     }
   }
   for (const own of OWN_COMMANDS) t.ok(SUBCOMMANDS[own.split(' ')[0]].includes(own.split(' ')[1]), `${own}: accepted`)
+})
+
+t.test('defineOperation types run by the schemas (tsc -p tsconfig.test.json checks the lines marked)', async (t) => {
+  const Answer = named('TestAnswer', T.Object({ username: T.String(), n: T.Integer() }))
+  const op = defineOperation({
+    method: 'PUT',
+    path: 'users/{username}/things/{id}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'testThing',
+    summary: 'a test',
+    body: T.Object({ n: T.Integer() }),
+    answer: Answer,
+    errors: [],
+    cli: [{ command: 'user thing', args: ['username', 'id'], text: (r) => `${r.username} ${r.n}` }],
+    run: async (_ops, { params, body }) => ({ username: `${params.username}/${params.id}`, n: body.n })
+  })
+  defineOperation({
+    method: 'GET',
+    path: 'users/{username}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'testWrong',
+    summary: 'a test',
+    answer: Answer,
+    errors: [],
+    // @ts-expect-error: the answer must be the answer schema's (n is missing)
+    run: async (_ops, { params }) => ({ username: params.username })
+  })
+  defineOperation({
+    method: 'GET',
+    path: 'users/{username}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'testParams',
+    summary: 'a test',
+    answer: Answer,
+    errors: [],
+    // @ts-expect-error: no {id} in the path
+    run: async (_ops, { params }) => ({ username: params.id, n: 1 })
+  })
+  t.same(await op.run(undefined as never, { params: { username: 'a', id: 'b' }, body: { n: 2 }, query: new URLSearchParams() }), { username: 'a/b', n: 2 })
 })
