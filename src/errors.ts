@@ -195,17 +195,18 @@ export const E = {
 } as const
 
 /**
- * Errors of the CLI and of configuration: a message, an exit code (2 usage,
- * 1 not found or failed) and a `code` from the API's vocabulary where one fits
- * (`--json` prints `{detail, code}`).
+ * Errors of the CLI, of configuration and of administration (src/admin/): a
+ * message and a `code` from the API's vocabulary where one fits (bad input:
+ * `bad_request`, the default; `not_found`, `org_not_found`; else the CLI's
+ * own, such as `failed`). `--json` prints `{detail, code}`; the exit code is
+ * the code's (src/cli/exit-codes.ts), and the admin API answers it as a
+ * catalogue error (E.fromUsage).
  */
 export class UsageError extends Error {
-  readonly exitCode: number
   readonly code: string
-  constructor (message: string, exitCode = 2, code = exitCode === 2 ? 'bad_request' : 'failed') {
+  constructor (message: string, code = 'bad_request') {
     super(message)
     this.name = 'UsageError'
-    this.exitCode = exitCode
     this.code = code
   }
 }

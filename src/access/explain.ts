@@ -15,6 +15,7 @@ import { isIpOrCidr } from '../config/validate.js'
 import type { Factor, Store } from '../store/types.js'
 import { originForm } from '../http/target.js'
 import { AccessRules, type Verdict } from './rules.js'
+import type { Policy } from './syntax.js'
 
 export interface CheckInput {
   method: string
@@ -40,7 +41,7 @@ export interface CheckResult {
   decided_by: 'public_path' | 'rules'
   /** the deciding rule's index, null: default_policy (or a public path) */
   rule: number | null
-  policy: string
+  policy: Policy
   /** what the request would get: 200 (forwarded), 401, 403 */
   status: 200 | 401 | 403
   why: string
@@ -111,7 +112,7 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   let keyFactors: readonly Factor[] | undefined
   if (i.key !== undefined) {
     const k = await store.accessKeys.get(i.key)
-    if (k === null) throw new UsageError(`no access key with id "${i.key}"`, 1, 'not_found')
+    if (k === null) throw new UsageError(`no access key with id "${i.key}"`, 'not_found')
     userId = k.key.user_id
     method = 'access_key'
     keyFactors = k.key.factors
@@ -123,7 +124,7 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     userId = ''
   }
   const user = i.key === undefined ? await store.users.byUsername(i.user!) : await store.users.get(userId)
-  if (user === null) throw new UsageError(`no user named "${i.user ?? ''}"`, 1, 'not_found')
+  if (user === null) throw new UsageError(`no user named "${i.user ?? ''}"`, 'not_found')
   if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) {
     throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)
   }

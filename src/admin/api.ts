@@ -1,7 +1,7 @@
 /**
  * The admin API: JSON over HTTP under /admin/v1/ on the admin listener
  * (src/admin/listener.ts, admin.host:admin.port; never the public port),
- * only when admin.enabled. Every operation is AdminOps's (src/admin/ops.ts),
+ * only when admin.enabled. Every operation is declared once (src/admin/operation.ts),
  * the same code as `sidegate user|org|key|token|session|limit …`, so checks,
  * effects and JSON are the CLI's (`--json`).
  *
@@ -14,7 +14,8 @@
  * unsupported_scheme, a user who is not a superuser 403 permission_denied.
  * Bodies are JSON objects checked against the schemas the document
  * publishes (an unknown field is 400). The operations are declared in
- * ./operations.ts, with their command-line forms. Secrets (an access key's, a private
+ * their resources' files (./operations.ts lists them), with their
+ * command-line forms. Secrets (an access key's, a private
  * token) are in the answer that creates them, never again.
  */
 import type http from 'node:http'
@@ -30,12 +31,12 @@ import { E, GatewayError, UsageError } from '../errors.js'
 import { clientIp, headerPolicy, requestId, trustedProxies, type HeaderPolicy } from '../pipeline/headers.js'
 import { isJsonType, mediaType } from '../http/content-type.js'
 import { pathOf } from '../http/query.js'
-import { matchTemplate, parseTemplate } from '../http/path-template.js'
+import { matchTemplate, parseTemplate, PathSegmentError } from '../http/path-template.js'
+import { Router } from '../http/router.js'
 import type { Logger } from '../observability/log.js'
 import { sendError, sendJson } from '../respond.js'
 import type { Store } from '../store/types.js'
-import { AdminOps } from './ops.js'
-import { ADMIN_PREFIX, ADMIN_ROUTES, API_LABELS, type AdminRoute } from './operations.js'
+import { ADMIN_PREFIX, ADMIN_ROUTES, AdminOps, API_LABELS, type AdminRoute, type Method } from './operations.js'
 import { keyUsed, type Auditor } from '../observability/audit.js'
 import { adminOpenApi } from './openapi.js'
 
@@ -90,32 +91,35 @@ export interface AdminApi {
 
 interface Match { route: AdminRoute, params: Record<string, string> }
 
-/** The operations' path templates (under ADMIN_PREFIX), parsed once. */
-const TEMPLATES = ADMIN_ROUTES.map((route) => ({ route, template: parseTemplate(route.path) }))
+/** The methods in the order Allow lists them. */
+const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+/** The operations' paths (under ADMIN_PREFIX), looked up as the public port's routes are (src/http/router.ts). */
+const ROUTER = new Router(ADMIN_ROUTES)
+const TEMPLATES = new Map(ADMIN_ROUTES.map((route) => [route, parseTemplate(route.path)]))
 
 /**
- * The route and its parameters, or null (404); throws 405 for a known
- * path with another method, 400 for a path segment that does not decode.
+ * The route and its parameters, or null (404); throws 400 for a path segment
+ * that does not decode, then 405 for a known path with another method.
  */
-function find (rest: string[], method: string): Match | null {
+function find (rest: string, method: string): Match | null {
+  const group = ROUTER.group(rest)
+  if (group === null || group.length === 0) return null
+  const segments = rest.split('/')
   const found: Match[] = []
-  for (const { route, template } of TEMPLATES) {
+  for (const route of group) {
     let params: Record<string, string> | null
     try {
-      params = matchTemplate(template, rest)
-    } catch {
-      throw E.badRequest(`The path segment "${rest.find(undecodable)?.slice(0, 100) ?? ''}" is not valid percent-encoding.`)
+      params = matchTemplate(TEMPLATES.get(route)!, segments)
+    } catch (err) {
+      if (!(err instanceof PathSegmentError)) throw err
+      throw E.badRequest(`The path segment "${err.segment.slice(0, 100)}" is not valid percent-encoding.`)
     }
     if (params !== null) found.push({ route, params })
   }
-  if (found.length === 0) return null
-  const m = found.find((x) => x.route.method === method || (method === 'HEAD' && x.route.method === 'GET'))
-  if (m === undefined) throw E.methodNotAllowed([...new Set(found.map((x) => x.route.method))].join(', '))
+  const m = found.find((x) => Router.pick([x.route], method) !== undefined)
+  if (m === undefined) throw E.methodNotAllowed(METHODS.filter((x) => found.some((f) => f.route.method === x)).join(', '))
   return m
-}
-
-function undecodable (segment: string): boolean {
-  try { decodeURIComponent(segment); return false } catch { return true }
 }
 
 /** The body as the route's schema says: a JSON object, else 400 (415 for another media type). */
@@ -193,7 +197,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     }
     const who = await superuser(req, ip, reqId, now)
     done(who)
-    const m = find(path.slice(ADMIN_PREFIX.length).split('/'), method)
+    const m = find(path.slice(ADMIN_PREFIX.length), method)
     if (m === null) throw E.notFound()
     const body = await bodyOf(req, m.route, config.server.body_limit)
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '')
@@ -204,7 +208,7 @@ export function createAdminApi (o: AdminApiOptions): AdminApi {
     )
     let out: unknown
     try {
-      out = await m.route.run(ops, m.params, body, query)
+      out = await m.route.run(ops, { params: m.params, body, query })
     } catch (err) {
       throw err instanceof UsageError ? E.fromUsage(err) : err
     }

@@ -81,6 +81,3 @@ export function operatorKeyJson (k: AccessKey): OperatorKeyJson {
   for (const f of OPERATOR_FIELDS) if (k[f] !== undefined) out[f] = k[f]
   return out as OperatorKeyJson
 }
-
-/** A schema as the documents publish it: plain JSON, without TypeBox's markers. */
-export const published = (s: TSchema): Record<string, unknown> => JSON.parse(JSON.stringify(s))

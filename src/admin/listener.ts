@@ -121,7 +121,7 @@ const SETTINGS: Record<Listener, {
 
 /**
  * The one line for a listener that could not start: where, which setting, why,
- * and what to set instead (`sidegate: cannot listen on 0.0.0.0:9090 (metrics.port):
+ * and what to set instead (`sidegate: cannot listen on 0.0.0.0:7080 (metrics.port):
  * address in use (EADDRINUSE); set metrics.port (or SIDEGATE_METRICS_PORT) or
  * metrics.enabled: false`).
  */

@@ -46,7 +46,7 @@ export function writeSecretKeyFile (config: Config, key: string, log: Pick<Logge
     writeFileSync(path, key + '\n', { mode: 0o600, flag: 'wx' })
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readSecretKey(config)!
-    throw new UsageError(`cannot write a new secret key to ${path}: ${(err as Error).message}; set SIDEGATE_SECRET_KEY instead`, 1)
+    throw new UsageError(`cannot write a new secret key to ${path}: ${(err as Error).message}; set SIDEGATE_SECRET_KEY instead`, 'failed')
   }
   log.warn({ path }, 'generated a new secret key; back it up: encrypted access-key secrets and private tokens cannot be read without it')
   return { key, source: path }

@@ -1,21 +1,20 @@
 /** What a gateway process writes besides its log: one line on stderr for what stops it. */
-import { GatewayError, messageOf } from '../errors.js'
+import { GatewayError, messageOf, UsageError } from '../errors.js'
+import { exitCodeOf } from '../cli/exit-codes.js'
 
 export interface AppIo { err: (s: string) => void }
 
-interface Exiting extends Error { exitCode: number, code: string }
-
 /**
- * An error as a process reports it: its text, its code and the exit code. An error that
- * carries an `exitCode` (a UsageError, the secret key check's KeyCheckError: 2, a config,
- * key or store problem a restart cannot cure) says its own; anything else is 1.
+ * An error as a process reports it: its text, its code and the exit code, the
+ * code's (src/cli/exit-codes.ts: 2 for a config, key or store problem a
+ * restart cannot cure, and for bad input). Anything else is 1, failed.
  */
 export function failure (err: unknown): { detail: string, code: string, exit: number } {
-  if (err instanceof Error && typeof (err as Partial<Exiting>).exitCode === 'number') {
-    const e = err as Exiting
-    return { detail: e.message, code: e.code, exit: e.exitCode }
+  // the secret key check's KeyCheckError by its name: --help loads no store module (src/store/secret/check.ts)
+  if (err instanceof UsageError || err instanceof GatewayError || (err instanceof Error && err.name === 'KeyCheckError')) {
+    const code = (err as Error & { code: string }).code
+    return { detail: err.message, code, exit: exitCodeOf(code) }
   }
-  if (err instanceof GatewayError) return { detail: err.detail, code: err.code, exit: 1 }
   return { detail: messageOf(err), code: 'failed', exit: 1 }
 }
 

@@ -75,7 +75,7 @@ export function storeFields (config: Config): { store: 'sqlite', path: string } 
 /** Every command but `start`: the existing key, or exit 2 saying where it was looked for. */
 export function requireSecretKey (config: Config, env: Record<string, string | undefined>): SecretKey {
   const found = readSecretKey(config, env)
-  if (found === null) throw new UsageError(missingKeyMessage(config), 2, 'secret_key_missing')
+  if (found === null) throw new UsageError(missingKeyMessage(config), 'secret_key_missing')
   return found
 }
 
@@ -197,7 +197,7 @@ async function claimNewKey (
   if (!(await r.isEmpty())) {
     const again = await keyFileWithin(config, env, 2000)
     if (again !== null) return again
-    throw new UsageError(`${missingKeyMessage(config)}. The store at ${r.where} already holds data, which a new key could not read`, 2, 'secret_key_missing')
+    throw new UsageError(`${missingKeyMessage(config)}. The store at ${r.where} already holds data, which a new key could not read`, 'secret_key_missing')
   }
   const key = newSecretKey()
   const check = new Keyring(key).checkValue()
@@ -205,7 +205,7 @@ async function claimNewKey (
     // another process created the store's key just now: in the same directory its file appears
     const again = await keyFileWithin(config, env, 2000)
     if (again !== null) return again
-    throw new UsageError(`${missingKeyMessage(config)}. Another process has just set up the store at ${r.where} with its own key`, 2, 'secret_key_missing')
+    throw new UsageError(`${missingKeyMessage(config)}. Another process has just set up the store at ${r.where} with its own key`, 'secret_key_missing')
   }
   const written = (
     (): SecretKey | Error => { try { return writeSecretKeyFile(config, key, log) } catch (err) { return err as Error } }
@@ -214,7 +214,7 @@ async function claimNewKey (
     // not ours after all: give the store back, unless another key has claimed it since
     await r.deleteIfEqual(KEY_CHECK, check)
     if (written instanceof Error) throw written
-    throw new UsageError(`another process wrote ${config.secret_key_file} at the same time; start again`, 1)
+    throw new UsageError(`another process wrote ${config.secret_key_file} at the same time; start again`, 'failed')
   }
   return { ...written, created: true }
 }

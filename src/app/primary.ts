@@ -49,6 +49,7 @@ import { Reloader } from './reload.js'
 import { adminRelay } from './relay.js'
 import { Shutdown } from './shutdown.js'
 import type { MetricsJson, ToPrimary, ToWorker } from './worker-link.js'
+import { exitCodeOf } from '../cli/exit-codes.js'
 
 export { connectToPrimary, isWorker, type WorkerLink } from './worker-link.js'
 
@@ -104,7 +105,7 @@ export async function runPrimary (config: Config, count: number, io: AppIo, env:
     scrapeAuth = config.metrics.enabled ? scrapeCredentials(config) : null
   } catch (err) {
     log.flush()
-    if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return err.exitCode }
+    if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return exitCodeOf(err.code) }
     throw err
   }
   return await new Primary(config, count, io, env, log, scrapeAuth).run()

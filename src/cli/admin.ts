@@ -1,8 +1,8 @@
 /**
  * `sidegate user|org|key|token|session|limit|jwk|audit|import …`: the
  * administrative commands. The ones the admin API also has are generated
- * from its operations (src/admin/operations.ts: their positionals, flags and
- * text); the rest (import, a user's memberships at once, showing a token,
+ * from its operations (declared in src/admin/: their positionals, flags and
+ * text; src/admin/operations.ts lists them); the rest (import, a user's memberships at once, showing a token,
  * the identity.jwt keys, the audit stream) are here.
  */
 import { readFileSync } from 'node:fs'
@@ -14,8 +14,9 @@ import type { Auditor } from '../observability/audit.js'
 import type { Store } from '../store/types.js'
 import { escapeControls } from '../text.js'
 import { ImportProblems, parseImport, PRIVILEGE_FLAGS, PrivilegedRefused, RECORD_TYPES, runImport, type Action, type PrivilegeKind, type Summary } from '../admin/import.js'
-import { ADMIN_ROUTES, type AdminRoute, type CliForm, type CliInput } from '../admin/operations.js'
-import { AdminOps, checkPassword, CLI_LABELS } from '../admin/ops.js'
+import { ADMIN_ROUTES, AdminOps, CLI_LABELS, type AdminRoute, type CliForm, type CliInput } from '../admin/operations.js'
+import { checkPassword, grant } from '../admin/users.js'
+import { showToken } from '../admin/private-tokens.js'
 import type { Values } from './args.js'
 import { tailAudit } from './audit-tail.js'
 import type { Io } from './io.js'
@@ -68,7 +69,7 @@ export class Admin {
     try {
       text = readFileSync(file, 'utf8')
     } catch (err) {
-      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found')
+      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'not_found')
     }
     const dryRun = this.v['dry-run'] === true
     const allow = new Set<PrivilegeKind>()
@@ -82,13 +83,13 @@ export class Admin {
     } catch (err) {
       if (err instanceof PrivilegedRefused) {
         const flags = [...new Set(err.refused.map((p) => PRIVILEGE_FLAGS[p.kind]))].join(' ')
-        throw new UsageError(`${file}: ${err.refused.length} privileged change${err.refused.length === 1 ? '' : 's'} not allowed, nothing was imported:\n${err.message.split('\n').map((l) => `  ${l}`).join('\n')}\nCheck them (--dry-run lists them), then run again with ${flags}`, 1, 'invalid_import')
+        throw new UsageError(`${file}: ${err.refused.length} privileged change${err.refused.length === 1 ? '' : 's'} not allowed, nothing was imported:\n${err.message.split('\n').map((l) => `  ${l}`).join('\n')}\nCheck them (--dry-run lists them), then run again with ${flags}`, 'invalid_import')
       }
       if (!(err instanceof ImportProblems)) throw err
       const n = err.problems.length
       const shown = err.message.split('\n').slice(0, SHOW_PROBLEMS).map((l) => `  ${l}`)
       if (n > SHOW_PROBLEMS) shown.push(`  … and ${n - SHOW_PROBLEMS} more`)
-      throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${shown.join('\n')}`, 1, 'invalid_import')
+      throw new UsageError(`${file}: ${n} problem${n === 1 ? '' : 's'}, nothing was imported:\n${shown.join('\n')}`, 'invalid_import')
     }
     const { counts, notes, privileged } = summary
     const total = (a: Action): number => RECORD_TYPES.reduce((sum, t) => sum + counts[t][a], 0)
@@ -105,12 +106,12 @@ export class Admin {
     const username = params(USERNAME, args).username
     await this.#ops.user(username)
     if ((this.v.org ?? []).length === 0) throw new UsageError('user grant needs --org ID[:admin|:none]')
-    const after = await this.#ops.grant(username, this.#orgs())
+    const after = await grant(this.#ops, username, this.#orgs())
     return this.#print(after, `${after.username}: ${Object.entries(after.orgs).map(([o, r]) => `${o}:${r}`).join(', ') || '(no orgs)'}`)
   }
 
   async #showToken (args: string[]): Promise<number> {
-    const r = await this.#ops.showToken(params(USERNAME, args).username)
+    const r = await showToken(this.#ops, params(USERNAME, args).username)
     return this.#print(r, r.token)
   }
 
@@ -147,31 +148,38 @@ export class Admin {
     states.map(({ key: k, state, until }) => `${k.kid}  ${k.alg.padEnd(5)}  ${state.padEnd(8)}${until === null ? '' : `  ${WHEN[state]} ${iso(until)}`}${k.private === null ? '  UNREADABLE (stored under another secret key)' : ''}`).join('\n') || '(no keys: the first gateway started with identity.jwt.enabled creates one)')
   }
 
+  /** The commands written here, not declared as admin operations (OWN_COMMANDS). */
+  readonly #own: Record<typeof OWN_COMMANDS[number], (args: string[]) => Promise<number>> = {
+    'user grant': async (args) => await this.#grant(args),
+    'token show': async (args) => await this.#showToken(args),
+    'jwk rotate': async (args) => await this.#jwkRotate(args),
+    'jwk list': async (args) => await this.#jwkList(args),
+    'audit tail': async (args) => {
+      if (args.length > 0) throw new UsageError('audit tail takes no arguments')
+      return await tailAudit(this.store, this.io, this.v, this.config)
+    }
+  }
+
   async run (cmd: string, sub: string | undefined, args: string[]): Promise<number> {
     if (cmd === 'import') return await this.#import(sub === undefined ? args : [sub, ...args])
     const key = `${cmd} ${sub ?? ''}`.trim()
-    switch (key) {
-      case 'user grant': return await this.#grant(args)
-      case 'token show': return await this.#showToken(args)
-      case 'jwk rotate': return await this.#jwkRotate(args)
-      case 'jwk list': return await this.#jwkList(args)
-      case 'audit tail':
-        if (args.length > 0) throw new UsageError('audit tail takes no arguments')
-        return await tailAudit(this.store, this.io, this.v, this.config)
-    }
+    if (Object.hasOwn(this.#own, key)) return await this.#own[key as typeof OWN_COMMANDS[number]](args)
     const forms = COMMANDS.get(key)
     if (forms === undefined) throw new UsageError(`unknown command "${key}"; see \`sidegate ${cmd} --help\``)
     const c: CliInput = { args, flags: this.v, password: async () => await this.#password(), orgs: () => this.#orgs() }
     const { route, form } = forms.find((f) => f.form.when?.(c) ?? true)!
     const p = params(form, args)
     const { body = {}, query = new URLSearchParams() } = await form.input?.(c, p, this.#ops) ?? {}
-    const out = await route.run(this.#ops, p, body, query)
+    const out = await route.run(this.#ops, { params: p, body, query })
     return this.#print(out, form.text(out, this.config))
   }
 }
 
-/** The command forms of the admin operations (./operations.ts), by command. */
-const COMMANDS = new Map<string, Array<{ route: AdminRoute, form: CliForm }>>()
+/** The commands of src/cli/index.ts's groups that are not admin operations' forms. */
+export const OWN_COMMANDS = ['user grant', 'token show', 'jwk rotate', 'jwk list', 'audit tail'] as const
+
+/** The command forms of the admin operations (src/admin/operations.ts), by command. */
+export const COMMANDS = new Map<string, Array<{ route: AdminRoute, form: CliForm }>>()
 for (const route of ADMIN_ROUTES) {
   for (const form of route.cli ?? []) {
     const list = COMMANDS.get(form.command) ?? []

@@ -20,6 +20,7 @@ import { connectToPrimary, isWorker, runPrimary, workerCount } from '../app/prim
 import { start } from '../app/start.js'
 import { Admin, operatorName } from './admin.js'
 import { KeyCheckError } from '../store/secret/check.js'
+import { exitCodeOf } from './exit-codes.js'
 import type { ManagedStore, RunningStore } from '../store/types.js'
 
 /** How long an admin command waits for Redis before it gives up. */
@@ -92,7 +93,7 @@ export async function run (
       await store.verifyKey({ mode: 'cli', where: storeWhere(config), source: secret.source, db: config.redis.db })
     } catch (err) {
       if (err instanceof KeyCheckError) throw err
-      throw new UsageError(`cannot reach ${storeName(config)}`, 1, 'store_unavailable')
+      throw new UsageError(`cannot reach ${storeName(config)}`, 'store_unavailable')
     }
     store.setGate(null)
     if (cmd === 'store') return await storeCli!.storeCommand(store, config, keyring, sub!, rest, values, io)
@@ -121,7 +122,7 @@ function configCommand (sub: string, rest: string[], v: Values, io: Io, env: Nod
   } catch (err) {
     if (json && err instanceof ConfigError) {
       io.err(JSON.stringify({ detail: err.message, code: err.code, problems: err.problems }) + '\n')
-      return err.exitCode
+      return exitCodeOf(err.code)
     }
     return report(io, json, err)
   }
@@ -155,7 +156,7 @@ async function connectWithin (store: RunningStore, config: Config, io: Io): Prom
   } catch (err) {
     // a store file that cannot be used says why
     if (err instanceof UsageError) throw err
-    throw new UsageError(`cannot reach ${target}`, 1, 'store_unavailable')
+    throw new UsageError(`cannot reach ${target}`, 'store_unavailable')
   } finally {
     clearTimeout(slow)
     clearTimeout(timer)
@@ -168,7 +169,7 @@ async function readNewKey (v: Values, io: Io, current: SecretKey): Promise<strin
   if ((file === undefined) === (v['new-key-stdin'] !== true)) throw new UsageError('secret rotate needs the new key: --new-key-file FILE or --new-key-stdin')
   let key: string
   if (file !== undefined) {
-    try { key = readFileSync(file, 'utf8').trim() } catch (err) { throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found') }
+    try { key = readFileSync(file, 'utf8').trim() } catch (err) { throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'not_found') }
   } else {
     key = (await io.stdin()).trim()
   }

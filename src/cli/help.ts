@@ -2,6 +2,82 @@
  * The help texts of `sidegate …` and the commands they describe: plain text,
  * nothing loaded beside it, so `sidegate --help` answers at once.
  */
+import { ADMIN_COMMANDS } from './admin-commands.js'
+import type { CommandHelp } from '../admin/cli-commands.js'
+
+/** The description column of a group's usage lines, and of the overview. */
+const COLUMN = 39
+const OVERVIEW_COLUMN = 37
+
+/**
+ * The groups of the admin operations' command forms (declared in src/admin/,
+ * as src/cli/admin-commands.ts lists them): what the overview says of each, the
+ * text after its usage lines, and the commands of src/cli/admin.ts among them
+ * (`before`: the command they are listed before; default last).
+ */
+interface AdminGroup { about?: string, footer?: string, own?: Array<CommandHelp & { before?: string }> }
+const ADMIN_GROUPS: Record<string, AdminGroup> = {
+  user: {
+    footer: `The password is read from standard input (one line), never from the command line.
+Usernames: 1 to 150 letters (any script), digits and @ . + - _.`,
+    own: [{ sub: 'grant', synopsis: ['<username> --org ID[:admin|:none]'], help: [] }]
+  },
+  org: {},
+  key: { about: 'access keys (HMAC signatures)' },
+  token: {
+    about: 'private tokens',
+    own: [{ sub: 'show', synopsis: ['<username>'], help: ['prints the current private token'], before: 'revoke' }]
+  },
+  limit: { about: 'rate limits of a user or an access key' },
+  session: {
+    about: 'a user\'s browser sessions',
+    footer: `A session's id here is its keyed hash in the store, not the cookie value: it names the
+session and cannot be used as one.`
+  },
+  mfa: {
+    about: 'a user\'s second factor (TOTP)',
+    footer: 'auth.mfa.required (none, superusers, all) requires it of many users at once (docs/mfa.md).'
+  },
+  access: { about: 'which access rule decides a request, and why' }
+}
+
+/** A group's commands as its help lists them: the declared forms, with src/cli/admin.ts's own among them. */
+function adminGroup (group: string): CommandHelp[] {
+  const out = [...ADMIN_COMMANDS[group] ?? []]
+  for (const c of ADMIN_GROUPS[group].own ?? []) {
+    const at = c.before === undefined ? -1 : out.findIndex((x) => x.sub === c.before)
+    out.splice(at === -1 ? out.length : at, 0, c)
+  }
+  return out
+}
+
+/** `  sidegate user add <username> …` and what it does, from the description column on (or the next line). */
+function usageLines (group: string, c: CommandHelp): string[] {
+  const head = `  sidegate ${group} ${c.sub}`
+  const lines = [[head, ...c.synopsis.slice(0, 1)].join(' '), ...c.synopsis.slice(1).map((l) => `${' '.repeat(head.length + 1)}${l}`)]
+  const help = [...c.help]
+  const last = lines.length - 1
+  if (help.length > 0 && lines[last].length < COLUMN - 1) lines[last] = lines[last].padEnd(COLUMN) + help.shift()!
+  return [...lines, ...help.map((h) => ' '.repeat(COLUMN) + h)]
+}
+
+/** `sidegate --help`'s list of commands. */
+function overview (): string {
+  const line = (name: string, about?: string): string => about === undefined
+    ? `  ${name}`
+    : name.length + 2 < OVERVIEW_COLUMN - 1 ? `  ${name}`.padEnd(OVERVIEW_COLUMN) + about : `  ${name}\n${' '.repeat(OVERVIEW_COLUMN)}${about}`
+  return [
+    line('start', 'run the gateway'),
+    ...Object.entries(ADMIN_GROUPS).map(([g, { about }]) => line(`${g} ${adminGroup(g).map((c) => c.sub).filter((x, i, a) => a.indexOf(x) === i).join('|')}`, about)),
+    line('secret rotate', 're-encrypt the store under a new secret key'),
+    line('import --from FILE', 'users, password hashes, orgs, access keys and private tokens from JumpServer'),
+    line('store export|import|backup', 'move every record between stores (embedded file, Redis); copy the file'),
+    line('jwk rotate|list', 'the signing keys of the identity JWT (identity.jwt)'),
+    line('audit tail', 'print (or follow) the audit stream (audit.stream)'),
+    line('config check|defaults|schema', 'check gateway.yml, print the default file or its JSON Schema')
+  ].join('\n')
+}
+
 export const GLOBAL = `Global options:
   --config FILE   gateway.yml to use (default: $SIDEGATE_CONFIG or ./gateway.yml)
   --json          machine-readable output (errors too: {"detail", "code"} on stderr)
@@ -12,22 +88,7 @@ export const HELP: Record<string, string> = {
   '': `Usage: sidegate <command> [options]
 
 Commands:
-  start                              run the gateway
-  user add|list|disable|enable|passwd|grant
-  org add|list
-  key create|list|disable|enable|revoke
-                                     access keys (HMAC signatures)
-  token create|show|revoke           private tokens
-  limit set|list|clear               rate limits of a user or an access key
-  session list|revoke                a user's browser sessions
-  mfa show|enroll|reset|require      a user's second factor (TOTP)
-  access check                       which access rule decides a request, and why
-  secret rotate                      re-encrypt the store under a new secret key
-  import --from FILE                 users, password hashes, orgs, access keys and private tokens from JumpServer
-  store export|import|backup         move every record between stores (embedded file, Redis); copy the file
-  jwk rotate|list                    the signing keys of the identity JWT (identity.jwt)
-  audit tail                         print (or follow) the audit stream (audit.stream)
-  config check|defaults|schema       check gateway.yml, print the default file or its JSON Schema
+${overview()}
 
 Run \`sidegate <command> --help\` for details. Every command but start and config needs the
 gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
@@ -47,8 +108,8 @@ printed once to stderr), and, with no secret key configured, a new key file
 (secret_key_file); a store that holds data is never given a new key. The store's key
 check value must match the key: otherwise /readyz answers 503 and nothing is served.
 Prometheus metrics are served on metrics.host:metrics.port
-(/metrics, default 0.0.0.0:9090; SIDEGATE_METRICS_PORT), and with admin.enabled the admin
-API on its own listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:9091;
+(/metrics, default 0.0.0.0:7080; SIDEGATE_METRICS_PORT), and with admin.enabled the admin
+API on its own listener, admin.host:admin.port (/admin/v1/, default 127.0.0.1:7081;
 SIDEGATE_ADMIN_PORT; for a superuser's private token or access key; docs/admin-api.md).
 Every listener is bound before any "listening" line; a port in use ends the start (exit 1)
 with one line naming the setting to change. Without upstream.url it serves its built-in
@@ -74,96 +135,6 @@ which.
                      reloads and sends them to the workers, passes SIGTERM/SIGINT to every
                      worker and exits when all have (non-zero if any did), and restarts a
                      worker that dies (docs/deploy.md).
-
-${GLOBAL}`,
-  user: `Usage:
-  sidegate user add <username> --password-stdin [--email E] [--name N] [--org ID[:admin]]... [--superuser]
-  sidegate user list [--org ID]
-  sidegate user disable <username>     also ends their sessions and evicts cached keys on every replica
-  sidegate user enable <username>
-  sidegate user passwd <username> --password-stdin
-                                       also ends their sessions and unused bearer tokens on every
-                                       replica; private tokens and access keys stay
-  sidegate user grant <username> --org ID[:admin|:none]
-
-The password is read from standard input (one line), never from the command line.
-Usernames: 1 to 150 letters (any script), digits and @ . + - _.
-
-${GLOBAL}`,
-  org: `Usage:
-  sidegate org add <name> [--id UUID]
-  sidegate org list
-
-${GLOBAL}`,
-  key: `Usage:
-  sidegate key create <username> [--expires 90d|2027-01-31] [--allow-ip CIDR]... [--name TEXT]
-                                       prints the AccessKeyID and AccessKeySecret (shown once).
-                                       --expires: N days from now, or through that day (UTC); after it the
-                                       key is refused (401 key_expired). --allow-ip: addresses or CIDR ranges
-                                       the key may be used from (the client address as server.trusted_proxies
-                                       resolves it; 403 ip_not_allowed from others), repeatable. --name: a label.
-  sidegate key list <username>         with name, expiry, allow-list, when each key was last used, and
-                                       "disabled" for a disabled one
-  sidegate key disable <id>            every replica refuses the key at once (401 key_disabled); kept
-  sidegate key enable <id>             turns a disabled key back on (disabled by its owner, by this
-                                       command, or by auth.keys.disable_after for being unused: it then
-                                       has disable_after days again from now)
-  sidegate key revoke <id>             deletes the key; every replica refuses it within a second
-
-${GLOBAL}`,
-  token: `Usage:
-  sidegate token create <username>     creates or replaces the user's private token and prints it
-  sidegate token show <username>       prints the current private token
-  sidegate token revoke <username>
-
-${GLOBAL}`,
-  limit: `Usage:
-  sidegate limit set <username|key id> <requests>/<window>
-                                       e.g. 100/60s, 5/s, 1000/1h (1 to 100000 requests, 1 s to 1 day):
-                                       the user's or the access key's own limit, instead of gateway.yml's
-                                       rate_limit (a key's wins over its user's); every replica applies it
-                                       at once. Counted only while rate_limit.enabled is true.
-  sidegate limit list                  the configured limits, then every user and key with its own
-  sidegate limit clear <username|key id>
-                                       back to gateway.yml's rate_limit
-
-${GLOBAL}`,
-  session: `Usage:
-  sidegate session list <username>     the user's live browser sessions: id, when each began, when it
-                                       ends unless used (session.idle_timeout) or at the latest
-                                       (session.absolute_timeout)
-  sidegate session revoke <username> <id>
-                                       ends that session on every replica at once
-  sidegate session revoke <username> --all
-                                       ends every session of the user
-
-A session's id here is its keyed hash in the store, not the cookie value: it names the
-session and cannot be used as one.
-
-${GLOBAL}`,
-  access: `Usage:
-  sidegate access check [--user NAME] [--key ID] [--credential session|bearer|private_token]
-                        [--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] <METHOD> <PATH>
-                       which rule of gateway.yml's access section (after upstream.public_paths)
-                       decides the request, and why, without sending it: allowed, 401 or 403.
-                       --user: the caller (no --user and no --key: no credential); --key: an
-                       access key, signing the request; --credential: the kind without a key
-                       (default session); --factor: a second factor the sign-in had (the password
-                       is implied); --org: the org asked for (default the user's); --ip: the client
-                       address as sidegate resolves it (default 127.0.0.1). docs/access-rules.md
-
-${GLOBAL}`,
-  mfa: `Usage:
-  sidegate mfa show <username>         the user's second factor: TOTP on, pending or none, recovery codes
-                                       left; never a secret
-  sidegate mfa enroll <username>       begins a TOTP enrolment and prints its otpauth:// URI once (give it to
-                                       the user for their authenticator app); it counts once the user
-                                       confirms it with a first code at the next sign-in on the login page
-  sidegate mfa reset <username>        removes the user's second factor and recovery codes (a lost device)
-  sidegate mfa require <username>      the user must enrol at the next sign-in on the login page; until
-                                       then the token endpoint answers mfa_unset
-
-auth.mfa.required (none, superusers, all) requires it of many users at once (docs/mfa.md).
 
 ${GLOBAL}`,
   secret: `Usage:
@@ -285,19 +256,16 @@ ${GLOBAL}`,
 ${GLOBAL}`
 }
 
-/** Subcommands of each command group. */
+/** Subcommands of each group: the admin operations' forms (and src/cli/admin.ts's own), then the rest. */
 export const SUBCOMMANDS: Record<string, string[]> = {
-  user: ['add', 'list', 'disable', 'enable', 'passwd', 'grant'],
-  org: ['add', 'list'],
-  key: ['create', 'list', 'disable', 'enable', 'revoke'],
-  token: ['create', 'show', 'revoke'],
-  limit: ['set', 'list', 'clear'],
-  session: ['list', 'revoke'],
-  mfa: ['show', 'enroll', 'reset', 'require'],
-  access: ['check'],
+  ...Object.fromEntries(Object.keys(ADMIN_GROUPS).map((g) => [g, adminGroup(g).map((c) => c.sub)])),
   secret: ['rotate'],
   jwk: ['rotate', 'list'],
   audit: ['tail'],
   store: ['export', 'import', 'backup'],
   config: ['check', 'defaults', 'schema']
+}
+
+for (const [group, { footer }] of Object.entries(ADMIN_GROUPS)) {
+  HELP[group] = `Usage:\n${adminGroup(group).flatMap((c) => usageLines(group, c)).join('\n')}\n${footer === undefined ? '' : `\n${footer}\n`}\n${GLOBAL}`
 }

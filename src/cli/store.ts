@@ -57,7 +57,7 @@ export async function storeCommand (
   const transfer = transferOf(store, config)
   if (sub === 'backup') return await backup(transfer as SqliteTransfer, config, resolve(args[0]), v, io)
   if ((await transfer.keys.get(KEY_ROTATION)) !== null) {
-    throw new UsageError(`a secret key rotation is under way in ${storeName(config)}: finish it (sidegate secret rotate) before exporting`, 2, 'key_rotation_in_progress')
+    throw new UsageError(`a secret key rotation is under way in ${storeName(config)}: finish it (sidegate secret rotate) before exporting`, 'key_rotation_in_progress')
   }
   const keyCheck = await transfer.keys.get(KEY_CHECK)
   const records = await transfer.read(Date.now())
@@ -135,10 +135,10 @@ async function importFile (
   try {
     text = file === '-' ? await io.stdin() : readFileSync(resolve(file), 'utf8')
   } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'not_found')
+    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'not_found')
   }
   const invalid = (err: unknown): never => {
-    if (err instanceof TransferProblem) throw new UsageError(`${name}: ${err.message}; ${NOT_WRITTEN}`, 2, 'invalid_store_file')
+    if (err instanceof TransferProblem) throw new UsageError(`${name}: ${err.message}; ${NOT_WRITTEN}`, 'invalid_store_file')
     throw err
   }
   // the MAC before anything else is believed: the header's key_check only names the key, and anyone can copy it
@@ -150,31 +150,31 @@ async function importFile (
   }
   if (parsed.header.key_check !== mine) {
     throw new UsageError(`${name} was exported from a store with another secret key (its key_check differs from that of this secret key, ${source}): ` +
-      `its secrets could not be read here. Import it with the key of the store it came from; ${NOT_WRITTEN}`, 2, 'secret_key_mismatch')
+      `its secrets could not be read here. Import it with the key of the store it came from; ${NOT_WRITTEN}`, 'secret_key_mismatch')
   }
   const unsigned = parsed.header.version === UNSIGNED_VERSION
   if (unsigned) {
     if (mac !== null) invalid(new TransferProblem(1, `a version ${UNSIGNED_VERSION} file has no MAC line`))
     if (v['allow-unsigned'] !== true) {
       throw new UsageError(`${name} is version ${UNSIGNED_VERSION} of the format: it has no MAC, so nothing shows it came from \`sidegate store export\` unchanged. ` +
-        `Export it again with this sidegate, or, if you trust the file, add --allow-unsigned; ${NOT_WRITTEN}`, 2, 'invalid_store_file')
+        `Export it again with this sidegate, or, if you trust the file, add --allow-unsigned; ${NOT_WRITTEN}`, 'invalid_store_file')
     }
   } else if (mac === null) {
     invalid(new TransferProblem(parsed.records.length + 2, 'no MAC line: the file ends with {"mac":"…"} (cut short, or not written by `sidegate store export`)'))
   } else if (!keyring.storeFileMacMatches(body, mac)) {
     invalid(new TransferProblem(parsed.records.length + 2, 'its MAC does not verify: the file was changed after its export, or not exported with this secret key'))
   }
-  if (marker !== null) throw new UsageError(`a secret key rotation is under way in ${target}: finish it first; ${NOT_WRITTEN}`, 2, 'key_rotation_in_progress')
+  if (marker !== null) throw new UsageError(`a secret key rotation is under way in ${target}: finish it first; ${NOT_WRITTEN}`, 'key_rotation_in_progress')
   if (check !== null && check !== mine) {
-    throw new UsageError(`the secret key (${source}) is not the key of ${target} (its key check value differs); ${NOT_WRITTEN}`, 2, 'secret_key_mismatch')
+    throw new UsageError(`the secret key (${source}) is not the key of ${target} (its key check value differs); ${NOT_WRITTEN}`, 'secret_key_mismatch')
   }
   const { users, orgs } = await transfer.counts()
   if (check === null && (users > 0 || orgs > 0)) {
-    throw new UsageError(`${target} holds data but no key check value: run \`sidegate start\` on it once, then import with --merge; ${NOT_WRITTEN}`, 2, 'store_not_initialized')
+    throw new UsageError(`${target} holds data but no key check value: run \`sidegate start\` on it once, then import with --merge; ${NOT_WRITTEN}`, 'store_not_initialized')
   }
   if (!merge && (users > 0 || orgs > 0)) {
     throw new UsageError(`${target} already holds ${users} user${users === 1 ? '' : 's'} and ${orgs} org${orgs === 1 ? '' : 's'}: import into an empty store ` +
-      `(before its first \`sidegate start\`), or add --merge to add only the records it lacks; ${NOT_WRITTEN}`, 2, 'store_not_empty')
+      `(before its first \`sidegate start\`), or add --merge to add only the records it lacks; ${NOT_WRITTEN}`, 'store_not_empty')
   }
   const now = Date.now()
   const plan = await planImport(parsed, transfer, now, users > 0 || orgs > 0).catch(invalid)
@@ -187,7 +187,7 @@ async function importFile (
     const shown = refused.slice(0, 100).map((p) => `  line ${p.line}: ${escapeControls(p.message)} (${TRANSFER_PRIVILEGE_FLAGS[p.kind]})`)
     const flags = [...new Set(refused.map((p) => TRANSFER_PRIVILEGE_FLAGS[p.kind]))].join(' ')
     throw new UsageError(`${name}: ${refused.length} privileged record${refused.length === 1 ? '' : 's'} not allowed, ${NOT_WRITTEN}:\n${shown.join('\n')}` +
-      `${refused.length > 100 ? `\n  … and ${refused.length - 100} more` : ''}\nCheck them, then run again with ${flags}`, 1, 'invalid_import')
+      `${refused.length > 100 ? `\n  … and ${refused.length - 100} more` : ''}\nCheck them, then run again with ${flags}`, 'invalid_import')
   }
   await transfer.write(plan.write, mine, { now, sessionLifetimeMs: config.session.absolute_timeout * 1000 })
   state.verified = true
@@ -235,6 +235,6 @@ function writeFileAtomic (file: string, text: string): void {
     renameSync(tmp, file)
   } catch (err) {
     rmSync(tmp, { force: true })
-    throw new UsageError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 1, 'failed')
+    throw new UsageError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'failed')
   }
 }

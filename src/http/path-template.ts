@@ -29,10 +29,19 @@ export function parseTemplate (path: string): PathTemplate {
   return { path, segments, literal: path.slice(0, path.indexOf('{') === -1 ? path.length : path.indexOf('{')), names }
 }
 
+/** A parameter's segment that is not valid percent-encoding: which one (each router answers it as a bad request). */
+export class PathSegmentError extends URIError {
+  readonly segment: string
+  constructor (segment: string) {
+    super(`path segment "${segment.slice(0, 100)}" is not valid percent-encoding`)
+    this.segment = segment
+  }
+}
+
 /**
  * The parameters when `segments` (a path split on `/`) match the template, else
- * null. Throws URIError for a parameter's segment that is not valid
- * percent-encoding (each router answers that as a bad request).
+ * null. Throws a PathSegmentError for a parameter's segment that is not valid
+ * percent-encoding.
  */
 export function matchTemplate (t: PathTemplate, segments: readonly string[]): Record<string, string> | null {
   if (segments.length !== t.segments.length) return null
@@ -48,6 +57,8 @@ export function matchTemplate (t: PathTemplate, segments: readonly string[]): Re
   }
   if (params === null) return {}
   // decoded only once the whole path matched: a malformed escape elsewhere is another route's business
-  for (const k in params) params[k] = decodeURIComponent(params[k])
+  for (const k in params) {
+    try { params[k] = decodeURIComponent(params[k]) } catch { throw new PathSegmentError(params[k]) }
+  }
   return params
 }

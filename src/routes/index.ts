@@ -31,6 +31,7 @@ import { userRoutes } from './users.js'
 import { readValidBody, refusal } from './body.js'
 import { sendJson } from '../respond.js'
 import { isTemplate, matchTemplate, parseTemplate, type PathTemplate } from '../http/path-template.js'
+import { Router as PathRouter } from '../http/router.js'
 import { FormatRegistry, type TObject } from '@sinclair/typebox'
 import { isUuid } from '../http/uuid.js'
 import { Value } from '@sinclair/typebox/value'
@@ -108,58 +109,25 @@ export function createRouter (o: RouterOptions): Router {
   if (config.docs.enabled) document = buildOpenApi(config, upstream ? [...declared, ...users] : declared)
   const routes = declared.map((r) => served(r, bodyLimit))
 
-  // Lookup: exact paths first, then templates under the longest literal part, then the longest
-  // matching prefix; several routes may share a path with different methods.
-  const exact = new Map<string, ServedRoute[]>()
-  const prefixes: ServedRoute[] = []
-  const templated = new Map<string, ServedRoute[]>()
-  for (const r of routes) {
-    if (r.template !== undefined) templated.set(r.template.literal, [...(templated.get(r.template.literal) ?? []), r])
-    else if (r.prefix === true) prefixes.push(r)
-    else exact.set(r.path, [...(exact.get(r.path) ?? []), r])
-  }
-  prefixes.sort((a, b) => b.path.length - a.path.length)
-  const families = [...templated].sort(([a], [b]) => b.length - a.length)
+  // the lookup both listeners share (src/http/router.ts): exact, then templates, then prefixes
+  const lookup = new PathRouter(routes)
   const isPublicUpstream = publicUpstream(config.upstream.public_paths)
 
   return {
     routes,
     find (path, method) {
-      let group = exact.get(path)
-      if (group === undefined && families.length > 0) group = templateGroup(families, path)
-      if (group === undefined) {
-        const p = prefixes.find((r) => path.startsWith(r.path))
-        if (p === undefined) return null
-        group = prefixes.filter((r) => r.path === p.path)
-      }
-      const r = group.find((x) => x.method === method || x.method === '*' || (method === 'HEAD' && x.method === 'GET'))
-      if (r === undefined) {
+      const found = lookup.find(path, method)
+      if (found === null) return null
+      if (found === 'missing') throw E.notFound()
+      if (found.route === undefined) {
         throw E.methodNotAllowed(
-          [...new Set(group.flatMap((x) => x.method === 'GET' ? ['GET', 'HEAD'] : [x.method]))].join(', ')
+          [...new Set(found.group.flatMap((x) => x.method === 'GET' ? ['GET', 'HEAD'] : [x.method]))].join(', ')
         )
       }
-      return r
+      return found.route
     },
     isPublicUpstream
   }
-}
-
-/**
- * The routes of the first template family whose literal part starts the path and
- * whose template it matches; a path under a family's literal part that matches
- * none of its templates is the family's all the same (404, never forwarded).
- */
-function templateGroup (families: ReadonlyArray<[string, ServedRoute[]]>, path: string): ServedRoute[] | undefined {
-  for (const [literal, rs] of families) {
-    if (!path.startsWith(literal)) continue
-    const segments = path.split('/')
-    const group = rs.filter((r) => {
-      try { return matchTemplate(r.template!, segments) !== null } catch { return true }
-    })
-    if (group.length === 0) throw E.notFound()
-    return group
-  }
-  return undefined
 }
 
 const NO_INPUT = Object.freeze({ body: {}, failures: [], pre: undefined, params: {}, reply: noReply })

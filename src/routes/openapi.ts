@@ -21,6 +21,7 @@ import { ref, type DocumentedMethod, type ErrorAnswer, type Json, type Operation
 import { TOKEN_PATH } from './token.js'
 import type { Answer, Route, RouteAuth } from './types.js'
 import type { TObject } from '@sinclair/typebox'
+import { isTemplate } from '../http/path-template.js'
 
 export const VERSION: string = (JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version: string }).version
 
@@ -117,6 +118,8 @@ function sharedErrors (): Record<SharedErrors, Json> {
  * Two error answers of one status (the auth mode's and the operation's own) as one:
  * both descriptions, every code of either.
  */
+const BAD_SEGMENT: ErrorAnswer = { description: 'A path segment that is not valid percent-encoding.', codes: ['bad_request'] }
+
 function mergedError (a: ErrorAnswer, b: ErrorAnswer): ErrorAnswer {
   if (a === b) return a
   const x = typeof a === 'string' ? SHARED_ERRORS[a] : a
@@ -235,7 +238,11 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
       const i = implied(route.auth, method, op)
       const parameters = [...i.parameters, ...(op.parameters ?? [])]
       const errors: Record<number, ErrorAnswer> = { ...i.errors }
-      for (const [status, e] of Object.entries(op.errors ?? {})) {
+      // a template's parameter that is not valid percent-encoding (the router finds the route, its params refuse)
+      const declared = !isTemplate(route.path)
+        ? op.errors
+        : { ...op.errors, 400: op.errors?.[400] === undefined ? BAD_SEGMENT : mergedError(BAD_SEGMENT, op.errors[400]) }
+      for (const [status, e] of Object.entries(declared ?? {})) {
         errors[Number(status)] = errors[Number(status)] === undefined ? e : mergedError(errors[Number(status)], e)
       }
       item[method] = {

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path'
 import { parse } from 'yaml'
 import { buildConfig, loadConfig, namesFor } from '../../src/config/index.js'
 import { UsageError } from '../../src/errors.js'
+import { exitCodeOf } from '../../src/cli/exit-codes.js'
 import { defaultsYaml } from '../../src/config/defaults.js'
 import { Schema } from '../../src/config/schema.js'
 import { liveKeys } from '../../src/config/live.js'
@@ -25,7 +26,7 @@ function fails (t: T, fn: () => unknown, message: RegExp, what = message.source)
   let err: unknown
   try { fn() } catch (e) { err = e }
   t.type(err, UsageError, what)
-  t.equal((err as UsageError)?.exitCode, 2, `${what}: exit code 2`)
+  t.equal(exitCodeOf((err as UsageError)?.code ?? ''), 2, `${what}: exit code 2`)
   t.match((err as Error)?.message, message, what)
   t.notMatch((err as Error)?.message ?? '', /\n/, `${what}: one line`)
 }
@@ -176,7 +177,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
     buildConfig({ listen: { prot: 1, port: 'x' }, auth: { bearer: { tll: 1 } }, log: { level: 'loud' }, nope: true })
   } catch (e) { err = e }
   t.type(err, UsageError)
-  t.equal((err as UsageError).exitCode, 2)
+  t.equal(exitCodeOf((err as UsageError).code), 2)
   t.same((err as Error).message.split('\n'), [
     'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, access, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
     'config: listen.prot: unknown key (known: host, port)',
@@ -356,7 +357,7 @@ t.test('loadConfig: files, SIDEGATE_CONFIG, missing and invalid files', async (t
   let yamlErr: unknown
   try { loadConfig(join(dir, 'bad.yml'), {}) } catch (e) { yamlErr = e }
   t.type(yamlErr, UsageError, 'invalid YAML')
-  t.equal((yamlErr as UsageError).exitCode, 2)
+  t.equal(exitCodeOf((yamlErr as UsageError).code), 2)
   const [first, ...frame] = (yamlErr as Error).message.split('\n')
   t.match(first, /^config: .*bad\.yml: not valid YAML: .+ at line 3, column 1$/, 'what and where, no dangling colon')
   t.ok(frame.some((l) => l === '      port: [1'), `the code frame, indented: ${JSON.stringify(frame)}`)

@@ -13,6 +13,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Keyring } from '../../src/crypto.js'
 import { E, GatewayError, UsageError } from '../../src/errors.js'
+import { exitCodeOf } from '../../src/cli/exit-codes.js'
 import { SqliteStore } from '../../src/store/sqlite/index.js'
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/sqlite/schema.js'
 import { tempDir } from '../fixtures/cleanup.js'
@@ -95,7 +96,7 @@ t.test('a file it cannot use is refused with one line naming it, and never writt
   writeFileSync(junk, 'this is not a database, it is a text file that is long enough to have a header'.repeat(100))
   const before = readFileSync(junk)
   const err = await openError(junk)
-  t.ok(err instanceof UsageError && err.exitCode === 2, 'exit 2')
+  t.ok(err instanceof UsageError && exitCodeOf(err.code) === 2, 'exit 2')
   t.match(err?.message, /^cannot use the store file .*junk\.db: file is not a database/)
   t.same(readFileSync(junk), before, 'untouched')
 

@@ -35,8 +35,6 @@ export type KeyProblem =
 
 /** Why a process may not use this store with its key. Never carries the key or a record's content. */
 export class KeyCheckError extends Error {
-  /** a command stops with 2: a restart with the same key and store cannot cure it */
-  readonly exitCode = 2
   constructor (readonly code: KeyProblem, message: string) {
     super(message)
     this.name = 'KeyCheckError'

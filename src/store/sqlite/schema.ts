@@ -24,7 +24,7 @@ export type Db = Database.Database
 /** Why the file cannot be used: a one-line message, exit 2 at start. */
 export class StoreFileError extends UsageError {
   constructor (code: 'store_file_unusable' | 'store_file_newer' | 'store_file_foreign', message: string) {
-    super(message, 2, code)
+    super(message, code)
     this.name = 'StoreFileError'
   }
 }

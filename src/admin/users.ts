@@ -1,0 +1,243 @@
+/**
+ * Users: their records, passwords, being disabled, and memberships of
+ * organizations (`sidegate user …`, /admin/v1/users…): each operation's
+ * declaration (./operation.ts) with its code.
+ */
+import { Type as T, type Static } from '@sinclair/typebox'
+import { UsageError } from '../errors.js'
+import { isUuid } from '../http/uuid.js'
+import { hasControl, NO_CONTROLS } from '../text.js'
+import type { OrgRole, User as StoredUser } from '../store/types.js'
+import { CLI_LABELS, type AdminOps } from './context.js'
+import { USERNAME } from './import.js'
+import { defineOperation, iso, named, nullable, obj, oneOf, text, uuid } from './operation.js'
+
+export const User = named('User', T.Object({
+  id: uuid,
+  username: T.String(),
+  name: T.Optional(T.String()),
+  email: T.Optional(T.String()),
+  is_active: T.Boolean(),
+  is_superuser: T.Boolean(),
+  orgs: T.Unsafe<Record<string, OrgRole>>({ type: 'object', description: 'org id → role', additionalProperties: oneOf(['admin', 'user']) }),
+  default_org: T.Optional(nullable(T.String())),
+  date_joined: T.Optional(iso),
+  last_login: T.Optional(nullable(iso))
+}))
+export type UserJson = Static<typeof User>
+const UserList = named('UserList', T.Array(User))
+const UserRef = named('UserRef', T.Object({ id: uuid, username: T.String() }))
+const UserActive = named('UserActive', T.Object({ id: uuid, username: T.String(), is_active: T.Boolean() }))
+
+/** Fields of a user in the JSON, in a fixed order. */
+const USER_FIELDS = Object.keys(User.properties) as Array<keyof UserJson & keyof StoredUser>
+
+export function userJson (u: StoredUser): UserJson {
+  const out: Record<string, unknown> = {}
+  for (const f of USER_FIELDS) if (u[f] !== undefined) out[f] = u[f]
+  out.orgs = Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b)))
+  return out as UserJson
+}
+
+export const MIN_PASSWORD = 8
+
+/** `ID[:admin|:user|:none]` (the role defaults to user) → the org id and the role (null: no membership). */
+export function parseMembership (v: string, label = CLI_LABELS.org): { id: string, role: OrgRole | null } {
+  const [id, role = 'user'] = v.split(':')
+  return membership(id, role, label)
+}
+
+function membership (id: string, role: string, label: string): { id: string, role: OrgRole | null } {
+  if (!isUuid(id)) throw new UsageError(`${label}: "${id}" is not an org UUID`)
+  if (role !== 'admin' && role !== 'user' && role !== 'none') throw new UsageError(`${label}: role must be admin, user or none, got "${role}"`)
+  return { id: id.toLowerCase(), role: role === 'none' ? null : role }
+}
+
+/** A password as given (one line of standard input, or the JSON field): at least MIN_PASSWORD characters. */
+export function checkPassword (pw: string): string {
+  if (pw.length < MIN_PASSWORD) throw new UsageError(`the password must have at least ${MIN_PASSWORD} characters`, 'failed')
+  return pw
+}
+
+const NewUser = obj({
+  username: text('1 to 150 letters (any script), digits and @ . + - _.'),
+  password: text('At least 8 characters.'),
+  email: T.Optional(T.String()),
+  name: T.Optional(T.String()),
+  superuser: T.Optional(T.Boolean()),
+  orgs: T.Optional(T.Record(T.String(), T.String(), { description: 'org id → role: `admin`, `user` (or `none`: no membership).' }))
+})
+
+async function createUser (ops: AdminOps, i: Static<typeof NewUser>): Promise<UserJson> {
+  const username = i.username.normalize('NFC')
+  if (!USERNAME.test(username)) throw new UsageError('username: 1 to 150 letters (any script), digits and @ . + - _')
+  for (const [field, v] of [['email', i.email], ['name', i.name]] as const) {
+    if (v !== undefined && hasControl(v)) throw new UsageError(`${field}: ${NO_CONTROLS}`)
+  }
+  const orgs: Record<string, OrgRole> = {}
+  for (const [org, r] of Object.entries(i.orgs ?? {})) {
+    const { id, role } = membership(org, String(r), ops.labels.org)
+    await ops.org(id)
+    if (role !== null) orgs[id] = role
+  }
+  const password = checkPassword(i.password)
+  const u = await ops.store.users.create(
+    { username, password, email: i.email, name: i.name, superuser: i.superuser === true, orgs }
+  )
+  ops.audit({ event: 'user.created', user: u, superuser: u.is_superuser })
+  return userJson(u)
+}
+
+/** Memberships: a role per org (`none` ends the membership). */
+export async function grant (
+  ops: AdminOps, username: string, memberships: Array<{ id: string, role: string }>
+): Promise<UserJson> {
+  const u = await ops.user(username)
+  for (const m of memberships) {
+    const { id, role } = membership(m.id, m.role, ops.labels.org)
+    await ops.org(id)
+    await ops.store.users.setMembership(u.id, id, role)
+    ops.audit({ event: 'membership.changed', user: u, org: id, role: role ?? 'none' })
+  }
+  return userJson(await ops.user(u.username))
+}
+
+export const USER_OPERATIONS = [
+  defineOperation({
+    method: 'POST',
+    path: 'users',
+    status: 201,
+    tag: 'Users',
+    operationId: 'createUser',
+    summary: 'Create a user (`sidegate user add`)',
+    body: NewUser,
+    answer: User,
+    errors: ['org_not_found', 'user_exists'],
+    cli: [{
+      command: 'user add',
+      args: ['username'],
+      synopsis: '<username> --password-stdin [--email E] [--name N] [--org ID[:admin]]... [--superuser]',
+      input: async (c, p) => ({
+        body: {
+          username: p.username,
+          password: await c.password(),
+          email: c.flags.email,
+          name: c.flags.name,
+          superuser: c.flags.superuser === true,
+          orgs: Object.fromEntries(c.orgs().map((o) => [o.id, o.role]))
+        }
+      }),
+      text: (u) => `created user ${u.username} (${u.id})`
+    }],
+    run: async (ops, { body }) => await createUser(ops, body)
+  }),
+  defineOperation({
+    method: 'GET',
+    path: 'users',
+    status: 200,
+    tag: 'Users',
+    operationId: 'listUsers',
+    summary: 'List users (`sidegate user list`)',
+    query: { org: 'Only the members of this organization (a UUID).' },
+    answer: UserList,
+    errors: [],
+    cli: [{
+      command: 'user list',
+      args: [],
+      synopsis: '[--org ID]',
+      input: (c) => ({ query: new URLSearchParams(c.flags.org === undefined ? [] : [['org', parseMembership(c.flags.org[0]).id]]) }),
+      text: (users) => users.map((u) => `${u.id}  ${u.username}${u.is_superuser ? '  superuser' : ''}${u.is_active ? '' : '  disabled'}`).join('\n') || '(no users)'
+    }],
+    run: async (ops, { query }) => {
+      const org = query.get('org')
+      return (await ops.store.users.list(org === null ? undefined : membership(org, 'user', ops.labels.org).id)).map(userJson)
+    }
+  }),
+  defineOperation({
+    method: 'GET',
+    path: 'users/{username}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'getUser',
+    summary: 'Show a user',
+    answer: User,
+    errors: ['not_found'],
+    run: async (ops, { params }) => userJson(await ops.user(params.username))
+  }),
+  defineOperation({
+    method: 'PATCH',
+    path: 'users/{username}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'setUserActive',
+    summary: 'Disable or enable a user (`sidegate user disable|enable`)',
+    description: 'Disabling also ends the user\'s sessions and evicts their cached credentials on every replica: every credential of theirs is refused at once (401 user_inactive).',
+    body: obj({ is_active: T.Boolean() }),
+    answer: UserActive,
+    errors: ['not_found'],
+    cli: [false, true].map((active) => ({
+      command: active ? 'user enable' : 'user disable',
+      args: ['username'],
+      help: active ? [] : ['also ends their sessions and evicts cached keys on every replica'],
+      input: () => ({ body: { is_active: active } }),
+      text: (r: { username: string }) => `${active ? 'enable' : 'disable'}d user ${r.username}`
+    })),
+    run: async (ops, { params, body }) => {
+      // disabling also ends the user's sessions and evicts their cached keys on every replica
+      const u = await ops.user(params.username)
+      await ops.store.users.setActive(u.id, body.is_active)
+      ops.audit({ event: body.is_active ? 'user.enabled' : 'user.disabled', user: u })
+      return { id: u.id, username: u.username, is_active: body.is_active }
+    }
+  }),
+  defineOperation({
+    method: 'PUT',
+    path: 'users/{username}/password',
+    status: 200,
+    tag: 'Users',
+    operationId: 'setPassword',
+    summary: 'Set a user\'s password (`sidegate user passwd`)',
+    description: 'Also ends the user\'s sessions and unused bearer tokens on every replica; private tokens and access keys stay.',
+    body: obj({ password: text('At least 8 characters.') }),
+    answer: UserRef,
+    errors: ['not_found'],
+    cli: [{
+      command: 'user passwd',
+      args: ['username'],
+      synopsis: '<username> --password-stdin',
+      help: ['also ends their sessions and unused bearer tokens on every', 'replica; private tokens and access keys stay'],
+      // an unknown user is said before the password is read
+      input: async (c, p, ops) => { await ops.user(p.username); return { body: { password: await c.password() } } },
+      text: (r) => `password changed for ${r.username}`
+    }],
+    run: async (ops, { params, body }) => {
+      const u = await ops.user(params.username)
+      await ops.store.passwords.set(u.id, checkPassword(body.password))
+      ops.audit({ event: 'password.changed', user: u })
+      return { id: u.id, username: u.username }
+    }
+  }),
+  defineOperation({
+    method: 'PUT',
+    path: 'users/{username}/orgs/{org_id}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'setMembership',
+    summary: 'Make a user a member of an organization, or change the role (`sidegate user grant --org ID:ROLE`)',
+    body: obj({ role: text('`admin` or `user` (`none` ends the membership).') }),
+    answer: User,
+    errors: ['not_found', 'org_not_found'],
+    run: async (ops, { params, body }) => await grant(ops, params.username, [{ id: params.org_id, role: body.role }])
+  }),
+  defineOperation({
+    method: 'DELETE',
+    path: 'users/{username}/orgs/{org_id}',
+    status: 200,
+    tag: 'Users',
+    operationId: 'removeMembership',
+    summary: 'End a user\'s membership of an organization (`sidegate user grant --org ID:none`)',
+    answer: User,
+    errors: ['not_found', 'org_not_found'],
+    run: async (ops, { params }) => await grant(ops, params.username, [{ id: params.org_id, role: 'none' }])
+  })
+]
