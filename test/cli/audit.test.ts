@@ -268,7 +268,8 @@ t.test('out of the box (no audit: section) the store keeps the trail: who signed
   t.equal(g.config.audit.stream, true, 'the default')
   t.equal((await post(g.url, '/api/v1/authentication/auth/', { username: 'admin', password: 'not-the-password' })).status, 401)
   t.equal((await post(g.url, '/api/v1/authentication/auth/', { username: 'admin', password: ADMIN_PASSWORD })).status, 201)
-  const kept = async (): Promise<Line[]> => (await g.store.audit.read({ since: 0 })).map((e) => JSON.parse(e.json) as Line)
+  const kept = async (): Promise<Line[]> =>
+    (await g.store.audit.read({ since: 0 })).map((e) => JSON.parse(e.json) as Line)
   t.ok(await eventually(async () => (await kept()).some((l) => l.event === 'token.issued'), 30_000), 'kept in the store')
   const events = await kept()
   const ok = events.find((l) => l.event === 'login.succeeded')
