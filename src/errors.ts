@@ -124,6 +124,39 @@ export class GatewayError extends Error {
   }
 }
 
+/**
+ * What a check answers: a value, or a refusal returned (a GatewayError,
+ * never thrown: a throw makes V8 walk the stack); a promise of either only
+ * where I/O must decide. The request path awaits only what is a promise.
+ */
+export type Result<T> = T | GatewayError | Promise<T | GatewayError>
+
+/**
+ * The one way to go on from a Result: `ok` applied to its value, at once when
+ * it is one now (no promise made), else when the promise settles; a refusal
+ * goes to `refused` (by default handed on as it is). A promise rejected with a
+ * GatewayError (the store unavailable) is that refusal too, so nothing after
+ * it throws or rejects for one; anything else (a bug) still rejects.
+ */
+export function mapResult<T, U> (
+  r: Result<T>, ok: (v: T) => Result<U>, refused?: (e: GatewayError) => Result<U>
+): Result<U> {
+  if (r instanceof Promise) {
+    return r.then(
+      (v) => v instanceof GatewayError ? (refused === undefined ? v : refused(v)) : ok(v),
+      (err: unknown) => refused === undefined ? refusalOf(err) : refused(refusalOf(err))
+    )
+  }
+  if (r instanceof GatewayError) return refused === undefined ? r : refused(r)
+  return ok(r)
+}
+
+/** A GatewayError caught (a parser's, the store's) as the refusal it is; anything else thrown on. */
+export function refusalOf (err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err
+  throw err
+}
+
 /** One factory per way sidegate refuses; those with a parameter put it into the detail (or a header). */
 export const E = {
   notAuthenticated: () => new GatewayError('not_authenticated'),
