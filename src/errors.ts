@@ -132,23 +132,24 @@ export class GatewayError extends Error {
 export type Result<T> = T | GatewayError | Promise<T | GatewayError>
 
 /**
- * The one way to go on from a Result: `ok` applied to its value, at once when
- * it is one now (no promise made), else when the promise settles; a refusal
- * goes to `refused` (by default handed on as it is). A promise rejected with a
- * GatewayError (the store unavailable) is that refusal too, so nothing after
- * it throws or rejects for one; anything else (a bug) still rejects.
+ * The one way to go on from a Result: `ok` applied to its value (and `with`,
+ * so that a caller needs no closure per call), at once when it is one now (no
+ * promise made), else when the promise settles; a refusal goes to `refused`
+ * (by default handed on as it is). A promise rejected with a GatewayError (the
+ * store unavailable) is that refusal too, so nothing after it throws or
+ * rejects for one; anything else (a bug) still rejects.
  */
-export function mapResult<T, U> (
-  r: Result<T>, ok: (v: T) => Result<U>, refused?: (e: GatewayError) => Result<U>
+export function mapResult<T, U, W = undefined> (
+  r: Result<T>, ok: (v: T, w: W) => Result<U>, w?: W, refused?: (e: GatewayError, w: W) => Result<U>
 ): Result<U> {
   if (r instanceof Promise) {
     return r.then(
-      (v) => v instanceof GatewayError ? (refused === undefined ? v : refused(v)) : ok(v),
-      (err: unknown) => refused === undefined ? refusalOf(err) : refused(refusalOf(err))
+      (v) => v instanceof GatewayError ? (refused === undefined ? v : refused(v, w as W)) : ok(v, w as W),
+      (err: unknown) => refused === undefined ? refusalOf(err) : refused(refusalOf(err), w as W)
     )
   }
-  if (r instanceof GatewayError) return refused === undefined ? r : refused(r)
-  return ok(r)
+  if (r instanceof GatewayError) return refused === undefined ? r : refused(r, w as W)
+  return ok(r, w as W)
 }
 
 /** A GatewayError caught (a parser's, the store's) as the refusal it is; anything else thrown on. */

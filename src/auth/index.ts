@@ -100,7 +100,7 @@ export class Authenticators {
 
   /** The claim's user, at once when cached in process. */
   readonly #identify = (claim: Claim): Result<Identity> =>
-    mapResult(this.store.users.lookup(claim.userId), (user) => identityOf(claim, user))
+    mapResult(this.store.users.lookup(claim.userId), identityOf, claim)
 }
 
 /** Every field of every kind's claim (a key of one kind's claim only is undefined on the others'). */
@@ -108,7 +108,7 @@ type AnyClaim = { [K in KeysOf<Claim>]: FieldOf<Claim, K> }
 type KeysOf<U> = U extends unknown ? keyof U : never
 type FieldOf<U, K extends PropertyKey> = U extends unknown ? K extends keyof U ? U[K] : undefined : never
 
-function identityOf (claim: Claim, user: User | null): Identity | GatewayError {
+function identityOf (user: User | null, claim: Claim): Identity | GatewayError {
   if (user === null) return E.authenticationFailed()
   if (!user.is_active) return E.userInactive()
   // every field of every kind named, in one order: one object shape

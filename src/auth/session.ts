@@ -70,11 +70,12 @@ export class SessionAuthenticator implements Authenticator {
   check (c: Credentials): Result<SessionClaim> {
     const id = this.cookieValue(c)
     if (id === null || id === undefined || id === '' || id.length > 256) return E.invalidSession()
-    return mapResult(this.store.sessions.lookup(id), (s) => this.#decide(c, id, s))
+    return mapResult(this.store.sessions.lookup(id), this.#decide, c)
   }
 
-  #decide (c: Credentials, id: string, s: Session | null): Result<SessionClaim> {
+  readonly #decide = (s: Session | null, c: Credentials): Result<SessionClaim> => {
     if (s === null) return E.invalidSession()
+    const id = s.id
     if (Date.now() - s.created > this.opts.absoluteTimeout * 1000) return this.#end(id)
     if (!SAFE.has(c.method)) {
       const header = c.headers['x-csrftoken']

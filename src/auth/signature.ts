@@ -113,11 +113,12 @@ export class SignatureAuthenticator implements Authenticator {
     } catch (err) {
       return refusalOf(err)
     }
-    return mapResult(this.store.accessKeys.lookup(p.id), (found) => this.#decide(c, p, found))
+    return mapResult(this.store.accessKeys.lookup(p.id), this.#decide, p)
   }
 
-  #decide (c: Credentials, p: Parsed, found: { key: AccessKey, secret: string } | null): Result<Claim> {
+  readonly #decide = (found: { key: AccessKey, secret: string } | null, p: Parsed): Result<Claim> => {
     if (found === null) return E.invalidSignature()
+    const c = p.c
     let digests: ExpectedDigest[] | null
     try {
       digests = this.#verify(c, p, found)
@@ -186,7 +187,7 @@ export class SignatureAuthenticator implements Authenticator {
     const mac = decodeMac(signature, alg.bytes)
     const id = normalizeKeyId(keyId)
     if (id === null || mac === null) throw E.invalidSignature()
-    return { declared, hash: alg.hash, mac, id, stale }
+    return { c, declared, hash: alg.hash, mac, id, stale }
   }
 
   /**
@@ -237,6 +238,8 @@ const DECLARED_MAX = 256
 
 /** A signature's parameters as #parse checked them. */
 interface Parsed {
+  /** the credentials parsed */
+  c: Credentials
   declared: readonly string[]
   hash: string
   mac: Buffer

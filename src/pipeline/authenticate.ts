@@ -30,10 +30,10 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    */
   function authenticate (ctx: StepContext, original?: { method: string, url: string }): Result<Identity> {
     const who = auth.resolve(ctx.req, original)
-    return audit === null ? who : mapResult(who, (w) => audited(ctx, w), (err) => refused(ctx, err))
+    return audit === null ? who : mapResult(who, audited, ctx, refused)
   }
 
-  function audited (ctx: StepContext, who: Identity): Identity {
+  function audited (who: Identity, ctx: StepContext): Identity {
     if (who.method === 'bearer') {
       audit!.record({
         event: 'token.used',
@@ -46,7 +46,7 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   }
 
   /** Audits a refused bearer token; the refusal itself is handed back. */
-  function refused (ctx: StepContext, err: GatewayError): GatewayError {
+  function refused (err: GatewayError, ctx: StepContext): GatewayError {
     const token = bearerOf(ctx.req)
     if (token !== undefined && err.status === 401) {
       audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
@@ -60,11 +60,7 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * not a browser's (not asked here). Only a failing store is an error.
    */
   function browserSession (ctx: Live): Result<void> {
-    return mapResult(
-      auth.resolve(ctx.req),
-      (who) => { if (who.method === 'session') ctx.identity = who },
-      (err) => err.status === 401 ? undefined : err
-    )
+    return mapResult(auth.resolve(ctx.req), sessionOnly, ctx, refusedBeyond401)
   }
 
   /**
@@ -89,7 +85,7 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   }
 
   /** A refusal answered with a redirect to the login page instead (loginFor), else handed back. */
-  function toLogin (ctx: Live, err: GatewayError): GatewayError | undefined {
+  function toLogin (err: GatewayError, ctx: Live): GatewayError | undefined {
     const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/')
     if (login === undefined) return err
     // 303: "see the login page" (a GET whatever came), never stored
@@ -104,7 +100,7 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * page in X-<abbrev>-Login, or the redirect itself, absolute from the
    * proxy's X-Forwarded-Host.
    */
-  function toLoginThroughProxy (ctx: Live, err: GatewayError): GatewayError | undefined {
+  function toLoginThroughProxy (err: GatewayError, ctx: Live): GatewayError | undefined {
     const original = ctx.original!
     const byHeader = original.family.login === 'header'
     const login = loginFor(
@@ -131,12 +127,12 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
 
   /** ctx.identity, at once when authenticate answered from memory; a refusal is handed to the runner. */
   function identify (ctx: Flow): Result<void> {
-    return mapResult(authenticate(ctx, ctx.original), (who) => { ctx.identity = who })
+    return mapResult(authenticate(ctx, ctx.original), identified, ctx)
   }
 
   /** identify, a refusal handed to `refusal` (which answers it, or hands it back). */
-  function identifyOr (ctx: Live, refusal: (ctx: Live, err: GatewayError) => GatewayError | undefined): Result<void> {
-    return mapResult(authenticate(ctx, ctx.original), (who) => { ctx.identity = who }, (err) => refusal(ctx, err))
+  function identifyOr (ctx: Live, refusal: (err: GatewayError, ctx: Live) => GatewayError | undefined): Result<void> {
+    return mapResult(authenticate(ctx, ctx.original), identified, ctx, refusal)
   }
 
   function login (ctx: Live): Result<void> {
@@ -157,7 +153,7 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
     if (b === 'bypass') return
     if (b === 'auth') return then(ctx)
     if (b instanceof GatewayError) return b
-    return mapResult(identify(ctx), nothing, (err) => err.code === 'not_authenticated' ? undefined : err)
+    return mapResult(identify(ctx), nothing, undefined, withoutCredential)
   }
 
   /** upstream.public_paths first, then the access rules (when any), then `then`. */
@@ -175,6 +171,20 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
 
 /** Goes on: a result with nothing in it. */
 function nothing (): void {}
+
+/** The caller is the request's identity. */
+function identified (who: Identity, ctx: Flow): void { ctx.identity = who }
+
+/** `session-page`: only a browser session is the page's caller. */
+function sessionOnly (who: Identity, ctx: Live): void { if (who.method === 'session') ctx.identity = who }
+
+/** `session-page`: no valid session is no refusal (the page decides); a failing store is. */
+function refusedBeyond401 (err: GatewayError): GatewayError | undefined { return err.status === 401 ? undefined : err }
+
+/** With access rules: a request that sent no credential at all goes on without one (the rules decide). */
+function withoutCredential (err: GatewayError): GatewayError | undefined {
+  return err.code === 'not_authenticated' ? undefined : err
+}
 
 /** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */
 function bearerOf (req: http.IncomingMessage): string | undefined {
