@@ -142,14 +142,19 @@ export type Result<T> = T | GatewayError | Promise<T | GatewayError>
 export function mapResult<T, U, W = undefined> (
   r: Result<T>, ok: (v: T, w: W) => Result<U>, w?: W, refused?: (e: GatewayError, w: W) => Result<U>
 ): Result<U> {
-  if (r instanceof Promise) {
-    return r.then(
-      (v) => v instanceof GatewayError ? (refused === undefined ? v : refused(v, w as W)) : ok(v, w as W),
-      (err: unknown) => refused === undefined ? refusalOf(err) : refused(refusalOf(err), w as W)
-    )
-  }
+  // small, so that it is inlined wherever it is called: the promise's branch is a function of its own
+  if (r instanceof Promise) return mapLater(r, ok, w as W, refused)
   if (r instanceof GatewayError) return refused === undefined ? r : refused(r, w as W)
   return ok(r, w as W)
+}
+
+function mapLater<T, U, W> (
+  r: Promise<T | GatewayError>, ok: (v: T, w: W) => Result<U>, w: W, refused?: (e: GatewayError, w: W) => Result<U>
+): Promise<U | GatewayError> {
+  return r.then(
+    (v) => v instanceof GatewayError ? (refused === undefined ? v : refused(v, w)) : ok(v, w),
+    (err: unknown) => refused === undefined ? refusalOf(err) : refused(refusalOf(err), w)
+  )
 }
 
 /** A GatewayError caught (a parser's, the store's) as the refusal it is; anything else thrown on. */
