@@ -124,6 +124,45 @@ export class GatewayError extends Error {
   }
 }
 
+/**
+ * What a check answers: a value, or a refusal returned (a GatewayError,
+ * never thrown: a throw makes V8 walk the stack); a promise of either only
+ * where I/O must decide. The request path awaits only what is a promise.
+ */
+export type Result<T> = T | GatewayError | Promise<T | GatewayError>
+
+/**
+ * The one way to go on from a Result: `ok` applied to its value (and `with`,
+ * so that a caller needs no closure per call), at once when it is one now (no
+ * promise made), else when the promise settles; a refusal goes to `refused`
+ * (by default handed on as it is). A promise rejected with a GatewayError (the
+ * store unavailable) is that refusal too, so nothing after it throws or
+ * rejects for one; anything else (a bug) still rejects.
+ */
+export function mapResult<T, U, W = undefined> (
+  r: Result<T>, ok: (v: T, w: W) => Result<U>, w?: W, refused?: (e: GatewayError, w: W) => Result<U>
+): Result<U> {
+  // small, so that it is inlined wherever it is called: the promise's branch is a function of its own
+  if (r instanceof Promise) return mapLater(r, ok, w as W, refused)
+  if (r instanceof GatewayError) return refused === undefined ? r : refused(r, w as W)
+  return ok(r, w as W)
+}
+
+function mapLater<T, U, W> (
+  r: Promise<T | GatewayError>, ok: (v: T, w: W) => Result<U>, w: W, refused?: (e: GatewayError, w: W) => Result<U>
+): Promise<U | GatewayError> {
+  return r.then(
+    (v) => v instanceof GatewayError ? (refused === undefined ? v : refused(v, w)) : ok(v, w),
+    (err: unknown) => refused === undefined ? refusalOf(err) : refused(refusalOf(err), w)
+  )
+}
+
+/** A GatewayError caught (a parser's, the store's) as the refusal it is; anything else thrown on. */
+export function refusalOf (err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err
+  throw err
+}
+
 /** One factory per way sidegate refuses; those with a parameter put it into the detail (or a header). */
 export const E = {
   notAuthenticated: () => new GatewayError('not_authenticated'),

@@ -3,8 +3,8 @@
  * default, consumed atomically; with `auth.bearer.single_use: false` valid
  * until they expire (JumpServer's behaviour), read without consuming.
  */
-import { E } from '../errors.js'
-import type { Factor, Store } from '../store/types.js'
+import { E, GatewayError, mapResult, type Result } from '../errors.js'
+import type { BearerGrant, Factor, Store } from '../store/types.js'
 import { parseTokenCredential } from './parse.js'
 import type { Authenticator, ClaimBase, Credentials } from './types.js'
 
@@ -20,11 +20,13 @@ export class BearerAuthenticator implements Authenticator {
 
   claims (c: Credentials): boolean { return c.authorization?.scheme === 'bearer' }
 
-  async authenticate (c: Credentials): Promise<BearerClaim> {
+  check (c: Credentials): Result<BearerClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)
+    if (token instanceof GatewayError) return token
     const tokens = this.store.bearerTokens
-    const grant = this.singleUse ? await tokens.consume(token) : await tokens.read(token)
-    if (grant === null) throw E.invalidToken()
-    return { userId: grant.user_id, method: this.method, factors: grant.factors }
+    return mapResult(this.singleUse ? tokens.consume(token) : tokens.read(token), this.#claim)
   }
+
+  readonly #claim = (grant: BearerGrant | null): BearerClaim | GatewayError =>
+    grant === null ? E.invalidToken() : { userId: grant.user_id, method: this.method, factors: grant.factors }
 }

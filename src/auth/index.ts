@@ -5,7 +5,7 @@
  * session cookie only without Authorization), so their order decides nothing.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
-import { E, GatewayError } from '../errors.js'
+import { E, GatewayError, mapResult, type Result } from '../errors.js'
 import type { Config } from '../config/index.js'
 import type { Store, User } from '../store/types.js'
 import { parseCookies } from '../http/cookies.js'
@@ -61,7 +61,8 @@ export class Authenticators {
   }
 
   /**
-   * Resolves the caller or throws a GatewayError (401, 403 for CSRF, 503 when the store is down).
+   * The caller as a promise, rejected with the refusal (401, 403 for CSRF, 503 when the store is down):
+   * for callers that await anyway (the admin API). The request path takes `resolve`.
    * `target`: another method and URI than the request's own (readCredentials).
    * `methods`: the only credentials accepted (the admin API's): any other is 401
    * unsupported_scheme before it is checked (a one-time bearer token is not used up).
@@ -75,39 +76,31 @@ export class Authenticators {
   }
 
   /**
-   * authenticate, but synchronous where in-process state decides (a cached
-   * private token of a cached user, a token whose check tag is wrong): the
-   * Identity itself, or the refusal returned (no throw: see Authenticator.cached);
-   * else a promise, as authenticate (a refusal found by the store rejects it).
-   * The request path (src/pipeline/chains.ts run) awaits only what is a promise.
+   * The caller, or the refusal returned (never thrown, never a rejection: see
+   * Authenticator.check): at once where in-process state decides (a cached
+   * private token of a cached user, a token whose check tag is wrong), else a
+   * promise. The request path (src/pipeline/chains.ts run) awaits only what is a promise.
    */
   resolve (
     req: IncomingMessage, target?: { method: string, url: string }, methods?: readonly AuthMethod[]
-  ): Identity | GatewayError | Promise<Identity> {
+  ): Result<Identity> {
     let c: Credentials
     try {
       c = readCredentials(req, target)
     } catch (err) {
-      throw err instanceof GatewayError ? err : E.malformedAuthorization('unreadable')
+      return err instanceof GatewayError ? err : E.malformedAuthorization('unreadable')
     }
     // `methods` (the admin API): only these credentials, from the Authorization header; nothing else is looked at
-    if (methods !== undefined && c.authorization === null) throw E.notAuthenticated()
+    if (methods !== undefined && c.authorization === null) return E.notAuthenticated()
     const a = this.authenticators.find((x) => x.claims(c))
-    if (a === undefined) throw c.authorization === null ? E.notAuthenticated() : E.unsupportedScheme()
-    if (methods !== undefined && !methods.includes(a.method)) throw E.adminCredential()
-    const claim = a.cached?.(c)
-    if (claim instanceof GatewayError) return claim
-    if (claim !== undefined) {
-      const user = this.store.users.cached(claim.userId)
-      if (user !== undefined) return identityOf(claim, user)
-    }
-    return this.#authenticate(a, c, claim)
+    if (a === undefined) return c.authorization === null ? E.notAuthenticated() : E.unsupportedScheme()
+    if (methods !== undefined && !methods.includes(a.method)) return E.adminCredential()
+    return mapResult(a.check(c), this.#identify)
   }
 
-  async #authenticate (a: Authenticator, c: Credentials, known: Claim | undefined): Promise<Identity> {
-    const claim = known ?? await a.authenticate(c)
-    return identityOf(claim, await this.store.users.get(claim.userId))
-  }
+  /** The claim's user, at once when cached in process. */
+  readonly #identify = (claim: Claim): Result<Identity> =>
+    mapResult(this.store.users.lookup(claim.userId), identityOf, claim)
 }
 
 /** Every field of every kind's claim (a key of one kind's claim only is undefined on the others'). */
@@ -115,9 +108,9 @@ type AnyClaim = { [K in KeysOf<Claim>]: FieldOf<Claim, K> }
 type KeysOf<U> = U extends unknown ? keyof U : never
 type FieldOf<U, K extends PropertyKey> = U extends unknown ? K extends keyof U ? U[K] : undefined : never
 
-function identityOf (claim: Claim, user: User | null): Identity {
-  if (user === null) throw E.authenticationFailed()
-  if (!user.is_active) throw E.userInactive()
+function identityOf (user: User | null, claim: Claim): Identity | GatewayError {
+  if (user === null) return E.authenticationFailed()
+  if (!user.is_active) return E.userInactive()
   // every field of every kind named, in one order: one object shape
   // (one hidden class where the pipeline reads it) for all kinds;
   // a kind's claim with a field not named here does not compile

@@ -1,9 +1,10 @@
 /**
  * Parsers for the credentials clients send: the Authorization header, a
- * token, Signature parameters. Pure; they throw only 401
- * malformed_authorization. Generic HTTP parsing (cookies, dates, UUIDs) is in src/http/.
+ * token, Signature parameters. Pure; their only refusal is 401
+ * malformed_authorization: thrown, except a token's, returned (what the
+ * token kinds' check hands on as it is). Generic HTTP parsing (cookies, dates, UUIDs) is in src/http/.
  */
-import { E } from '../errors.js'
+import { E, type GatewayError } from '../errors.js'
 
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/
 
@@ -16,10 +17,10 @@ export function parseAuthorization (value: string): { scheme: string, credential
   return { scheme: v.slice(0, sp).toLowerCase(), credentials: v.slice(sp + 1).trim() }
 }
 
-/** A single opaque token (bearer, private token); anything else is malformed. */
-export function parseTokenCredential (credentials: string): string {
-  if (credentials === '') throw E.malformedAuthorization('token missing')
-  if (credentials.length > 512 || !TOKEN68.test(credentials)) throw E.malformedAuthorization('token has invalid characters')
+/** A single opaque token (bearer, private token); anything else is malformed (the refusal returned). */
+export function parseTokenCredential (credentials: string): string | GatewayError {
+  if (credentials === '') return E.malformedAuthorization('token missing')
+  if (credentials.length > 512 || !TOKEN68.test(credentials)) return E.malformedAuthorization('token has invalid characters')
   return credentials
 }
 

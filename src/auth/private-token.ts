@@ -1,5 +1,5 @@
 /** `Authorization: Token <t>` or `PrivateToken <t>`: the permanent per-user token. */
-import { E, type GatewayError } from '../errors.js'
+import { E, GatewayError, mapResult, type Result } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { parseTokenCredential } from './parse.js'
 import type { Authenticator, ClaimBase, Credentials } from './types.js'
@@ -18,18 +18,13 @@ export class PrivateTokenAuthenticator implements Authenticator {
 
   claims (c: Credentials): boolean { return c.authorization !== null && SCHEMES.has(c.authorization.scheme) }
 
-  cached (c: Credentials): PrivateTokenClaim | GatewayError | undefined {
+  /** The token's user: at once when memory decides (cached, or a wrong check tag), else as the store answers. */
+  check (c: Credentials): Result<PrivateTokenClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)
-    const userId = this.store.privateTokens.cachedUserIdFor(token)
-    if (userId === undefined) return undefined
-    if (userId === null) return E.invalidToken()
-    return { userId, method: this.method }
+    if (token instanceof GatewayError) return token
+    return mapResult(this.store.privateTokens.lookup(token), this.#claim)
   }
 
-  async authenticate (c: Credentials): Promise<PrivateTokenClaim> {
-    const token = parseTokenCredential(c.authorization!.credentials)
-    const userId = await this.store.privateTokens.userIdFor(token)
-    if (userId === null) throw E.invalidToken()
-    return { userId, method: this.method }
-  }
+  readonly #claim = (userId: string | null): PrivateTokenClaim | GatewayError =>
+    userId === null ? E.invalidToken() : { userId, method: this.method }
 }

@@ -4,7 +4,7 @@
  * in one request (the name twice, or both names) are refused, never chosen from. Unsafe methods need
  * the CSRF token (header `X-CSRFToken`, equal to the session's token).
  */
-import { E } from '../errors.js'
+import { E, mapResult, type GatewayError, type Result } from '../errors.js'
 import { safeEqual } from '../crypto.js'
 import type { Factor, Session, Store } from '../store/types.js'
 import { LruCache } from '../store/cache.js'
@@ -63,43 +63,37 @@ export class SessionAuthenticator implements Authenticator {
   }
 
   /**
-   * authenticate from memory alone: a cached session, not past its absolute
-   * timeout, whose idle timeout was pushed back recently (else undefined:
-   * authenticate deletes or touches it in the store).
+   * The session: at once when it is cached in process and its idle timeout
+   * was pushed back recently; else the store is asked (and told: a session
+   * past its absolute timeout is deleted, one not touched lately touched).
    */
-  cached (c: Credentials): SessionClaim | undefined {
+  check (c: Credentials): Result<SessionClaim> {
     const id = this.cookieValue(c)
-    if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
-    const s = this.store.sessions.cached(id)
-    if (s === undefined) return undefined
-    if (s === null) throw E.invalidSession()
-    if (Date.now() - s.created > this.opts.absoluteTimeout * 1000 ||
-      this.#touched.get(id, false) === undefined) return undefined
-    this.#checkCsrf(c, s)
-    return { userId: s.user_id, method: this.method, factors: s.factors, session: s }
+    if (id === null || id === undefined || id === '' || id.length > 256) return E.invalidSession()
+    return mapResult(this.store.sessions.lookup(id), this.#decide, c)
   }
 
-  #checkCsrf (c: Credentials, s: Session): void {
+  readonly #decide = (s: Session | null, c: Credentials): Result<SessionClaim> => {
+    if (s === null) return E.invalidSession()
+    const id = s.id
+    if (Date.now() - s.created > this.opts.absoluteTimeout * 1000) return this.#end(id)
     if (!SAFE.has(c.method)) {
       const header = c.headers['x-csrftoken']
-      if (typeof header !== 'string' || !safeEqual(header, s.csrf)) throw E.csrfFailed()
+      if (typeof header !== 'string' || !safeEqual(header, s.csrf)) return E.csrfFailed()
     }
+    const claim: SessionClaim = { userId: s.user_id, method: this.method, factors: s.factors, session: s }
+    if (this.#touched.get(id) !== undefined) return claim
+    this.#touched.set(id, true)
+    return this.#touch(id, claim)
   }
 
-  async authenticate (c: Credentials): Promise<SessionClaim> {
-    const id = this.cookieValue(c)
-    if (id === null || id === undefined || id === '' || id.length > 256) throw E.invalidSession()
-    const s = await this.store.sessions.get(id)
-    if (s === null) throw E.invalidSession()
-    if (Date.now() - s.created > this.opts.absoluteTimeout * 1000) {
-      await this.store.sessions.delete(id)
-      throw E.invalidSession()
-    }
-    this.#checkCsrf(c, s)
-    if (this.#touched.get(id) === undefined) {
-      this.#touched.set(id, true)
-      await this.store.sessions.touch(id, this.opts.idleTimeout)
-    }
-    return { userId: s.user_id, method: this.method, factors: s.factors, session: s }
+  async #end (id: string): Promise<GatewayError> {
+    await this.store.sessions.delete(id)
+    return E.invalidSession()
+  }
+
+  async #touch (id: string, claim: SessionClaim): Promise<SessionClaim> {
+    await this.store.sessions.touch(id, this.opts.idleTimeout)
+    return claim
   }
 }

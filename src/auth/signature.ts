@@ -8,7 +8,7 @@
  * access key's UUID in any case, with or without hyphens.
  */
 import { createHmac } from 'node:crypto'
-import { E, GatewayError } from '../errors.js'
+import { E, GatewayError, mapResult, refusalOf, type Result } from '../errors.js'
 import type { AccessKey, Factor, RateLimitPolicy, Store } from '../store/types.js'
 import { parseDateHeader } from '../http/date.js'
 import { isUuid } from '../http/uuid.js'
@@ -89,7 +89,7 @@ export class SignatureAuthenticator implements Authenticator {
   readonly #window: number
   /** `headers` parameters already checked → their declared lists */
   readonly #lists = new Map<string, readonly string[]>()
-  /** the replay cache or a Date window: authenticate asks the store on every request */
+  /** the replay cache or a Date window: check asks the store on every request */
   readonly #needsStore: boolean
 
   constructor (private readonly store: Store, private readonly opts: SignatureOptions) {
@@ -102,36 +102,43 @@ export class SignatureAuthenticator implements Authenticator {
   claims (c: Credentials): boolean { return c.authorization?.scheme === 'signature' }
 
   /**
-   * From memory when the key is cached and nothing needs the store (no
-   * replay cache, no Date window): the same checks as authenticate, in the
-   * same order, with the refusals returned rather than thrown.
+   * At once when the key is cached and nothing needs the store (no replay
+   * cache, no Date window); else as the store answers. Every check in the
+   * same order either way, the refusals returned.
    */
-  cached (c: Credentials): Claim | GatewayError | undefined {
-    if (this.#needsStore) return undefined
+  check (c: Credentials): Result<Claim> {
+    let p: Parsed
     try {
-      const p = this.#parse(c)
-      const found = this.store.accessKeys.cached(p.id)
-      if (found === undefined) return undefined
-      if (found === null) return E.invalidSignature()
-      return this.#claim(found, this.#verify(c, p, found))
+      p = this.#parse(c)
     } catch (err) {
-      if (err instanceof GatewayError) return err
-      throw err
+      return refusalOf(err)
     }
+    return mapResult(this.store.accessKeys.lookup(p.id), this.#decide, p)
   }
 
-  async authenticate (c: Credentials): Promise<Claim> {
-    const p = this.#parse(c)
-    const found = await this.store.accessKeys.get(p.id)
-    if (found === null) throw E.invalidSignature()
-    const digests = this.#verify(c, p, found)
+  readonly #decide = (found: { key: AccessKey, secret: string } | null, p: Parsed): Result<Claim> => {
+    if (found === null) return E.invalidSignature()
+    const c = p.c
+    let digests: ExpectedDigest[] | null
+    try {
+      digests = this.#verify(c, p, found)
+    } catch (err) {
+      return refusalOf(err)
+    }
+    return this.#needsStore ? this.#marked(c, p, found, digests) : this.#claim(found, digests)
+  }
+
+  /** The Date window and the replay cache: what the store must be asked on every request. */
+  async #marked (
+    c: Credentials, p: Parsed, found: { key: AccessKey, secret: string }, digests: ExpectedDigest[] | null
+  ): Promise<Claim | GatewayError> {
     const window = this.#window
     if (window > 0) {
       // a fresh Date opens its window for this key (at its first sighting); a stale one needs that window still open
       const instant = p.stale ?? signedInstant(c.headers, p.declared)
       if (instant !== null) {
         const seen = await this.store.limits.markSeen('sig-date', `${found.key.id}:${instant}`, window, p.stale === null)
-        if (p.stale !== null && seen === null) throw E.signatureExpired()
+        if (p.stale !== null && seen === null) return E.signatureExpired()
       }
     }
     // one use per key and MAC: the stored key id (not the keyId as spelled) and the decoded bytes,
@@ -146,9 +153,9 @@ export class SignatureAuthenticator implements Authenticator {
       if (grace > 0 && (c.method === 'GET' || c.method === 'HEAD')) {
         // an idempotent read sent again at once (a Date's one-second resolution makes it the same signature)
         const since = await this.store.limits.markSeen('sig', mark, ttl)
-        if (since !== null && since > grace * 1000) throw E.signatureReplayed()
+        if (since !== null && since > grace * 1000) return E.signatureReplayed()
       } else if (!(await this.store.limits.markOnce('sig', mark, ttl))) {
-        throw E.signatureReplayed()
+        return E.signatureReplayed()
       }
     }
     return this.#claim(found, digests)
@@ -180,7 +187,7 @@ export class SignatureAuthenticator implements Authenticator {
     const mac = decodeMac(signature, alg.bytes)
     const id = normalizeKeyId(keyId)
     if (id === null || mac === null) throw E.invalidSignature()
-    return { declared, hash: alg.hash, mac, id, stale }
+    return { c, declared, hash: alg.hash, mac, id, stale }
   }
 
   /**
@@ -231,6 +238,8 @@ const DECLARED_MAX = 256
 
 /** A signature's parameters as #parse checked them. */
 interface Parsed {
+  /** the credentials parsed */
+  c: Credentials
   declared: readonly string[]
   hash: string
   mac: Buffer

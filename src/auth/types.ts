@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Factor } from '../store/types.js'
-import type { GatewayError } from '../errors.js'
+import type { Result } from '../errors.js'
 
 /**
  * Each credential kind's claim, by its method name. An authenticator's file
@@ -41,17 +41,14 @@ export interface Credentials {
 /**
  * One credential kind. `claims` is cheap and synchronous: does this request
  * carry my kind of credential? The first authenticator that claims a request
- * decides it: `authenticate` resolves a Claim or throws a 401 GatewayError.
+ * decides it with `check`: the claim, or the refusal returned (a 401, a 403
+ * for a session's CSRF token; never thrown, never a rejection), at once when
+ * memory decides (a cached credential, a wrong check tag) and else as a
+ * promise. A store fault may reject it (503 store_unavailable), which
+ * `mapResult` (src/errors.ts) turns into a refusal like any other.
  */
 export interface Authenticator {
   readonly method: AuthMethod
   claims (c: Credentials): boolean
-  authenticate (c: Credentials): Promise<Claim>
-  /**
-   * The claim when in-process state alone decides it (no I/O: the fast path
-   * of Authenticators.resolve); a refusal decided from memory is returned, not
-   * thrown (a throw makes V8 walk the stack); undefined when only authenticate
-   * can tell.
-   */
-  cached? (c: Credentials): Claim | GatewayError | undefined
+  check (c: Credentials): Result<Claim>
 }

@@ -9,7 +9,7 @@ import type http from 'node:http'
 import type { Identity } from '../auth/index.js'
 import type { Impl } from './chains.js'
 import type { Flow, Live, StepContext } from './context.js'
-import { GatewayError } from '../errors.js'
+import { GatewayError, mapResult, type Result } from '../errors.js'
 import { forwardedOrigin, isNavigation } from './headers.js'
 import { parseCookies } from '../http/cookies.js'
 import { redirect } from '../routes/html.js'
@@ -23,28 +23,17 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   const loginRedirect = o.config.session.login_redirect
 
   /**
-   * The caller, or a GatewayError: 401, 403 (a session's CSRF token), 503 (the store);
-   * one decided from memory is returned (auth.resolve), else thrown or rejected with.
+   * The caller, or the refusal (401, 403 a session's CSRF token, 503 the store) returned:
+   * at once when decided from memory (auth.resolve), else as a promise; never thrown.
    * `original`: a decision's original method and URI (the `original` step).
    * Audited: a bearer token used or refused (an access key's first use: keyIp, steps.ts).
    */
-  function authenticate (
-    ctx: StepContext, original?: { method: string, url: string }
-  ): Identity | GatewayError | Promise<Identity> {
-    if (audit === null) return auth.resolve(ctx.req, original)
-    let who: Identity | GatewayError | Promise<Identity>
-    try {
-      who = auth.resolve(ctx.req, original)
-    } catch (err) {
-      throw refused(ctx, err)
-    }
-    if (who instanceof GatewayError) return refused(ctx, who)
-    return who instanceof Promise
-      ? who.then((w) => audited(ctx, w), (err: unknown) => { throw refused(ctx, err) })
-      : audited(ctx, who)
+  function authenticate (ctx: StepContext, original?: { method: string, url: string }): Result<Identity> {
+    const who = auth.resolve(ctx.req, original)
+    return audit === null ? who : mapResult(who, audited, ctx, refused)
   }
 
-  function audited (ctx: StepContext, who: Identity): Identity {
+  function audited (who: Identity, ctx: StepContext): Identity {
     if (who.method === 'bearer') {
       audit!.record({
         event: 'token.used',
@@ -56,10 +45,10 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
     return who
   }
 
-  /** Audits a refused bearer token; the refusal itself is handed back (to throw or return). */
-  function refused<E> (ctx: StepContext, err: E): E {
+  /** Audits a refused bearer token; the refusal itself is handed back. */
+  function refused (err: GatewayError, ctx: StepContext): GatewayError {
     const token = bearerOf(ctx.req)
-    if (token !== undefined && err instanceof GatewayError && err.status === 401) {
+    if (token !== undefined && err.status === 401) {
       audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
     }
     return err
@@ -70,13 +59,8 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * else none (the page decides); a request with an Authorization header is
    * not a browser's (not asked here). Only a failing store is an error.
    */
-  async function browserSession (ctx: Live): Promise<void> {
-    try {
-      const who = await auth.authenticate(ctx.req)
-      if (who.method === 'session') ctx.identity = who
-    } catch (err) {
-      if (!(err instanceof GatewayError && err.status === 401)) throw err
-    }
+  function browserSession (ctx: Live): Result<void> {
+    return mapResult(auth.resolve(ctx.req), sessionOnly, ctx, refusedBeyond401)
   }
 
   /**
@@ -90,9 +74,9 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * with these codes, so only its refusals are looked at.
    */
   function loginFor (
-    req: http.IncomingMessage, err: unknown, method: string, url: string, origin = ''
+    req: http.IncomingMessage, err: GatewayError, method: string, url: string, origin = ''
   ): string | undefined {
-    if (!loginRedirect || !(err instanceof GatewayError)) return undefined
+    if (!loginRedirect) return undefined
     if (err.code !== 'not_authenticated' && err.code !== 'invalid_session') return undefined
     if ((method !== 'GET' && method !== 'HEAD') || !isNavigation(req)) return undefined
     if (err.code === 'invalid_session' &&
@@ -100,13 +84,14 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
     return loginLocation(url, origin)
   }
 
-  /** A refusal answered with a redirect to the login page instead (loginFor), else thrown on. */
-  function toLogin (ctx: Live, err: unknown): void {
+  /** A refusal answered with a redirect to the login page instead (loginFor), else handed back. */
+  function toLogin (err: GatewayError, ctx: Live): GatewayError | undefined {
     const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/')
-    if (login === undefined) throw err
+    if (login === undefined) return err
     // 303: "see the login page" (a GET whatever came), never stored
     redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
     ctx.answered = true
+    return undefined
   }
 
   /**
@@ -115,57 +100,46 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * page in X-<abbrev>-Login, or the redirect itself, absolute from the
    * proxy's X-Forwarded-Host.
    */
-  function toLoginThroughProxy (ctx: Live, err: unknown): void {
+  function toLoginThroughProxy (err: GatewayError, ctx: Live): GatewayError | undefined {
     const original = ctx.original!
     const byHeader = original.family.login === 'header'
     const login = loginFor(
       ctx.req, err, original.method, original.url, byHeader ? '' : forwardedOrigin(ctx.req, policy)
     )
-    if (login === undefined) throw err
+    if (login === undefined) return err
     if (byHeader) {
       ctx.res.setHeader(policy.loginHeader, login)
-      throw err
+      return err
     }
     redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
     ctx.answered = true
+    return undefined
   }
 
   /**
    * Whether a refusal could be sent to sign in at all (loginFor's conditions
-   * on the request alone): else it is thrown on as it is, never caught and
-   * thrown again (a refused API client costs one throw).
+   * on the request alone): else it is handed on as it is (a refused API
+   * client costs no closure for it).
    */
   function mayNavigate (req: http.IncomingMessage, method: string): boolean {
     return loginRedirect && (method === 'GET' || method === 'HEAD') && isNavigation(req)
   }
 
-  /** ctx.identity, at once when authenticate answered from memory; a refusal from memory is returned to the runner. */
-  function identify (ctx: Flow): void | GatewayError | Promise<void> {
-    const who = authenticate(ctx, ctx.original)
-    if (who instanceof GatewayError) return who
-    if (!(who instanceof Promise)) ctx.identity = who
-    else return who.then((w) => { ctx.identity = w })
+  /** ctx.identity, at once when authenticate answered from memory; a refusal is handed to the runner. */
+  function identify (ctx: Flow): Result<void> {
+    return mapResult(authenticate(ctx, ctx.original), identified, ctx)
   }
 
-  /** identify, a refusal handed to `refusal` (which answers it, or throws it on). */
-  function identifyOr (ctx: Live, refusal: (ctx: Live, err: unknown) => void): void | Promise<void> {
-    let who: Identity | GatewayError | Promise<Identity>
-    try {
-      who = authenticate(ctx, ctx.original)
-    } catch (err) {
-      refusal(ctx, err)
-      return
-    }
-    if (who instanceof GatewayError) { refusal(ctx, who); return }
-    if (!(who instanceof Promise)) ctx.identity = who
-    else return who.then((w) => { ctx.identity = w }, (err: unknown) => refusal(ctx, err))
+  /** identify, a refusal handed to `refusal` (which answers it, or hands it back). */
+  function identifyOr (ctx: Live, refusal: (err: GatewayError, ctx: Live) => GatewayError | undefined): Result<void> {
+    return mapResult(authenticate(ctx, ctx.original), identified, ctx, refusal)
   }
 
-  function login (ctx: Live): void | GatewayError | Promise<void> {
+  function login (ctx: Live): Result<void> {
     return mayNavigate(ctx.req, ctx.req.method ?? '') ? identifyOr(ctx, toLogin) : identify(ctx)
   }
 
-  function loginThroughProxy (ctx: Live): void | GatewayError | Promise<void> {
+  function loginThroughProxy (ctx: Live): Result<void> {
     return mayNavigate(ctx.req, ctx.original!.method) ? identifyOr(ctx, toLoginThroughProxy) : identify(ctx)
   }
 
@@ -174,29 +148,17 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * request or refuse it outright; `optional`: a request with no credential at
    * all goes on without one (a bypass rule follows the subject rules).
    */
-  function ruled<C extends Flow> (
-    ctx: C, then: (ctx: C) => void | GatewayError | Promise<void>
-  ): void | GatewayError | Promise<void> {
+  function ruled<C extends Flow> (ctx: C, then: (ctx: C) => Result<void>): Result<void> {
     const b = access!.before(ctx)
     if (b === 'bypass') return
     if (b === 'auth') return then(ctx)
     if (b instanceof GatewayError) return b
-    let r: void | GatewayError | Promise<void>
-    try {
-      r = identify(ctx)
-    } catch (err) {
-      if (noCredential(err)) return
-      throw err
-    }
-    if (r instanceof GatewayError) return noCredential(r) ? undefined : r
-    if (r instanceof Promise) return r.catch((err: unknown) => { if (!noCredential(err)) throw err })
+    return mapResult(identify(ctx), nothing, undefined, withoutCredential)
   }
 
   /** upstream.public_paths first, then the access rules (when any), then `then`. */
-  const upstream = <C extends Flow>(
-    then: (ctx: C) => void | GatewayError | Promise<void>
-  ) => (ctx: C): void | GatewayError | Promise<void> =>
-      router.isPublicUpstream(ctx.target) ? undefined : access === null ? then(ctx) : ruled(ctx, then)
+  const upstream = <C extends Flow>(then: (ctx: C) => Result<void>) => (ctx: C): Result<void> =>
+    router.isPublicUpstream(ctx.target) ? undefined : access === null ? then(ctx) : ruled(ctx, then)
 
   return {
     'authenticate:login': login,
@@ -207,9 +169,21 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   } satisfies Partial<Impl>
 }
 
-/** A refusal for want of any credential (none sent at all). */
-function noCredential (err: unknown): boolean {
-  return err instanceof GatewayError && err.code === 'not_authenticated'
+/** Goes on: a result with nothing in it. */
+function nothing (): void {}
+
+/** The caller is the request's identity. */
+function identified (who: Identity, ctx: Flow): void { ctx.identity = who }
+
+/** `session-page`: only a browser session is the page's caller. */
+function sessionOnly (who: Identity, ctx: Live): void { if (who.method === 'session') ctx.identity = who }
+
+/** `session-page`: no valid session is no refusal (the page decides); a failing store is. */
+function refusedBeyond401 (err: GatewayError): GatewayError | undefined { return err.status === 401 ? undefined : err }
+
+/** With access rules: a request that sent no credential at all goes on without one (the rules decide). */
+function withoutCredential (err: GatewayError): GatewayError | undefined {
+  return err.code === 'not_authenticated' ? undefined : err
 }
 
 /** The token of an `Authorization: Bearer …` header (as sent, for the audit's ref), else undefined. */

@@ -12,8 +12,9 @@ import type { Flow, Handshake, Live } from './context.js'
 
 /**
  * A step: void when it decided from memory, else a promise, the only thing the
- * runner awaits; or a refusal decided from memory, returned rather than thrown
- * (a throw makes V8 walk the stack): the runner stops and hands it back.
+ * runner awaits; or a refusal, returned rather than thrown (a throw makes V8
+ * walk the stack), at once or as what the promise resolves to (a Result,
+ * src/errors.ts): the runner stops and hands it back.
  */
 export type Step<C> = (ctx: C) => void | GatewayError | Promise<unknown>
 
@@ -144,8 +145,8 @@ export function buildChains (impl: Impl): Chains {
  * the first step that returns a promise on in `resume`. A request decided from
  * memory costs no promise and no closure here. A thrown error stops it (the
  * caller answers it), a returned one too (handed back to the caller, which
- * answers it the same way; after a promise it is thrown); so does a step that
- * answered (ctx.answered).
+ * answers it the same way; after a promise, returned or resolved to, it is
+ * thrown); so does a step that answered (ctx.answered).
  */
 export function run<C extends { answered: boolean }> (
   chain: ReadonlyArray<Step<C>>, ctx: C
@@ -161,11 +162,15 @@ export function run<C extends { answered: boolean }> (
 async function resume<C extends { answered: boolean }> (
   pending: Promise<unknown>, chain: ReadonlyArray<Step<C>>, ctx: C, next: number
 ): Promise<void> {
-  await pending
+  const first = await pending
+  if (first instanceof GatewayError) throw first
   for (let i = next; i < chain.length && !ctx.answered; i++) {
     const r = chain[i](ctx)
-    if (r instanceof Promise) await r
-    else if (r instanceof GatewayError) throw r
+    if (r instanceof GatewayError) throw r
+    if (r instanceof Promise) {
+      const v: unknown = await r
+      if (v instanceof GatewayError) throw v
+    }
   }
 }
 

@@ -11,8 +11,9 @@
  * (docs/architecture.md shows it; test/http/verdicts.test.ts runs one table of
  * requests through proxy mode and the decision).
  *
- * Any step may throw a GatewayError (src/errors.ts): `fail` answers it as
- * JSON, an upgrade's is answered on the socket. A step that can decide from
+ * A step refuses with a GatewayError (src/errors.ts), returned (authentication
+ * always: a Result, gone on from with mapResult) or thrown: `fail` answers it
+ * as JSON, an upgrade's is answered on the socket. A step that can decide from
  * memory returns at once and only a promise is awaited (chains.ts run): a
  * request with a cached private token, on a public path, or refused with 401
  * costs no promise and no closure beyond what the work needs.

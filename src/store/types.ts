@@ -32,7 +32,7 @@ export type Aggregate<T> = { readonly [K in keyof T]: T[K] }
 
 export interface Store {
   readonly orgs: Aggregate<Orgs>
-  /** records, lookups (cached in process, `cached` without I/O), state; disabling ends the user's sessions */
+  /** records, lookups (cached in process, `lookup` at once on a hit), state; disabling ends the user's sessions */
   readonly users: Aggregate<Users>
   /** scrypt hashes, imported Django hashes; a change ends the user's sessions and unused bearer tokens */
   readonly passwords: Aggregate<Passwords>

@@ -143,11 +143,13 @@ if (browser === null) {
     await toggle(/^Disable/, 'Disabled')
     const refused = await request(g.url, PROFILE, { headers: signedHeaders(id, secret, 'GET', PROFILE) })
     // on a wrong answer: what the store holds past its cache, and what the gateway saw last
+    const known = refused.json.code === 'key_disabled' ? null : g.store.accessKeys.lookup(id)
     const held = refused.json.code === 'key_disabled'
       ? {}
       : {
           status: refused.status,
-          cached: g.store.accessKeys.cached(id)?.key,
+          cached: known instanceof Promise ? 'not in memory' : known?.key,
+          stored: known instanceof Promise ? (await known)?.key : undefined,
           row: await row.innerHTML(),
           logs: g.logs.slice(-12)
         }

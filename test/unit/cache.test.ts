@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { Cache, CachePool, LruCache } from '../../src/store/cache.js'
 import { Keyring } from '../../src/crypto.js'
 import { SqliteStore } from '../../src/store/sqlite/index.js'
+import type { User } from '../../src/store/types.js'
 import { tempDir } from '../fixtures/cleanup.js'
 import { SECRET, connected } from '../fixtures/gateway.js'
 
@@ -228,12 +229,15 @@ t.test('through the policy (embedded store): a miss fills the user too; a hot en
   const token = await store.privateTokens.create(u.id)
   t.equal(await store.privateTokens.userIdFor(token), u.id)
   t.equal(store.caches.privateTokens.misses, 1, 'one miss')
-  t.equal(store.users.cached(u.id)?.username, 'hot', 'the user came with it')
+  const user = store.users.lookup(u.id)
+  t.notOk(user instanceof Promise, 'the user came with it: at once, from memory')
+  t.equal((user as User | null)?.username, 'hot', 'the user came with it')
   t.equal(store.caches.users.misses, 0, 'without a read of its own')
   for (let s = 0; s < 300; s += 10) {
     clock.now += 10_000
-    t.equal(store.privateTokens.cachedUserIdFor(token), u.id, `cached ${s + 10} s on`)
-    t.ok(store.users.cached(u.id) !== undefined)
+    t.equal(store.privateTokens.lookup(token), u.id, `cached ${s + 10} s on (at once, no promise)`)
+    const hot = store.users.lookup(u.id)
+    t.ok(hot !== null && !(hot instanceof Promise))
     // the background read, if one was started
     await new Promise((resolve) => setImmediate(resolve))
   }
@@ -242,5 +246,8 @@ t.test('through the policy (embedded store): a miss fills the user too; a hot en
   await store.accessKeys.get(k.key.id)
   t.equal(store.caches.accessKeys.misses, 1)
   clock.now += 61_000
-  t.equal(store.privateTokens.cachedUserIdFor(token), undefined, 'left unused past its ttl: expired')
+  const expired = store.privateTokens.lookup(token)
+  t.ok(expired instanceof Promise, 'left unused past its ttl: expired (the store is asked)')
+  t.equal(await expired, u.id)
+  t.equal(store.caches.privateTokens.misses, 2, 'the one miss since')
 })

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { CHAINS, STEPS, buildChains, chainTable, run, type Impl, type Mode, type Step, type Token } from '../../src/pipeline/chains.js'
 import { ROOT } from '../fixtures/gateway.js'
-import { E } from '../../src/errors.js'
+import { E, GatewayError, mapResult } from '../../src/errors.js'
 
 const modes = Object.keys(CHAINS) as Mode[]
 const names = Object.keys(STEPS)
@@ -99,6 +99,34 @@ t.test('the runner awaits only a promise, and stops at an answer or an error', a
   ctx = fresh()
   await t.rejects(async () => { await run([later('a'), () => no, step('c')], ctx) }, { code: 'invalid_token' }, 'after a promise: thrown')
   t.same(ctx.seen, ['a'])
+  // a refusal a step's promise resolves to (a Result): the same as one returned
+  const resolvesTo = (err: GatewayError): Step<Ctx> => async (ctx) => { ctx.seen.push('asked'); return err }
+  ctx = fresh()
+  await t.rejects(async () => { await run([resolvesTo(no), step('c')], ctx) }, { code: 'invalid_token' }, 'the first promise resolved to a refusal: thrown')
+  t.same(ctx.seen, ['asked'], 'nothing after it runs')
+  ctx = fresh()
+  await t.rejects(async () => { await run([later('a'), resolvesTo(no), step('c')], ctx) }, { code: 'invalid_token' }, 'a later one too')
+  t.same(ctx.seen, ['a', 'asked'])
+})
+
+t.test('mapResult: at once for a value or a refusal, through the promise otherwise; a rejected GatewayError is a refusal', async (t) => {
+  const twice = (v: number, w: number | undefined): number => v * (w ?? 2)
+  t.equal(mapResult(3, twice), 6, 'a value: ok applied at once, no promise')
+  t.equal(mapResult(3, twice, 10), 30, 'with the value passed beside it')
+  const no = E.invalidToken()
+  t.equal(mapResult<number, number>(no, twice), no, 'a refusal: handed on as it is, ok not called')
+  const other = E.csrfFailed()
+  t.equal(mapResult<number, number, GatewayError>(no, twice as never, other, (e, w) => e === no ? w : e), other, 'or to `refused`, with the value beside it')
+  const later = mapResult(Promise.resolve(3), twice)
+  t.ok(later instanceof Promise, 'a promise: a promise')
+  t.equal(await later, 6)
+  t.equal(await mapResult<number, number>(Promise.resolve(no), twice), no, 'a promise of a refusal: the refusal')
+  const down = E.storeUnavailable()
+  t.equal(await mapResult<number, number>(Promise.reject(down), twice), down, 'a promise rejected with a GatewayError (the store down): resolves to it')
+  t.equal(await mapResult<number, number | undefined>(Promise.reject(down), twice, undefined, () => undefined), undefined, 'handed to `refused` too')
+  await t.rejects(async () => await mapResult(Promise.reject(new TypeError('a bug')), twice), TypeError, 'anything else still rejects')
+  t.equal(mapResult(null, (v: null) => v === null ? no : 1), no, 'ok may refuse at once')
+  t.equal(await mapResult(1, async () => no), no, 'or later')
 })
 
 t.test('buildChains: a step off in the config is left out', async (t) => {

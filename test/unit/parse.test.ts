@@ -14,6 +14,16 @@ import { GatewayError } from '../../src/errors.js'
 /** A subtest's `t`. */
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
+/** Returns (never throws) a 401 malformed_authorization GatewayError. */
+function malformedReturned (t: T, fn: () => unknown, why?: RegExp): void {
+  let err: unknown
+  try { err = fn() } catch (e) { t.fail(`threw ${String(e)}`) }
+  t.type(err, GatewayError)
+  t.equal((err as GatewayError)?.status, 401)
+  t.equal((err as GatewayError)?.code, 'malformed_authorization')
+  if (why) t.match((err as Error)?.message, why)
+}
+
 /** Throws a 401 malformed_authorization GatewayError. */
 function malformed (t: T, fn: () => unknown, why?: RegExp): void {
   let err: unknown
@@ -34,13 +44,13 @@ t.test('parseAuthorization: scheme lowercased, credentials trimmed', async (t) =
   malformed(t, () => parseAuthorization('   \t '), /empty header/)
 })
 
-t.test('parseTokenCredential: one token68 value', async (t) => {
+t.test('parseTokenCredential: one token68 value; anything else is the refusal returned', async (t) => {
   t.equal(parseTokenCredential('abc-DEF_123.~+/'), 'abc-DEF_123.~+/')
   t.equal(parseTokenCredential('YWJj=='), 'YWJj==', 'padding at the end')
   t.equal(parseTokenCredential('a'.repeat(512)), 'a'.repeat(512))
-  malformed(t, () => parseTokenCredential(''), /token missing/)
-  malformed(t, () => parseTokenCredential('a'.repeat(513)), /invalid characters/)
-  for (const bad of ['a b', 'a=b', '=abc', 'tok"en', 'tök', 'a,b', 'a;b']) malformed(t, () => parseTokenCredential(bad), /invalid characters/)
+  malformedReturned(t, () => parseTokenCredential(''), /token missing/)
+  malformedReturned(t, () => parseTokenCredential('a'.repeat(513)), /invalid characters/)
+  for (const bad of ['a b', 'a=b', '=abc', 'tok"en', 'tök', 'a,b', 'a;b']) malformedReturned(t, () => parseTokenCredential(bad), /invalid characters/)
 })
 
 t.test('parseSignatureParams: quoted, bare, escapes, whitespace, names case-insensitive', async (t) => {

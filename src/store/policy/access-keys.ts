@@ -75,22 +75,20 @@ export class AccessKeys {
   }
 
   /** Cached in process; invalidated on every replica when the key or its user changes. */
-  async get (id: string): Promise<{ key: AccessKey, secret: string } | null> {
+  async get (id: string): Promise<{ key: AccessKey, secret: string } | null> { return await this.lookup(id) }
+
+  /** get, but at once (no promise) when the key is cached in process; else a promise of the stored one. */
+  lookup (id: string): { key: AccessKey, secret: string } | null | Promise<{ key: AccessKey, secret: string } | null> {
     const cache = this.c.caches
-    if (cache === null) {
-      const v = await this.#read(id)
-      // a key whose secret cannot be read verifies nothing: refused like an unknown one
-      return v === null || v.secret === null ? null : { key: v.key, secret: v.secret }
-    }
+    if (cache === null) return this.#uncached(id)
     const hit = cache.trusted ? cache.accessKeys.get(id) : undefined
-    if (hit !== undefined) return hit
-    return await this.#fill(cache, id)
+    return hit === undefined ? this.#fill(cache, id) : hit
   }
 
-  /** get from memory: the cached key, else undefined (a miss is counted by get, which the caller asks next). */
-  cached (id: string): { key: AccessKey, secret: string } | null | undefined {
-    const cache = this.c.caches
-    return cache !== null && cache.trusted ? cache.accessKeys.get(id, false) : undefined
+  async #uncached (id: string): Promise<{ key: AccessKey, secret: string } | null> {
+    const v = await this.#read(id)
+    // a key whose secret cannot be read verifies nothing: refused like an unknown one
+    return v === null || v.secret === null ? null : { key: v.key, secret: v.secret }
   }
 
   /**

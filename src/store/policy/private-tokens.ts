@@ -97,22 +97,29 @@ export class PrivateTokens {
     if (await pt.dropImported(h)) await invalidate(this.c, 'pt-imported:')
   }
 
-  async userIdFor (token: string): Promise<string | null> {
-    let h: string
-    if (this.c.keys.tagged('private token', token)) h = this.c.keys.lookup(token)
-    // sidegate's own shape with a tag that does not verify (another
-    // key's, a guess): never imported, refused without storage
-    else if (credentialShaped(token)) return null
-    else {
-      const imported = await this.c.storage.privateTokens.findImported(() => this.c.keys.lookups(token))
-      if (imported === null) return null
-      h = imported
-    }
+  async userIdFor (token: string): Promise<string | null> { return await this.lookup(token) }
+
+  /**
+   * userIdFor, but at once (no promise) when memory decides: null when the token is none (sidegate's
+   * shape with a wrong check tag), the user id when cached in process; else a promise of what the store says.
+   */
+  lookup (token: string): string | null | Promise<string | null> {
+    // untagged: refused here when of sidegate's own shape (another key's, a guess); any other may be imported
+    if (!this.c.keys.tagged('private token', token)) return credentialShaped(token) ? null : this.#imported(token)
+    return this.#byHash(this.c.keys.lookup(token))
+  }
+
+  /** An untagged token: accepted only when its hash is listed as imported (JumpServer's). */
+  async #imported (token: string): Promise<string | null> {
+    const h = await this.c.storage.privateTokens.findImported(() => this.c.keys.lookups(token))
+    return h === null ? null : await this.#byHash(h)
+  }
+
+  #byHash (h: string): string | null | Promise<string | null> {
     const cache = this.c.caches
-    if (cache === null) return await this.c.storage.privateTokens.lookup(h)
+    if (cache === null) return this.c.storage.privateTokens.lookup(h)
     const hit = cache.trusted ? cache.privateTokens.get(h) : undefined
-    if (hit !== undefined) return hit
-    return await this.#fill(cache, h)
+    return hit === undefined ? this.#fill(cache, h) : hit
   }
 
   /**
@@ -128,17 +135,5 @@ export class PrivateTokens {
     cache.privateTokens.set(h, found.userId, stamp)
     if (found.user !== null) cache.users.set(found.userId, publicUser(found.user), userStamp)
     return found.userId
-  }
-
-  /**
-   * userIdFor without I/O: null when the token is none (a wrong check tag),
-   * the user id when known in process, undefined when only userIdFor can tell.
-   */
-  cachedUserIdFor (token: string): string | null | undefined {
-    // untagged: refused here when of sidegate's own shape; any other may be imported (userIdFor knows)
-    if (!this.c.keys.tagged('private token', token)) return credentialShaped(token) ? null : undefined
-    const cache = this.c.caches
-    // a miss is counted by userIdFor, which the caller asks next
-    return cache !== null && cache.trusted ? cache.privateTokens.get(this.c.keys.lookup(token), false) : undefined
   }
 }

@@ -27,29 +27,28 @@ export class Sessions {
     return this.#session(id, s)
   }
 
-  async get (id: string): Promise<Session | null> {
+  async get (id: string): Promise<Session | null> { return await this.lookup(id) }
+
+  /**
+   * get, but at once (no promise) when memory decides: null when the id is none (a wrong check tag), the
+   * session when cached in process; else a promise of the stored one, then cached (a few seconds at most).
+   */
+  lookup (id: string): Session | null | Promise<Session | null> {
     if (!this.c.keys.tagged('session id', id)) return null
     const h = this.c.keys.lookup(id)
     const cache = this.c.caches
-    let s = cache?.trusted === true ? cache.sessions.get(h) : undefined
-    if (s === undefined) {
-      const stamp = cache?.sessions.stamp
-      const stored = await this.c.storage.sessions.get(h)
-      if (stored === null) return null
-      s = { user_id: stored.user_id, created: stored.created, factors: stored.factors }
-      cache?.sessions.set(h, s, stamp)
-    }
-    return this.#session(id, s)
+    const s = cache !== null && cache.trusted ? cache.sessions.get(h) : undefined
+    return s === undefined ? this.#fill(id, h) : this.#session(id, s)
   }
 
-  /**
-   * get without I/O: null when the id is none (a wrong check tag), the session when known in process, else undefined.
-   */
-  cached (id: string): Session | null | undefined {
-    if (!this.c.keys.tagged('session id', id)) return null
+  async #fill (id: string, h: string): Promise<Session | null> {
     const cache = this.c.caches
-    const s = cache !== null && cache.trusted ? cache.sessions.get(this.c.keys.lookup(id), false) : undefined
-    return s === undefined ? s : this.#session(id, s)
+    const stamp = cache?.sessions.stamp
+    const stored = await this.c.storage.sessions.get(h)
+    if (stored === null) return null
+    const s: StoredSession = { user_id: stored.user_id, created: stored.created, factors: stored.factors }
+    cache?.sessions.set(h, s, stamp)
+    return this.#session(id, s)
   }
 
   /** The CSRF token is derived on first use only: safe methods never need it. */

@@ -45,11 +45,13 @@ export class Users {
   }
 
   /** Cached in process where the backend needs it; invalidated on every replica when the user changes. */
-  async get (id: string): Promise<User | null> {
+  async get (id: string): Promise<User | null> { return await this.lookup(id) }
+
+  /** get, but at once (no promise) when the user is cached in process; else a promise of the stored record. */
+  lookup (id: string): User | null | Promise<User | null> {
     const cache = this.c.caches
-    const hit = cache?.trusted === true ? cache.users.get(id) : undefined
-    if (hit !== undefined) return hit
-    return await this.#fill(id)
+    const hit = cache !== null && cache.trusted ? cache.users.get(id) : undefined
+    return hit === undefined ? this.#fill(id) : hit
   }
 
   /** Read from the backend, never the cache (which takes the copy): for the sign-in paths. */
@@ -71,12 +73,6 @@ export class Users {
     const u = publicUser(s)
     cache?.users.set(id, u, stamp)
     return u
-  }
-
-  /** get without I/O: undefined when only get can tell. */
-  cached (id: string): User | undefined {
-    const cache = this.c.caches
-    return cache !== null && cache.trusted ? cache.users.get(id, false) : undefined
   }
 
   async byUsername (username: string): Promise<User | null> {
