@@ -221,7 +221,12 @@ t.test('no secret key configured: a 0600 key file beside the config, reused on t
   t.teardown(() => raw.disconnect())
   for (const k of await raw.keys('life3:*')) {
     const type = await raw.type(k)
-    const v = type === 'string' ? (await raw.get(k))! : (await raw.smembers(k)).join(' ')
+    // every kind of value the store writes: strings, sets, hashes, sorted sets, the audit stream
+    const v = type === 'string'
+      ? (await raw.get(k))!
+      : type === 'set'
+        ? (await raw.smembers(k)).join(' ')
+        : JSON.stringify(type === 'stream' ? await raw.xrange(k, '-', '+') : type === 'hash' ? await raw.hgetall(k) : await raw.zrange(k, 0, -1))
     if (v.includes(key)) t.fail(`the secret key is stored in Redis under ${k}`)
   }
 
