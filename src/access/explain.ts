@@ -85,17 +85,22 @@ export async function explainAccess (
   const req = { method, target, clientIp: ip }
   const at = caller === null ? null : caller.at
   const v: Verdict = rules.decide(req, at, p)
-  const status = v.allowed ? 200 : caller === null && v.policy !== 'deny' ? 401 : 403
+  // without a credential the gateway asks for one (401; a browser is sent to sign in) unless the
+  // rules decide before authentication (AccessRules.before): a rule naming subjects comes first
+  const asked = caller === null && !v.allowed && rules.before(req, p) === 'auth'
+  const status = v.allowed ? 200 : asked ? 401 : 403
   const passed = rules.passedOver(req, at, v.rule, p)
   return {
     request,
     caller: caller === null ? null : caller.json,
     decided_by: 'rules',
-    rule: v.rule === -1 ? null : v.rule,
+    rule: v.rule === -1 ? null : v.rule + 1,
     policy: v.policy,
     status,
-    why: v.why,
-    passed_over: passed
+    why: asked && v.policy === 'deny'
+      ? `${v.why}; but a rule before it names subjects, so a credential is asked for first`
+      : v.why,
+    passed_over: passed.map((x) => ({ rule: x.rule + 1, why: x.why }))
   }
 }
 

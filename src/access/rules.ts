@@ -214,7 +214,7 @@ export class AccessRules {
     for (const r of this.#rules) {
       if (upTo !== -1 && r.index >= upTo) break
       if (!r.path(p.path)) continue
-      const label = `rule ${r.index} (${r.spec.policy})`
+      const label = `rule ${r.index + 1} (${r.spec.policy})`
       if (r.methods !== null && !r.methods.has(req.method)) out.push({ rule: r.index, why: `${label}: not for ${req.method} (${r.spec.methods.join(', ')})` })
       else if (r.spec.policy === 'bypass' && p.ambiguous) out.push({ rule: r.index, why: `${label}: an ambiguous path never matches a bypass rule` })
       else if (r.network !== null && !r.network(req.clientIp)) out.push({ rule: r.index, why: `${label}: ${req.clientIp} is not in ${r.spec.networks.join(', ')}` })
@@ -233,7 +233,7 @@ export class AccessRules {
           ? undefined
           : r.subjects.find((s) => has(s, caller))
       if (subject === undefined) continue
-      return judge(r.index, r.spec.policy, caller, r.subjects, `rule ${r.index} (${r.spec.policy}) matches ${req.method} ${p.path}${subject === null ? '' : ` for ${subject.kind}:${subject.value}`}`)
+      return judge(r.index, r.spec.policy, caller, r.subjects, `rule ${r.index + 1} (${r.spec.policy}) matches ${req.method} ${p.path}${subject === null ? '' : ` for ${subject.kind}:${subject.value}`}`)
     }
     return judge(-1, this.#default, caller, [], `no rule matches ${req.method} ${p.path}: default_policy ${this.#default}`)
   }

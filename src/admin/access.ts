@@ -31,11 +31,11 @@ const AccessCheck = named('AccessCheck', T.Object({
     org: nullable(T.String(), 'The org the request acts in, or `refused: <code>` when the org step would refuse it.')
   })),
   decided_by: oneOf(['public_path', 'rules']),
-  rule: nullable(T.Integer(), 'The deciding rule\'s index in access.rules; null: default_policy, or a public path.'),
+  rule: nullable(T.Integer({ minimum: 1 }), 'The deciding rule, counted from 1 as docs/access-rules.md counts them (rule 1 is access.rules[0]); null: default_policy, or a public path.'),
   policy: oneOf(['bypass', 'one_factor', 'two_factor', 'deny']),
   status: oneOf([200, 401, 403], 'What the request would get from the rules.'),
   why: T.String(),
-  passed_over: T.Array(T.Object({ rule: T.Integer(), why: T.String() }), {
+  passed_over: T.Array(T.Object({ rule: T.Integer({ minimum: 1 }), why: T.String() }), {
     description: 'The rules before the deciding one whose paths match the request\'s, and why each was passed over (method, network, subjects, an ambiguous path and a bypass rule).'
   })
 }))
@@ -75,7 +75,8 @@ export const ACCESS_OPERATIONS = [
         '--factor: a second factor the sign-in had (the password is',
         'implied); --org: the org asked for (default the user\'s); --ip: the',
         'client address as sidegate resolves it (default 127.0.0.1).',
-        'docs/access-rules.md'
+        'Rules are counted from 1. Exit 0: let through; 1: refused',
+        '(401 or 403); 2: usage. docs/access-rules.md'
       ],
       input: (c, p) => ({
         body: {
@@ -89,7 +90,9 @@ export const ACCESS_OPERATIONS = [
           ip: c.flags.ip
         }
       }),
-      text: (r) => checkText(r)
+      text: (r) => checkText(r),
+      // as `kubectl auth can-i`: 0 the request would be let through, 1 refused (2: usage, as any command)
+      exit: (r) => r.status === 200 ? 0 : 1
     }],
     run: async (ops, { body }) =>
       await explainAccess(ops.config, ops.store, body, publicUpstream(ops.config.upstream.public_paths))

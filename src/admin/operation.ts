@@ -56,6 +56,8 @@ export interface CliForm<A = any, B = any> {
   input?: (c: CliInput, p: Record<string, string>, ops: AdminOps) => Promise<CliCall<B>> | CliCall<B>
   /** the text it prints (without --json) */
   text: (out: A, config: Config) => string
+  /** the exit code its answer means (default 0: an answer is a success; `access check` refused: 1) */
+  exit?: (out: A) => number
 }
 
 /** What `run` gets: the path's parameters, the body valid by its schema, the query. */

@@ -252,7 +252,8 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
         '--factor: a second factor the sign-in had (the password is',
         "implied); --org: the org asked for (default the user's); --ip: the",
         'client address as sidegate resolves it (default 127.0.0.1).',
-        'docs/access-rules.md'
+        'Rules are counted from 1. Exit 0: let through; 1: refused',
+        '(401 or 403); 2: usage. docs/access-rules.md'
       ]
     }
   ]

@@ -171,7 +171,8 @@ export class Admin {
     const p = params(form, args)
     const { body = {}, query = new URLSearchParams() } = await form.input?.(c, p, this.#ops) ?? {}
     const out = await route.run(this.#ops, { params: p, body, query })
-    return this.#print(out, form.text(out, this.config))
+    this.#print(out, form.text(out, this.config))
+    return form.exit?.(out) ?? 0
   }
 }
 

@@ -266,7 +266,7 @@ export function configWarningList (c: Config): ConfigWarning[] {
   if (c.auth.signature.algorithms.includes('hmac-sha1')) out.push({ code: 'signature_sha1_accepted', msg: SHA1_WARNING, entries: [] })
   const tokenRules = c.access.rules.flatMap(
     (r, i) => r.policy === 'two_factor' && r.subjects.some((s) => s.trim().toLowerCase() === 'method:private_token')
-      ? [`rule ${i}`]
+      ? [`access.rules[${i}]`]
       : []
   )
   if (tokenRules.length > 0) out.push({ code: 'two_factor_private_token', msg: TWO_FACTOR_TOKEN_WARNING, entries: tokenRules })

@@ -61,7 +61,7 @@ export const AUDIT_EVENTS = {
   'user.disabled': { outcome: 'success', when: '`sidegate user disable` or the admin API: the user\'s sessions end and every credential is refused.' },
   'user.enabled': { outcome: 'success', when: '`sidegate user enable` or the admin API.' },
   'user.updated': { outcome: 'success', when: '`sidegate import` changed an existing user\'s name, email or superuser flag (`superuser` as it now is).' },
-  'access.denied': { outcome: 'failure', when: 'An access rule refused a request for the upstream or a forward-auth decision (403 access_denied): `rule` the deciding rule\'s index in access.rules (`default`: access.default_policy), `reason` its policy (deny, two_factor), `via` the method and normalised path.' },
+  'access.denied': { outcome: 'failure', when: 'An access rule refused a request for the upstream or a forward-auth decision (403 access_denied): `rule` the deciding rule counted from 1 (rule 1 is access.rules[0]; `default`: access.default_policy), `reason` its policy (deny, two_factor), `via` the method and normalised path.' },
   'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },

@@ -32,7 +32,8 @@ export function accessGate (o: PipelineOptions): AccessGate | null {
     ({ method: ctx.original?.method ?? ctx.req.method ?? 'GET', target: ctx.target, clientIp: ctx.clientIp })
 
   function denied (ctx: Flow, v: Verdict): GatewayError {
-    const rule = v.rule === -1 ? 'default' : v.rule
+    // counted from 1, as docs/access-rules.md and `sidegate access check` count them
+    const rule = v.rule === -1 ? 'default' : v.rule + 1
     log.debug({ reqId: ctx.requestId, rule, policy: v.policy, why: v.why }, 'access denied')
     audit?.record({ event: 'access.denied', ctx, user: ctx.identity?.user, rule, reason: v.policy, via: `${requestOf(ctx).method} ${ctx.matchPath?.path ?? ctx.target}` })
     return E.accessDenied()

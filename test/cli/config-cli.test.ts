@@ -190,7 +190,7 @@ t.test('config check: the warnings a start would log, exit 0', async (t) => {
   t.equal(tr.code, 0, tr.stderr)
   const trj = JSON.parse(tr.stdout) as { warning_codes: string[], warnings: string[] }
   t.same(trj.warning_codes, ['two_factor_private_token'])
-  t.match(trj.warnings[0], /a two_factor rule names method:private_token: every private token passes it.*\(rule 1\)$/)
+  t.match(trj.warnings[0], /a two_factor rule names method:private_token: every private token passes it.*\(access\.rules\[1\]\)$/)
 
   // the gateway logs the same warning when it starts with this config (in process, on a store of its own: no sockets)
   const config = buildConfig({ ...doc, secret_key: SECRET })

@@ -132,10 +132,10 @@ t.test('a denial: 403 access_denied, no rule in the answer; the rule in the audi
   t.equal(r.status, 403)
   t.same(r.json, { detail: 'You may not reach this path.', code: 'access_denied' })
   t.notMatch(r.text, /rule|two_factor/)
-  t.ok(await eventually(async () => proxy.logs.some((l) => l.includes('"event":"access.denied"') && l.includes('"rule":6') && l.includes('"reason":"two_factor"') && l.includes(`"userId":"${bob.id}"`))), 'audited with the rule')
+  t.ok(await eventually(async () => proxy.logs.some((l) => l.includes('"event":"access.denied"') && l.includes('"rule":7') && l.includes('"reason":"two_factor"') && l.includes(`"userId":"${bob.id}"`))), 'audited with the rule, counted from 1 (access.rules[6])')
   const before = await request(proxy.url, '/ops/x', {})
   t.equal(before.status, 403)
-  t.ok(await eventually(async () => proxy.logs.some((l) => l.includes('"event":"access.denied"') && l.includes('"rule":4') && l.includes('"via":"GET /ops/x"'))), 'a denial before any credential too')
+  t.ok(await eventually(async () => proxy.logs.some((l) => l.includes('"event":"access.denied"') && l.includes('"rule":5') && l.includes('"via":"GET /ops/x"'))), 'a denial before any credential too')
 })
 
 t.test('a live reload swaps the rules for the next request', async (t) => {

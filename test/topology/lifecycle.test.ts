@@ -226,7 +226,7 @@ t.test('no secret key configured: a 0600 key file beside the config, reused on t
       ? (await raw.get(k))!
       : type === 'set'
         ? (await raw.smembers(k)).join(' ')
-        : JSON.stringify(type === 'stream' ? await raw.xrange(k, '-', '+') : type === 'hash' ? await raw.hgetall(k) : await raw.zrange(k, 0, -1))
+        : JSON.stringify(type === 'stream' ? await raw.xrange(k, '-', '+') : type === 'hash' ? await raw.hgetall(k) : await raw.zrange(k, '0', '-1'))
     if (v.includes(key)) t.fail(`the secret key is stored in Redis under ${k}`)
   }
 
