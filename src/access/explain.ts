@@ -14,6 +14,7 @@ import type { Config } from '../config/index.js'
 import { isIpOrCidr } from '../config/validate.js'
 import type { Factor, Store } from '../store/types.js'
 import { originForm } from '../http/target.js'
+import { unmapIp } from '../http/address.js'
 import { AccessRules, type Verdict } from './rules.js'
 import type { Policy } from './syntax.js'
 
@@ -63,7 +64,8 @@ export async function explainAccess (
   // an absolute URL as a client may send it (`GET http://host/p`): the origin-form the pipeline makes of it
   const sent = /^https?:\/\//i.test(i.path) ? originForm(i.path, i.path.slice(i.path.indexOf('://') + 3).split(/[/?]/)[0], method) : i.path
   if (sent === null || !sent.startsWith('/')) throw new UsageError(`path: must start with "/" (or be an http(s) URL), got ${JSON.stringify(i.path)}`)
-  const ip = i.ip ?? '127.0.0.1'
+  // an IPv4-mapped address (how a dual-stack listener sees an IPv4 client) as the gateway sees it: IPv4
+  const ip = unmapIp(i.ip ?? '127.0.0.1')
   if (!isIpOrCidr(ip) || ip.includes('/')) throw new UsageError(`ip: an IP address, got ${JSON.stringify(ip)}`)
   const target = sent.split('?')[0]
   const rules = new AccessRules(config.access)

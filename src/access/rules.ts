@@ -23,7 +23,7 @@ import { isTwoFactor } from '../store/types.js'
 import { trustedProxies } from '../pipeline/headers.js'
 import { normalizePath, type MatchPath } from './path.js'
 import { globMatcher } from './glob.js'
-import { MACHINE, METHOD_SUBJECTS, type Policy } from './syntax.js'
+import { certSubject, MACHINE, METHOD_SUBJECTS, type Policy } from './syntax.js'
 
 export type { Policy } from './syntax.js'
 
@@ -48,6 +48,11 @@ export interface AccessRequest {
   method: string
   target: string
   clientIp: string
+  /**
+   * The verified client certificate's subject (mutual TLS: src/http/tls.ts
+   * peerSubject), null or absent: none. Looked up only when a rule names cert:.
+   */
+  cert?: Readonly<Record<string, string | string[] | undefined>> | null
 }
 
 /** The caller, for subjects: the identity and the org the request acts in. */
@@ -79,6 +84,8 @@ interface Rule {
   /** null: any address */
   network: ((ip: string) => boolean) | null
   subjects: Subject[]
+  /** cert: subjects, each the attributes a client certificate must all have; null: none */
+  certs: Array<Array<[string, string]>> | null
 }
 
 /** A glob's leading literal segments (up to the first with a `*`): where the index keeps its rule. */
@@ -120,7 +127,8 @@ export class AccessRules {
         ? null
         : new Set(r.methods.flatMap((m) => m.toUpperCase() === 'GET' ? ['GET', 'HEAD'] : [m.toUpperCase()])),
       network: r.networks.length === 0 ? null : trustedProxies(r.networks),
-      subjects: r.subjects.map((s) => {
+      certs: r.subjects.some(isCert) ? r.subjects.filter(isCert).map((s) => certSubject(s.slice(5)) ?? []) : null,
+      subjects: r.subjects.filter((s) => !isCert(s)).map((s) => {
         const i = s.indexOf(':')
         const kind = s.slice(0, i) as Subject['kind']
         // method:<subject> is matched by its kind's method name (the registry's subject may differ from it)
@@ -155,6 +163,9 @@ export class AccessRules {
 
   get count (): number { return this.#rules.length }
 
+  /** Whether a rule names cert: subjects (then AccessRequest.cert is needed). */
+  get usesCerts (): boolean { return this.#rules.some((r) => r.certs !== null) }
+
   /** A glob or path as compared: lower-cased with case_insensitive_paths. */
   #fold (s: string): string { return this.#lower ? s.toLowerCase() : s }
 
@@ -188,7 +199,8 @@ export class AccessRules {
     if (r.methods !== null && !r.methods.has(req.method)) return false
     if (r.spec.policy === 'bypass' && p.ambiguous) return false
     if (!r.path(p.path)) return false
-    return r.network === null || r.network(req.clientIp)
+    if (r.network !== null && !r.network(req.clientIp)) return false
+    return r.certs === null || certMatches(r.certs, req.cert)
   }
 
   /** Before authentication (see the module's comment); `p`: the normalised target, kept for `decide`. */
@@ -218,6 +230,7 @@ export class AccessRules {
       if (r.methods !== null && !r.methods.has(req.method)) out.push({ rule: r.index, why: `${label}: not for ${req.method} (${r.spec.methods.join(', ')})` })
       else if (r.spec.policy === 'bypass' && p.ambiguous) out.push({ rule: r.index, why: `${label}: an ambiguous path never matches a bypass rule` })
       else if (r.network !== null && !r.network(req.clientIp)) out.push({ rule: r.index, why: `${label}: ${req.clientIp} is not in ${r.spec.networks.join(', ')}` })
+      else if (r.certs !== null && !certMatches(r.certs, req.cert)) out.push({ rule: r.index, why: `${label}: ${req.cert == null ? 'no verified client certificate' : 'the client certificate'} has none of ${r.spec.subjects.join(', ')}` })
       else if (r.subjects.length > 0) out.push({ rule: r.index, why: `${label}: ${caller === null ? 'no credential' : 'this caller'} has none of ${r.spec.subjects.join(', ')}` })
     }
     return out
@@ -233,10 +246,22 @@ export class AccessRules {
           ? undefined
           : r.subjects.find((s) => has(s, caller))
       if (subject === undefined) continue
-      return judge(r.index, r.spec.policy, caller, r.subjects, `rule ${r.index + 1} (${r.spec.policy}) matches ${req.method} ${p.path}${subject === null ? '' : ` for ${subject.kind}:${subject.value}`}`)
+      const whom = subject === null ? r.certs === null ? '' : ' for the client certificate' : ` for ${subject.kind}:${subject.value}`
+      return judge(r.index, r.spec.policy, caller, r.subjects, `rule ${r.index + 1} (${r.spec.policy}) matches ${req.method} ${p.path}${whom}`)
     }
     return judge(-1, this.#default, caller, [], `no rule matches ${req.method} ${p.path}: default_policy ${this.#default}`)
   }
+}
+
+const isCert = (s: string): boolean => s.startsWith('cert:')
+
+/** Whether the certificate's subject has every attribute of one of `certs`. */
+function certMatches (certs: Array<Array<[string, string]>>, cert: AccessRequest['cert']): boolean {
+  if (cert == null) return false
+  return certs.some((want) => want.every(([k, v]) => {
+    const got = cert[k]
+    return Array.isArray(got) ? got.includes(v) : got === v
+  }))
 }
 
 function anyOf (matchers: Array<(path: string) => boolean>): (path: string) => boolean {

@@ -43,5 +43,23 @@ export function subjectProblem (s: string): string | null {
   if (kind === 'org' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) return null
   if (kind === 'role' && (value === 'superuser' || value === 'org_admin')) return null
   if (kind === 'method' && METHOD_SUBJECTS.has(value)) return null
-  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin or method:${SUBJECT_LIST}, got ${JSON.stringify(s)}`
+  if (kind === 'cert' && certSubject(value) !== null) return null
+  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin, method:${SUBJECT_LIST} or cert:CN=NAME (ATTR=VALUE, comma-separated), got ${JSON.stringify(s)}`
+}
+
+const CERT_PAIR = /^([A-Za-z][A-Za-z0-9.]*)=([^,=]+)$/
+
+/**
+ * `cert:CN=ci-runner,O=Acme` → the attributes the verified client
+ * certificate's subject must all have (names as Node gives them: CN, O, OU,
+ * C, L, ST…; values compared exactly), or null when it is not that form.
+ */
+export function certSubject (value: string): Array<[string, string]> | null {
+  const out: Array<[string, string]> = []
+  for (const part of value.split(',')) {
+    const m = CERT_PAIR.exec(part.trim())
+    if (m === null) return null
+    out.push([m[1], m[2].trim()])
+  }
+  return out
 }

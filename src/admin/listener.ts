@@ -135,5 +135,5 @@ export function listenFailure (config: Config, which: Listener, err: Error): str
     : code === 'EACCES' ? 'permission denied (EACCES): a port below 1024 needs privileges' : err.message
   const key = onHost ? s.host : s.port
   const env = onHost ? s.hostEnv : s.portEnv
-  return `sidegate: cannot listen on ${host}:${port} (${key}): ${why}; set ${key}${env === null ? '' : ` (or ${env})`}${s.off === null ? '' : ` or ${s.off}`}\n`
+  return `sidegate: cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port} (${key}): ${why}; set ${key}${env === null ? '' : ` (or ${env})`}${s.off === null ? '' : ` or ${s.off}`}\n`
 }

@@ -16,7 +16,7 @@ import type { AdminOps } from './context.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export type Tag = 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Second factor' |
-  'Rate limits' | 'Access rules'
+  'Rate limits' | 'Access rules' | 'Audit trail'
 
 /** `users/{username}/orgs/{org_id}` → { username: string, org_id: string } */
 export type ParamsOf<P extends string> =

@@ -15,6 +15,7 @@ import { SESSION_OPERATIONS } from './sessions.js'
 import { MFA_OPERATIONS } from './mfa.js'
 import { LIMIT_OPERATIONS } from './limits.js'
 import { ACCESS_OPERATIONS } from './access.js'
+import { AUDIT_OPERATIONS } from './audit.js'
 
 export { ADMIN_PREFIX, API_LABELS, CLI_LABELS, AdminOps } from './context.js'
 export type { AdminRoute, CliCall, CliForm, CliInput, Method } from './operation.js'
@@ -27,5 +28,6 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   ...SESSION_OPERATIONS,
   ...MFA_OPERATIONS,
   ...LIMIT_OPERATIONS,
-  ...ACCESS_OPERATIONS
+  ...ACCESS_OPERATIONS,
+  ...AUDIT_OPERATIONS
 ]

@@ -42,6 +42,7 @@ import { nodeAt } from '../config/schema.js'
 import { UsageError } from '../errors.js'
 import { abandonStdout, createLogger, flushStdout, setLevel, type Logger } from '../observability/log.js'
 import { guardScrape, Metrics, scrapeCredentials } from '../observability/metrics.js'
+import { serverTlsOptions } from '../pipeline/tls.js'
 import { announceAdmin, listenAdmin, listenFailure, type AdminListener, type Listener } from '../admin/listener.js'
 import type { AppIo } from './io.js'
 import { keyForStart } from './open-store.js'
@@ -103,6 +104,8 @@ export async function runPrimary (config: Config, count: number, io: AppIo, env:
   try {
     await keyForStart(config, log, env)
     scrapeAuth = config.metrics.enabled ? scrapeCredentials(config) : null
+    // every worker serves listen.tls: a bad certificate or key stops the start here, not in a restart loop
+    if (config.listen.tls.cert_file !== null) serverTlsOptions(config.listen.tls)
   } catch (err) {
     log.flush()
     if (err instanceof UsageError) { io.err(`sidegate: ${err.message}\n`); return exitCodeOf(err.code) }

@@ -20,6 +20,7 @@ import { createGateway } from '../pipeline/server.js'
 import { KeyCheckError } from '../store/secret/check.js'
 import type { ManagedStore } from '../store/types.js'
 import { failed, type AppIo } from './io.js'
+import { serverTlsOptions } from '../pipeline/tls.js'
 import { VERSION } from './version.js'
 import { ensureDefaults, type SecretKey } from './bootstrap.js'
 import { keyForStart, loadStoreBackend, openStore, redisTarget, storeFields, storeWhere } from './open-store.js'
@@ -46,6 +47,10 @@ export async function start (config: Config, io: AppIo, env: NodeJS.ProcessEnv, 
   const metrics = config.metrics.enabled ? new Metrics() : null
   // the primary serves /metrics with --workers
   const scrapeAuth = metrics === null || worker !== undefined ? null : scrapeCredentials(config)
+  // listen.tls read now: a bad certificate or key stops the start (exit 2) before the store opens
+  try {
+    if (config.listen.tls.cert_file !== null) serverTlsOptions(config.listen.tls)
+  } catch (err) { return failed(io, err) }
   let secret: SecretKey
   try {
     secret = await keyForStart(config, log, env)

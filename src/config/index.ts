@@ -113,7 +113,7 @@ export function namesFor (abbrev: string, jumpserver = false): Names {
  * service beside it reaches it, the same on every replica: http://localhost:<port>
  * when it listens on every interface, else http://<listen.host>:<port>.
  */
-export function defaultIssuer (listen: Doc['listen']): string {
+export function defaultIssuer (listen: Pick<Doc['listen'], 'host' | 'port'>): string {
   const h = listen.host.trim()
   const host = h === '' || h === '0.0.0.0' || h === '::' || h === '[::]' ? 'localhost' : h.includes(':') && !h.startsWith('[') ? `[${h}]` : h
   return `http://${host}:${listen.port}`
@@ -144,6 +144,12 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     if (fromUrl === 'bad') p.push({ key: 'redis.url', message: `the database after the port must be a whole number from 0 to 15, got ${JSON.stringify(decodeURIComponent(new URL(r.url).pathname.slice(1)))}` })
     else if (fromUrl !== null && dbGiven && fromUrl !== r.db) p.push({ key: 'redis.db', message: `${r.db} differs from the database in redis.url (${fromUrl}); give one of them` })
   }
+  const tls = d.listen.tls
+  if ((tls.cert_file === null) !== (tls.key_file === null)) {
+    p.push({ key: tls.cert_file === null ? 'listen.tls.cert_file' : 'listen.tls.key_file', message: 'listen.tls.cert_file and listen.tls.key_file go together' })
+  } else if (tls.cert_file === null && tls.client_ca_file !== null) {
+    p.push({ key: 'listen.tls.client_ca_file', message: 'mutual TLS needs TLS: set listen.tls.cert_file and key_file too' })
+  }
   if (d.metrics.enabled && d.metrics.port !== 0 && d.metrics.port === d.listen.port) {
     p.push({ key: 'metrics.port', message: `must differ from listen.port (both ${d.metrics.port}); metrics have their own listener` })
   }
@@ -156,7 +162,10 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
   }
   d.access.rules.forEach((r, i) => {
     if (r.paths.length === 0) p.push({ key: `access.rules[${i}].paths`, message: 'needs at least one path' })
-    if (r.policy === 'bypass' && r.subjects.length > 0) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
+    const certs = r.subjects.filter((s) => s.startsWith('cert:')).length
+    if (certs > 0 && certs < r.subjects.length) p.push({ key: `access.rules[${i}].subjects`, message: 'cert: subjects (the client certificate) cannot be mixed with others in one rule: write two rules' })
+    else if (certs > 0 && d.listen.tls.client_ca_file === null) p.push({ key: `access.rules[${i}].subjects`, message: 'cert: subjects need mutual TLS: set listen.tls.client_ca_file' })
+    else if (r.policy === 'bypass' && r.subjects.length > certs) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
   })
   return p
 }
@@ -315,6 +324,17 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
   return {
     ...d,
     file,
+    // `[::1]` as a URL writes it: the address is ::1
+    listen: {
+      ...d.listen,
+      host: d.listen.host.replace(/^\[(.*)\]$/, '$1'),
+      tls: {
+        ...d.listen.tls,
+        cert_file: path(d.listen.tls.cert_file),
+        key_file: path(d.listen.tls.key_file),
+        client_ca_file: path(d.listen.tls.client_ca_file)
+      }
+    },
     names: namesFor(d.names.abbrev, d.compat === 'jumpserver'),
     store: { ...d.store, backend: storeBackend(d, rawRedis, env), path: resolve(base, d.store.path) },
     redis: {

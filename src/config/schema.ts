@@ -61,8 +61,14 @@ export const COMPAT_MODES = ['none', 'jumpserver'] as const
 export const Schema = T.Object({
   compat: oneOf(COMPAT_MODES, 'none', 'jumpserver: JumpServer\'s names and behaviour wherever sidegate is stricter, for\nclients written for JumpServer (docs/jumpserver.md lists each key it sets and what\nit costs). It fills in only the keys this file and the environment leave unset:\na key set here wins. `sidegate config check` shows where each value came from.\nNever relaxes the admin API or the forward-auth trust rules. none: nothing changes'),
   listen: section({
-    host: str('0.0.0.0'),
-    port: int(0, 65535, 8080)
+    host: str('::', { description: 'the address to listen on. :: (the default): every interface, IPv6 and IPv4 alike\n(IPv4 clients are seen as a.b.c.d, never ::ffff:a.b.c.d); where the host has no\nIPv6, the default falls back to 0.0.0.0 with one log line. 0.0.0.0: IPv4 only;\n127.0.0.1 or ::1: this host only; an IPv6 literal is written without brackets' }),
+    port: int(0, 65535, 8080),
+    tls: section({
+      cert_file: optStr({ description: 'PEM certificate (its chain after it) served on listen.port: HTTPS instead of HTTP;\nwith key_file, relative to this file. Empty: plain HTTP' }),
+      key_file: optStr({ description: 'its PEM private key' }),
+      client_ca_file: optStr({ description: 'PEM CA bundle: mutual TLS. Clients are asked for a certificate issued by one of\nthese; its subject can be named in access rules (cert:CN=NAME). Empty: none asked' }),
+      client_auth: oneOf(['require', 'optional'] as const, 'require', 'with client_ca_file. require: a client without a valid certificate is refused in\nthe TLS handshake (logged as "TLS handshake refused"). optional: it connects, and\nits requests match no cert: subject (a rule can still deny them)')
+    }, 'TLS 1.2 and 1.3 only, ECDHE with AES-GCM or ChaCha20 (Mozilla "intermediate"). The\nfiles are read at start (a bad one: exit 2) and again when their directory changes\n(cert-manager renewing a Secret), on SIGHUP and on a reload: a new pair is served\nfrom the next handshake, no restart; one that does not load is logged, the old stays.')
   }),
   upstream: section({
     url: optStr({ check: 'httpUrl', url: true, description: 'The service sidegate protects. Empty: sidegate serves its built-in demo API\n(/api/v1/users/users/ and /api/v1/users/profile/) from its own store.' }),
@@ -171,7 +177,7 @@ export const Schema = T.Object({
       policy: T.Union(POLICIES.map((v) => T.Literal(v)))
     }, { additionalProperties: false, default: {} }), {
       default: [],
-      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:${SUBJECT_LIST}: the\nrule matches only a caller who has one) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
+      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:${SUBJECT_LIST}: the\nrule matches only a caller who has one; cert:CN=NAME: the client certificate of\nmutual TLS, listen.tls.client_ca_file) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
     }),
     case_insensitive_paths: bool(false, 'true: paths and globs compared in lower case, for an upstream that routes\ncase-insensitively (Express and ASP.NET by default): /OPS/restart then meets a rule\nfor /ops/**. Leave false for an upstream that tells /OPS from /ops')
   }, 'Who may reach which upstream paths, decided alike in proxy mode, for WebSocket\nupgrades and in forward-auth decisions. upstream.public_paths still come first.\n`sidegate access check` explains which rule decides a request.')),

@@ -6,6 +6,18 @@
  */
 import { isIP } from 'node:net'
 
+/**
+ * IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how a dual-stack listener on `::`
+ * reports IPv4 peers) → plain IPv4; anything else as it is. Every use of a
+ * client address (trusted_proxies, access-rule networks, lockouts and rate
+ * limits, logs, X-Forwarded-For) sees it through this.
+ */
+export function unmapIp (ip: string): string {
+  // the common case (a plain IPv4 or IPv6 peer) without allocating a lowercase copy
+  if (ip.length < 8 || ip.charCodeAt(0) !== 58 /* : */) return ip
+  return ip.slice(0, 7).toLowerCase() === '::ffff:' && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
+}
+
 export function addressBucket (ip: string, v6prefix: number): string {
   if (isIP(ip) !== 6 || v6prefix >= 128) return ip
   const groups = expandV6(ip)

@@ -55,14 +55,13 @@ export class Router<R extends Routable> {
   group (path: string): readonly R[] | null {
     const exact = this.#exact.get(path)
     if (exact !== undefined) return exact
-    if (this.#families.length > 0) {
+    for (const [literal, family] of this.#families) {
+      if (!path.startsWith(literal)) continue
+      // split only under a family's literal part: a forwarded request (most of them) pays nothing
       const segments = path.split('/')
-      for (const [literal, family] of this.#families) {
-        if (!path.startsWith(literal)) continue
-        return family.filter(({ template }) => {
-          try { return matchTemplate(template, segments) !== null } catch { return true }
-        }).map((x) => x.route)
-      }
+      return family.filter(({ template }) => {
+        try { return matchTemplate(template, segments) !== null } catch { return true }
+      }).map((x) => x.route)
     }
     const p = this.#prefixes.find((r) => path.startsWith(r.path))
     return p === undefined ? null : this.#prefixes.filter((r) => r.path === p.path)

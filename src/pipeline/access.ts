@@ -4,7 +4,8 @@
  * and default_policy one_factor, what a config without an `access` section
  * has): null, and neither is in the chains.
  */
-import { AccessRules, type Verdict } from '../access/rules.js'
+import { AccessRules, type AccessRequest, type Verdict } from '../access/rules.js'
+import { peerSubject } from './tls.js'
 import { E, type GatewayError } from '../errors.js'
 import type { Flow } from './context.js'
 import { auditOf, type PipelineOptions } from './options.js'
@@ -27,9 +28,16 @@ export function accessGate (o: PipelineOptions): AccessGate | null {
   const audit = auditOf(o)
   const { log } = o
 
+  // the client certificate only where a rule names one (cert:): nothing more per request otherwise.
+  // A forward-auth decision's TLS peer is the proxy, not the client: it has none.
+  const certs = rules.usesCerts
   /** The method the rules see: a decision's original request's. */
-  const requestOf = (ctx: Flow): { method: string, target: string, clientIp: string } =>
-    ({ method: ctx.original?.method ?? ctx.req.method ?? 'GET', target: ctx.target, clientIp: ctx.clientIp })
+  const requestOf = (ctx: Flow): AccessRequest => ({
+    method: ctx.original?.method ?? ctx.req.method ?? 'GET',
+    target: ctx.target,
+    clientIp: ctx.clientIp,
+    cert: certs && ctx.original === undefined ? peerSubject(ctx.req.socket) : null
+  })
 
   function denied (ctx: Flow, v: Verdict): GatewayError {
     // counted from 1, as docs/access-rules.md and `sidegate access check` count them

@@ -10,6 +10,7 @@ import type { Live } from './context.js'
 import { E } from '../errors.js'
 import { fromTrustedPeer, identityHeaders, originalRequest, upstreamCookie } from './headers.js'
 import { pathOf } from '../http/query.js'
+import { unmapIp } from '../http/address.js'
 import { DECISION_PATH } from '../routes/decision.js'
 import type { PipelineOptions } from './options.js'
 
@@ -25,7 +26,7 @@ export function decisionSteps (o: PipelineOptions) {
    */
   function trustedPeer (ctx: Live): void {
     if (fromTrustedPeer(ctx.req, policy)) return
-    const peer = ctx.req.socket.remoteAddress ?? ''
+    const peer = unmapIp(ctx.req.socket.remoteAddress ?? '')
     if (!untrustedWarned.has(peer)) {
       if (untrustedWarned.size >= 1000) untrustedWarned.clear()
       untrustedWarned.add(peer)

@@ -12,6 +12,7 @@ import type { Config } from '../config/index.js'
 import type { Identity } from '../auth/index.js'
 import { E } from '../errors.js'
 import { withoutCookies } from '../http/cookies.js'
+import { unmapIp } from '../http/address.js'
 import { PROXY_FAMILIES, familyOf, sentMethod, type ProxyFamily } from './proxies.js'
 
 export interface HeaderPolicy {
@@ -87,12 +88,7 @@ function isForwarding (name: string): boolean {
   return FORWARDING.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-auth-request-')
 }
 
-/** IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how a dual-stack listener reports IPv4 peers) → plain IPv4. */
-function normalizeIp (ip: string): string {
-  // the common case (a plain IPv4 or IPv6 peer) without allocating a lowercase copy
-  if (ip.length < 8 || ip.charCodeAt(0) !== 58 /* : */) return ip
-  return ip.slice(0, 7).toLowerCase() === '::ffff:' && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
-}
+const normalizeIp = unmapIp
 
 /**
  * `server.trusted_proxies`: addresses (`10.0.0.7`, `::1`) and CIDR ranges

@@ -5,6 +5,7 @@
  * src/pipeline/chains.ts); sidegate's own routes are src/routes/index.ts.
  */
 import http from 'node:http'
+import https from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { Auditor } from '../observability/audit.js'
@@ -25,6 +26,7 @@ import { createRouter, type Route, type Router } from '../routes/index.js'
 import { UnusedKeys } from '../admin/unused-keys.js'
 import type { Store } from '../store/types.js'
 import type { Tracer } from '../observability/tracing.js'
+import { logHandshakeFailures, serverTlsOptions, TlsFiles } from './tls.js'
 
 export interface GatewayOptions {
   config: Config
@@ -132,7 +134,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   }
   let current = build(config)
 
-  const server = http.createServer({
+  const serverOptions: http.ServerOptions = {
     headersTimeout: config.server.headers_timeout * 1000,
     requestTimeout: config.server.request_timeout * 1000,
     // Node checks both timeouts only this often (default 30 s): check every
@@ -146,7 +148,16 @@ export function createGateway (opts: GatewayOptions): Gateway {
     maxHeaderSize: config.server.max_header_size,
     // a request without Host gets our JSON 400 (src/pipeline/receive.ts), not Node's plain-text one
     requireHostHeader: false
-  }, (req, res) => current.pipeline.request(req, res))
+  }
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => current.pipeline.request(req, res)
+  // listen.tls: HTTPS (src/http/tls.ts), its files watched; else plain HTTP, nothing more per request
+  const tlsOptions = config.listen.tls.cert_file === null ? null : serverTlsOptions(config.listen.tls)
+  const server = tlsOptions === null
+    ? http.createServer(serverOptions, handle)
+    : https.createServer({ ...serverOptions, ...tlsOptions }, handle) as unknown as http.Server
+  const tlsServer = server as unknown as https.Server
+  const tlsFiles = tlsOptions === null ? null : new TlsFiles(tlsServer, config.listen.tls, tlsOptions, log)
+  if (tlsOptions !== null) logHandshakeFailures(tlsServer, log)
   // `Expect: 100-continue`: Node would answer 100 before sidegate looked at the request (receive.ts, proceed)
   server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => current.pipeline.request(req, res, true))
   // Node answers an unknown Expect with an empty 417 of its own: answer JSON like every other error
@@ -191,16 +202,21 @@ export function createGateway (opts: GatewayOptions): Gateway {
       server.keepAliveTimeout = next.server.keep_alive_timeout * 1000
       inForce = next
       current = built
+      tlsFiles?.reload('a config reload') // SIGHUP reads the certificate files again too
     },
     get draining () { return draining },
-    listen (port = config.listen.port, host = config.listen.host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, host, () => {
-          server.off('error', reject)
-          resolve(server.address() as AddressInfo)
-        })
-      })
+    async listen (port = config.listen.port, host = config.listen.host) {
+      try {
+        return await bind(server, port, host)
+      } catch (err) {
+        // the shipped default `::` on a host without IPv6: IPv4 only, said once; a `::` set on purpose
+        // fails as any address
+        const code = (err as NodeJS.ErrnoException).code
+        if (host !== '::' || config.sources['listen.host'] !== 'default' ||
+          (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL')) throw err
+        log.warn({ host, code }, 'no IPv6 on this host: listening on 0.0.0.0 (IPv4) instead of the default ::')
+        return await bind(server, port, '0.0.0.0')
+      }
     },
     async drain (seconds = inForce.server.drain_delay) {
       draining = true
@@ -211,6 +227,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()
       const timer = setTimeout(() => server.closeAllConnections(), graceSeconds * 1000)
+      tlsFiles?.close()
       await closed
       clearTimeout(timer)
       forwarder?.close()
@@ -218,6 +235,17 @@ export function createGateway (opts: GatewayOptions): Gateway {
       await unusedKeys.close()
     }
   }
+}
+
+/** server.listen as a promise: the bound address, or the listen error. */
+function bind (server: http.Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve(server.address() as AddressInfo)
+    })
+  })
 }
 
 /** An upgrade request answered with a plain HTTP answer on its socket, which then closes (no protocol switch). */

@@ -9,7 +9,7 @@ import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { freePort } from '../fixtures/redis.js'
 import { request, startEcho, type Res } from '../fixtures/http.js'
-import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
+import { ADMIN_PASSWORD, embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
 import { cliOf } from '../fixtures/procs.js'
 import { bearer, signAny, signedHeaders, signedWithBody } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
@@ -396,4 +396,30 @@ t.test('audit: the operations record the CLI\'s events in the gateway\'s log, th
   t.notOk(log.includes(k.json.secret), 'the key\'s secret is in no line')
   t.notOk(log.includes('bob-password-audited'), 'the password is in no line')
   t.notOk(log.includes(adminToken), 'the caller\'s token is in no line')
+})
+
+t.test('GET /admin/v1/audit: the trail kept by default, read back: who signed in, from where, with what', async (t) => {
+  // a refused and an accepted sign-in on the public port, as any client makes them
+  const form = (password: string) => request(gw.url, '/api/v1/authentication/auth/', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password })
+  })
+  t.equal((await form('wrong-password-for-audit')).status, 401)
+  const issued = await form(ADMIN_PASSWORD)
+  t.equal(issued.status, 201, issued.text)
+  const read = async (q = 'limit=1000&since=1h'): Promise<Res> => await api('GET', `audit?${q}`)
+  t.ok(await eventually(async () => (await read()).json.some((e: any) => e.event === 'token.issued' && e.reqId === issued.headers['x-request-id']), 30_000), 'the token issued is in the trail')
+  const all = (await read()).json as any[]
+  t.match(all.find((e) => e.event === 'login.succeeded' && e.reqId === issued.headers['x-request-id']), { username: 'admin', authMethod: 'password', ip: '127.0.0.1', via: 'token', outcome: 'success' })
+  t.match(all.find((e) => e.event === 'login.failed' && e.username === 'admin'), { reason: 'authentication_failed', outcome: 'failure' })
+  t.ok(all.every((e) => /^\d+-\d+$/.test(e.id)), 'each with its id')
+  t.notOk(JSON.stringify(all).includes(issued.json.token), 'never the token')
+  // after: the entries after an id, oldest first; the last ones by default
+  const after = (await read(`after=${all.at(-2).id}`)).json as any[]
+  t.same(after.map((e) => e.id), [all.at(-1).id], 'after the second to last: the last')
+  t.equal((await read('')).json.length, Math.min(10, all.length), 'the last 10 by default')
+  for (const q of ['limit=0', 'limit=1001', 'since=yesterday', 'after=x', 'since=1h&after=1-0']) {
+    const r = await read(q)
+    t.same([r.status, r.json.code], [400, 'bad_request'], q)
+  }
+  t.equal((await api('GET', 'audit', undefined, null)).status, 401, 'a superuser\'s credential, as every call')
 })

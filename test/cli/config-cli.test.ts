@@ -229,7 +229,7 @@ t.test('config check: every value in force and where it came from (default, comp
   t.match(line('auth.signature.clock_skew'), /0 {2}\(compat\)$/)
   t.match(line('org.unknown'), /"default" {2}\(compat\)$/)
   t.match(line('listen.port'), /9001 {2}\(env\)$/)
-  t.match(line('listen.host'), /"0\.0\.0\.0" {2}\(default\)$/)
+  t.match(line('listen.host'), /"::" {2}\(default\)$/, 'both families by default (dual stack)')
   t.match(line('redis.password'), /"\(hidden\)" {2}\(file\)$/)
   t.notMatch(r.stdout, /redis-secret-1|pw-in-url/, 'no secret, no password in a URL')
   t.equal(values.length, Object.keys(JSON.parse((await cliIn(dir, ['config', 'check', '--config', path, '--json'])).stdout).values).length, 'one line per key')

@@ -38,7 +38,7 @@ t.test('defaults', async (t) => {
   t.same(rest, {
     compat: 'none',
     file: null,
-    listen: { host: '0.0.0.0', port: 8080 },
+    listen: { host: '::', port: 8080, tls: { cert_file: null, key_file: null, client_ca_file: null, client_auth: 'require' } },
     upstream: { url: null, timeout: 30, public_paths: [] },
     store: { backend: 'sqlite', path: resolve('sidegate.db'), busy_timeout: 250, require_existing: false },
     names: {
@@ -180,7 +180,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.equal(exitCodeOf((err as UsageError).code), 2)
   t.same((err as Error).message.split('\n'), [
     'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, access, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
-    'config: listen.prot: unknown key (known: host, port)',
+    'config: listen.prot: unknown key (known: host, port, tls)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
     'config: log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'
@@ -212,7 +212,7 @@ t.test('file values are read and typed', async (t) => {
     server: { trusted_proxies: ['10.0.0.1'], body_limit: 1024 },
     log: { level: 'debug' }
   }, { SIDEGATE_ADMIN_PASSWORD: 'first-start-pw' })
-  t.same(c.listen, { host: '127.0.0.1', port: 9000 })
+  t.same(c.listen, { host: '127.0.0.1', port: 9000, tls: { cert_file: null, key_file: null, client_ca_file: null, client_auth: 'require' } })
   t.same(c.upstream, { url: 'https://svc.internal:8443/base', timeout: 5, public_paths: ['/public/', '/static/'] })
   t.equal(c.names.orgHeader, 'X-JMS-ORG', 'abbrev in any case gives the uppercase names')
   t.equal(c.redis.url, 'rediss://:pw@redis:6380/2')
@@ -241,7 +241,7 @@ t.test('environment overrides win over the file', async (t) => {
     SIDEGATE_LOG_LEVEL: 'error'
   }
   const c = buildConfig(file, env)
-  t.same(c.listen, { host: '::', port: 8181 })
+  t.same(c.listen, { host: '::', port: 8181, tls: { cert_file: null, key_file: null, client_ca_file: null, client_auth: 'require' } })
   t.equal(c.upstream.url, 'http://upstream:3000')
   t.equal(c.redis.url, 'redis://cache:6390/1')
   t.equal(c.secret_key, 'y'.repeat(40))
@@ -285,7 +285,7 @@ t.test('namesFor', async (t) => {
 
 t.test('one clear error per bad value, naming the key', async (t) => {
   fails(t, () => buildConfig({ listne: {} }), /^config: listne: unknown key \(known: compat, listen, /)
-  fails(t, () => buildConfig({ listen: { prot: 1 } }), /^config: listen\.prot: unknown key \(known: host, port\)$/)
+  fails(t, () => buildConfig({ listen: { prot: 1 } }), /^config: listen\.prot: unknown key \(known: host, port, tls\)$/)
   fails(t, () => buildConfig({ auth: { bearer: { tll: 60 } } }), /^config: auth\.bearer\.tll: unknown key \(known: ttl, single_use\)$/, 'a typo one level deeper')
   fails(t, () => buildConfig({ auth: { signature: { clockskew: 60 } } }), /^config: auth\.signature\.clockskew: unknown key/)
   fails(t, () => buildConfig({ auth: { cache: { size: 1 } } }), /^config: auth\.cache\.size: unknown key \(known: memory_mb, max, ttl\)$/)
