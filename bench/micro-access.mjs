@@ -7,15 +7,20 @@
  * services as a real rule set's would be (at the root, and all under one
  * common prefix, /api/v1/), a share of them matching no
  * rule (default_policy), a share ambiguous. With no rules the chains do not
- * call them at all (src/pipeline/access.ts).
+ * call them at all (src/pipeline/access.ts). The host rows: the same rules
+ * spread over --hosts hosts (each rule for one host, every tenth for a
+ * wildcard over a tenant's subdomains, every twentieth for no host) and
+ * naming groups, the requests for those hosts, tenants' subdomains and hosts
+ * no rule names.
  *
  *   --rules N     rules (1000)
  *   --calls N     timed requests per case (200000)
+ *   --hosts N     hosts of the host rows (200)
  */
 import { join } from 'node:path'
 import { ROOT, parseFlags } from './lib.mjs'
 
-const flags = parseFlags(process.argv.slice(2), { rules: 1000, calls: 200_000 })
+const flags = parseFlags(process.argv.slice(2), { rules: 1000, calls: 200_000, hosts: 200 })
 const { AccessRules } = await import(join(ROOT, 'dist', 'access', 'rules.js'))
 const { normalizePath } = await import(join(ROOT, 'dist', 'access', 'path.js'))
 
@@ -59,12 +64,12 @@ const pathsUnder = (prefix) => Array.from({ length: 4096 }, (_, i) => {
   }
 })
 
-function run (rules, paths) {
+function run (rules, paths, hosts) {
   const times = new Float64Array(flags.calls)
   let sink = 0
   for (let i = 0; i < flags.calls; i++) {
     const target = paths[i & 4095]
-    const req = { method: i % 4 === 0 ? 'POST' : 'GET', target, clientIp: i % 2 === 0 ? '10.1.2.3' : '192.0.2.7' }
+    const req = { method: i % 4 === 0 ? 'POST' : 'GET', target, clientIp: i % 2 === 0 ? '10.1.2.3' : '192.0.2.7', host: hosts?.[(i * 31) & 4095] }
     const t0 = process.hrtime.bigint()
     const p = normalizePath(target)
     const b = rules.before(req, p)
@@ -90,4 +95,24 @@ for (const prefix of ['', 'api/v1/']) {
     const r = run(rules, paths)
     console.log(`${String(n).padStart(5)}   ${('/' + prefix).padEnd(11)}   ${r.median.toFixed(3).padStart(9)}   ${r.p99.toFixed(3).padStart(6)}`)
   }
+}
+
+/** The rules over hosts: each for one of them, a tenth for a tenant's subdomains, a twentieth for any host. */
+function hostRules (n) {
+  return ruleSet(n).map((r, i) => ({
+    ...r,
+    hosts: i % 20 === 0 ? [] : i % 10 === 0 ? [`*.tenant${i % 17}.example.com`] : [`app${i % flags.hosts}.example.com`],
+    subjects: r.subjects.length > 0 ? [...r.subjects, `group:team${i % 50}`, 'group:Default/ops'] : r.subjects
+  }))
+}
+const hostsSent = Array.from({ length: 4096 }, (_, i) => i % 8 === 0 ? `u${i}.tenant${i % 17}.example.com` : i % 8 === 1 ? `nobody${i}.example.net` : `app${(i * 13) % flags.hosts}.example.com`)
+caller.identity.user.groups = Array.from({ length: 20 }, (_, i) => ({ id: `g${i}`, name: `team${i * 2}`, org: null, orgName: null, sources: ['local'] }))
+console.log(`\nwith hosts: ${flags.hosts} hosts, wildcards, group subjects; the caller in 20 groups`)
+console.log('rules   hosts    median µs   p99 µs')
+for (const n of cases.filter((c) => c > 0)) {
+  const rules = new AccessRules({ default_policy: 'one_factor', rules: hostRules(n) })
+  const paths = pathsUnder('')
+  run(rules, paths, hostsSent)
+  const r = run(rules, paths, hostsSent)
+  console.log(`${String(n).padStart(5)}   ${String(flags.hosts).padEnd(5)}   ${r.median.toFixed(3).padStart(9)}   ${r.p99.toFixed(3).padStart(6)}`)
 }

@@ -16,6 +16,9 @@ import type { Factor, Store } from '../store/types.js'
 import { originForm } from '../http/target.js'
 import { unmapIp } from '../http/address.js'
 import { AccessRules, type Verdict } from './rules.js'
+import { groupEntry, parseGroupRef } from './groups.js'
+import { hostKey } from './hosts.js'
+import type { UserGroup } from '../store/types.js'
 import type { Policy } from './syntax.js'
 
 export interface CheckInput {
@@ -33,11 +36,17 @@ export interface CheckInput {
   org?: string
   /** the client address as sidegate would resolve it; default 127.0.0.1 */
   ip?: string
+  /** the host the request is for; needed when rules name hosts */
+  host?: string
+  /** the caller's groups instead of the store's: NAME, ORG/NAME (as X-<abbrev>-Groups names them) */
+  groups?: string[]
 }
 
 export interface CheckResult {
-  request: { method: string, path: string, normalised: string, ambiguous: boolean, ip: string }
-  caller: { username: string, method: AuthMethod, factors?: Factor[], made_with?: Factor[], org: string | null } | null
+  request: { method: string, path: string, normalised: string, ambiguous: boolean, ip: string, host: string | null }
+  caller: {
+    username: string, method: AuthMethod, factors?: Factor[], made_with?: Factor[], org: string | null, groups: string[]
+  } | null
   /** `public_path`: upstream.public_paths, before any rule; `rules` */
   decided_by: 'public_path' | 'rules'
   /** the deciding rule's index, null: default_policy (or a public path) */
@@ -70,7 +79,10 @@ export async function explainAccess (
   const target = sent.split('?')[0]
   const rules = new AccessRules(config.access)
   const p = rules.matchPath(target)
-  const request = { method, path: i.path, normalised: p.path, ambiguous: p.ambiguous, ip }
+  const host = i.host === undefined ? null : hostKey(i.host)
+  if (i.host !== undefined && host === null) throw new UsageError(`host: a host name or address, got ${JSON.stringify(i.host)}`)
+  if (host === null && rules.usesHosts) throw new UsageError('the access rules name hosts: give the host the request is for (--host)')
+  const request = { method, path: i.path, normalised: p.path, ambiguous: p.ambiguous, ip, host }
   const caller = await callerOf(config, store, i)
   if (isPublic(target)) {
     return {
@@ -84,7 +96,7 @@ export async function explainAccess (
       passed_over: []
     }
   }
-  const req = { method, target, clientIp: ip }
+  const req = { method, target, clientIp: ip, host }
   const at = caller === null ? null : caller.at
   const v: Verdict = rules.decide(req, at, p)
   // without a credential the gateway asks for one (401; a browser is sent to sign in) unless the
@@ -111,7 +123,9 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
   json: NonNullable<CheckResult['caller']>
 } | null> {
   if (i.user === undefined && i.key === undefined) {
-    if (i.org !== undefined || (i.factors ?? []).length > 0 || i.credential !== undefined) throw new UsageError('org, credential and factors describe a caller: name one with user (or key)')
+    if (i.org !== undefined || (i.factors ?? []).length > 0 || i.credential !== undefined || i.groups !== undefined) {
+      throw new UsageError('org, credential, factors and groups describe a caller: name one with user (or key)')
+    }
     return null
   }
   let userId: string
@@ -148,8 +162,9 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     if (!(err instanceof GatewayError)) throw err
     orgNote = err.code
   }
+  const groups = i.groups === undefined ? user.groups ?? [] : await givenGroups(store, i.groups)
   // the fields the rules read (no session record, no key limits: they decide nothing here)
-  const identity = { userId: user.id, method, factors, keyId: i.key, keyFactors, user } as Identity
+  const identity = { userId: user.id, method, factors, keyId: i.key, keyFactors, user: { ...user, groups } } as Identity
   return {
     at: { identity, orgId },
     json: {
@@ -157,9 +172,23 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
       method,
       ...(factors === undefined ? {} : { factors }),
       ...(keyFactors === undefined ? {} : { made_with: [...keyFactors] }),
-      org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`)
+      org: orgId ?? (orgNote === null ? null : `refused: ${orgNote}`),
+      groups: groups.map(groupEntry)
     }
   }
+}
+
+/** `--group` values as the caller's groups: an org named by its id or its (unique) name. */
+async function givenGroups (store: Store, given: string[]): Promise<UserGroup[]> {
+  const orgs = await store.orgs.list()
+  return given.map((v) => {
+    const g = parseGroupRef(v)
+    if (typeof g === 'string') throw new UsageError(`group: ${g}`)
+    if (g.org === null) return { id: '', name: g.name, org: null, orgName: null, sources: ['given'] }
+    const found = orgs.filter((o) => o.id === g.org || o.name.toLowerCase() === g.org)
+    if (found.length !== 1) throw new UsageError(`group ${JSON.stringify(v)}: ${found.length === 0 ? 'no such org' : 'two orgs have that name: give its id'}`, found.length === 0 ? 'not_found' : 'bad_request')
+    return { id: '', name: g.name, org: found[0].id, orgName: found[0].name, sources: ['given'] }
+  })
 }
 
 /** The command line's text: the request, the caller, and the verdict with its reason. */
@@ -167,7 +196,8 @@ export function checkText (r: CheckResult): string {
   const who = r.caller === null ? 'no credential' : `${r.caller.username} (${r.caller.method}${r.caller.factors === undefined ? '' : `: ${r.caller.factors.join(',')}`}) in org ${r.caller.org ?? '—'}`
   const verdict = r.status === 200 ? 'allowed' : r.status === 401 ? '401: a credential is needed' : '403 access_denied'
   return [
-    `${r.request.method} ${r.request.path} from ${r.request.ip}, ${who}`,
+    `${r.request.method} ${r.request.path}${r.request.host === null ? '' : ` at ${r.request.host}`} from ${r.request.ip}, ${who}`,
+    ...r.caller !== null && r.caller.groups.length > 0 ? [`groups: ${r.caller.groups.join(', ')}`] : [],
     `matched as ${r.request.normalised}${r.request.ambiguous ? ' (ambiguous: no bypass rule matches it)' : ''}`,
     ...r.passed_over.map((x) => `passed over: ${x.why}`),
     r.why,

@@ -6,23 +6,27 @@
  *
  * The first rule that matches decides; none: `default_policy`. A rule matches
  * on its paths (globs over the normalised path, ./path.ts: `*` one segment,
- * `**` any number, none included), methods (GET covers HEAD), networks (the
- * client address as sidegate resolves it) and, for policies other than
- * bypass, subjects: a rule with subjects matches only an authenticated caller
- * who has one of them.
+ * `**` any number, none included), hosts (./hosts.ts), methods (GET covers
+ * HEAD), networks (the client address as sidegate resolves it) and, for
+ * policies other than bypass, subjects: a rule with subjects matches only an
+ * authenticated caller who has one of them.
  *
  * Two moments, because a bypass must be known before any credential is
  * looked at: `before` walks the rules that match without a caller, and says
  * whether the request is bypassed, denied outright, or needs authenticating
  * (`optional`: a caller without any credential falls through to a bypass);
  * `decide` then walks them again with the caller. An index by the globs'
- * leading literal segments keeps the walk short with many rules.
+ * leading literal segments keeps the walk short with many rules; with hosts,
+ * one such index per host the rules name (and per set of wildcards a host is
+ * under), so a request walks only the rules for its host.
  */
 import type { Identity } from '../auth/index.js'
 import { isTwoFactor } from '../store/types.js'
 import { trustedProxies } from '../pipeline/headers.js'
 import { normalizePath, type MatchPath } from './path.js'
 import { globMatcher } from './glob.js'
+import { inGroup, parseGroupRef, refKey } from './groups.js'
+import { hostMatches, hostPatterns, suffixKey, type HostPatterns } from './hosts.js'
 import { certSubject, MACHINE, METHOD_SUBJECTS, type Policy } from './syntax.js'
 
 export type { Policy } from './syntax.js'
@@ -30,6 +34,8 @@ export type { Policy } from './syntax.js'
 /** A rule as gateway.yml states it. */
 export interface RuleSpec {
   paths: string[]
+  /** absent or empty: any host */
+  hosts?: string[]
   methods: string[]
   networks: string[]
   subjects: string[]
@@ -48,6 +54,8 @@ export interface AccessRequest {
   method: string
   target: string
   clientIp: string
+  /** The host it is for (./hosts.ts requestHost); null: none usable. Read only when a rule names hosts. */
+  host?: string | null
   /**
    * The verified client certificate's subject (mutual TLS: src/http/tls.ts
    * peerSubject), null or absent: none. Looked up only when a rule names cert:.
@@ -73,7 +81,8 @@ export interface Verdict {
   why: string
 }
 
-interface Subject { kind: 'user' | 'org' | 'role' | 'method', value: string }
+/** `group:`'s value is its reference's key (./groups.ts refKey) */
+interface Subject { kind: 'user' | 'org' | 'role' | 'method' | 'group', value: string }
 
 interface Rule {
   index: number
@@ -83,6 +92,8 @@ interface Rule {
   methods: Set<string> | null
   /** null: any address */
   network: ((ip: string) => boolean) | null
+  /** null: any host */
+  hosts: HostPatterns | null
   subjects: Subject[]
   /** cert: subjects, each the attributes a client certificate must all have; null: none */
   certs: Array<Array<[string, string]>> | null
@@ -110,11 +121,43 @@ interface Node {
 
 const node = (): Node => ({ own: [], children: new Map(), candidates: [] })
 
+/** The index over `rules` (in order). */
+function indexOf (rules: readonly Rule[], fold: (s: string) => string): Node {
+  const root = node()
+  for (const r of rules) {
+    for (const glob of r.spec.paths) {
+      let n = root
+      for (const seg of literalPrefix(fold(glob))) {
+        let c = n.children.get(seg)
+        if (c === undefined) n.children.set(seg, c = node())
+        n = c
+      }
+      if (!n.own.includes(r)) n.own.push(r)
+    }
+  }
+  const fill = (n: Node, inherited: Rule[]): void => {
+    n.candidates = [...inherited, ...n.own]
+      .sort((x, y) => x.index - y.index)
+      .filter((r, i, a) => i === 0 || a[i - 1] !== r)
+    for (const c of n.children.values()) fill(c, n.candidates)
+  }
+  fill(root, [])
+  return root
+}
+
+/** How many indexes of hosts no rule names exactly (by the wildcards they are under) are kept. */
+const WILD_MEMO_MAX = 1000
+
 export class AccessRules {
   readonly #rules: Rule[]
   readonly #default: Policy
-  readonly #root = node()
+  readonly #root: Node
   readonly #lower: boolean
+  /** with hosts: the index of the rules that name none, one per host named exactly, the wildcards' suffixes */
+  readonly #hostless: Node | null = null
+  readonly #exact = new Map<string, Node>()
+  readonly #wild = new Set<string>()
+  readonly #byWild = new Map<string, Node>()
 
   constructor (spec: AccessSpec) {
     this.#default = spec.default_policy
@@ -127,33 +170,34 @@ export class AccessRules {
         ? null
         : new Set(r.methods.flatMap((m) => m.toUpperCase() === 'GET' ? ['GET', 'HEAD'] : [m.toUpperCase()])),
       network: r.networks.length === 0 ? null : trustedProxies(r.networks),
+      hosts: hostPatterns(r.hosts ?? []),
       certs: r.subjects.some(isCert) ? r.subjects.filter(isCert).map((s) => certSubject(s.slice(5)) ?? []) : null,
       subjects: r.subjects.filter((s) => !isCert(s)).map((s) => {
         const i = s.indexOf(':')
         const kind = s.slice(0, i) as Subject['kind']
+        const v = s.slice(i + 1)
+        if (kind === 'group') {
+          const g = parseGroupRef(v)
+          return { kind, value: typeof g === 'string' ? v : refKey(g) }
+        }
         // method:<subject> is matched by its kind's method name (the registry's subject may differ from it)
-        return { kind, value: kind === 'method' ? METHOD_SUBJECTS.get(s.slice(i + 1)) ?? s.slice(i + 1) : s.slice(i + 1) }
+        return { kind, value: kind === 'method' ? METHOD_SUBJECTS.get(v) ?? v : v }
       })
     }))
-    for (const r of this.#rules) {
-      for (const glob of r.spec.paths) {
-        let n = this.#root
-        for (const seg of literalPrefix(this.#fold(glob))) {
-          let c = n.children.get(seg)
-          if (c === undefined) n.children.set(seg, c = node())
-          n = c
-        }
-        if (!n.own.includes(r)) n.own.push(r)
+    const fold = (g: string): string => this.#fold(g)
+    this.#root = indexOf(this.#rules, fold)
+    if (this.#rules.some((r) => r.hosts !== null)) {
+      this.#hostless = indexOf(this.#rules.filter((r) => r.hosts === null), fold)
+      for (const r of this.#rules) for (const s of r.hosts?.suffixes ?? []) this.#wild.add(s)
+      const named = new Set(this.#rules.flatMap((r) => [...r.hosts?.exact ?? []]))
+      for (const h of named) {
+        this.#exact.set(h, indexOf(this.#rules.filter((r) => r.hosts === null || hostMatches(r.hosts, h)), fold))
       }
     }
-    const fill = (n: Node, inherited: Rule[]): void => {
-      n.candidates = [...inherited, ...n.own]
-        .sort((x, y) => x.index - y.index)
-        .filter((r, i, a) => i === 0 || a[i - 1] !== r)
-      for (const c of n.children.values()) fill(c, n.candidates)
-    }
-    fill(this.#root, [])
   }
+
+  /** Whether a rule names hosts (then AccessRequest.host is needed, and a request without one is refused). */
+  get usesHosts (): boolean { return this.#hostless !== null }
 
   /**
    * Whether the rules change anything at all: with none and default
@@ -179,10 +223,27 @@ export class AccessRules {
     return p
   }
 
-  /** The rules that may match this path, in order: those of the deepest node its segments reach. */
-  #candidates (p: MatchPath): Rule[] {
+  /** The index for a host: all rules without hosts; else those for the host and those naming none. */
+  #indexFor (host: string | null | undefined): Node {
+    if (this.#hostless === null) return this.#root
+    if (host == null) return this.#hostless
+    const exact = this.#exact.get(host)
+    if (exact !== undefined) return exact
+    const key = this.#wild.size === 0 ? '' : suffixKey(host, this.#wild)
+    if (key === '') return this.#hostless
+    let n = this.#byWild.get(key)
+    if (n === undefined) {
+      if (this.#byWild.size >= WILD_MEMO_MAX) this.#byWild.clear()
+      n = indexOf(this.#rules.filter((r) => r.hosts === null || hostMatches(r.hosts, host)), (g) => this.#fold(g))
+      this.#byWild.set(key, n)
+    }
+    return n
+  }
+
+  /** The rules that may match this path and host, in order: those of the deepest node its segments reach. */
+  #candidates (p: MatchPath, host: string | null | undefined): Rule[] {
     const path = p.path
-    let n = this.#root
+    let n = this.#indexFor(host)
     let from = 1
     while (from <= path.length) {
       let to = path.indexOf('/', from)
@@ -206,7 +267,7 @@ export class AccessRules {
   /** Before authentication (see the module's comment); `p`: the normalised target, kept for `decide`. */
   before (req: AccessRequest, p: MatchPath = this.matchPath(req.target)): Before {
     let subjects = false
-    for (const r of this.#candidates(p)) {
+    for (const r of this.#candidates(p, req.host)) {
       if (!this.#matchesRequest(r, req, p)) continue
       if (r.subjects.length > 0) { subjects = true; continue }
       return verdictBefore(r.spec.policy, subjects)
@@ -227,7 +288,8 @@ export class AccessRules {
       if (upTo !== -1 && r.index >= upTo) break
       if (!r.path(p.path)) continue
       const label = `rule ${r.index + 1} (${r.spec.policy})`
-      if (r.methods !== null && !r.methods.has(req.method)) out.push({ rule: r.index, why: `${label}: not for ${req.method} (${r.spec.methods.join(', ')})` })
+      if (r.hosts !== null && (req.host == null || !hostMatches(r.hosts, req.host))) out.push({ rule: r.index, why: `${label}: not for ${req.host == null ? 'a request without a usable host' : req.host} (${(r.spec.hosts ?? []).join(', ')})` })
+      else if (r.methods !== null && !r.methods.has(req.method)) out.push({ rule: r.index, why: `${label}: not for ${req.method} (${r.spec.methods.join(', ')})` })
       else if (r.spec.policy === 'bypass' && p.ambiguous) out.push({ rule: r.index, why: `${label}: an ambiguous path never matches a bypass rule` })
       else if (r.network !== null && !r.network(req.clientIp)) out.push({ rule: r.index, why: `${label}: ${req.clientIp} is not in ${r.spec.networks.join(', ')}` })
       else if (r.certs !== null && !certMatches(r.certs, req.cert)) out.push({ rule: r.index, why: `${label}: ${req.cert == null ? 'no verified client certificate' : 'the client certificate'} has none of ${r.spec.subjects.join(', ')}` })
@@ -238,7 +300,7 @@ export class AccessRules {
 
   /** With the caller: the rule that decides and whether it admits. */
   decide (req: AccessRequest, caller: AccessCaller | null, p: MatchPath = this.matchPath(req.target)): Verdict {
-    for (const r of this.#candidates(p)) {
+    for (const r of this.#candidates(p, req.host)) {
       if (!this.#matchesRequest(r, req, p)) continue
       const subject = r.subjects.length === 0
         ? null
@@ -281,6 +343,7 @@ function has (s: Subject, c: AccessCaller): boolean {
     case 'org': return c.orgId !== undefined && c.orgId.toLowerCase() === s.value.toLowerCase()
     case 'method': return id.method === s.value
     case 'role': return s.value === 'superuser' ? id.user.is_superuser : c.orgId !== undefined && id.user.orgs[c.orgId] === 'admin'
+    case 'group': return inGroup(id.user.groups, s.value)
   }
 }
 

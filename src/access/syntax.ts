@@ -3,7 +3,9 @@
  * config is read (src/config/validate.ts): the policies, path globs and
  * subjects (./glob.ts matches the globs).
  */
+import { isIP } from 'node:net'
 import { normalizePath } from './path.js'
+import { parseGroupRef } from './groups.js'
 import { KINDS } from '../auth/credentials.js'
 
 export const POLICIES = ['bypass', 'one_factor', 'two_factor', 'deny'] as const
@@ -44,7 +46,35 @@ export function subjectProblem (s: string): string | null {
   if (kind === 'role' && (value === 'superuser' || value === 'org_admin')) return null
   if (kind === 'method' && METHOD_SUBJECTS.has(value)) return null
   if (kind === 'cert' && certSubject(value) !== null) return null
-  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin, method:${SUBJECT_LIST} or cert:CN=NAME (ATTR=VALUE, comma-separated), got ${JSON.stringify(s)}`
+  if (kind === 'group') {
+    const g = parseGroupRef(value)
+    return typeof g === 'string' ? `group: ${g}` : null
+  }
+  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin, group:NAME, group:ORG/NAME, method:${SUBJECT_LIST} or cert:CN=NAME (ATTR=VALUE, comma-separated), got ${JSON.stringify(s)}`
+}
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+
+/**
+ * Why a rule's host cannot be used, or null (config validation): a host name
+ * (`app.example.com`), `*.example.com` (its subdomains, at any depth, not
+ * itself), or an IP address (`127.0.0.1`, `[::1]`); lowercase, no port.
+ */
+export function hostProblem (h: string): string | null {
+  const wild = h.startsWith('*.')
+  const name = wild ? h.slice(2) : h
+  const bare = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name
+  if (isIP(bare) !== 0) {
+    if (wild) return `a wildcard over an IP address matches nothing, got ${JSON.stringify(h)}`
+    return (isIP(bare) === 6) === (bare !== name) ? null : `an IPv6 address is written in brackets ([::1]), got ${JSON.stringify(h)}`
+  }
+  if (name !== name.toLowerCase()) return `must be written in lowercase, as hosts are matched, got ${JSON.stringify(h)}`
+  const labels = name.split('.')
+  if (name.length > 253 || !labels.every((l) => LABEL.test(l))) {
+    return `must be a host name (app.example.com), *.example.com or an IP address, without a port, got ${JSON.stringify(h)}`
+  }
+  if (wild && labels.length < 2) return `a wildcard needs a domain of two labels at least (*.example.com), got ${JSON.stringify(h)}`
+  return null
 }
 
 const CERT_PAIR = /^([A-Za-z][A-Za-z0-9.]*)=([^,=]+)$/

@@ -21,14 +21,16 @@ const AccessCheck = named('AccessCheck', T.Object({
     path: T.String(),
     normalised: T.String({ description: 'The path as the rules match it.' }),
     ambiguous: T.Boolean({ description: 'Its meaning depends on who decodes it: no bypass rule matches it.' }),
-    ip: T.String()
+    ip: T.String(),
+    host: nullable(T.String(), 'The host as the rules match it (lowercase, no port); null: none given.')
   }),
   caller: nullOr(T.Object({
     username: T.String(),
     method: oneOf(KINDS.map((k) => k.method)),
     factors: T.Optional(factors()),
     made_with: T.Optional(factors('An access key its owner made: the factors of the sign-in that made it (absent for an operator\'s key).')),
-    org: nullable(T.String(), 'The org the request acts in, or `refused: <code>` when the org step would refuse it.')
+    org: nullable(T.String(), 'The org the request acts in, or `refused: <code>` when the org step would refuse it.'),
+    groups: T.Array(T.String(), { description: 'The caller\'s groups as X-<abbrev>-Groups names them: the store\'s, or those given.' })
   })),
   decided_by: oneOf(['public_path', 'rules']),
   rule: nullable(T.Integer({ minimum: 1 }), 'The deciding rule, counted from 1 as docs/access-rules.md counts them (rule 1 is access.rules[0]); null: default_policy, or a public path.'),
@@ -57,7 +59,9 @@ export const ACCESS_OPERATIONS = [
       credential: opt(`Without a key: ${orList(CHECKED_KINDS.map((m) => m === 'session' ? 'session (default)' : m), '')}.`),
       factors: T.Optional(T.Array(T.String(), { description: 'A session\'s or bearer token\'s second factors: otp, hwk, swk (the password is implied).' })),
       org: opt('The org asked for (?oid= or the org header); default the user\'s.'),
-      ip: opt('The client address as sidegate would resolve it; default 127.0.0.1.')
+      ip: opt('The client address as sidegate would resolve it; default 127.0.0.1.'),
+      host: opt('The host the request is for (Host, or a trusted proxy\'s X-Forwarded-Host); needed when rules name hosts.'),
+      groups: T.Optional(T.Array(T.String(), { description: 'The caller\'s groups instead of the store\'s: NAME, or ORG/NAME for an org\'s (ORG its name or id).' }))
     }, { additionalProperties: false }),
     answer: AccessCheck,
     errors: ['not_found', 'bad_request'],
@@ -65,7 +69,7 @@ export const ACCESS_OPERATIONS = [
       command: 'access check',
       args: ['method', 'path'],
       usage: 'expected a method and a path, e.g. `sidegate access check --user alice GET /reports/q1`',
-      synopsis: `[--user NAME] [--key ID] [--credential ${CHECKED_KINDS.join('|')}]\n[--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] <METHOD> <PATH>`,
+      synopsis: `[--user NAME] [--key ID] [--credential ${CHECKED_KINDS.join('|')}]\n[--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] [--host HOST]\n[--group NAME]... <METHOD> <PATH>`,
       help: [
         'which rule of gateway.yml\'s access section (after',
         'upstream.public_paths) decides the request, and why, without',
@@ -74,7 +78,10 @@ export const ACCESS_OPERATIONS = [
         'request; --credential: the kind without a key (default session);',
         '--factor: a second factor the sign-in had (the password is',
         'implied); --org: the org asked for (default the user\'s); --ip: the',
-        'client address as sidegate resolves it (default 127.0.0.1).',
+        'client address as sidegate resolves it (default 127.0.0.1);',
+        '--host: the host the request is for (needed when rules name hosts);',
+        '--group: the caller\'s groups instead of the store\'s (NAME, or',
+        'ORG/NAME for an org\'s).',
         'Rules are counted from 1. Exit 0: let through; 1: refused',
         '(401 or 403); 2: usage. docs/access-rules.md'
       ],
@@ -87,7 +94,9 @@ export const ACCESS_OPERATIONS = [
           credential: c.flags.credential,
           factors: c.flags.factor,
           org: c.flags.org?.[0],
-          ip: c.flags.ip
+          ip: c.flags.ip,
+          host: c.flags.host,
+          groups: c.flags.group
         }
       }),
       text: (r) => checkText(r),

@@ -241,7 +241,8 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
       sub: 'check',
       synopsis: [
         '[--user NAME] [--key ID] [--credential session|bearer|private_token]',
-        '[--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] <METHOD> <PATH>'
+        '[--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] [--host HOST]',
+        '[--group NAME]... <METHOD> <PATH>'
       ],
       help: [
         "which rule of gateway.yml's access section (after",
@@ -251,7 +252,10 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
         'request; --credential: the kind without a key (default session);',
         '--factor: a second factor the sign-in had (the password is',
         "implied); --org: the org asked for (default the user's); --ip: the",
-        'client address as sidegate resolves it (default 127.0.0.1).',
+        'client address as sidegate resolves it (default 127.0.0.1);',
+        '--host: the host the request is for (needed when rules name hosts);',
+        "--group: the caller's groups instead of the store's (NAME, or",
+        "ORG/NAME for an org's).",
         'Rules are counted from 1. Exit 0: let through; 1: refused',
         '(401 or 403); 2: usage. docs/access-rules.md'
       ]

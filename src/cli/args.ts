@@ -38,7 +38,9 @@ export const OPTIONS = {
   key: { type: 'string' },
   credential: { type: 'string' },
   factor: { type: 'string', multiple: true },
-  ip: { type: 'string' }
+  ip: { type: 'string' },
+  host: { type: 'string' },
+  group: { type: 'string', multiple: true }
 } as const
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']

@@ -39,6 +39,7 @@ export interface Names {
   authFactorsHeader: string
   /** the signed identity (identity.jwt) */
   identityHeader: string
+  groupsHeader: string
 }
 
 export type RedisMode = Doc['redis']['mode']
@@ -65,7 +66,7 @@ export type JwtConfig = Omit<Doc['identity']['jwt'], 'issuer'> & { issuer: strin
 /** The validated configuration every module reads: the document, plus what is derived from it. */
 export interface Config extends Omit<Doc, 'names' | 'store' | 'redis' | 'identity' | 'tracing'> {
   store: StoreConfig
-  identity: { jwt: JwtConfig }
+  identity: Omit<Doc['identity'], 'jwt'> & { jwt: JwtConfig }
   /** The config file this came from, or null when running on defaults. */
   file: string | null
   names: Names
@@ -104,7 +105,8 @@ export function namesFor (abbrev: string, jumpserver = false): Names {
     usernameHeader: `X-${up}-Username`,
     authMethodHeader: `X-${up}-Auth-Method`,
     authFactorsHeader: `X-${up}-Auth-Factors`,
-    identityHeader: `X-${up}-Identity`
+    identityHeader: `X-${up}-Identity`,
+    groupsHeader: `X-${up}-Groups`
   }
 }
 
@@ -350,7 +352,7 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
         key_file: path(d.redis.tls.key_file)
       }
     },
-    identity: { jwt: { ...d.identity.jwt, issuer: d.identity.jwt.issuer ?? defaultIssuer(d.listen) } },
+    identity: { ...d.identity, jwt: { ...d.identity.jwt, issuer: d.identity.jwt.issuer ?? defaultIssuer(d.listen) } },
     secret_key_file: resolve(base, d.secret_key_file),
     admin_password: env.SIDEGATE_ADMIN_PASSWORD || null,
     tracing: tracing.value,

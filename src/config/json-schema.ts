@@ -32,7 +32,8 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' },
   ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' },
   accessGlob: { pattern: '^/' },
-  accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
+  accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|group:.+|cert:.+|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
+  accessHost: { pattern: '^(?:\\*\\.)?[a-z0-9.-]{1,253}$|^\\[[0-9a-fA-F:.]+\\]$' },
   httpMethod: { pattern: '^[A-Za-z]{1,20}$' }
 }
 

@@ -76,7 +76,7 @@ export const Schema = T.Object({
     public_paths: live(list([], { check: 'absolutePath', description: 'Paths forwarded without authentication, matched by whole segments: "/status"\ncovers /status and /status/… (not /status-admin; start-up warns once about entries\nwithout a trailing slash), "/static/" covers /static/…. Identity headers and\nsidegate\'s credentials are still stripped; a path with . or .. segments is never public.' }))
   }),
   names: section({
-    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Auth-Factors,\nX-SVC-Identity.\nJMS gives the names JumpServer clients use.' })
+    abbrev: str('SVC', { check: 'abbrev', description: 'Product abbreviation used in header and cookie names: X-SVC-ORG, svc_sessionid,\nsvc_csrftoken, X-SVC-User-Id, X-SVC-Username, X-SVC-Auth-Method, X-SVC-Auth-Factors,\nX-SVC-Identity, X-SVC-Groups.\nJMS gives the names JumpServer clients use.' })
   }),
   store: section({
     backend: oneOf(STORE_BACKENDS, 'auto', 'sqlite: the embedded store, one file on this host (`path`), shared by every\n--workers process and the CLI; several hosts cannot share it (docs/deploy.md).\nredis: the `redis:` section below: for several replicas. auto: redis when\nSIDEGATE_REDIS_URL is set or a `redis:` key below differs from its default, else sqlite'),
@@ -171,13 +171,14 @@ export const Schema = T.Object({
     default_policy: oneOf(POLICIES, 'one_factor', 'What a request for the upstream that no rule matches takes.'),
     rules: T.Array(T.Object({
       paths: T.Array(T.String({ check: 'accessGlob' })),
+      hosts: list([], { check: 'accessHost' }),
       methods: list([], { check: 'httpMethod' }),
       networks: list([], { check: 'ipOrCidr' }),
       subjects: list([], { check: 'accessSubject' }),
       policy: T.Union(POLICIES.map((v) => T.Literal(v)))
     }, { additionalProperties: false, default: {} }), {
       default: [],
-      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally methods (GET covers HEAD), networks\n(the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, method:${SUBJECT_LIST}: the\nrule matches only a caller who has one; cert:CN=NAME: the client certificate of\nmutual TLS, listen.tls.client_ca_file) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
+      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally hosts (app.example.com,\n*.example.com: its subdomains; the Host, or a trusted proxy's X-Forwarded-Host, without\nits port; with any, a request without a usable host is 400), methods (GET covers HEAD),\nnetworks (the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, group:NAME, group:ORG/NAME (ORG: the org's name or\nid), method:${SUBJECT_LIST}: the\nrule matches only a caller who has one; cert:CN=NAME: the client certificate of\nmutual TLS, listen.tls.client_ca_file) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
     }),
     case_insensitive_paths: bool(false, 'true: paths and globs compared in lower case, for an upstream that routes\ncase-insensitively (Express and ASP.NET by default): /OPS/restart then meets a rule\nfor /ops/**. Leave false for an upstream that tells /OPS from /ops')
   }, 'Who may reach which upstream paths, decided alike in proxy mode, for WebSocket\nupgrades and in forward-auth decisions. upstream.public_paths still come first.\n`sidegate access check` explains which rule decides a request.')),
@@ -204,7 +205,8 @@ export const Schema = T.Object({
       per_request: bool(false, 'false: a token is reused for a quarter of its ttl (it proves the caller was\nauthenticated within ttl, for this audience, not which request). true: one token per\nrequest, its jti the request id (X-Request-Id), so a verifier can bind it to the request;\na signature per request (about 40 µs with EdDSA, 35 µs with ES256: bench/micro-identity.mjs).'),
       algorithm: oneOf(JWT_ALGORITHMS, 'EdDSA', 'EdDSA (Ed25519) or ES256 (P-256) for the key created at the first start and\nby `sidegate jwk rotate`; a change takes effect at the next rotation.'),
       publish_ahead: int(1, 86400, 300, 'seconds a new key (sidegate jwk rotate) is published in the JWKS before it signs;\nmore than your verifiers cache the JWKS (the JWKS says max-age=60 at most).')
-    }, 'A signed identity for the upstream (docs/identity-jwt.md).')
+    }, 'A signed identity for the upstream (docs/identity-jwt.md).'),
+    groups_max_bytes: int(64, 8192, 1000, 'bytes X-<abbrev>-Groups (the caller\'s groups, comma-separated) and the identity\nJWT\'s groups claim may take. Past it, only the groups access rules name, as many as\nfit: with the JWT and the other identity headers, a decision\'s answer stays within\nnginx\'s default 4 KB proxy_buffer_size (docs/credentials.md)')
   }),
   server: section({
     trusted_proxies: live(list([], {

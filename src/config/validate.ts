@@ -9,7 +9,7 @@ import { isIP } from 'node:net'
 import { parsePolicy } from '../auth/rate-limit-policy.js'
 import type { TSchema } from '@sinclair/typebox'
 import { maskUrl } from '../http/mask.js'
-import { globProblem, subjectProblem } from '../access/syntax.js'
+import { globProblem, hostProblem, subjectProblem } from '../access/syntax.js'
 
 export interface Problem { key: string, message: string }
 
@@ -53,6 +53,7 @@ export const CHECKS: Record<string, Check> = {
   ipOrCidr: (v) => isIpOrCidr(v) ? null : 'each entry must be an IP address or a CIDR range (10.0.0.0/8, fd00::/8)',
   accessGlob: globProblem,
   accessSubject: subjectProblem,
+  accessHost: hostProblem,
   httpMethod: (v) => /^[A-Za-z]{1,20}$/.test(v) ? null : 'each entry must be an HTTP method (GET, POST, …)'
 }
 

@@ -26,7 +26,7 @@
  *
  * Signing is node:crypto's, synchronous, over a header serialized once per
  * key; a token is kept per (key, user, username, org, method, access key,
- * factors) and
+ * factors, groups) and
  * reused for a quarter of its ttl, so most requests cost a cache lookup
  * (bench/micro-identity.mjs measures both). Such a token proves that sidegate
  * authenticated the caller within its ttl, for its audience; not which
@@ -177,8 +177,8 @@ export async function rotateKeySet (
 interface Signer { kid: string, alg: SigningAlgorithm, header: string, key: KeyObject }
 
 /** The parts of a token that identify what it says: one cache entry per distinct set. */
-function cacheKey (kid: string, id: Identity, orgId: string): string {
-  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.method === 'access_key' ? id.keyId : ''}\u0000${id.factors?.join(',') ?? ''}`
+function cacheKey (kid: string, id: Identity, orgId: string, groups: string | undefined): string {
+  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.method === 'access_key' ? id.keyId : ''}\u0000${id.factors?.join(',') ?? ''}\u0000${groups ?? ''}`
 }
 
 /** The JWT minting of one gateway: the key set as last read, the signer of the current key, the token cache. */
@@ -278,7 +278,7 @@ export class IdentitySigner {
    * (a quarter of its ttl), else a new one. Throws 503 store_unavailable when
    * the key set is not known well enough to sign (see `fresh`).
    */
-  token (id: Identity, orgId: string, requestId?: string): string {
+  token (id: Identity, orgId: string, requestId?: string, groups?: string): string {
     const now = Date.now()
     if (!this.fresh) {
       this.load().catch(() => {})
@@ -287,17 +287,20 @@ export class IdentitySigner {
     const current = signingKey(this.#keys, now)
     if (current === null) throw E.storeUnavailable()
     const s = this.#signer(current)
-    if (this.#c.per_request && requestId !== undefined) return this.mint(s, id, orgId, now, requestId)
-    const ck = cacheKey(s.kid, id, orgId)
+    if (this.#c.per_request && requestId !== undefined) return this.mint(s, id, orgId, now, requestId, groups)
+    const ck = cacheKey(s.kid, id, orgId, groups)
     const hit = this.#tokens.get(ck)
     if (hit !== undefined) return hit
-    const t = this.mint(s, id, orgId, now)
+    const t = this.mint(s, id, orgId, now, undefined, groups)
     this.#tokens.set(ck, t)
     return t
   }
 
-  /** Signs a new token (no cache); `jti`: a random UUID unless given. */
-  mint (s: Signer, id: Identity, orgId: string, now: number, jti: string = randomUUID()): string {
+  /**
+   * Signs a new token (no cache); `jti`: a random UUID unless given; `groups`:
+   * X-<abbrev>-Groups as sent (src/access/groups.ts), the `groups` claim's entries.
+   */
+  mint (s: Signer, id: Identity, orgId: string, now: number, jti: string = randomUUID(), groups?: string): string {
     const iat = Math.floor(now / 1000)
     const claims: Record<string, unknown> = { iss: this.#c.issuer }
     if (this.#c.audience !== null) claims.aud = this.#c.audience
@@ -312,6 +315,7 @@ export class IdentitySigner {
       claims.acr = isTwoFactor(id.factors) ? 'two_factor' : 'one_factor'
     }
     if (id.method === 'access_key') claims.akid = id.keyId
+    if (groups !== undefined) claims.groups = groups.split(',')
     claims.jti = jti
     claims.iat = iat
     claims.exp = iat + this.#c.ttl

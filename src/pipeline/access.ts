@@ -5,6 +5,8 @@
  * has): null, and neither is in the chains.
  */
 import { AccessRules, type AccessRequest, type Verdict } from '../access/rules.js'
+import { requestHost } from '../access/hosts.js'
+import { fromTrustedPeer } from './headers.js'
 import { peerSubject } from './tls.js'
 import { E, type GatewayError } from '../errors.js'
 import type { Flow } from './context.js'
@@ -31,11 +33,19 @@ export function accessGate (o: PipelineOptions): AccessGate | null {
   // the client certificate only where a rule names one (cert:): nothing more per request otherwise.
   // A forward-auth decision's TLS peer is the proxy, not the client: it has none.
   const certs = rules.usesCerts
-  /** The method the rules see: a decision's original request's. */
+  const hosts = rules.usesHosts
+  const { policy } = o
+  /**
+   * The method the rules see: a decision's original request's; its host, where
+   * rules name hosts: a decision's proxy is trusted, its X-Forwarded-Host the original's.
+   */
+  const hostOf = (ctx: Flow): string | null =>
+    requestHost(ctx.req.headers, fromTrustedPeer(ctx.req, policy), ctx.original === undefined ? ctx.req.url : undefined)
   const requestOf = (ctx: Flow): AccessRequest => ({
     method: ctx.original?.method ?? ctx.req.method ?? 'GET',
     target: ctx.target,
     clientIp: ctx.clientIp,
+    host: hosts ? hostOf(ctx) : undefined,
     cert: certs && ctx.original === undefined ? peerSubject(ctx.req.socket) : null
   })
 
@@ -51,6 +61,8 @@ export function accessGate (o: PipelineOptions): AccessGate | null {
     before (ctx) {
       const p = ctx.matchPath = rules.matchPath(ctx.target)
       const req = requestOf(ctx)
+      // no rule for a host may be met, nor passed over, without knowing the host
+      if (req.host === null) return E.badRequest('No usable Host: the access rules are per host.')
       const b = rules.before(req, p)
       return b === 'deny' ? denied(ctx, rules.decide(req, null, p)) : b
     },

@@ -14,6 +14,8 @@ import { E } from '../errors.js'
 import { withoutCookies } from '../http/cookies.js'
 import { unmapIp } from '../http/address.js'
 import { PROXY_FAMILIES, familyOf, sentMethod, type ProxyFamily } from './proxies.js'
+import { groupsSent, namedGroups } from '../access/groups.js'
+import type { UserGroup } from '../store/types.js'
 
 export interface HeaderPolicy {
   /**
@@ -33,8 +35,12 @@ export interface HeaderPolicy {
   identityHeader: string
   /** X-<abbrev>-Login, lowercase: a decision's login page, for nginx to redirect a browser to */
   loginHeader: string
-  /** identity.jwt enabled: the signed identity token of a caller in an org (src/forward/identity.ts) */
-  identityToken?: (id: Identity, orgId: string, requestId: string) => string
+  /** X-<abbrev>-Groups, lowercase */
+  groupsHeader: string
+  /** The groups sent for a user (src/access/groups.ts groupsSent: identity.groups_max_bytes); undefined: none */
+  groupsOf: (groups: readonly UserGroup[] | undefined) => string | undefined
+  /** identity.jwt on: the signed identity token of a caller in an org, the groups sent (src/forward/identity.ts) */
+  identityToken?: (id: Identity, orgId: string, requestId: string, groups: string | undefined) => string
   credentialCookies: Set<string>
   /** whether a peer (or an X-Forwarded-For hop) is one of server.trusted_proxies */
   trusted: (ip: string) => boolean
@@ -43,14 +49,17 @@ export interface HeaderPolicy {
 /** The identity headers sidegate injects under an abbreviation, lowercase (as config.ts namesFor names them). */
 function identityHeaderNames (abbrev: string): string[] {
   const a = abbrev.toLowerCase()
-  return [`x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-auth-factors`, `x-${a}-identity`]
+  return [
+    `x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-auth-factors`, `x-${a}-identity`, `x-${a}-groups`
+  ]
 }
 
 /** `identityToken`: identity.jwt's signer, when enabled (the header is stripped from clients either way). */
 export function headerPolicy (config: Config, identityToken?: HeaderPolicy['identityToken']): HeaderPolicy {
   const n = config.names
   const lower = [
-    n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader
+    n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader,
+    n.groupsHeader
   ].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client
@@ -65,6 +74,8 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
     identityHeader: lower[4],
     authFactorsHeader: lower[5],
     loginHeader: `x-${n.abbrev.toLowerCase()}-login`,
+    groupsHeader: lower[6],
+    groupsOf: groupsSent(config.identity.groups_max_bytes, namedGroups(config.access.rules)),
     identityToken,
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie, n.mfaCookie]),
     trusted: trustedProxies(config.server.trusted_proxies)
@@ -275,8 +286,10 @@ export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, r
   )
   // sessions and bearer tokens: what their sign-in was made with (machine credentials have no sign-in)
   if (id.factors !== undefined) out.push(p.authFactorsHeader, id.factors.join(','))
+  const groups = p.groupsOf(id.user.groups)
+  if (groups !== undefined) out.push(p.groupsHeader, groups)
   // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)
-  if (p.identityToken !== undefined) out.push(p.identityHeader, p.identityToken(id, orgId, requestId))
+  if (p.identityToken !== undefined) out.push(p.identityHeader, p.identityToken(id, orgId, requestId, groups))
 }
 
 /**

@@ -111,7 +111,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
     }
     const auth = new Authenticators(store, c)
     const policy = headerPolicy(
-      c, identity === null ? undefined : (id, orgId, reqId) => identity.token(id, orgId, reqId)
+      c, identity === null ? undefined : (id, orgId, reqId, groups) => identity.token(id, orgId, reqId, groups)
     )
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity, audit })

@@ -29,6 +29,18 @@ export interface User {
   last_login: string | null
   /** a per-user rate limit set with `sidegate limit set` (wins over rate_limit in gateway.yml) */
   rate_limit?: RateLimitPolicy | null
+  groups?: readonly UserGroup[]
+}
+
+/** One of a user's groups as the request path reads it (sorted by entry; each group once whatever its sources). */
+export interface UserGroup {
+  id: string
+  name: string
+  /** the org's id; null: a global group */
+  org: string | null
+  orgName: string | null
+  /** `local`, or `idp:<provider>` */
+  sources: readonly string[]
 }
 
 /** A user as the sign-in paths read it (store.users.forSignIn). */

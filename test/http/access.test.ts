@@ -140,7 +140,7 @@ t.test('a denial: 403 access_denied, no rule in the answer; the rule in the audi
 
 t.test('a live reload swaps the rules for the next request', async (t) => {
   t.equal((await request(proxy.url, '/api/things', { headers: { authorization: `Token ${bobToken}` } })).status, 200)
-  proxy.gw.apply({ ...proxy.config, access: { default_policy: 'deny', rules: [{ paths: ['/open/**'], methods: [], networks: [], subjects: [], policy: 'bypass' }], case_insensitive_paths: false } })
+  proxy.gw.apply({ ...proxy.config, access: { default_policy: 'deny', rules: [{ paths: ['/open/**'], hosts: [], methods: [], networks: [], subjects: [], policy: 'bypass' }], case_insensitive_paths: false } })
   t.equal((await request(proxy.url, '/api/things', { headers: { authorization: `Token ${bobToken}` } })).status, 403, 'default_policy deny now')
   t.equal((await request(proxy.url, '/open/x', {})).status, 200)
   proxy.gw.apply({ ...proxy.config, access: { default_policy: 'one_factor', rules: [], case_insensitive_paths: false } })

@@ -330,5 +330,5 @@ t.test('config: access rules are validated, each problem named', async (t) => {
   t.match(bad({ default_policy: 'allow' }), /access\.default_policy: must be one of bypass, one_factor, two_factor, deny/)
   t.match(bad({ rules: 'all' }), /access\.rules: must be a list/)
   const ok = buildConfig({ access: { rules: [{ paths: ['/a/**'], methods: ['get'], policy: 'deny' }] } })
-  t.same(ok.access.rules[0], { paths: ['/a/**'], methods: ['GET'], networks: [], subjects: [], policy: 'deny' }, 'defaults filled in, methods upper-cased')
+  t.same(ok.access.rules[0], { paths: ['/a/**'], hosts: [], methods: ['GET'], networks: [], subjects: [], policy: 'deny' }, 'defaults filled in, methods upper-cased')
 })

@@ -53,7 +53,8 @@ t.test('defaults', async (t) => {
       usernameHeader: 'X-SVC-Username',
       authMethodHeader: 'X-SVC-Auth-Method',
       authFactorsHeader: 'X-SVC-Auth-Factors',
-      identityHeader: 'X-SVC-Identity'
+      identityHeader: 'X-SVC-Identity',
+      groupsHeader: 'X-SVC-Groups'
     },
     redis: {
       url: 'redis://127.0.0.1:6379',
@@ -111,7 +112,7 @@ t.test('defaults', async (t) => {
       login_redirect: true,
       cookie_secure: false
     },
-    identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 } },
+    identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 }, groups_max_bytes: 1000 },
     server: {
       trusted_proxies: [],
       shutdown_grace: 10,
@@ -276,7 +277,8 @@ t.test('namesFor', async (t) => {
     usernameHeader: 'X-JMS-Username',
     authMethodHeader: 'X-JMS-Auth-Method',
     authFactorsHeader: 'X-JMS-Auth-Factors',
-    identityHeader: 'X-JMS-Identity'
+    identityHeader: 'X-JMS-Identity',
+    groupsHeader: 'X-JMS-Groups'
   })
   t.same(namesFor('jms'), namesFor('JMS'))
   t.equal(namesFor('Acme2').orgHeader, 'X-ACME2-ORG')
