@@ -158,6 +158,13 @@ t.test('config check: every problem, one line each, exit 2', async (t) => {
   t.equal(cross.code, 2, 'rules across keys too')
   t.match(cross.stderr, /config: session\.absolute_timeout: must be at least session\.idle_timeout/)
 
+  const hosts = await cliIn(dir, ['config', 'check', '--config', file('hosts.yml', stringify({
+    access: { rules: [{ paths: ['/**'], hosts: ['*.10.0.0.1', 'App.example.com'], subjects: [`group:${'g'.repeat(129)}`], policy: 'deny' }] }
+  }))])
+  t.equal(hosts.code, 2, 'a rule\'s hosts and group subjects')
+  t.match(hosts.stderr, /config: access\.rules\[0\]\.hosts: a wildcard over an IP address matches nothing/)
+  t.match(hosts.stderr, /config: access\.rules\[0\]\.subjects: group: each part: 1 to 128 characters/)
+
   const env = await cliIn(dir, ['config', 'check', '--config', file('fine.yml', 'listen:\n  port: 8080\n')], { env: { SIDEGATE_PORT: 'eighty' } })
   t.equal(env.code, 2, 'environment overrides are checked as start would apply them')
   t.match(env.stderr, /config: listen\.port: must be a whole number/)

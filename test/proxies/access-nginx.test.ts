@@ -4,7 +4,10 @@
  * nginx's auth_request passes on only 2xx, 401 and 403, which are exactly
  * the answers rules give, so each request reaches the upstream, or gets 401
  * or 403, as it would in proxy mode (test/http/access.test.ts compares the
- * exact verdicts). Skipped, saying why, without nginx.
+ * exact verdicts). A user in 200 groups of 40 characters still passes:
+ * the groups sent are capped (identity.groups_max_bytes), so the decision's
+ * answer, with the identity JWT, fits nginx's default proxy_buffer_size.
+ * Skipped, saying why, without nginx.
  */
 import t from 'tap'
 import { readFileSync } from 'node:fs'
@@ -27,17 +30,26 @@ if ('why' in nginx) {
       { paths: ['/open/**'], policy: 'bypass' },
       { paths: ['/reports/**'], methods: ['GET'], subjects: ['user:alice'], policy: 'one_factor' },
       { paths: ['/reports/**'], policy: 'deny' },
-      { paths: ['/secure/**'], policy: 'two_factor' }
+      { paths: ['/secure/**'], policy: 'two_factor' },
+      { paths: ['/teams/**'], subjects: [`group:${teamName(7)}`, `group:Default/${teamName(150)}`], policy: 'one_factor' },
+      { paths: ['/teams/**'], policy: 'deny' }
     ]
   }
   // nginx connects from 127.0.0.1: trusted to describe the original request
-  const g = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.1'] }, access })
+  const g = await startGateway(db.url, { server: { trusted_proxies: ['127.0.0.1'] }, access, identity: { jwt: { enabled: true } } })
   t.teardown(async () => { await g.close(); await echo.close(); await db.stop() })
   const alice = await makeUser(g, 'alice')
   const bob = await makeUser(g, 'bob')
   const aliceToken = await g.store.privateTokens.create(alice.id)
   const bobToken = await g.store.privateTokens.create(bob.id)
   const two = await g.store.sessions.create(bob.id, 600, 600, ['pwd', 'otp'])
+  // carol: in 200 groups of 40 characters (8 KB of names), one of them an org's
+  const carol = await makeUser(g, 'carol')
+  for (let i = 0; i < 200; i++) {
+    const grp = await g.store.groups.create(teamName(i), i === 150 ? '00000000-0000-0000-0000-000000000002' : null)
+    await g.store.groups.addMember(carol.id, grp.id)
+  }
+  const carolToken = await g.store.privateTokens.create(carol.id)
   const one = await g.store.sessions.create(bob.id, 600, 600)
   const sg = new URL(g.url)
   const up = new URL(echo.url)
@@ -68,4 +80,19 @@ if ('why' in nginx) {
     const allowed = echo.seen.find((s) => s.url === '/elsewhere')
     t.equal(allowed?.headers['x-svc-user-id'], bob.id, 'an allowed request carries its identity')
   })
+
+  t.test('200 groups of 40 characters: the decision fits nginx\'s buffers, the groups the rules name reach the app', async (t) => {
+    const before = echo.seen.length
+    const r = await request(front.url, '/teams/board', { headers: { authorization: `Token ${carolToken}` } })
+    t.equal(r.status, 200, 'not 500 (nginx: "upstream sent too big header")')
+    t.equal(echo.seen.length - before, 1)
+    const seen = echo.seen[echo.seen.length - 1].headers
+    t.equal(seen['x-svc-groups'], `${teamName(7)},Default/${teamName(150)}`, 'past the cap: only the groups rules name')
+    const claims = JSON.parse(Buffer.from(String(seen['x-svc-identity']).split('.')[1], 'base64url').toString())
+    t.same(claims.groups, [teamName(7), `Default/${teamName(150)}`], 'the JWT\'s groups claim likewise')
+    t.equal((await request(front.url, '/teams/board', { headers: { authorization: `Token ${bobToken}` } })).status, 403, 'bob is in neither')
+  })
 }
+
+/** The i-th of carol's groups: 40 characters. */
+function teamName (i: number): string { return `team-${String(i).padStart(3, '0')}-${'x'.repeat(31)}` }
