@@ -147,6 +147,8 @@ function indexOf (rules: readonly Rule[], fold: (s: string) => string): Node {
 
 /** How many indexes of hosts no rule names exactly (by the wildcards they are under) are kept. */
 const WILD_MEMO_MAX = 1000
+/** How many hosts no rule names exactly are remembered with their index. */
+const SEEN_MAX = 10_000
 
 export class AccessRules {
   readonly #rules: Rule[]
@@ -158,6 +160,8 @@ export class AccessRules {
   readonly #exact = new Map<string, Node>()
   readonly #wild = new Set<string>()
   readonly #byWild = new Map<string, Node>()
+  /** hosts no rule names exactly, as met: their index */
+  readonly #seen = new Map<string, Node>()
 
   constructor (spec: AccessSpec) {
     this.#default = spec.default_policy
@@ -227,16 +231,18 @@ export class AccessRules {
   #indexFor (host: string | null | undefined): Node {
     if (this.#hostless === null) return this.#root
     if (host == null) return this.#hostless
-    const exact = this.#exact.get(host)
+    const exact = this.#exact.get(host) ?? this.#seen.get(host)
     if (exact !== undefined) return exact
     const key = this.#wild.size === 0 ? '' : suffixKey(host, this.#wild)
-    if (key === '') return this.#hostless
-    let n = this.#byWild.get(key)
+    let n = key === '' ? this.#hostless : this.#byWild.get(key)
     if (n === undefined) {
       if (this.#byWild.size >= WILD_MEMO_MAX) this.#byWild.clear()
       n = indexOf(this.#rules.filter((r) => r.hosts === null || hostMatches(r.hosts, host)), (g) => this.#fold(g))
       this.#byWild.set(key, n)
     }
+    // hosts repeat: the next request for this one costs a lookup
+    if (this.#seen.size >= SEEN_MAX) this.#seen.clear()
+    this.#seen.set(host, n)
     return n
   }
 
