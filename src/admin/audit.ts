@@ -5,11 +5,8 @@
  */
 import { Type as T } from '@sinclair/typebox'
 import { UsageError } from '../errors.js'
-import { parseSince } from '../observability/audit.js'
+import { AUDIT_PAGE as PAGE, sinceOf } from '../observability/audit.js'
 import { defineOperation, named } from './operation.js'
-
-/** Entries one call answers at most. */
-const PAGE = 1000
 
 const AuditEntry = named('AuditEntry', T.Object({
   id: T.String({ description: 'The entry\'s id in the trail (`<ms>-<seq>`): `after` takes it.' }),
@@ -54,9 +51,7 @@ export const AUDIT_OPERATIONS = [
         if (!/^\d{1,16}-\d{1,20}$/.test(after)) throw new UsageError(`after: an entry's id (<ms>-<seq>), got "${after}"`)
         read = await ops.store.audit.read({ after, count: count(query.get('limit'), PAGE) })
       } else if (since !== null) {
-        const ms = parseSince(since)
-        if (ms === null) throw new UsageError(`since: "${since}" is neither a duration back from now (30s, 15m, 2h, 7d) nor a date or time`)
-        read = await ops.store.audit.read({ since: ms, count: count(query.get('limit'), PAGE) })
+        read = await ops.store.audit.read({ since: sinceOf('since', since), count: count(query.get('limit'), PAGE) })
       } else {
         read = await ops.store.audit.read({ last: count(query.get('limit'), 10) })
       }

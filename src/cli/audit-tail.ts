@@ -1,7 +1,7 @@
 /** `sidegate audit tail`: the audit stream, read back (and followed) from the store. */
 import type { Config } from '../config/index.js'
 import { GatewayError, UsageError } from '../errors.js'
-import { formatAuditEntry, parseSince } from '../observability/audit.js'
+import { AUDIT_PAGE as TAIL_PAGE, formatAuditEntry, sinceOf } from '../observability/audit.js'
 import { storeName } from '../app/open-store.js'
 import type { Store } from '../store/types.js'
 import type { Values } from './args.js'
@@ -9,8 +9,7 @@ import type { Io } from './io.js'
 
 /** A stream id after every entry of millisecond `ms - 1`: reading after it starts at `ms`. */
 const justBefore = (ms: number): string => `${Math.max(0, ms - 1)}-18446744073709551615`
-/** Entries read per call, and how long a follow waits in one call (less when redis.command_timeout is shorter). */
-const TAIL_PAGE = 1000
+/** How long a follow waits in one call (less when redis.command_timeout is shorter). */
 const TAIL_BLOCK_MS = 1000
 
 /**
@@ -22,8 +21,7 @@ const TAIL_BLOCK_MS = 1000
  */
 export async function tailAudit (store: Store, io: Io, v: Values, config: Config): Promise<number> {
   const json = v.json === true
-  const since = v.since === undefined ? undefined : parseSince(v.since)
-  if (since === null) throw new UsageError(`--since: "${v.since}" is neither a duration back from now (30s, 15m, 2h, 7d) nor a date or time (2026-11-25, 2026-11-25T10:00:00Z)`)
+  const since = v.since === undefined ? undefined : sinceOf('--since', v.since)
   const last = v.limit === undefined ? 10 : Number(v.limit)
   if (!Number.isInteger(last) || last < 1 || last > 100_000) throw new UsageError(`--limit must be a whole number from 1 to 100000, got "${v.limit}"`)
   if (!config.audit.stream) io.err('sidegate: note: audit.stream is false in this configuration: gateways with it append nothing to the stream (their log has every event); commands (sidegate user, key, token, …) always do\n')

@@ -22,6 +22,7 @@
  * most MAX_PENDING appends are in flight (more are dropped and counted).
  */
 import type { Config } from '../config/index.js'
+import { UsageError } from '../errors.js'
 import { auditLogger, type Logger } from './log.js'
 import type { AuditEntry, Store } from '../store/types.js'
 
@@ -254,6 +255,16 @@ export function auditTable (): string {
  * date or time (`2026-11-25`, `2026-11-25T10:00:00Z`) → epoch ms; null when
  * it is neither.
  */
+/** Entries one read of the trail takes at most (the admin API's page, `audit tail`'s batches). */
+export const AUDIT_PAGE = 1000
+
+/** parseSince, or the usage error that names `flag` (`--since`, `since`). */
+export function sinceOf (flag: string, v: string): number {
+  const ms = parseSince(v)
+  if (ms === null) throw new UsageError(`${flag}: "${v}" is neither a duration back from now (30s, 15m, 2h, 7d) nor a date or time (2026-11-25, 2026-11-25T10:00:00Z)`)
+  return ms
+}
+
 export function parseSince (v: string, now = Date.now()): number | null {
   const d = /^(\d{1,9})([smhd])$/.exec(v)
   if (d !== null) return now - Number(d[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[d[2] as 's' | 'm' | 'h' | 'd']

@@ -14,7 +14,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, symlinkSync } from 'node
 import { join } from 'node:path'
 import { request } from '../fixtures/http.js'
 import { ROOT } from '../fixtures/gateway.js'
-import { startIn } from '../fixtures/procs.js'
+import { childEnv, startIn } from '../fixtures/procs.js'
 import { freePort } from '../fixtures/redis.js'
 import { login } from '../fixtures/session.js'
 import { tempDir, track } from '../fixtures/cleanup.js'
@@ -25,12 +25,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 // the install builds better-sqlite3 from source: more than the default 300 s per file on a busy machine
 t.setTimeout(1_200_000)
 
-/** This process's environment without npm's own variables (tap runs under `npm run`), npm quiet. */
-function npmEnv (): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) && !k.startsWith('SIDEGATE_') && v !== undefined) env[k] = v
-  return { ...env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' }
-}
+const npmEnv = childEnv
 
 /** `npm …` in `cwd`; its exit code and output (killed after 15 minutes). */
 async function npm (cwd: string, args: string[]): Promise<{ code: number | null, out: string }> {

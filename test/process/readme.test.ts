@@ -14,6 +14,7 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { ROOT } from '../fixtures/gateway.js'
 import { tempDir, track } from '../fixtures/cleanup.js'
+import { childEnv } from '../fixtures/procs.js'
 
 t.setTimeout(180_000)
 
@@ -49,8 +50,7 @@ t.test('the README quick start runs as written, beside Prometheus on 9090 and so
   const dir = tempDir('sidegate-readme-')
   for (const f of ['package.json', 'package-lock.json', 'bin', 'dist', 'static', 'gateway.yml']) cpSync(join(ROOT, f), join(dir, f), { recursive: true })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
-  const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) && !k.startsWith('SIDEGATE_') && v !== undefined) env[k] = v
+  const env = childEnv()
   // every command must succeed (set -e); the background jobs (the upstream, npm start) end with the block
   const script = `set -e\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n${quickStart()}\n`
   const p = track(spawn('bash', ['-c', script], { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
