@@ -47,7 +47,7 @@ if ('why' in nginx) {
   const carol = await makeUser(g, 'carol')
   for (let i = 0; i < 200; i++) {
     const grp = await g.store.groups.create(teamName(i), i === 150 ? '00000000-0000-0000-0000-000000000002' : null)
-    await g.store.groups.addMember(carol.id, grp.id)
+    await g.store.groups.addMember(grp.id, carol.id)
   }
   const carolToken = await g.store.privateTokens.create(carol.id)
   const one = await g.store.sessions.create(bob.id, 600, 600)
