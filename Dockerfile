@@ -17,6 +17,7 @@ COPY package.json package-lock.json ./
 # fetched, else compiled from source here (about a minute), never in the runtime image
 RUN npm ci --ignore-scripts --no-audit --no-fund && npm rebuild better-sqlite3
 COPY tsconfig.json ./
+COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
 RUN npm run build && npm prune --omit=dev && npm cache clean --force
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { main } from '../dist/cli/index.js'
+// dist/cli/index.js bundled (scripts/bundle.mjs): a few files to read at start, not some 700 modules
+import { main } from '../dist/bundle/index.js'
 
 // A reader that went away (`sidegate key list | head -1`) ends the output, not the process with a stack trace.
 for (const s of [process.stdout, process.stderr]) s.on('error', (err) => { if (err.code !== 'EPIPE') throw err })

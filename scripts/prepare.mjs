@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * npm's `prepare` (after `npm ci` / `npm install` in a clone, and before `npm pack`):
- * builds dist/ with the TypeScript compiler, a dev dependency.
+ * builds dist/ with the TypeScript compiler, a dev dependency, then bundles it
+ * (scripts/bundle.mjs, esbuild: also a dev dependency) into dist/bundle/, which bin/ runs.
  *
  * - TypeScript installed (`npm ci`, `npm install`): `tsc -p tsconfig.json`, always, so a
  *   packed tarball never carries a stale dist/.
@@ -30,7 +31,7 @@ if (tsc === undefined) {
     console.error('sidegate: npm pack needs the TypeScript compiler to build dist/ (a dev dependency): run `npm ci` first')
     process.exit(1)
   }
-  const built = existsSync(join(ROOT, 'dist', 'cli', 'index.js'))
+  const built = existsSync(join(ROOT, 'dist', 'bundle', 'index.js'))
   console.error(built
     ? 'sidegate: TypeScript is not installed (--omit=dev): dist/ is used as built'
     : 'sidegate: TypeScript is not installed (--omit=dev) and there is no dist/: `npm start` cannot run; ' +
@@ -39,4 +40,6 @@ if (tsc === undefined) {
 }
 
 const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'inherit' })
-process.exit(r.status ?? 1)
+if (r.status !== 0) process.exit(r.status ?? 1)
+const b = spawnSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, stdio: 'inherit' })
+process.exit(b.status ?? 1)

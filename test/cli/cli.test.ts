@@ -12,6 +12,7 @@ import { startEcho, request, post } from '../fixtures/http.js'
 import { embeddedStore, ROOT, SECRET, startGateway, storeDoc } from '../fixtures/gateway.js'
 import { signedHeaders } from '../fixtures/creds.js'
 import { eventually } from '../fixtures/wait.js'
+import { loadedModules } from '../fixtures/bundle.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const PREFIX = `cli${process.pid}:`
@@ -103,7 +104,7 @@ t.test('--help answers at once: well under a second of CPU, and it loads no stor
     rmSync(`${trace}.modules`, { force: true })
     const p = spawn(process.execPath, ['--import', join(ROOT, 'test', 'fixtures', 'load-trace.mjs'), join(ROOT, 'bin', 'sidegate.js'), ...args], { cwd: dir, env: { PATH: process.env.PATH, LOAD_TRACE: trace }, stdio: 'ignore' })
     const code = await new Promise<number | null>((resolve) => p.once('close', resolve))
-    return { code, cpuMs: (JSON.parse(readFileSync(trace, 'utf8')) as { cpuMs: number }).cpuMs, modules: readFileSync(`${trace}.modules`, 'utf8').trim().split('\n') }
+    return { code, cpuMs: (JSON.parse(readFileSync(trace, 'utf8')) as { cpuMs: number }).cpuMs, modules: loadedModules(readFileSync(`${trace}.modules`, 'utf8').trim().split('\n')) }
   }
   const ours = (r: { modules: string[] }): string[] => r.modules.filter((m) => m.includes('/dist/')).map((m) => m.replace(/^.*\/dist\//, ''))
   const help = await run(['--help'])
