@@ -11,7 +11,7 @@ import { request, startEcho } from '../fixtures/http.js'
 import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { rawHead, rawRequest } from '../fixtures/raw.js'
-import { decisionVerdict, proxyVerdict, type VerdictCase, type VerdictCreds } from '../fixtures/verdicts.js'
+import { sameEveryWay, type VerdictCase, type VerdictCreds } from '../fixtures/verdicts.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 
@@ -80,14 +80,8 @@ const ROWS: VerdictCase[] = [
 ]
 
 t.test('every row: proxy mode, the decision as nginx and as Caddy ask, the same verdict', async (t) => {
-  for (const r of ROWS) {
-    const got = {
-      proxy: await proxyVerdict(proxy.url, r, creds),
-      nginx: await decisionVerdict(decider.url, r, creds, 'nginx'),
-      caddy: await decisionVerdict(decider.url, r, creds, 'caddy')
-    }
-    t.same(got, { proxy: r.expect, nginx: r.expect, caddy: r.expect }, `${r.path} at ${(r.headers(creds, 'GET', r.path) as Record<string, string>).host}: ${r.name}`)
-  }
+  await sameEveryWay(t, ROWS, proxy.url, decider.url, creds, (r) =>
+    `${r.path} at ${(r.headers(creds, 'GET', r.path) as Record<string, string>).host}: ${r.name}`)
 })
 
 t.test('a request without a usable host: 400 before any credential is looked at, in every mode', async (t) => {

@@ -11,7 +11,7 @@ import { request, startEcho } from '../fixtures/http.js'
 import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { signedHeaders } from '../fixtures/creds.js'
-import { decisionVerdict, proxyVerdict, type VerdictCase, type VerdictCreds } from '../fixtures/verdicts.js'
+import { sameEveryWay, type VerdictCase, type VerdictCreds } from '../fixtures/verdicts.js'
 import { eventually } from '../fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
@@ -100,14 +100,7 @@ const ROWS: VerdictCase[] = [
 ]
 
 t.test('every row: proxy mode, the decision as nginx and as Caddy ask, the same verdict', async (t) => {
-  for (const r of ROWS) {
-    const got = {
-      proxy: await proxyVerdict(proxy.url, r, creds),
-      nginx: await decisionVerdict(decider.url, r, creds, 'nginx'),
-      caddy: await decisionVerdict(decider.url, r, creds, 'caddy')
-    }
-    t.same(got, { proxy: r.expect, nginx: r.expect, caddy: r.expect }, `${r.method} ${r.path}: ${r.name}`)
-  }
+  await sameEveryWay(t, ROWS, proxy.url, decider.url, creds, (r) => `${r.method} ${r.path}: ${r.name}`)
 })
 
 t.test('a bypass forwards no identity and none of sidegate\'s credentials; so does a fall-through to one', async (t) => {

@@ -10,7 +10,7 @@ import { startEcho } from '../fixtures/http.js'
 import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { bearer, makeUser } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
-import { VERDICT_CASES, decisionVerdict, proxyVerdict, type VerdictCreds } from '../fixtures/verdicts.js'
+import { VERDICT_CASES, sameEveryWay, type VerdictCreds } from '../fixtures/verdicts.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const ORG_A = 'aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa'
@@ -40,12 +40,5 @@ const creds: VerdictCreds = {
 
 t.test('every row: proxy mode, the decision as nginx asks and as Caddy asks, the same verdict', async (t) => {
   t.ok(VERDICT_CASES.length >= 20, `${VERDICT_CASES.length} rows`)
-  for (const row of VERDICT_CASES) {
-    const got = {
-      proxy: await proxyVerdict(proxy.url, row, creds),
-      nginx: await decisionVerdict(decider.url, row, creds, 'nginx'),
-      caddy: await decisionVerdict(decider.url, row, creds, 'caddy')
-    }
-    t.same(got, { proxy: row.expect, nginx: row.expect, caddy: row.expect }, row.name)
-  }
+  await sameEveryWay(t, VERDICT_CASES, proxy.url, decider.url, creds, (row) => row.name)
 })
