@@ -14,6 +14,7 @@ import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './otel.js'
 import { COMPAT, type Source } from './compat.js'
 import { maskUrl } from '../http/mask.js'
 import { leafKeys } from './live.js'
+import { cookieDomainProblems, cookieDomainWarnings } from '../http/cookie-domains.js'
 
 export type { Problem } from './validate.js'
 export type { TracingConfig } from './otel.js'
@@ -160,6 +161,7 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     if (d.admin.port === d.listen.port) p.push({ key: 'admin.port', message: `must differ from listen.port (both ${d.admin.port}); the admin API has its own listener` })
     else if (d.metrics.enabled && d.admin.port === d.metrics.port) p.push({ key: 'admin.port', message: `must differ from metrics.port (both ${d.admin.port}); the admin API has its own listener` })
   }
+  p.push(...cookieDomainProblems(d.session.cookies))
   d.access.rules.forEach((r, i) => {
     if (r.paths.length === 0) p.push({ key: `access.rules[${i}].paths`, message: 'needs at least one path' })
     const certs = r.subjects.filter((s) => s.startsWith('cert:')).length
@@ -279,6 +281,7 @@ export function configWarningList (c: Config): ConfigWarning[] {
       : []
   )
   if (tokenRules.length > 0) out.push({ code: 'two_factor_private_token', msg: TWO_FACTOR_TOKEN_WARNING, entries: tokenRules })
+  out.push(...cookieDomainWarnings(c.session))
   return out
 }
 

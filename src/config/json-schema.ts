@@ -33,7 +33,10 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' },
   accessGlob: { pattern: '^/' },
   accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
-  httpMethod: { pattern: '^[A-Za-z]{1,20}$' }
+  httpMethod: { pattern: '^[A-Za-z]{1,20}$' },
+  // the public-suffix list is sidegate's to apply: the schema says the shape
+  cookieDomain: { pattern: '^\\s*[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\s*$' },
+  portalUrl: { pattern: '^\\s*[hH][tT][tT][pP][sS]?://[^/?#\\s]+/?\\s*$' }
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */
