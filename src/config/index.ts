@@ -161,7 +161,6 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     if (d.admin.port === d.listen.port) p.push({ key: 'admin.port', message: `must differ from listen.port (both ${d.admin.port}); the admin API has its own listener` })
     else if (d.metrics.enabled && d.admin.port === d.metrics.port) p.push({ key: 'admin.port', message: `must differ from metrics.port (both ${d.admin.port}); the admin API has its own listener` })
   }
-  p.push(...cookieDomainProblems(d.session.cookies))
   d.access.rules.forEach((r, i) => {
     if (r.paths.length === 0) p.push({ key: `access.rules[${i}].paths`, message: 'needs at least one path' })
     const certs = r.subjects.filter((s) => s.startsWith('cert:')).length
@@ -169,7 +168,7 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     else if (certs > 0 && d.listen.tls.client_ca_file === null) p.push({ key: `access.rules[${i}].subjects`, message: 'cert: subjects need mutual TLS: set listen.tls.client_ca_file' })
     else if (r.policy === 'bypass' && r.subjects.length > certs) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
   })
-  return p
+  return [...p, ...cookieDomainProblems(d.session.cookies)]
 }
 
 /**
