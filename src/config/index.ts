@@ -14,6 +14,7 @@ import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './otel.js'
 import { COMPAT, type Source } from './compat.js'
 import { maskUrl } from '../http/mask.js'
 import { leafKeys } from './live.js'
+import { cookieDomainProblems, cookieDomainWarnings } from '../http/cookie-domains.js'
 
 export type { Problem } from './validate.js'
 export type { TracingConfig } from './otel.js'
@@ -169,7 +170,7 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     else if (certs > 0 && d.listen.tls.client_ca_file === null) p.push({ key: `access.rules[${i}].subjects`, message: 'cert: subjects need mutual TLS: set listen.tls.client_ca_file' })
     else if (r.policy === 'bypass' && r.subjects.length > certs) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
   })
-  return p
+  return [...p, ...cookieDomainProblems(d.session.cookies)]
 }
 
 /**
@@ -281,6 +282,7 @@ export function configWarningList (c: Config): ConfigWarning[] {
       : []
   )
   if (tokenRules.length > 0) out.push({ code: 'two_factor_private_token', msg: TWO_FACTOR_TOKEN_WARNING, entries: tokenRules })
+  out.push(...cookieDomainWarnings(c.session))
   return out
 }
 

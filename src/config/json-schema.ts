@@ -34,7 +34,10 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   accessGlob: { pattern: '^/' },
   accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|group:.+|cert:.+|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
   accessHost: { pattern: '^(?:\\*\\.)?[a-z0-9.-]{1,253}$|^\\[[0-9a-fA-F:.]+\\]$' },
-  httpMethod: { pattern: '^[A-Za-z]{1,20}$' }
+  httpMethod: { pattern: '^[A-Za-z]{1,20}$' },
+  // the public-suffix list is sidegate's to apply: the schema says the shape
+  cookieDomain: { pattern: '^\\s*[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\s*$' },
+  portalUrl: { pattern: '^\\s*[hH][tT][tT][pP][sS]?://[^/?#\\s]+/?\\s*$' }
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */

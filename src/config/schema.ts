@@ -194,7 +194,15 @@ export const Schema = T.Object({
     idle_timeout: int(1, 31 * 86400, 7200, 'seconds without a request before a session ends'),
     absolute_timeout: int(1, 365 * 86400, 86400, 'seconds after login a session ends regardless (>= idle_timeout)'),
     login_redirect: bool(true, 'A browser that navigates (Sec-Fetch-Mode: navigate, or Accept: text/html without\nSec-Fetch-*) to a protected GET without a credential, or with an expired session,\nis sent to /login?next=<the page> (303) instead of a 401; behind nginx\n(forward-auth) the 401 carries X-<abbrev>-Login for the proxy to redirect with.\nAPI clients keep their 401.'),
-    cookie_secure: bool(false, 'Mark the cookies Secure. They are also Secure whenever the request came over TLS\nor a trusted proxy (server.trusted_proxies) said X-Forwarded-Proto: https.\nOn, it also says browsers reach the gateway over https: its own origin, against\nwhich Origin and Referer of the login and token posts are checked, is https://.')
+    cookie_secure: bool(false, 'Mark the cookies Secure. They are also Secure whenever the request came over TLS\nor a trusted proxy (server.trusted_proxies) said X-Forwarded-Proto: https.\nOn, it also says browsers reach the gateway over https: its own origin, against\nwhich Origin and Referer of the login and token posts are checked, is https://.'),
+    cookies: T.Array(T.Object({
+      domain: str('', { check: 'cookieDomain' }),
+      portal_url: str('', { check: 'portalUrl' }),
+      csrf_domain: bool(false)
+    }, { additionalProperties: false, default: {} }), {
+      default: [],
+      description: 'One sign-in for several apps (docs/sso.md): [{ domain: example.com, portal_url:\nhttps://auth.example.com }]. A request whose host (Host, or a trusted proxy\'s\nX-Forwarded-Host) is a domain or under one gets the session cookie with\nDomain=<domain>, so every app under it sees the session; a browser refused there\nis sent to <portal_url>/login?next=<the URL it asked for>, and back after signing\nin (only to https URLs under a listed domain; http only on localhost). Logout\nclears the cookie for the whole domain. The CSRF cookie stays on the host that\nsigned in (the portal) unless csrf_domain: true, which lets scripts of every host\nunder the domain read it (for X-CSRFToken). Refused: a public suffix (com, co.uk)\nor an IP address as domain, a portal_url that is not https or not under its domain.\nEmpty: host-only cookies, the login page on each host.'
+    })
   }, 'Browser sessions: POST /login sets <abbrev>_sessionid (HttpOnly) and <abbrev>_csrftoken\n(echoed in X-CSRFToken on unsafe methods), both SameSite=Lax; POST /logout ends them.')),
   identity: section({
     jwt: section({

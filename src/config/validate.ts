@@ -10,6 +10,7 @@ import { parsePolicy } from '../auth/rate-limit-policy.js'
 import type { TSchema } from '@sinclair/typebox'
 import { maskUrl } from '../http/mask.js'
 import { globProblem, hostProblem, subjectProblem } from '../access/syntax.js'
+import { domainProblem, portalProblem } from '../http/cookie-domains.js'
 
 export interface Problem { key: string, message: string }
 
@@ -54,13 +55,18 @@ export const CHECKS: Record<string, Check> = {
   accessGlob: globProblem,
   accessSubject: subjectProblem,
   accessHost: hostProblem,
-  httpMethod: (v) => /^[A-Za-z]{1,20}$/.test(v) ? null : 'each entry must be an HTTP method (GET, POST, …)'
+  httpMethod: (v) => /^[A-Za-z]{1,20}$/.test(v) ? null : 'each entry must be an HTTP method (GET, POST, …)',
+  cookieDomain: (v) => domainProblem(v.trim().toLowerCase()),
+  portalUrl: (v) => portalProblem(v.trim())
 }
 
 /** What a check keeps of a valid value (the rest keep it as written). */
 const NORMALIZE: Record<string, (v: string) => string> = {
   ipOrCidr: (v) => v.trim(),
-  httpMethod: (v) => v.toUpperCase()
+  httpMethod: (v) => v.toUpperCase(),
+  cookieDomain: (v) => v.trim().toLowerCase(),
+  // an origin: the login path is appended to it
+  portalUrl: (v) => new URL(v.trim()).origin
 }
 
 /** A value as an error message may show it: secrets hidden, URL passwords masked. */

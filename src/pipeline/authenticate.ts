@@ -13,12 +13,14 @@ import { GatewayError, mapResult, type Result } from '../errors.js'
 import { forwardedOrigin, isNavigation } from './headers.js'
 import { parseCookies } from '../http/cookies.js'
 import { redirect } from '../routes/html.js'
-import { loginLocation } from '../routes/login.js'
+import { loginLocation } from '../routes/next.js'
+import { ownOrigin } from './origin.js'
 import { auditOf, type PipelineOptions } from './options.js'
 import type { AccessGate } from './access.js'
 
 export function authenticateSteps (o: PipelineOptions, access: AccessGate | null) {
-  const { auth, router, policy } = o
+  const { auth, router, policy, sso } = o
+  const assumeHttps = o.config.session.cookie_secure
   const audit = auditOf(o)
   const loginRedirect = o.config.session.login_redirect
 
@@ -71,22 +73,26 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
    * out: how a browser's session ends). Else undefined: any other refused
    * credential, and a session cookie sent twice with different values, keep
    * their 401 (signing in would not change them). Only authenticate refuses
-   * with these codes, so only its refusals are looked at.
+   * with these codes, so only its refusals are looked at. Under a cookie
+   * domain with its portal elsewhere (session.cookies) the page is the
+   * portal's, `origin` making the original URL absolute; `relative` is the
+   * prefix of a page on this host ('' or the proxy's origin).
    */
   function loginFor (
-    req: http.IncomingMessage, err: GatewayError, method: string, url: string, origin = ''
+    req: http.IncomingMessage, err: GatewayError, method: string, url: string, origin: () => string, relative = ''
   ): string | undefined {
     if (!loginRedirect) return undefined
     if (err.code !== 'not_authenticated' && err.code !== 'invalid_session') return undefined
     if ((method !== 'GET' && method !== 'HEAD') || !isNavigation(req)) return undefined
     if (err.code === 'invalid_session' &&
       typeof auth.session.cookieValue({ cookies: parseCookies(req.headers.cookie) }) !== 'string') return undefined
-    return loginLocation(url, origin)
+    return sso.domains.length === 0 ? loginLocation(url, relative) : sso.login(req, url, origin(), relative)
   }
 
   /** A refusal answered with a redirect to the login page instead (loginFor), else handed back. */
   function toLogin (err: GatewayError, ctx: Live): GatewayError | undefined {
-    const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/')
+    const own = (): string => ownOrigin(ctx.req, policy, assumeHttps) ?? ''
+    const login = loginFor(ctx.req, err, ctx.req.method ?? '', ctx.req.url ?? '/', own)
     if (login === undefined) return err
     // 303: "see the login page" (a GET whatever came), never stored
     redirect(ctx.res, 303, login, { 'x-request-id': ctx.requestId })
@@ -103,9 +109,8 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   function toLoginThroughProxy (err: GatewayError, ctx: Live): GatewayError | undefined {
     const original = ctx.original!
     const byHeader = original.family.login === 'header'
-    const login = loginFor(
-      ctx.req, err, original.method, original.url, byHeader ? '' : forwardedOrigin(ctx.req, policy)
-    )
+    const proxied = (): string => forwardedOrigin(ctx.req, policy)
+    const login = loginFor(ctx.req, err, original.method, original.url, proxied, byHeader ? '' : proxied())
     if (login === undefined) return err
     if (byHeader) {
       ctx.res.setHeader(policy.loginHeader, login)

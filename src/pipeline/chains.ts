@@ -40,7 +40,7 @@ export const STEPS = {
   authenticate: {
     does: 'the first authenticator that claims the request decides (src/auth/): 401, 403 (a session\'s CSRF token), 503 (the store)',
     options: {
-      login: 'a browser\'s navigation refused for want of a credential is sent to sign in instead (`session.login_redirect`)',
+      login: 'a browser\'s navigation refused for want of a credential is sent to sign in instead (`session.login_redirect`; at its domain\'s portal under `session.cookies`, src/pipeline/sso.ts)',
       browser: 'only a valid browser session counts, and none is no refusal: the page decides',
       'public+login': 'none on upstream.public_paths; else as `login`',
       original: 'the original request\'s: none on its public path, a signature over its method and URI; sent to sign in through the proxy (nginx cannot pass a redirect on: its 401 names the page in `X-<abbrev>-Login`)',

@@ -14,6 +14,7 @@ import type { RequestObserver } from '../observability/metrics.js'
 import type { IdentitySigner } from '../forward/identity.js'
 import type { Forwarder } from '../forward/proxy.js'
 import type { Router } from '../routes/index.js'
+import type { SessionScope } from './sso.js'
 import type { Store } from '../store/types.js'
 import type { Tracer } from '../observability/tracing.js'
 
@@ -26,6 +27,8 @@ export interface PipelineOptions {
   policy: HeaderPolicy
   /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: http.IncomingMessage) => boolean
+  /** session.cookies: where a refused browser signs in (src/pipeline/sso.ts) */
+  sso: SessionScope
   /** null without upstream.url: only sidegate's own routes */
   forwarder: Forwarder | null
   /** the gateway is draining: connections close after their answer, upgrades are refused */

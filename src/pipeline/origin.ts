@@ -45,9 +45,14 @@ function normalize (scheme: string, host: string): string | null {
  */
 export function ownOrigin (req: IncomingMessage, p: HeaderPolicy, assumeHttps: boolean): string | null {
   const scheme = assumeHttps || isHttps(req, p) ? 'https' : 'http'
-  const forwarded = p.trusted(req.socket.remoteAddress ?? '') ? first(req.headers['x-forwarded-host']) : undefined
-  const host = forwarded !== undefined && forwarded !== '' ? forwarded : req.headers.host
+  const host = addressedHost(req, p)
   return host === undefined ? null : normalize(scheme, host)
+}
+
+/** The host the browser addressed, as sent: a trusted proxy's X-Forwarded-Host, else Host. */
+export function addressedHost (req: IncomingMessage, p: HeaderPolicy): string | undefined {
+  const forwarded = p.trusted(req.socket.remoteAddress ?? '') ? first(req.headers['x-forwarded-host']) : undefined
+  return forwarded !== undefined && forwarded !== '' ? forwarded : req.headers.host
 }
 
 function originOf (url: string): string | null {

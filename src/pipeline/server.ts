@@ -19,6 +19,7 @@ import { IdentitySigner } from '../forward/identity.js'
 import type { Logger } from '../observability/log.js'
 import type { RequestObserver } from '../observability/metrics.js'
 import { crossSiteCheck } from './origin.js'
+import { sessionScope } from './sso.js'
 import { createPipeline, type Pipeline, type ResWithCode } from './pipeline.js'
 import { createForwarder } from '../forward/proxy.js'
 import { rawErrorResponse, sendError } from '../respond.js'
@@ -114,7 +115,10 @@ export function createGateway (opts: GatewayOptions): Gateway {
       c, identity === null ? undefined : (id, orgId, reqId, groups) => identity.token(id, orgId, reqId, groups)
     )
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
-    const router = createRouter({ config: c, store, auth, crossSite, draining: isDraining, ready, identity, audit })
+    const sso = sessionScope(c.session.cookies, policy)
+    const router = createRouter({
+      config: c, store, auth, crossSite, sso, draining: isDraining, ready, identity, audit
+    })
     const pipeline = createPipeline({
       config: c,
       store,
@@ -123,6 +127,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
       router,
       policy,
       crossSite,
+      sso,
       forwarder,
       draining: isDraining,
       metrics: opts.metrics,

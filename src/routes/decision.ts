@@ -71,7 +71,7 @@ function docs (config: Config): Route['docs'] {
     responses: {
       200: ok,
       303: redirectTo(
-        `A browser's navigation (GET or HEAD, \`Sec-Fetch-Mode: navigate\` or \`Accept: text/html\` without \`Sec-Fetch-*\`) with no credential or an expired session, asked with X-Forwarded-Uri (Caddy, Traefik) or as Envoy asks: to \`/login?next=<the original path and query>\` (session.login_redirect). Asked with X-Original-URI (nginx, which cannot pass a redirect on), it is the 401 instead, with the same target in \`X-${n.abbrev}-Login\` for the proxy to redirect to.`
+        `A browser's navigation (GET or HEAD, \`Sec-Fetch-Mode: navigate\` or \`Accept: text/html\` without \`Sec-Fetch-*\`) with no credential or an expired session, asked with X-Forwarded-Uri (Caddy, Traefik) or as Envoy asks: to \`/login?next=<the original path and query>\` (session.login_redirect). Asked with X-Original-URI (nginx, which cannot pass a redirect on), it is the 401 instead, with the same target in \`X-${n.abbrev}-Login\` for the proxy to redirect to. Under session.cookies, an original host under a listed domain other than its portal's is sent to \`<portal_url>/login?next=<the original absolute URL>\` (docs/sso.md).`
       )
     },
     errors: {

@@ -130,7 +130,7 @@ export function sendHtml (
   res.end(html)
 }
 
-/** A redirect to a path of ours (callers pass only same-origin paths). */
+/** A redirect to a path of ours, or to a `next` src/routes/next.ts allowed (an app under a cookie domain). */
 export function redirect (
   res: ServerResponse, status: 302 | 303, location: string, headers: Record<string, string | string[]> = {}
 ): void {

@@ -21,6 +21,7 @@ import { healthRoutes } from './health.js'
 import type { IdentitySigner } from '../forward/identity.js'
 import { jwksRoute } from './jwks.js'
 import { buildOpenApi } from './openapi.js'
+import type { SessionScope } from '../pipeline/sso.js'
 import { homeRoute, JMS_LOGIN_PATH, JMS_LOGOUT_PATH, LOGIN_PATH, LOGOUT_PATH, loginRoutes } from './login.js'
 import { docsAssets, ownAssets } from './static.js'
 import { tokenRoutes } from './token.js'
@@ -44,6 +45,8 @@ export interface RouterOptions {
   auth: Authenticators
   /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: IncomingMessage) => boolean
+  /** session.cookies as requests see them (src/pipeline/sso.ts) */
+  sso: SessionScope
   /** the gateway is draining (/readyz answers 503) */
   draining: () => boolean
   /** a further condition of /readyz (the first-start bootstrap) */
@@ -94,7 +97,7 @@ export function createRouter (o: RouterOptions): Router {
     }),
     ...jumpServerPaths(
       config,
-      loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys })
+      loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys, sso: o.sso })
     ),
     accountPageRoute(config, assets),
     ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys, passwords }),

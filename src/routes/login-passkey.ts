@@ -33,7 +33,7 @@ const PASSKEY_BODY = {
   schema: T.Object({
     state: T.String({ minLength: 1, maxLength: 4096, description: 'The `state` the options came with (sealed; single-use).' }),
     response: T.Object({}, { additionalProperties: true, description: 'The credential as WebAuthn\'s JSON form (AuthenticationResponseJSON): id, rawId, type, response {clientDataJSON, authenticatorData, signature, userHandle}.' }),
-    next: T.Optional(T.String({ description: 'A path on this gateway to go to afterwards.' }))
+    next: T.Optional(T.String({ description: 'Where to go afterwards: a path on this gateway, or with session.cookies an https URL under a listed domain.' }))
   }),
   types: [JSON_TYPE],
   required: true

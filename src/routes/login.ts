@@ -3,11 +3,10 @@
  * `POST /logout`. A login checks the password with the shared lockout,
  * drops any session the browser already had (the id is rotated), creates a
  * new one and sets two cookies: `<abbrev>_sessionid` (HttpOnly) and
- * `<abbrev>_csrftoken` (readable by scripts, to echo in `X-CSRFToken`).
- * Both are SameSite=Lax, Path=/, and Secure over HTTPS or with
- * `session.cookie_secure`. Cross-site posts (src/pipeline/origin.ts: `Sec-Fetch-Site`,
- * else `Origin`, else `Referer`) are refused, so no other site can log a
- * browser in or out.
+ * `<abbrev>_csrftoken` (readable by scripts, to echo in `X-CSRFToken`):
+ * ./session-cookies.ts, with `Domain=` under session.cookies (docs/sso.md).
+ * Cross-site posts (src/pipeline/origin.ts: `Sec-Fetch-Site`, else `Origin`,
+ * else `Referer`) are refused, so no other site can log a browser in or out.
  */
 import type { IncomingMessage } from 'node:http'
 import type { Auditor } from '../observability/audit.js'
@@ -32,45 +31,12 @@ import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { html, redirectTo, ref, schemaRef } from './spec.js'
 import { loginMfaRequired, loginResult, PAGE_ERRORS, signedIn } from './login-answers.js'
 import { route, type Route, type RequestContext } from './types.js'
+import { HOME, LOGIN_PATH, LOGOUT_PATH, pageHeadersFor } from './next.js'
+import type { SessionScope } from '../pipeline/sso.js'
+import { sessionCookies } from './session-cookies.js'
 
-export const LOGIN_PATH = '/login'
-export const LOGOUT_PATH = '/logout'
+export { HOME, JMS_LOGIN_PATH, JMS_LOGOUT_PATH, LOGIN_PATH, LOGOUT_PATH, loginLocation, safeNext } from './next.js'
 export const LOGIN_MFA_PATH = '/login/mfa' // the second step of a sign-in: the code (or an enrolment's first) after the password
-export const JMS_LOGIN_PATH = '/core/auth/login/' // `compat: jumpserver`: JumpServer's login and logout views (src/routes/index.ts)
-export const JMS_LOGOUT_PATH = '/core/auth/logout/'
-/** Where a login lands when `next` is missing or unsafe. */
-export const HOME = '/account/keys'
-
-const BASE = 'http://sidegate.invalid'
-
-/**
- * `next` if it is a same-origin path, else the fallback. Refused: anything
- * not starting with one "/" (absolute URLs, schemes, `//host`), backslashes
- * (`/\host`), control characters and whitespace (browsers drop tabs and
- * newlines, turning `/\t/host` into `//host`), and the login page itself.
- */
-export function safeNext (v: unknown, fallback = HOME): string {
-  if (typeof v !== 'string' || v.length === 0 || v.length > 2048) return fallback
-  if (v[0] !== '/' || v[1] === '/' || /[\\\s\x00-\x1f\x7f]/.test(v)) return fallback
-  let u: URL
-  try { u = new URL(v, BASE) } catch { return fallback }
-  if (u.origin !== BASE ||
-    [LOGIN_PATH, LOGOUT_PATH, JMS_LOGIN_PATH, JMS_LOGOUT_PATH].includes(u.pathname)) return fallback
-  const out = u.pathname + u.search + u.hash
-  return out.startsWith('//') ? fallback : out
-}
-
-/**
- * The login page for a browser sent to sign in from `original` (a request
- * target as received: latin1, so a raw UTF-8 byte is read back as UTF-8):
- * back there afterwards when it is a safe `next`, else to "/" (a target such
- * as `//evil.example/` or `/\evil` never leaves the site). `origin`: a
- * proxy's origin to make it absolute (src/pipeline/headers.ts forwardedOrigin), or ''.
- */
-export function loginLocation (original: string, origin = ''): string {
-  const target = /[\x80-\xff]/.test(original) ? Buffer.from(original, 'latin1').toString('utf8') : original
-  return `${origin}${LOGIN_PATH}?next=${encodeURIComponent(safeNext(target, '/'))}`
-}
 
 function isJson (req: IncomingMessage): boolean {
   return isJsonType(mediaType(req.headers['content-type']))
@@ -89,7 +55,7 @@ const LOGIN_BODY = {
   schema: T.Object({
     username: T.String({ minLength: 1, maxLength: 150 }),
     password: T.String({ minLength: 1, maxLength: 1024, format: 'password' }),
-    next: T.Optional(T.String({ description: 'A path on this gateway to go to afterwards.' }))
+    next: T.Optional(T.String({ description: 'Where to go afterwards: a path on this gateway, or with session.cookies an https URL under a listed domain.' }))
   }),
   types: [FORM_TYPE, JSON_TYPE],
   required: true
@@ -111,6 +77,8 @@ export interface LoginDeps {
   assets: AssetSet
   /** src/pipeline/origin.ts: a browser's request from another site */
   crossSite: (req: IncomingMessage) => boolean
+  /** session.cookies: the cookies' Domain and where `next` may lead (src/pipeline/sso.ts) */
+  sso: SessionScope
   /** records session.revoked (logout, or a login that replaces the browser's session) */
   audit?: Auditor
   /** the second factor (src/auth/mfa.ts) */
@@ -124,26 +92,20 @@ const MFA_BODY = {
   name: 'LoginCode',
   schema: T.Object({
     code: T.String({ minLength: 1, maxLength: 64, description: 'The 6-digit one-time password, or a recovery code (not while enrolling).' }),
-    next: T.Optional(T.String({ description: 'A path on this gateway to go to afterwards.' }))
+    next: T.Optional(T.String({ description: 'Where to go afterwards: a path on this gateway, or with session.cookies an https URL under a listed domain.' }))
   }),
   types: [FORM_TYPE, JSON_TYPE],
   required: true
 } satisfies BodySpec
 
 export function loginRoutes (d: LoginDeps): Route[] {
-  const { config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys } = d
+  const { config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys, sso } = d
+  const safeNext = sso.next
   const names = config.names
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
 
-  const sessionCookies = (ctx: RequestContext, id: string, csrf: string): string[] => [
-    `${names.sessionCookie}=${id}; Path=/; HttpOnly; SameSite=Lax${secure(ctx)}`,
-    `${names.csrfCookie}=${csrf}; Path=/; SameSite=Lax${secure(ctx)}`
-  ]
-  const clearCookies = (ctx: RequestContext): string[] => [
-    `${names.sessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`,
-    `${names.csrfCookie}=; Path=/; Max-Age=0; SameSite=Lax${secure(ctx)}`,
-    ...(config.session.accept_legacy_cookie ? [`${names.legacySessionCookie}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`] : [])
-  ]
+  const { cookie_secure: cookieSecure, accept_legacy_cookie: acceptLegacy } = config.session
+  const jar = sessionCookies(names, { cookieSecure, acceptLegacy }, sso)
   /**
    * Ends a browser's session: audited as session.revoked when there was one (deleting it says whose: no lookup more).
    */
@@ -176,13 +138,11 @@ export function loginRoutes (d: LoginDeps): Route[] {
     const s = await store.sessions.create(user.id, idle, absolute, factors)
     audit?.record({ event: 'session.created', ctx, user, authMethod: factors.includes('pwd') ? 'password' : authMethod, via, credential: s.id })
     await store.users.recordLogin(user.id)
-    const cookies = sessionCookies(ctx, s.id, s.csrf)
+    const set = jar.set(ctx, s.id, s.csrf)
     // a legacy cookie left beside the new one would make every request ambiguous (401)
     const legacy = names.legacySessionCookie
-    if (config.session.accept_legacy_cookie && legacy in parseCookies(ctx.req.headers.cookie)) {
-      cookies.push(`${legacy}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure(ctx)}`)
-    }
-    return cookies
+    if (acceptLegacy && legacy in parseCookies(ctx.req.headers.cookie)) set.push(jar.clearLegacy(ctx))
+    return set
   }
 
   const getLogin = route({
@@ -204,7 +164,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
       // already signed in: go on
       if (ctx.identity !== undefined) redirect(ctx.res, 302, next)
-      else sendHtml(ctx.res, 200, loginPage({ next }))
+      else sendHtml(ctx.res, 200, loginPage({ next }), pageHeadersFor(next))
     }
   })
 
@@ -220,7 +180,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       operationId: 'login',
       summary: 'Sign in and start a browser session',
       description: `Sets \`${names.sessionCookie}\` (HttpOnly) and \`${names.csrfCookie}\` (for \`X-CSRFToken\`), both \`SameSite=Lax; Path=/\`, \`Secure\` over HTTPS. The session id is new at every login. ` +
-        'A form post redirects to `next` (a same-origin path; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
+        'A form post redirects to `next` (a same-origin path, or with session.cookies an https URL under a listed domain; anything else becomes `/account/keys`) and shows errors in the page; a JSON post answers JSON. Cross-site posts are refused.',
       responses: {
         303: { description: 'Form login succeeded: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } },
         // not only an error: a form post gets the form again
@@ -242,7 +202,9 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const username = typeof fields.username === 'string' ? fields.username : ''
       const password = typeof fields.password === 'string' ? fields.password : ''
       const formError = (status: number, error: string, headers: Record<string, string | string[]> = {}): void =>
-        sendHtml(ctx.res, status, loginPage({ next, username: username.slice(0, 150), error }), headers)
+        sendHtml(ctx.res, status, loginPage({ next, username: username.slice(0, 150), error }), {
+          ...pageHeadersFor(next), ...headers
+        })
 
       const refused = failures.filter((f) => f.field !== 'next')
       if (refused.length > 0) {
@@ -286,7 +248,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
         const choices = [...(need === 'code' ? ['otp' as const] : []), ...(passkey ? ['passkey' as const] : [])]
         const url = need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH
         if (json) reply(200, { error: 'mfa_required', msg: 'MFA required', data: { choices, url } }, { 'set-cookie': pending })
-        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { 'set-cookie': pending })
+        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { ...pageHeadersFor(next), 'set-cookie': pending })
         return
       }
       const cookies = await startSession(ctx, user, 'login', PASSWORD_ONLY)
@@ -329,8 +291,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
           await endSession(ctx, id, 'logout')
         }
       }
-      if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': clearCookies(ctx) })
-      else reply(200, { detail: 'Logged out.' }, { 'set-cookie': clearCookies(ctx) })
+      if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': jar.clear(ctx) })
+      else reply(200, { detail: 'Logged out.' }, { 'set-cookie': jar.clear(ctx) })
     }
   })
 
@@ -364,14 +326,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const user = p === null || p.amr.includes('otp') ? null : await mfa.user(p)
       const expired = (error = 'Your sign-in expired. Sign in again.'): void => {
         if (json) throw E.mfaPendingMissing()
-        sendHtml(ctx.res, 401, loginPage({ next, error }), { 'set-cookie': mfaCookie(ctx, '', 0) })
+        sendHtml(ctx.res, 401, loginPage({ next, error }), { ...pageHeadersFor(next), 'set-cookie': mfaCookie(ctx, '', 0) })
       }
       if (p === null || user === null) { expired(); return }
       const code = typeof fields.code === 'string' ? fields.code.trim() : ''
       const state = p.w === 'enrol' ? 'none' : await store.mfa.state(user.id)
       const withPasskey = state === 'passkey' || (state === 'enrolled' && (await store.passkeys.list(user.id)).length > 0)
       const again = (status: number, error: string, headers: Record<string, string> = {}): void =>
-        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol', code: state !== 'passkey', passkey: withPasskey }), headers)
+        sendHtml(ctx.res, status, mfaPage({ next, user, error, secret: p.w === 'enrol' ? p.s : undefined, enrol: p.w === 'enrol', code: state !== 'passkey', passkey: withPasskey }), { ...pageHeadersFor(next), ...headers })
       if (failures.some((f) => f.field === 'code') || code === '') {
         if (json) throw E.missingField('code')
         again(400, 'Enter the code.')

@@ -344,7 +344,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
           name: 'next',
           in: 'query',
           required: false,
-          description: 'Where to go after signing in: a path on this gateway.',
+          description: 'Where to go after signing in: a path on this gateway, or with session.cookies an https URL on a host under a listed domain (docs/sso.md).',
           schema: { type: 'string', examples: ['/account/keys'] }
         }
       },
@@ -354,7 +354,8 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
         RetryAfter: { description: 'Seconds to wait.', schema: { type: 'integer', minimum: 1 } },
         WwwAuthenticate: { description: 'One challenge per scheme.', schema: { type: 'string' } },
         SetSessionCookies: {
-          description: `\`${n.sessionCookie}=…; Path=/; HttpOnly; SameSite=Lax[; Secure]\` and \`${n.csrfCookie}=…; Path=/; SameSite=Lax[; Secure]\`.`,
+          description: `\`${n.sessionCookie}=…; Path=/[; Domain=…]; HttpOnly; SameSite=Lax[; Secure]\` and \`${n.csrfCookie}=…; Path=/; SameSite=Lax[; Secure]\` ` +
+            '(Domain: the session.cookies domain covering the host, docs/sso.md).',
           schema: { type: 'string' }
         }
       },

@@ -177,6 +177,26 @@ t.test('config check: every problem, one line each, exit 2', async (t) => {
   t.match(missing.stderr, /^sidegate: config: file not found: /)
 })
 
+t.test('config check: session.cookies that cannot be used, exit 2, each naming its key (docs/sso.md)', async (t) => {
+  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['a public suffix', { domain: 'co.uk', portal_url: 'https://auth.co.uk' }, /config: session\.cookies\[0\]\.domain: is a public suffix/],
+    ['a private public suffix', { domain: 'github.io', portal_url: 'https://auth.github.io' }, /config: session\.cookies\[0\]\.domain: is a public suffix/],
+    ['an IP address', { domain: '192.0.2.1', portal_url: 'https://192.0.2.1' }, /config: session\.cookies\[0\]\.domain: must be a domain name, not an IP address/],
+    ['a portal over http', { domain: 'example.com', portal_url: 'http://auth.example.com' }, /config: session\.cookies\[0\]\.portal_url: must be an https URL/],
+    ['a portal elsewhere', { domain: 'example.com', portal_url: 'https://auth.example.net' }, /config: session\.cookies\[0\]\.portal_url: its host auth\.example\.net is not example\.com nor under it/]
+  ]
+  for (const [what, entry, want] of cases) {
+    const r = await cliIn(dir, ['config', 'check', '--config', file('sso.yml', stringify({ session: { cookies: [entry] } }))])
+    t.equal(r.code, 2, `${what}: exit 2`)
+    t.match(r.stderr, want, what)
+  }
+  const plain = await cliIn(dir, ['config', 'check', '--config', file('sso-ok.yml', stringify({ upstream: { url: 'http://127.0.0.1:1' }, session: { cookies: [{ domain: 'example.com', portal_url: 'https://auth.example.com' }] } }))])
+  t.equal(plain.code, 0, plain.stderr)
+  t.match(plain.stdout, /warning: session\.cookies with session\.cookie_secure false: .* \(session\.cookies\[0\]\)/, 'usable, with the warning a start logs')
+  const secure = await cliIn(dir, ['config', 'check', '--config', file('sso-secure.yml', stringify({ upstream: { url: 'http://127.0.0.1:1' }, session: { cookie_secure: true, cookies: [{ domain: 'example.com', portal_url: 'https://auth.example.com' }] } }))])
+  t.notMatch(secure.stdout, /warning: session\.cookies/, 'none with cookie_secure')
+})
+
 t.test('config check: the warnings a start would log, exit 0', async (t) => {
   const doc = { upstream: { url: 'http://127.0.0.1:1', public_paths: ['/status', '/static/', '/health'] } }
   const path = file('warn.yml', stringify(doc))

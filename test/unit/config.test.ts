@@ -110,7 +110,8 @@ t.test('defaults', async (t) => {
       idle_timeout: 7200,
       absolute_timeout: 86400,
       login_redirect: true,
-      cookie_secure: false
+      cookie_secure: false,
+      cookies: []
     },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 }, groups_max_bytes: 1000 },
     server: {

@@ -12,7 +12,7 @@ import { builtinModules } from 'node:module'
 import { join, relative } from 'node:path'
 import { promisify } from 'node:util'
 import { parse, parseAllDocuments } from 'yaml'
-import { buildConfig, ENV_VARIABLES } from '../../src/config/index.js'
+import { buildConfig, configWarnings, ENV_VARIABLES } from '../../src/config/index.js'
 import { removeDir, tempDir } from '../fixtures/cleanup.js'
 import { embeddedStore, ROOT, spawnGateway } from '../fixtures/gateway.js'
 import { freePort } from '../fixtures/redis.js'
@@ -60,9 +60,9 @@ const config = buildConfig(gatewayYml, { SIDEGATE_SECRET_KEY: 'x'.repeat(32) })
 const portByName = (c: Doc, p: number | string): number => typeof p === 'number' ? p : c.ports.find((x: Doc) => x.name === p).containerPort
 
 t.test('every YAML file under deploy/ parses, and every manifest has apiVersion, kind, name', async (t) => {
-  // deploy/forward-auth/ holds proxy configurations, not manifests (test/proxies/forward-auth.test.ts);
+  // deploy/forward-auth/ and deploy/sso/ hold proxy configurations, not manifests (test/proxies/);
   // deploy/helm/ a Helm chart, whose templates are not YAML until rendered (test/deploy/helm.test.ts)
-  const files = walk(DEPLOY).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith(join(DEPLOY, 'forward-auth')) && !f.startsWith(join(DEPLOY, 'helm')))
+  const files = walk(DEPLOY).filter((f) => /\.ya?ml$/.test(f) && !['forward-auth', 'sso', 'helm'].some((d) => f.startsWith(join(DEPLOY, d))))
   t.ok(files.length >= 6, `${files.length} YAML files`)
   for (const f of files) {
     const all = docs(f)
@@ -379,5 +379,20 @@ t.test('the shipped forward-auth proxies keep enough idle connections to sidegat
   for (const [what, block] of [['forward_auth', fa], ['upstream', up]]) {
     const n = Number(/keepalive_idle_conns_per_host (\d+)/.exec(block)?.[1] ?? 0)
     t.ok(n >= 128, `Caddy ${what}: keepalive_idle_conns_per_host ${n}`)
+  }
+})
+
+t.test('deploy/sso: the gateway.yml each proxy file shows is one sidegate takes', async (t) => {
+  const dir = join(DEPLOY, 'sso')
+  for (const f of readdirSync(dir)) {
+    const text = readFileSync(join(dir, f), 'utf8')
+    // the file's header: `#   session: { ... }` and `#   server: { ... }`, YAML flow mappings
+    const shown = text.split('\n').filter((l) => /^#\s+(?:session|server): \{/.test(l)).map((l) => l.replace(/^#\s+/, ''))
+    t.equal(shown.length, 2, `${f}: shows session and server`)
+    const doc = parse(shown.join('\n').replace(/<[^>]+>/g, '10.0.0.5')) as Doc
+    const c = buildConfig({ ...doc, secret_key: 'x'.repeat(32) })
+    t.same(c.session.cookies, [{ domain: 'example.com', portal_url: 'https://auth.example.com', csrf_domain: false }], `${f}: one domain and its portal`)
+    t.equal(c.session.cookie_secure, true, `${f}: Secure cookies (no warning)`)
+    t.same(configWarnings(c).filter((w) => w.startsWith('session.')), [], `${f}: no warning about the session`)
   }
 })
