@@ -40,7 +40,6 @@ export interface Names {
   authFactorsHeader: string
   /** the signed identity (identity.jwt) */
   identityHeader: string
-  groupsHeader: string
 }
 
 export type RedisMode = Doc['redis']['mode']
@@ -106,8 +105,7 @@ export function namesFor (abbrev: string, jumpserver = false): Names {
     usernameHeader: `X-${up}-Username`,
     authMethodHeader: `X-${up}-Auth-Method`,
     authFactorsHeader: `X-${up}-Auth-Factors`,
-    identityHeader: `X-${up}-Identity`,
-    groupsHeader: `X-${up}-Groups`
+    identityHeader: `X-${up}-Identity`
   }
 }
 

@@ -59,7 +59,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
   const n = config.names
   const lower = [
     n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader,
-    n.groupsHeader
+    `X-${n.abbrev}-Groups`
   ].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client

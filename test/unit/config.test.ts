@@ -53,8 +53,7 @@ t.test('defaults', async (t) => {
       usernameHeader: 'X-SVC-Username',
       authMethodHeader: 'X-SVC-Auth-Method',
       authFactorsHeader: 'X-SVC-Auth-Factors',
-      identityHeader: 'X-SVC-Identity',
-      groupsHeader: 'X-SVC-Groups'
+      identityHeader: 'X-SVC-Identity'
     },
     redis: {
       url: 'redis://127.0.0.1:6379',
@@ -278,8 +277,7 @@ t.test('namesFor', async (t) => {
     usernameHeader: 'X-JMS-Username',
     authMethodHeader: 'X-JMS-Auth-Method',
     authFactorsHeader: 'X-JMS-Auth-Factors',
-    identityHeader: 'X-JMS-Identity',
-    groupsHeader: 'X-JMS-Groups'
+    identityHeader: 'X-JMS-Identity'
   })
   t.same(namesFor('jms'), namesFor('JMS'))
   t.equal(namesFor('Acme2').orgHeader, 'X-ACME2-ORG')
