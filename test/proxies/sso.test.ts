@@ -6,7 +6,9 @@
  * browser (test/fixtures/jar.ts keeps its cookies by Domain and host, as
  * browsers do) refused at one app is sent to the portal with the URL it asked
  * for, signs in once, is sent back, reaches the other app with the same
- * cookie, and a logout at the portal ends both. Every browser route of
+ * cookie, and a logout at the portal ends both; the other app admits only
+ * the group `admins` (an access rule by host and group): a member passes, a
+ * non-member signed in just as well gets 403. Every browser route of
  * sidegate answers through the portal host; its decision endpoint does not.
  * The Traefik and Envoy files are checked for shape.
  */
@@ -109,10 +111,18 @@ if ('why' in nginx && 'why' in caddy) {
   const apps: Echo[] = [await startEcho(), await startEcho()]
   const g = await startGateway(db.url, {
     server: { trusted_proxies: ['127.0.0.1'] },
-    session: { cookies: [{ domain: 'sso.localhost', portal_url: `http://${PORTAL}` }] }
+    session: { cookies: [{ domain: 'sso.localhost', portal_url: `http://${PORTAL}` }] },
+    access: {
+      rules: [
+        { paths: ['/**'], hosts: [OTHER], subjects: ['group:admins'], policy: 'one_factor' },
+        { paths: ['/**'], hosts: [OTHER], policy: 'deny' }
+      ]
+    }
   })
   t.teardown(async () => { await g.close(); for (const a of apps) await a.close(); await db.stop() })
-  await makeUser(g, 'alice')
+  const alice = await makeUser(g, 'alice')
+  await makeUser(g, 'bob')
+  await g.store.groups.addMember((await g.store.groups.create('admins')).id, alice.id)
   const sg = new URL(g.url)
   const [app, other] = apps.map((a) => new URL(a.url))
   const vars = {
@@ -200,6 +210,7 @@ if ('why' in nginx && 'why' in caddy) {
 
       const back = await browse(APP, '/report?year=2026')
       t.equal(back.status, 200, 'the app, signed in')
+      t.equal(seenBy(apps[0], '/report?year=2026')?.['x-svc-groups'], 'admins', 'with her groups')
       t.equal(seenBy(apps[0], '/report?year=2026')?.['x-svc-username'], 'alice')
       const there = await browse(OTHER, '/dashboard')
       t.equal(there.status, 200, 'the other app: the same session, no second sign-in')
@@ -227,6 +238,27 @@ if ('why' in nginx && 'why' in caddy) {
       }
       const replay = await request(base, '/replayed', { headers: { ...NAVIGATE, host: OTHER, cookie: cookieBefore } })
       t.equal(replay.status, redirect, 'the old cookie sent again: the session itself is over')
+
+      // bob signs in as well, at the portal, and is no member of admins: the other app refuses him
+      const bobs = new CookieJar()
+      const bobBrowse = async (host: string, path: string, o: Sent = {}): Promise<Res> => {
+        const r = await request(base, path, { method: o.method, headers: bobs.for(host, { ...NAVIGATE, ...o.headers }), body: o.body })
+        bobs.take(host, r)
+        return r
+      }
+      const sent = await bobBrowse(OTHER, '/dashboard')
+      t.equal(sent.status, redirect, 'bob: sent to sign in first (a rule names subjects: a caller is needed)')
+      const bobIn = await bobBrowse(PORTAL, '/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: `http://${PORTAL}`, 'sec-fetch-site': 'same-origin' },
+        body: form({ username: 'bob', password: 'bob-password', next: `http://${OTHER}/dashboard` })
+      })
+      t.equal(bobIn.headers.location, `http://${OTHER}/dashboard`)
+      const before = apps[1].seen.length
+      t.equal((await bobBrowse(OTHER, '/dashboard')).status, 403, 'bob at the group-restricted app: 403')
+      t.equal(apps[1].seen.length, before, 'nothing reached it')
+      t.equal((await bobBrowse(APP, '/report')).status, 200, 'the other app admits him')
+      t.equal(apps[0].seen.find((e) => e.url === '/report')?.headers['x-svc-groups'], undefined, 'no groups: no header')
     })
   }
 }
