@@ -14,6 +14,8 @@ import { Audit } from './audit.js'
 import { BearerTokens } from './bearer-tokens.js'
 import { Caches, type CacheOptions } from './caches.js'
 import type { Context } from './context.js'
+import { GroupTable } from './group-table.js'
+import { Groups } from './groups.js'
 import { Limits } from './limits.js'
 import { Locks } from './locks.js'
 import { Mfa } from './mfa.js'
@@ -42,6 +44,7 @@ export class PolicyStore implements RunningStore {
   #gate: GatewayError | null = null
   #closed = false
   readonly orgs: Orgs
+  readonly groups: Groups
   readonly users: Users
   readonly passwords: Passwords
   readonly accessKeys: AccessKeys
@@ -66,10 +69,12 @@ export class PolicyStore implements RunningStore {
       storage,
       keys: keyring,
       caches: this.caches,
+      groupTable: new GroupTable(storage),
       onUnreadable: o.onUnreadable,
       shut: () => this.#gate !== null || this.#closed
     }
     this.orgs = new Orgs(c)
+    this.groups = new Groups(c)
     this.users = new Users(c)
     this.passwords = new Passwords(c)
     this.accessKeys = new AccessKeys(c)
