@@ -66,14 +66,15 @@ export class Groups {
 
   /** Finds the group, or creates it (race-safe: a concurrent creation's group is returned): for sign-ins. */
   async ensure (name: string, org: string | null): Promise<Group> {
-    const found = await this.byName(name, org)
-    if (found !== null) return found
-    try {
-      return await this.create(name, org)
-    } catch (err) {
-      const now = (err as { code?: string }).code === 'group_exists' ? await this.byName(name, org) : null
-      if (now === null) throw err
-      return now
+    for (let tries = 1; ; tries++) {
+      const found = await this.byName(name, org)
+      if (found !== null) return found
+      try {
+        return await this.create(name, org)
+      } catch (err) {
+        // another process created it meanwhile (or is removing one of that name): look again
+        if ((err as { code?: string }).code !== 'group_exists' || tries === 3) throw err
+      }
     }
   }
 

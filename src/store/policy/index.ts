@@ -41,6 +41,7 @@ export class PolicyStore implements RunningStore {
   protected readonly keyring: Keyring
   /** null where the backend has no Storage.invalidation: its replicas see every change at once */
   protected readonly caches: Caches | null
+  readonly #groupTable: GroupTable
   #gate: GatewayError | null = null
   #closed = false
   readonly orgs: Orgs
@@ -65,11 +66,12 @@ export class PolicyStore implements RunningStore {
     this.caches = storage.invalidation === undefined
       ? null
       : new Caches(o.cache ?? { max: 0, ttl: 0 }, storage.invalidation)
+    this.#groupTable = new GroupTable(storage)
     const c: Context = {
       storage,
       keys: keyring,
       caches: this.caches,
-      groupTable: new GroupTable(storage),
+      groupTable: this.#groupTable,
       onUnreadable: o.onUnreadable,
       shut: () => this.#gate !== null || this.#closed
     }
@@ -97,7 +99,7 @@ export class PolicyStore implements RunningStore {
     this.#gate = err
     this.storage.setGate(err)
     // nothing cached before is trusted after
-    if (err !== null) this.caches?.clear()
+    if (err !== null) { this.caches?.clear(); this.#groupTable.forget() }
   }
 
   async ping (): Promise<void> { await this.storage.ping() }

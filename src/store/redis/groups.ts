@@ -1,7 +1,8 @@
 /**
  * Groups in Redis: one JSON record per key (`group:<id>`), the set `groups`
  * of their ids, and the name key claimed with SET NX (`group-name:<org or
- * global>/<lowercase name>` → id), each command on one key.
+ * global>/<lowercase name>` → id), each command on one key: the record is
+ * written before its name is claimed, and removed before its name is freed.
  */
 import { groupNameKey, type GroupStorage } from '../ports.js'
 import type { Group } from '../model.js'
@@ -12,15 +13,18 @@ export class RedisGroups implements GroupStorage {
 
   async insert (group: Group, nameKey: string): Promise<'ok' | 'name_taken' | 'id_taken'> {
     const { c } = this
+    const at = c.k('group', group.id)
     const nameAt = c.k('group-name', nameKey)
-    if ((await c.run(() => c.redis.set(nameAt, group.id, 'NX'))) === null) return 'name_taken'
+    // the record before the name: whoever finds the name claimed finds the record too (store.groups.ensure)
+    if ((await c.run(() => c.redis.set(at, JSON.stringify(group), 'NX'))) === null) return 'id_taken'
     try {
-      if ((await c.run(() => c.redis.set(c.k('group', group.id), JSON.stringify(group), 'NX'))) === null) {
-        await c.scripts.deleteIfEqual(nameAt, group.id).catch(() => false)
-        return 'id_taken'
+      if ((await c.run(() => c.redis.set(nameAt, group.id, 'NX'))) === null) {
+        await c.redis.del(at).catch(() => 0)
+        return 'name_taken'
       }
       await c.run(() => c.redis.sadd(c.k('groups'), group.id))
     } catch (err) {
+      await c.redis.del(at).catch(() => 0)
       await c.scripts.deleteIfEqual(nameAt, group.id).catch(() => false)
       throw err
     }
