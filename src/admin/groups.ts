@@ -66,7 +66,10 @@ async function groupJson (ops: AdminOps, g: StoredGroup): Promise<GroupJson> {
 const orgQuery = (flags: { readonly [name: string]: any }): URLSearchParams =>
   new URLSearchParams(flags.org === undefined ? [] : [['org', String(flags.org[0])]])
 
-async function membership (ops: AdminOps, groupId: string, username: string, add: boolean, org: string | null) {
+/** An operator's membership added or ended; what makes the user a member after it. */
+async function membership (
+  ops: AdminOps, groupId: string, username: string, add: boolean, org: string | null
+): Promise<Static<typeof GroupMembership>> {
   const group = await groupRef(ops, groupId, org)
   const u = await ops.user(username)
   if (add) await ops.store.groups.addMember(group.id, u.id)

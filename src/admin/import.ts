@@ -216,7 +216,8 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
   }
 
   // groups and their members (./import-groups.ts)
-  const orgKnown = async (id: string): Promise<boolean> => orgs.has(id) || newOrgs.has(id) || (await store.orgs.get(id)) !== null
+  const orgKnown = async (id: string): Promise<boolean> =>
+    orgs.has(id) || newOrgs.has(id) || (await store.orgs.get(id)) !== null
   await planGroups({ store, problems, notes, audit, step, resolve, orgKnown }, p)
 
   // access keys: the same id, owner and secret is unchanged; the same id otherwise is a conflict

@@ -44,7 +44,9 @@ export function userJson (u: StoredUser): UserJson {
   for (const f of USER_FIELDS) if (u[f] !== undefined) out[f] = u[f]
   out.orgs = Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b)))
   if (u.groups !== undefined && u.groups.length > 0) {
-    out.groups = u.groups.map((g) => ({ id: g.id, name: g.name, org: g.org, org_name: g.orgName, sources: [...g.sources] }))
+    out.groups = u.groups.map((g) => ({
+      id: g.id, name: g.name, org: g.org, org_name: g.orgName, sources: [...g.sources]
+    }))
   } else delete out.groups
   return out as UserJson
 }

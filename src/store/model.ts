@@ -34,7 +34,9 @@ export interface User {
 }
 
 /** One of a user's groups as the request path reads it (sorted by entry; each group once whatever its sources). */
-export interface UserGroup { id: string, name: string, org: string | null, orgName: string | null, sources: readonly string[] }
+export interface UserGroup {
+  id: string, name: string, org: string | null, orgName: string | null, sources: readonly string[]
+}
 
 /** A user as the sign-in paths read it (store.users.forSignIn). */
 export interface SignInUser {

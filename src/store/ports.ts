@@ -143,7 +143,10 @@ export interface UserStorage {
    * the record (concurrent calls lose nothing); an emptied list goes. False: no such user.
    */
   setGroupMember(userId: string, source: string, groupId: string, member: boolean): Promise<boolean>
-  /** Replaces one source's list as a whole, atomically (none: the source goes); other sources kept. False: no such user. */
+  /**
+   * Replaces one source's list as a whole, atomically (none: the source
+   * goes); other sources kept. False: no such user.
+   */
   replaceGroups(userId: string, source: string, ids: string[]): Promise<boolean>
 }
 

@@ -117,7 +117,8 @@ export class RedisTransfer implements StoreTransfer {
       from = `(${batch[batch.length - 1][0]}`
     }
     return [
-      ...orgs, ...groups, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors, ...passkeys,
+      ...orgs, ...groups, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors,
+      ...passkeys,
       ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit
     ]
   }
