@@ -65,7 +65,7 @@ t.test('Redis → a new embedded store (through a pipe): every record again', as
   const r = await cliIn(back.dir, ['store', 'import', '-'], { env, stdin: out.stdout })
   t.equal(r.code, 0, r.stderr)
   // the gateway started on the Redis copy added its Default org
-  t.match(r.stdout, /^imported standard input into the store file .*: 2 orgs, 2 users, 1 access key, 2 private tokens/)
+  t.match(r.stdout, /^imported standard input into the store file .*: 2 orgs, 2 groups, 2 users, 1 access key, 2 private tokens/)
   const s = await openSqlite(back.path)
   t.teardown(() => s.close())
   await checkCredentials(t, s, o, 'SQLite again')
