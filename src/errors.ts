@@ -83,7 +83,9 @@ export const ERRORS = {
   upstream_timeout: { status: 504, detail: 'The upstream service did not answer in time.', when: 'No answer from the protected service within upstream.timeout.' },
   user_exists: { status: 409, detail: 'A user named alice already exists.', when: 'Creating a user (`sidegate user add`, the admin API) with a username that is taken.', cliOnly: true },
   org_exists: { status: 409, detail: 'An organization with id 00000000-0000-0000-0000-000000000002 already exists.', when: 'Creating an organization (`sidegate org add --id`, the admin API) with an id that is taken.', cliOnly: true },
-  user_not_found: { status: 404, detail: 'No such user.', when: 'Changing or deleting a user that does not exist.', cliOnly: true }
+  user_not_found: { status: 404, detail: 'No such user.', when: 'Changing or deleting a user that does not exist.', cliOnly: true },
+  group_exists: { status: 409, detail: 'A group named admins already exists.', when: 'Creating a group (`sidegate group add`, the admin API) whose name the org (or, for a global group, the global groups) already has, in any case; or with an id that is taken.', cliOnly: true },
+  group_not_found: { status: 404, detail: 'No such group.', when: 'A group named by an id or a name (global, or in the org given) that does not exist: `sidegate group …`, the admin API\'s groups/{id}.', cliOnly: true }
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof ERRORS
@@ -225,6 +227,8 @@ export const E = {
   userExists: (username: string) => new GatewayError('user_exists', `A user named ${username} already exists.`),
   orgExists: (id: string) => new GatewayError('org_exists', `An organization with id ${id} already exists.`),
   userNotFound: () => new GatewayError('user_not_found'),
+  groupExists: (name: string) => new GatewayError('group_exists', `A group named ${name} already exists.`),
+  groupNotFound: () => new GatewayError('group_not_found'),
   /** the admin API: a credential other than an access-key signature or a private token */
   adminCredential: () => new GatewayError('unsupported_scheme', 'The admin API takes an access-key signature or a private token.'),
   /** the admin API: a user who is not a superuser */

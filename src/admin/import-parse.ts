@@ -6,18 +6,26 @@ import { parse as parseCsv } from 'csv-parse/sync'
 import { credentialShaped, parseLegacyHash } from '../crypto.js'
 import { normalizeKeyId } from '../auth/signature.js'
 import { ROOT_ORG_ID, SYSTEM_ORG_ID } from '../auth/org.js'
+import type { AuditRecord } from '../observability/audit.js'
 import type { OrgRole } from '../store/types.js'
+import { checkGroupName } from '../store/policy/groups.js'
 import { hasControl, NO_CONTROLS } from '../text.js'
 
-export type RecordType = 'org' | 'user' | 'membership' | 'access_key' | 'private_token'
-export const RECORD_TYPES: RecordType[] = ['org', 'user', 'membership', 'access_key', 'private_token']
+export type RecordType = 'org' | 'user' | 'membership' | 'group' | 'group_member' | 'access_key' | 'private_token'
+/** Also the order the records are written in: a group after its org, a group's member after both. */
+export const RECORD_TYPES: RecordType[] = ['org', 'user', 'membership', 'group', 'group_member', 'access_key', 'private_token']
 export type ImportFormat = 'jsonl' | 'csv'
+export type Action = 'created' | 'updated' | 'unchanged'
+/** An audit event of the import (src/observability/audit.ts; the command line's Auditor adds the operator). */
+export type ImportAudit = (r: AuditRecord) => void
 
 /** The fields each record type may have besides `type` (CSV: the columns; a cell left empty is a field not given). */
 const FIELDS: Record<RecordType, string[]> = {
   org: ['id', 'name'],
   user: ['id', 'username', 'name', 'email', 'password', 'is_active', 'is_superuser'],
   membership: ['username', 'user_id', 'org', 'org_name', 'role'],
+  group: ['id', 'name', 'org'],
+  group_member: ['username', 'user_id', 'group'],
   access_key: ['username', 'user_id', 'id', 'secret', 'is_active'],
   private_token: ['username', 'user_id', 'key']
 }
@@ -54,6 +62,10 @@ export interface UserRec extends Line {
   is_superuser?: boolean
 }
 export interface MemberRec extends Line { user: UserRef, org: string, org_name?: string, role: OrgRole }
+/** JumpServer's users_usergroup row: `org` its org_id (null: a global group, which JumpServer has not) */
+export interface GroupRec extends Line { id: string, name: string, org: string | null }
+/** A users_user_groups row (user_id, usergroup_id): a membership of source `local` */
+export interface GroupMemberRec extends Line { user: UserRef, group: string }
 export interface KeyRec extends Line { user: UserRef, id: string, secret: string, is_active: boolean }
 export interface TokenRec extends Line { user: UserRef, key: string }
 
@@ -61,6 +73,8 @@ export interface Parsed {
   orgs: OrgRec[]
   users: UserRec[]
   memberships: MemberRec[]
+  groups: GroupRec[]
+  groupMembers: GroupMemberRec[]
   keys: KeyRec[]
   tokens: TokenRec[]
 }
@@ -199,6 +213,16 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
       })
       return
     }
+    case 'group': {
+      // as org names are: the surrounding whitespace of a database's cell is not part of the name
+      const name = f.req('name', 128).trim()
+      try { checkGroupName(name) } catch (err) { throw new FieldError(`"name": ${(err as Error).message}`) }
+      into.groups.push({ line, id: f.uuid('id'), name, org: f.has('org') ? f.org('org') : null })
+      return
+    }
+    case 'group_member':
+      into.groupMembers.push({ line, user: f.user(), group: f.uuid('group') })
+      return
     case 'access_key': {
       const secret = f.req('secret', 256)
       if (secret.length < 16 || /\s/.test(secret)) throw new FieldError('"secret" must be at least 16 characters without spaces (JumpServer\'s are UUIDs)')
@@ -223,7 +247,7 @@ function parseRecord (raw: Record<string, unknown>, line: number, csv: boolean, 
 
 /** Reads every record; throws ImportProblems naming every bad line (or the file's CSV syntax error). */
 export function parseImport (text: string, format: ImportFormat): Parsed {
-  const out: Parsed = { orgs: [], users: [], memberships: [], keys: [], tokens: [] }
+  const out: Parsed = { orgs: [], users: [], memberships: [], groups: [], groupMembers: [], keys: [], tokens: [] }
   const problems = new Problems()
   const each = (raw: unknown, line: number, csv: boolean): void => {
     try {

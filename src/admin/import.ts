@@ -1,6 +1,6 @@
 /**
  * `sidegate import --from FILE`: users (with their Django password hashes),
- * orgs, memberships, access keys and private tokens moved over from
+ * orgs, memberships, user groups, access keys and private tokens moved over from
  * JumpServer, so existing clients keep their credentials. Three phases:
  *   1. read: every line parsed and checked on its own (JSON lines or CSV);
  *   2. plan: every record checked against the others and against the store,
@@ -19,15 +19,16 @@
 import { randomUUID } from 'node:crypto'
 import { safeEqual } from '../crypto.js'
 import type { Store, User } from '../store/types.js'
-import type { AuditRecord } from '../observability/audit.js'
+import { planGroups } from './import-groups.js'
 import {
-  Problems, RECORD_TYPES, type OrgRec, type Parsed, type Problem, type RecordType, type UserRec, type UserRef
+  Problems, RECORD_TYPES, type Action, type ImportAudit, type OrgRec, type Parsed, type Problem, type RecordType,
+  type UserRec, type UserRef
 } from './import-parse.js'
 
 export {
-  ImportProblems, parseImport, RECORD_TYPES, USERNAME, type ImportFormat, type Parsed, type Problem, type RecordType
+  ImportProblems, parseImport, RECORD_TYPES, USERNAME,
+  type Action, type ImportAudit, type ImportFormat, type Parsed, type Problem, type RecordType
 } from './import-parse.js'
-export type Action = 'created' | 'updated' | 'unchanged'
 export type Counts = Record<RecordType, Record<Action, number>>
 
 /**
@@ -57,9 +58,6 @@ export class PrivilegedRefused extends Error {
     this.name = 'PrivilegedRefused'
   }
 }
-
-/** An audit event of the import (src/observability/audit.ts; the command line's Auditor adds the operator). */
-export type ImportAudit = (r: AuditRecord) => void
 
 interface Step { type: RecordType, action: Action, write: () => Promise<void> }
 
@@ -217,6 +215,11 @@ export async function planImport (store: Store, p: Parsed, audit: ImportAudit = 
     })
   }
 
+  // groups and their members (./import-groups.ts)
+  const orgKnown = async (id: string): Promise<boolean> =>
+    orgs.has(id) || newOrgs.has(id) || (await store.orgs.get(id)) !== null
+  await planGroups({ store, problems, notes, audit, step, resolve, orgKnown }, p)
+
   // access keys: the same id, owner and secret is unchanged; the same id otherwise is a conflict
   const keyLines = new Map<string, number>()
   for (const k of p.keys) {
@@ -277,7 +280,7 @@ async function createOrg (store: Store, name: string, id: string): Promise<void>
 
 /**
  * Plans and (unless `dryRun`) writes, in order: orgs, users, memberships,
- * access keys, private tokens, auditing each change. A privileged change of a
+ * groups, group members, access keys, private tokens, auditing each change. A privileged change of a
  * kind not in `allow` refuses the whole run (PrivilegedRefused) before any write.
  */
 export async function runImport (

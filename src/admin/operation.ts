@@ -15,7 +15,7 @@ import type { ErrorCode } from '../errors.js'
 import type { AdminOps } from './context.js'
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-export type Tag = 'Users' | 'Organizations' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Second factor' |
+export type Tag = 'Users' | 'Organizations' | 'Groups' | 'Access keys' | 'Private tokens' | 'Sessions' | 'Second factor' |
   'Rate limits' | 'Access rules' | 'Audit trail'
 
 /** `users/{username}/orgs/{org_id}` → { username: string, org_id: string } */

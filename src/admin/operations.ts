@@ -9,6 +9,7 @@
 import type { AdminRoute } from './operation.js'
 import { USER_OPERATIONS } from './users.js'
 import { ORG_OPERATIONS } from './orgs.js'
+import { GROUP_OPERATIONS } from './groups.js'
 import { ACCESS_KEY_OPERATIONS } from './access-keys.js'
 import { PRIVATE_TOKEN_OPERATIONS } from './private-tokens.js'
 import { SESSION_OPERATIONS } from './sessions.js'
@@ -23,6 +24,7 @@ export type { AdminRoute, CliCall, CliForm, CliInput, Method } from './operation
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   ...USER_OPERATIONS,
   ...ORG_OPERATIONS,
+  ...GROUP_OPERATIONS,
   ...ACCESS_KEY_OPERATIONS,
   ...PRIVATE_TOKEN_OPERATIONS,
   ...SESSION_OPERATIONS,

@@ -6,7 +6,7 @@
 import { Type as T, type Static } from '@sinclair/typebox'
 import { UsageError } from '../errors.js'
 import { isUuid } from '../http/uuid.js'
-import { hasControl, NO_CONTROLS } from '../text.js'
+import { escapeControls, hasControl, NO_CONTROLS } from '../text.js'
 import type { OrgRole, User as StoredUser } from '../store/types.js'
 import { CLI_LABELS, type AdminOps } from './context.js'
 import { USERNAME } from './import.js'
@@ -22,7 +22,14 @@ export const User = named('User', T.Object({
   orgs: T.Unsafe<Record<string, OrgRole>>({ type: 'object', description: 'org id → role', additionalProperties: oneOf(['admin', 'user']) }),
   default_org: T.Optional(nullable(T.String())),
   date_joined: T.Optional(iso),
-  last_login: T.Optional(nullable(iso))
+  last_login: T.Optional(nullable(iso)),
+  groups: T.Optional(T.Array(T.Object({
+    id: uuid,
+    name: T.String(),
+    org: nullable(T.String(), 'its org\'s id; null: a global group'),
+    org_name: nullable(T.String()),
+    sources: T.Array(T.String(), { description: '`local` (an operator\'s), `idp:<provider>` (an identity provider\'s)' })
+  }), { description: 'the user\'s groups (absent: none)' }))
 }))
 export type UserJson = Static<typeof User>
 const UserList = named('UserList', T.Array(User))
@@ -36,7 +43,24 @@ export function userJson (u: StoredUser): UserJson {
   const out: Record<string, unknown> = {}
   for (const f of USER_FIELDS) if (u[f] !== undefined) out[f] = u[f]
   out.orgs = Object.fromEntries(Object.entries(u.orgs).sort(([a], [b]) => a.localeCompare(b)))
+  if (u.groups !== undefined && u.groups.length > 0) {
+    out.groups = u.groups.map((g) => ({
+      id: g.id, name: g.name, org: g.org, org_name: g.orgName, sources: [...g.sources]
+    }))
+  } else delete out.groups
   return out as UserJson
+}
+
+/** `sidegate user show`: the record, a line per org and per group (`org name/group` for an org's). */
+function showText (u: UserJson): string {
+  const groups = (u.groups ?? []).map((g) => `  group ${escapeControls(g.org_name === null ? g.name : `${g.org_name}/${g.name}`)} (${g.id}): ${g.sources.join(', ')}`)
+  return [
+    `${u.username} (${u.id})${u.is_superuser ? '  superuser' : ''}${u.is_active ? '' : '  disabled'}`,
+    ...(u.name === undefined || u.name === '' ? [] : [`  name ${escapeControls(u.name)}`]),
+    ...(u.email === undefined || u.email === '' ? [] : [`  email ${escapeControls(u.email)}`]),
+    ...Object.entries(u.orgs).map(([org, role]) => `  org ${org}: ${role}${org === u.default_org ? ' (default)' : ''}`),
+    ...(groups.length === 0 ? ['  (no groups)'] : groups)
+  ].join('\n')
 }
 
 export const MIN_PASSWORD = 8
@@ -159,9 +183,15 @@ export const USER_OPERATIONS = [
     status: 200,
     tag: 'Users',
     operationId: 'getUser',
-    summary: 'Show a user',
+    summary: 'Show a user, with their orgs and groups (`sidegate user show`)',
     answer: User,
     errors: ['not_found'],
+    cli: [{
+      command: 'user show',
+      args: ['username'],
+      help: ['the user\'s record, orgs and groups (with their sources)'],
+      text: (u) => showText(u)
+    }],
     run: async (ops, { params }) => userJson(await ops.user(params.username))
   }),
   defineOperation({

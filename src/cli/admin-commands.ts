@@ -21,6 +21,15 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
       help: []
     },
     {
+      sub: 'show',
+      synopsis: [
+        '<username>'
+      ],
+      help: [
+        "the user's record, orgs and groups (with their sources)"
+      ]
+    },
+    {
       sub: 'disable',
       synopsis: [
         '<username>'
@@ -58,6 +67,56 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
     {
       sub: 'list',
       synopsis: [],
+      help: []
+    }
+  ],
+  group: [
+    {
+      sub: 'add',
+      synopsis: [
+        '<name> [--org ORG]'
+      ],
+      help: [
+        "a global group, or with --org (an id or unique name) an org's"
+      ]
+    },
+    {
+      sub: 'list',
+      synopsis: [
+        '[--org ORG]'
+      ],
+      help: []
+    },
+    {
+      sub: 'show',
+      synopsis: [
+        '<group> [--org ORG]'
+      ],
+      help: [
+        'the group and its members, each with its sources (local, idp:…)'
+      ]
+    },
+    {
+      sub: 'remove',
+      synopsis: [
+        '<group> [--org ORG]'
+      ],
+      help: [
+        'with every membership of it'
+      ]
+    },
+    {
+      sub: 'members',
+      synopsis: [
+        'add <group> <username> [--org ORG]'
+      ],
+      help: []
+    },
+    {
+      sub: 'members',
+      synopsis: [
+        'remove <group> <username> [--org ORG]'
+      ],
       help: []
     }
   ],

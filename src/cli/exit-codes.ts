@@ -27,6 +27,8 @@ export const EXIT_CODES: Readonly<Record<string, 1 | 2>> = {
   org_not_found: 1,
   user_exists: 1,
   org_exists: 1,
+  group_exists: 1,
+  group_not_found: 1,
   too_many_keys: 1,
   unreadable_record: 1,
   invalid_import: 1,

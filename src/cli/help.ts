@@ -23,6 +23,13 @@ Usernames: 1 to 150 letters (any script), digits and @ . + - _.`,
     own: [{ sub: 'grant', synopsis: ['<username> --org ID[:admin|:none]'], help: [] }]
   },
   org: {},
+  group: {
+    about: 'groups of users, global or an org\'s, and their members',
+    footer: `<group>: a group's id, or its name: a global group's, or with --org an org's (ORG: an
+org's id, or a name no other org has). Names: 1 to 128 characters, unique per org in any case.
+An operator's memberships are the "local" source; those an identity provider gives
+(idp:…) are refreshed at each sign-in there and are not changed here.`
+  },
   key: { about: 'access keys (HMAC signatures)' },
   token: {
     about: 'private tokens',
@@ -70,7 +77,7 @@ function overview (): string {
     line('start', 'run the gateway'),
     ...Object.entries(ADMIN_GROUPS).map(([g, { about }]) => line(`${g} ${adminGroup(g).map((c) => c.sub).filter((x, i, a) => a.indexOf(x) === i).join('|')}`, about)),
     line('secret rotate', 're-encrypt the store under a new secret key'),
-    line('import --from FILE', 'users, password hashes, orgs, access keys and private tokens from JumpServer'),
+    line('import --from FILE', 'users, password hashes, orgs, groups, access keys and tokens from JumpServer'),
     line('store export|import|backup', 'move every record between stores (embedded file, Redis); copy the file'),
     line('jwk rotate|list', 'the signing keys of the identity JWT (identity.jwt)'),
     line('audit tail', 'print (or follow) the audit stream (audit.stream)'),
@@ -161,6 +168,9 @@ one record per JSON line or CSV row, each with a "type":
                  empty or "!…": none), is_active, is_superuser
   membership     username or user_id, org (id), role (admin, user, OrgAdmin, OrgUser), org_name
                  (creates the org when it is missing)
+  group          id, name, org (id; absent: a global group): JumpServer's users_usergroup
+  group_member   username or user_id, group (id): users_user_groups (user_id, usergroup_id);
+                 a membership of source local
   access_key     username or user_id, id, secret, is_active
   private_token  username or user_id, key
 Every line is checked, and then every record against the store, before anything is written:

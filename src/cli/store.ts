@@ -18,10 +18,10 @@ import { KEY_CHECK, KEY_ROTATION } from '../store/secret/records.js'
 import { SqliteStore } from '../store/sqlite/index.js'
 import { SqliteTransfer } from '../store/sqlite/transfer.js'
 import {
-  describeCounts, FORMAT, FORMAT_VERSION, parseTransfer, planImport, serialize, splitMac, TRANSFER_PRIVILEGE_FLAGS,
-  TransferProblem, UNSIGNED_VERSION,
-  type Kind, type Parsed, type StoreTransfer, type TransferPrivilege, type TransferRecord
+  describeCounts, FORMAT, FORMAT_VERSION, parseTransfer, serialize, splitMac, TransferProblem, UNSIGNED_VERSION,
+  type Kind, type Parsed, type StoreTransfer, type TransferRecord
 } from '../store/transfer.js'
+import { planImport, TRANSFER_PRIVILEGE_FLAGS, type TransferPrivilege } from '../store/transfer-plan.js'
 import type { ManagedStore } from '../store/types.js'
 import type { AuditRecord, Auditor } from '../observability/audit.js'
 import { escapeControls } from '../text.js'

@@ -65,6 +65,10 @@ export const AUDIT_EVENTS = {
   'access.denied': { outcome: 'failure', when: 'An access rule refused a request for the upstream or a forward-auth decision (403 access_denied): `rule` the deciding rule counted from 1 (rule 1 is access.rules[0]; `default`: access.default_policy), `reason` its policy (deny, two_factor), `via` the method and normalised path.' },
   'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
+  'group.created': { outcome: 'success', when: 'A group was created (`sidegate group add`, the admin API, `sidegate import`): `group` its id, `org` its org\'s (none: global).' },
+  'group.removed': { outcome: 'success', when: 'A group was removed with every membership of it (`sidegate group remove`, the admin API): `group` its id.' },
+  'group.member_added': { outcome: 'success', when: 'An operator made a user a member of a group (`sidegate group members add`, the admin API, `sidegate import`): `group`, and the user. Memberships an identity provider gives at sign-in are not audited one by one.' },
+  'group.member_removed': { outcome: 'success', when: 'An operator ended a user\'s membership of a group (`sidegate group members remove`, the admin API): `group`, and the user; one an identity provider gives stays until its next sign-in.' },
   'session.created': { outcome: 'success', when: 'POST /login started a browser session (`ref` names it), after its login.succeeded.' },
   'store.data_missing': { outcome: 'failure', when: 'The gateway found its store empty although its secret key was used before (a key file sidegate wrote earlier, or a store that had its key check value while this process ran): lost or misplaced data. The store was set up again (a new `admin`) unless store.require_existing refused it. `reason` says which sign.' },
   'store.imported': { outcome: 'success', when: '`sidegate store import` wrote a file into the store: `via` empty (a whole store into an empty one) or merge (--merge), `reason` the file, `records` how many were written, `privileged` how many of them needed --allow-superuser or --allow-takeover (each also its own store.import_privileged), `unsigned` true when a version 1 file without a MAC was let in (--allow-unsigned).' },
@@ -76,7 +80,7 @@ export const AUDIT_EVENTS = {
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'role', 'records', 'privileged', 'unsigned'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'group', 'role', 'records', 'privileged', 'unsigned'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -110,6 +114,8 @@ export interface AuditRecord {
   superuser?: boolean
   /** an organization's id (org.created, membership.changed) */
   org?: string
+  /** a group's id (group.*) */
+  group?: string
   /** a membership's role as it now is: admin, user or none */
   role?: string
   /** access.denied: the deciding rule's index, or `default` */
@@ -217,6 +223,7 @@ export class Auditor {
     if (r.retryAfter !== undefined) out.retryAfter = r.retryAfter
     if (r.superuser !== undefined) out.superuser = r.superuser
     if (r.org !== undefined) out.org = r.org
+    if (r.group !== undefined) out.group = r.group
     if (r.role !== undefined) out.role = r.role
     if (r.records !== undefined) out.records = r.records
     if (r.privileged !== undefined) out.privileged = r.privileged

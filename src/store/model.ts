@@ -29,6 +29,7 @@ export interface User {
   last_login: string | null
   /** a per-user rate limit set with `sidegate limit set` (wins over rate_limit in gateway.yml) */
   rate_limit?: RateLimitPolicy | null
+  /** the user's groups, resolved when the record is read (./policy/group-table.ts); absent or empty: none */
   groups?: readonly UserGroup[]
 }
 
@@ -80,6 +81,19 @@ export interface Org {
   name: string
   date_created: string
 }
+
+/** A group of users: an org's (as JumpServer's user groups are) or global; its members are on the user records. */
+export interface Group {
+  id: string
+  /** 1 to 128 characters, no control characters, no surrounding whitespace; unique per org in any case */
+  name: string
+  /** the org's id; null: a global group */
+  org: string | null
+  date_created: string
+}
+
+/** Where a membership comes from: `local` (an operator's) or `idp:<provider>` (refreshed at each sign-in there). */
+export const LOCAL_GROUPS = 'local'
 
 /** Who disabled a key: its owner (account API), an operator (CLI, admin API, import) or auth.keys.disable_after. */
 export type KeyDisabler = 'owner' | 'operator' | 'policy'

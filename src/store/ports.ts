@@ -11,12 +11,20 @@
 import type { GatewayError } from '../errors.js'
 import type { StoredKeySet } from './keyset.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, Factor, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy, SessionInfo,
-  StoredPasskey, User
+  AccessKey, AuditEntry, AuditQuery, Factor, Group, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy,
+  SessionInfo, StoredPasskey, User
 } from './model.js'
 
-/** A user as stored: the public record, the password hash and the fingerprint of an imported (Django) hash. */
-export interface StoredUser extends User {
+/**
+ * A user as stored: the public record, the password hash, the fingerprint of an
+ * imported (Django) hash, and the group memberships by source (ids only: names are the groups').
+ */
+export interface StoredUser extends Omit<User, 'groups'> {
+  /**
+   * source (`local`, `idp:<provider>`) → group ids; a source's list is changed only as a whole
+   * (replaceGroups) or one id at a time (setGroupMember), so sources never mix. Absent: none.
+   */
+  groups?: Record<string, string[]>
   password_hash: string | null
   /** a keyed hash of the legacy hash the last import set (store.passwords.isImported) */
   password_imported?: string
@@ -93,6 +101,23 @@ export interface OrgStorage {
   list(): Promise<Org[]>
 }
 
+/** A group's claimed name: its org (none: global) and its lowercase name, one key for the pair. */
+export const groupNameKey = (org: string | null, nameLower: string): string => `${org ?? 'global'}/${nameLower}`
+
+export interface GroupStorage {
+  /**
+   * Claims the name key (groupNameKey) and stores the record, atomically
+   * against concurrent creations; says what was taken otherwise.
+   */
+  insert(group: Group, nameKey: string): Promise<'ok' | 'name_taken' | 'id_taken'>
+  get(id: string): Promise<Group | null>
+  idByName(org: string | null, nameLower: string): Promise<string | null>
+  /** Every group, in no particular order. */
+  list(): Promise<Group[]>
+  /** Deletes the record and frees its name (the users' memberships are the policy's to remove); false: none. */
+  remove(id: string): Promise<boolean>
+}
+
 export interface UserStorage {
   /**
    * Claims the username (lowercase) and stores the record, atomically
@@ -113,6 +138,16 @@ export interface UserStorage {
    * user's orgs (or null) when it is no longer one. False: no such user.
    */
   setMembership(id: string, orgId: string, role: OrgRole | null): Promise<boolean>
+  /**
+   * Adds (member) or removes a group id in one source's list, atomically on
+   * the record (concurrent calls lose nothing); an emptied list goes. False: no such user.
+   */
+  setGroupMember(userId: string, source: string, groupId: string, member: boolean): Promise<boolean>
+  /**
+   * Replaces one source's list as a whole, atomically (none: the source
+   * goes); other sources kept. False: no such user.
+   */
+  replaceGroups(userId: string, source: string, ids: string[]): Promise<boolean>
 }
 
 export interface AccessKeyStorage {
@@ -301,7 +336,8 @@ export interface SigningKeyStorage {
  * How a backend whose replicas cache records in process (Redis) tells them
  * of a change. Messages name what changed: `user:<id>`, `ak:<id>`,
  * `pt:<hash>`, `sess:<hash>`, `user-aks:<user id>` (a disabled user),
- * `user-sess:<user id>` (their sessions), `pt-imported:`.
+ * `user-sess:<user id>` (their sessions), `pt-imported:`, `group:<id>` (a
+ * group created or removed: the group table is read again, the users that show it evicted).
  */
 export interface Invalidation {
   /** Cached entries may be used: the gate is open and every connection that carries messages is up. */
@@ -315,6 +351,7 @@ export interface Invalidation {
 /** A backend: every aggregate's storage, its clock, and its lifecycle. */
 export interface Storage {
   readonly orgs: OrgStorage
+  readonly groups: GroupStorage
   readonly users: UserStorage
   readonly accessKeys: AccessKeyStorage
   readonly privateTokens: PrivateTokenStorage

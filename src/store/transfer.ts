@@ -11,8 +11,8 @@
  * replay marks, rate-limit hits, locks, the invalidation log) are not
  * records: they are not exported.
  *
- * An import reads and checks the whole file first (parseTransfer,
- * checkAgainst) and writes only when every line is valid.
+ * An import reads and checks the whole file first (parseTransfer, then
+ * planImport: ./transfer-plan.ts) and writes only when every line is valid.
  *
  * Version 2 ends with a MAC line, `{"mac":"…"}`: HMAC-SHA256 of every byte
  * before it under a key derived from the secret key (Keyring.storeFileMac),
@@ -26,7 +26,7 @@
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
 import type { StoredKey, StoredUser } from './ports.js'
-import type { Factor, Org, StoredPasskey } from './model.js'
+import type { Factor, Group, Org, StoredPasskey } from './model.js'
 
 export const FORMAT = 'sidegate-store'
 export const FORMAT_VERSION = 2
@@ -45,6 +45,8 @@ export interface TransferHeader {
 /** One record of the file; `kind` says which. Expiries are absolute (epoch ms). */
 export type TransferRecord =
   | { kind: 'org', org: Org }
+  /** a group (its members are on the user records: `user.groups`, every source) */
+  | { kind: 'group', group: Group }
   | { kind: 'user', user: StoredUser }
   | { kind: 'access_key', key: StoredKey, last_used: string | null }
   /**
@@ -77,7 +79,7 @@ export type Kind = TransferRecord['kind']
 
 /** The kinds in the file's order, with the words a summary uses. */
 export const KINDS: ReadonlyArray<[Kind, string, string]> = [
-  ['org', 'org', 'orgs'], ['user', 'user', 'users'], ['access_key', 'access key', 'access keys'],
+  ['org', 'org', 'orgs'], ['group', 'group', 'groups'], ['user', 'user', 'users'], ['access_key', 'access key', 'access keys'],
   ['private_token', 'private token', 'private tokens'], ['private_token_lookup', 'token lookup entry', 'token lookup entries'],
   ['private_token_imported', 'imported token hash', 'imported token hashes'], ['bearer_token', 'bearer token', 'bearer tokens'],
   ['session', 'session', 'sessions'], ['totp', 'second factor', 'second factors'], ['recovery_code', 'recovery code', 'recovery codes'],
@@ -99,6 +101,8 @@ export interface StoreTransfer {
   counts(): Promise<{ users: number, orgs: number }>
   /** For each record: whether its id is in the store already (audit entries: one at or after its id). */
   exists(records: TransferRecord[]): Promise<boolean[]>
+  /** The id of the group holding the name key (groupNameKey), or null. */
+  groupNameOwner(nameKey: string): Promise<string | null>
   /** The id of the user holding the lowercase username, or null. */
   usernameOwner(usernameLower: string): Promise<string | null>
   /** Writes the records (none of them in the store) and records `keyCheck` when the store has none. */
@@ -124,6 +128,7 @@ export class TransferProblem extends Error {
 export function recordId (r: TransferRecord): string {
   switch (r.kind) {
     case 'org': return r.org.id
+    case 'group': return r.group.id
     case 'user': return r.user.id
     case 'access_key': return r.key.id
     case 'private_token': case 'totp': return r.user_id
@@ -221,6 +226,11 @@ function checkRecord (v: unknown): TransferRecord {
       o.str('id'); o.text('name'); o.str('date_created')
       break
     }
+    case 'group': {
+      const g = new Fields(f.obj('group'), 'group.')
+      g.str('id'); g.str('name'); g.strOrNull('org'); g.str('date_created')
+      break
+    }
     case 'user': {
       const raw = f.obj('user')
       const u = new Fields(raw, 'user.')
@@ -239,6 +249,14 @@ function checkRecord (v: unknown): TransferRecord {
       const orgs = Array.isArray(raw.orgs) && raw.orgs.length === 0 ? (raw.orgs = {}) : raw.orgs ?? (raw.orgs = {})
       if (!isObj(orgs)) throw new Error('user.orgs must be an object')
       for (const [org, role] of Object.entries(orgs)) if (role !== 'admin' && role !== 'user') throw new Error(`user.orgs.${org} must be admin or user`)
+      // memberships by source (local, idp:…); an empty table cjson wrote as [] is none
+      if (Array.isArray(raw.groups) && raw.groups.length === 0) delete raw.groups
+      if (has('groups')) {
+        const groups = raw.groups
+        if (!isObj(groups) || !Object.values(groups).every((ids) => Array.isArray(ids) && ids.every((x) => typeof x === 'string' && x !== ''))) {
+          throw new Error('user.groups must be an object of source → list of group ids')
+        }
+      }
       break
     }
     case 'access_key': {
@@ -308,117 +326,6 @@ export function parseTransfer (text: string): Parsed {
     }
   }
   return { header: head as unknown as TransferHeader, records }
-}
-
-/**
- * superuser: a new superuser; takeover: a credential or second factor
- * of a user already in the store, or keys credentials are checked with.
- */
-export type TransferPrivilege = 'superuser' | 'takeover'
-export const TRANSFER_PRIVILEGE_FLAGS: Record<TransferPrivilege, string> = { superuser: '--allow-superuser', takeover: '--allow-takeover' }
-
-/** A record that grants a privilege, to be written only with its flag. */
-export interface PrivilegedRecord {
-  line: number,
-  kind: TransferPrivilege,
-  record: Kind,
-  userId: string | null,
-  message: string
-}
-
-export interface Plan {
-  /** the records to write, in the file's order */
-  write: TransferRecord[]
-  /** of those, the ones that grant a privilege in a store that holds data (none into an empty store), in line order */
-  privileged: PrivilegedRecord[]
-  /** per kind: written, and skipped as already in the store (--merge) */
-  written: Partial<Record<Kind, number>>
-  skipped: Partial<Record<Kind, number>>
-  /** bearer tokens and sessions that expired since the export: not written */
-  expired: number
-}
-
-/**
- * Checks the records against each other and against the target, and says
- * what to write: throws TransferProblem for a duplicate, a record of a user
- * that is neither in the file nor the store, a username another user holds,
- * audit entries out of order. Records already in the store are skipped.
- * `holdsData`: the store already has users or orgs (a --merge): the records
- * to write that make a superuser, give a user already there a credential or a
- * second factor (access key, private token or its lookup entry, session,
- * bearer token, TOTP, recovery code, passkey), or add signing keys or legacy
- * key generations, are listed in `privileged`. (A merge never replaces a
- * stored record, so no password is ever replaced.)
- */
-export async function planImport (
-  parsed: Parsed, target: StoreTransfer, now: number, holdsData = false
-): Promise<Plan> {
-  const seen = new Map<string, number>()
-  const users = new Map<string, string>()
-  const usernames = new Map<string, number>()
-  let lastAudit: [number, number] | null = null
-  for (const { line, record: r } of parsed.records) {
-    const id = `${r.kind} ${recordId(r)}`
-    const first = seen.get(id)
-    if (first !== undefined) throw new TransferProblem(line, `${r.kind} ${JSON.stringify(recordId(r))} is already on line ${first}`)
-    seen.set(id, line)
-    if (r.kind === 'user') {
-      const lower = r.user.username.toLowerCase()
-      const other = usernames.get(lower)
-      if (other !== undefined) throw new TransferProblem(line, `username ${JSON.stringify(r.user.username)} is already on line ${other}`)
-      usernames.set(lower, line)
-      users.set(r.user.id, lower)
-    }
-    if (r.kind === 'audit') {
-      const at = auditId(r.id)!
-      if (lastAudit !== null && !auditAfter(at, lastAudit)) throw new TransferProblem(line, `audit entry ${r.id} is not after the one before it`)
-      lastAudit = at
-    }
-  }
-  const exists = await target.exists(parsed.records.map((x) => x.record))
-  const inStore = new Set<string>()
-  for (const [i, { record: r }] of parsed.records.entries()) if (r.kind === 'user' && exists[i]) inStore.add(r.user.id)
-  const plan: Plan = { write: [], privileged: [], written: {}, skipped: {}, expired: 0 }
-  const missing = new Map<string, boolean>()
-  for (const [i, { line, record: r }] of parsed.records.entries()) {
-    const owner = ownerOf(r)
-    if (owner !== null && !users.has(owner) && !inStore.has(owner)) {
-      if (!missing.has(owner)) missing.set(owner, (await target.exists([userStub(owner)]))[0])
-      if (missing.get(owner) !== true) throw new TransferProblem(line, `${r.kind} of user ${owner}, who is neither in the file nor in ${target.where}`)
-    }
-    if (r.kind === 'user' && !exists[i]) {
-      const holder = await target.usernameOwner(users.get(r.user.id)!)
-      if (holder !== null && holder !== r.user.id) throw new TransferProblem(line, `username ${JSON.stringify(r.user.username)} belongs to another user (${holder}) in ${target.where}`)
-    }
-    if (exists[i]) { plan.skipped[r.kind] = (plan.skipped[r.kind] ?? 0) + 1; continue }
-    if ((r.kind === 'bearer_token' || r.kind === 'session') && r.expires <= now) { plan.expired++; continue }
-    plan.write.push(r)
-    plan.written[r.kind] = (plan.written[r.kind] ?? 0) + 1
-    if (!holdsData) continue
-    const flag = (kind: TransferPrivilege, userId: string | null, message: string): void => {
-      plan.privileged.push({ line, kind, record: r.kind, userId, message })
-    }
-    if (r.kind === 'user' && r.user.is_superuser === true) flag('superuser', r.user.id, `creates ${r.user.username} (${r.user.id}) as a superuser`)
-    // a credential or factor of a user the store holds (skipped
-    // in the file, or not in it): written beside what they have
-    if (owner !== null && (inStore.has(owner) || (!users.has(owner) && missing.get(owner) === true))) {
-      flag('takeover', owner, `adds ${KINDS.find(([k]) => k === r.kind)![1]} ${JSON.stringify(shortId(r))} to user ${owner}, who is already in ${target.where}`)
-    }
-    if (r.kind === 'signing_keys') flag('takeover', null, 'adds the identity JWT\'s signing keys (whoever holds them signs identity tokens the upstream trusts)')
-    if (r.kind === 'key_legacy') flag('takeover', null, `adds the legacy key generation ${r.check} (credentials issued under it are accepted)`)
-  }
-  return plan
-}
-
-/** A record's id as a listing shows it: hashes cut short. */
-function shortId (r: TransferRecord): string {
-  const id = recordId(r)
-  return id.length > 24 ? `${id.slice(0, 12)}…` : id
-}
-
-/** A user record that stands for an id only (to ask a store whether it has that user). */
-function userStub (id: string): TransferRecord {
-  return { kind: 'user', user: { id } as StoredUser }
 }
 
 /** "3 users, 1 org, …" for the kinds counted (none: "nothing"). */

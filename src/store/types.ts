@@ -12,6 +12,7 @@ import type { StoreCaches } from './model.js'
 import type { AccessKeys } from './policy/access-keys.js'
 import type { Audit } from './policy/audit.js'
 import type { BearerTokens } from './policy/bearer-tokens.js'
+import type { Groups } from './policy/groups.js'
 import type { Limits } from './policy/limits.js'
 import type { Locks } from './policy/locks.js'
 import type { Mfa } from './policy/mfa.js'
@@ -32,6 +33,8 @@ export type Aggregate<T> = { readonly [K in keyof T]: T[K] }
 
 export interface Store {
   readonly orgs: Aggregate<Orgs>
+  /** groups (an org's or global) and their members by source: an operator's (`local`) and identity providers' */
+  readonly groups: Aggregate<Groups>
   /** records, lookups (cached in process, `lookup` at once on a hit), state; disabling ends the user's sessions */
   readonly users: Aggregate<Users>
   /** scrypt hashes, imported Django hashes; a change ends the user's sessions and unused bearer tokens */

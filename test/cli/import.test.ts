@@ -95,6 +95,8 @@ t.test('a dry run reports what would happen and writes nothing', async (t) => {
     org: { created: 1, updated: 0, unchanged: 0 },
     user: { created: 3, updated: 0, unchanged: 0 },
     membership: { created: 3, updated: 0, unchanged: 0 },
+    group: { created: 0, updated: 0, unchanged: 0 },
+    group_member: { created: 0, updated: 0, unchanged: 0 },
     access_key: { created: 1, updated: 0, unchanged: 0 },
     private_token: { created: 1, updated: 0, unchanged: 0 }
   })
@@ -241,6 +243,74 @@ t.test('CSV, and a changed record is updated', async (t) => {
   const bad = await cli('import', '--from', badCsv)
   t.equal(bad.code, 1)
   t.match(bad.stderr, /line 3: a membership record|line 3: "role" must be admin or user/)
+})
+
+t.test('JumpServer\'s user groups (users_usergroup; users_user_groups): in their org with their ids, members local; a rerun changes nothing; bad records refused', async (t) => {
+  const GROUP = '4e5f6a7b-8c9d-4e0f-9a1b-2c3d4e5f6a7b'
+  const DEFAULT_GROUP = '5f6a7b8c-9d0e-4f1a-8b2c-3d4e5f6a7b8c'
+  const gfile = join(wd.dir, 'groups.jsonl')
+  // as export-mysql.sql gives them: UUIDs as 32 hex digits
+  writeFileSync(gfile, [
+    { type: 'group', id: hex(GROUP), name: 'Developers', org: hex(NEW_ORG) },
+    { type: 'group', id: hex(DEFAULT_GROUP), name: ' Default ', org: hex(DEFAULT_ORG) },
+    { type: 'group_member', user_id: hex(CAROL_ID), group: hex(GROUP) },
+    { type: 'group_member', username: 'dave', group: GROUP },
+    { type: 'group_member', username: 'dave', group: DEFAULT_GROUP }
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n')
+  const before = await snapshot(db.url, prefix)
+  const dry = await cli('import', '--from', gfile, '--dry-run', '--json')
+  t.equal(dry.code, 0, dry.stderr)
+  const planned = JSON.parse(dry.stdout).counts
+  t.same([planned.group, planned.group_member], [
+    { created: 2, updated: 0, unchanged: 0 }, { created: 3, updated: 0, unchanged: 0 }
+  ])
+  t.same(await snapshot(db.url, prefix), before, 'a dry run writes nothing')
+  const r = await cli('import', '--from', gfile, '--json')
+  t.equal(r.code, 0, r.stderr)
+  t.match(await reader.groups.get(GROUP), { id: GROUP, name: 'Developers', org: NEW_ORG }, 'JumpServer\'s id, in its org')
+  t.match(await reader.groups.get(DEFAULT_GROUP), { name: 'Default', org: DEFAULT_ORG }, 'the name without the cell\'s spaces')
+  // read from the store itself (forSignIn: never the reader's cache of these users)
+  t.same((await reader.users.forSignIn(CAROL_ID))?.user.groups, [{ id: GROUP, name: 'Developers', org: NEW_ORG, orgName: 'Ops', sources: ['local'] }])
+  const dave = (await reader.users.forSignIn((await reader.users.byUsername('dave'))!.id))!.user
+  t.same(dave.groups?.map((g) => [g.name, g.orgName, g.sources]), [['Default', 'Default', ['local']], ['Developers', 'Ops', ['local']]])
+  const shown = await cli('group', 'show', 'developers', '--org', 'Ops', '--json')
+  t.same(JSON.parse(shown.stdout).members.map((m: { username: string }) => m.username), ['carol', 'dave'], 'sidegate group show lists them')
+  const again = await cli('import', '--from', gfile, '--json')
+  const counts = JSON.parse(again.stdout).counts
+  t.same([counts.group, counts.group_member], [{ created: 0, updated: 0, unchanged: 2 }, { created: 0, updated: 0, unchanged: 3 }], 'a rerun: unchanged')
+
+  const bad = join(wd.dir, 'bad-groups.jsonl')
+  writeFileSync(bad, [
+    { type: 'group', id: '6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d', name: 'x'.repeat(129), org: DEFAULT_ORG },
+    { type: 'group', id: '7b8c9d0e-1f2a-4b3c-9d4e-5f6a7b8c9d0e', name: 'Ops\u001b[2J', org: DEFAULT_ORG },
+    { type: 'group', id: '8c9d0e1f-2a3b-4c4d-8e5f-6a7b8c9d0e1f', name: 'Root', org: '00000000-0000-0000-0000-000000000000' }
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n')
+  const parsed = await cli('import', '--from', bad)
+  t.equal(parsed.code, 1)
+  t.match(parsed.stderr, 'line 1: "name" has more than 128 characters')
+  t.match(parsed.stderr, 'line 2: "name": control characters')
+  t.match(parsed.stderr, 'line 3: "org": 00000000-0000-0000-0000-000000000000 is JumpServer\'s root org')
+  writeFileSync(bad, [
+    { type: 'group', id: '9d0e1f2a-3b4c-4d5e-9f6a-7b8c9d0e1f2a', name: 'Lost', org: '0e1f2a3b-4c5d-4e6f-8a7b-8c9d0e1f2a3b' },
+    { type: 'group_member', username: 'carol', group: '1f2a3b4c-5d6e-4f7a-9b8c-9d0e1f2a3b4c' },
+    { type: 'group', id: '2a3b4c5d-6e7f-4a8b-8c9d-0e1f2a3b4c5d', name: 'developers', org: NEW_ORG },
+    { type: 'group_member', username: 'carol', group: '2a3b4c5d-6e7f-4a8b-8c9d-0e1f2a3b4c5d' }
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n')
+  const planned2 = await cli('import', '--from', bad, '--json')
+  t.equal(planned2.code, 1, 'checked against the store: refused')
+  const detail = JSON.parse(planned2.stderr).detail as string
+  t.match(detail, 'line 1: org 0e1f2a3b-4c5d-4e6f-8a7b-8c9d0e1f2a3b is neither in this file nor in the store')
+  t.match(detail, 'line 2: group 1f2a3b4c-5d6e-4f7a-9b8c-9d0e1f2a3b4c is neither in this file nor in the store')
+  t.notMatch(detail, 'line 3', 'a group whose org has one of that name (any case) is that group, not a problem')
+  writeFileSync(bad, [
+    { type: 'group', id: '2a3b4c5d-6e7f-4a8b-8c9d-0e1f2a3b4c5d', name: 'developers', org: NEW_ORG },
+    { type: 'group_member', username: 'carol', group: '2a3b4c5d-6e7f-4a8b-8c9d-0e1f2a3b4c5d' }
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n')
+  const same = await cli('import', '--from', bad, '--json')
+  t.equal(same.code, 0, same.stderr)
+  const out = JSON.parse(same.stdout)
+  t.same([out.counts.group, out.counts.group_member], [{ created: 0, updated: 0, unchanged: 1 }, { created: 0, updated: 0, unchanged: 1 }], 'applied to the existing group, where carol already is')
+  t.match(out.notes, [{ line: 1, message: `group "developers" exists with id ${GROUP}` }])
 })
 
 t.test('a key of sidegate\'s own token shape is not importable: such strings are refused by their tag alone, without a store lookup', async (t) => {

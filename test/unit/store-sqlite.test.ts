@@ -200,7 +200,7 @@ t.test('a version-1 file (before second factors and sign-in factors) is upgraded
   await a.close()
   // the file as sidegate wrote it before schema version 2: no MFA tables, sessions and bearer without factors
   const raw = new Database(path)
-  raw.exec(`DROP TABLE mfa_totp; DROP TABLE mfa_recovery; DROP TABLE passkeys;
+  raw.exec(`DROP TABLE mfa_totp; DROP TABLE mfa_recovery; DROP TABLE passkeys; DROP TABLE groups;
     ALTER TABLE sessions DROP COLUMN factors; ALTER TABLE bearer DROP COLUMN factors;`)
   raw.pragma('user_version = 1')
   raw.close()
@@ -222,8 +222,8 @@ t.test('a file of the version before passkeys gets their table at its first open
   const u = await a.users.create({ username: 'older', password: 'older-password' })
   await a.close()
   const raw = new Database(path)
-  raw.exec('DROP TABLE passkeys;')
-  raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`)
+  raw.exec('DROP TABLE passkeys; DROP TABLE groups;')
+  raw.pragma('user_version = 3')
   raw.close()
   const b = await open(path)
   t.teardown(() => b.close())
@@ -231,6 +231,25 @@ t.test('a file of the version before passkeys gets their table at its first open
   t.equal((await b.users.byUsername('older'))?.id, u.id, 'the records kept')
   t.ok(await b.passkeys.add({ id: 'AAEC', user_id: u.id, user_handle: 'h', public_key: 'pk', counter: 0, transports: [], device_type: 'singleDevice', backed_up: false, name: 'key' }))
   t.equal((await b.passkeys.list(u.id)).length, 1, 'and passkeys can be stored')
+})
+
+t.test('a file of the version before groups (4) gets their table at its first open, keeping every record', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  const u = await a.users.create({ username: 'grouped', password: 'grouped-password' })
+  await a.close()
+  const raw = new Database(path)
+  raw.exec('DROP TABLE groups;')
+  raw.pragma('user_version = 4')
+  raw.close()
+  const b = await open(path)
+  t.teardown(() => b.close())
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
+  t.equal(SCHEMA_VERSION, 5)
+  t.equal((await b.users.byUsername('grouped'))?.id, u.id, 'the records kept')
+  const g = await b.groups.create('Readers')
+  await b.groups.addMember(g.id, u.id)
+  t.same((await b.users.get(u.id))?.groups?.map((x) => x.name), ['Readers'], 'and groups can be stored')
 })
 
 t.test('secret rotation re-encrypts a TOTP secret: codes (from oathtool) still match under the new key, not under the old', async (t) => {

@@ -12,7 +12,7 @@ import type { KeyStateFields, StoredKey } from '../ports.js'
 import type { AccessKey, KeyDisabler, KeyState, NewKeyOptions, RateLimitPolicy } from '../model.js'
 import type { Caches } from './caches.js'
 import { invalidate, isoNow, type Context } from './context.js'
-import { importedDisable, keyOf, lifecycle, openKeySecret, publicUser } from './records.js'
+import { importedDisable, keyOf, lifecycle, openKeySecret } from './records.js'
 
 /**
  * Keys whose last touch this process remembers; past it, it forgets
@@ -101,7 +101,7 @@ export class AccessKeys {
     const userStamp = cache.users.stamp
     const v = await this.c.storage.accessKeys.getWithUser(id)
     if (v === null) return null
-    if (v.user !== null) cache.users.set(v.stored.user_id, publicUser(v.user), userStamp)
+    if (v.user !== null) cache.users.set(v.stored.user_id, await this.c.groupTable.userOf(v.user), userStamp)
     const opened = openKeySecret(this.c.keys, keyOf(v.stored, v.lastUsed), v.stored.secret, this.c.onUnreadable)
     if (opened.secret === null) return null
     const found = { key: opened.key, secret: opened.secret }

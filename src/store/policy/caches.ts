@@ -99,6 +99,9 @@ export class Caches implements StoreCaches {
     } else if (kind === 'user-sess') {
       // a changed password: the user's sessions only
       this.sessions.deleteWhere((v) => v.user_id === id)
+    } else if (kind === 'group') {
+      // a group created or removed: no cached user shows one that is gone (and a fill under way is voided)
+      this.users.deleteWhere((u) => u.groups?.some((g) => g.id === id) === true)
     }
   }
 }

@@ -5,12 +5,15 @@
 import type { Keyring } from '../../crypto.js'
 import type { Storage } from '../ports.js'
 import type { Caches } from './caches.js'
+import type { GroupTable } from './group-table.js'
 
 export interface Context {
   readonly storage: Storage
   readonly keys: Keyring
   /** null: the backend's replicas see every change at once (nothing cached in process) */
   readonly caches: Caches | null
+  /** every group in process: a user record's group ids resolved (User.groups) */
+  readonly groupTable: GroupTable
   /** Called with the record's name (never its content) when a sealed value cannot be opened with this key. */
   readonly onUnreadable: ((record: string) => void) | undefined
   /** The store is gated or closed: nothing may be sent. */

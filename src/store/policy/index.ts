@@ -14,6 +14,8 @@ import { Audit } from './audit.js'
 import { BearerTokens } from './bearer-tokens.js'
 import { Caches, type CacheOptions } from './caches.js'
 import type { Context } from './context.js'
+import { GroupTable } from './group-table.js'
+import { Groups } from './groups.js'
 import { Limits } from './limits.js'
 import { Locks } from './locks.js'
 import { Mfa } from './mfa.js'
@@ -39,9 +41,11 @@ export class PolicyStore implements RunningStore {
   protected readonly keyring: Keyring
   /** null where the backend has no Storage.invalidation: its replicas see every change at once */
   protected readonly caches: Caches | null
+  readonly #groupTable: GroupTable
   #gate: GatewayError | null = null
   #closed = false
   readonly orgs: Orgs
+  readonly groups: Groups
   readonly users: Users
   readonly passwords: Passwords
   readonly accessKeys: AccessKeys
@@ -62,14 +66,17 @@ export class PolicyStore implements RunningStore {
     this.caches = storage.invalidation === undefined
       ? null
       : new Caches(o.cache ?? { max: 0, ttl: 0 }, storage.invalidation)
+    this.#groupTable = new GroupTable(storage)
     const c: Context = {
       storage,
       keys: keyring,
       caches: this.caches,
+      groupTable: this.#groupTable,
       onUnreadable: o.onUnreadable,
       shut: () => this.#gate !== null || this.#closed
     }
     this.orgs = new Orgs(c)
+    this.groups = new Groups(c)
     this.users = new Users(c)
     this.passwords = new Passwords(c)
     this.accessKeys = new AccessKeys(c)
@@ -92,7 +99,7 @@ export class PolicyStore implements RunningStore {
     this.#gate = err
     this.storage.setGate(err)
     // nothing cached before is trusted after
-    if (err !== null) this.caches?.clear()
+    if (err !== null) { this.caches?.clear(); this.#groupTable.forget() }
   }
 
   async ping (): Promise<void> { await this.storage.ping() }

@@ -11,7 +11,6 @@ import type { StoredPrivateToken } from '../ports.js'
 import { UNREADABLE } from '../model.js'
 import type { Caches } from './caches.js'
 import { invalidate, type Context } from './context.js'
-import { publicUser } from './records.js'
 
 export class PrivateTokens {
   constructor (private readonly c: Context) {
@@ -133,7 +132,7 @@ export class PrivateTokens {
     const found = await this.c.storage.privateTokens.lookupUser(h)
     if (found === null) return null
     cache.privateTokens.set(h, found.userId, stamp)
-    if (found.user !== null) cache.users.set(found.userId, publicUser(found.user), userStamp)
+    if (found.user !== null) cache.users.set(found.userId, await this.c.groupTable.userOf(found.user), userStamp)
     return found.userId
   }
 }

@@ -32,9 +32,12 @@ export function newUserRecord (
 /** What marks a legacy hash as the one an import set: a keyed hash, so the record does not say which hash it was. */
 export const importedFingerprint = (keys: Keyring, hash: string): string => keys.lookup(`imported password:${hash}`)
 
-/** The public record: without the password fields, and without a removed rate limit. */
+/**
+ * The public record: without the password fields, the stored group ids (GroupTable.userOf
+ * resolves them) and a removed rate limit.
+ */
 export function publicUser (s: StoredUser): User {
-  const { password_hash: _, password_imported: _i, sessions_ended: _e, ...u } = s
+  const { password_hash: _, password_imported: _i, sessions_ended: _e, groups: _g, ...u } = s
   if (u.rate_limit === null) delete u.rate_limit
   return u
 }

@@ -59,7 +59,7 @@ export class Users {
     const stamp = this.c.caches?.users.stamp
     const s = await this.c.storage.users.get(id)
     if (s === null) return null
-    const user = publicUser(s)
+    const user = await this.c.groupTable.userOf(s)
     this.c.caches?.users.set(id, user, stamp)
     return { user, sessionsEnded: typeof s.sessions_ended === 'number' ? s.sessions_ended : 0 }
   }
@@ -70,7 +70,7 @@ export class Users {
     const stamp = cache?.users.stamp
     const s = await this.c.storage.users.get(id)
     if (s === null) return null
-    const u = publicUser(s)
+    const u = await this.c.groupTable.userOf(s)
     cache?.users.set(id, u, stamp)
     return u
   }

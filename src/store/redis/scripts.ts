@@ -136,6 +136,51 @@ end
 redis.call('SET', KEYS[1], cjson.encode(o))
 return 1`, flag),
 
+  /**
+   * One source's group ids in the user record KEYS[1]: ARGV[1] the source,
+   * ARGV[2] a group id, ARGV[3] 1 to add it (kept once), 0 to remove it; an
+   * emptied list goes. False: no record.
+   */
+  setGroupMember: script<[source: string, groupId: string, member: number], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+if type(o.groups) ~= 'table' then o.groups = {} end
+local had = o.groups[ARGV[1]]
+if type(had) ~= 'table' then had = {} end
+local ids = {}
+local found = false
+for _, g in ipairs(had) do
+  if g == ARGV[2] then found = true end
+  if g ~= ARGV[2] or ARGV[3] == '1' then ids[#ids + 1] = g end
+end
+if ARGV[3] == '1' and not found then ids[#ids + 1] = ARGV[2] end
+if #ids == 0 then o.groups[ARGV[1]] = nil else o.groups[ARGV[1]] = ids end
+if next(o.groups) == nil then o.groups = nil end
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`, flag),
+
+  /**
+   * Replaces one source's group ids in the user record KEYS[1]: ARGV[1] the
+   * source, ARGV[2] a JSON list of ids (empty: the source goes). False: no record.
+   */
+  replaceGroups: script<[source: string, idsJson: string], boolean>(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local o = cjson.decode(v)
+if type(o.groups) ~= 'table' then o.groups = {} end
+local ids = cjson.decode(ARGV[2])
+if #ids == 0 then o.groups[ARGV[1]] = nil else o.groups[ARGV[1]] = ids end
+if next(o.groups) == nil then o.groups = nil end
+redis.call('SET', KEYS[1], cjson.encode(o))
+return 1`, flag),
+
+  /** Deletes KEYS[1] only while it holds ARGV[1] (a claimed name still its owner's). True: deleted. */
+  deleteIfEqual: script<[value: string], boolean>(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`, flag),
+
   /** Adds ARGV[1] to the set KEYS[1] unless it already has ARGV[2] members (0: no cap). True: added. */
   addCapped: script<[member: string, max: number], boolean>(`
 local max = tonumber(ARGV[2])

@@ -12,6 +12,7 @@ import type { Storage } from '../ports.js'
 import { RedisAccessKeys } from './access-keys.js'
 import { RedisAudit } from './audit.js'
 import { RedisBearerTokens } from './bearer-tokens.js'
+import { RedisGroups } from './groups.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import type { RedisContext } from './context.js'
 import { PubSub } from './invalidation.js'
@@ -47,6 +48,7 @@ export class RedisStorage implements Storage, RedisContext {
   readonly cluster: boolean
   readonly invalidation: PubSub
   readonly orgs = new RedisOrgs(this)
+  readonly groups = new RedisGroups(this)
   readonly users = new RedisUsers(this)
   readonly accessKeys = new RedisAccessKeys(this)
   readonly privateTokens = new RedisPrivateTokens(this)

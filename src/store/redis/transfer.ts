@@ -9,17 +9,18 @@
  * short can be finished by running it again with --merge.
  */
 import { JWKS_KEY, parseKeySet } from '../keyset.js'
-import type { StoredKey, StoredSession, StoredUser } from '../ports.js'
+import { groupNameKey, type StoredKey, type StoredSession, type StoredUser } from '../ports.js'
 import { KEY_CHECK, openPrivateToken, sealPrivateToken } from '../secret/records.js'
 import { KeyCheckError } from '../secret/check.js'
 import { auditAfter, auditId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
-import type { Org } from '../model.js'
+import type { Group, Org } from '../model.js'
 import type { RedisClient } from './connect.js'
 import { scanKeys } from './context.js'
 import { RedisKeyRecords } from './key-records.js'
 import { decodeGrant, encodeGrant } from './bearer-tokens.js'
 import { SCRIPTS } from './scripts.js'
 import { passkeyFields, passkeyOf } from './passkeys.js'
+import { normalizeGroups } from './users.js'
 
 /** Audit entries read per XRANGE. */
 const AUDIT_BATCH = 1000
@@ -43,6 +44,11 @@ export class RedisTransfer implements StoreTransfer {
       const org = await this.#json<Org>(this.#k('org', id))
       if (org !== null) orgs.push({ kind: 'org', org })
     }
+    const groups: TransferRecord[] = []
+    for (const id of (await r.smembers(this.#k('groups'))).sort()) {
+      const group = await this.#json<Group>(this.#k('group', id))
+      if (group !== null) groups.push({ kind: 'group', group })
+    }
     const users: TransferRecord[] = []
     const keys: TransferRecord[] = []
     const tokens: TransferRecord[] = []
@@ -55,6 +61,7 @@ export class RedisTransfer implements StoreTransfer {
       if (user === null) continue
       // cjson may write an empty object as [] (./users.ts)
       if (Array.isArray(user.orgs)) user.orgs = {}
+      normalizeGroups(user)
       users.push({ kind: 'user', user })
       for (const id of (await r.smembers(this.#k('user-aks', uid))).sort()) {
         const [raw, used] = await Promise.all([r.get(this.#k('ak', id)), r.get(this.#k('ak-used', id))])
@@ -110,7 +117,8 @@ export class RedisTransfer implements StoreTransfer {
       from = `(${batch[batch.length - 1][0]}`
     }
     return [
-      ...orgs, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors, ...passkeys,
+      ...orgs, ...groups, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors,
+      ...passkeys,
       ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit
     ]
   }
@@ -124,6 +132,7 @@ export class RedisTransfer implements StoreTransfer {
   #keyOf (r: Exclude<TransferRecord, { kind: 'audit' }>): string {
     switch (r.kind) {
       case 'org': return this.#k('org', r.org.id)
+      case 'group': return this.#k('group', r.group.id)
       case 'user': return this.#k('user', r.user.id)
       case 'access_key': return this.#k('ak', r.key.id)
       case 'private_token': return this.#k('user-pt', r.user_id)
@@ -153,6 +162,10 @@ export class RedisTransfer implements StoreTransfer {
     return out
   }
 
+  async groupNameOwner (nameKey: string): Promise<string | null> {
+    return await this.redis.get(this.#k('group-name', nameKey))
+  }
+
   async usernameOwner (usernameLower: string): Promise<string | null> {
     return await this.redis.get(this.#k('uname', usernameLower))
   }
@@ -169,6 +182,11 @@ export class RedisTransfer implements StoreTransfer {
         case 'org':
           await r.set(this.#keyOf(x), JSON.stringify(x.org), 'NX')
           await r.sadd(this.#k('orgs'), x.org.id)
+          break
+        case 'group':
+          await r.set(this.#k('group-name', groupNameKey(x.group.org, x.group.name.toLowerCase())), x.group.id, 'NX')
+          await r.set(this.#keyOf(x), JSON.stringify(x.group), 'NX')
+          await r.sadd(this.#k('groups'), x.group.id)
           break
         case 'user':
           await r.set(this.#k('uname', x.user.username.toLowerCase()), x.user.id, 'NX')
@@ -223,7 +241,8 @@ export class RedisTransfer implements StoreTransfer {
       // -1: no expiry (kept so); else only ever pushed later
       if (ttl !== -1 && o.now + ttl < until) await r.pexpireat(key, until)
     }
-    // every gateway reads the imported tokens' hashes again (./private-tokens.ts)
+    // every gateway reads the imported tokens' hashes again (./private-tokens.ts), and its group table
     await r.publish(`${this.prefix}invalidate`, 'pt-imported:')
+    if (records.some((x) => x.kind === 'group')) await r.publish(`${this.prefix}invalidate`, 'group:')
   }
 }

@@ -9,6 +9,13 @@ import { getJson, type RedisContext } from './context.js'
 export function parseUser (raw: string): StoredUser {
   const s = JSON.parse(raw) as StoredUser
   if (Array.isArray(s.orgs)) s.orgs = {}
+  return normalizeGroups(s)
+}
+
+/** The same for the groups: an empty table read as [] is no groups. */
+export function normalizeGroups (s: StoredUser): StoredUser {
+  const g = s.groups as unknown
+  if (g !== undefined && (typeof g !== 'object' || g === null || Array.isArray(g))) delete s.groups
   return s
 }
 
@@ -75,5 +82,13 @@ export class RedisUsers implements UserStorage {
 
   async setMembership (id: string, orgId: string, role: OrgRole | null): Promise<boolean> {
     return await this.c.run(() => this.c.scripts.setMember(this.c.k('user', id), orgId, role ?? ''))
+  }
+
+  async setGroupMember (userId: string, source: string, groupId: string, member: boolean): Promise<boolean> {
+    return await this.c.run(() => this.c.scripts.setGroupMember(this.c.k('user', userId), source, groupId, member ? 1 : 0))
+  }
+
+  async replaceGroups (userId: string, source: string, ids: string[]): Promise<boolean> {
+    return await this.c.run(() => this.c.scripts.replaceGroups(this.c.k('user', userId), source, JSON.stringify(ids)))
   }
 }

@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 4
+export const SCHEMA_VERSION = 5
 
 export type Db = Database.Database
 
@@ -58,6 +58,13 @@ ALTER TABLE bearer ADD COLUMN factors TEXT;
     sql: `
 CREATE TABLE passkeys (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, json TEXT NOT NULL, counter INTEGER NOT NULL, last_used TEXT) WITHOUT ROWID;
 CREATE INDEX passkeys_user ON passkeys (user_id);
+`
+  },
+  // groups: a row per group, its name claimed per org (groupNameKey) by the UNIQUE column; members are on the users
+  {
+    to: 5,
+    sql: `
+CREATE TABLE groups (id TEXT PRIMARY KEY, name_key TEXT NOT NULL UNIQUE, json TEXT NOT NULL) WITHOUT ROWID;
 `
   }
 ]

@@ -13,6 +13,7 @@ import { E, GatewayError } from '../../errors.js'
 import type { Storage } from '../ports.js'
 import { SqliteAccessKeys } from './access-keys.js'
 import { SqliteAudit } from './audit.js'
+import { SqliteGroups } from './groups.js'
 import { SqliteBearerTokens } from './bearer-tokens.js'
 import type { SqlContext } from './context.js'
 import { InvalidationLog } from './invalidation.js'
@@ -46,6 +47,7 @@ const SWEEP_EVERY_MS = 60_000
 export class SqliteStorage implements Storage, SqlContext {
   readonly path: string
   readonly orgs = new SqliteOrgs(this)
+  readonly groups = new SqliteGroups(this)
   readonly users = new SqliteUsers(this)
   readonly accessKeys = new SqliteAccessKeys(this)
   readonly privateTokens = new SqlitePrivateTokens(this)

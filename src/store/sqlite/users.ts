@@ -76,6 +76,19 @@ export class SqliteUsers implements UserStorage {
     })
   }
 
+  async setGroupMember (userId: string, source: string, groupId: string, member: boolean): Promise<boolean> {
+    return this.#change(userId, (u) => {
+      const had = u.groups?.[source] ?? []
+      const ids = member ? (had.includes(groupId) ? had : [...had, groupId]) : had.filter((g) => g !== groupId)
+      setSource(u, source, ids)
+      return true
+    })
+  }
+
+  async replaceGroups (userId: string, source: string, ids: string[]): Promise<boolean> {
+    return this.#change(userId, (u) => { setSource(u, source, [...ids]); return true })
+  }
+
   /** Reads, changes and writes the record in one transaction; `edit` false: nothing written. */
   #change (id: string, edit: (u: StoredUser) => boolean): boolean {
     return this.c.tx(() => {
@@ -85,4 +98,13 @@ export class SqliteUsers implements UserStorage {
       return true
     })
   }
+}
+
+/** One source's list of group ids set on the record: an empty list goes, and with the last source the field. */
+function setSource (u: StoredUser, source: string, ids: string[]): void {
+  const groups = { ...u.groups }
+  if (ids.length === 0) delete groups[source]
+  else groups[source] = ids
+  if (Object.keys(groups).length === 0) delete u.groups
+  else u.groups = groups
 }
