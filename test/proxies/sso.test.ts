@@ -242,7 +242,8 @@ if ('why' in nginx && 'why' in caddy) {
       // bob signs in as well, at the portal, and is no member of admins: the other app refuses him
       const bobs = new CookieJar()
       const bobBrowse = async (host: string, path: string, o: Sent = {}): Promise<Res> => {
-        const r = await request(base, path, { method: o.method, headers: bobs.for(host, { ...NAVIGATE, ...o.headers }), body: o.body })
+        const headers = bobs.for(host, { ...NAVIGATE, ...o.headers })
+        const r = await request(base, path, { method: o.method, headers, body: o.body })
         bobs.take(host, r)
         return r
       }
