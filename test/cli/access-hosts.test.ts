@@ -10,6 +10,7 @@ import { request, startEcho } from '../fixtures/http.js'
 import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
 import { dirname } from 'node:path'
 import { cliIn, cliOf } from '../fixtures/procs.js'
+import { eventually } from '../fixtures/wait.js'
 
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const db = embeddedStore()
@@ -27,16 +28,20 @@ t.teardown(async () => { await gw.stop(); await echo.close(); await db.stop() })
 const { cli, cliJson } = cliOf(gw.configFile, SECRET)
 
 for (const name of ['carol', 'dave']) {
-  const added = await cliIn(dirname(gw.configFile), ['user', 'add', name, '--password-stdin', '--config', gw.configFile], {
+  const added = await cliIn(dirname(gw.configFile), ['user', 'add', name, '--password-stdin', '--org', DEFAULT_ORG, '--config', gw.configFile], {
     env: { SIDEGATE_SECRET_KEY: SECRET }, stdin: `${name}-password-long-enough\n`
   })
-  t.equal(added.code, 0, added.stderr)
+  if (added.code !== 0) throw new Error(`user add ${name}: ${added.stderr}`)
 }
 const eng = await cliJson('group', 'add', 'eng', '--org', DEFAULT_ORG)
 const admins = await cliJson('group', 'add', 'admins')
-for (const g of [eng.id, admins.id]) t.equal((await cli('group', 'members', 'add', g, 'carol')).code, 0)
+for (const g of [eng.id, admins.id]) await cliJson('group', 'members', 'add', g, 'carol')
 const carolToken = (await cliJson('token', 'create', 'carol')).token as string
 const daveToken = (await cliJson('token', 'create', 'dave')).token as string
+// the running gateway hears of the new groups from the store's invalidation log (read every 250 ms)
+if (!await eventually(async () => (await request(gw.url, '/d/1', { headers: { host: 'grafana.example.com', authorization: `Token ${carolToken}` } })).status === 200, 10_000, 50)) {
+  throw new Error('the gateway never saw carol\'s groups')
+}
 
 t.test('the host and the caller\'s groups, in the text and the JSON', async (t) => {
   const r = await cli('access', 'check', '--host', 'Grafana.example.com:443', '--user', 'carol', 'GET', '/d/1')

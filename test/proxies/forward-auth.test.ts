@@ -51,7 +51,7 @@ t.test('Traefik: a ForwardAuth middleware to /_sidegate/auth that copies the ide
   const fa = doc.http.middlewares.sidegate.forwardAuth
   t.equal(fa.address, 'http://127.0.0.1:8081/_sidegate/auth')
   t.equal(fa.trustForwardHeader, false)
-  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Auth-Factors', 'X-SVC-Identity', 'Cookie'], 'the identity, and the Cookie without sidegate\'s cookies')
+  t.same(fa.authResponseHeaders, ['X-SVC-User-Id', 'X-SVC-Username', 'X-SVC-ORG', 'X-SVC-Auth-Method', 'X-SVC-Auth-Factors', 'X-SVC-Identity', 'X-SVC-Groups', 'Cookie'], 'the identity, and the Cookie without sidegate\'s cookies')
   t.equal(fa.authRequestHeaders, undefined, 'every header of the request goes to sidegate (a signature may cover any)')
   const strip = doc.http.middlewares['sidegate-strip'].headers.customRequestHeaders
   t.equal(strip.Authorization, '', 'the credential is removed')
@@ -77,7 +77,7 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   t.same(filters.map((f: any) => f.name), ['envoy.filters.http.header_mutation', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router'], 'strip, decide, route')
   for (const f of filters) t.match(f.typed_config['@type'], /^type\.googleapis\.com\/envoy\.extensions\.filters\.http\.\w+\.v3\.\w+$/)
   const removed = filters[0].typed_config.mutations.request_mutations.map((m: any) => m.remove)
-  for (const h of ['x-svc-user-id', 'x-svc-username', 'x-svc-auth-method', 'x-svc-auth-factors', 'x-svc-identity', 'x-jms-identity']) t.ok(removed.includes(h), `client's ${h} removed`)
+  for (const h of ['x-svc-user-id', 'x-svc-username', 'x-svc-auth-method', 'x-svc-auth-factors', 'x-svc-identity', 'x-svc-groups', 'x-jms-identity', 'x-jms-groups']) t.ok(removed.includes(h), `client's ${h} removed`)
   t.notOk(removed.includes('x-svc-org'), 'the org the client asks for goes to sidegate')
   const authz = filters[1].typed_config
   t.equal(authz.transport_api_version, 'V3')
@@ -86,7 +86,7 @@ t.test('Envoy: ext_authz HTTP service with path_prefix /_sidegate/auth', async (
   t.equal(authz.http_service.server_uri.cluster, 'sidegate')
   const allowed = authz.allowed_headers.patterns.map((p: any) => p.exact)
   for (const h of ['cookie', 'x-csrftoken', 'date', 'accept', 'x-svc-org']) t.ok(allowed.includes(h), `${h} goes to sidegate`)
-  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-auth-factors', 'x-svc-identity', 'cookie'])
+  t.same(authz.http_service.authorization_response.allowed_upstream_headers.patterns.map((p: any) => p.exact), ['x-svc-user-id', 'x-svc-username', 'x-svc-org', 'x-svc-auth-method', 'x-svc-auth-factors', 'x-svc-identity', 'x-svc-groups', 'cookie'])
   for (const h of ['origin', 'sec-fetch-site', 'sec-fetch-mode', 'upgrade', 'sec-websocket-key']) t.ok(allowed.includes(h), `${h} goes to sidegate (a cross-site WebSocket handshake)`)
   t.equal(hcm.typed_config.common_http_protocol_options.headers_with_underscores_action, 'DROP_HEADER', '"_" spellings dropped')
   for (const c of doc.static_resources.clusters) {
@@ -219,7 +219,7 @@ if ('why' in nginx && 'why' in caddy) {
   const identityOf = (h: Record<string, any> | undefined): Record<string, unknown> => ({
     id: h?.['x-svc-user-id'], username: h?.['x-svc-username'], org: h?.['x-svc-org'], method: h?.['x-svc-auth-method']
   })
-  const forged = { 'x-svc-identity': 'forged.forged.forged', 'x-jms-identity': 'forged', 'x-svc-user-id': 'forged', 'x-svc-username': 'mallory', 'x-svc-auth-method': 'forged', 'x-svc-auth-factors': 'pwd,otp', 'x-jms-auth-factors': 'hwk', 'x-jms-user-id': 'forged', 'x-jms-org': 'forged' }
+  const forged = { 'x-svc-identity': 'forged.forged.forged', 'x-jms-identity': 'forged', 'x-svc-user-id': 'forged', 'x-svc-username': 'mallory', 'x-svc-auth-method': 'forged', 'x-svc-auth-factors': 'pwd,otp', 'x-jms-auth-factors': 'hwk', 'x-jms-user-id': 'forged', 'x-jms-org': 'forged', 'x-svc-groups': 'admins', 'x-jms-groups': 'admins' }
 
   const proxies: Array<[string, { bin: string } | { why: string }, (bin: string) => Promise<string>]> = [['nginx', nginx, startNginxWith], ['Caddy', caddy, startCaddy]]
   for (const [name, found, start] of proxies) {
@@ -247,6 +247,8 @@ if ('why' in nginx && 'why' in caddy) {
         t.equal(seen?.['x-jms-identity'], undefined, 'the other family\'s copy is gone')
         t.equal(seen?.['x-svc-auth-factors'], undefined, 'a machine credential has no sign-in factors: the forged ones are gone')
         t.equal(seen?.['x-jms-auth-factors'], undefined)
+        t.equal(seen?.['x-svc-groups'], undefined, 'alice is in no group: the forged list is gone')
+        t.equal(seen?.['x-jms-groups'], undefined)
         t.equal(seen?.authorization, undefined, 'the credential stays at the proxy')
         t.equal(seen?.['x-jms-user-id'], undefined)
         t.equal(seen?.['x-jms-org'], undefined)
