@@ -9,14 +9,14 @@
  */
 import type { UserGroup } from '../store/types.js'
 
-const PLAIN = /^[^\x00-\x1f\x7f%,/\u0080-\uffff]*$/
 const SPECIAL = /[\x00-\x1f\x7f%,/]|[\u0080-\uffff]+/g
 /** a lone surrogate, which encodeURIComponent refuses: U+FFFD instead */
 const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /** One part of an entry (an org's name, a group's name) as headers carry it. */
 export function encodePart (s: string): string {
-  return PLAIN.test(s) ? s : s.replace(LONE, '\ufffd').replace(SPECIAL, (c) => encodeURIComponent(c))
+  // (remembered per user record by groupsSent: no fast path needed)
+  return s.replace(LONE, '\ufffd').replace(SPECIAL, (c) => encodeURIComponent(c))
 }
 
 /** A group as an entry of X-<abbrev>-Groups and of the JWT's `groups`. */
@@ -66,7 +66,7 @@ export const refKey = (r: GroupRef): string => r.org === null ? r.name : `${r.or
 
 /** Whether the groups include the one a rule names (its refKey). */
 export function inGroup (groups: readonly UserGroup[] | undefined, key: string): boolean {
-  return groups !== undefined && groups.length > 0 && keysOf(groups).has(key)
+  return groups !== undefined && keysOf(groups).has(key)
 }
 
 /**

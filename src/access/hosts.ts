@@ -8,6 +8,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http'
 
+/** an absolute-form target's authority (`http://user@host:port/…`) */
+const ABSOLUTE = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i
 const HOST = /^(?:[a-z0-9_](?:[a-z0-9_.-]{0,252})|\[[0-9a-f:.]{2,45}\])(?::\d{1,5})?$/
 
 /** `App.Example.com:8443` → `app.example.com`, `[::1]:80` → `[::1]`; null: empty or malformed. */
@@ -17,7 +19,7 @@ export function hostKey (raw: string | undefined): string | null {
   if (!HOST.test(v)) return null
   let h = v.startsWith('[') ? v.slice(0, v.indexOf(']') + 1) : v.split(':')[0]
   if (h.endsWith('.')) h = h.slice(0, -1)
-  return h === '' || h.includes('..') ? null : h
+  return h.includes('..') ? null : h
 }
 
 /**
@@ -31,14 +33,11 @@ export function requestHost (h: IncomingHttpHeaders, trusted: boolean, url?: str
   const xfh = trusted ? h['x-forwarded-host'] : undefined
   if (xfh !== undefined && xfh !== '') {
     const all = (Array.isArray(xfh) ? xfh.join(',') : xfh).split(',')
-    host = hostKey(all[0])
-    for (let i = 1; i < all.length && host !== null; i++) if (hostKey(all[i]) !== host) host = null
+    const first = hostKey(all[0])
+    host = all.every((x) => hostKey(x) === first) ? first : null
   } else host = hostKey(h.host)
-  if (host !== null && url !== undefined && url[0] !== '/' && url !== '*') {
-    const m = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)
-    if (m !== null && hostKey(m[1].slice(m[1].lastIndexOf('@') + 1)) !== host) return null
-  }
-  return host
+  const m = url === undefined ? null : ABSOLUTE.exec(url)
+  return m !== null && hostKey(m[1].slice(m[1].lastIndexOf('@') + 1)) !== host ? null : host
 }
 
 /** A rule's `hosts`, compiled: the exact names and the suffixes (`.example.com`) of its wildcards. */
@@ -49,25 +48,31 @@ export interface HostPatterns {
 
 export function hostPatterns (hosts: readonly string[]): HostPatterns | null {
   if (hosts.length === 0) return null
-  return {
-    exact: new Set(hosts.filter((h) => !h.startsWith('*.')).map((h) => hostKey(h) ?? h)),
-    suffixes: hosts.filter((h) => h.startsWith('*.')).map((h) => h.slice(1))
+  const exact = new Set<string>()
+  const suffixes: string[] = []
+  for (const h of hosts) {
+    if (h.startsWith('*.')) suffixes.push(h.slice(1))
+    else exact.add(hostKey(h) ?? h)
   }
+  return { exact, suffixes }
 }
 
 /** Whether a host (hostKey's form) meets the patterns. */
 export function hostMatches (p: HostPatterns, host: string): boolean {
   if (p.exact.has(host)) return true
-  for (const s of p.suffixes) if (host.length > s.length && host.endsWith(s)) return true
+  // a suffix starts with its dot, a host never does: `*.example.com` is not example.com
+  for (const s of p.suffixes) if (host.endsWith(s)) return true
   return false
 }
 
-/** The wildcard suffixes a host is under, of those in `wild`, as one key (`.a.example.com .example.com`). */
+/**
+ * The deepest of the wildcard suffixes in `wild` a host is under ('' when none):
+ * it names the whole set, since the others are exactly those of `wild` it ends with.
+ */
 export function suffixKey (host: string, wild: ReadonlySet<string>): string {
-  let key = ''
   for (let i = host.indexOf('.'); i !== -1; i = host.indexOf('.', i + 1)) {
     const s = host.slice(i)
-    if (wild.has(s)) key += key === '' ? s : ` ${s}`
+    if (wild.has(s)) return s
   }
-  return key
+  return ''
 }

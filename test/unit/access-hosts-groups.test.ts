@@ -53,6 +53,10 @@ t.test('the host a request is for: normalised; a trusted proxy\'s X-Forwarded-Ho
   t.equal(requestHost({ host: 'a.example.com' }, false, 'http://a.example.com:80/x'), 'a.example.com', 'or the same one')
   t.equal(requestHost({ host: 'a.example.com' }, false, '/x'), 'a.example.com')
   t.equal(requestHost({}, false, '/x'), null, 'HTTP/1.0 without Host')
+  t.equal(requestHost({ host: 'a.example.com' }, false, '/p?next=http://b.example.com/'), 'a.example.com', 'a URL in the query is no authority')
+  t.equal(requestHost({ host: 'a.example.com' }, false, 'http://user@a.example.com/x'), 'a.example.com', 'userinfo is not the host')
+  t.equal(requestHost({ host: 'a.example.com' }, false, 'http://a.example.com@b.example.com/x'), null, 'nor does it hide another')
+  t.equal(requestHost({ host: 'a.example.com' }, false, '*'), 'a.example.com', 'OPTIONS *')
 })
 
 t.test('config: hosts and group subjects that cannot be used are refused, each named', async (t) => {
@@ -165,7 +169,8 @@ t.test('group: subjects: global by name, an org\'s by its name or id', async (t)
   t.ok(allowed('/slash', [group('/eng/web')]), 'a name with slashes, written encoded')
   t.notOk(allowed('/global', []), 'no groups')
   t.same(parseGroupRef('Default/a%2Cb'), { org: 'default', name: 'a,b' })
-  t.same([...namedGroups([{ subjects: ['user:x', 'group:Eng', 'group:Default/Ops'] }])], ['eng', 'default/ops'])
+  t.same(parseGroupRef('x'.repeat(128)), { org: null, name: 'x'.repeat(128) }, '128 characters: the longest name')
+  t.same([...namedGroups([{ subjects: ['user:alice', 'group:Eng', 'group:Default/Ops'] }])], ['eng', 'default/ops'])
 })
 
 t.test('groups as sent: entries encoded; past identity.groups_max_bytes, only those rules name', async (t) => {
@@ -176,6 +181,9 @@ t.test('groups as sent: entries encoded; past identity.groups_max_bytes, only th
   t.equal(encodePart('équipe'), '%C3%A9quipe')
   t.equal(encodePart('a\nb'), 'a%0Ab')
   t.equal(encodePart('x\ud800y'), 'x%EF%BF%BDy', 'a lone surrogate')
+  t.equal(encodePart('x\udc00y'), 'x%EF%BF%BDy', 'a lone low surrogate')
+  t.equal(encodePart('a\ud83d\ude00'), 'a%F0%9F%98%80', 'a pair is one character')
+  t.equal(encodePart(',%/'), '%2C%25%2F', 'nothing but separators')
   t.equal(groupEntry(group('web', ENG_ORG, 'R&D/Lab')), 'R&D%2FLab/web')
   t.equal(groupEntry(group('web', ENG_ORG, null)), `${ENG_ORG}/web`, 'an org without a name: its id')
   const sent = groupsSent(1000, new Set(['g-007-' + 'x'.repeat(34), 'default/g-150-' + 'x'.repeat(34)]))
@@ -193,4 +201,9 @@ t.test('groups as sent: entries encoded; past identity.groups_max_bytes, only th
   t.equal(groupsSent(1000, new Set())(many), undefined, 'none named: none sent rather than a list cut short')
   const tight = groupsSent(50, new Set(many.map((g) => g.name.toLowerCase())))(many.slice(0, 5))!
   t.equal(tight, many[0].name, 'as many as fit, whole')
+  const two = groupsSent(81, new Set(many.map((g) => g.name.toLowerCase())))(many.slice(0, 5))!
+  t.equal(two, `${many[0].name},${many[1].name}`, 'exactly the limit fits')
+  t.equal(groupsSent(3, new Set())([group('abc')]), 'abc', 'a list of exactly the limit is sent whole')
+  const byId = groupsSent(20, new Set([`${ENG_ORG}/web`]))([group('web', ENG_ORG, 'Engineering'), group('x'.repeat(30))])
+  t.equal(byId, 'Engineering/web', 'a rule naming the org by its id names the group too')
 })
