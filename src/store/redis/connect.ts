@@ -45,6 +45,9 @@ export function redisOptions (o: Pick<RedisConnectOptions, 'commandTimeout' | 'c
     // Fail fast while disconnected instead of queueing without bound. The
     // subscriber may queue its SUBSCRIBE until connected; it never serves requests.
     enableOfflineQueue: sub,
+    // ioredis's own resubscribe after a reconnect has no handler: a client
+    // closed during it dies of an unhandled rejection (./invalidation.ts subscribes again itself)
+    autoResubscribe: !sub,
     maxRetriesPerRequest: sub ? null : 1,
     commandTimeout: sub ? undefined : o.commandTimeout,
     connectTimeout: o.connectTimeout,

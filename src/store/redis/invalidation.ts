@@ -34,8 +34,13 @@ export class PubSub implements Invalidation {
     this.#sub = createRedisClient(o, 'subscriber')
     this.#sub.on('error', (err: Error) => o.onError?.(err))
     this.#sub.on('message', (_ch: string, msg: string) => { for (const l of this.#listeners) l.message(msg) })
+    // a Cluster client resubscribes itself, with a handler; the others do not (./connect.ts)
+    const resubscribe = o.topology?.mode !== 'cluster'
     this.#sub.on('ready', () => {
-      if (this.#subscribedOnce) for (const l of this.#listeners) l.reset()
+      if (this.#subscribedOnce) {
+        if (resubscribe) this.#sub.subscribe(this.#channel).catch((err: Error) => o.onError?.(err))
+        for (const l of this.#listeners) l.reset()
+      }
       this.#subscribedOnce = true
     })
   }
