@@ -8,11 +8,11 @@ import t from 'tap'
 import { startRedis } from '../fixtures/redis.js'
 import { startEcho, request } from '../fixtures/http.js'
 import { SECRET, spawnGateway } from '../fixtures/gateway.js'
+import { DEFAULT_ORG_ID } from '../../src/auth/org.js'
 import { Keyring } from '../../src/crypto.js'
 import { RedisStore } from '../../src/store/redis/index.js'
 import { eventually } from '../fixtures/wait.js'
 
-const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 const PREFIX = `resub${process.pid}:`
 
 t.test('a private token revoked after a Redis restart is refused at once, not after the cache TTL', async (t) => {
@@ -28,7 +28,7 @@ t.test('a private token revoked after a Redis restart is refused at once, not af
   )
   t.teardown(async () => { await store.close() })
   await store.connect()
-  const user = await store.users.create({ username: 'rhea', password: 'rhea-password', orgs: { [DEFAULT_ORG]: 'user' } })
+  const user = await store.users.create({ username: 'rhea', password: 'rhea-password', orgs: { [DEFAULT_ORG_ID]: 'user' } })
   const tok = await store.privateTokens.create(user.id)
   const call = async (): Promise<number> =>
     (await request(g.url, '/api/v1/x/', { headers: { authorization: `Token ${tok}` } })).status
