@@ -81,11 +81,18 @@ export const ERRORS = {
   busy: { status: 503, detail: 'Too many passwords are being checked; try again in a moment.', when: 'The token endpoint, /login or a password confirmation while auth.password_checks.concurrency checks run and auth.password_checks.queue more wait (a login flood; for a client address that has not signed in successfully within auth.password_checks.known_ttl, the queue less its reserved places); see Retry-After. Counted in sidegate_password_checks_refused_total.' },
   worker_unavailable: { status: 503, detail: 'No worker process is available; try again shortly.', when: 'With `sidegate start --workers N`: an admin API call found no running worker to relay it to (every worker restarting).' },
   upstream_timeout: { status: 504, detail: 'The upstream service did not answer in time.', when: 'No answer from the protected service within upstream.timeout.' },
+  sso_failed: { status: 401, detail: 'Sign-in through the identity provider failed.', when: 'An answer of an OIDC provider or an LDAP directory that does not verify or does not sign the user in: a callback with an error, a code the provider refuses, an id_token that fails its checks, a directory password that does not bind. The detail says which; the audit event sso.refused too.' },
+  sso_state_invalid: { status: 400, detail: 'The sign-in attempt is unknown or has expired; start again.', when: 'An OIDC callback whose `state` is missing, does not match the attempt this browser started, was used already, or is older than 10 minutes.' },
+  sso_not_linked: { status: 403, detail: 'No account here is linked to this identity.', when: 'A first sign-in through a provider (OIDC, LDAP) that matches no user: provisioning is `link` or `off` and no operator\'s link or verified email matched, or the username it sends is a local user\'s and the distinct name `<username>@<provider>` is taken too. An operator links it: `sidegate user link`.' },
+  idp_unavailable: { status: 503, detail: 'The identity provider cannot be reached; try again later.', when: 'An OIDC provider\'s discovery, keys or token endpoint did not answer within its timeout.' },
+  directory_unavailable: { status: 503, detail: 'The directory cannot be reached; try again later.', when: 'No LDAP server of the directory answered within its timeout (each is tried in order; a failed one is skipped for `retry_after`).' },
   user_exists: { status: 409, detail: 'A user named alice already exists.', when: 'Creating a user (`sidegate user add`, the admin API) with a username that is taken.', cliOnly: true },
   org_exists: { status: 409, detail: 'An organization with id 00000000-0000-0000-0000-000000000002 already exists.', when: 'Creating an organization (`sidegate org add --id`, the admin API) with an id that is taken.', cliOnly: true },
   user_not_found: { status: 404, detail: 'No such user.', when: 'Changing or deleting a user that does not exist.', cliOnly: true },
   group_exists: { status: 409, detail: 'A group named admins already exists.', when: 'Creating a group (`sidegate group add`, the admin API) whose name the org (or, for a global group, the global groups) already has, in any case; or with an id that is taken.', cliOnly: true },
-  group_not_found: { status: 404, detail: 'No such group.', when: 'A group named by an id or a name (global, or in the org given) that does not exist: `sidegate group …`, the admin API\'s groups/{id}.', cliOnly: true }
+  group_not_found: { status: 404, detail: 'No such group.', when: 'A group named by an id or a name (global, or in the org given) that does not exist: `sidegate group …`, the admin API\'s groups/{id}.', cliOnly: true },
+  link_exists: { status: 409, detail: 'This account is linked already.', when: 'Linking (`sidegate user link`, the admin API) an account elsewhere that is linked to a user already, or a user that already has a link of that provider (one per provider: unlink it first).', cliOnly: true },
+  link_not_found: { status: 404, detail: 'No such link.', when: 'Unlinking a provider the user has no link of.', cliOnly: true }
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof ERRORS
@@ -229,6 +236,13 @@ export const E = {
   userNotFound: () => new GatewayError('user_not_found'),
   groupExists: (name: string) => new GatewayError('group_exists', `A group named ${name} already exists.`),
   groupNotFound: () => new GatewayError('group_not_found'),
+  ssoFailed: (detail: string) => new GatewayError('sso_failed', detail),
+  ssoStateInvalid: () => new GatewayError('sso_state_invalid'),
+  ssoNotLinked: (detail?: string) => new GatewayError('sso_not_linked', detail),
+  idpUnavailable: () => new GatewayError('idp_unavailable', undefined, { 'retry-after': '30' }),
+  directoryUnavailable: (retryAfter: number) => new GatewayError('directory_unavailable', undefined, { 'retry-after': String(Math.max(1, retryAfter)) }),
+  linkExists: (detail?: string) => new GatewayError('link_exists', detail),
+  linkNotFound: () => new GatewayError('link_not_found'),
   /** the admin API: a credential other than an access-key signature or a private token */
   adminCredential: () => new GatewayError('unsupported_scheme', 'The admin API takes an access-key signature or a private token.'),
   /** the admin API: a user who is not a superuser */

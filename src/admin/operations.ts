@@ -8,6 +8,7 @@
  */
 import type { AdminRoute } from './operation.js'
 import { USER_OPERATIONS } from './users.js'
+import { LINK_OPERATIONS } from './links.js'
 import { ORG_OPERATIONS } from './orgs.js'
 import { GROUP_OPERATIONS } from './groups.js'
 import { ACCESS_KEY_OPERATIONS } from './access-keys.js'
@@ -23,6 +24,7 @@ export type { AdminRoute, CliCall, CliForm, CliInput, Method } from './operation
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   ...USER_OPERATIONS,
+  ...LINK_OPERATIONS,
   ...ORG_OPERATIONS,
   ...GROUP_OPERATIONS,
   ...ACCESS_KEY_OPERATIONS,

@@ -11,6 +11,7 @@ import type { OrgRole, User as StoredUser } from '../store/types.js'
 import { CLI_LABELS, type AdminOps } from './context.js'
 import { USERNAME } from './import.js'
 import { defineOperation, iso, named, nullable, obj, oneOf, text, uuid } from './operation.js'
+import { LinkSchema, linkJson, linkLine } from './links.js'
 
 export const User = named('User', T.Object({
   id: uuid,
@@ -29,7 +30,8 @@ export const User = named('User', T.Object({
     org: nullable(T.String(), 'its org\'s id; null: a global group'),
     org_name: nullable(T.String()),
     sources: T.Array(T.String(), { description: '`local` (an operator\'s), `idp:<provider>` (an identity provider\'s)' })
-  }), { description: 'the user\'s groups (absent: none)' }))
+  }), { description: 'the user\'s groups (absent: none)' })),
+  links: T.Optional(T.Array(LinkSchema, { description: 'accounts elsewhere linked to the user (GET users/{username} only; absent: none)' }))
 }))
 export type UserJson = Static<typeof User>
 const UserList = named('UserList', T.Array(User))
@@ -59,7 +61,8 @@ function showText (u: UserJson): string {
     ...(u.name === undefined || u.name === '' ? [] : [`  name ${escapeControls(u.name)}`]),
     ...(u.email === undefined || u.email === '' ? [] : [`  email ${escapeControls(u.email)}`]),
     ...Object.entries(u.orgs).map(([org, role]) => `  org ${org}: ${role}${org === u.default_org ? ' (default)' : ''}`),
-    ...(groups.length === 0 ? ['  (no groups)'] : groups)
+    ...(groups.length === 0 ? ['  (no groups)'] : groups),
+    ...(u.links ?? []).map(linkLine)
   ].join('\n')
 }
 
@@ -183,16 +186,20 @@ export const USER_OPERATIONS = [
     status: 200,
     tag: 'Users',
     operationId: 'getUser',
-    summary: 'Show a user, with their orgs and groups (`sidegate user show`)',
+    summary: 'Show a user, with their orgs, groups and links (`sidegate user show`)',
     answer: User,
     errors: ['not_found'],
     cli: [{
       command: 'user show',
       args: ['username'],
-      help: ['the user\'s record, orgs and groups (with their sources)'],
+      help: ['the user\'s record, orgs, groups (with their sources) and links'],
       text: (u) => showText(u)
     }],
-    run: async (ops, { params }) => userJson(await ops.user(params.username))
+    run: async (ops, { params }) => {
+      const u = await ops.user(params.username)
+      const links = (await ops.store.links.list(u.id)).map(linkJson)
+      return { ...userJson(u), ...(links.length === 0 ? {} : { links }) }
+    }
   }),
   defineOperation({
     method: 'PATCH',

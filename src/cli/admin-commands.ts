@@ -26,7 +26,7 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
         '<username>'
       ],
       help: [
-        "the user's record, orgs and groups (with their sources)"
+        "the user's record, orgs, groups (with their sources) and links"
       ]
     },
     {
@@ -54,6 +54,22 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
         'also ends their sessions and unused bearer tokens on every',
         'replica; private tokens and access keys stay'
       ]
+    },
+    {
+      sub: 'link',
+      synopsis: [
+        '<username> --oidc ID --sub SUB | --ldap ID --subject ID'
+      ],
+      help: [
+        'a sign-in through that provider with this subject signs in as the user'
+      ]
+    },
+    {
+      sub: 'unlink',
+      synopsis: [
+        '<username> --oidc ID | --ldap ID'
+      ],
+      help: []
     }
   ],
   org: [

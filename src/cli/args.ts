@@ -40,7 +40,11 @@ export const OPTIONS = {
   factor: { type: 'string', multiple: true },
   ip: { type: 'string' },
   host: { type: 'string' },
-  group: { type: 'string', multiple: true }
+  group: { type: 'string', multiple: true },
+  oidc: { type: 'string' },
+  ldap: { type: 'string' },
+  sub: { type: 'string' },
+  subject: { type: 'string' }
 } as const
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']

@@ -15,6 +15,7 @@ import { COMPAT, type Source } from './compat.js'
 import { maskUrl } from '../http/mask.js'
 import { leafKeys } from './live.js'
 import { cookieDomainProblems, cookieDomainWarnings } from '../http/cookie-domains.js'
+import { signInProblems } from './sign-in.js'
 
 export type { Problem } from './validate.js'
 export type { TracingConfig } from './otel.js'
@@ -168,7 +169,7 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     else if (certs > 0 && d.listen.tls.client_ca_file === null) p.push({ key: `access.rules[${i}].subjects`, message: 'cert: subjects need mutual TLS: set listen.tls.client_ca_file' })
     else if (r.policy === 'bypass' && r.subjects.length > certs) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
   })
-  return [...p, ...cookieDomainProblems(d.session.cookies)]
+  return [...p, ...cookieDomainProblems(d.session.cookies), ...signInProblems(d.sign_in)]
 }
 
 /**

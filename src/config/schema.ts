@@ -15,10 +15,12 @@
  *   next request; on a section, to every key in it. A reload that changes any
  *   other key is refused (./live.ts, ../reload.ts).
  */
-import { Type as T, type Static, type TSchema, type TProperties } from '@sinclair/typebox'
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
 import { POLICIES, SUBJECT_LIST } from '../access/syntax.js'
 import { CREDENTIALS } from '../auth/credentials.js'
 import type { AuthMethod } from '../auth/types.js'
+import { bool, int, ints, list, live, oneOf, optStr, section, str } from './kit.js'
+import { signIn } from './sign-in.js'
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
@@ -27,35 +29,9 @@ export const JWT_ALGORITHMS = ['EdDSA', 'ES256'] as const
 /** server.workers and `--workers`: at most this many. */
 export const MAX_WORKERS = 256
 
-const int = (min: number, max: number, def: number, description?: string) =>
-  T.Integer({ minimum: min, maximum: max, default: def, ...(description === undefined ? {} : { description }) })
-const bool = (def: boolean, description?: string) => T.Boolean({
-  default: def,
-  ...(description === undefined ? {} : { description })
-})
-const str = (
-  def: string, o: { description?: string, check?: string, url?: boolean } = {}
-) => T.String({ default: def, ...o })
-/** A string that may be left empty: null in the Config. */
-const optStr = (o: { description?: string, check?: string, secret?: boolean, url?: boolean } = {}) =>
-  T.Union([T.String(), T.Null()], { default: null, optional: true, ...o })
-const list = (def: string[], o: { description?: string, check?: string } = {}) =>
-  T.Array(
-    T.String(o.check === undefined ? {} : { check: o.check }),
-    { default: def, ...(o.description === undefined ? {} : { description: o.description }) }
-  )
-const ints = (def: number[], min: number, max: number, description: string) =>
-  T.Array(T.Integer({ minimum: min, maximum: max }), { default: def, description })
-const oneOf = <V extends string>(values: readonly V[], def: V, description?: string) =>
-  T.Union(values.map((v) => T.Literal(v)), { default: def, ...(description === undefined ? {} : { description }) })
 /** One key per credential kind (src/auth/credentials.ts), in the registry's order. */
 const perMethod = <S extends TSchema>(make: () => S) =>
   Object.fromEntries(Object.keys(CREDENTIALS).map((m) => [m, make()])) as Record<AuthMethod, S>
-/** Marks a key (or a whole section) as changeable by a live reload. */
-const live = <S extends TSchema>(s: S): S => Object.assign(s, { live: true })
-const section = <P extends TProperties>(props: P, description?: string) =>
-  T.Object(props, { additionalProperties: false, default: {}, ...(description === undefined ? {} : { description }) })
-
 export const COMPAT_MODES = ['none', 'jumpserver'] as const
 
 export const Schema = T.Object({
@@ -252,6 +228,7 @@ export const Schema = T.Object({
     host: str('127.0.0.1', { description: 'loopback by default: the admin API stays local while metrics.host may be 0.0.0.0\nfor Prometheus; another address is warned about at start (keep it off public networks)' }),
     port: int(0, 65535, 7081, 'beside metrics.port, and not 9091 (the Pushgateway\'s)')
   }, 'The admin API (docs/admin-api.md): users, orgs, memberships, access keys, private\ntokens, sessions and rate limits over JSON, the same operations as the CLI. Every call\nneeds a superuser\'s private token or access-key signature; a signed call with a body\nmust sign Digest or Content-Digest and each signature is accepted once, whatever\nauth.signature says. The OpenAPI document is at GET /admin/v1/openapi.json.'),
+  sign_in: signIn,
   docs: live(section({
     enabled: bool(true)
   }, 'Serve the API documentation: Swagger UI at /api/docs/, the OpenAPI 3.1 document at\n/api/docs/openapi.json and .yaml, and /docs redirecting there. false: these paths\nare not sidegate\'s (404, or the upstream\'s, protected like any other path).')),

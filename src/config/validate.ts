@@ -57,7 +57,15 @@ export const CHECKS: Record<string, Check> = {
   accessHost: hostProblem,
   httpMethod: (v) => /^[A-Za-z]{1,20}$/.test(v) ? null : 'each entry must be an HTTP method (GET, POST, …)',
   cookieDomain: (v) => domainProblem(v.trim().toLowerCase()),
-  portalUrl: (v) => portalProblem(v.trim())
+  portalUrl: (v) => portalProblem(v.trim()),
+  providerId: (v) => /^[a-z0-9][a-z0-9_-]{0,63}$/.test(v) ? null : 'must be 1 to 64 lowercase letters, digits, _ and -, starting with a letter or digit',
+  orgId: (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v) ? null : 'must be an org id (a UUID: sidegate org list)',
+  ldapUrl: (v) => urlCheck(['ldap:', 'ldaps:'])(v) ?? (new URL(v).pathname.length > 1 ? 'must name a server only (no DN after it)' : null),
+  issuerUrl: (v) => urlCheck(['https:', 'http:'])(v) ?? (new URL(v).protocol === 'https:' || isLoopback(new URL(v).hostname) ? null : 'must be https (http only on localhost)')
+}
+
+function isLoopback (host: string): boolean {
+  return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host)
 }
 
 /** What a check keeps of a valid value (the rest keep it as written). */
@@ -66,7 +74,8 @@ const NORMALIZE: Record<string, (v: string) => string> = {
   httpMethod: (v) => v.toUpperCase(),
   cookieDomain: (v) => v.trim().toLowerCase(),
   // an origin: the login path is appended to it
-  portalUrl: (v) => new URL(v.trim()).origin
+  portalUrl: (v) => new URL(v.trim()).origin,
+  orgId: (v) => v.toLowerCase()
 }
 
 /** A value as an error message may show it: secrets hidden, URL passwords masked. */

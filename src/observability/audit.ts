@@ -62,6 +62,10 @@ export const AUDIT_EVENTS = {
   'user.disabled': { outcome: 'success', when: '`sidegate user disable` or the admin API: the user\'s sessions end and every credential is refused.' },
   'user.enabled': { outcome: 'success', when: '`sidegate user enable` or the admin API.' },
   'user.updated': { outcome: 'success', when: '`sidegate import` changed an existing user\'s name, email or superuser flag (`superuser` as it now is).' },
+  'user.linked': { outcome: 'success', when: 'An account elsewhere was linked to a user: `source` (oidc:<id>, ldap:<id>), `via` cli or admin (`sidegate user link`, the admin API), or the first sign-in there (`via` sign_in: matched by a verified email, or a user it provisioned; `reason` matched or created).' },
+  'user.unlinked': { outcome: 'success', when: 'A user\'s link of `source` was removed (`sidegate user unlink`, the admin API).' },
+  'sso.succeeded': { outcome: 'success', when: 'A sign-in through an identity provider or a directory was accepted: `source`, `via` login, token or callback. A session or token follows as for a password.' },
+  'sso.refused': { outcome: 'failure', when: 'A sign-in through an identity provider or a directory was refused: `source`, `reason` the error code (sso_failed, sso_state_invalid, sso_not_linked, user_inactive, idp_unavailable, directory_unavailable), and `username` where one was sent.' },
   'access.denied': { outcome: 'failure', when: 'An access rule refused a request for the upstream or a forward-auth decision (403 access_denied): `rule` the deciding rule counted from 1 (rule 1 is access.rules[0]; `default`: access.default_policy), `reason` its policy (deny, two_factor), `via` the method and normalised path.' },
   'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
@@ -80,7 +84,7 @@ export const AUDIT_EVENTS = {
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'group', 'role', 'records', 'privileged', 'unsigned'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'group', 'role', 'records', 'privileged', 'unsigned', 'source'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -128,6 +132,8 @@ export interface AuditRecord {
   privileged?: number
   /** store.imported: a file without a MAC (--allow-unsigned) */
   unsigned?: true
+  /** an identity provider or directory: oidc:<id>, ldap:<id> */
+  source?: string
 }
 
 /** Stream appends in flight at most; more are dropped (and counted) while Redis is slow. */
@@ -228,6 +234,7 @@ export class Auditor {
     if (r.records !== undefined) out.records = r.records
     if (r.privileged !== undefined) out.privileged = r.privileged
     if (r.unsigned !== undefined) out.unsigned = r.unsigned
+    if (r.source !== undefined) out.source = r.source
     return out
   }
 

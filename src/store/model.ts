@@ -92,6 +92,23 @@ export interface Group {
   date_created: string
 }
 
+/**
+ * An account elsewhere linked to a local user: by (source, subject) only, never by a
+ * mutable claim. One link per source per user.
+ */
+export interface Link {
+  /** `oidc:<provider id>` or `ldap:<directory id>` */
+  source: string
+  /** the provider's stable id for the account: OIDC `sub`, the directory entry's id attribute */
+  subject: string
+  user_id: string
+  date_created: string
+  /** made by provisioning at the first sign-in (its name and email follow the provider's), not by an operator */
+  provisioned?: boolean
+  /** org id → role: the memberships this source granted (the only ones a sign-in there changes) */
+  orgs?: Record<string, OrgRole>
+}
+
 /** Where a membership comes from: `local` (an operator's) or `idp:<provider>` (refreshed at each sign-in there). */
 export const LOCAL_GROUPS = 'local'
 

@@ -11,7 +11,7 @@
 import type { GatewayError } from '../errors.js'
 import type { StoredKeySet } from './keyset.js'
 import type {
-  AccessKey, AuditEntry, AuditQuery, Factor, Group, KeyDisabler, LoginFailures, Org, OrgRole, RateLimitPolicy,
+  AccessKey, AuditEntry, AuditQuery, Factor, Group, KeyDisabler, Link, LoginFailures, Org, OrgRole, RateLimitPolicy,
   SessionInfo, StoredPasskey, User
 } from './model.js'
 
@@ -116,6 +116,23 @@ export interface GroupStorage {
   list(): Promise<Group[]>
   /** Deletes the record and frees its name (the users' memberships are the policy's to remove); false: none. */
   remove(id: string): Promise<boolean>
+}
+
+export interface LinkStorage {
+  /**
+   * Stores the link unless (source, subject) is linked already or the user has
+   * a link of that source, atomically against concurrent creations.
+   */
+  insert(link: Link): Promise<'ok' | 'subject_taken' | 'source_taken'>
+  get(source: string, subject: string): Promise<Link | null>
+  /** The user's links, in no particular order. */
+  list(userId: string): Promise<Link[]>
+  /** Every link, in no particular order (export). */
+  all(): Promise<Link[]>
+  /** Replaces the orgs the link's source granted; false: no such link. */
+  setOrgs(source: string, subject: string, orgs: Record<string, OrgRole>): Promise<boolean>
+  /** Deletes it and its place under its user; false: none. */
+  remove(source: string, subject: string): Promise<boolean>
 }
 
 export interface UserStorage {
@@ -353,6 +370,7 @@ export interface Storage {
   readonly orgs: OrgStorage
   readonly groups: GroupStorage
   readonly users: UserStorage
+  readonly links: LinkStorage
   readonly accessKeys: AccessKeyStorage
   readonly privateTokens: PrivateTokenStorage
   readonly bearerTokens: BearerTokenStorage

@@ -56,6 +56,7 @@ export async function planImport (
   const users = new Map<string, string>()
   const usernames = new Map<string, number>()
   const groupNames = new Map<string, number>()
+  const linkSources = new Map<string, number>()
   let lastAudit: [number, number] | null = null
   for (const { line, record: r } of parsed.records) {
     const id = `${r.kind} ${recordId(r)}`
@@ -74,6 +75,12 @@ export async function planImport (
       const other = groupNames.get(key)
       if (other !== undefined) throw new TransferProblem(line, `group name ${JSON.stringify(r.group.name)} is already on line ${other}`)
       groupNames.set(key, line)
+    }
+    if (r.kind === 'link') {
+      const key = `${r.link.user_id} ${r.link.source}`
+      const other = linkSources.get(key)
+      if (other !== undefined) throw new TransferProblem(line, `user ${r.link.user_id} already has a link of ${r.link.source} on line ${other}`)
+      linkSources.set(key, line)
     }
     if (r.kind === 'audit') {
       const at = auditId(r.id)!
@@ -99,6 +106,10 @@ export async function planImport (
     if (r.kind === 'group' && !exists[i]) {
       const holder = await target.groupNameOwner(groupNameKey(r.group.org, r.group.name.toLowerCase()))
       if (holder !== null && holder !== r.group.id) throw new TransferProblem(line, `group ${JSON.stringify(r.group.name)} belongs to another group (${holder}) in ${target.where}`)
+    }
+    if (r.kind === 'link' && !exists[i]) {
+      const held = await target.linkOf(r.link.user_id, r.link.source)
+      if (held !== null) throw new TransferProblem(line, `user ${r.link.user_id} already has a link of ${r.link.source} (${held}) in ${target.where}`)
     }
     if (exists[i]) { plan.skipped[r.kind] = (plan.skipped[r.kind] ?? 0) + 1; continue }
     if ((r.kind === 'bearer_token' || r.kind === 'session') && r.expires <= now) { plan.expired++; continue }

@@ -26,7 +26,7 @@
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
 import type { StoredKey, StoredUser } from './ports.js'
-import type { Factor, Group, Org, StoredPasskey } from './model.js'
+import type { Factor, Group, Link, Org, StoredPasskey } from './model.js'
 
 export const FORMAT = 'sidegate-store'
 export const FORMAT_VERSION = 2
@@ -48,6 +48,8 @@ export type TransferRecord =
   /** a group (its members are on the user records: `user.groups`, every source) */
   | { kind: 'group', group: Group }
   | { kind: 'user', user: StoredUser }
+  /** an account elsewhere (OIDC, LDAP) linked to a user */
+  | { kind: 'link', link: Link }
   | { kind: 'access_key', key: StoredKey, last_used: string | null }
   /**
    * the user's own token: its lookup hash (null in old records) and the token sealed (additional data `pt:<user id>`)
@@ -79,7 +81,7 @@ export type Kind = TransferRecord['kind']
 
 /** The kinds in the file's order, with the words a summary uses. */
 export const KINDS: ReadonlyArray<[Kind, string, string]> = [
-  ['org', 'org', 'orgs'], ['group', 'group', 'groups'], ['user', 'user', 'users'], ['access_key', 'access key', 'access keys'],
+  ['org', 'org', 'orgs'], ['group', 'group', 'groups'], ['user', 'user', 'users'], ['link', 'link', 'links'], ['access_key', 'access key', 'access keys'],
   ['private_token', 'private token', 'private tokens'], ['private_token_lookup', 'token lookup entry', 'token lookup entries'],
   ['private_token_imported', 'imported token hash', 'imported token hashes'], ['bearer_token', 'bearer token', 'bearer tokens'],
   ['session', 'session', 'sessions'], ['totp', 'second factor', 'second factors'], ['recovery_code', 'recovery code', 'recovery codes'],
@@ -103,6 +105,8 @@ export interface StoreTransfer {
   exists(records: TransferRecord[]): Promise<boolean[]>
   /** The id of the group holding the name key (groupNameKey), or null. */
   groupNameOwner(nameKey: string): Promise<string | null>
+  /** The subject the user's link of `source` holds, or null. */
+  linkOf(userId: string, source: string): Promise<string | null>
   /** The id of the user holding the lowercase username, or null. */
   usernameOwner(usernameLower: string): Promise<string | null>
   /** Writes the records (none of them in the store) and records `keyCheck` when the store has none. */
@@ -130,6 +134,7 @@ export function recordId (r: TransferRecord): string {
     case 'org': return r.org.id
     case 'group': return r.group.id
     case 'user': return r.user.id
+    case 'link': return `${r.link.source} ${r.link.subject}`
     case 'access_key': return r.key.id
     case 'private_token': case 'totp': return r.user_id
     case 'private_token_lookup': case 'private_token_imported': case 'bearer_token': case 'session': return r.hash
@@ -145,6 +150,7 @@ export function recordId (r: TransferRecord): string {
 export function ownerOf (r: TransferRecord): string | null {
   switch (r.kind) {
     case 'access_key': return r.key.user_id
+    case 'link': return r.link.user_id
     case 'private_token': case 'private_token_lookup': case 'bearer_token': case 'session': case 'totp': case 'recovery_code': return r.user_id
     case 'passkey': return r.passkey.user_id
     default: return null
@@ -256,6 +262,16 @@ function checkRecord (v: unknown): TransferRecord {
         if (!isObj(groups) || !Object.values(groups).every((ids) => Array.isArray(ids) && ids.every((x) => typeof x === 'string' && x !== ''))) {
           throw new Error('user.groups must be an object of source → list of group ids')
         }
+      }
+      break
+    }
+    case 'link': {
+      const raw = f.obj('link')
+      const l = new Fields(raw, 'link.')
+      l.str('source'); l.str('subject'); l.str('user_id'); l.str('date_created')
+      if (raw.provisioned !== undefined && typeof raw.provisioned !== 'boolean') throw new Error('link.provisioned must be true or false')
+      if (raw.orgs !== undefined && (!isObj(raw.orgs) || !Object.values(raw.orgs).every((x) => x === 'admin' || x === 'user'))) {
+        throw new Error('link.orgs must be an object of org id → admin or user')
       }
       break
     }

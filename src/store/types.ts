@@ -14,6 +14,7 @@ import type { Audit } from './policy/audit.js'
 import type { BearerTokens } from './policy/bearer-tokens.js'
 import type { Groups } from './policy/groups.js'
 import type { Limits } from './policy/limits.js'
+import type { Links } from './policy/links.js'
 import type { Locks } from './policy/locks.js'
 import type { Mfa } from './policy/mfa.js'
 import type { Passkeys } from './policy/passkeys.js'
@@ -37,6 +38,8 @@ export interface Store {
   readonly groups: Aggregate<Groups>
   /** records, lookups (cached in process, `lookup` at once on a hit), state; disabling ends the user's sessions */
   readonly users: Aggregate<Users>
+  /** accounts elsewhere (OIDC, LDAP) linked to users, by (source, subject): one per source per user */
+  readonly links: Aggregate<Links>
   /** scrypt hashes, imported Django hashes; a change ends the user's sessions and unused bearer tokens */
   readonly passwords: Aggregate<Passwords>
   readonly accessKeys: Aggregate<AccessKeys>

@@ -17,6 +17,7 @@ import type { Context } from './context.js'
 import { GroupTable } from './group-table.js'
 import { Groups } from './groups.js'
 import { Limits } from './limits.js'
+import { Links } from './links.js'
 import { Locks } from './locks.js'
 import { Mfa } from './mfa.js'
 import { Passkeys } from './passkeys.js'
@@ -47,6 +48,7 @@ export class PolicyStore implements RunningStore {
   readonly orgs: Orgs
   readonly groups: Groups
   readonly users: Users
+  readonly links: Links
   readonly passwords: Passwords
   readonly accessKeys: AccessKeys
   readonly privateTokens: PrivateTokens
@@ -78,6 +80,7 @@ export class PolicyStore implements RunningStore {
     this.orgs = new Orgs(c)
     this.groups = new Groups(c)
     this.users = new Users(c)
+    this.links = new Links(c)
     this.passwords = new Passwords(c)
     this.accessKeys = new AccessKeys(c)
     this.privateTokens = new PrivateTokens(c)

@@ -181,6 +181,12 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`, flag),
 
+  /** Deletes field ARGV[1] of the hash KEYS[1] only while it holds ARGV[2]. True: deleted. */
+  hdelIfEqual: script<[field: string, value: string], boolean>(`
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1`, flag),
+
   /** Adds ARGV[1] to the set KEYS[1] unless it already has ARGV[2] members (0: no cap). True: added. */
   addCapped: script<[member: string, max: number], boolean>(`
 local max = tonumber(ARGV[2])

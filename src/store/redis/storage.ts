@@ -13,6 +13,7 @@ import { RedisAccessKeys } from './access-keys.js'
 import { RedisAudit } from './audit.js'
 import { RedisBearerTokens } from './bearer-tokens.js'
 import { RedisGroups } from './groups.js'
+import { RedisLinks } from './links.js'
 import { createRedisClient, type RedisClient } from './connect.js'
 import type { RedisContext } from './context.js'
 import { PubSub } from './invalidation.js'
@@ -49,6 +50,7 @@ export class RedisStorage implements Storage, RedisContext {
   readonly invalidation: PubSub
   readonly orgs = new RedisOrgs(this)
   readonly groups = new RedisGroups(this)
+  readonly links = new RedisLinks(this)
   readonly users = new RedisUsers(this)
   readonly accessKeys = new RedisAccessKeys(this)
   readonly privateTokens = new RedisPrivateTokens(this)

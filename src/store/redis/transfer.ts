@@ -13,7 +13,7 @@ import { groupNameKey, type StoredKey, type StoredSession, type StoredUser } fro
 import { KEY_CHECK, openPrivateToken, sealPrivateToken } from '../secret/records.js'
 import { KeyCheckError } from '../secret/check.js'
 import { auditAfter, auditId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
-import type { Group, Org } from '../model.js'
+import type { Group, Link, Org } from '../model.js'
 import type { RedisClient } from './connect.js'
 import { scanKeys } from './context.js'
 import { RedisKeyRecords } from './key-records.js'
@@ -50,6 +50,7 @@ export class RedisTransfer implements StoreTransfer {
       if (group !== null) groups.push({ kind: 'group', group })
     }
     const users: TransferRecord[] = []
+    const links: TransferRecord[] = []
     const keys: TransferRecord[] = []
     const tokens: TransferRecord[] = []
     const bearer: TransferRecord[] = []
@@ -63,6 +64,11 @@ export class RedisTransfer implements StoreTransfer {
       if (Array.isArray(user.orgs)) user.orgs = {}
       normalizeGroups(user)
       users.push({ kind: 'user', user })
+      const held = await r.hgetall(this.#k('user-links', uid))
+      for (const [source, subject] of Object.entries(held).sort()) {
+        const link = await this.#json<Link>(this.#k('link', `${source} ${subject}`))
+        if (link !== null && link.user_id === uid) links.push({ kind: 'link', link })
+      }
       for (const id of (await r.smembers(this.#k('user-aks', uid))).sort()) {
         const [raw, used] = await Promise.all([r.get(this.#k('ak', id)), r.get(this.#k('ak-used', id))])
         if (raw !== null) keys.push({ kind: 'access_key', key: JSON.parse(raw) as StoredKey, last_used: used })
@@ -117,7 +123,8 @@ export class RedisTransfer implements StoreTransfer {
       from = `(${batch[batch.length - 1][0]}`
     }
     return [
-      ...orgs, ...groups, ...users, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions, ...factors,
+      ...orgs, ...groups, ...users, ...links, ...keys, ...tokens, ...lookups, ...imported, ...bearer, ...sessions,
+      ...factors,
       ...passkeys,
       ...(jwks.rev > 0 ? [{ kind: 'signing_keys', set: jwks } as const] : []), ...legacy, ...audit
     ]
@@ -134,6 +141,7 @@ export class RedisTransfer implements StoreTransfer {
       case 'org': return this.#k('org', r.org.id)
       case 'group': return this.#k('group', r.group.id)
       case 'user': return this.#k('user', r.user.id)
+      case 'link': return this.#k('link', `${r.link.source} ${r.link.subject}`)
       case 'access_key': return this.#k('ak', r.key.id)
       case 'private_token': return this.#k('user-pt', r.user_id)
       case 'private_token_lookup': return this.#k('pt', r.hash)
@@ -166,6 +174,10 @@ export class RedisTransfer implements StoreTransfer {
     return await this.redis.get(this.#k('group-name', nameKey))
   }
 
+  async linkOf (userId: string, source: string): Promise<string | null> {
+    return await this.redis.hget(this.#k('user-links', userId), source)
+  }
+
   async usernameOwner (usernameLower: string): Promise<string | null> {
     return await this.redis.get(this.#k('uname', usernameLower))
   }
@@ -192,6 +204,10 @@ export class RedisTransfer implements StoreTransfer {
           await r.set(this.#k('uname', x.user.username.toLowerCase()), x.user.id, 'NX')
           await r.set(this.#keyOf(x), JSON.stringify(x.user), 'NX')
           await r.sadd(this.#k('users'), x.user.id)
+          break
+        case 'link':
+          await r.set(this.#keyOf(x), JSON.stringify(x.link), 'NX')
+          await r.hsetnx(this.#k('user-links', x.link.user_id), x.link.source, x.link.subject)
           break
         case 'access_key':
           await r.set(this.#keyOf(x), JSON.stringify(x.key), 'NX')

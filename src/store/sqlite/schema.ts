@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 5
+export const SCHEMA_VERSION = 6
 
 export type Db = Database.Database
 
@@ -65,6 +65,14 @@ CREATE INDEX passkeys_user ON passkeys (user_id);
     to: 5,
     sql: `
 CREATE TABLE groups (id TEXT PRIMARY KEY, name_key TEXT NOT NULL UNIQUE, json TEXT NOT NULL) WITHOUT ROWID;
+`
+  },
+  // links of accounts elsewhere (OIDC, LDAP) to users: one per (source, subject), one per source per user
+  {
+    to: 6,
+    sql: `
+CREATE TABLE links (source TEXT NOT NULL, subject TEXT NOT NULL, user_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (source, subject)) WITHOUT ROWID;
+CREATE UNIQUE INDEX links_user ON links (user_id, source);
 `
   }
 ]

@@ -14,6 +14,7 @@ import type { Storage } from '../ports.js'
 import { SqliteAccessKeys } from './access-keys.js'
 import { SqliteAudit } from './audit.js'
 import { SqliteGroups } from './groups.js'
+import { SqliteLinks } from './links.js'
 import { SqliteBearerTokens } from './bearer-tokens.js'
 import type { SqlContext } from './context.js'
 import { InvalidationLog } from './invalidation.js'
@@ -49,6 +50,7 @@ export class SqliteStorage implements Storage, SqlContext {
   readonly orgs = new SqliteOrgs(this)
   readonly groups = new SqliteGroups(this)
   readonly users = new SqliteUsers(this)
+  readonly links = new SqliteLinks(this)
   readonly accessKeys = new SqliteAccessKeys(this)
   readonly privateTokens = new SqlitePrivateTokens(this)
   readonly bearerTokens = new SqliteBearerTokens(this)

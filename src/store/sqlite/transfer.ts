@@ -9,7 +9,7 @@ import { JWKS_KEY, parseKeySet } from '../keyset.js'
 import { groupNameKey, type StoredKey, type StoredUser } from '../ports.js'
 import { KEY_CHECK } from '../secret/records.js'
 import { auditAfter, auditId, recordId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
-import type { Group, Org, StoredPasskey } from '../model.js'
+import type { Group, Link, Org, StoredPasskey } from '../model.js'
 import { factorsColumn, factorsOf } from './context.js'
 import { SqliteKeyRecords } from './key-records.js'
 import { openDatabase } from './schema.js'
@@ -35,6 +35,7 @@ export class SqliteTransfer implements StoreTransfer {
       for (const r of all<{ json: string }>('SELECT json FROM orgs ORDER BY id')) out.push({ kind: 'org', org: parse<Org>(r.json) })
       for (const r of all<{ json: string }>('SELECT json FROM groups ORDER BY id')) out.push({ kind: 'group', group: parse<Group>(r.json) })
       for (const r of all<{ json: string }>('SELECT json FROM users ORDER BY id')) out.push({ kind: 'user', user: parse<StoredUser>(r.json) })
+      for (const r of all<{ json: string }>('SELECT json FROM links ORDER BY source, subject')) out.push({ kind: 'link', link: parse<Link>(r.json) })
       for (const r of all<{ json: string, last_used: string | null }>('SELECT json, last_used FROM access_keys ORDER BY id')) {
         out.push({ kind: 'access_key', key: parse<StoredKey>(r.json), last_used: r.last_used })
       }
@@ -80,6 +81,7 @@ export class SqliteTransfer implements StoreTransfer {
           case 'org': return has('orgs WHERE id = ?', r.org.id)
           case 'group': return has('groups WHERE id = ?', r.group.id)
           case 'user': return has('users WHERE id = ?', r.user.id)
+          case 'link': return s.st('SELECT 1 FROM links WHERE source = ? AND subject = ?').get(r.link.source, r.link.subject) !== undefined
           case 'access_key': return has('access_keys WHERE id = ?', r.key.id)
           case 'private_token': return has('pt_user WHERE user_id = ?', r.user_id)
           case 'private_token_lookup': return has('pt_lookup WHERE hash = ?', r.hash)
@@ -101,6 +103,10 @@ export class SqliteTransfer implements StoreTransfer {
     return this.s.ungated(() => (this.s.st('SELECT id FROM groups WHERE name_key = ?').pluck().get(nameKey) as string | undefined) ?? null)
   }
 
+  async linkOf (userId: string, source: string): Promise<string | null> {
+    return this.s.ungated(() => (this.s.st('SELECT subject FROM links WHERE user_id = ? AND source = ?').pluck().get(userId, source) as string | undefined) ?? null)
+  }
+
   async usernameOwner (usernameLower: string): Promise<string | null> {
     return this.s.ungated(() => (this.s.st('SELECT id FROM users WHERE username_lower = ?').pluck().get(usernameLower) as string | undefined) ?? null)
   }
@@ -116,6 +122,7 @@ export class SqliteTransfer implements StoreTransfer {
           case 'org': run('INSERT INTO orgs (id, json) VALUES (?, ?)', r.org.id, JSON.stringify(r.org)); break
           case 'group': run('INSERT INTO groups (id, name_key, json) VALUES (?, ?, ?)', r.group.id, groupNameKey(r.group.org, r.group.name.toLowerCase()), JSON.stringify(r.group)); break
           case 'user': run('INSERT INTO users (id, username_lower, json) VALUES (?, ?, ?)', r.user.id, r.user.username.toLowerCase(), JSON.stringify(r.user)); break
+          case 'link': run('INSERT INTO links (source, subject, user_id, json) VALUES (?, ?, ?, ?)', r.link.source, r.link.subject, r.link.user_id, JSON.stringify(r.link)); break
           case 'access_key': run('INSERT INTO access_keys (id, user_id, json, last_used) VALUES (?, ?, ?, ?)', r.key.id, r.key.user_id, JSON.stringify(r.key), r.last_used); break
           case 'private_token': run('INSERT INTO pt_user (user_id, stored) VALUES (?, ?)', r.user_id, r.hash === null ? r.sealed : `${r.hash}:${r.sealed}`); break
           case 'private_token_lookup': run('INSERT INTO pt_lookup (hash, user_id) VALUES (?, ?)', r.hash, r.user_id); break
