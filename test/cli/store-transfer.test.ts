@@ -36,7 +36,7 @@ let original = ''
 t.test('export: a header with the key check value, then every record; nothing decrypted, nothing expired', async (t) => {
   const r = await cliIn(o.dir, ['store', 'export', '--out', exportFile], { env })
   t.equal(r.code, 0, r.stderr)
-  t.match(r.stdout, /exported \d+ records from the store file .*store\.db to .*store\.ndjson: 1 org, 2 groups, 2 users, 1 access key, 2 private tokens/)
+  t.match(r.stdout, /exported \d+ records from the store file .*store\.db to .*store\.ndjson: 1 org, 2 groups, 2 users, 1 link, 1 access key, 2 private tokens/)
   original = readFileSync(exportFile, 'utf8')
   t.equal(statSync(exportFile).mode & 0o777, 0o600, 'the file is its owner\'s only')
   const all = lines(original)
@@ -47,7 +47,7 @@ t.test('export: a header with the key check value, then every record; nothing de
   t.notOk(new Keyring(OTHER).storeFileMac(body) === all[all.length - 1].mac, 'a MAC another key cannot make')
   t.ok(Date.parse(String(all[0].exported)) > Date.now() - 60_000, 'exported: an ISO time')
   const kinds = all.slice(1, -1).map((x) => x.kind)
-  for (const k of ['org', 'group', 'user', 'access_key', 'private_token', 'private_token_lookup', 'private_token_imported', 'bearer_token', 'session', 'totp', 'recovery_code', 'passkey', 'signing_keys', 'key_legacy', 'audit']) t.ok(kinds.includes(k), `a ${k} record`)
+  for (const k of ['org', 'group', 'user', 'link', 'access_key', 'private_token', 'private_token_lookup', 'private_token_imported', 'bearer_token', 'session', 'totp', 'recovery_code', 'passkey', 'signing_keys', 'key_legacy', 'audit']) t.ok(kinds.includes(k), `a ${k} record`)
   t.equal(kinds.filter((k) => k === 'bearer_token').length, 1, 'the expired bearer token is left out')
   t.equal(kinds.filter((k) => k === 'session').length, 1, 'the expired session too')
   for (const [what, v] of [['access-key secret', o.secret], ['private token', o.ptAlice], ['imported token', o.ptBob], ['bearer token', o.bearerLive.token], ['session id', o.session.id], ['signing key', o.sk.private!.d], ['TOTP secret', o.totp], ['recovery code', o.recovery[0].replace('-', '')]]) {
@@ -88,7 +88,7 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   t.equal(merged.code, 0, merged.stderr)
   // what was deleted since the export comes back: here the bearer
   // token and the recovery code the checks used (docs/cli.md says so)
-  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 27 skipped \(already there: 1 org, 2 groups, 2 users, 1 access key, 2 private tokens/)
+  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 28 skipped \(already there: 1 org, 2 groups, 2 users, 1 link, 1 access key, 2 private tokens/)
   t.match(merged.stdout, /privileged: line \d+: adds bearer token .*\(--allow-takeover, allowed\)/)
   const merged1 = data()
   // rows by content (a table keyed by two columns, mfa_recovery, shifts the snapshot's names)
@@ -136,6 +136,16 @@ t.test('refused, exit 2, nothing written: another secret key, a store that holds
   const sameName = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(sameName.code, 2)
   t.match(sameName.stderr, new RegExp(`line ${gAt + 2}: group name "DEVELOPERS" is already on line ${gAt + 1}`), 'a group name given twice')
+  // a second link of one provider for one user (another subject): refused, as the store itself refuses it
+  const two = original.split('\n').filter((l) => !l.startsWith('{"mac":'))
+  const lAt = two.findIndex((l) => l.includes('"kind":"link"'))
+  const lRec = JSON.parse(two[lAt]) as { link: Record<string, unknown> }
+  two.splice(lAt + 1, 0, JSON.stringify({ kind: 'link', link: { ...lRec.link, subject: 'another-sub' } }))
+  writeFileSync(badFile, resign(two.join('\n')))
+  const twoLinks = await cliIn(empty.dir, ['store', 'import', badFile], { env })
+  t.equal(twoLinks.code, 2)
+  t.match(twoLinks.stderr, new RegExp(`line ${lAt + 2}: user .* already has a link of oidc:corp on line ${lAt + 1}`), 'two links of one provider for one user')
+  t.same(fileSnapshot(empty.path), {}, 'nothing written')
   writeFileSync(badFile, resign(original.split('\n').slice(1).join('\n')))
   const headless = await cliIn(empty.dir, ['store', 'import', badFile], { env })
   t.equal(headless.code, 2)

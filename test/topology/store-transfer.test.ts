@@ -65,7 +65,7 @@ t.test('Redis → a new embedded store (through a pipe): every record again', as
   const r = await cliIn(back.dir, ['store', 'import', '-'], { env, stdin: out.stdout })
   t.equal(r.code, 0, r.stderr)
   // the gateway started on the Redis copy added its Default org
-  t.match(r.stdout, /^imported standard input into the store file .*: 2 orgs, 2 groups, 2 users, 1 access key, 2 private tokens/)
+  t.match(r.stdout, /^imported standard input into the store file .*: 2 orgs, 2 groups, 2 users, 1 link, 1 access key, 2 private tokens/)
   const s = await openSqlite(back.path)
   t.teardown(() => s.close())
   await checkCredentials(t, s, o, 'SQLite again')
@@ -97,7 +97,7 @@ t.test('refused by Redis, exit 2, no key written: another secret key, a store th
   t.equal(merged.code, 0, merged.stderr)
   // what was deleted since the export comes back: here the bearer
   // token and the recovery code the checks used (docs/cli.md says so)
-  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 27 skipped \(already there: 1 org, 2 groups, 2 users, 1 access key, 2 private tokens/)
+  t.match(merged.stdout, /: 1 bearer token, 1 recovery code; 28 skipped \(already there: 1 org, 2 groups, 2 users, 1 link, 1 access key, 2 private tokens/)
   const merged1 = await data()
   t.same(Object.keys(merged1).filter((k) => !(k in before)).map((k) => k.slice(red.prefix.length).split(':')[0]), ['bt'], '--merge: only the missing record written')
   // the indexes written to: the user's bearer tokens, and the set of recovery codes the used one is back in
