@@ -9,6 +9,7 @@ import { hashPassword, isLegacyHash, verifyPassword } from '../crypto.js'
 import { addressBucket, prefixBuckets } from '../http/address.js'
 import type { Store, User } from '../store/types.js'
 import { CheckGate, type CheckGateOptions } from './check-gate.js'
+import { DirectoryUnavailable, type Directories } from './ldap/index.js'
 
 /** auth.password_checks: the gate's bounds and the networks a client address also counts in. */
 export type PasswordChecksOptions = CheckGateOptions & {
@@ -53,7 +54,9 @@ export class PasswordChecker {
     private readonly lockout: LockoutOptions = { max_failures: 0, window: 1 },
     /** records login.succeeded, login.failed and login.locked_out (src/observability/audit.ts) */
     private readonly audit: Auditor | null = null,
-    gate: PasswordChecksOptions = UNBOUNDED
+    gate: PasswordChecksOptions = UNBOUNDED,
+    /** sign_in.ldap: directories that may vouch for a password (./ldap/) */
+    private readonly directories: Directories | null = null
   ) {
     this.#gate = new CheckGate(gate)
     // narrowest first: the widest is the lane a waiting check is queued in
@@ -106,7 +109,8 @@ export class PasswordChecker {
         throw E.tooManyAttempts(a.retryAfter)
       }
     }
-    const subject = `${username.toLowerCase()}\n${bucket}`
+    // `corp\alice` and `alice@corp` count as alice: another spelling is no other budget
+    const subject = `${(this.directories?.route(username).name ?? username).toLowerCase()}\n${bucket}`
     let count = 0
     if (max > 0) {
       const a = await this.store.limits.countLoginAttempt(subject, window, max)
@@ -116,7 +120,7 @@ export class PasswordChecker {
         throw E.tooManyAttempts(a.retryAfter)
       }
     }
-    const user = await this.check(username, password)
+    const user = await this.#verify(username, password, ctx, via)
     if (user === null) {
       this.audit?.record({ event: 'login.failed', ctx, username, authMethod: 'password', via, reason: 'authentication_failed' })
       // the max-th failure: from now on this pair is refused for a whole window (the script restarted it)
@@ -137,6 +141,30 @@ export class PasswordChecker {
     this.#gate.succeeded(bucket)
     this.audit?.record({ event: 'login.succeeded', ctx, user, authMethod: 'password', via })
     return user
+  }
+
+  /**
+   * The local hash and the directories in sign_in.password_order. A local user
+   * keeps working while every directory is down; otherwise no directory
+   * answering is 503 directory_unavailable (never a 401 that did not check).
+   */
+  async #verify (username: string, password: string, ctx: PasswordContext, via: PasswordUse): Promise<User | null> {
+    const d = this.directories
+    if (d === null || d.list.length === 0) return await this.check(username, password)
+    const directory = async (): Promise<User | null | DirectoryUnavailable> => {
+      try { return await d.signIn(username, password, ctx, via) } catch (err) {
+        if (err instanceof DirectoryUnavailable) return err
+        throw err
+      }
+    }
+    const local = d.order === 'local_first' ? await this.check(username, password) : null
+    if (local !== null) return local
+    const answer = await directory()
+    if (answer !== null && !(answer instanceof DirectoryUnavailable)) return answer
+    const after = d.order === 'directory_first' ? await this.check(username, password) : null
+    if (after !== null) return after
+    if (answer instanceof DirectoryUnavailable) throw E.directoryUnavailable(answer.retryAfter)
+    return null
   }
 
   /**

@@ -28,6 +28,7 @@ import { UnusedKeys } from '../admin/unused-keys.js'
 import type { Store } from '../store/types.js'
 import type { Tracer } from '../observability/tracing.js'
 import { logHandshakeFailures, serverTlsOptions, TlsFiles } from './tls.js'
+import { Directories } from '../auth/ldap/index.js'
 
 export interface GatewayOptions {
   config: Config
@@ -104,6 +105,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const isDraining = (): boolean => draining
   const audit = opts.audit ??
     new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
+  const directories = config.sign_in.ldap.length === 0 ? null : new Directories(config.sign_in, log, store, audit)
   const build = (c: Config): Handlers => {
     for (const w of configWarningList(c)) {
       log.warn(
@@ -117,7 +119,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const sso = sessionScope(c.session.cookies, policy)
     const router = createRouter({
-      config: c, store, auth, crossSite, sso, draining: isDraining, ready, identity, audit
+      config: c, store, auth, crossSite, sso, draining: isDraining, ready, identity, audit, directories
     })
     const pipeline = createPipeline({
       config: c,

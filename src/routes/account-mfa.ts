@@ -207,7 +207,8 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
     if (Date.now() - s.created < FRESH_LOGIN_MS && given === '') return
     if (given === '') throw E.passwordRequired()
     try {
-      await passwords.login(user.username, given, ctx, 'confirm')
+      // a directory may answer for another user of that name: only the signed-in one confirms
+      if ((await passwords.login(user.username, given, ctx, 'confirm')).id !== user.id) throw E.passwordIncorrect()
     } catch (err) {
       if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
       throw err

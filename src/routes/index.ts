@@ -36,6 +36,7 @@ import { Router as PathRouter } from '../http/router.js'
 import { FormatRegistry, type TObject } from '@sinclair/typebox'
 import { isUuid } from '../http/uuid.js'
 import { Value } from '@sinclair/typebox/value'
+import type { Directories } from '../auth/ldap/index.js'
 
 export type { Route, RouteAuth, RequestContext, ServedRoute } from './types.js'
 
@@ -55,6 +56,8 @@ export interface RouterOptions {
   identity?: IdentitySigner | null
   /** the audit trail (src/observability/audit.ts) */
   audit?: Auditor
+  /** sign_in.ldap (made once per process: its servers' state outlives a reload) */
+  directories?: Directories | null
 }
 
 export interface Router {
@@ -74,7 +77,7 @@ export function createRouter (o: RouterOptions): Router {
   const upstream = config.upstream.url !== null
   // off (audit.log and audit.stream false): the routes do not even look up what an event would name
   const audit = o.audit?.off === false ? o.audit : undefined
-  const passwords = new PasswordChecker(store, config.auth.lockout, audit, config.auth.password_checks)
+  const passwords = new PasswordChecker(store, config.auth.lockout, audit, config.auth.password_checks, o.directories)
   const mfa = new SecondFactor(store, config.auth.mfa, config.auth.lockout, audit ?? null)
   const passkeys = new PasskeyCeremonies(store, config.auth.webauthn, config.auth.lockout, audit ?? null)
   const assets = ownAssets()
