@@ -81,7 +81,8 @@ function overview (): string {
     line('store export|import|backup', 'move every record between stores (embedded file, Redis); copy the file'),
     line('jwk rotate|list', 'the signing keys of the identity JWT (identity.jwt)'),
     line('audit tail', 'print (or follow) the audit stream (audit.stream)'),
-    line('config check|defaults|schema', 'check gateway.yml, print the default file or its JSON Schema')
+    line('config check|defaults|schema', 'check gateway.yml, print the default file or its JSON Schema'),
+    line('ldap test ID USERNAME', 'ask a directory of sign_in.ldap for a user, step by step')
   ].join('\n')
 }
 
@@ -263,6 +264,16 @@ ${GLOBAL}`,
                        prints the JSON Schema (draft 2020-12) of gateway.yml, for editors and CI;
                        rules across keys are config check's alone
 
+${GLOBAL}`,
+  ldap: `Usage:
+  sidegate ldap test <id> <username> [--password-stdin]
+                       asks the directory sign_in.ldap <id> for <username>, step by step:
+                       each server (connect, TLS), the service bind, the search, the entry's
+                       id, name and email, its groups and the orgs they map to; with
+                       --password-stdin also the user's bind. Says where it failed; never
+                       prints a password. Exit 0 found (and bound), 1 not, 2 usage.
+                       Needs no secret key and no store.
+
 ${GLOBAL}`
 }
 
@@ -273,7 +284,8 @@ export const SUBCOMMANDS: Record<string, string[]> = {
   jwk: ['rotate', 'list'],
   audit: ['tail'],
   store: ['export', 'import', 'backup'],
-  config: ['check', 'defaults', 'schema']
+  config: ['check', 'defaults', 'schema'],
+  ldap: ['test']
 }
 
 for (const [group, { footer }] of Object.entries(ADMIN_GROUPS)) {

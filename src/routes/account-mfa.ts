@@ -210,7 +210,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       // a directory may answer for another user of that name: only the signed-in one confirms
       if ((await passwords.login(user.username, given, ctx, 'confirm')).id !== user.id) throw E.passwordIncorrect()
     } catch (err) {
-      if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
+      if (err instanceof GatewayError && (err.code === 'authentication_failed' || err.code === 'sso_not_linked')) throw E.passwordIncorrect()
       throw err
     }
   }

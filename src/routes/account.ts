@@ -152,7 +152,7 @@ export function accountApiRoutes (store: Store, passwords: PasswordChecker, audi
       // a directory may answer for another user of that name: only the signed-in one confirms
       if ((await passwords.login(ctx.identity!.user.username, password, ctx, 'confirm')).id !== ctx.identity!.user.id) throw E.passwordIncorrect()
     } catch (err) {
-      if (err instanceof GatewayError && err.code === 'authentication_failed') throw E.passwordIncorrect()
+      if (err instanceof GatewayError && (err.code === 'authentication_failed' || err.code === 'sso_not_linked')) throw E.passwordIncorrect()
       throw err
     }
   }

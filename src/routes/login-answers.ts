@@ -13,7 +13,7 @@ const RETRY = { 'Retry-After': ref('headers', 'RetryAfter') }
 /** The sign-in forms' errors. */
 export const PAGE_ERRORS = {
   400: { description: 'A bad body; a form post: the form again with its error.', codes: ['required', 'parse_error', 'bad_request'], page: true },
-  403: 'CsrfFailed',
+  403: 'SignInForbidden',
   413: 'PayloadTooLarge',
   415: 'UnsupportedMediaType',
   429: { description: 'Locked out for a while; a form post: the form again with its error.', codes: ['too_many_attempts'], headers: RETRY, page: true },

@@ -90,6 +90,7 @@ const SHARED_ERRORS: Record<SharedErrors, { description: string, codes: ErrorCod
   LoginFailed: { description: 'Wrong credentials.', codes: ['authentication_failed'], headers: WWW_AUTHENTICATE },
   Forbidden: { description: 'Forbidden.', codes: ['org_forbidden', 'permission_denied', 'csrf_failed', 'ip_not_allowed'] },
   CsrfFailed: { description: 'CSRF check failed.', codes: ['csrf_failed'] },
+  SignInForbidden: { description: 'CSRF check failed, or a directory (sign_in.ldap) vouched for an account that may not sign in here.', codes: ['csrf_failed', 'sso_not_linked'] },
   CredentialForbidden: { description: 'CSRF check failed, or an access key used from an address it does not allow.', codes: ['csrf_failed', 'ip_not_allowed'] },
   IpNotAllowed: { description: 'An access key used from an address it does not allow.', codes: ['ip_not_allowed'] },
   NotFound: { description: 'No such resource of the caller.', codes: ['not_found'] },
@@ -98,8 +99,8 @@ const SHARED_ERRORS: Record<SharedErrors, { description: string, codes: ErrorCod
   UnsupportedMediaType: { description: 'Unsupported body type.', codes: ['unsupported_media_type'] },
   TooManyAttempts: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: RETRY_AFTER },
   CheckUnavailable: {
-    description: 'Try again shortly: the store, a drain, or too many passwords being checked at once (the check gate).',
-    codes: ['store_unavailable', 'shutting_down', 'busy'],
+    description: 'Try again shortly: the store, a drain, too many passwords being checked at once (the check gate), or no server of a directory (sign_in.ldap) answering.',
+    codes: ['store_unavailable', 'shutting_down', 'busy', 'directory_unavailable'],
     headers: RETRY_AFTER
   },
   RateLimited: { description: 'Over the rate limit (rate_limit on).', codes: ['rate_limited'], headers: RETRY_AFTER },

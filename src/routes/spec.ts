@@ -31,7 +31,7 @@ export const redirectTo = (description: string): Json => ({ description, headers
  * document; openapi.ts lists the codes of each).
  */
 export type SharedErrors = 'BadRequest' | 'BadOrg' | 'Unauthorized' | 'LoginFailed' | 'Forbidden' | 'CsrfFailed' |
-'CredentialForbidden' | 'IpNotAllowed' | 'CheckUnavailable' | 'NotFound' | 'OrgNotFound' |
+'CredentialForbidden' | 'IpNotAllowed' | 'CheckUnavailable' | 'SignInForbidden' | 'NotFound' | 'OrgNotFound' |
 'PayloadTooLarge' | 'UnsupportedMediaType' | 'TooManyAttempts' | 'RateLimited' | 'Unavailable' | 'UpstreamUnavailable' |
 'UpstreamTimeout'
 

@@ -210,8 +210,8 @@ function tokenRoute (store: Store, passwords: PasswordChecker, opts: TokenRouteO
       responses: {},
       // names.abbrev JMS: a wrong password is 400 with the PasswordFailed schema (in the description) instead of 401
       errors: opts.jumpserver
-        ? { ...BODY_ERRORS, 400: { ...MFA_BAD_REQUEST, jumpserver: true }, 401: { description: 'A wrong second factor in the one-request form (`code`).', codes: ['mfa_failed'], jumpserver: true }, 403: 'CsrfFailed', 429: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: { 'Retry-After': ref('headers', 'RetryAfter') }, jumpserver: true }, 503: 'CheckUnavailable' }
-        : { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'Wrong credentials, or a wrong second factor in the one-request form (`code`).', codes: ['authentication_failed', 'mfa_failed'] }, 403: 'CsrfFailed', 429: 'TooManyAttempts', 503: 'CheckUnavailable' },
+        ? { ...BODY_ERRORS, 400: { ...MFA_BAD_REQUEST, jumpserver: true }, 401: { description: 'A wrong second factor in the one-request form (`code`).', codes: ['mfa_failed'], jumpserver: true }, 403: 'SignInForbidden', 429: { description: 'Locked out for a while.', codes: ['too_many_attempts'], headers: { 'Retry-After': ref('headers', 'RetryAfter') }, jumpserver: true }, 503: 'CheckUnavailable' }
+        : { ...BODY_ERRORS, 400: MFA_BAD_REQUEST, 401: { description: 'Wrong credentials, or a wrong second factor in the one-request form (`code`).', codes: ['authentication_failed', 'mfa_failed'] }, 403: 'SignInForbidden', 429: 'TooManyAttempts', 503: 'CheckUnavailable' },
       schemas: {
         ...(opts.jumpserver
           ? {

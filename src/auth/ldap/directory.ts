@@ -139,7 +139,8 @@ export class Directory {
     const e = entries[0]
     const id = idOf(e[a.id])
     if (id === '') return { ok: false, why: 'no_id' }
-    return { ok: true, entry: { dn: e.dn, id, username: text(e[a.username]) || username, email: text(e[a.email]), name: text(e[a.name]), groups: [] } }
+    const entry = { dn: e.dn, id, username: text(e[a.username]) || username, email: text(e[a.email]) }
+    return { ok: true, entry: { ...entry, name: text(e[a.name]), groups: [] } }
   }
 
   /** The entry's groups, and with groups.nested their groups in turn (each once, MAX_DEPTH levels). */

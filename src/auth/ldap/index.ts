@@ -9,7 +9,7 @@
 import type { Logger } from 'pino'
 import type { SignInConfig } from '../../config/sign-in.js'
 import { E } from '../../errors.js'
-import type { Auditor } from '../../observability/audit.js'
+import type { AuditRecord, Auditor } from '../../observability/audit.js'
 import type { Store, User } from '../../store/types.js'
 import { signInExternal } from '../external.js'
 import type { PasswordContext, PasswordUse } from '../passwords.js'
@@ -25,7 +25,9 @@ export class Directories {
   readonly list: Directory[]
   readonly order: SignInConfig['password_order']
 
-  constructor (config: SignInConfig, log: Logger, private readonly store: Store, private readonly audit: Auditor | null) {
+  constructor (
+    config: SignInConfig, log: Logger, private readonly store: Store, private readonly audit: Auditor | null
+  ) {
     this.list = config.ldap.map((d) => new Directory(d, log))
     this.order = config.password_order
   }
@@ -70,9 +72,12 @@ export class Directories {
       }
       const e = answer.entry
       const c = d.config
-      const r = await signInExternal(this.store, {
-        kind: 'ldap', source: d.id, subject: e.id, username: e.username, email: e.email, emailVerified: true, name: e.name, groups: e.groups
-      }, { provision: c.provision, matchEmail: c.match_email, orgs: c.orgs }, this.audit === null ? undefined : { record: (x) => this.audit!.record(x), ctx })
+      const identity = {
+        kind: 'ldap' as const, source: d.id, subject: e.id, username: e.username, email: e.email, emailVerified: true, name: e.name, groups: e.groups
+      }
+      const audit = this.audit === null ? undefined : { record: (x: AuditRecord) => this.audit!.record(x), ctx }
+      const policy = { provision: c.provision, matchEmail: c.match_email, orgs: c.orgs }
+      const r = await signInExternal(this.store, identity, policy, audit)
       if (!r.ok) {
         this.audit?.record({ event: 'sso.refused', ctx, username: typed, source, via, reason: r.error })
         if (r.error === 'sso_not_linked') throw E.ssoNotLinked(r.reason)
