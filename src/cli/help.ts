@@ -98,7 +98,7 @@ export const HELP: Record<string, string> = {
 Commands:
 ${overview()}
 
-Run \`sidegate <command> --help\` for details. Every command but start and config needs the
+Run \`sidegate <command> --help\` for details. Every command but start, config and ldap needs the
 gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
 config): run them where the gateway runs.
 

@@ -37,7 +37,11 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   httpMethod: { pattern: '^[A-Za-z]{1,20}$' },
   // the public-suffix list is sidegate's to apply: the schema says the shape
   cookieDomain: { pattern: '^\\s*[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\s*$' },
-  portalUrl: { pattern: '^\\s*[hH][tT][tT][pP][sS]?://[^/?#\\s]+/?\\s*$' }
+  portalUrl: { pattern: '^\\s*[hH][tT][tT][pP][sS]?://[^/?#\\s]+/?\\s*$' },
+  providerId: { pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' },
+  orgId: { pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
+  ldapUrl: { pattern: '^[lL][dD][aA][pP][sS]?://[^/?#\\s]+/?$' },
+  issuerUrl: { pattern: '^[hH][tT][tT][pP][sS]?://[^/?#\\s]' }
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */

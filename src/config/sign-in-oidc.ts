@@ -1,5 +1,6 @@
 /**
- * sign_in.oidc: OpenID Connect providers (docs/oidc.md). Shapes only; a
+ * sign_in.oidc: OpenID Connect providers (not in this version yet: signInProblems
+ * refuses a non-empty list). Shapes only; a
  * provider's discovery is fetched by the gateway, never by `config check`.
  */
 import { Type as T } from '@sinclair/typebox'

@@ -10,9 +10,9 @@ import type { Problem } from './validate.js'
 
 export const signIn = section({
   password_order: oneOf(['local_first', 'directory_first'] as const, 'local_first', 'a password is checked against the user\'s local hash first, then the directories\n(local_first); or the directories first (directory_first). docs/ldap.md'),
-  oidc: T.Array(OidcProvider, { default: [], description: 'OpenID Connect providers, each a button on /login (docs/oidc.md)' }),
+  oidc: T.Array(OidcProvider, { default: [], description: 'OpenID Connect providers: not in this version yet (must be empty)' }),
   ldap: T.Array(LdapDirectory, { default: [], description: 'LDAP directories, tried in this order for a password (docs/ldap.md)' })
-}, 'Sign-in through an identity provider or a directory. A first sign-in is linked to a\nlocal user by (provider, subject), never by a name alone; docs/oidc.md, docs/ldap.md')
+}, 'Sign-in through an identity provider or a directory. A first sign-in is linked to a\nlocal user by (provider, subject), never by a name alone; docs/identity-providers.md, docs/ldap.md')
 
 export type SignInConfig = Static<typeof signIn>
 export type OidcProviderConfig = Static<typeof OidcProvider>
@@ -27,6 +27,8 @@ export function signInProblems (s: SignInConfig): Problem[] {
     if (other !== undefined) p.push({ key, message: `${JSON.stringify(v)} is taken by ${other}: ids are unique across sign_in` })
     else seen.set(v, key)
   }
+  // the shape is this version's; the sign-in itself comes with the routes (docs/identity-providers.md)
+  if (s.oidc.length > 0) p.push({ key: 'sign_in.oidc', message: 'OpenID Connect sign-in is not in this version yet: leave it empty' })
   s.oidc.forEach((o, i) => {
     const k = `sign_in.oidc[${i}]`
     id(`${k}.id`, o.id)

@@ -67,8 +67,10 @@ const directory = (over: Record<string, unknown> = {}): Record<string, unknown> 
   ...over
 })
 
-async function gateway (ldap: Array<Record<string, unknown>>, more: Record<string, unknown> = {}): Promise<TestGateway> {
-  const g = await startGateway(db.url, { sign_in: { ldap }, auth: { lockout: { max_failures: 3, window: 60 } }, ...more })
+type Doc = Record<string, unknown>
+const LOCKOUT = { lockout: { max_failures: 3, window: 60 } }
+async function gateway (ldap: Doc[], more: Doc = {}): Promise<TestGateway> {
+  const g = await startGateway(db.url, { sign_in: { ldap }, auth: LOCKOUT, ...more })
   opened.push(g)
   return g
 }
@@ -84,7 +86,8 @@ const mapped = await startGateway(db.url, {
 })
 opened.push(mapped)
 const localBob = await makeUser(g, 'bob')
-const token = async (base: string, username: string, password: string): Promise<Res> => await post(base, PATH, { username, password })
+const token = async (base: string, username: string, password: string): Promise<Res> =>
+  await post(base, PATH, { username, password })
 const userBinds = (s: typeof main): string[] => s.binds().filter((l) => l.includes('method=128') && !l.includes(SERVICE_DN))
 
 t.test('the token endpoint (JSON, form, multipart) and the login form sign a directory user in; a user of their own is made once', async (t) => {

@@ -113,6 +113,7 @@ t.test('defaults', async (t) => {
       cookies: []
     },
     identity: { jwt: { enabled: false, issuer: 'http://localhost:8080', audience: null, ttl: 60, per_request: false, algorithm: 'EdDSA', publish_ahead: 300 }, groups_max_bytes: 1000 },
+    sign_in: { password_order: 'local_first', oidc: [], ldap: [] },
     server: {
       trusted_proxies: [],
       shutdown_grace: 10,
@@ -180,7 +181,7 @@ t.test('every problem of a file at once, one line each: unknown keys of a mappin
   t.type(err, UsageError)
   t.equal(exitCodeOf((err as UsageError).code), 2)
   t.same((err as Error).message.split('\n'), [
-    'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, access, rate_limit, session, identity, server, metrics, tracing, admin, docs, log, audit, reload)',
+    'config: nope: unknown key (known: compat, listen, upstream, names, store, redis, secret_key, secret_key_file, auth, org, access, rate_limit, session, identity, server, metrics, tracing, admin, sign_in, docs, log, audit, reload)',
     'config: listen.prot: unknown key (known: host, port, tls)',
     'config: listen.port: must be a whole number from 0 to 65535, got "x"',
     'config: auth.bearer.tll: unknown key (known: ttl, single_use)',
@@ -470,4 +471,26 @@ t.test('compat: jumpserver fills in only what the file and the environment leave
   t.equal(s1.compat, 'file')
   t.equal(s2.compat, 'default')
   fails(t, () => buildConfig({ compat: 'jumpservr' }), /^config: compat: must be one of none, jumpserver, got "jumpservr"/)
+})
+
+t.test('sign_in: ids unique across providers, a base and {username} to search, ldap:// or ldaps:// servers only, one password source; oidc not yet', async (t) => {
+  const dir = (over: Record<string, unknown> = {}): Record<string, unknown> => ({ id: 'corp', urls: ['ldaps://dc1.example.com'], users: { base: 'dc=example,dc=com' }, ...over })
+  const ok = buildConfig({ sign_in: { ldap: [dir(), dir({ id: 'other', start_tls: true, urls: ['ldap://dc2.example.com:389'] })] } })
+  t.match(ok.sign_in.ldap[0], { provision: 'create', timeout: 5, retry_after: 30, pool: 4, attributes: { id: 'entryUUID', username: 'uid' }, groups: { filter: '(member={dn})', nested: true } })
+  t.equal(ok.sign_in.password_order, 'local_first')
+  const problems = (doc: Record<string, unknown>): string => { try { buildConfig(doc); return '' } catch (err) { return (err as Error).message } }
+  t.match(problems({ sign_in: { ldap: [dir(), dir()] } }), /sign_in\.ldap\[1\]\.id: "corp" is taken by sign_in\.ldap\[0\]\.id/)
+  t.match(problems({ sign_in: { ldap: [dir({ id: 'Corp' })] } }), /sign_in\.ldap\[0\]\.id: must be 1 to 64 lowercase letters/)
+  t.match(problems({ sign_in: { ldap: [dir({ urls: ['http://dc1.example.com'] })] } }), /sign_in\.ldap\[0\]\.urls: must be a ldap: or ldaps: URL/)
+  t.match(problems({ sign_in: { ldap: [dir({ urls: ['ldap://dc1/dc=x'] })] } }), /must name a server only/)
+  t.match(problems({ sign_in: { ldap: [dir({ urls: [] })] } }), /sign_in\.ldap\[0\]\.urls: needs at least one server/)
+  t.match(problems({ sign_in: { ldap: [dir({ users: { base: '' } })] } }), /sign_in\.ldap\[0\]\.users\.base: is required/)
+  t.match(problems({ sign_in: { ldap: [dir({ users: { base: 'dc=x', filter: '(uid=alice)' } })] } }), /users\.filter: must contain \{username\}/)
+  t.match(problems({ sign_in: { ldap: [dir({ start_tls: true })] } }), /start_tls: StartTLS is for ldap:\/\/ servers/)
+  t.match(problems({ sign_in: { ldap: [dir({ bind_dn: 'cn=x', bind_password: 'a', bind_password_file: '/f' })] } }), /bind_password: give bind_password or bind_password_file, not both/)
+  t.match(problems({ sign_in: { ldap: [dir({ bind_password: 'a' })] } }), /bind_dn: a bind password needs bind_dn/)
+  t.match(problems({ sign_in: { ldap: [dir({ orgs: [{ group: 'eng', org: 'not-a-uuid' }] })] } }), /orgs\[0\]\.org: must be an org id/)
+  t.match(problems({ sign_in: { ldap: [dir({ provision: 'always' })] } }), /provision: must be one of link, create, off/)
+  t.match(problems({ sign_in: { oidc: [{ id: 'corp', issuer: 'https://idp.example.com', client_id: 'x' }] } }), /sign_in\.oidc: OpenID Connect sign-in is not in this version yet/)
+  t.notMatch(problems({ sign_in: { ldap: [dir({ bind_password: 'hunter2-secret', bind_dn: null, urls: [] })] } }), /hunter2/, 'a password never in a message')
 })

@@ -9,10 +9,9 @@
 import type { Logger } from 'pino'
 import type { SignInConfig } from '../../config/sign-in.js'
 import { E } from '../../errors.js'
-import type { AuditRecord, Auditor } from '../../observability/audit.js'
+import type { AuditContext, AuditRecord, Auditor } from '../../observability/audit.js'
 import type { Store, User } from '../../store/types.js'
 import { signInExternal } from '../external.js'
-import type { PasswordContext, PasswordUse } from '../passwords.js'
 import { Directory } from './directory.js'
 import { DirectoryUnavailable } from './servers.js'
 
@@ -52,7 +51,7 @@ export class Directories {
    * sso_not_linked for an entry that may not sign in here, DirectoryUnavailable
    * when no directory decided and one could not be asked.
    */
-  async signIn (typed: string, password: string, ctx: PasswordContext, via: PasswordUse): Promise<User | null> {
+  async signIn (typed: string, password: string, ctx: AuditContext, via: string): Promise<User | null> {
     const { directories, name } = this.route(typed)
     let unavailable: DirectoryUnavailable | null = null
     for (const d of directories) {
