@@ -166,6 +166,8 @@ t.test('the lockout runs before any bind: past max_failures the right password i
   t.equal(userBinds(main).length, before, 'no bind')
   t.equal(main.searches().length, searches, 'not even a search')
   t.equal((await token(g.url, 'corp\\admin', PEOPLE.admin)).status, 429, 'corp\\admin is the same budget')
+  for (const spelled of ['ADMIN', ' admin ', 'admin@corp', 'Admin@Corp']) t.equal((await token(g.url, spelled, PEOPLE.admin)).status, 429, `${JSON.stringify(spelled)}: the same budget`)
+  t.equal(main.searches().length, searches, 'none of them reached the directory')
 })
 
 t.test('failover: a dead and a hung server are skipped within the bound (timeout 1 s each); one killed mid-run', async (t) => {

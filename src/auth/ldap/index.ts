@@ -31,7 +31,10 @@ export class Directories {
     this.order = config.password_order
   }
 
-  route (typed: string): Route {
+  route (raw: string): Route {
+    // as a directory compares names (caseIgnoreMatch: case, and runs of spaces, ignored), so the
+    // lockout, which counts this name lowercased, sees one name where the directory sees one
+    const typed = raw.normalize('NFC').trim().replace(/\s+/g, ' ')
     const slash = typed.indexOf('\\')
     if (slash > 0) {
       const d = this.list.find((x) => x.id === typed.slice(0, slash).toLowerCase())
