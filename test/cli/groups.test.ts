@@ -7,9 +7,9 @@
  * unknown groups, users and orgs exit 1 / 404; every change audited.
  */
 import t from 'tap'
-import { request, startEcho, type Res } from '../fixtures/http.js'
+import { startEcho } from '../fixtures/http.js'
 import { embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
-import { cliOf } from '../fixtures/procs.js'
+import { adminApiOf, cliOf, errorCode } from '../fixtures/procs.js'
 import { eventually } from '../fixtures/wait.js'
 
 const db = embeddedStore()
@@ -18,15 +18,8 @@ const gw = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { en
 t.teardown(async () => { await gw.stop(); await echo.close(); await db.stop() })
 
 const { cli, cliJson } = cliOf(gw.configFile, SECRET)
-const adminToken: string = (await cliJson('token', 'create', 'admin')).token
-async function api (method: string, path: string, body?: unknown): Promise<Res> {
-  return await request(gw.adminUrl, `/admin/v1/${path}`, {
-    method,
-    headers: { authorization: `Token ${adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-}
-const code = (stderr: string): string => (JSON.parse(stderr) as { code: string }).code
+const api = await adminApiOf(gw.adminUrl, cliJson)
+const code = errorCode
 
 // no assertion before the tests: tap would take the file as done
 for (const username of ['carol', 'dave']) {

@@ -10,7 +10,7 @@ import { dirname } from 'node:path'
 import { request, startEcho, type Res } from '../fixtures/http.js'
 import { embeddedStore, SECRET, spawnGateway, storeDoc } from '../fixtures/gateway.js'
 import { openSqlite } from '../fixtures/transfer.js'
-import { cliIn, cliOf } from '../fixtures/procs.js'
+import { adminApiOf, cliIn, cliOf } from '../fixtures/procs.js'
 import { postForm, setCookies } from '../fixtures/session.js'
 import { oathtool, secretOf } from '../fixtures/oathtool.js'
 
@@ -20,10 +20,7 @@ const gw = await spawnGateway(db.url, { upstream: { url: echo.url }, admin: { en
 t.teardown(async () => { await gw.stop(); await echo.close(); await db.stop() })
 
 const { cli, cliJson } = cliOf(gw.configFile, SECRET)
-const adminToken: string = (await cliJson('token', 'create', 'admin')).token
-async function api (method: string, path: string): Promise<Res> {
-  return await request(gw.adminUrl, `/admin/v1/${path}`, { method, headers: { authorization: `Token ${adminToken}` } })
-}
+const api = await adminApiOf(gw.adminUrl, cliJson)
 const TOKEN = '/api/v1/authentication/auth/'
 const tokenFor = async (username: string, password: string, extra: Record<string, string> = {}): Promise<Res> =>
   await request(gw.url, TOKEN, { method: 'POST', body: JSON.stringify({ username, password, ...extra }), headers: { 'content-type': 'application/json' } })
