@@ -19,12 +19,20 @@ const slapd = await startSlapd()
 const db = embeddedStore()
 const g = await startGateway(db.url, {
   log: { level: 'warn' },
-  auth: { lockout: { max_failures: 0 }, password_checks: { concurrency: 64, queue: 1024, per_address: 64, per_address_waiting: 1024 } },
+  auth: {
+    lockout: { max_failures: 0 },
+    password_checks: { concurrency: 64, queue: 1024, per_address: 64, per_address_waiting: 1024 }
+  },
   sign_in: {
     password_order: 'directory_first',
     ldap: [{
-      id: 'corp', urls: [slapd.url], bind_dn: SERVICE_DN, bind_password: SERVICE_PASSWORD, pool: flags.pool,
-      users: { base: `ou=people,${BASE}` }, groups: { base: `ou=groups,${BASE}` }
+      id: 'corp',
+      urls: [slapd.url],
+      bind_dn: SERVICE_DN,
+      bind_password: SERVICE_PASSWORD,
+      pool: flags.pool,
+      users: { base: `ou=people,${BASE}` },
+      groups: { base: `ou=groups,${BASE}` }
     }]
   }
 })

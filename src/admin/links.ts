@@ -6,7 +6,10 @@
  * to let it sign in as an existing local user.
  */
 import { Type as T, type Static } from '@sinclair/typebox'
-import { UsageError } from '../errors.js'
+import { E, UsageError } from '../errors.js'
+import { Directory } from '../auth/ldap/directory.js'
+import { DirectoryUnavailable } from '../auth/ldap/servers.js'
+import { createLogger } from '../observability/log.js'
 import type { Link as StoredLink } from '../store/types.js'
 import { escapeControls } from '../text.js'
 import type { AdminOps } from './context.js'
@@ -45,6 +48,21 @@ function configuredSource (ops: AdminOps, source: string): string {
   return source
 }
 
+/** The id of the directory's entry for `username` (the subject of a link to it). */
+async function entryId (ops: AdminOps, source: string, username: string): Promise<string> {
+  const config = ops.config.sign_in.ldap.find((d) => `ldap:${d.id}` === source)!
+  const quiet = createLogger('silent', { write: () => {} })
+  let answer
+  try {
+    answer = await new Directory(config, quiet).lookup(username)
+  } catch (err) {
+    if (err instanceof DirectoryUnavailable) throw E.directoryUnavailable(err.retryAfter)
+    throw err
+  }
+  if (!answer.ok) throw new UsageError(`the directory ${config.id} has ${answer.why === 'ambiguous' ? 'several entries' : 'no usable entry'} for "${escapeControls(username)}": give --subject`)
+  return answer.entry.id
+}
+
 /** --oidc ID or --ldap ID: the source. */
 function sourceFlag (c: CliInput): string {
   const { oidc, ldap } = c.flags
@@ -74,26 +92,35 @@ export const LINK_OPERATIONS = [
     description: 'A sign-in through that provider with this subject then signs in as the user. One link per provider per user.',
     body: obj({
       source: text('`oidc:<id>` or `ldap:<id>`: a provider in sign_in.'),
-      subject: text('The account\'s stable id there: OIDC `sub`, the directory entry\'s id attribute (sign_in.ldap[].attributes.id). 1 to 1024 characters.')
+      subject: T.Optional(text('The account\'s stable id there: OIDC `sub`, the directory entry\'s id attribute (sign_in.ldap[].attributes.id). 1 to 1024 characters. Absent, for a directory: the entry of the user\'s username, looked up there.')),
+      directory_only: T.Optional(T.Boolean({ description: 'A directory\'s link: the user\'s local password is removed (their sessions and unused bearer tokens end), so only the directory\'s password signs them in.' }))
     }),
     answer: LinkSchema,
-    errors: ['not_found', 'link_exists'],
+    errors: ['not_found', 'link_exists', 'directory_unavailable'],
     cli: [{
       command: 'user link',
       args: ['username'],
-      synopsis: '<username> --oidc ID --sub SUB | --ldap ID --subject ID',
-      help: ['a sign-in through that provider with this subject signs in as the user'],
-      input: (c, p) => {
+      synopsis: '<username> --oidc ID --sub SUB | --ldap ID [--subject ID] [--directory-only]',
+      help: [
+        'a sign-in through that provider with this subject signs in as the user; --ldap without',
+        '--subject: the directory\'s entry of that username; --directory-only: the local password goes'
+      ],
+      input: (c) => {
+        const source = sourceFlag(c)
         const subject = c.flags.sub ?? c.flags.subject
-        if (subject === undefined) throw new UsageError('give the account\'s subject: --sub (OIDC) or --subject')
-        return { body: { source: sourceFlag(c), subject: String(subject) } }
+        if (subject === undefined && source.startsWith('oidc:')) throw new UsageError('give the account\'s subject: --sub')
+        const only = c.flags['directory-only'] === true ? { directory_only: true } : {}
+        return { body: { source, ...(subject === undefined ? {} : { subject: String(subject) }), ...only } }
       },
       text: (l) => `linked ${l.source} ${escapeControls(l.subject)}`
     }],
     run: async (ops, { params, body }) => {
       const u = await ops.user(params.username)
-      const link = await ops.store.links.link(u.id, configuredSource(ops, body.source), body.subject)
-      ops.audit({ event: 'user.linked', user: u, source: link.source })
+      const source = configuredSource(ops, body.source)
+      if (body.directory_only === true && !source.startsWith('ldap:')) throw new UsageError('directory_only is for a directory\'s link (ldap:<id>)')
+      const link = await ops.store.links.link(u.id, source, body.subject ?? await entryId(ops, source, u.username))
+      if (body.directory_only === true) await ops.store.passwords.clear(u.id)
+      ops.audit({ event: 'user.linked', user: u, source: link.source, ...(body.directory_only === true ? { reason: 'directory_only' } : {}) })
       return linkJson(link)
     }
   }),

@@ -74,7 +74,7 @@ export async function signInExternal (
   }
   const { user, link } = found
   if (!user.is_active) return { ok: false, error: 'user_inactive', reason: 'The user is disabled.' }
-  await refresh(store, user, link, id, policy, audit)
+  await refreshExternal(store, user, link, id, policy, audit)
   const fresh = await store.users.get(user.id)
   return fresh === null ? { ok: false, error: 'sso_failed', reason: 'The user is gone.' } : { ok: true, user: fresh, how }
 }
@@ -174,55 +174,87 @@ export function usernameFrom (id: Pick<ExternalIdentity, 'username' | 'email'>):
   return null
 }
 
-/** Groups, org memberships and (for a user it provisioned) name and email, as the provider says now. */
-async function refresh (
-  store: Store, user: User, link: Link, id: ExternalIdentity, policy: ExternalPolicy, audit?: ExternalAudit
-): Promise<void> {
-  const names = [...new Set(id.groups.filter((g) => { try { checkGroupName(g); return true } catch { return false } }))]
-  const ids: string[] = []
-  for (const name of names.slice(0, MAX_EXTERNAL_GROUPS)) ids.push((await store.groups.ensure(name, null)).id)
-  await store.groups.replaceExternal(user.id, `idp:${link.source}`, ids)
-  await refreshOrgs(store, user, link, new Set(names.map((n) => n.toLowerCase())), policy, audit)
-  if (link.provisioned === true) {
-    const fields: { name?: string, email?: string } = {}
-    if (id.name !== undefined && id.name !== user.name) fields.name = id.name
-    if (id.email !== undefined && id.email !== user.email) fields.email = id.email
-    if (Object.keys(fields).length > 0) await store.users.setFields(user.id, fields)
-  }
+/** What a sign-in there would change now (ldap sync's dry run says it; a sign-in does it). */
+export interface ExternalPlan {
+  /** group names the source gives now, and those it no longer gives */
+  groups: { add: string[], remove: string[] }
+  /** org memberships set (org id → role) and taken back (org ids) */
+  orgs: { set: Record<string, OrgRole>, remove: string[] }
+  /** the group ids to give the source, and the orgs to record as the source's */
+  ids: () => Promise<string[]>
+  granted: Record<string, OrgRole>
+}
+
+/** The names a provider sends that can be groups here: valid, each once, at most MAX_EXTERNAL_GROUPS. */
+function groupNames (groups: readonly string[]): string[] {
+  const ok = groups.filter((g) => { try { checkGroupName(g); return true } catch { return false } })
+  return [...new Set(ok)].slice(0, MAX_EXTERNAL_GROUPS)
 }
 
 /**
- * The memberships the mapping gives for these groups. Only what this source
- * granted before is changed or taken back (link.orgs records it); a membership
- * an operator set stays as it is, and is not recorded as the source's.
+ * The plan for these groups. Org memberships: only what this source granted
+ * before (link.orgs records it) is changed or taken back; a membership an
+ * operator set stays as it is, and is not recorded as the source's.
  */
-async function refreshOrgs (
-  store: Store, user: User, link: Link, groups: ReadonlySet<string>, policy: ExternalPolicy, audit?: ExternalAudit
-): Promise<void> {
+export async function planExternal (
+  store: Store, user: User, link: Link, groups: readonly string[], policy: ExternalPolicy
+): Promise<ExternalPlan> {
+  const names = groupNames(groups)
+  const lower = new Set(names.map((n) => n.toLowerCase()))
+  const source = `idp:${link.source}`
+  const had = (user.groups ?? []).filter((g) => g.org === null && g.sources.includes(source)).map((g) => g.name)
+  const hadLower = new Set(had.map((n) => n.toLowerCase()))
   const wanted: Record<string, OrgRole> = {}
   for (const m of policy.orgs) {
-    if (!groups.has(m.group.toLowerCase())) continue
-    const role: OrgRole = m.role === 'admin' ? 'admin' : 'user'
-    if (wanted[m.org] !== 'admin') wanted[m.org] = role
+    if (!lower.has(m.group.toLowerCase())) continue
+    if (wanted[m.org] !== 'admin') wanted[m.org] = m.role === 'admin' ? 'admin' : 'user'
   }
   const granted = link.orgs ?? {}
-  const next: Record<string, OrgRole> = {}
-  const set = async (org: string, role: OrgRole | null): Promise<void> => {
-    await store.users.setMembership(user.id, org, role)
-    audit?.record({ event: 'membership.changed', ctx: audit.ctx, user, org, role: role ?? 'none', source: link.source, via: 'sign_in' })
+  const plan: ExternalPlan = {
+    groups: {
+      add: names.filter((n) => !hadLower.has(n.toLowerCase())),
+      remove: had.filter((n) => !lower.has(n.toLowerCase()))
+    },
+    orgs: { set: {}, remove: [] },
+    ids: async () => await Promise.all(names.map(async (n) => (await store.groups.ensure(n, null)).id)),
+    granted: {}
   }
   for (const [org, role] of Object.entries(granted)) {
-    if (wanted[org] === undefined && user.orgs[org] === role) await set(org, null)
+    if (wanted[org] === undefined && user.orgs[org] === role) plan.orgs.remove.push(org)
   }
   for (const [org, role] of Object.entries(wanted)) {
     const now = user.orgs[org]
     // an operator's own membership (there before this source granted one) is theirs
     if (now !== undefined && granted[org] !== now) continue
     if ((await store.orgs.get(org)) === null) continue
-    if (now !== role) await set(org, role)
-    next[org] = role
+    if (now !== role) plan.orgs.set[org] = role
+    plan.granted[org] = role
   }
-  const same = Object.keys(next).length === Object.keys(granted).length &&
-    Object.entries(next).every(([o, r]) => granted[o] === r)
-  if (!same) await store.links.setOrgs(link, next)
+  return plan
+}
+
+/** Groups, org memberships and (for a user it provisioned) name and email, as the provider says now. */
+export async function refreshExternal (
+  store: Store, user: User, link: Link, id: Pick<ExternalIdentity, 'groups' | 'name' | 'email'>, policy: ExternalPolicy,
+  audit?: ExternalAudit
+): Promise<ExternalPlan> {
+  const plan = await planExternal(store, user, link, id.groups, policy)
+  await store.groups.replaceExternal(user.id, `idp:${link.source}`, await plan.ids())
+  const set = async (org: string, role: OrgRole | null): Promise<void> => {
+    await store.users.setMembership(user.id, org, role)
+    audit?.record({ event: 'membership.changed', ctx: audit.ctx, user, org, role: role ?? 'none', source: link.source, via: 'sign_in' })
+  }
+  for (const org of plan.orgs.remove) await set(org, null)
+  for (const [org, role] of Object.entries(plan.orgs.set)) await set(org, role)
+  const before = link.orgs ?? {}
+  const same = Object.keys(plan.granted).length === Object.keys(before).length &&
+    Object.entries(plan.granted).every(([o, r]) => before[o] === r)
+  if (!same) await store.links.setOrgs(link, plan.granted)
+  if (link.provisioned === true) {
+    const fields: { name?: string, email?: string } = {}
+    if (id.name !== undefined && id.name !== user.name) fields.name = id.name
+    if (id.email !== undefined && id.email !== user.email) fields.email = id.email
+    if (Object.keys(fields).length > 0) await store.users.setFields(user.id, fields)
+  }
+  return plan
 }

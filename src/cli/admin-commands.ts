@@ -58,10 +58,11 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
     {
       sub: 'link',
       synopsis: [
-        '<username> --oidc ID --sub SUB | --ldap ID --subject ID'
+        '<username> --oidc ID --sub SUB | --ldap ID [--subject ID] [--directory-only]'
       ],
       help: [
-        'a sign-in through that provider with this subject signs in as the user'
+        'a sign-in through that provider with this subject signs in as the user; --ldap without',
+        "--subject: the directory's entry of that username; --directory-only: the local password goes"
       ]
     },
     {

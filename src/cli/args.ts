@@ -44,7 +44,8 @@ export const OPTIONS = {
   oidc: { type: 'string' },
   ldap: { type: 'string' },
   sub: { type: 'string' },
-  subject: { type: 'string' }
+  subject: { type: 'string' },
+  'directory-only': { type: 'boolean' }
 } as const
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']

@@ -33,7 +33,7 @@ export async function run (
   const json = values.json === true
   if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError('--workers is an option of start only; see `sidegate start --help`'))
   if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
-  if (cmd === 'ldap') return await (await import('./ldap.js')).ldapTest(rest, values, io, env)
+  if (cmd === 'ldap' && sub === 'test') return await (await import('./ldap.js')).ldapTest(rest, values, io, env)
   // a worker of `start --workers N`: the config comes from the primary, which read and checked it (src/app/primary.ts)
   if (cmd === 'start' && isWorker()) {
     const link = await connectToPrimary()
@@ -99,6 +99,7 @@ export async function run (
     store.setGate(null)
     if (cmd === 'store') return await storeCli!.storeCommand(store, config, keyring, sub!, rest, values, io)
     audit = auditor()
+    if (cmd === 'ldap') return await (await import('./ldap.js')).ldapSync(store, config, rest, values, io, audit)
     const admin = new Admin(store, io, values, config, audit)
     return await admin.run(cmd, sub, rest)
   } catch (err) {

@@ -82,7 +82,7 @@ function overview (): string {
     line('jwk rotate|list', 'the signing keys of the identity JWT (identity.jwt)'),
     line('audit tail', 'print (or follow) the audit stream (audit.stream)'),
     line('config check|defaults|schema', 'check gateway.yml, print the default file or its JSON Schema'),
-    line('ldap test ID USERNAME', 'ask a directory of sign_in.ldap for a user, step by step')
+    line('ldap test|sync', 'ask a directory of sign_in.ldap for a user; refresh its users\' groups')
   ].join('\n')
 }
 
@@ -273,6 +273,11 @@ ${GLOBAL}`,
                        --password-stdin also the user's bind. Says where it failed; never
                        prints a password. Exit 0 found (and bound), 1 not, 2 usage.
                        Needs no secret key and no store.
+  sidegate ldap sync <id> [--dry-run]
+                       refreshes the groups and org memberships of every user linked to the
+                       directory, as a sign-in there would (for users who only use tokens);
+                       an entry gone or filtered out loses what the directory gave (the user
+                       stays enabled: the output names them). --dry-run lists the changes only.
 
 ${GLOBAL}`
 }
@@ -285,7 +290,7 @@ export const SUBCOMMANDS: Record<string, string[]> = {
   audit: ['tail'],
   store: ['export', 'import', 'backup'],
   config: ['check', 'defaults', 'schema'],
-  ldap: ['test']
+  ldap: ['test', 'sync']
 }
 
 for (const [group, { footer }] of Object.entries(ADMIN_GROUPS)) {

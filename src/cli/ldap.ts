@@ -12,6 +12,43 @@ import { createLogger } from '../observability/log.js'
 import { escapeControls } from '../text.js'
 import type { Values } from './args.js'
 import { report, type Io } from './io.js'
+import type { Config } from '../config/index.js'
+import type { Auditor } from '../observability/audit.js'
+import type { Store } from '../store/types.js'
+import { syncDirectory } from '../auth/ldap/sync.js'
+
+/** `sidegate ldap sync <id> [--dry-run]`: a line per user whose groups or orgs change. */
+export async function ldapSync (
+  store: Store, config: Config, rest: string[], values: Values, io: Io, audit: Auditor
+): Promise<number> {
+  if (rest.length !== 1) throw new UsageError('expected ldap sync <id> [--dry-run]')
+  const dir = config.sign_in.ldap.find((d) => d.id === rest[0])
+  if (dir === undefined) throw new UsageError(`no sign_in.ldap entry with id "${escapeControls(rest[0])}"`)
+  const dryRun = values['dry-run'] === true
+  const log = createLogger('warn', { write: (s: string) => io.err(s) })
+  let changes
+  try {
+    changes = await syncDirectory(store, new Directory(dir, log), { dryRun, audit: (r) => audit.record(r) })
+  } catch (err) {
+    if (err instanceof DirectoryUnavailable) throw new UsageError(`no server of ${dir.id} answered: nothing was changed past the users listed before it failed`, 'failed')
+    throw err
+  }
+  if (values.json === true) { io.out(JSON.stringify({ dry_run: dryRun, changes }) + '\n'); return 0 }
+  const list = (xs: string[]): string => xs.map((x) => escapeControls(x)).join(', ')
+  for (const c of changes) {
+    const parts = [
+      ...(c.gone ? ['entry gone or filtered out'] : []),
+      ...(c.groups.add.length > 0 ? [`+groups ${list(c.groups.add)}`] : []),
+      ...(c.groups.remove.length > 0 ? [`-groups ${list(c.groups.remove)}`] : []),
+      ...Object.entries(c.orgs.set).map(([org, role]) => `org ${org}: ${role}`),
+      ...c.orgs.remove.map((org) => `org ${org}: none`)
+    ]
+    io.out(`${escapeControls(c.username)}: ${parts.join('; ')}\n`)
+  }
+  const n = changes.length
+  io.out(`${n} user${n === 1 ? '' : 's'} linked to ${dir.id} ${dryRun ? 'would change (dry run: nothing written)' : 'changed'}\n`)
+  return 0
+}
 
 export async function ldapTest (rest: string[], values: Values, io: Io, env: NodeJS.ProcessEnv): Promise<number> {
   const json = values.json === true

@@ -51,7 +51,8 @@ t.test('user link: a provider not in sign_in, no subject, both or neither flag, 
   for (const [args, why] of [
     [['--oidc', 'nope', '--sub', 's'], /no sign_in\.oidc entry with id "nope" in the config\n/],
     [['--ldap', 'nope', '--subject', 's'], /no sign_in\.ldap entry with id "nope".*\(known: corp, dir\)/],
-    [['--ldap', 'corp'], /give the account's subject/],
+    [['--oidc', 'nope'], /give the account's subject: --sub/],
+    [['--oidc', 'nope', '--sub', 's', '--directory-only'], /no sign_in\.oidc entry/],
     [['--sub', 's'], /give --oidc ID or --ldap ID/],
     [['--oidc', 'corp', '--ldap', 'dir', '--sub', 's'], /give --oidc ID or --ldap ID/],
     [['--ldap', 'corp', '--subject', 'a\u001bb'], /control characters/]

@@ -14,7 +14,7 @@ import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { writeFileSync } from 'node:fs'
 import { request, post, type Res } from '../fixtures/http.js'
-import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
+import { embeddedStore, SECRET, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 import { login, postForm } from '../fixtures/session.js'
 import { freePort } from '../fixtures/redis.js'
@@ -246,4 +246,54 @@ t.test('sidegate ldap test: each step, where it failed, never the password', asy
   const unknown = await cliIn(dir, ['ldap', 'test', 'nope', 'carol'])
   t.same([unknown.code, /no sign_in\.ldap entry with id "nope" \(known: corp, gone\)/.test(unknown.stderr)], [2, true])
   for (const r of [bound, wrong]) t.notOk(`${r.stdout}${r.stderr}`.includes(PEOPLE.carol) || `${r.stdout}${r.stderr}`.includes('not-her-password'), 'no password printed')
+})
+
+t.test('sidegate user link --ldap: the entry looked up by the username; --directory-only: the local password goes', async (t) => {
+  const dir = tempDir('sidegate-ldap-link-')
+  const signIn = { ldap: [directory()] }
+  const own = await startGateway(`sqlite:${dir}`, { redis: { prefix: 'link' }, sign_in: signIn })
+  opened.push(own)
+  writeFileSync(`${dir}/gateway.yml`, JSON.stringify({ secret_key: SECRET, store: { backend: 'sqlite', path: `${dir}/link.db` }, sign_in: signIn }))
+  const local = await makeUser(own, 'carol', { password: 'carol-local-password' })
+  const entry = JSON.parse((await cliIn(dir, ['ldap', 'test', 'corp', 'carol', '--json'])).stdout).entry
+  const linked = await cliIn(dir, ['user', 'link', 'carol', '--ldap', 'corp', '--directory-only'])
+  t.same([linked.code, linked.stdout], [0, `linked ldap:corp ${entry.id as string}\n`], linked.stderr)
+  t.equal((await token(own.url, 'carol', 'carol-local-password')).status, 401, 'the local password no longer signs in')
+  const viaDir = await token(own.url, 'carol', PEOPLE.carol)
+  t.same([viaDir.status, viaDir.json.user?.id], [201, local.id], 'the directory\'s password signs in the local carol, by the link')
+  const none = await cliIn(dir, ['user', 'link', 'dora', '--ldap', 'corp'])
+  t.equal(none.code, 1, 'no such user here')
+  await makeUser(own, 'nobody')
+  const noEntry = await cliIn(dir, ['user', 'link', 'nobody', '--ldap', 'corp'])
+  t.same([noEntry.code, /the directory corp has no usable entry for "nobody": give --subject/.test(noEntry.stderr)], [2, true], noEntry.stderr)
+})
+
+t.test('sidegate ldap sync: groups and orgs refreshed for linked users; --dry-run lists and writes nothing; an entry gone loses what the directory gave', async (t) => {
+  const dir = tempDir('sidegate-ldap-sync-')
+  const withOrgs = directory({ orgs: [{ group: 'leads', org: eng.id, role: 'admin' }] })
+  const own = await startGateway(`sqlite:${dir}`, { redis: { prefix: 'sync' }, sign_in: { ldap: [withOrgs] } })
+  opened.push(own)
+  writeFileSync(`${dir}/gateway.yml`, JSON.stringify({ secret_key: SECRET, store: { backend: 'sqlite', path: `${dir}/sync.db` }, sign_in: { ldap: [withOrgs] } }))
+  await own.store.orgs.create('Engineering', eng.id)
+  const carol = await makeUser(own, 'carol', { password: 'carol-local-password' })
+  const ghost = await makeUser(own, 'ghost', { password: 'ghost-local-password' })
+  const entry = JSON.parse((await cliIn(dir, ['ldap', 'test', 'corp', 'carol', '--json'])).stdout).entry
+  t.equal((await cliIn(dir, ['user', 'link', 'carol', '--ldap', 'corp'])).code, 0)
+  t.equal((await cliIn(dir, ['user', 'link', 'ghost', '--ldap', 'corp', '--subject', '00000000-dead-4000-8000-000000000000'])).code, 0)
+  const stale = (await own.store.groups.ensure('old-team', null)).id
+  await own.store.groups.replaceExternal(ghost.id, 'idp:ldap:corp', [stale])
+  const dry = await cliIn(dir, ['ldap', 'sync', 'corp', '--dry-run'])
+  t.equal(dry.code, 0, dry.stderr)
+  t.match(dry.stdout, /^carol: \+groups eng, staff, everyone\nghost: entry gone or filtered out; -groups old-team\n2 users linked to corp would change \(dry run: nothing written\)\n$/)
+  t.same((await own.store.users.forSignIn(carol.id))?.user.groups ?? [], [], 'dry run: nothing written')
+  const real = await cliIn(dir, ['ldap', 'sync', 'corp', '--json'])
+  t.equal(real.code, 0, real.stderr)
+  t.match(JSON.parse(real.stdout), { dry_run: false, changes: [{ username: 'carol', gone: false }, { username: 'ghost', gone: true }] })
+  t.same((await own.store.users.forSignIn(carol.id))?.user.groups?.map((g) => g.name).sort(), ['eng', 'everyone', 'staff'], 'carol\'s groups, as at a sign-in (read from the store: the CLI wrote them)')
+  const g2 = (await own.store.users.forSignIn(ghost.id))?.user
+  t.same(g2?.groups ?? [], [], 'ghost\'s entry is gone: the directory\'s groups go')
+  t.equal(g2?.is_active, true, 'the user stays enabled')
+  t.equal(entry.id.length, 36)
+  const again = await cliIn(dir, ['ldap', 'sync', 'corp'])
+  t.match(again.stdout, /^ghost: entry gone or filtered out\n1 user linked to corp changed\n$/, 'a second run: only the gone entry is named')
 })

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import type { Client, Entry } from 'ldapts'
 import type { Logger } from 'pino'
 import type { LdapDirectoryConfig } from '../../config/sign-in.js'
-import { fillFilter } from './filter.js'
+import { escapeFilterValue, fillFilter } from './filter.js'
 import { ldapts, Servers } from './servers.js'
 
 export interface DirectoryEntry {
@@ -49,6 +49,16 @@ function idOf (v: Entry[string] | undefined): string {
     return (le ? part.reverse() : part).toString('hex')
   }
   return `${h(0, 4, true)}-${h(4, 6, true)}-${h(6, 8, true)}-${h(8, 10, false)}-${h(10, 16, false)}`
+}
+
+/** An equality clause on the id attribute; a binary GUID as its bytes, each escaped (as idOf wrote them, back). */
+function idClause (attr: string, id: string): string {
+  const guid = /^([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})$/i.exec(id)
+  if (!BINARY_IDS.has(attr.toLowerCase())) return `(${attr}=${escapeFilterValue(id)})`
+  const bytes = guid === null
+    ? Buffer.from(id, 'hex')
+    : Buffer.concat([1, 2, 3].map((i) => Buffer.from(guid[i], 'hex').reverse()).concat([Buffer.from(guid[4] + guid[5], 'hex')]))
+  return `(${attr}=${[...bytes].map((b) => `\\${b.toString(16).padStart(2, '0')}`).join('')})`
 }
 
 export class Directory {
@@ -101,6 +111,20 @@ export class Directory {
     })
   }
 
+  /**
+   * The entry a link names, by its id attribute, among those users.filter
+   * admits (`{username}` as a presence match): an entry deleted or filtered
+   * out since (a disabled account) is no_entry.
+   */
+  async lookupById (id: string): Promise<DirectoryAnswer> {
+    return await this.servers.run(async (client) => {
+      await this.#serviceBind(client)
+      const found = await this.#find(client, '', `(&${this.config.users.filter.replace(/\{username\}/g, '*')}${idClause(this.config.attributes.id, id)})`)
+      if (found.ok && this.config.groups.base !== '') found.entry.groups = await this.#groups(client, found.entry)
+      return found
+    })
+  }
+
   /** bind_dn with its password, or nothing (an anonymous search). */
   async #serviceBind (client: Client): Promise<void> {
     const { bind_dn: dn, bind_password: inline, bind_password_file: file } = this.config
@@ -117,13 +141,13 @@ export class Directory {
     }
   }
 
-  async #find (client: Client, username: string): Promise<DirectoryAnswer> {
+  async #find (client: Client, username: string, filter?: string): Promise<DirectoryAnswer> {
     const a = this.config.attributes
     let entries: Entry[]
     try {
       const r = await client.search(this.config.users.base, {
         scope: 'sub',
-        filter: fillFilter(this.config.users.filter, { username }),
+        filter: filter ?? fillFilter(this.config.users.filter, { username }),
         attributes: [a.id, a.username, a.email, a.name],
         explicitBufferAttributes: BINARY_IDS.has(a.id.toLowerCase()) ? [a.id] : [],
         sizeLimit: 2,

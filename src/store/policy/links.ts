@@ -52,6 +52,11 @@ export class Links {
     return await this.c.storage.links.get(source, subject)
   }
 
+  /** Every link of one source (ldap sync), in no particular order. */
+  async bySource (source: string): Promise<Link[]> {
+    return (await this.c.storage.links.all()).filter((l) => l.source === source)
+  }
+
   /** The user's links, by source. */
   async list (userId: string): Promise<Link[]> {
     return (await this.c.storage.links.list(userId)).sort((a, b) => a.source.localeCompare(b.source))

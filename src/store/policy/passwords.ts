@@ -51,6 +51,15 @@ export class Passwords {
       )
   }
 
+  /**
+   * Removes the local password: the user signs in through a directory or a
+   * provider only. Ends sessions and unused bearer tokens as set does.
+   */
+  async clear (userId: string): Promise<void> {
+    if (!(await this.c.storage.users.setField(userId, 'password_hash', null))) throw E.userNotFound()
+    await this.#endCredentials(userId)
+  }
+
   /** Ends nothing: the password is the same. */
   async upgrade (userId: string, oldHash: string, newHash: string): Promise<boolean> {
     return await this.c.storage.users.swapPasswordHash(userId, oldHash, newHash)
