@@ -16,7 +16,9 @@ import { writeFileSync } from 'node:fs'
 import { request, post, type Res } from '../fixtures/http.js'
 import { embeddedStore, SECRET, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
-import { login, postForm } from '../fixtures/session.js'
+import { login, postForm, setCookies } from '../fixtures/session.js'
+import { oathtool, stepTime } from '../fixtures/oathtool.js'
+import { sleep } from '../fixtures/wait.js'
 import { freePort } from '../fixtures/redis.js'
 import { tempDir } from '../fixtures/cleanup.js'
 import { cliIn } from '../fixtures/procs.js'
@@ -296,4 +298,23 @@ t.test('sidegate ldap sync: groups and orgs refreshed for linked users; --dry-ru
   t.equal(entry.id.length, 36)
   const again = await cliIn(dir, ['ldap', 'sync', 'corp'])
   t.match(again.stdout, /^ghost: entry gone or filtered out\n1 user linked to corp changed\n$/, 'a second run: only the gone entry is named')
+})
+
+t.test('a directory user with a second factor: the directory password alone starts no session; the code does', async (t) => {
+  t.equal((await token(g.url, 'carol', PEOPLE.carol)).status, 201, 'carol is provisioned')
+  const carol = (await g.store.users.byUsername('carol'))!
+  const e = (await g.store.mfa.begin(carol.id))!
+  if (30_000 - Date.now() % 30_000 < 6000) await sleep(30_000 - Date.now() % 30_000 + 100)
+  const t0 = Date.now()
+  t.ok(await g.store.mfa.confirm(carol.id, oathtool(e.secret, t0)))
+  const api = await token(g.url, 'carol', PEOPLE.carol)
+  t.match([api.status, api.json], [200, { error: 'mfa_required' }], 'the token endpoint asks for the code')
+  const UA = { 'user-agent': 'ldap-mfa' }
+  const first = await postForm(g.url, '/login', { username: 'carol', password: PEOPLE.carol, next: '/account/keys' }, UA)
+  t.match([first.status, first.text], [200, /Enter your code/])
+  const c = setCookies(first)
+  t.equal(c.svc_sessionid, undefined, 'no session after the directory password alone')
+  const ok = await postForm(g.url, '/login/mfa', { code: oathtool(e.secret, stepTime(t0, 1)), next: '/account/keys' }, { cookie: `svc_mfa=${c.svc_mfa.value}`, ...UA })
+  t.equal(ok.status, 303, ok.text.slice(0, 200))
+  t.ok(setCookies(ok).svc_sessionid?.value, 'the code starts the session')
 })
