@@ -6,6 +6,10 @@
 export const MAX_ACCESS_KEYS = 10
 /** A browser session this young (since its login) may create permanent credentials without the password again. */
 export const FRESH_LOGIN_MS = 5 * 60_000
+/** The shortest password a user may set (every way of setting one). */
+export const MIN_PASSWORD = 8
+/** How long a password-reset link (`sidegate user reset-link`) is valid. */
+export const RESET_LINK_MINUTES = 60
 /**
  * Codes one pending sign-in step (the cookie after the password) takes:
  * the next try, even a right code, finds it spent (docs/mfa.md).

@@ -12,6 +12,18 @@ import { CLI_LABELS, type AdminOps } from './context.js'
 import { USERNAME } from './import.js'
 import { defineOperation, iso, named, nullable, obj, oneOf, text, uuid } from './operation.js'
 import { LinkSchema, linkJson, linkLine } from './links.js'
+import { MIN_PASSWORD, RESET_LINK_MINUTES } from '../limits.js'
+import { RESET_PATH } from '../routes/next.js'
+
+/** The base of a reset link: an http(s) origin, with a path prefix if the gateway is mounted under one. */
+function baseUrl (given: string): string {
+  let u: URL
+  try { u = new URL(given) } catch { throw new UsageError(`--url: not a URL: ${escapeControls(given)}`, 'bad_request') }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.search !== '' || u.hash !== '' || u.username !== '') {
+    throw new UsageError('--url: an http(s) URL without a query, fragment or user', 'bad_request')
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`
+}
 
 export const User = named('User', T.Object({
   id: uuid,
@@ -36,6 +48,7 @@ export const User = named('User', T.Object({
 export type UserJson = Static<typeof User>
 const UserList = named('UserList', T.Array(User))
 const UserRef = named('UserRef', T.Object({ id: uuid, username: T.String() }))
+const ResetLink = named('ResetLink', T.Object({ id: uuid, username: T.String(), url: T.String(), expires: iso }))
 const UserActive = named('UserActive', T.Object({ id: uuid, username: T.String(), is_active: T.Boolean() }))
 
 /** Fields of a user in the JSON, in a fixed order. */
@@ -65,8 +78,6 @@ function showText (u: UserJson): string {
     ...(u.links ?? []).map(linkLine)
   ].join('\n')
 }
-
-export const MIN_PASSWORD = 8
 
 /** `ID[:admin|:user|:none]` (the role defaults to user) → the org id and the role (null: no membership). */
 export function parseMembership (v: string, label = CLI_LABELS.org): { id: string, role: OrgRole | null } {
@@ -252,6 +263,33 @@ export const USER_OPERATIONS = [
       await ops.store.passwords.set(u.id, checkPassword(body.password))
       ops.audit({ event: 'password.changed', user: u })
       return { id: u.id, username: u.username }
+    }
+  }),
+  defineOperation({
+    method: 'POST',
+    path: 'users/{username}/reset-link',
+    status: 201,
+    tag: 'Users',
+    operationId: 'createResetLink',
+    summary: 'A one-time link that lets a user set a new password (`sidegate user reset-link`)',
+    description: `Valid ${RESET_LINK_MINUTES} minutes and once: setting any password (this link, another, \`sidegate user passwd\`, the account page) voids it. Nothing is stored; give the link to the user by a channel you trust. Using it ends the user's sessions and unused bearer tokens, as a new password does.`,
+    body: obj({ base_url: T.Optional(text('The gateway as the user reaches it (https://app.example.com); default http://localhost:<listen.port>.')) }),
+    answer: ResetLink,
+    errors: ['not_found', 'bad_request'],
+    cli: [{
+      command: 'user reset-link',
+      args: ['username'],
+      synopsis: '<username> [--url https://app.example.com]',
+      help: [`a link valid ${RESET_LINK_MINUTES} minutes, once, to set a new password`, '(there is no mail: give it to them yourself)'],
+      input: (c) => ({ body: { base_url: c.flags.url } }),
+      text: (r) => `reset link for ${r.username} (once, until ${r.expires}):\n${r.url}`
+    }],
+    run: async (ops, { params, body }) => {
+      const u = await ops.user(params.username)
+      const base = baseUrl(body.base_url ?? `http://localhost:${ops.config.listen.port}`)
+      const { token, expires } = await ops.store.passwords.resetToken(u.id, RESET_LINK_MINUTES * 60_000)
+      ops.audit({ event: 'password.reset_link', user: u })
+      return { id: u.id, username: u.username, url: `${base}${RESET_PATH}?token=${token}`, expires: new Date(expires).toISOString() }
     }
   }),
   defineOperation({

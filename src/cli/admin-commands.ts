@@ -56,6 +56,16 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
       ]
     },
     {
+      sub: 'reset-link',
+      synopsis: [
+        '<username> [--url https://app.example.com]'
+      ],
+      help: [
+        'a link valid 60 minutes, once, to set a new password',
+        '(there is no mail: give it to them yourself)'
+      ]
+    },
+    {
       sub: 'link',
       synopsis: [
         '<username> --oidc ID --sub SUB | --ldap ID [--subject ID] [--directory-only]'

@@ -45,7 +45,8 @@ export const OPTIONS = {
   ldap: { type: 'string' },
   sub: { type: 'string' },
   subject: { type: 'string' },
-  'directory-only': { type: 'boolean' }
+  'directory-only': { type: 'boolean' },
+  url: { type: 'string' }
 } as const
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values']

@@ -18,11 +18,10 @@ import type { Authenticators } from '../auth/index.js'
 import { otpauthUri, qrDataUri, type SecondFactor } from '../auth/mfa.js'
 import { passkeyName, type PasskeyCeremonies } from '../auth/passkeys.js'
 import type { Config } from '../config/index.js'
-import { TOTP, safeEqual } from '../crypto.js'
+import { TOTP } from '../crypto.js'
 import { FRESH_LOGIN_MS } from '../limits.js'
 import type { PasswordChecker } from '../auth/passwords.js'
 import { E, GatewayError } from '../errors.js'
-import { parseCookies } from '../http/cookies.js'
 import type { Auditor } from '../observability/audit.js'
 import { isTwoFactor, type Session, type Store, type User } from '../store/types.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
@@ -30,6 +29,7 @@ import { Html, redirect, sendHtml, Template } from './html.js'
 import { LOGIN_PATH } from './login.js'
 import { CEREMONY, PASSKEY } from './login-answers.js'
 import { BODY_ERRORS, html, redirectTo, ref } from './spec.js'
+import { browserSession } from './browser-session.js'
 import type { AssetSet } from './static.js'
 import { route, type RequestContext, type Route } from './types.js'
 
@@ -185,15 +185,8 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
   })
 
   /** The browser's session and its user, with the form's CSRF token checked; else the refusal. */
-  const signedIn = async (ctx: RequestContext, token: string): Promise<{ user: User, s: Session }> => {
-    const id = auth.session.cookieValue({ cookies: parseCookies(ctx.req.headers.cookie) })
-    const s = typeof id === 'string' && id !== '' ? await store.sessions.get(id) : null
-    if (s === null) throw E.notAuthenticated()
-    if (!safeEqual(token, s.csrf)) throw E.csrfFailed()
-    const user = await store.users.get(s.user_id)
-    if (user === null || !user.is_active) throw E.invalidSession()
-    return { user, s }
-  }
+  const signedIn = async (ctx: RequestContext, token: string): Promise<{ user: User, s: Session }> =>
+    await browserSession(store, auth, ctx, token)
 
   /**
    * The one re-proof before a change to the account's factors (adding a

@@ -15,6 +15,7 @@ import { PasswordChecker } from '../auth/passwords.js'
 import type { Store } from '../store/types.js'
 import { accountApiRoutes, accountPageRoute } from './account.js'
 import { accountMfaRoutes } from './account-mfa.js'
+import { passwordRoutes } from './account-password.js'
 import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
 import { healthRoutes } from './health.js'
@@ -104,6 +105,7 @@ export function createRouter (o: RouterOptions): Router {
     ),
     accountPageRoute(config, assets),
     ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys, passwords }),
+    ...passwordRoutes({ config, store, auth, assets, passwords, audit, crossSite, sso: o.sso }),
     ...accountApiRoutes(store, passwords, audit),
     assets.route(),
     ...(o.identity != null ? [jwksRoute(o.identity, config.names.identityHeader)] : []),

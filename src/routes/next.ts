@@ -10,6 +10,9 @@ import { CSP } from './html.js'
 
 export const LOGIN_PATH = '/login'
 export const LOGOUT_PATH = '/logout'
+/** A password-reset link's page (`sidegate user reset-link`) and where a signed-in user changes theirs. */
+export const RESET_PATH = '/login/reset'
+export const PASSWORD_PATH = '/account/password'
 export const JMS_LOGIN_PATH = '/core/auth/login/' // `compat: jumpserver`: JumpServer's login and logout views (src/routes/index.ts)
 export const JMS_LOGOUT_PATH = '/core/auth/logout/'
 /** Where a login lands when `next` is missing or unsafe. */

@@ -10,7 +10,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { freePort } from '../fixtures/redis.js'
 import { request, startEcho, type Res } from '../fixtures/http.js'
 import { ADMIN_PASSWORD, embeddedStore, SECRET, spawnGateway } from '../fixtures/gateway.js'
-import { cliOf } from '../fixtures/procs.js'
+import { cliOf, errorCode } from '../fixtures/procs.js'
 import { bearer, signAny, signedHeaders, signedWithBody } from '../fixtures/creds.js'
 import { login } from '../fixtures/session.js'
 import { eventually } from '../fixtures/wait.js'
@@ -193,6 +193,28 @@ t.test('users: create, show, disable/enable, password; visible on the public por
   const dup = await api('POST', 'users', { username: 'bob', password: 'whatever-long' })
   t.same([dup.status, dup.json], [409, { detail: 'A user named bob already exists.', code: 'user_exists' }])
   t.same((await api('GET', 'users/nobody')).json, { detail: 'no user named "nobody"', code: 'not_found' })
+})
+
+t.test('user reset-link: a link to set a new password once, from the CLI or the API; --url names the gateway as users reach it', async (t) => {
+  t.equal((await api('POST', 'users', { username: 'rita', password: 'rita-password-1', orgs: { [DEFAULT_ORG]: 'user' } })).status, 201)
+  const r = await cli('user', 'reset-link', 'rita', '--url', 'https://app.example.com/base/')
+  t.equal(r.code, 0, r.stderr)
+  t.match(r.stdout, /^reset link for rita \(once, until \d{4}-\d\d-\d\dT[\d:.]+Z\):\nhttps:\/\/app\.example\.com\/base\/login\/reset\?token=v1\.[\w.-]+\n$/)
+  const path = new URL(r.stdout.split('\n')[1]).search
+  const form = await request(gw.url, `/login/reset${path}`)
+  t.match([form.status, form.text], [200, /Set a new password/], 'the link works on the gateway')
+  const made = await api('POST', 'users/rita/reset-link', {})
+  t.equal(made.status, 201)
+  t.match(made.json, { username: 'rita', url: /^http:\/\/localhost:\d+\/login\/reset\?token=/, expires: /Z$/ })
+  const token = new URL(made.json.url).searchParams.get('token')!
+  const set = await request(gw.url, '/login/reset', { method: 'POST', body: new URLSearchParams({ token, password: 'rita-password-2', again: 'rita-password-2' }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  t.equal(set.status, 200)
+  t.ok(await bearer(gw.url, 'rita', 'rita-password-2'), 'the new password works')
+  t.equal((await request(gw.url, `/login/reset${path}`)).status, 400, 'the first link is void too: a password was set')
+  const unknown = await cli('user', 'reset-link', 'nobody', '--json')
+  t.same([unknown.code, errorCode(unknown.stderr)], [1, 'not_found'])
+  const bad = await cli('user', 'reset-link', 'rita', '--url', 'ftp://x/?q=1')
+  t.equal(bad.code, 2, 'not an http(s) base: a usage error')
 })
 
 t.test('orgs and memberships: the role decides what the public port allows', async (t) => {

@@ -143,10 +143,10 @@ t.test('token create prints exactly the token, and its audit event goes to the s
 
 t.test('--help for every command: exit 0 and names its subcommands', async (t) => {
   const cases: Array<[string[], RegExp[]]> = [
-    [['--help'], [/start/, /user add\|list\|show\|disable\|enable\|passwd\|link\|unlink\|grant/, /org add\|list/, /group add\|list\|show\|remove\|members/, /key create\|list\|disable\|enable\|revoke/, /token create\|show\|revoke/]],
+    [['--help'], [/start/, /user add\|list\|show\|disable\|enable\|passwd\|reset-link\|link\|unlink\|grant/, /org add\|list/, /group add\|list\|show\|remove\|members/, /key create\|list\|disable\|enable\|revoke/, /token create\|show\|revoke/]],
     [['help'], [/Commands:/]],
     [['start', '--help'], [/sidegate start/, /SIGTERM/]],
-    [['user', '--help'], ['add', 'list', 'show', 'disable', 'enable', 'passwd', 'link', 'unlink', 'grant'].map((s) => new RegExp(`sidegate user ${s}`))],
+    [['user', '--help'], ['add', 'list', 'show', 'disable', 'enable', 'passwd', 'reset-link', 'link', 'unlink', 'grant'].map((s) => new RegExp(`sidegate user ${s}`))],
     [['group', '--help'], [/sidegate group add <name> \[--org ORG\]/, /sidegate group members add <group> <username>/, /sidegate group members remove/, /idp:/]],
     [['user', 'add', '--help'], [/sidegate user add <username> --password-stdin/]],
     [['org', '--help'], [/sidegate org add/, /sidegate org list/]],
