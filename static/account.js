@@ -215,35 +215,6 @@
   })
   $('ak-new-secret').setAttribute('tabindex', '-1')
 
-  // ---- copy buttons
-
-  function copyText (text) {
-    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text)
-    return new Promise(function (resolve, reject) {
-      const ta = el('textarea', { readonly: '', class: 'sr-only' })
-      ta.value = text
-      document.body.appendChild(ta)
-      ta.select()
-      let ok = false
-      try { ok = document.execCommand('copy') } catch (e) {}
-      document.body.removeChild(ta)
-      if (ok) resolve()
-      else reject(new Error('Copy failed: select the text and copy it.'))
-    })
-  }
-
-  document.addEventListener('click', function (ev) {
-    const b = ev.target.closest ? ev.target.closest('button[data-copy]') : null
-    if (!b) return
-    const text = $(b.getAttribute('data-copy')).textContent
-    copyText(text).then(function () {
-      const old = b.textContent
-      b.textContent = 'Copied'
-      say('Copied to the clipboard.')
-      setTimeout(function () { b.textContent = old }, 1500)
-    }, function (err) { say(err.message, true) })
-  })
-
   // ---- private token
 
   let token = null

@@ -107,7 +107,8 @@
           return post(register.getAttribute('action'), { state: o.state, name, response: credentialJson(cred) }, csrf)
         })
       }).then(function () {
-        window.location.reload()
+        // the page says so, and shows the passkey and the new state
+        window.location.assign(window.location.pathname + '?added=1')
       }).catch(function (err) { say(why(err), true) })
     })
   }

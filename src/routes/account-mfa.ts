@@ -26,7 +26,7 @@ import type { Auditor } from '../observability/audit.js'
 import { isTwoFactor, type Session, type Store, type User } from '../store/types.js'
 import { FORM_TYPE, JSON_TYPE, type BodySpec } from './body.js'
 import { Html, redirect, sendHtml, Template } from './html.js'
-import { LOGIN_PATH } from './login.js'
+import { LOGIN_PATH, LOGOUT_PATH } from './next.js'
 import { CEREMONY, PASSKEY } from './login-answers.js'
 import { BODY_ERRORS, html, redirectTo, ref } from './spec.js'
 import { browserSession } from './browser-session.js'
@@ -98,6 +98,11 @@ type PageValues = {
   action: string,
   csrf: string,
   username: string,
+  docs: boolean,
+  logout: string,
+  copyScript: string,
+  state: string,
+  notice: string,
   error: string,
   on: boolean,
   off: boolean,
@@ -139,6 +144,11 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       action: ACCOUNT_MFA_PATH,
       csrf: s.csrf,
       username: user.username,
+      docs: d.config.docs.enabled,
+      logout: LOGOUT_PATH,
+      copyScript: assets.url('copy.js'),
+      state: factorState(user.username, on, f.passkeys.length),
+      notice: '',
       error: '',
       on: on && !showing,
       off: !on && !showing,
@@ -180,7 +190,9 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         redirect(ctx.res, 302, `${LOGIN_PATH}?next=${encodeURIComponent(ACCOUNT_MFA_PATH)}`)
         return
       }
-      sendHtml(ctx.res, 200, await page(who.user, who.session))
+      // the page's script comes back here after adding a passkey
+      const added = new URL(ctx.req.url ?? '/', 'http://x').searchParams.has('added')
+      sendHtml(ctx.res, 200, await page(who.user, who.session, added ? { notice: 'Passkey added.' } : {}))
     }
   })
 
@@ -258,7 +270,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
           const name = passkeyName(body.name)
           if (name === '') { sendHtml(ctx.res, 400, await page(user, s, { error: 'Give the passkey a name.' })); return }
           const ok = await store.passkeys.rename(user.id, id, name)
-          sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
+          sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? { notice: 'Passkey renamed.' } : { error: 'No such passkey.' }))
           return
         }
         const f = await store.mfa.factors(user.id)
@@ -275,7 +287,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
         }
         const ok = await store.passkeys.remove(user.id, id)
         if (ok) audit?.record({ event: 'passkey.removed', ctx, user, keyId: id, via: 'account' })
-        sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? {} : { error: 'No such passkey.' }))
+        sendHtml(ctx.res, ok ? 200 : 400, await page(user, s, ok ? { notice: 'Passkey removed.' } : { error: 'No such passkey.' }))
         return
       }
       if (body.action === 'begin') {
@@ -306,7 +318,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
           )
           return
         }
-        sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
+        sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n'), notice: 'The authenticator app is on.' }))
         return
       }
       // a code from the app: a recovery code (perhaps from a stolen list) does not make new ones
@@ -326,7 +338,7 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
       const codes = await store.mfa.regenerate(user.id)
       if (codes === null) { sendHtml(ctx.res, 400, await page(user, s, { error: 'No second factor is on.' })); return }
       audit?.record({ event: 'mfa.recovery_codes', ctx, user, via: 'account' })
-      sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n') }))
+      sendHtml(ctx.res, 200, await page(user, s, { codes: codes.join('\n'), notice: 'Ten new recovery codes: the old ones no longer work.' }))
     }
   })
 
@@ -402,4 +414,12 @@ export function accountMfaRoutes (d: AccountMfaDeps): Route[] {
   })
 
   return [getPage, postPage, postOptions, postRegister]
+}
+
+/** What the page says of the user's second factors: the truth, whichever kind they have. */
+function factorState (username: string, app: boolean, passkeys: number): string {
+  const keys = passkeys === 1 ? 'a passkey' : `${passkeys} passkeys`
+  if (!app && passkeys === 0) return `No second factor is set up for ${username}. Add an authenticator app or a passkey below.`
+  const what = app && passkeys > 0 ? `an authenticator app and ${keys}` : app ? 'an authenticator app' : keys
+  return `A second factor is on for ${username}: ${what}.`
 }

@@ -19,7 +19,7 @@ import { MIN_PASSWORD } from '../limits.js'
 import { FORM_TYPE, type BodySpec } from './body.js'
 import { browserSession } from './browser-session.js'
 import { redirect, sendHtml, Template } from './html.js'
-import { HOME, LOGIN_PATH, PASSWORD_PATH, RESET_PATH } from './next.js'
+import { LOGIN_PATH, LOGOUT_PATH, PASSWORD_PATH, RESET_PATH } from './next.js'
 import { sessionCookies } from './session-cookies.js'
 import { BODY_ERRORS, html, redirectTo, ref } from './spec.js'
 import type { AssetSet } from './static.js'
@@ -63,8 +63,8 @@ const RESET_FORM = {
 
 type ChangeValues = {
   css: string,
-  home: string,
-  mfa: string,
+  docs: boolean,
+  logout: string,
   action: string,
   csrf: string,
   username: string,
@@ -104,8 +104,8 @@ export function passwordRoutes (d: PasswordDeps): Route[] {
   )
   const changePage = (user: User, s: Session, o: Partial<ChangeValues> = {}): ChangeValues => ({
     css: assets.url('sidegate.css'),
-    home: HOME,
-    mfa: '/account/mfa',
+    docs: config.docs.enabled,
+    logout: LOGOUT_PATH,
     action: PASSWORD_PATH,
     csrf: s.csrf,
     username: user.username,

@@ -342,6 +342,7 @@ export function accountPageRoute (config: Config, assets: AssetSet): Route {
   const template = Template.load<{
     css: string,
     script: string,
+    copyScript: string,
     csrfCookie: string,
     keysUrl: string,
     tokenUrl: string,
@@ -377,6 +378,7 @@ export function accountPageRoute (config: Config, assets: AssetSet): Route {
       sendHtml(ctx.res, 200, template.render({
         css: assets.url('sidegate.css'),
         script: assets.url('account.js'),
+        copyScript: assets.url('copy.js'),
         csrfCookie: config.names.csrfCookie,
         keysUrl: ACCESS_KEYS_PATH,
         tokenUrl: PRIVATE_TOKEN_PATH,

@@ -127,7 +127,8 @@ export function ownAssets (): AssetSet {
   return new AssetSet('/_sidegate/static/', {
     'sidegate.css': f('sidegate.css'),
     'account.js': f('account.js'),
-    'passkeys.js': f('passkeys.js')
+    'passkeys.js': f('passkeys.js'),
+    'copy.js': f('copy.js')
   })
 }
 
