@@ -73,6 +73,12 @@ export function sendError (res: ServerResponse, err: unknown, requestId?: string
   return e
 }
 
+/** An error's headers besides its body's (WWW-Authenticate, Retry-After, Connection, the error's own). */
+export function errorHeaders (e: GatewayError): Record<string, string | string[] | number> {
+  const { 'content-type': _t, 'content-length': _l, ...rest } = prepare(e).headers
+  return e.headers === undefined ? rest : { ...rest, ...e.headers }
+}
+
 /**
  * The same error as a whole HTTP/1.1 response, for a raw socket that has no
  * ServerResponse (a refused upgrade, a request Node could not parse); the

@@ -2,17 +2,18 @@
  * Receive: the request's context (path, request id, client IP, HTTPS), the
  * access log line and the metrics once the answer is done, a request without
  * Host answered 400; and the two answers every step may need: `fail` (any
- * error as JSON) and `proceed` (`100 Continue`).
+ * error as JSON, or as a page to a browser's navigation) and `proceed` (`100 Continue`).
  */
 import type http from 'node:http'
 import type { Live, RequestContext } from './context.js'
 import { E, GatewayError } from '../errors.js'
-import { clientIp, fromTrustedPeer, isHttps, requestId } from './headers.js'
+import { clientIp, fromTrustedPeer, isHttps, isNavigation, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
 import { adoptOriginForm, TARGET_REFUSED } from '../http/target.js'
 import { accessLogger, redactHeaders, redactUrl } from '../observability/log.js'
 import { RefusalLines } from '../observability/refusals.js'
 import { sendError } from '../respond.js'
+import { sendErrorPage } from '../routes/error-page.js'
 import type { PipelineOptions } from './options.js'
 
 export interface Receive {
@@ -143,7 +144,10 @@ export function createReceive (
   }
 
   function fail (ctx: RequestContext, err: unknown): void {
-    const e = sendError(ctx.res, err, ctx.requestId)
+    // a browser that navigated here gets a page; everyone else the JSON
+    const e = isNavigation(ctx.req)
+      ? sendErrorPage(ctx.res, err instanceof GatewayError ? err : E.internal(), ctx.requestId)
+      : sendError(ctx.res, err, ctx.requestId)
     if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
     else if (e.status >= 500) {
       log.warn(

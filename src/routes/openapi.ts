@@ -111,7 +111,8 @@ const SHARED_ERRORS: Record<SharedErrors, { description: string, codes: ErrorCod
 
 function sharedErrors (): Record<SharedErrors, Json> {
   return Object.fromEntries(Object.entries(SHARED_ERRORS).map(
-    ([name, e]) => [name, errorResponse(e.description, e.codes, e.headers)]
+    // any refusal may be a browser's navigation: then a page (src/routes/error-page.ts)
+    ([name, e]) => [name, errorResponse(e.description, e.codes, e.headers, true)]
   )) as Record<SharedErrors, Json>
 }
 
@@ -221,7 +222,7 @@ function assemble (routes: readonly Route[]): { paths: Record<string, Json>, sch
   const schemas: Record<string, Json> = {}
   const answer = (e: ErrorAnswer): Json => typeof e === 'string'
     ? ref('responses', e)
-    : errorResponse(e.description, e.codes, e.headers, e.page, e.jumpserver)
+    : errorResponse(e.description, e.codes, e.headers, true, e.jumpserver)
   const declare = (name: string, schema: Json): void => {
     if (schemas[name] !== undefined && JSON.stringify(schemas[name]) !== JSON.stringify(schema)) throw new Error(`schema ${name}: two routes declare it differently`)
     schemas[name] = schema
@@ -295,7 +296,7 @@ export function buildOpenApi (config: Config, routes: readonly Route[]): Json {
         '',
         `**Organization.** \`?oid=\`, else the \`${n.orgHeader}\` header, else the user's default organization. A UUID, \`default\` or \`root\`.`,
         '',
-        '**Errors.** Every error sidegate returns is JSON `{"detail": "…", "code": "…"}`; 401s carry `WWW-Authenticate`. Each code is a schema under components.',
+        '**Errors.** Every error sidegate returns is JSON `{"detail": "…", "code": "…"}`; 401s carry `WWW-Authenticate`. Each code is a schema under components. A browser\'s navigation (`Sec-Fetch-Mode: navigate`, or `Accept: text/html` without Fetch Metadata; never a request with `Authorization`) gets the same status, code and headers as an HTML page.',
         '',
         `**Lockout.** ${config.auth.lockout.max_failures > 0 ? `${config.auth.lockout.max_failures} failed passwords for one username from one client IP within ${config.auth.lockout.window} s` : 'Off in this deployment; when on, repeated failed passwords for one username from one client IP'} give \`429 too_many_attempts\` with \`Retry-After\`, on the token endpoint and on \`/login\`.`,
         '',

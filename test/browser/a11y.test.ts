@@ -4,7 +4,7 @@
  * violation, at 1280 and 390 px, in the light and the dark scheme. The login
  * form (and its error), its second step, the API keys page, the second-factor
  * page (off, an enrolment), the password page (and its error), a reset link's
- * page (valid and void).
+ * page (valid and void), an error page (a 404 navigated to).
  * On a failure the page's screenshot goes to test/artifacts/. Swagger UI
  * (/api/docs/) is a third party's page and is not checked here.
  */
@@ -60,7 +60,14 @@ if (browser === null) {
     { name: 'password', open: async (p) => await p.goto('/account/password') },
     { name: 'password-error', open: async (p) => { await p.goto('/account/password'); await p.fill('#current', 'x'); await p.fill('#new', 'short-1'); await p.fill('#again', 'short-2'); await p.click('button[type=submit]') } },
     { name: 'reset', open: async (p) => await p.goto(`/login/reset?token=${resetToken}`) },
-    { name: 'reset-invalid', open: async (p) => await p.goto('/login/reset?token=v1.not.a.token') }
+    { name: 'reset-invalid', open: async (p) => await p.goto('/login/reset?token=v1.not.a.token') },
+    {
+      name: 'error-page',
+      open: async (p) => {
+        const r = await p.goto('/api/v1/no-such-thing/')
+        if (r?.status() !== 404 || !(r.headers()['content-type'] ?? '').startsWith('text/html')) throw new Error(`not the 404 page: ${r?.status()}`)
+      }
+    }
   ]
   const signedIn = new Set(['keys', 'mfa-off', 'mfa-enrol', 'password', 'password-error'])
 
