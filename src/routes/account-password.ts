@@ -37,26 +37,21 @@ export interface PasswordDeps {
 }
 
 const pw = (description: string) => T.String({ maxLength: 1024, format: 'password', description })
+/** What every form that sets a password has: the new one twice, and the username for a password manager. */
+const NEW_PASSWORD = {
+  password: pw(`The new password: at least ${MIN_PASSWORD} characters.`),
+  again: pw('The new password again.'),
+  username: T.Optional(T.String({ maxLength: 256, description: 'Ignored (for password managers).' }))
+}
 const CHANGE_FORM = {
   name: 'PasswordChangeForm',
-  schema: T.Object({
-    csrfmiddlewaretoken: T.String({ maxLength: 256 }),
-    current: pw('The password now.'),
-    password: pw(`The new one: at least ${MIN_PASSWORD} characters.`),
-    again: pw('The new one again.'),
-    username: T.Optional(T.String({ maxLength: 256, description: 'Ignored (for password managers).' }))
-  }),
+  schema: T.Object({ csrfmiddlewaretoken: T.String({ maxLength: 256 }), current: pw('The password now.'), ...NEW_PASSWORD }),
   types: [FORM_TYPE],
   required: true
 } satisfies BodySpec
 const RESET_FORM = {
   name: 'PasswordResetForm',
-  schema: T.Object({
-    token: T.String({ maxLength: 1024, description: 'The link\'s token.' }),
-    password: pw(`The new password: at least ${MIN_PASSWORD} characters.`),
-    again: pw('The new password again.'),
-    username: T.Optional(T.String({ maxLength: 256, description: 'Ignored (for password managers).' }))
-  }),
+  schema: T.Object({ token: T.String({ maxLength: 1024, description: 'The link\'s token.' }), ...NEW_PASSWORD }),
   types: [FORM_TYPE],
   required: true
 } satisfies BodySpec
@@ -71,7 +66,8 @@ type ChangeValues = {
   error: string,
   done: boolean,
   local: boolean,
-  min: number
+  min: number,
+  newHelp: string
 }
 type ResetValues = {
   css: string,
@@ -82,7 +78,8 @@ type ResetValues = {
   error: string,
   done: boolean,
   form: boolean,
-  min: number
+  min: number,
+  newHelp: string
 }
 
 /** The new password's own checks: its length and the second copy; the page's error, or '' when fine. */
@@ -113,6 +110,7 @@ export function passwordRoutes (d: PasswordDeps): Route[] {
     done: false,
     local: true,
     min: MIN_PASSWORD,
+    newHelp: 'Signs you out everywhere else.',
     ...o
   })
   const resetPage = (o: Partial<ResetValues>): string => reset.render({
@@ -125,6 +123,7 @@ export function passwordRoutes (d: PasswordDeps): Route[] {
     done: false,
     form: false,
     min: MIN_PASSWORD,
+    newHelp: 'This link works once.',
     ...o
   })
   const failed = (ctx: RequestContext, user: User | undefined, via: string, reason: string): void => {
