@@ -45,6 +45,7 @@ declare module './types.js' {
 export const MAX_TOKEN_BYTES = 8192
 /** Tokens remembered at most (the oldest goes first). */
 export const CACHE_MAX = 10_000
+const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 
 /** A Bearer value of a JWT's shape: three parts, two dots. */
 export function jwtShaped (v: string): boolean {
@@ -125,6 +126,8 @@ export class TrustedTokenAuthenticator implements Authenticator {
     const s = keys.s
     if (typeof header.alg !== 'string' || !s.algorithms.includes(header.alg)) return E.tokenRefused('its algorithm is not accepted')
     if (s.require_kid && typeof header.kid !== 'string') return E.tokenRefused('it names no kid')
+    // the first fetch still under way (a token right after the start): wait for it
+    if (keys.getKey === null && keys.state === 'starting') await keys.refresh()
     if (keys.getKey === null) {
       if (keys.mayRefetch) keys.refresh().catch(() => {})
       return E.issuerUnavailable()
@@ -216,8 +219,9 @@ function serviceUser (s: IssuerSettings, subject: string, groups: UserGroup[]): 
     email: '',
     is_active: true,
     is_superuser: false,
-    orgs: Object.fromEntries(s.orgs.map((o) => [o.toLowerCase(), 'user' as const])),
-    default_org: s.orgs[0]?.toLowerCase() ?? null,
+    // no orgs configured: the Default org (src/auth/org.ts DEFAULT_ORG_ID), as a new local user
+    orgs: Object.fromEntries((s.orgs.length === 0 ? [DEFAULT_ORG] : s.orgs).map((o) => [o.toLowerCase(), 'user' as const])),
+    default_org: (s.orgs[0] ?? DEFAULT_ORG).toLowerCase(),
     date_joined: '',
     last_login: null,
     rate_limit: null,
