@@ -32,7 +32,7 @@ export interface ErrorSpec {
 export const ERRORS = {
   not_authenticated: { status: 401, detail: 'Authentication credentials were not provided.', when: 'No Authorization header and no session cookie.' },
   authentication_failed: { status: 401, detail: 'Unable to log in with provided credentials.', when: 'Wrong username or password, unknown user or disabled account (one answer for all), or a credential whose user no longer exists.' },
-  invalid_token: { status: 401, detail: 'Invalid or expired token.', when: 'Unknown, expired or already used bearer token; unknown private token.' },
+  invalid_token: { status: 401, detail: 'Invalid or expired token.', when: 'Unknown, expired or already used bearer token; unknown private token; a JWT from a trusted issuer (auth.trusted_issuers) that does not verify: unknown issuer or key, a bad signature, an algorithm not allowed, another audience, expired or not yet valid, a lifetime over max_lifetime, too large (the detail says which; its answer carries `WWW-Authenticate: Bearer error="invalid_token"`), or an as: user token whose user is unknown.' },
   malformed_authorization: { status: 401, detail: 'Malformed Authorization header: token missing.', when: 'The Authorization header cannot be parsed for its scheme.' },
   unsupported_scheme: { status: 401, detail: 'Unsupported authorization scheme.', when: 'An Authorization scheme other than Bearer, Token, PrivateToken or Signature; on the admin API, any credential but an access-key signature or a private token.' },
   invalid_signature: { status: 401, detail: 'Signature verification failed.', when: 'Unknown access key, a signature that is not the canonical Base64 of 32 bytes, or one that does not match.' },
@@ -86,6 +86,7 @@ export const ERRORS = {
   sso_state_invalid: { status: 400, detail: 'The sign-in attempt is unknown or has expired; start again.', when: 'An OIDC callback whose `state` is missing, does not match the attempt this browser started, was used already, or is older than 10 minutes.' },
   sso_not_linked: { status: 403, detail: 'No account here is linked to this identity.', when: 'A first sign-in through a provider (OIDC, LDAP) that matches no user: provisioning is `link` or `off` and no operator\'s link or verified email matched, or the username it sends is a local user\'s and the distinct name `<username>@<provider>` is taken too. An operator links it: `sidegate user link`.' },
   idp_unavailable: { status: 503, detail: 'The identity provider cannot be reached; try again later.', when: 'An OIDC provider\'s discovery, keys or token endpoint did not answer within its timeout.' },
+  issuer_unavailable: { status: 503, detail: 'The token\'s issuer has no usable keys yet; try again shortly.', when: 'A JWT from a trusted issuer (auth.trusted_issuers) whose keys (discovery, JWKS) could not be fetched, or held no usable key, since the gateway started: retried with backoff; /readyz names the issuer.' },
   directory_unavailable: { status: 503, detail: 'The directory cannot be reached; try again later.', when: 'No LDAP server of the directory answered within its timeout (each is tried in order; a failed one is skipped for `retry_after`).' },
   user_exists: { status: 409, detail: 'A user named alice already exists.', when: 'Creating a user (`sidegate user add`, the admin API) with a username that is taken.', cliOnly: true },
   org_exists: { status: 409, detail: 'An organization with id 00000000-0000-0000-0000-000000000002 already exists.', when: 'Creating an organization (`sidegate org add --id`, the admin API) with an id that is taken.', cliOnly: true },
@@ -243,6 +244,9 @@ export const E = {
   ssoNotLinked: (detail?: string) => new GatewayError('sso_not_linked', detail),
   idpUnavailable: () => new GatewayError('idp_unavailable', undefined, { 'retry-after': '30' }),
   directoryUnavailable: (retryAfter: number) => new GatewayError('directory_unavailable', undefined, { 'retry-after': String(Math.max(1, retryAfter)) }),
+  /** a trusted issuer's JWT that does not verify (RFC 6750's challenge, the reason in the detail) */
+  tokenRefused: (why: string) => new GatewayError('invalid_token', `Invalid token: ${why}.`, { 'www-authenticate': 'Bearer realm="sidegate", error="invalid_token"' }),
+  issuerUnavailable: () => new GatewayError('issuer_unavailable', undefined, { 'retry-after': '5' }),
   linkExists: (detail?: string) => new GatewayError('link_exists', detail),
   linkNotFound: () => new GatewayError('link_not_found'),
   /** the admin API: a credential other than an access-key signature or a private token */

@@ -18,7 +18,7 @@ import { unmapIp } from '../http/address.js'
 import { AccessRules, type Verdict } from './rules.js'
 import { groupEntry, parseGroupRef } from './groups.js'
 import { hostKey } from './hosts.js'
-import type { UserGroup } from '../store/types.js'
+import type { User, UserGroup } from '../store/types.js'
 import type { Policy } from './syntax.js'
 
 export interface CheckInput {
@@ -144,7 +144,9 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
     method = kind as AuthMethod
     userId = ''
   }
-  const user = i.key === undefined ? await store.users.byUsername(i.user!) : await store.users.get(userId)
+  const local = i.key === undefined ? await store.users.byUsername(i.user!) : await store.users.get(userId)
+  // a trusted issuer's service (as: service) is no local user: named by its subject, in no org unless --org
+  const user = local ?? (method === 'trusted_token' ? serviceNamed(i.user!) : null)
   if (user === null) throw new UsageError(`no user named "${i.user ?? ''}"`, 'not_found')
   if (i.user !== undefined && i.key !== undefined && user.username.toLowerCase() !== i.user.toLowerCase()) {
     throw new UsageError(`access key ${i.key} is ${user.username}'s, not ${i.user}'s`)
@@ -176,6 +178,10 @@ async function callerOf (config: Config, store: Store, i: CheckInput): Promise<{
       groups: groups.map(groupEntry)
     }
   }
+}
+
+function serviceNamed (name: string): User {
+  return { id: `issuer:?:${name}`, username: name, name, email: '', is_active: true, is_superuser: false, orgs: {}, default_org: null, date_joined: '', last_login: null }
 }
 
 /** `--group` values as the caller's groups: an org named by its id or its (unique) name. */

@@ -82,7 +82,7 @@ export interface Verdict {
 }
 
 /** `group:`'s value is its reference's key (./groups.ts refKey) */
-interface Subject { kind: 'user' | 'org' | 'role' | 'method' | 'group', value: string }
+interface Subject { kind: 'user' | 'service' | 'org' | 'role' | 'method' | 'group', value: string }
 
 interface Rule {
   index: number
@@ -342,10 +342,16 @@ function verdictBefore (policy: Policy, subjects: boolean): Before {
   return 'auth'
 }
 
+function isService (id: AccessCaller['identity']): boolean {
+  return id.method === 'trusted_token' && id.service != null
+}
+
 function has (s: Subject, c: AccessCaller): boolean {
   const id = c.identity
   switch (s.kind) {
-    case 'user': return id.user.username.toLowerCase() === s.value.toLowerCase()
+    // a trusted issuer's service is named by service: only, never mistaken for a local user of that name
+    case 'user': return !isService(id) && id.user.username.toLowerCase() === s.value.toLowerCase()
+    case 'service': return isService(id) && id.user.username === s.value
     case 'org': return c.orgId !== undefined && c.orgId.toLowerCase() === s.value.toLowerCase()
     case 'method': return id.method === s.value
     case 'role': return s.value === 'superuser' ? id.user.is_superuser : c.orgId !== undefined && id.user.orgs[c.orgId] === 'admin'

@@ -41,7 +41,7 @@ export function subjectProblem (s: string): string | null {
   const i = s.indexOf(':')
   const kind = i === -1 ? '' : s.slice(0, i)
   const value = s.slice(i + 1)
-  if (kind === 'user' && value !== '') return null
+  if ((kind === 'user' || kind === 'service') && value !== '') return null
   if (kind === 'org' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) return null
   if (kind === 'role' && (value === 'superuser' || value === 'org_admin')) return null
   if (kind === 'method' && METHOD_SUBJECTS.has(value)) return null
@@ -50,7 +50,7 @@ export function subjectProblem (s: string): string | null {
     const g = parseGroupRef(value)
     return typeof g === 'string' ? `group: ${g}` : null
   }
-  return `each subject must be user:NAME, org:UUID, role:superuser, role:org_admin, group:NAME, group:ORG/NAME, method:${SUBJECT_LIST} or cert:CN=NAME (ATTR=VALUE, comma-separated), got ${JSON.stringify(s)}`
+  return `each subject must be user:NAME, service:NAME, org:UUID, role:superuser, role:org_admin, group:NAME, group:ORG/NAME, method:${SUBJECT_LIST} or cert:CN=NAME (ATTR=VALUE, comma-separated), got ${JSON.stringify(s)}`
 }
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/

@@ -7,6 +7,7 @@ import { E, GatewayError, mapResult, type Result } from '../errors.js'
 import type { BearerGrant, Factor, Store } from '../store/types.js'
 import { parseTokenCredential } from './parse.js'
 import type { Authenticator, ClaimBase, Credentials } from './types.js'
+import { jwtShaped } from './trusted-token.js'
 
 export interface BearerClaim extends ClaimBase<'bearer'> { factors: readonly Factor[] }
 
@@ -16,9 +17,12 @@ declare module './types.js' {
 
 export class BearerAuthenticator implements Authenticator {
   readonly method = 'bearer' as const
-  constructor (private readonly store: Store, private readonly singleUse = true) {}
+  /** `jwts`: trusted issuers are configured, so a JWT-shaped value is theirs (./trusted-token.ts) */
+  constructor (private readonly store: Store, private readonly singleUse = true, private readonly jwts = false) {}
 
-  claims (c: Credentials): boolean { return c.authorization?.scheme === 'bearer' }
+  claims (c: Credentials): boolean {
+    return c.authorization?.scheme === 'bearer' && !(this.jwts && jwtShaped(c.authorization.credentials))
+  }
 
   check (c: Credentials): Result<BearerClaim> {
     const token = parseTokenCredential(c.authorization!.credentials)

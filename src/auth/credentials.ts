@@ -13,6 +13,8 @@ import { BearerAuthenticator } from './bearer.js'
 import { PrivateTokenAuthenticator } from './private-token.js'
 import { SessionAuthenticator } from './session.js'
 import { SignatureAuthenticator, type Algorithm } from './signature.js'
+import type { IssuerSettings } from './jwks.js'
+import { TrustedTokenAuthenticator } from './trusted-token.js'
 import type { AuthMethod, Authenticator } from './types.js'
 
 /**
@@ -36,6 +38,7 @@ export interface KindConfig {
       require_digest: boolean
     }
     keys: { disable_after: number }
+    trusted_issuers: IssuerSettings[]
   }
 }
 
@@ -44,8 +47,11 @@ export interface SchemeContext { tokenPath: string, loginPath: string }
 
 export interface CredentialKind<M extends AuthMethod = AuthMethod> {
   readonly method: M
-  /** how it is sent: `Authorization` schemes (as documented; matched case-insensitively), or the session cookie */
-  readonly carrier: { readonly schemes: readonly string[] } | 'cookie'
+  /**
+   * how it is sent: `Authorization` schemes (as documented; matched case-insensitively), or the session cookie;
+   * `shape`: a scheme shared with another kind, told apart by the value's shape (a JWT's two dots)
+   */
+  readonly carrier: { readonly schemes: readonly string[], readonly shape?: 'jwt' } | 'cookie'
   /** its WWW-Authenticate challenge on a 401; null: none (a browser is not asked for a cookie) */
   readonly challenge: string | null
   /**
@@ -118,7 +124,8 @@ export const CREDENTIALS: { readonly [M in AuthMethod]: CredentialKind<M> } = {
     metric: 'bearer',
     subject: 'bearer',
     accessCheck: true,
-    create: (store, config) => new BearerAuthenticator(store, config.auth.bearer.single_use)
+    create: (store, config) =>
+      new BearerAuthenticator(store, config.auth.bearer.single_use, config.auth.trusted_issuers.length > 0)
   },
   private_token: {
     method: 'private_token',
@@ -187,6 +194,28 @@ export const CREDENTIALS: { readonly [M in AuthMethod]: CredentialKind<M> } = {
       dateWindow: config.auth.signature.date_window,
       requireDigest: config.auth.signature.require_digest
     })
+  },
+  trusted_token: {
+    method: 'trusted_token',
+    carrier: { schemes: ['Bearer'], shape: 'jwt' },
+    // its refusals carry their own (Bearer error="invalid_token"); a 401 without one names Bearer already
+    challenge: null,
+    machine: true,
+    openapi: {
+      name: 'TrustedToken',
+      scheme: (config) => ({
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description: config.auth.trusted_issuers.length === 0
+          ? '`Authorization: Bearer <JWT>` from an issuer in auth.trusted_issuers: none is configured, so none is accepted.'
+          : `\`Authorization: Bearer <JWT>\` signed by a trusted issuer (${config.auth.trusted_issuers.map((i) => `\`${i.issuer}\``).join(', ')}): a Kubernetes service-account token or an identity provider's access token, for one of its audiences, within its lifetime.`
+      })
+    },
+    metric: 'trusted_token',
+    subject: 'trusted_token',
+    accessCheck: true,
+    create: (store, config) => new TrustedTokenAuthenticator(store, config.auth.trusted_issuers)
   }
 }
 

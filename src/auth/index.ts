@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { E, GatewayError, mapResult, type Result } from '../errors.js'
 import type { Config } from '../config/index.js'
-import type { Store, User } from '../store/types.js'
+import type { Store, User, UserGroup } from '../store/types.js'
 import { parseCookies } from '../http/cookies.js'
 import { parseAuthorization } from './parse.js'
 import type { SessionAuthenticator } from './session.js'
@@ -99,14 +99,27 @@ export class Authenticators {
   }
 
   /** The claim's user, at once when cached in process. */
-  readonly #identify = (claim: Claim): Result<Identity> =>
-    mapResult(this.store.users.lookup(claim.userId), identityOf, claim)
+  readonly #identify = (claim: Claim): Result<Identity> => {
+    // a trusted issuer's service: the claim is the caller (no local user)
+    if (claim.method === 'trusted_token' && claim.service !== null) return identityOf(claim.service, claim)
+    return mapResult(this.store.users.lookup(claim.userId), identityOf, claim)
+  }
 }
 
 /** Every field of every kind's claim (a key of one kind's claim only is undefined on the others'). */
 type AnyClaim = { [K in KeysOf<Claim>]: FieldOf<Claim, K> }
 type KeysOf<U> = U extends unknown ? keyof U : never
 type FieldOf<U, K extends PropertyKey> = U extends unknown ? K extends keyof U ? U[K] : undefined : never
+
+const MERGED = new WeakMap<readonly UserGroup[], WeakMap<User, User>>()
+
+function withGroups (user: User, groups: readonly UserGroup[]): User {
+  let byUser = MERGED.get(groups)
+  if (byUser === undefined) MERGED.set(groups, byUser = new WeakMap())
+  let u = byUser.get(user)
+  if (u === undefined) byUser.set(user, u = { ...user, groups: [...(user.groups ?? []), ...groups] })
+  return u
+}
 
 function identityOf (user: User | null, claim: Claim): Identity | GatewayError {
   if (user === null) return E.authenticationFailed()
@@ -123,7 +136,13 @@ function identityOf (user: User | null, claim: Claim): Identity | GatewayError {
     keyFactors,
     keyLimit,
     keyAllowIps,
-    digests
+    digests,
+    issuer,
+    subject,
+    service,
+    workload,
+    tokenGroups,
+    firstSight
   } = claim as Partial<AnyClaim>
   const identity: { [K in keyof AnyClaim]: AnyClaim[K] | undefined } & { user: User } = {
     userId,
@@ -135,7 +154,14 @@ function identityOf (user: User | null, claim: Claim): Identity | GatewayError {
     keyLimit,
     keyAllowIps,
     digests,
-    user
+    issuer,
+    subject,
+    service,
+    workload,
+    tokenGroups,
+    firstSight,
+    // as: user with a groups claim: the user's groups and the token's (one record per token and user)
+    user: tokenGroups == null ? user : withGroups(user, tokenGroups)
   }
   return identity as Identity
 }

@@ -326,7 +326,7 @@ export const ADMIN_COMMANDS: Record<string, CommandHelp[]> = {
     {
       sub: 'check',
       synopsis: [
-        '[--user NAME] [--key ID] [--credential session|bearer|private_token]',
+        '[--user NAME] [--key ID] [--credential session|bearer|private_token|trusted_token]',
         '[--factor otp|hwk|swk]... [--org ID] [--ip ADDRESS] [--host HOST]',
         '[--group NAME]... <METHOD> <PATH>'
       ],

@@ -14,7 +14,7 @@ import { OTEL_VARIABLES, tracingConfig, type TracingConfig } from './otel.js'
 import { COMPAT, type Source } from './compat.js'
 import { maskUrl } from '../http/mask.js'
 import { leafKeys } from './live.js'
-import { cookieDomainProblems, cookieDomainWarnings } from '../http/cookie-domains.js'; import { signInProblems } from './sign-in.js'
+import { cookieDomainProblems, cookieDomainWarnings } from '../http/cookie-domains.js'; import { signInProblems } from './sign-in.js'; import { issuerProblems, resolvedIssuers } from './issuers.js'
 
 export type { Problem } from './validate.js'
 export type { TracingConfig } from './otel.js'
@@ -168,7 +168,8 @@ function crossKeyProblems (d: Doc, dbGiven: boolean): Problem[] {
     else if (certs > 0 && d.listen.tls.client_ca_file === null) p.push({ key: `access.rules[${i}].subjects`, message: 'cert: subjects need mutual TLS: set listen.tls.client_ca_file' })
     else if (r.policy === 'bypass' && r.subjects.length > certs) p.push({ key: `access.rules[${i}].subjects`, message: 'a bypass rule looks at no credential, so it cannot name subjects' })
   })
-  return [...p, ...cookieDomainProblems(d.session.cookies), ...signInProblems(d.sign_in)]
+  return [...p, ...cookieDomainProblems(d.session.cookies), ...signInProblems(d.sign_in),
+    ...issuerProblems(d.auth.trusted_issuers)]
 }
 
 /**
@@ -359,10 +360,8 @@ export function buildConfig (input: unknown, env: Env = {}, file: string | null 
     sources: Object.fromEntries(keys.map((k) => [k, fromEnv.has(k) ? 'env' : inFile.has(k) ? 'file' : fromCompat.has(k) ? 'compat' : 'default'])),
     auth: {
       ...d.auth,
-      signature: {
-        ...d.auth.signature,
-        required_headers: d.auth.signature.required_headers.map((h) => h.toLowerCase())
-      }
+      signature: { ...d.auth.signature, required_headers: d.auth.signature.required_headers.map(lower) },
+      trusted_issuers: resolvedIssuers(d.auth.trusted_issuers, path)
     }
   }
 }
@@ -427,3 +426,4 @@ export function effectiveValues (c: Config): Array<{ key: string, value: unknown
     return { key, value: value ?? null, source: c.sources[key] ?? 'default' }
   })
 }
+function lower (h: string): string { return h.toLowerCase() }

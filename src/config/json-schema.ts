@@ -13,6 +13,7 @@
  * them).
  */
 import type { TSchema } from '@sinclair/typebox'
+import { ISSUER_ALGORITHMS } from './issuers.js'
 import { Schema } from './schema.js'
 import { SUBJECT_LIST } from '../access/syntax.js'
 
@@ -32,7 +33,7 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   ipOrCidr: { pattern: '^\\s*[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\\s*$' },
   ratePolicy: { pattern: '^\\s*[0-9]{1,7}\\s*/\\s*[0-9]{0,6}\\s*[smhd]?\\s*$' },
   accessGlob: { pattern: '^/' },
-  accessSubject: { pattern: '^(?:user:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|group:.+|cert:.+|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
+  accessSubject: { pattern: '^(?:user:.+|service:.+|org:[0-9a-fA-F-]{36}|role:(?:superuser|org_admin)|group:.+|cert:.+|method:(?:' + SUBJECT_LIST.replace(/[.*+?^${}()[\]\\]/g, '\\$&') + '))$' },
   accessHost: { pattern: '^(?:\\*\\.)?[a-z0-9.-]{1,253}$|^\\[[0-9a-fA-F:.]+\\]$' },
   httpMethod: { pattern: '^[A-Za-z]{1,20}$' },
   // the public-suffix list is sidegate's to apply: the schema says the shape
@@ -41,7 +42,8 @@ export const CHECK_KEYWORDS: Record<string, Json> = {
   providerId: { pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' },
   orgId: { pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
   ldapUrl: { pattern: '^[lL][dD][aA][pP][sS]?://[^/?#\\s]+/?$' },
-  issuerUrl: { pattern: '^[hH][tT][tT][pP][sS]?://[^/?#\\s]' }
+  issuerUrl: { pattern: '^[hH][tT][tT][pP][sS]?://[^/?#\\s]' },
+  issuerAlgorithm: { enum: [...ISSUER_ALGORITHMS] }
 }
 
 /** The keywords ./schema.ts adds to JSON Schema, read by ./validate.ts only. */

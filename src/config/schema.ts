@@ -21,6 +21,7 @@ import { CREDENTIALS } from '../auth/credentials.js'
 import type { AuthMethod } from '../auth/types.js'
 import { bool, int, ints, list, live, oneOf, optStr, section, str } from './kit.js'
 import { signIn } from './sign-in.js'
+import { trustedIssuers } from './issuers.js'
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const REDIS_MODES = ['standalone', 'sentinel', 'cluster'] as const
@@ -103,6 +104,7 @@ export const Schema = T.Object({
       max_body: int(0, 1024 * 1024 * 1024, 1048576, 'bytes of body read to check a signed Digest or Content-Digest (413 above)'),
       require_digest: bool(false, 'true: a signed request with a body must sign Digest or Content-Digest')
     })),
+    trusted_issuers: trustedIssuers,
     keys: section({
       disable_after: int(0, 36500, 0, 'days: an access key unused this long (counted from its last use, else from its\ncreation or from when it was last enabled again) is disabled, not deleted: a\ncorrectly signed request is then 401 key_disabled until `sidegate key enable <id>`\n(or its owner, on the API keys page) turns it back on. 0: never.'),
       check_interval: int(1, 86400, 3600, 'seconds between two passes of that check. Every replica schedules them at the\nsame times (multiples of the interval); a Redis lock and a mark per pass let one\nreplica run each. Only with disable_after above 0.')
@@ -154,7 +156,8 @@ export const Schema = T.Object({
       policy: T.Union(POLICIES.map((v) => T.Literal(v)))
     }, { additionalProperties: false, default: {} }), {
       default: [],
-      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally hosts (app.example.com,\n*.example.com: its subdomains; the Host, or a trusted proxy's X-Forwarded-Host, without\nits port; with any, a request without a usable host is 400), methods (GET covers HEAD),\nnetworks (the client address as sidegate resolves it), subjects (user:NAME, org:UUID,\nrole:superuser, role:org_admin, group:NAME, group:ORG/NAME (ORG: the org's name or\nid), method:${SUBJECT_LIST}: the\nrule matches only a caller who has one; cert:CN=NAME: the client certificate of\nmutual TLS, listen.tls.client_ca_file) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
+      description: `First match wins. Each rule: paths (globs over the normalised path: * one segment,\n** any number, /a/** matches /a too), and optionally hosts (app.example.com,\n*.example.com: its subdomains; the Host, or a trusted proxy's X-Forwarded-Host, without\nits port; with any, a request without a usable host is 400), methods (GET covers HEAD),\nnetworks (the client address as sidegate resolves it), subjects (user:NAME, service:NAME (a trusted issuer's service),
+org:UUID,\nrole:superuser, role:org_admin, group:NAME, group:ORG/NAME (ORG: the org's name or\nid), method:${SUBJECT_LIST}: the\nrule matches only a caller who has one; cert:CN=NAME: the client certificate of\nmutual TLS, listen.tls.client_ca_file) and policy: bypass (no credential looked at),\none_factor (any valid credential), two_factor (a session or bearer token signed in\nwith a second factor; machine credentials only where subjects names their method)\nor deny. Refused: 403 access_denied (401 without a credential). docs/access-rules.md`
     }),
     case_insensitive_paths: bool(false, 'true: paths and globs compared in lower case, for an upstream that routes\ncase-insensitively (Express and ASP.NET by default): /OPS/restart then meets a rule\nfor /ops/**. Leave false for an upstream that tells /OPS from /ops')
   }, 'Who may reach which upstream paths, decided alike in proxy mode, for WebSocket\nupgrades and in forward-auth decisions. upstream.public_paths still come first.\n`sidegate access check` explains which rule decides a request.')),

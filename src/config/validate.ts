@@ -11,6 +11,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { maskUrl } from '../http/mask.js'
 import { globProblem, hostProblem, subjectProblem } from '../access/syntax.js'
 import { domainProblem, portalProblem } from '../http/cookie-domains.js'
+import { ISSUER_ALGORITHMS } from './issuers.js'
 
 export interface Problem { key: string, message: string }
 
@@ -61,6 +62,7 @@ export const CHECKS: Record<string, Check> = {
   providerId: (v) => /^[a-z0-9][a-z0-9_-]{0,63}$/.test(v) ? null : 'must be 1 to 64 lowercase letters, digits, _ and -, starting with a letter or digit',
   orgId: (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v) ? null : 'must be an org id (a UUID: sidegate org list)',
   ldapUrl: (v) => urlCheck(['ldap:', 'ldaps:'])(v) ?? (new URL(v).pathname.length > 1 ? 'must name a server only (no DN after it)' : null),
+  issuerAlgorithm: (v) => (ISSUER_ALGORITHMS as readonly string[]).includes(v) ? null : `each entry must be one of ${ISSUER_ALGORITHMS.join(', ')}`,
   issuerUrl: (v) => urlCheck(['https:', 'http:'])(v) ?? (new URL(v).protocol === 'https:' || isLoopback(new URL(v).hostname) ? null : 'must be https (http only on localhost)')
 }
 

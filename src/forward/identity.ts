@@ -178,7 +178,7 @@ interface Signer { kid: string, alg: SigningAlgorithm, header: string, key: KeyO
 
 /** The parts of a token that identify what it says: one cache entry per distinct set. */
 function cacheKey (kid: string, id: Identity, orgId: string, groups: string | undefined): string {
-  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.method === 'access_key' ? id.keyId : ''}\u0000${id.factors?.join(',') ?? ''}\u0000${groups ?? ''}`
+  return `${kid}\u0000${id.user.id}\u0000${id.user.username}\u0000${orgId}\u0000${id.method}\u0000${id.method === 'access_key' ? id.keyId : id.method === 'trusted_token' ? `${id.issuer}\u0000${id.workload?.pod_uid ?? ''}` : ''}\u0000${id.factors?.join(',') ?? ''}\u0000${groups ?? ''}`
 }
 
 /** The JWT minting of one gateway: the key set as last read, the signer of the current key, the token cache. */
@@ -315,6 +315,11 @@ export class IdentitySigner {
       claims.acr = isTwoFactor(id.factors) ? 'two_factor' : 'one_factor'
     }
     if (id.method === 'access_key') claims.akid = id.keyId
+    // a trusted issuer's token: which issuer vouched, and a Kubernetes token's pod and service account
+    if (id.method === 'trusted_token') {
+      claims.token_issuer = id.issuer
+      if (id.workload !== null) claims.workload = id.workload
+    }
     if (groups !== undefined) claims.groups = groups.split(',')
     claims.jti = jti
     claims.iat = iat

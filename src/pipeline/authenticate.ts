@@ -17,12 +17,14 @@ import { loginLocation } from '../routes/next.js'
 import { ownOrigin } from './origin.js'
 import { auditOf, type PipelineOptions } from './options.js'
 import type { AccessGate } from './access.js'
+import { jwtShaped } from '../auth/trusted-token.js'
 
 export function authenticateSteps (o: PipelineOptions, access: AccessGate | null) {
   const { auth, router, policy, sso } = o
   const assumeHttps = o.config.session.cookie_secure
   const audit = auditOf(o)
   const loginRedirect = o.config.session.login_redirect
+  const trustedIssuers = o.config.auth.trusted_issuers.length > 0
 
   /**
    * The caller, or the refusal (401, 403 a session's CSRF token, 503 the store) returned:
@@ -36,7 +38,10 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   }
 
   function audited (who: Identity, ctx: StepContext): Identity {
-    if (who.method === 'bearer') {
+    if (who.method === 'trusted_token') {
+      // once per token (its first sight); never the token itself
+      if (who.firstSight) audit!.record({ event: 'token.accepted', ctx: { ...ctx, identity: who }, user: who.user, source: `issuer:${who.issuer}` })
+    } else if (who.method === 'bearer') {
       audit!.record({
         event: 'token.used',
         ctx: { ...ctx, identity: who },
@@ -51,7 +56,8 @@ export function authenticateSteps (o: PipelineOptions, access: AccessGate | null
   function refused (err: GatewayError, ctx: StepContext): GatewayError {
     const token = bearerOf(ctx.req)
     if (token !== undefined && err.status === 401) {
-      audit!.record({ event: 'token.refused', ctx, authMethod: 'bearer', reason: err.code, credential: token })
+      const method = trustedIssuers && jwtShaped(token) ? 'trusted_token' : 'bearer'
+      audit!.record({ event: 'token.refused', ctx, authMethod: method, reason: err.code, credential: token })
     }
     return err
   }

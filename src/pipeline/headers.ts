@@ -16,6 +16,7 @@ import { unmapIp } from '../http/address.js'
 import { PROXY_FAMILIES, familyOf, sentMethod, type ProxyFamily } from './proxies.js'
 import { groupsSent, namedGroups } from '../access/groups.js'
 import type { UserGroup } from '../store/types.js'
+import { workloadHeader } from '../auth/workload.js'
 
 export interface HeaderPolicy {
   /**
@@ -37,6 +38,8 @@ export interface HeaderPolicy {
   loginHeader: string
   /** X-<abbrev>-Groups, lowercase */
   groupsHeader: string
+  /** X-<abbrev>-Workload, lowercase: a Kubernetes token's pod and service account (src/auth/workload.ts) */
+  workloadHeader: string
   /** The groups sent for a user (src/access/groups.ts groupsSent: identity.groups_max_bytes); undefined: none */
   groupsOf: (groups: readonly UserGroup[] | undefined) => string | undefined
   /** identity.jwt on: the signed identity token of a caller in an org, the groups sent (src/forward/identity.ts) */
@@ -49,9 +52,7 @@ export interface HeaderPolicy {
 /** The identity headers sidegate injects under an abbreviation, lowercase (as config.ts namesFor names them). */
 function identityHeaderNames (abbrev: string): string[] {
   const a = abbrev.toLowerCase()
-  return [
-    `x-${a}-org`, `x-${a}-user-id`, `x-${a}-username`, `x-${a}-auth-method`, `x-${a}-auth-factors`, `x-${a}-identity`, `x-${a}-groups`
-  ]
+  return ['org', 'user-id', 'username', 'auth-method', 'auth-factors', 'identity', 'groups', 'workload'].map((h) => `x-${a}-${h}`)
 }
 
 /** `identityToken`: identity.jwt's signer, when enabled (the header is stripped from clients either way). */
@@ -59,7 +60,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
   const n = config.names
   const lower = [
     n.orgHeader, n.userIdHeader, n.usernameHeader, n.authMethodHeader, n.identityHeader, n.authFactorsHeader,
-    `X-${n.abbrev}-Groups`
+    `X-${n.abbrev}-Groups`, `X-${n.abbrev}-Workload`
   ].map((h) => h.toLowerCase())
   // both families, whatever this gateway's names: on a fleet with SVC and JMS
   // gateways an upstream may trust either, so neither may come from a client
@@ -75,6 +76,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
     authFactorsHeader: lower[5],
     loginHeader: `x-${n.abbrev.toLowerCase()}-login`,
     groupsHeader: lower[6],
+    workloadHeader: lower[7],
     groupsOf: groupsSent(config.identity.groups_max_bytes, namedGroups(config.access.rules)),
     identityToken,
     credentialCookies: new Set([n.sessionCookie, n.legacySessionCookie, n.csrfCookie, n.mfaCookie]),
@@ -288,6 +290,7 @@ export function identityHeaders (p: HeaderPolicy, id: Identity, orgId: string, r
   if (id.factors !== undefined) out.push(p.authFactorsHeader, id.factors.join(','))
   const groups = p.groupsOf(id.user.groups)
   if (groups !== undefined) out.push(p.groupsHeader, groups)
+  if (id.method === 'trusted_token' && id.workload !== null) out.push(p.workloadHeader, workloadHeader(id.workload))
   // identity.jwt: the signed token (src/forward/identity.ts; 503 when the signing keys cannot be read)
   if (p.identityToken !== undefined) out.push(p.identityHeader, p.identityToken(id, orgId, requestId, groups))
 }

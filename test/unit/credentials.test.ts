@@ -34,20 +34,31 @@ t.test('the registry: each kind once, keyed by its method', async (t) => {
   t.equal(new Set(KINDS.map((k) => k.metric)).size, KINDS.length, 'metrics labels are distinct')
   t.equal(new Set(KINDS.map((k) => k.subject)).size, KINDS.length, 'access-rule subjects are distinct')
   t.equal(new Set(KINDS.map((k) => k.openapi.name)).size, KINDS.length, 'OpenAPI security scheme names are distinct')
-  const schemes = KINDS.flatMap((k) => k.carrier === 'cookie' ? [] : k.carrier.schemes.map((s) => s.toLowerCase()))
+  // a kind told apart by its value's shape (a trusted issuer's JWT) shares its scheme with one that is not
+  const schemes = KINDS.flatMap((k) => k.carrier === 'cookie' || k.carrier.shape !== undefined ? [] : k.carrier.schemes.map((s) => s.toLowerCase()))
   t.equal(new Set(schemes).size, schemes.length, 'no Authorization scheme belongs to two kinds')
+  for (const k of KINDS) {
+    if (k.carrier !== 'cookie' && k.carrier.shape !== undefined) t.ok(k.carrier.schemes.every((s) => schemes.includes(s.toLowerCase())), `${k.method}: shares a scheme, told apart by shape`)
+  }
 })
 
 t.test('the authenticators: one per kind; each claims its own schemes (or the cookie) and no other kind\'s', async (t) => {
-  const auth = new Authenticators({} as Store, config)
+  // with a trusted issuer configured, so that the JWT-shaped Bearer value is claimed (its keys are never fetched here)
+  const withIssuer = buildConfig({ secret_key: 'x'.repeat(32), auth: { trusted_issuers: [{ id: 'c', issuer: 'https://127.0.0.1:9', jwks_file: '/nonexistent', audiences: ['a'] }] } })
+  const auth = new Authenticators({} as Store, withIssuer)
   t.same(auth.authenticators.map((a) => a.method), KINDS.map((k) => k.method))
   const req = (headers: Record<string, string>): IncomingMessage => ({ method: 'GET', url: '/x', headers }) as unknown as IncomingMessage
   for (const k of KINDS) {
+    const value = k.carrier !== 'cookie' && k.carrier.shape === 'jwt' ? 'a.b.c' : 'abc'
     const sent = k.carrier === 'cookie'
       ? [readCredentials(req({ cookie: `${config.names.sessionCookie}=abc` }))]
-      : k.carrier.schemes.map((s) => readCredentials(req({ authorization: `${s} abc` })))
+      : k.carrier.schemes.map((s) => readCredentials(req({ authorization: `${s} ${value}` })))
     for (const c of sent) t.same(auth.authenticators.filter((a) => a.claims(c)).map((a) => a.method), [k.method], `${k.method}: claimed by its authenticator alone`)
   }
+  // without an issuer, a JWT-shaped Bearer value is sidegate's own bearer token's to refuse: Bearer unchanged
+  const plain = new Authenticators({} as Store, config)
+  const jwt = readCredentials(req({ authorization: 'Bearer a.b.c' }))
+  t.same(plain.authenticators.filter((a) => a.claims(jwt)).map((a) => a.method), ['bearer'], 'no issuer: Bearer a.b.c is the bearer kind\'s')
 })
 
 t.test('401 challenges: each kind\'s, in registry order', async (t) => {
