@@ -29,7 +29,8 @@
  *   other threads (V8's background compilers, libuv's pool writing the access log).
  *
  * Paths: sidegate's public, private_token, session, access_key (a fresh Date and HMAC per
- * request), bearer (single use: warm-up + requests tokens issued first), decision (the
+ * request), bearer (single use: warm-up + requests tokens issued first), trusted_token (a
+ * service-account JWT of the one issuer every run trusts, from a jwks_file), decision (the
  * forward-auth endpoint asked as nginx's auth_request asks: X-Original-Method/-URI), rejected
  * (a new unknown token each request, 401); and, as references, never budgeted: token_service
  * (bench/peers/token-service.mjs asked the decision's requests: the hand-written peer) and
@@ -53,6 +54,7 @@ import { BENCH, ROOT, freePort, parseFlags, sleep, spawnNode, startRedis, stopPr
 import { API_PATH, PREFIX, PUBLIC_PATH, PUBLIC_PREFIX, SECRET, issueBearerTokens, openSqliteStore, openStore, seedCredentials } from './stack.mjs'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 
 const f = parseFlags(process.argv.slice(2), {
   budget: '',
@@ -73,7 +75,7 @@ const f = parseFlags(process.argv.slice(2), {
   logLevel: 'info'
 })
 
-const SIDEGATE_PATHS = ['public', 'private_token', 'session', 'access_key', 'bearer', 'decision', 'rejected']
+const SIDEGATE_PATHS = ['public', 'private_token', 'session', 'access_key', 'bearer', 'trusted_token', 'decision', 'rejected']
 const REFERENCES = ['token_service', 'bare_proxy']
 const TARGET = { token_service: 'token_service', bare_proxy: 'bare_proxy' }
 const STATUS = {
@@ -82,6 +84,7 @@ const STATUS = {
   session: 200,
   access_key: 200,
   bearer: 200,
+  trusted_token: 200,
   decision: 200,
   rejected: 401,
   token_service: 204,
@@ -96,6 +99,8 @@ function requestFor (path, i, creds) {
     case 'public': return [PUBLIC_PATH, {}]
     case 'bare_proxy': return [API_PATH, {}]
     case 'private_token': return [API_PATH, { authorization: `Token ${pick(creds.tokens)}` }]
+    // a Kubernetes service-account token of a trusted issuer (auth.trusted_issuers): decided from memory once seen
+    case 'trusted_token': return [API_PATH, { authorization: `Bearer ${pick(creds.jwts)}` }]
     case 'session': return [API_PATH, { cookie: `svc_sessionid=${pick(creds.sessions)}; theme=dark` }]
     case 'access_key': {
       // as bench/load.mjs signs: a fresh Date and HMAC for every request
@@ -142,13 +147,33 @@ function inclusive (file, fn) {
 /** The window whose main-thread count is the median. */
 const median = (list) => [...list].sort((x, y) => x.ir - y.ir)[Math.floor((list.length - 1) / 2)]
 
+const ISSUER = 'https://issuer.bench.example'
+
+/** `n` service-account-shaped RS256 tokens of one issuer, and the JWKS file that holds its key. */
+async function trustedTokens (dir, n) {
+  const { privateKey, publicKey } = await generateKeyPair('RS256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'RS256', use: 'sig' }
+  const jwksFile = join(dir, 'jwks.json')
+  writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }))
+  const now = Math.floor(Date.now() / 1000)
+  const jwts = []
+  for (let i = 0; i < n; i++) {
+    jwts.push(await new SignJWT({ 'kubernetes.io': { namespace: 'bench', serviceaccount: { name: `svc-${i}`, uid: `uid-${i}` } } })
+      .setProtectedHeader({ alg: 'RS256', kid: 'bench-1' })
+      .setIssuer(ISSUER).setAudience('sidegate').setSubject(`system:serviceaccount:bench:svc-${i}`)
+      .setIssuedAt(now).setNotBefore(now).setExpirationTime(now + 7200)
+      .sign(privateKey))
+  }
+  return { jwts, jwksFile }
+}
+
 /** Redis, the upstream, credentials: what every target needs. */
 async function startBase () {
   const dir = mkdtempSync(join(tmpdir(), 'sidegate-callgrind-'))
   const redis = await startRedis()
   const upstream = await spawnNode(join(BENCH, 'upstream.mjs'))
   const store = await openStore(redis.url)
-  const creds = await seedCredentials(store, 10)
+  const creds = { ...(await seedCredentials(store, 10)), ...(await trustedTokens(dir, 10)) }
   return {
     dir,
     redisUrl: redis.url,
@@ -182,7 +207,7 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
     if (kind === 'sqlite') {
       // credentials of its own in its own file, seeded before it starts
       bearerStore = await openSqliteStore(dbPath)
-      creds = await seedCredentials(bearerStore, 10)
+      creds = { ...base.creds, ...(await seedCredentials(bearerStore, 10)) }
     }
     writeFileSync(file, stringify({
       listen: { host: '127.0.0.1', port },
@@ -190,6 +215,8 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
       ...(kind === 'sqlite' ? { store: { backend: 'sqlite', path: dbPath } } : { store: { backend: 'redis' }, redis: { url: base.redisUrl, prefix: PREFIX } }),
       metrics: { host: '127.0.0.1', port: await freePort() },
       server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
+      // one issuer for every path: the Bearer path tells sidegate's own tokens from JWTs by shape
+      auth: { trusted_issuers: [{ id: 'bench', issuer: ISSUER, jwks_file: creds.jwksFile, audiences: ['sidegate'], max_lifetime: 7200 }] },
       log: { level: f.logLevel }
     }))
     args = [join(root, 'bin', 'sidegate.js'), 'start', '--config', file]

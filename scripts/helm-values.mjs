@@ -100,6 +100,18 @@ function schema () {
       affinity: obj,
       topologySpreadConstraints: list,
       extraEnv: list,
+      trustCluster: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          enabled: { type: 'boolean' },
+          issuer: { type: 'string', pattern: '^https://' },
+          audience: { type: 'string', minLength: 1 },
+          maxLifetime: { type: 'integer', minimum: 60 },
+          createDiscoveryBinding: { type: 'boolean' },
+          serviceAccountName: { type: 'string', minLength: 1 }
+        }
+      },
       podSecurityContext: obj,
       securityContext: obj,
       config: { ...config, description: 'gateway.yml (`sidegate config schema`); every key is optional' }

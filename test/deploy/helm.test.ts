@@ -146,6 +146,36 @@ t.test('ServiceMonitor, HPA, an existing Secret, a PDB by maxUnavailable', async
   t.notOk(render({ secretKey: KEY, config: { metrics: { enabled: false } } }).some((d) => d.metadata.name.endsWith('-metrics')), 'metrics off: no metrics Service')
 })
 
+t.test('trustCluster: the API server as a trusted issuer, the pod\'s token mounted, the discovery binding; off by default', async (t) => {
+  const off = render({ secretKey: KEY })
+  t.equal(one(off, 'Deployment').spec.template.spec.automountServiceAccountToken, false, 'off: no token in the pod')
+  t.notOk(off.some((d) => d.kind === 'ClusterRoleBinding'))
+  t.notMatch(gatewayYml(off), /trusted_issuers/)
+  const mine = { id: 'idp', issuer: 'https://idp.example.com', audiences: ['api'] }
+  const on = render({ secretKey: KEY, trustCluster: { enabled: true, serviceAccountName: 'web' }, config: { auth: { trusted_issuers: [mine] } } }, 'gw')
+  const issuers = parse(gatewayYml(on)).auth.trusted_issuers
+  t.same(issuers, [mine, {
+    id: 'cluster',
+    issuer: 'https://kubernetes.default.svc.cluster.local',
+    audiences: ['sidegate'],
+    subject: { map: 'system:serviceaccount:{namespace}:{name}' },
+    ca_file: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+    token_file: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+    max_lifetime: 3607
+  }], 'its own issuer kept, the cluster\'s after it')
+  const pod = one(on, 'Deployment').spec.template.spec
+  t.same([pod.automountServiceAccountToken, pod.serviceAccountName], [true, 'web'])
+  const b = one(on, 'ClusterRoleBinding')
+  t.same(b.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:service-account-issuer-discovery' })
+  t.same(b.subjects, [{ kind: 'ServiceAccount', name: 'web', namespace: 'default' }])
+  const dir = tempDir('sidegate-trust-cluster-')
+  writeFileSync(join(dir, 'gateway.yml'), gatewayYml(on))
+  const check = await cliIn(dir, ['config', 'check', '--config', join(dir, 'gateway.yml')], { env: { SIDEGATE_SECRET_KEY: KEY } })
+  t.equal(check.code, 0, `sidegate config check takes the rendered file: ${check.stderr}`)
+  t.notOk(render({ secretKey: KEY, trustCluster: { enabled: true, createDiscoveryBinding: false } }).some((d) => d.kind === 'ClusterRoleBinding'), 'the binding can be left to the cluster\'s admin')
+  t.match(renderError({ trustCluster: { enabled: true, issuer: 'http://plain' } }), /issuer|pattern/, 'an issuer that is not https: refused by the schema')
+})
+
 t.test('the admin password: in the chart\'s Secret whatever the replica count (given, else generated; NOTES read it there)', async (t) => {
   const given = render({ secretKey: KEY, adminPassword: 'my-admin-password' })
   t.equal(one(given, 'Secret').stringData.SIDEGATE_ADMIN_PASSWORD, 'my-admin-password')

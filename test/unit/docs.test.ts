@@ -94,13 +94,13 @@ t.test('it describes every route sidegate serves', async (t) => {
   t.same(doc.components.schemas.TokenResult.required, ['token', 'keyword', 'date_expired', 'user'])
   t.ok(token.responses['429'], 'documents the lockout')
   const profile = doc.paths['/api/v1/users/profile/'].get
-  t.same(profile.security.map((s: any) => Object.keys(s)[0]), ['Bearer', 'PrivateToken', 'AccessKey', 'Session'])
+  t.same(profile.security.map((s: any) => Object.keys(s)[0]), ['Bearer', 'PrivateToken', 'AccessKey', 'TrustedToken', 'Session'])
   t.ok(profile.parameters.some((p: any) => p.$ref === '#/components/parameters/OrgHeader'), 'the org header is a parameter')
 })
 
 t.test('each operation\'s credentials, org parameters and authentication errors follow its route\'s auth mode', async (t) => {
   const doc = await getDoc()
-  const any = ['Bearer', 'PrivateToken', 'AccessKey', 'Session']
+  const any = ['Bearer', 'PrivateToken', 'AccessKey', 'TrustedToken', 'Session']
   const modes = new Set<string>()
   for (const route of g.gw.routes) {
     if (route.docs === null) continue
@@ -125,10 +125,12 @@ t.test('each operation\'s credentials, org parameters and authentication errors 
   t.same([...modes].sort(), ['decision', 'none', 'session-page', 'user', 'user+org', 'user+org-if-member'], 'every auth mode seen')
 })
 
-t.test('the four security schemes with their exact header formats; the org header', async (t) => {
+t.test('the five security schemes with their exact header formats; the org header', async (t) => {
   const c = (await getDoc()).components
   const s = c.securitySchemes
-  t.same(Object.keys(s).sort(), ['AccessKey', 'Bearer', 'PrivateToken', 'Session'])
+  t.same(Object.keys(s).sort(), ['AccessKey', 'Bearer', 'PrivateToken', 'Session', 'TrustedToken'])
+  t.match(s.TrustedToken, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+  t.match(s.TrustedToken.description, /none is configured, so none is accepted/, 'without an issuer it says so')
   t.match(s.Bearer, { type: 'http', scheme: 'bearer' })
   t.match(s.Bearer.description, 'Authorization: Bearer <token>')
   t.match(s.PrivateToken, { type: 'apiKey', in: 'header', name: 'Authorization' })

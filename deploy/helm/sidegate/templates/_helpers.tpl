@@ -44,7 +44,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- /* gateway.yml as the ConfigMap holds it */ -}}
 {{- define "sidegate.gatewayYml" -}}
-{{- toYaml .Values.config -}}
+{{- toYaml (include "sidegate.config" . | fromYaml) -}}
+{{- end -}}
+
+{{- /* .Values.config, with trustCluster's issuer appended to auth.trusted_issuers */ -}}
+{{- define "sidegate.config" -}}
+{{- $c := deepCopy .Values.config -}}
+{{- $t := .Values.trustCluster | default dict -}}
+{{- if $t.enabled -}}
+{{- $auth := get $c "auth" | default dict -}}
+{{- $sa := "/var/run/secrets/kubernetes.io/serviceaccount" -}}
+{{- $entry := dict "id" "cluster" "issuer" $t.issuer "audiences" (list $t.audience) "subject" (dict "map" "system:serviceaccount:{namespace}:{name}") "ca_file" (printf "%s/ca.crt" $sa) "token_file" (printf "%s/token" $sa) "max_lifetime" $t.maxLifetime -}}
+{{- $_ := set $auth "trusted_issuers" (append (get $auth "trusted_issuers" | default list) $entry) -}}
+{{- $_ := set $c "auth" $auth -}}
+{{- end -}}
+{{- toYaml $c -}}
 {{- end -}}
 
 {{- /*
@@ -52,7 +66,7 @@ The config without the keys a live reload may change (_live.tpl): its checksum
 changes, and the pods roll, only when a key that needs a restart changed.
 */ -}}
 {{- define "sidegate.restartConfig" -}}
-{{- $c := deepCopy .Values.config -}}
+{{- $c := include "sidegate.config" . | fromYaml -}}
 {{- range $key := splitList " " (include "sidegate.liveKeys" .) -}}
 {{- $parts := splitList "." $key -}}
 {{- $m := $c -}}
