@@ -117,7 +117,7 @@ t.test('bad input: a clear message and exit 2 (1 for a missing user or key), 400
     [['--user', 'nobody', 'GET', '/x'], 1, /no user named "nobody"/],
     [['--key', 'nokey', 'GET', '/x'], 1, /no access key with id "nokey"/],
     [['--user', 'admin', '--factor', 'sms', 'GET', '/x'], 2, /factor: otp, hwk or swk, got "sms"/],
-    [['--user', 'admin', '--credential', 'cookie', 'GET', '/x'], 2, /credential: session, bearer or private_token/],
+    [['--user', 'admin', '--credential', 'cookie', 'GET', '/x'], 2, /credential: session, bearer, private_token or trusted_token \(an access key: key\), got "cookie"/],
     [['--user', 'admin', '--ip', '10.0.0.0/8', 'GET', '/x'], 2, /ip: an IP address/],
     [['--org', DEFAULT_ORG, 'GET', '/x'], 2, /name one with user/],
     [['GET', 'reports'], 2, /path: must start with "\/"/]
