@@ -84,6 +84,7 @@ t.test('defaults', async (t) => {
       bearer: { ttl: 3600, single_use: true },
       signature: { clock_skew: 300, algorithms: ['hmac-sha256', 'hmac-sha512'], required_headers: ['(request-target)', 'date'], replay_cache: false, replay_grace: 0, date_window: 0, max_body: 1048576, require_digest: false },
       keys: { disable_after: 0, check_interval: 3600 },
+      trusted_issuers: [],
       cache: { memory_mb: 128, max: 10000, ttl: 300 },
       lockout: { max_failures: 7, window: 1800, address_max_failures: 100, ipv6_prefix: 64 },
       mfa: { required: 'none', pending_ttl: 600 },
@@ -103,7 +104,7 @@ t.test('defaults', async (t) => {
     },
     org: { unknown: 'reject' },
     access: { default_policy: 'one_factor', rules: [], case_insensitive_paths: false },
-    rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null }, on_store_error: 'allow' },
+    rate_limit: { enabled: false, limit: 600, window: 60, methods: { session: null, bearer: null, private_token: null, access_key: null, trusted_token: null }, on_store_error: 'allow' },
     session: {
       accept_legacy_cookie: true,
       idle_timeout: 7200,
