@@ -1,6 +1,5 @@
 /**
- * sign_in.oidc: OpenID Connect providers (not in this version yet: signInProblems
- * refuses a non-empty list). Shapes only; a
+ * sign_in.oidc: OpenID Connect providers (src/auth/oidc/). Shapes only; a
  * provider's discovery is fetched by the gateway, never by `config check`.
  */
 import { Type as T } from '@sinclair/typebox'
@@ -13,7 +12,8 @@ export const OidcProvider = T.Object({
   issuer: str('', { check: 'issuerUrl', description: 'its discovery (<issuer>/.well-known/openid-configuration): https, or http on localhost' }),
   client_id: str(''),
   client_secret: optStr({ secret: true, description: 'prefer client_secret_file' }),
-  client_secret_file: optStr({ description: 'a file holding the client secret (read at each use: rotated without a restart)' }),
+  client_secret_file: optStr({ description: 'a file holding the client secret (read when the provider\'s client is made: at start and at each reload)' }),
+  private_key_file: optStr({ description: 'private_key_jwt: a file holding the client\'s private key (PKCS#8 PEM or a JWK with its kid),\nits public key registered at the provider; instead of a client secret' }),
   scopes: list(['openid', 'profile', 'email']),
   claims: T.Object({
     username: str('preferred_username'),

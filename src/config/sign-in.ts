@@ -10,7 +10,7 @@ import type { Problem } from './validate.js'
 
 export const signIn = section({
   password_order: oneOf(['local_first', 'directory_first'] as const, 'local_first', 'a password is checked against the user\'s local hash first, then the directories\n(local_first); or the directories first (directory_first). docs/ldap.md'),
-  oidc: T.Array(OidcProvider, { default: [], description: 'OpenID Connect providers: not in this version yet (must be empty)' }),
+  oidc: T.Array(OidcProvider, { default: [], description: 'OpenID Connect providers (docs/oidc.md)' }),
   ldap: T.Array(LdapDirectory, { default: [], description: 'LDAP directories, tried in this order for a password (docs/ldap.md)' })
 }, 'Sign-in through an identity provider or a directory. A first sign-in is linked to a\nlocal user by (provider, subject), never by a name alone; docs/identity-providers.md, docs/ldap.md')
 
@@ -27,14 +27,14 @@ export function signInProblems (s: SignInConfig): Problem[] {
     if (other !== undefined) p.push({ key, message: `${JSON.stringify(v)} is taken by ${other}: ids are unique across sign_in` })
     else seen.set(v, key)
   }
-  // the shape is this version's; the sign-in itself comes with the routes (docs/identity-providers.md)
-  if (s.oidc.length > 0) p.push({ key: 'sign_in.oidc', message: 'OpenID Connect sign-in is not in this version yet: leave it empty' })
   s.oidc.forEach((o, i) => {
     const k = `sign_in.oidc[${i}]`
     id(`${k}.id`, o.id)
     if (o.issuer === '') p.push({ key: `${k}.issuer`, message: 'is required' })
     if (o.client_id === '') p.push({ key: `${k}.client_id`, message: 'is required' })
-    if (o.client_secret !== null && o.client_secret_file !== null) p.push({ key: `${k}.client_secret`, message: 'give client_secret or client_secret_file, not both' })
+    const secrets = [o.client_secret, o.client_secret_file, o.private_key_file].filter((x) => x !== null && x !== '').length
+    if (secrets !== 1) p.push({ key: `${k}.client_secret`, message: 'give exactly one of client_secret, client_secret_file and private_key_file (private_key_jwt)' })
+    if (o.claims.username === '' && o.provision === 'create') p.push({ key: `${k}.claims.username`, message: 'provision: create needs a username claim' })
     if (!o.scopes.includes('openid')) p.push({ key: `${k}.scopes`, message: 'must include openid' })
   })
   s.ldap.forEach((d, i) => {

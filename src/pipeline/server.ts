@@ -29,6 +29,7 @@ import type { Store } from '../store/types.js'
 import type { Tracer } from '../observability/tracing.js'
 import { logHandshakeFailures, serverTlsOptions, TlsFiles } from './tls.js'
 import { Directories } from '../auth/ldap/index.js'
+import { OidcProviders } from '../auth/oidc/index.js'
 
 export interface GatewayOptions {
   config: Config
@@ -106,6 +107,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
   const audit = opts.audit ??
     new Auditor({ config: config.audit, log, store, onStreamError: opts.metrics?.auditStreamError })
   const directories = config.sign_in.ldap.length === 0 ? null : new Directories(config.sign_in, log, store, audit)
+  const oidc = new OidcProviders(store, audit, log)
   const build = (c: Config): Handlers => {
     for (const w of configWarningList(c)) {
       log.warn(
@@ -118,8 +120,9 @@ export function createGateway (opts: GatewayOptions): Gateway {
     )
     const crossSite = crossSiteCheck(policy, c.session.cookie_secure)
     const sso = sessionScope(c.session.cookies, policy)
+    oidc.update(c.sign_in.oidc)
     const router = createRouter({
-      config: c, store, auth, crossSite, sso, draining: isDraining, ready, identity, audit, directories
+      config: c, store, auth, crossSite, sso, draining: isDraining, ready, identity, audit, directories, oidc
     })
     const pipeline = createPipeline({
       config: c,

@@ -38,6 +38,7 @@ import { FormatRegistry, type TObject } from '@sinclair/typebox'
 import { isUuid } from '../http/uuid.js'
 import { Value } from '@sinclair/typebox/value'
 import type { Directories } from '../auth/ldap/index.js'
+import type { OidcProviders } from '../auth/oidc/index.js'
 
 export type { Route, RouteAuth, RequestContext, ServedRoute } from './types.js'
 
@@ -59,6 +60,8 @@ export interface RouterOptions {
   audit?: Auditor
   /** sign_in.ldap (made once per process: its servers' state outlives a reload) */
   directories?: Directories | null
+  /** sign_in.oidc (made once per process: a provider's discovery outlives a reload) */
+  oidc?: OidcProviders | null
 }
 
 export interface Router {
@@ -101,7 +104,9 @@ export function createRouter (o: RouterOptions): Router {
     }),
     ...jumpServerPaths(
       config,
-      loginRoutes({ config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys, sso: o.sso })
+      loginRoutes({
+        config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys, sso: o.sso, providers: o.oidc
+      })
     ),
     accountPageRoute(config, assets),
     ...accountMfaRoutes({ config, store, auth, assets, mfa, audit, crossSite, passkeys, passwords }),

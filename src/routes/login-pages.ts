@@ -5,7 +5,7 @@
 import { otpauthUri, qrDataUri } from '../auth/mfa.js'
 import { TOTP } from '../crypto.js'
 import type { User } from '../store/types.js'
-import { Template } from './html.js'
+import { Html, Template } from './html.js'
 import {
   LOGIN_MFA_PASSKEY_OPTIONS_PATH, LOGIN_MFA_PASSKEY_PATH, LOGIN_PASSKEY_OPTIONS_PATH, LOGIN_PASSKEY_PATH
 } from './login-passkey.js'
@@ -22,7 +22,12 @@ export interface LoginPages {
   recoveryPage: (next: string, codes: string[]) => string
 }
 
-export function loginPages (assets: AssetSet, docs: boolean, paths: { login: string, mfa: string }): LoginPages {
+/** A provider's button on the login page (sign_in.oidc): where it goes, its name, whether it steers by email domain. */
+export interface ProviderButton { action: string, label: string, steers: boolean }
+
+export function loginPages (
+  assets: AssetSet, docs: boolean, paths: { login: string, mfa: string }, providers: readonly ProviderButton[] = []
+): LoginPages {
   const LOGIN_PATH = paths.login
   const LOGIN_MFA_PATH = paths.mfa
   const template = Template.load<{
@@ -34,8 +39,11 @@ export function loginPages (assets: AssetSet, docs: boolean, paths: { login: str
     error: string,
     docs: boolean,
     passkeyOptions: string,
-    passkeyAction: string
+    passkeyAction: string,
+    providers: Html,
+    steers: boolean
   }>('login.html')
+  const button = Template.load<{ action: string, next: string, label: string }>('login-provider.html')
   const loginPage = (o: { next: string, username?: string, error?: string }): string =>
     template.render({
       css: assets.url('sidegate.css'),
@@ -46,7 +54,10 @@ export function loginPages (assets: AssetSet, docs: boolean, paths: { login: str
       error: o.error ?? '',
       docs,
       passkeyOptions: LOGIN_PASSKEY_OPTIONS_PATH,
-      passkeyAction: LOGIN_PASSKEY_PATH
+      passkeyAction: LOGIN_PASSKEY_PATH,
+      providers: Html.join(providers.map((p) => button.fragment({ action: p.action, next: o.next, label: p.label }))),
+      // a provider steered to by email domain: the password may be left empty (that provider asks for it)
+      steers: providers.some((p) => p.steers)
     })
 
   const mfaTemplate = Template.load<{

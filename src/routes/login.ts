@@ -12,16 +12,18 @@ import type { IncomingMessage } from 'node:http'
 import type { Auditor } from '../observability/audit.js'
 import type { Authenticators } from '../auth/index.js'
 import { parseCookies } from '../http/cookies.js'
-import { Type as T } from '@sinclair/typebox'
+import { Type as T, type Static } from '@sinclair/typebox'
 import { FORM_TYPE as FORM_MEDIA_TYPE, isJsonType, mediaType } from '../http/content-type.js'
 import { queryParam } from '../http/query.js'
 import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
 import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
-import { PENDING_TRIES, type SecondFactor } from '../auth/mfa.js'
+import { PENDING_TRIES, type Amr, type SecondFactor } from '../auth/mfa.js'
+import type { OidcProviders } from '../auth/oidc/index.js'
 import type { PasskeyCeremonies } from '../auth/passkeys.js'
 import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
+import { OIDC_PATH, oidcLoginRoutes } from './login-oidc.js'
 import { redirect, sendHtml } from './html.js'
 import { loginPages } from './login-pages.js'
 import { profile } from './profile.js'
@@ -85,6 +87,8 @@ export interface LoginDeps {
   mfa: SecondFactor
   /** passkeys (src/auth/passkeys.ts) */
   passkeys: PasskeyCeremonies
+  /** sign_in.oidc (src/auth/oidc/): its routes, the login page's buttons, email_domains steering */
+  providers?: OidcProviders | null
 }
 
 /** The second step: a one-time password or a recovery code, and `next` carried on. */
@@ -100,6 +104,7 @@ const MFA_BODY = {
 
 export function loginRoutes (d: LoginDeps): Route[] {
   const { config, store, auth, passwords, assets, crossSite, audit, mfa, passkeys, sso } = d
+  const providers = d.providers ?? null
   const safeNext = sso.next
   const names = config.names
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
@@ -120,7 +125,8 @@ export function loginRoutes (d: LoginDeps): Route[] {
   }
 
   const { loginPage, mfaPage, recoveryPage } = loginPages(
-    assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH }
+    assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH },
+    (providers?.list ?? []).map((p) => ({ action: `${OIDC_PATH}/${p.id}`, label: p.label, steers: p.c.email_domains.length > 0 }))
   )
   /** The pending second step's cookie: only /login and /login/mfa see it. */
   const mfaCookie = (ctx: RequestContext, value: string, maxAge: number): string =>
@@ -143,6 +149,40 @@ export function loginRoutes (d: LoginDeps): Route[] {
     const legacy = names.legacySessionCookie
     if (acceptLegacy && legacy in parseCookies(ctx.req.headers.cookie)) set.push(jar.clearLegacy(ctx))
     return set
+  }
+
+  /**
+   * After a first step (the password, or a provider's sign-in): the second one
+   * when it is due (a code, a passkey, or an enrolment), answered as the code
+   * page (or, `json` given, `mfa_required`) with the pending step's cookie;
+   * false when none is due. `amr`: the first step's factors.
+   */
+  const secondStep = async (
+    ctx: RequestContext, user: User, next: string,
+    json: ((x: { body: Static<ReturnType<typeof loginMfaRequired>>, headers: Record<string, string> }) => void) | null,
+    amr: Amr[] = ['pwd'], via = 'login'
+  ): Promise<boolean> => {
+    let need = await mfa.need(user)
+    let secret: string | undefined
+    if (need === 'enrol') {
+      if (json !== null) throw E.mfaUnset()
+      // one an operator began (`sidegate mfa enroll`) is confirmed as it is: its secret is never shown again
+      if ((await store.mfa.factors(user.id)).totp?.operator !== true) {
+        const e = await store.mfa.begin(user.id)
+        // enrolled meanwhile (another browser): a code, as for anyone enrolled
+        if (e === null) need = 'code'
+        else secret = e.secret
+      }
+    }
+    if (need === 'none') return false
+    audit?.record({ event: 'mfa.required', ctx, user, via })
+    const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', amr, secret), mfa.ttl)
+    const passkey = need === 'passkey' || (need === 'code' && (await store.passkeys.list(user.id)).length > 0)
+    const choices = [...(need === 'code' ? ['otp' as const] : []), ...(passkey ? ['passkey' as const] : [])]
+    const url = need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH
+    if (json !== null) json({ body: { error: 'mfa_required', msg: 'MFA required', data: { choices, url } }, headers: { 'set-cookie': pending } })
+    else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { ...pageHeadersFor(next), 'set-cookie': pending })
+    return true
   }
 
   const getLogin = route({
@@ -206,6 +246,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
           ...pageHeadersFor(next), ...headers
         })
 
+      // a username@<domain> of a provider's email_domains: that provider signs the browser in
+      // (the password is not read)
+      const steered = json ? undefined : providers?.steer(username.trim())
+      if (steered !== undefined) {
+        const q = new URLSearchParams({ next, login_hint: username.trim().slice(0, 320) })
+        redirect(ctx.res, 303, `${OIDC_PATH}/${steered.id}?${q.toString()}`)
+        return
+      }
       const refused = failures.filter((f) => f.field !== 'next')
       if (refused.length > 0) {
         // JSON: either one missing first, then one too long
@@ -229,28 +277,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
         return
       }
       // the second step: the password alone starts nothing
-      let need = await mfa.need(user)
-      let secret: string | undefined
-      if (need === 'enrol') {
-        if (json) throw E.mfaUnset()
-        // one an operator began (`sidegate mfa enroll`) is confirmed as it is: its secret is never shown again
-        if ((await store.mfa.factors(user.id)).totp?.operator !== true) {
-          const e = await store.mfa.begin(user.id)
-          // enrolled meanwhile (another browser): a code, as for anyone enrolled
-          if (e === null) need = 'code'
-          else secret = e.secret
-        }
-      }
-      if (need !== 'none') {
-        audit?.record({ event: 'mfa.required', ctx, user, via: 'login' })
-        const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', ['pwd'], secret), mfa.ttl)
-        const passkey = need === 'passkey' || (need === 'code' && (await store.passkeys.list(user.id)).length > 0)
-        const choices = [...(need === 'code' ? ['otp' as const] : []), ...(passkey ? ['passkey' as const] : [])]
-        const url = need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH
-        if (json) reply(200, { error: 'mfa_required', msg: 'MFA required', data: { choices, url } }, { 'set-cookie': pending })
-        else sendHtml(ctx.res, 200, mfaPage({ next, user, secret, enrol: need === 'enrol', code: need !== 'passkey', passkey }), { ...pageHeadersFor(next), 'set-cookie': pending })
-        return
-      }
+      if (await secondStep(ctx, user, next, json ? (x) => { reply(200, x.body, x.headers) } : null)) return
       const cookies = await startSession(ctx, user, 'login', PASSWORD_ONLY)
       if (json) reply(200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })
@@ -369,7 +396,10 @@ export function loginRoutes (d: LoginDeps): Route[] {
     postLogin,
     postMfa,
     postLogout,
-    ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext })
+    ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext }),
+    ...(providers === null || providers.list.length === 0
+      ? []
+      : oidcLoginRoutes({ config, store, providers, safeNext, startSession, secondStep, loginPage }))
   ]
 }
 

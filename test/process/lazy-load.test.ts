@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import { ROOT, SECRET } from '../fixtures/gateway.js'
 import { post, request } from '../fixtures/http.js'
 import { BIN, workdir } from '../fixtures/procs.js'
-import { startRedis } from '../fixtures/redis.js'
+import { freePort, startRedis } from '../fixtures/redis.js'
 import { login } from '../fixtures/session.js'
 import { track } from '../fixtures/cleanup.js'
 import { eventually } from '../fixtures/wait.js'
@@ -26,7 +26,7 @@ const redis = await startRedis()
 t.teardown(async () => { await redis.stop() })
 
 // @opentelemetry/api is no SDK: prom-client requires it at start (its CPU metric's exemplars)
-const LAZY = /node_modules\/(ioredis|@simplewebauthn|@opentelemetry\/(?!api\/))/
+const LAZY = /node_modules\/(ioredis|@simplewebauthn|openid-client|@opentelemetry\/(?!api\/))/
 
 /** `sidegate start` with `doc`, traced; `during(url)` runs once it is ready; returns the modules it loaded. */
 async function traced (
@@ -51,7 +51,7 @@ const signIn = async (url: string): Promise<void> => {
   if ((await request(url, '/api/v1/users/profile/', { headers: { cookie: s.cookie } })).status !== 200) throw new Error('profile')
 }
 
-t.test('the embedded store, a sign-in, an authenticated request: no ioredis, no WebAuthn library, no OpenTelemetry', async (t) => {
+t.test('the embedded store, a sign-in, an authenticated request: no ioredis, no WebAuthn library, no OpenID client, no OpenTelemetry', async (t) => {
   const modules = await traced(t, {}, signIn)
   t.ok(modules.some((m) => m.includes('node_modules/better-sqlite3/')), 'the trace sees the libraries loaded')
   t.same(modules.filter((m) => LAZY.test(m)), [], 'none of the lazily loaded ones')
@@ -66,4 +66,15 @@ t.test('a Redis store loads ioredis at start; the first passkey ceremony loads @
   t.ok(modules.some((m) => m.includes('node_modules/ioredis/')), 'ioredis')
   t.ok(modules.some((m) => m.includes('node_modules/@simplewebauthn/server/')), '@simplewebauthn/server')
   t.notOk(modules.some((m) => /node_modules\/@opentelemetry\/(?!api\/)/.test(m)), 'and still no OpenTelemetry (tracing off)')
+})
+
+t.test('an OpenID provider configured: openid-client is loaded by the first sign-in through it, not at start', async (t) => {
+  const issuer = `http://127.0.0.1:${await freePort()}`
+  const doc = { sign_in: { oidc: [{ id: 'corp', issuer, client_id: 'sidegate', client_secret: 'secret', timeout: 1 }] } }
+  const modules = await traced(t, doc, async (url) => {
+    t.equal((await request(url, '/login')).status, 200, 'the login page (with its button) needs no OpenID client')
+    const r = await request(url, '/login/oidc/corp', { headers: { accept: 'application/json' } })
+    t.equal(r.status, 503, 'the provider is down: idp_unavailable, after loading the client')
+  })
+  t.ok(modules.some((m) => m.includes('node_modules/openid-client/')), 'openid-client')
 })

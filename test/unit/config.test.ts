@@ -474,7 +474,7 @@ t.test('compat: jumpserver fills in only what the file and the environment leave
   fails(t, () => buildConfig({ compat: 'jumpservr' }), /^config: compat: must be one of none, jumpserver, got "jumpservr"/)
 })
 
-t.test('sign_in: ids unique across providers, a base and {username} to search, ldap:// or ldaps:// servers only, one password source; oidc not yet', async (t) => {
+t.test('sign_in: ids unique across providers, a base and {username} to search, ldap:// or ldaps:// servers only, one password source', async (t) => {
   const dir = (over: Record<string, unknown> = {}): Record<string, unknown> => ({ id: 'corp', urls: ['ldaps://dc1.example.com'], users: { base: 'dc=example,dc=com' }, ...over })
   const ok = buildConfig({ sign_in: { ldap: [dir(), dir({ id: 'other', start_tls: true, urls: ['ldap://dc2.example.com:389'] })] } })
   t.match(ok.sign_in.ldap[0], { provision: 'create', timeout: 5, retry_after: 30, pool: 4, attributes: { id: 'entryUUID', username: 'uid' }, groups: { filter: '(member={dn})', nested: true } })
@@ -492,6 +492,6 @@ t.test('sign_in: ids unique across providers, a base and {username} to search, l
   t.match(problems({ sign_in: { ldap: [dir({ bind_password: 'a' })] } }), /bind_dn: a bind password needs bind_dn/)
   t.match(problems({ sign_in: { ldap: [dir({ orgs: [{ group: 'eng', org: 'not-a-uuid' }] })] } }), /orgs\[0\]\.org: must be an org id/)
   t.match(problems({ sign_in: { ldap: [dir({ provision: 'always' })] } }), /provision: must be one of link, create, off/)
-  t.match(problems({ sign_in: { oidc: [{ id: 'corp', issuer: 'https://idp.example.com', client_id: 'x' }] } }), /sign_in\.oidc: OpenID Connect sign-in is not in this version yet/)
+  t.match(problems({ sign_in: { ldap: [dir()], oidc: [{ id: 'corp', issuer: 'https://idp.example.com', client_id: 'x', client_secret: 's' }] } }), /sign_in\.oidc\[0\]\.id: "corp" is taken by sign_in\.ldap\[0\]\.id|sign_in\.ldap\[0\]\.id: "corp" is taken by sign_in\.oidc\[0\]\.id/, 'ids unique across oidc and ldap')
   t.notMatch(problems({ sign_in: { ldap: [dir({ bind_password: 'hunter2-secret', bind_dn: null, urls: [] })] } }), /hunter2/, 'a password never in a message')
 })

@@ -1,0 +1,166 @@
+/**
+ * The providers of sign_in.oidc: made once per process (a provider's cached
+ * discovery outlives a reload whose settings for it are the same), with the
+ * authorization code flow openid-client runs: PKCE S256, `state` and `nonce`
+ * (./attempt.ts), the code exchanged and the id_token checked by the library
+ * (signature against the provider's JWKS, iss, aud, azp, exp, iat, nonce;
+ * RFC 9207 `iss` on the callback when the provider says it sends one), then
+ * the userinfo for what the id_token lacks, and the person made a local
+ * user's by src/auth/external.ts (by (provider, sub) only).
+ */
+import type { Logger } from 'pino'
+import type * as oidc from 'openid-client'
+import type { OidcProviderConfig } from '../../config/sign-in.js'
+import { E, GatewayError } from '../../errors.js'
+import type { AuditContext, AuditRecord, Auditor } from '../../observability/audit.js'
+import type { Factor, Store, User } from '../../store/types.js'
+import { refusal, signInExternal } from '../external.js'
+import { newAttempt, sealAttempt, type Attempt } from './attempt.js'
+import { factorsOf, identityOf, type Claims } from './claims.js'
+import { OidcClient, isUnavailable } from './client.js'
+import { loadedOpenidClient, openidClient } from './lib.js'
+
+export { takeAttempt, ATTEMPT_TTL_S, type Attempt } from './attempt.js'
+export { OidcClient, ProviderUnavailable } from './client.js'
+
+/** A sign-in the provider vouched for: the user, its factors, and what the session records of the provider's. */
+export interface OidcSignIn {
+  user: User
+  factors: Factor[]
+  /** the provider's amr proved a second factor and the operator trusts it (trust_mfa) */
+  proven: boolean
+  sub: string
+  sid?: string
+  idToken?: string
+}
+
+export class OidcProviders {
+  #clients = new Map<string, OidcClient>()
+
+  constructor (
+    private readonly store: Store, private readonly audit: Auditor | null, private readonly log: Logger,
+    list: readonly OidcProviderConfig[] = []
+  ) { this.update(list) }
+
+  /** A reload's providers: a provider whose settings are unchanged keeps its client (and its cached discovery). */
+  update (list: readonly OidcProviderConfig[]): void {
+    const next = new Map<string, OidcClient>()
+    for (const c of list) {
+      const had = this.#clients.get(c.id)
+      next.set(c.id, had !== undefined && JSON.stringify(had.c) === JSON.stringify(c) ? had : new OidcClient(c))
+    }
+    this.#clients = next
+  }
+
+  get list (): OidcClient[] { return [...this.#clients.values()] }
+  get (id: string): OidcClient | undefined { return this.#clients.get(id) }
+
+  /** The provider a typed `name@domain` is steered to by its email_domains, or undefined. */
+  steer (typed: string): OidcClient | undefined {
+    const at = typed.lastIndexOf('@')
+    if (at <= 0) return undefined
+    const domain = typed.slice(at + 1).trim().toLowerCase()
+    return this.list.find((p) => p.c.email_domains.some((d) => d.toLowerCase() === domain))
+  }
+
+  /** The provider's authorization URL for a new attempt, and the attempt sealed for its cookie. */
+  async begin (
+    p: OidcClient, redirectUri: string, next: string, loginHint?: string
+  ): Promise<{ url: string, sealed: string }> {
+    const config = await this.#config(p)
+    const { attempt, challenge } = await newAttempt(p.id, redirectUri, next)
+    const url = (await openidClient()).buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: p.c.scopes.join(' '),
+      response_type: 'code',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: attempt.s,
+      nonce: attempt.n,
+      ...(loginHint === undefined || loginHint === '' ? {} : { login_hint: loginHint })
+    })
+    return { url: url.href, sealed: sealAttempt(this.store, attempt) }
+  }
+
+  /**
+   * The callback: the code exchanged, the id_token checked, the person signed
+   * in here. Throws a catalogue error (sso_failed, sso_not_linked,
+   * user_inactive, idp_unavailable), each audited as sso.refused.
+   */
+  async finish (p: OidcClient, callback: URL, a: Attempt, ctx: AuditContext): Promise<OidcSignIn> {
+    const source = `oidc:${p.id}`
+    const refuse = (err: GatewayError, username?: string): GatewayError => {
+      this.audit?.record({ event: 'sso.refused', ctx, source, via: 'callback', reason: err.code, ...(username === undefined ? {} : { username }) })
+      return err
+    }
+    let claims: Claims
+    let idToken: string | undefined
+    try {
+      const config = await this.#config(p)
+      const lib = await openidClient()
+      const tokens = await lib.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: a.v, expectedState: a.s, expectedNonce: a.n, idTokenExpected: true
+      }, { redirect_uri: a.r })
+      claims = { ...tokens.claims() }
+      idToken = tokens.id_token
+      if (config.serverMetadata().userinfo_endpoint !== undefined && typeof tokens.access_token === 'string') {
+        const info = await lib.fetchUserInfo(config, tokens.access_token, String(claims.sub))
+        // the id_token's claims stand; the userinfo adds what it lacks (groups, often)
+        claims = { ...info, ...claims }
+      }
+    } catch (err) {
+      throw refuse(this.#refusal(p, err))
+    }
+    const identity = identityOf(p.c, claims)
+    const audit = this.audit === null ? undefined : { record: (x: AuditRecord) => this.audit!.record(x), ctx }
+    const policy = { provision: p.c.provision, matchEmail: p.c.match_email, orgs: p.c.orgs }
+    const r = await signInExternal(this.store, identity, policy, audit)
+    if (!r.ok) throw refuse(refusal(r), identity.username)
+    this.audit?.record({ event: 'sso.succeeded', ctx, user: r.user, source, via: 'callback', authMethod: 'oidc' })
+    const { factors, proven } = factorsOf(p.c, claims)
+    const sid = typeof claims.sid === 'string' ? claims.sid : undefined
+    return {
+      user: r.user,
+      factors,
+      proven,
+      sub: identity.subject,
+      ...(sid === undefined ? {} : { sid }),
+      ...(idToken === undefined ? {} : { idToken })
+    }
+  }
+
+  async #config (p: OidcClient): Promise<oidc.Configuration> {
+    try {
+      return await p.configuration()
+    } catch (err) {
+      throw this.#refusal(p, err)
+    }
+  }
+
+  /** What a failure of the provider's is to the client: 503 idp_unavailable, or 401 sso_failed saying why. */
+  #refusal (p: OidcClient, err: unknown): GatewayError {
+    if (err instanceof GatewayError) return err
+    if (isUnavailable(err)) {
+      this.log.warn({ provider: p.id, err: (err as Error).message }, 'OpenID provider unavailable')
+      return E.idpUnavailable()
+    }
+    // an error of the library's: it was loaded by the call that failed
+    const lib = loadedOpenidClient()
+    if (lib !== undefined && err instanceof lib.AuthorizationResponseError) return E.ssoFailed(`The provider refused the sign-in: ${err.error}.`)
+    if (lib !== undefined && err instanceof lib.ResponseBodyError) return E.ssoFailed(`The provider refused the code: ${err.error}.`)
+    const code = (err as { code?: string }).code
+    if (code === 'OAUTH_KEY_SELECTION_FAILED') {
+      // the provider's keys changed: the next sign-in discovers it (and fetches its JWKS) again
+      p.forget()
+      return E.ssoFailed('The id_token is signed with a key the provider does not publish; try again.')
+    }
+    if (typeof code === 'string' && code.startsWith('OAUTH_')) {
+      // the library's cause names the check (the nonce, iss, aud, a timestamp)
+      const cause = (err as Error).cause
+      const why = cause instanceof Error ? cause.message : (err as Error).message
+      return E.ssoFailed(`The provider's answer failed its checks: ${why}.`)
+    }
+    this.log.error({ provider: p.id, err }, 'OpenID sign-in failed')
+    return E.ssoFailed('The sign-in through the provider failed.')
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Sign-in through an OpenID Connect provider of sign_in.oidc (src/auth/oidc/):
+ * `GET /login/oidc/<id>` starts an attempt (sealed in a cookie only the
+ * callback's path sees) and sends the browser to the provider;
+ * `GET /login/oidc/<id>/callback` finishes it: the code exchanged, the
+ * id_token checked, the person a local user's, then the second step when it is
+ * due (as after a password: ./login.ts) or the same session a password sign-in
+ * starts, and on to the `next` the attempt began with (checked as /login
+ * checks it). A browser gets a refusal as the login page with its error; any
+ * other client the catalogue's JSON error.
+ */
+import { Type as T } from '@sinclair/typebox'
+import type { Amr } from '../auth/mfa.js'
+import { takeAttempt, ATTEMPT_TTL_S, type OidcProviders } from '../auth/oidc/index.js'
+import type { Config } from '../config/index.js'
+import { E, GatewayError } from '../errors.js'
+import { parseCookies } from '../http/cookies.js'
+import { queryParam } from '../http/query.js'
+import type { Store, User } from '../store/types.js'
+import { redirect, sendHtml } from './html.js'
+import { pageHeadersFor } from './next.js'
+import { html, redirectTo, ref } from './spec.js'
+import { route, type RequestContext, type Route } from './types.js'
+
+export const OIDC_PATH = '/login/oidc'
+const PARAMS = T.Object({ id: T.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'The provider\'s id (sign_in.oidc[].id).' }) })
+
+export interface OidcLoginDeps {
+  config: Config
+  store: Store
+  providers: OidcProviders
+  safeNext: (v: unknown) => string
+  /** ./login.ts: the session a sign-in ends in, and its cookies */
+  startSession: (ctx: RequestContext, user: User, via: string, factors: Amr[], authMethod?: string) => Promise<string[]>
+  /** ./login.ts: the second step when one is due (the page sent); false: none */
+  secondStep: (ctx: RequestContext, user: User, next: string, json: null, amr: Amr[], via: string) => Promise<boolean>
+  loginPage: (o: { next: string, error?: string }) => string
+}
+
+/** The URL the provider sends the browser back to: this gateway's own, as the browser reached it. */
+function callbackUrl (ctx: RequestContext, id: string): string {
+  const host = ctx.req.headers.host ?? ''
+  if (!/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) throw E.badRequest('The Host header is not a host name.')
+  return `${ctx.https ? 'https' : 'http'}://${host}${OIDC_PATH}/${id}/callback`
+}
+
+export function oidcLoginRoutes (d: OidcLoginDeps): Route[] {
+  const { config, store, providers, safeNext, startSession, secondStep, loginPage } = d
+  // the attempt's cookie: <abbrev>_oidc, beside <abbrev>_mfa
+  const cookieName = `${config.names.abbrev.toLowerCase()}_oidc`
+  const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
+  const attemptCookie = (ctx: RequestContext, id: string, value: string, maxAge: number): string =>
+    `${cookieName}=${value}; Path=${OIDC_PATH}/${id}/callback; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
+  const provider = (id: string) => {
+    const p = providers.get(id)
+    if (p === undefined) throw E.notFound()
+    return p
+  }
+  /** A refusal: the login page with its error for a browser, else the catalogue's error. */
+  const refuse = (ctx: RequestContext, err: unknown, next: string, headers: Record<string, string> = {}): void => {
+    if (!(err instanceof GatewayError) || !String(ctx.req.headers.accept ?? '').includes('text/html')) {
+      if (err instanceof GatewayError) Object.assign(err, { headers: { ...err.headers, ...headers } })
+      throw err
+    }
+    sendHtml(ctx.res, err.status, loginPage({ next, error: err.message }), { ...pageHeadersFor(next), ...headers })
+  }
+
+  const begin = route({
+    method: 'GET',
+    path: `${OIDC_PATH}/{id}`,
+    params: PARAMS,
+    auth: 'none',
+    docs: {
+      tags: ['Browser'],
+      operationId: 'oidcSignIn',
+      summary: 'Sign in through an OpenID Connect provider',
+      description: 'Sends the browser to the provider (the authorization code flow with PKCE S256, `state` and `nonce`), ' +
+        `the attempt sealed in the \`${cookieName}\` cookie for the callback (${ATTEMPT_TTL_S / 60} minutes, once). ` +
+        '`login_hint` is passed on. See docs/oidc.md.',
+      security: 'none',
+      parameters: [ref('parameters', 'Next'), { name: 'login_hint', in: 'query', required: false, schema: { type: 'string', maxLength: 320 } }],
+      responses: { 302: redirectTo('To the provider\'s authorization endpoint.') },
+      errors: { 404: 'NotFound', 503: { description: 'The provider cannot be reached (its discovery).', codes: ['idp_unavailable'], page: true } }
+    },
+    async handler (ctx, { params }) {
+      const p = provider(params.id)
+      const url = ctx.req.url ?? ''
+      const next = safeNext(queryParam(url, 'next'))
+      const hint = (queryParam(url, 'login_hint') ?? '').slice(0, 320)
+      try {
+        const { url: to, sealed } = await providers.begin(p, callbackUrl(ctx, p.id), next, hint)
+        redirect(ctx.res, 302, to, { 'set-cookie': attemptCookie(ctx, p.id, sealed, ATTEMPT_TTL_S) })
+      } catch (err) {
+        refuse(ctx, err, next)
+      }
+    }
+  })
+
+  const callback = route({
+    method: 'GET',
+    path: `${OIDC_PATH}/{id}/callback`,
+    params: PARAMS,
+    auth: 'none',
+    docs: {
+      tags: ['Browser'],
+      operationId: 'oidcCallback',
+      summary: 'The provider\'s answer: finishes the sign-in',
+      description: 'The code exchanged and the id_token checked (by openid-client), the account found by its link (provider, sub), ' +
+        'linked or provisioned (sign_in.oidc[].provision), then the second step when it is due, else the session cookies as POST /login sets them, ' +
+        'and on to the `next` the sign-in began with. A browser (`Accept: text/html`) gets the login page with the error instead of JSON.',
+      security: 'none',
+      parameters: [
+        { name: 'code', in: 'query', required: false, schema: { type: 'string' } },
+        { name: 'state', in: 'query', required: false, schema: { type: 'string' } },
+        { name: 'iss', in: 'query', required: false, schema: { type: 'string' } },
+        { name: 'error', in: 'query', required: false, schema: { type: 'string' } }
+      ],
+      responses: {
+        200: html('A second factor is due: its page, with the pending step\'s cookie.'),
+        303: { description: 'Signed in: to `next`.', headers: { Location: ref('headers', 'Location'), 'Set-Cookie': ref('headers', 'SetSessionCookies') } }
+      },
+      errors: {
+        400: { description: 'No attempt of this browser\'s matches the callback\'s `state` (unknown, expired, used).', codes: ['sso_state_invalid', 'bad_request'], page: true },
+        401: { description: 'The provider refused, or its answer failed a check; or the account\'s user is disabled.', codes: ['sso_failed', 'user_inactive'], page: true },
+        403: { description: 'The account is linked to no user here (and is not provisioned).', codes: ['sso_not_linked'], page: true },
+        404: 'NotFound',
+        503: { description: 'The provider cannot be reached (discovery, token, keys or userinfo).', codes: ['idp_unavailable'], page: true }
+      }
+    },
+    async handler (ctx, { params }) {
+      const p = provider(params.id)
+      const raw = ctx.req.url ?? ''
+      const clear = { 'set-cookie': attemptCookie(ctx, p.id, '', 0) }
+      const a = await takeAttempt(store, p.id, parseCookies(ctx.req.headers.cookie)[cookieName], queryParam(raw, 'state'))
+      if (a === null) {
+        refuse(ctx, E.ssoStateInvalid(), safeNext(undefined), clear)
+        return
+      }
+      const next = safeNext(a.x)
+      const url = new URL(a.r)
+      url.search = new URL(raw, 'http://x').search
+      let signIn
+      try {
+        signIn = await providers.finish(p, url, a, ctx)
+      } catch (err) {
+        refuse(ctx, err, next, clear)
+        return
+      }
+      // a provider's proven second factor (trust_mfa) ends the sign-in; else sidegate's own, as after a password
+      if (!signIn.proven && await secondStep(ctx, signIn.user, next, null, signIn.factors, 'oidc')) return
+      const cookies = await startSession(ctx, signIn.user, 'oidc', signIn.factors, 'oidc')
+      redirect(ctx.res, 303, next, { 'set-cookie': [...cookies, clear['set-cookie']] })
+    }
+  })
+
+  return [begin, callback]
+}
