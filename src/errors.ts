@@ -85,6 +85,7 @@ export const ERRORS = {
   sso_failed: { status: 401, detail: 'Sign-in through the identity provider failed.', when: 'An answer of an OIDC provider or an LDAP directory that does not verify or does not sign the user in: a callback with an error, a code the provider refuses, an id_token that fails its checks, a directory password that does not bind. The detail says which; the audit event sso.refused too.' },
   sso_state_invalid: { status: 400, detail: 'The sign-in attempt is unknown or has expired; start again.', when: 'An OIDC callback whose `state` is missing, does not match the attempt this browser started, was used already, or is older than 10 minutes.' },
   sso_not_linked: { status: 403, detail: 'No account here is linked to this identity.', when: 'A first sign-in through a provider (OIDC, LDAP) that matches no user: provisioning is `link` or `off` and no operator\'s link or verified email matched, or the username it sends is a local user\'s and the distinct name `<username>@<provider>` is taken too. An operator links it: `sidegate user link`.' },
+  logout_token_invalid: { status: 400, detail: 'The logout token is not valid.', when: 'A provider\'s back-channel logout (POST /login/oidc/<id>/backchannel-logout) whose logout_token is missing or fails a check: its signature against the provider\'s keys, iss, aud, iat (at most 5 minutes old), typ, the logout event, sub or sid, no nonce, a jti not seen before. The detail says which; the audit event sso.logout_refused too. No session ends.' },
   idp_unavailable: { status: 503, detail: 'The identity provider cannot be reached; try again later.', when: 'An OIDC provider\'s discovery, keys or token endpoint did not answer within its timeout.' },
   issuer_unavailable: { status: 503, detail: 'The token\'s issuer has no usable keys yet; try again shortly.', when: 'A JWT from a trusted issuer (auth.trusted_issuers) whose keys (discovery, JWKS) could not be fetched, or held no usable key, since the gateway started: retried with backoff; /readyz names the issuer.' },
   directory_unavailable: { status: 503, detail: 'The directory cannot be reached; try again later.', when: 'No LDAP server of the directory answered within its timeout (each is tried in order; a failed one is skipped for `retry_after`).' },
@@ -242,6 +243,7 @@ export const E = {
   ssoFailed: (detail: string) => new GatewayError('sso_failed', detail),
   ssoStateInvalid: () => new GatewayError('sso_state_invalid'),
   ssoNotLinked: (detail?: string) => new GatewayError('sso_not_linked', detail),
+  logoutTokenInvalid: (why: string) => new GatewayError('logout_token_invalid', `The logout token is not valid: ${why}.`),
   idpUnavailable: () => new GatewayError('idp_unavailable', undefined, { 'retry-after': '30' }),
   directoryUnavailable: (retryAfter: number) => new GatewayError('directory_unavailable', undefined, { 'retry-after': String(Math.max(1, retryAfter)) }),
   /** a trusted issuer's JWT that does not verify (RFC 6750's challenge, the reason in the detail) */

@@ -19,7 +19,7 @@ import type { IncomingMessage } from 'node:http'
 import { E } from '../errors.js'
 import { MFA_PENDING_TRIES } from '../limits.js'
 import type { AuditContext, Auditor } from '../observability/audit.js'
-import type { Factor, Store, TotpEnrolment, User } from '../store/types.js'
+import type { Factor, SsoSignIn, Store, TotpEnrolment, User } from '../store/types.js'
 import type { LockoutOptions } from './passwords.js'
 import { renderSVG } from 'uqr'
 import { parseCookies } from '../http/cookies.js'
@@ -60,6 +60,8 @@ export interface Pending {
   s?: string
   /** when it was given, epoch ms */
   t?: number
+  /** a provider's first step: the session's source and names there (its back-channel logout's) */
+  o?: SsoSignIn
 }
 
 const PURPOSE = 'mfa pending'
@@ -90,7 +92,8 @@ export class SecondFactor {
 
   /** The sealed pending state for this client. */
   pending (
-    user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string
+    user: User, req: IncomingMessage, ctx: AuditContext, w: Pending['w'], amr: Amr[] = ['pwd'], secret?: string,
+    sso?: SsoSignIn
   ): string {
     const now = Date.now()
     const p: Pending = {
@@ -103,6 +106,7 @@ export class SecondFactor {
       t: now
     }
     if (secret !== undefined) p.s = secret
+    if (sso !== undefined) p.o = sso
     return this.store.state.seal(PURPOSE, JSON.stringify(p))
   }
 

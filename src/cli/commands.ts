@@ -34,6 +34,7 @@ export async function run (
   if (values.workers !== undefined && cmd !== 'start') return report(io, json, new UsageError('--workers is an option of start only; see `sidegate start --help`'))
   if (cmd === 'config') return configCommand(sub!, rest, values, io, env)
   if (cmd === 'ldap' && sub === 'test') return await (await import('./ldap.js')).ldapTest(rest, values, io, env)
+  if (cmd === 'oidc' && sub === 'test') return await (await import('./oidc.js')).oidcTest(rest, values, io, env)
   // a worker of `start --workers N`: the config comes from the primary, which read and checked it (src/app/primary.ts)
   if (cmd === 'start' && isWorker()) {
     const link = await connectToPrimary()

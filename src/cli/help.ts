@@ -82,7 +82,8 @@ function overview (): string {
     line('jwk rotate|list', 'the signing keys of the identity JWT (identity.jwt)'),
     line('audit tail', 'print (or follow) the audit stream (audit.stream)'),
     line('config check|defaults|schema', 'check gateway.yml, print the default file or its JSON Schema'),
-    line('ldap test|sync', 'ask a directory of sign_in.ldap for a user; refresh its users\' groups')
+    line('ldap test|sync', 'ask a directory of sign_in.ldap for a user; refresh its users\' groups'),
+    line('oidc test', 'fetch a provider of sign_in.oidc\'s discovery and say what it supports')
   ].join('\n')
 }
 
@@ -98,7 +99,7 @@ export const HELP: Record<string, string> = {
 Commands:
 ${overview()}
 
-Run \`sidegate <command> --help\` for details. Every command but start, config and ldap needs the
+Run \`sidegate <command> --help\` for details. Every command but start, config, ldap and oidc needs the
 gateway's secret key (SIDEGATE_SECRET_KEY, secret_key, or the key file beside the
 config): run them where the gateway runs.
 
@@ -279,6 +280,16 @@ ${GLOBAL}`,
                        an entry gone or filtered out loses what the directory gave (the user
                        stays enabled: the output names them). --dry-run lists the changes only.
 
+${GLOBAL}`,
+  oidc: `Usage:
+  sidegate oidc test <id>
+                       fetches the discovery of the provider sign_in.oidc <id> as the gateway
+                       would (its timeout; http on loopback only) and says what sidegate uses:
+                       the endpoints, PKCE S256, the client authentication, RFC 9207 iss,
+                       back-channel and RP-initiated logout. Never prints a secret. Exit 0
+                       usable, 1 not (unreachable, or a problem named), 2 usage.
+                       Needs no secret key and no store.
+
 ${GLOBAL}`
 }
 
@@ -290,7 +301,8 @@ export const SUBCOMMANDS: Record<string, string[]> = {
   audit: ['tail'],
   store: ['export', 'import', 'backup'],
   config: ['check', 'defaults', 'schema'],
-  ldap: ['test', 'sync']
+  ldap: ['test', 'sync'],
+  oidc: ['test']
 }
 
 for (const [group, { footer }] of Object.entries(ADMIN_GROUPS)) {

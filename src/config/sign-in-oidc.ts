@@ -24,6 +24,7 @@ export const OidcProvider = T.Object({
   provision: oneOf(PROVISION, 'link', 'link: only users linked by an operator or matched by a verified email (match_email);\ncreate: a user made at the first sign-in; off: linked users only'),
   match_email: bool(false, 'true: a first sign-in whose email the provider says is verified (email_verified)\nlinks to the one local user with that email'),
   trust_mfa: bool(false, 'true: the provider\'s amr proving a second factor (mfa, otp, hwk, …) counts as one;\nfalse: sidegate asks its own TOTP or passkey where the user has one'),
+  end_session: bool(true, 'true: signing out here also signs out at the provider (RP-initiated logout), when its discovery\nnames an end_session_endpoint: register https://<sidegate>/login as a post-logout redirect URI'),
   timeout: int(1, 60, 10, 'seconds each call to the provider may take (discovery, keys, token)'),
   orgs: orgMapping(),
   email_domains: list([], { description: 'a username@<domain> typed on /login is steered to this provider' })

@@ -69,6 +69,8 @@ export const AUDIT_EVENTS = {
   'user.unlinked': { outcome: 'success', when: 'A user\'s link of `source` was removed (`sidegate user unlink`, the admin API).' },
   'sso.succeeded': { outcome: 'success', when: 'A sign-in through an identity provider or a directory was accepted: `source`, `via` login, token or callback. A session or token follows as for a password.' },
   'sso.refused': { outcome: 'failure', when: 'A sign-in through an identity provider or a directory was refused: `source`, `reason` the error code (sso_failed, sso_state_invalid, sso_not_linked, user_inactive, idp_unavailable, directory_unavailable), and `username` where one was sent.' },
+  'sso.logout': { outcome: 'success', when: 'An identity provider ended sessions made through it (OIDC back-channel logout): `source`, `reason` sid or sub (what the logout token named), `count` how many sessions ended, and the user (the actor: they signed out there) when they were one person\'s.' },
+  'sso.logout_refused': { outcome: 'failure', when: 'A back-channel logout was refused (400 logout_token_invalid, or 503 idp_unavailable when the provider\'s keys cannot be fetched): `source`, `reason` the error code; no session ended.' },
   'access.denied': { outcome: 'failure', when: 'An access rule refused a request for the upstream or a forward-auth decision (403 access_denied): `rule` the deciding rule counted from 1 (rule 1 is access.rules[0]; `default`: access.default_policy), `reason` its policy (deny, two_factor), `via` the method and normalised path.' },
   'org.created': { outcome: 'success', when: 'An organization was created (`sidegate org add`, the admin API, `sidegate import`): `org` its id.' },
   'membership.changed': { outcome: 'success', when: 'A user\'s role in an organization was set or ended (`sidegate user grant`, the admin API, `sidegate import`): `org`, and `role` admin, user or none.' },
@@ -87,7 +89,7 @@ export const AUDIT_EVENTS = {
 export type AuditEvent = keyof typeof AUDIT_EVENTS
 
 /** The fields of an audit line besides `event` and `outcome`, in the order they are written. */
-export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'group', 'role', 'records', 'privileged', 'unsigned', 'source'] as const
+export const AUDIT_FIELDS = ['actor', 'actorName', 'userId', 'username', 'keyId', 'authMethod', 'ip', 'reqId', 'via', 'reason', 'rule', 'ref', 'expires', 'retryAfter', 'superuser', 'org', 'group', 'role', 'records', 'privileged', 'unsigned', 'source', 'count'] as const
 
 /** What a request-time event knows of its request (a RequestContext fits). */
 export interface AuditContext {
@@ -137,6 +139,8 @@ export interface AuditRecord {
   unsigned?: true
   /** an identity provider or directory: oidc:<id>, ldap:<id> */
   source?: string
+  /** sso.logout: how many sessions ended */
+  count?: number
 }
 
 /** Stream appends in flight at most; more are dropped (and counted) while Redis is slow. */
@@ -238,6 +242,7 @@ export class Auditor {
     if (r.privileged !== undefined) out.privileged = r.privileged
     if (r.unsigned !== undefined) out.unsigned = r.unsigned
     if (r.source !== undefined) out.source = r.source
+    if (r.count !== undefined) out.count = r.count
     return out
   }
 

@@ -7,7 +7,8 @@
  * due (as after a password: ./login.ts) or the same session a password sign-in
  * starts, and on to the `next` the attempt began with (checked as /login
  * checks it). A browser gets a refusal as the login page with its error; any
- * other client the catalogue's JSON error.
+ * other client the catalogue's JSON error. `POST /login/oidc/<id>/backchannel-logout`
+ * is the provider's: its logout token ends the sessions it names (src/auth/oidc/logout.ts).
  */
 import { Type as T } from '@sinclair/typebox'
 import type { Amr } from '../auth/mfa.js'
@@ -16,13 +17,23 @@ import type { Config } from '../config/index.js'
 import { E, GatewayError } from '../errors.js'
 import { parseCookies } from '../http/cookies.js'
 import { queryParam } from '../http/query.js'
-import type { Store, User } from '../store/types.js'
+import { FORM_TYPE, type BodySpec } from './body.js'
+import type { SsoSignIn, Store, User } from '../store/types.js'
 import { redirect, sendHtml } from './html.js'
 import { pageHeadersFor } from './next.js'
+import type { StartSession } from './login-passkey.js'
 import { html, redirectTo, ref } from './spec.js'
 import { route, type RequestContext, type Route } from './types.js'
 
 export const OIDC_PATH = '/login/oidc'
+
+/** A back-channel logout's form: the provider's logout token. */
+const LOGOUT_TOKEN_BODY = {
+  name: 'BackchannelLogout',
+  schema: T.Object({ logout_token: T.String({ minLength: 1, maxLength: 16384, description: 'The provider\'s logout token (a signed JWT).' }) }),
+  types: [FORM_TYPE],
+  required: true
+} satisfies BodySpec
 const PARAMS = T.Object({ id: T.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'The provider\'s id (sign_in.oidc[].id).' }) })
 
 export interface OidcLoginDeps {
@@ -31,18 +42,22 @@ export interface OidcLoginDeps {
   providers: OidcProviders
   safeNext: (v: unknown) => string
   /** ./login.ts: the session a sign-in ends in, and its cookies */
-  startSession: (ctx: RequestContext, user: User, via: string, factors: Amr[], authMethod?: string) => Promise<string[]>
+  startSession: StartSession
   /** ./login.ts: the second step when one is due (the page sent); false: none */
-  secondStep: (ctx: RequestContext, user: User, next: string, json: null, amr: Amr[], via: string) => Promise<boolean>
+  secondStep: (
+    ctx: RequestContext, user: User, next: string, json: null, amr: Amr[], via: string, sso?: SsoSignIn
+  ) => Promise<boolean>
   loginPage: (o: { next: string, error?: string }) => string
 }
 
-/** The URL the provider sends the browser back to: this gateway's own, as the browser reached it. */
-function callbackUrl (ctx: RequestContext, id: string): string {
+/** A URL of this gateway's own, as the browser reached it (a provider sends the browser back there). */
+export function gatewayUrl (ctx: RequestContext, path: string): string {
   const host = ctx.req.headers.host ?? ''
   if (!/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) throw E.badRequest('The Host header is not a host name.')
-  return `${ctx.https ? 'https' : 'http'}://${host}${OIDC_PATH}/${id}/callback`
+  return `${ctx.https ? 'https' : 'http'}://${host}${path}`
 }
+
+const callbackUrl = (ctx: RequestContext, id: string): string => gatewayUrl(ctx, `${OIDC_PATH}/${id}/callback`)
 
 export function oidcLoginRoutes (d: OidcLoginDeps): Route[] {
   const { config, store, providers, safeNext, startSession, secondStep, loginPage } = d
@@ -147,11 +162,51 @@ export function oidcLoginRoutes (d: OidcLoginDeps): Route[] {
         return
       }
       // a provider's proven second factor (trust_mfa) ends the sign-in; else sidegate's own, as after a password
-      if (!signIn.proven && await secondStep(ctx, signIn.user, next, null, signIn.factors, 'oidc')) return
-      const cookies = await startSession(ctx, signIn.user, 'oidc', signIn.factors, 'oidc')
+      if (!signIn.proven && await secondStep(ctx, signIn.user, next, null, signIn.factors, 'oidc', signIn.sso)) return
+      const cookies = await startSession(ctx, signIn.user, 'oidc', signIn.factors, 'oidc', signIn.sso)
       redirect(ctx.res, 303, next, { 'set-cookie': [...cookies, clear['set-cookie']] })
     }
   })
 
-  return [begin, callback]
+  const backchannel = route({
+    method: 'POST',
+    path: `${OIDC_PATH}/{id}/backchannel-logout`,
+    params: PARAMS,
+    // the provider's signed logout token is the credential, checked here
+    auth: 'none',
+    body: LOGOUT_TOKEN_BODY,
+    docs: {
+      tags: ['Browser'],
+      operationId: 'oidcBackchannelLogout',
+      summary: 'The provider ends sessions (OpenID Connect Back-Channel Logout 1.0)',
+      description: 'Register this URL at the provider as the client\'s back-channel logout URI. The logout token is checked ' +
+        '(signature against the provider\'s keys, iss, aud, iat at most 5 minutes old, typ, the logout event, sub or sid, no nonce, its jti once), ' +
+        'then every session made through the provider under its `sid` (or, naming none, its `sub`) ends on every replica at once. See docs/oidc.md.',
+      security: 'none',
+      responses: {},
+      errors: {
+        400: { description: 'The logout token is missing or fails a check (the detail says which).', codes: ['logout_token_invalid', 'required', 'parse_error', 'bad_request'] },
+        404: 'NotFound',
+        503: { description: 'The provider\'s discovery or keys cannot be fetched.', codes: ['idp_unavailable'] }
+      }
+    },
+    answers: {
+      200: {
+        description: 'Checked: the sessions it names ended (none may have been live). `Cache-Control: no-store`.',
+        schema: T.Object({ detail: T.Literal('Logged out.'), sessions: T.Integer({ minimum: 0, description: 'how many sessions ended' }) })
+      }
+    },
+    async handler (ctx, { params, body, reply }) {
+      const p = provider(params.id)
+      try {
+        const n = await providers.logout(p, body.logout_token, ctx)
+        reply(200, { detail: 'Logged out.', sessions: n }, { 'cache-control': 'no-store' })
+      } catch (err) {
+        if (err instanceof GatewayError) Object.assign(err, { headers: { ...err.headers, 'cache-control': 'no-store' } })
+        throw err
+      }
+    }
+  })
+
+  return [begin, callback, backchannel]
 }

@@ -11,7 +11,7 @@ import type { Amr, Pending, SecondFactor } from '../auth/mfa.js'
 import { signInFactors, type PasskeyCeremonies } from '../auth/passkeys.js'
 import type { Config } from '../config/index.js'
 import { E } from '../errors.js'
-import type { Store, User } from '../store/types.js'
+import type { SsoSignIn, Store, User } from '../store/types.js'
 import { JSON_TYPE, type BodySpec } from './body.js'
 import { profile } from './profile.js'
 import type { ErrorAnswer } from './spec.js'
@@ -47,6 +47,11 @@ const EMPTY_BODY = {
   required: false
 } satisfies BodySpec
 
+/** ./login.ts: the session a sign-in ends in, and its cookies (`sso`: a provider's sign-in, for its logout). */
+export type StartSession = (
+  ctx: RequestContext, user: User, via: string, factors: Amr[], authMethod?: string, sso?: SsoSignIn
+) => Promise<string[]>
+
 export interface PasskeyLoginDeps {
   config: Config
   store: Store
@@ -54,7 +59,7 @@ export interface PasskeyLoginDeps {
   passkeys: PasskeyCeremonies
   crossSite: (req: IncomingMessage) => boolean
   /** ./login.ts: the session a sign-in ends in, and its cookies */
-  startSession: (ctx: RequestContext, user: User, via: string, factors: Amr[], authMethod?: string) => Promise<string[]>
+  startSession: StartSession
   /** ./login.ts: the pending step's cookie (value '' and 0: cleared) */
   mfaCookie: (ctx: RequestContext, value: string, maxAge: number) => string
   safeNext: (v: unknown) => string
@@ -173,7 +178,7 @@ export function passkeyLoginRoutes (d: PasskeyLoginDeps): Route[] {
         'second', body.state, body.response, ctx.req, ctx.https, ctx, { user, pending: p.n }
       )
       if (!(await mfa.consume(p))) throw E.mfaPendingMissing()
-      const cookies = [...(await startSession(ctx, user, 'login', signInFactors(passkey, true))), mfaCookie(ctx, '', 0)]
+      const cookies = [...(await startSession(ctx, user, 'login', signInFactors(passkey, true), undefined, p.o)), mfaCookie(ctx, '', 0)]
       reply(200, { user: profile(user, undefined, names.jumpserver), next }, { 'set-cookie': cookies })
     }
   })

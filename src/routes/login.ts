@@ -18,12 +18,12 @@ import { queryParam } from '../http/query.js'
 import type { Config } from '../config/index.js'
 import { safeEqual } from '../crypto.js'
 import { E, GatewayError } from '../errors.js'
-import { PASSWORD_ONLY, type Factor, type Store, type User } from '../store/types.js'
+import { PASSWORD_ONLY, type Factor, type SsoSignIn, type Store, type User } from '../store/types.js'
 import { PENDING_TRIES, type Amr, type SecondFactor } from '../auth/mfa.js'
 import type { OidcProviders } from '../auth/oidc/index.js'
 import type { PasskeyCeremonies } from '../auth/passkeys.js'
 import { LOGIN_MFA_PASSKEY_PATH, passkeyLoginRoutes } from './login-passkey.js'
-import { OIDC_PATH, oidcLoginRoutes } from './login-oidc.js'
+import { gatewayUrl, OIDC_PATH, oidcLoginRoutes } from './login-oidc.js'
 import { redirect, sendHtml } from './html.js'
 import { loginPages } from './login-pages.js'
 import { profile } from './profile.js'
@@ -135,13 +135,16 @@ export function loginRoutes (d: LoginDeps): Route[] {
   /**
    * Starts the session a sign-in ends in: the browser's old one ended, the
    * cookies to set. `factors`: what the sign-in was made with (RFC 8176 amr),
-   * kept with the session; `authMethod` audited (password, or passkey alone).
+   * kept with the session; `authMethod` audited (password, or passkey alone);
+   * `sso`: a provider's sign-in, the names its back-channel logout ends it by.
    */
-  const startSession = async (ctx: RequestContext, user: User, via: string, factors: readonly Factor[], authMethod = 'password'): Promise<string[]> => {
+  const startSession = async (
+    ctx: RequestContext, user: User, via: string, factors: readonly Factor[], authMethod = 'password', sso?: SsoSignIn
+  ): Promise<string[]> => {
     const old = currentSessionId(ctx.req)
     if (old !== undefined) await endSession(ctx, old, 'login')
     const { idle_timeout: idle, absolute_timeout: absolute } = config.session
-    const s = await store.sessions.create(user.id, idle, absolute, factors)
+    const s = await store.sessions.create(user.id, idle, absolute, factors, sso)
     audit?.record({ event: 'session.created', ctx, user, authMethod: factors.includes('pwd') ? 'password' : authMethod, via, credential: s.id })
     await store.users.recordLogin(user.id)
     const set = jar.set(ctx, s.id, s.csrf)
@@ -160,7 +163,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
   const secondStep = async (
     ctx: RequestContext, user: User, next: string,
     json: ((x: { body: Static<ReturnType<typeof loginMfaRequired>>, headers: Record<string, string> }) => void) | null,
-    amr: Amr[] = ['pwd'], via = 'login'
+    amr: Amr[] = ['pwd'], via = 'login', sso?: SsoSignIn
   ): Promise<boolean> => {
     let need = await mfa.need(user)
     let secret: string | undefined
@@ -176,7 +179,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     }
     if (need === 'none') return false
     audit?.record({ event: 'mfa.required', ctx, user, via })
-    const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', amr, secret), mfa.ttl)
+    const pending = mfaCookie(ctx, mfa.pending(user, ctx.req, ctx, need === 'enrol' ? 'enrol' : 'code', amr, secret, sso), mfa.ttl)
     const passkey = need === 'passkey' || (need === 'code' && (await store.passkeys.list(user.id)).length > 0)
     const choices = [...(need === 'code' ? ['otp' as const] : []), ...(passkey ? ['passkey' as const] : [])]
     const url = need === 'passkey' ? LOGIN_MFA_PASSKEY_PATH : LOGIN_MFA_PATH
@@ -299,7 +302,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       security: 'session',
       parameters: [ref('parameters', 'CsrfToken')],
       responses: {
-        303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
+        303: { description: 'Logged out (form post): to the login page; a session made through an OpenID provider with an end_session_endpoint (sign_in.oidc[].end_session) to the provider\'s, which sends the browser back to the login page.', headers: { Location: ref('headers', 'Location') } }
       },
       errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
     },
@@ -308,6 +311,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     async handler (ctx, { body: fields, reply }) {
       const form = isForm(ctx.req)
       const id = currentSessionId(ctx.req)
+      let after = LOGIN_PATH
       if (id !== undefined) {
         const s = await store.sessions.get(id)
         if (s !== null) {
@@ -316,9 +320,13 @@ export function loginRoutes (d: LoginDeps): Route[] {
           const token = typeof h === 'string' ? h : fields.csrfmiddlewaretoken
           if (typeof token !== 'string' || !safeEqual(token, s.csrf)) throw E.csrfFailed()
           await endSession(ctx, id, 'logout')
+          // made through a provider: signed out there too (RP-initiated logout), back to our login page
+          const p = s.sso?.startsWith('oidc:') === true ? providers?.get(s.sso.slice(5)) : undefined
+          const back = (): string => gatewayUrl(ctx, LOGIN_PATH)
+          if (form && p !== undefined) after = await providers!.endSessionUrl(p, back) ?? LOGIN_PATH
         }
       }
-      if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': jar.clear(ctx) })
+      if (form) redirect(ctx.res, 303, after, { 'set-cookie': jar.clear(ctx) })
       else reply(200, { detail: 'Logged out.' }, { 'set-cookie': jar.clear(ctx) })
     }
   })
@@ -384,7 +392,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       if (!(await mfa.consume(p))) { expired(); return }
       // the password step's factors and the code just given (an
       // enrolment's first code, a code or a recovery code: `otp`)
-      const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'])), mfaCookie(ctx, '', 0)]
+      const cookies = [...(await startSession(ctx, user, 'login', [...p.amr, 'otp'], undefined, p.o)), mfaCookie(ctx, '', 0)]
       if (json) reply(200, { user: profile(user, undefined, names.jumpserver), next, ...(recovery === null ? {} : { recovery_codes: recovery }) }, { 'set-cookie': cookies })
       else if (recovery !== null) sendHtml(ctx.res, 200, recoveryPage(next, recovery), { 'set-cookie': cookies })
       else redirect(ctx.res, 303, next, { 'set-cookie': cookies })

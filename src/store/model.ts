@@ -153,6 +153,14 @@ export interface Session {
   csrf: string
   /** what the sign-in that made it was made with */
   factors: readonly Factor[]
+  /** made through a provider: its source (`oidc:<id>`), for the provider's logout */
+  sso?: string
+}
+
+/** A session made through a provider: its source (`oidc:<id>`) and its names there (`sub:<sub>`, `sid:<sid>`). */
+export interface SsoSignIn {
+  source: string
+  names: string[]
 }
 
 /** A live session as administration sees it (store.sessions.list): never its cookie value. */

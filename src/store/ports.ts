@@ -85,6 +85,17 @@ export interface StoredSession {
   created: number
   /** absent: the password alone (PASSWORD_ONLY; records written before factors were kept) */
   factors?: readonly Factor[]
+  /** made through a provider (store.sessions.create's `sso`) */
+  sso?: SsoMark
+}
+
+/**
+ * A session made through a provider: its source (`oidc:<id>`) and the keyed
+ * hashes a back-channel logout finds it by (SessionStorage.endTagged).
+ */
+export interface SsoMark {
+  source: string
+  tags: string[]
 }
 
 /** A bearer token as stored: its user and, unless the password alone, its factors. */
@@ -251,6 +262,8 @@ export interface SessionStorage {
   deleteOf(userId: string, hash: string): Promise<boolean>
   /** Deletes every session of the user. */
   endAll(userId: string): Promise<void>
+  /** Deletes every live session whose sso.tags hold `tag`: what each was (hash, user). */
+  endTagged(tag: string): Promise<Array<{ hash: string, user_id: string }>>
 }
 
 /** Counters with a window: login attempts, rate-limit buckets, replay marks. */

@@ -25,7 +25,7 @@
  */
 import type { KeyRecords } from './secret/records.js'
 import type { StoredKeySet } from './keyset.js'
-import type { StoredKey, StoredUser } from './ports.js'
+import type { SsoMark, StoredKey, StoredUser } from './ports.js'
 import type { Factor, Group, Link, Org, StoredPasskey } from './model.js'
 
 export const FORMAT = 'sidegate-store'
@@ -61,7 +61,8 @@ export type TransferRecord =
   | { kind: 'private_token_imported', hash: string }
   /** `factors`: what it was obtained with, absent for the password alone */
   | { kind: 'bearer_token', hash: string, user_id: string, expires: number, factors?: readonly Factor[] }
-  | { kind: 'session', hash: string, user_id: string, created: number, expires: number, factors?: readonly Factor[] }
+  /** `sso`: made through a provider (its source, and the tags its back-channel logout finds it by) */
+  | { kind: 'session', hash: string, user_id: string, created: number, expires: number, factors?: readonly Factor[], sso?: SsoMark }
   /** a user's TOTP record as stored (JSON, its secret sealed with additional data `user-totp:<user id>`) */
   | { kind: 'totp', user_id: string, stored: string }
   /** the lookup hash of one of a user's unused recovery codes */
@@ -195,6 +196,12 @@ export function withFactors<R extends TransferRecord & { kind: 'bearer_token' | 
   return r
 }
 
+/** A session's record with its provider's mark, when it was made through one. */
+export function withSso<R extends TransferRecord & { kind: 'session' }> (r: R, sso: SsoMark | null | undefined): R {
+  if (sso !== undefined && sso !== null) r.sso = sso
+  return r
+}
+
 type Obj = Record<string, unknown>
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
 
@@ -285,7 +292,15 @@ function checkRecord (v: unknown): TransferRecord {
     case 'private_token_lookup': f.str('hash'); f.str('user_id'); break
     case 'private_token_imported': f.str('hash'); break
     case 'bearer_token': f.str('hash'); f.str('user_id'); f.ms('expires'); f.factors('factors'); break
-    case 'session': f.str('hash'); f.str('user_id'); f.ms('created'); f.ms('expires'); f.factors('factors'); break
+    case 'session': {
+      f.str('hash'); f.str('user_id'); f.ms('created'); f.ms('expires'); f.factors('factors')
+      const sso = (v as Obj).sso
+      if (sso !== undefined && !(isObj(sso) && typeof sso.source === 'string' && sso.source !== '' &&
+        Array.isArray(sso.tags) && sso.tags.every((x) => typeof x === 'string' && x !== ''))) {
+        throw new Error('sso must be an object of source (a string) and tags (a list of strings)')
+      }
+      break
+    }
     case 'totp': f.str('user_id'); f.str('stored'); break
     case 'recovery_code': f.str('user_id'); f.str('hash'); break
     case 'passkey': {

@@ -191,6 +191,23 @@ t.test('invalidations: a replica hears a change within the poll; one that fell b
   t.equal(inMemory(c, u.id), undefined, 'so the fast path answers nothing from it (the store is asked)')
 })
 
+/** What each schema version added, undone: a file as an older sidegate wrote it. */
+const UNDO: Record<number, string> = {
+  2: 'DROP TABLE mfa_totp; DROP TABLE mfa_recovery;',
+  3: 'ALTER TABLE sessions DROP COLUMN factors; ALTER TABLE bearer DROP COLUMN factors;',
+  4: 'DROP TABLE passkeys;',
+  5: 'DROP TABLE groups;',
+  6: 'DROP TABLE links;',
+  7: 'DROP TABLE session_tags; ALTER TABLE sessions DROP COLUMN sso;'
+}
+
+function downgradeTo (path: string, version: number): void {
+  const raw = new Database(path)
+  for (let v = SCHEMA_VERSION; v > version; v--) raw.exec(UNDO[v])
+  raw.pragma(`user_version = ${version}`)
+  raw.close()
+}
+
 t.test('a version-1 file (before second factors and sign-in factors) is upgraded step by step at its first open, keeping every record', async (t) => {
   const path = fileIn()
   const a = await open(path)
@@ -199,11 +216,7 @@ t.test('a version-1 file (before second factors and sign-in factors) is upgraded
   const bt = await a.bearerTokens.issue(u.id, 600)
   await a.close()
   // the file as sidegate wrote it before schema version 2: no MFA tables, sessions and bearer without factors
-  const raw = new Database(path)
-  raw.exec(`DROP TABLE mfa_totp; DROP TABLE mfa_recovery; DROP TABLE passkeys; DROP TABLE groups; DROP TABLE links;
-    ALTER TABLE sessions DROP COLUMN factors; ALTER TABLE bearer DROP COLUMN factors;`)
-  raw.pragma('user_version = 1')
-  raw.close()
+  downgradeTo(path, 1)
   const b = await open(path)
   t.teardown(() => b.close())
   t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION, `upgraded step by step to version ${SCHEMA_VERSION}`)
@@ -221,10 +234,7 @@ t.test('a file of the version before passkeys gets their table at its first open
   const a = await open(path)
   const u = await a.users.create({ username: 'older', password: 'older-password' })
   await a.close()
-  const raw = new Database(path)
-  raw.exec('DROP TABLE passkeys; DROP TABLE groups; DROP TABLE links;')
-  raw.pragma('user_version = 3')
-  raw.close()
+  downgradeTo(path, 3)
   const b = await open(path)
   t.teardown(() => b.close())
   t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
@@ -238,10 +248,7 @@ t.test('a file of the version before groups (4) gets their table at its first op
   const a = await open(path)
   const u = await a.users.create({ username: 'grouped', password: 'grouped-password' })
   await a.close()
-  const raw = new Database(path)
-  raw.exec('DROP TABLE groups; DROP TABLE links;')
-  raw.pragma('user_version = 4')
-  raw.close()
+  downgradeTo(path, 4)
   const b = await open(path)
   t.teardown(() => b.close())
   t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
@@ -256,17 +263,30 @@ t.test('a file of the version before links (5) gets their table at its first ope
   const a = await open(path)
   const u = await a.users.create({ username: 'linked', password: 'linked-password' })
   await a.close()
-  const raw = new Database(path)
-  raw.exec('DROP TABLE links;')
-  raw.pragma('user_version = 5')
-  raw.close()
+  downgradeTo(path, 5)
   const b = await open(path)
   t.teardown(() => b.close())
   t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
-  t.equal(SCHEMA_VERSION, 6)
   t.equal((await b.users.byUsername('linked'))?.id, u.id, 'the records kept')
   await b.links.link(u.id, 'oidc:corp', 'sub')
   t.equal((await b.links.find('oidc:corp', 'sub'))?.user_id, u.id, 'and links can be stored')
+})
+
+t.test('a file of the version before provider-made sessions (6) gets their column and table at its first open', async (t) => {
+  const path = fileIn()
+  const a = await open(path)
+  const u = await a.users.create({ username: 'tagged', password: 'tagged-password' })
+  const before = await a.sessions.create(u.id, 600)
+  await a.close()
+  downgradeTo(path, 6)
+  const b = await open(path)
+  t.teardown(() => b.close())
+  t.equal(b.sqlite.db.pragma('user_version', { simple: true }), SCHEMA_VERSION)
+  t.equal(SCHEMA_VERSION, 7, 'the last step is this one')
+  t.equal((await b.sessions.get(before.id))?.user_id, u.id, 'the sessions kept')
+  const s = await b.sessions.create(u.id, 600, 600, ['pwd'], { source: 'oidc:corp', names: ['sub:x'] })
+  t.same(await b.sessions.endTagged('oidc:corp', 'sub:x'), [u.id], 'and provider-made sessions can be stored and ended')
+  t.equal(await b.sessions.get(s.id), null)
 })
 
 t.test('secret rotation re-encrypts a TOTP secret: codes (from oathtool) still match under the new key, not under the old', async (t) => {

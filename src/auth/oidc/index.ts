@@ -13,12 +13,13 @@ import type * as oidc from 'openid-client'
 import type { OidcProviderConfig } from '../../config/sign-in.js'
 import { E, GatewayError } from '../../errors.js'
 import type { AuditContext, AuditRecord, Auditor } from '../../observability/audit.js'
-import type { Factor, Store, User } from '../../store/types.js'
+import type { Factor, SsoSignIn, Store, User } from '../../store/types.js'
 import { refusal, signInExternal } from '../external.js'
 import { newAttempt, sealAttempt, type Attempt } from './attempt.js'
 import { factorsOf, identityOf, type Claims } from './claims.js'
 import { OidcClient, isUnavailable } from './client.js'
 import { loadedOpenidClient, openidClient } from './lib.js'
+import { LOGOUT_TOKEN_AGE_S, verifyLogoutToken } from './logout.js'
 
 export { takeAttempt, ATTEMPT_TTL_S, type Attempt } from './attempt.js'
 export { OidcClient, ProviderUnavailable } from './client.js'
@@ -29,9 +30,8 @@ export interface OidcSignIn {
   factors: Factor[]
   /** the provider's amr proved a second factor and the operator trusts it (trust_mfa) */
   proven: boolean
-  sub: string
-  sid?: string
-  idToken?: string
+  /** the session's names there, its back-channel logout's (sub, and sid when the id_token has one) */
+  sso: SsoSignIn
 }
 
 export class OidcProviders {
@@ -94,7 +94,6 @@ export class OidcProviders {
       return err
     }
     let claims: Claims
-    let idToken: string | undefined
     try {
       const config = await this.#config(p)
       const lib = await openidClient()
@@ -102,7 +101,6 @@ export class OidcProviders {
         pkceCodeVerifier: a.v, expectedState: a.s, expectedNonce: a.n, idTokenExpected: true
       }, { redirect_uri: a.r })
       claims = { ...tokens.claims() }
-      idToken = tokens.id_token
       if (config.serverMetadata().userinfo_endpoint !== undefined && typeof tokens.access_token === 'string') {
         const info = await lib.fetchUserInfo(config, tokens.access_token, String(claims.sub))
         // the id_token's claims stand; the userinfo adds what it lacks (groups, often)
@@ -118,14 +116,54 @@ export class OidcProviders {
     if (!r.ok) throw refuse(refusal(r), identity.username)
     this.audit?.record({ event: 'sso.succeeded', ctx, user: r.user, source, via: 'callback', authMethod: 'oidc' })
     const { factors, proven } = factorsOf(p.c, claims)
-    const sid = typeof claims.sid === 'string' ? claims.sid : undefined
-    return {
-      user: r.user,
-      factors,
-      proven,
-      sub: identity.subject,
-      ...(sid === undefined ? {} : { sid }),
-      ...(idToken === undefined ? {} : { idToken })
+    const sid = typeof claims.sid === 'string' && claims.sid !== '' ? claims.sid : undefined
+    const names = [`sub:${String(claims.sub)}`, ...(sid === undefined ? [] : [`sid:${sid}`])]
+    return { user: r.user, factors, proven, sso: { source, names } }
+  }
+
+  /**
+   * A back-channel logout: the logout token checked (./logout.ts), its jti
+   * used once on any replica, then every session made through the provider
+   * under its sid (or, naming none, its sub) ended everywhere. How many ended.
+   * Throws logout_token_invalid or idp_unavailable, audited as sso.logout_refused.
+   */
+  async logout (p: OidcClient, token: unknown, ctx: AuditContext): Promise<number> {
+    const source = `oidc:${p.id}`
+    try {
+      const names = await verifyLogoutToken(p, token)
+      if (!(await this.store.limits.markOnce('oidc logout', `${p.id}\0${names.jti}`, LOGOUT_TOKEN_AGE_S + 60))) {
+        throw E.logoutTokenInvalid('its jti was used already')
+      }
+      const by = names.sid === undefined ? 'sub' : 'sid'
+      const users = await this.store.sessions.endTagged(source, by === 'sid' ? `sid:${names.sid!}` : `sub:${names.sub!}`)
+      const one = users.length > 0 && users.every((u) => u === users[0]) ? { userId: users[0] } : {}
+      this.audit?.record({ event: 'sso.logout', ctx, source, reason: by, count: users.length, ...one })
+      return users.length
+    } catch (err) {
+      const e = err instanceof GatewayError ? err : isUnavailable(err) ? E.idpUnavailable() : E.logoutTokenInvalid('it cannot be checked')
+      if (!(err instanceof GatewayError) && !isUnavailable(err)) this.log.error({ provider: p.id, err }, 'back-channel logout failed')
+      this.audit?.record({ event: 'sso.logout_refused', ctx, source, reason: e.code })
+      throw e
+    }
+  }
+
+  /**
+   * Where a browser signing out of a session made through `p` goes next: the
+   * provider's end_session_endpoint (RP-initiated logout) with our client id
+   * and `after` as its post_logout_redirect_uri, when the provider has one and
+   * end_session is on; else undefined (the provider unreachable, a Host that
+   * is no host name: the session here is ended all the same).
+   */
+  async endSessionUrl (p: OidcClient, after: () => string): Promise<string | undefined> {
+    if (!p.c.end_session) return undefined
+    try {
+      const config = await p.configuration()
+      if (config.serverMetadata().end_session_endpoint === undefined) return undefined
+      const lib = await openidClient()
+      return lib.buildEndSessionUrl(config, { client_id: p.c.client_id, post_logout_redirect_uri: after() }).href
+    } catch (err) {
+      this.log.warn({ provider: p.id, err: (err as Error).message }, 'OpenID provider unavailable: signed out here only')
+      return undefined
     }
   }
 

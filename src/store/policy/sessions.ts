@@ -7,7 +7,7 @@
  */
 import type { StoredSession } from '../ports.js'
 import { PASSWORD_ONLY, samePasswordOnly, type Factor } from '../factors.js'
-import type { Session, SessionInfo } from '../model.js'
+import type { Session, SessionInfo, SsoSignIn } from '../model.js'
 import { invalidate, sessionsEnded, type Context } from './context.js'
 
 export class Sessions {
@@ -15,14 +15,17 @@ export class Sessions {
 
   /**
    * `ttlSeconds`: the idle timeout; `lifetimeSeconds`: the longest the session may live (the absolute timeout);
-   * `factors`: what the sign-in was made with (default the password alone).
+   * `factors`: what the sign-in was made with (default the password alone); `sso`: made through a provider,
+   * its source and the names (its sub, its sid) endTagged finds the session by, stored as keyed hashes.
    */
   async create (
-    userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds, factors: readonly Factor[] = PASSWORD_ONLY
+    userId: string, ttlSeconds: number, lifetimeSeconds = ttlSeconds, factors: readonly Factor[] = PASSWORD_ONLY,
+    sso?: SsoSignIn
   ): Promise<Session> {
     const id = this.c.keys.issue('session id')
     const s: StoredSession = { user_id: userId, created: this.c.storage.now() }
     if (!samePasswordOnly(factors)) s.factors = [...factors]
+    if (sso !== undefined) s.sso = { source: sso.source, tags: sso.names.map((n) => this.#tag(sso.source, n)) }
     await this.c.storage.sessions.insert(this.c.keys.lookup(id), s, ttlSeconds, Math.max(ttlSeconds, lifetimeSeconds))
     return this.#session(id, s)
   }
@@ -47,6 +50,7 @@ export class Sessions {
     const stored = await this.c.storage.sessions.get(h)
     if (stored === null) return null
     const s: StoredSession = { user_id: stored.user_id, created: stored.created, factors: stored.factors }
+    if (stored.sso !== undefined) s.sso = stored.sso
     cache?.sessions.set(h, s, stamp)
     return this.#session(id, s)
   }
@@ -55,14 +59,19 @@ export class Sessions {
   #session (id: string, s: StoredSession): Session {
     const keys = this.c.keys
     let csrf: string | undefined
-    return {
+    const session: Session = {
       id,
       user_id: s.user_id,
       created: s.created,
       factors: s.factors ?? PASSWORD_ONLY,
       get csrf () { return (csrf ??= keys.lookup(`csrf:${id}`)) }
     }
+    if (s.sso !== undefined) session.sso = s.sso.source
+    return session
   }
+
+  /** A provider's name for sessions (`sub:…`, `sid:…`) as stored: a keyed hash, useless without the key. */
+  #tag (source: string, name: string): string { return this.c.keys.lookup(`sso\0${source}\0${name}`) }
 
   async touch (id: string, ttlSeconds: number): Promise<void> {
     if (!this.c.keys.tagged('session id', id)) return
@@ -92,6 +101,16 @@ export class Sessions {
     if (!(await this.c.storage.sessions.deleteOf(userId, id))) return false
     await invalidate(this.c, `sess:${id}`)
     return true
+  }
+
+  /**
+   * Ends every session made through `source` under `name` (`sub:…` or `sid:…`, as create was given), on every
+   * replica at once: a provider's back-channel logout. The users whose sessions ended, one entry per session.
+   */
+  async endTagged (source: string, name: string): Promise<string[]> {
+    const gone = await this.c.storage.sessions.endTagged(this.#tag(source, name))
+    for (const g of gone) await invalidate(this.c, `sess:${g.hash}`)
+    return gone.map((g) => g.user_id)
   }
 
   /** Ends every session of the user, on every replica at once; how many were live. */

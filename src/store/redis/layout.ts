@@ -14,6 +14,7 @@
  *   group:<id>   (a group's JSON record; its members are listed on the user records, `groups`)
  *   group-name:<org id or global>/<lowercase name>   (the group's id: its name claimed with SET NX)
  *   groups   (the set of every group's id)
+ *   sess-tag:<tag>   (a set: the hashes of the sessions a provider's back-channel logout ends by this keyed tag)
  *   link:<source> <subject>   (a link of an account elsewhere to a user: its JSON, claimed with SET NX)
  *   user-links:<user id>   (a hash: source → subject, one link per source, claimed with HSETNX)
  *   jwks   (the identity JWT's signing keys, private halves encrypted: ../keyset.ts)

@@ -1,7 +1,8 @@
 /**
  * Sessions in Redis: `sess:<hash>` the JSON record with the idle timeout as
- * TTL, and `user-sess:<user id>` the set of the user's session hashes (what
- * disabling or a password change ends).
+ * TTL, `user-sess:<user id>` the set of the user's session hashes (what
+ * disabling or a password change ends), and `sess-tag:<tag>` the sets a
+ * provider's back-channel logout ends (each living as long as the user's index).
  */
 import type { SessionStorage, StoredSession } from '../ports.js'
 import type { SessionInfo } from '../model.js'
@@ -24,6 +25,10 @@ export class RedisSessions implements SessionStorage {
     if (gone.length > 0) await c.run(() => c.redis.srem(index, ...gone))
     await c.run(() => c.redis.sadd(index, hash))
     await c.run(() => c.redis.expire(index, indexSeconds))
+    for (const tag of s.sso?.tags ?? []) {
+      await c.run(() => c.redis.sadd(c.k('sess-tag', tag), hash))
+      await c.run(() => c.redis.expire(c.k('sess-tag', tag), indexSeconds))
+    }
   }
 
   async get (hash: string): Promise<StoredSession | null> {
@@ -64,6 +69,22 @@ export class RedisSessions implements SessionStorage {
     await c.run(() => c.redis.del(c.k('sess', hash)))
     await c.run(() => c.redis.srem(c.k('user-sess', userId), hash))
     return true
+  }
+
+  async endTagged (tag: string): Promise<Array<{ hash: string, user_id: string }>> {
+    const { c } = this
+    const key = c.k('sess-tag', tag)
+    const ids = await c.run(() => c.redis.smembers(key))
+    const out: Array<{ hash: string, user_id: string }> = []
+    for (const h of ids) {
+      const s = await getJson<StoredSession>(c, c.k('sess', h))
+      if (s === null) continue
+      await c.run(() => c.redis.del(c.k('sess', h)))
+      await c.run(() => c.redis.srem(c.k('user-sess', s.user_id), h))
+      out.push({ hash: h, user_id: s.user_id })
+    }
+    await c.run(() => c.redis.del(key))
+    return out
   }
 
   async endAll (userId: string): Promise<void> {

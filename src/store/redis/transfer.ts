@@ -12,7 +12,7 @@ import { JWKS_KEY, parseKeySet } from '../keyset.js'
 import { groupNameKey, type StoredKey, type StoredSession, type StoredUser } from '../ports.js'
 import { KEY_CHECK, openPrivateToken, sealPrivateToken } from '../secret/records.js'
 import { KeyCheckError } from '../secret/check.js'
-import { auditAfter, auditId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
+import { auditAfter, auditId, withFactors, withSso, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
 import type { Group, Link, Org } from '../model.js'
 import type { RedisClient } from './connect.js'
 import { scanKeys } from './context.js'
@@ -89,7 +89,7 @@ export class RedisTransfer implements StoreTransfer {
         const [s, ttl] = await Promise.all([this.#json<StoredSession>(this.#k('sess', h)), r.pttl(this.#k('sess', h))])
         if (s !== null && s.user_id === uid && ttl > 0) {
           sessions.push(
-            withFactors({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl }, s.factors)
+            withSso(withFactors({ kind: 'session', hash: h, user_id: uid, created: s.created, expires: now + ttl }, s.factors), s.sso)
           )
         }
       }
@@ -227,14 +227,17 @@ export class RedisTransfer implements StoreTransfer {
         case 'session': {
           const ttl = x.expires - o.now
           if (ttl <= 0) break
-          await r.set(
-            this.#keyOf(x),
-            JSON.stringify({ user_id: x.user_id, created: x.created, factors: x.factors } satisfies StoredSession),
-            'PX',
-            ttl,
-            'NX'
-          )
+          const stored: StoredSession = { user_id: x.user_id, created: x.created, factors: x.factors, sso: x.sso }
+          await r.set(this.#keyOf(x), JSON.stringify(stored), 'PX', ttl, 'NX')
           await r.sadd(this.#k('user-sess', x.user_id), x.hash)
+          for (const tag of x.sso?.tags ?? []) {
+            const key = this.#k('sess-tag', tag)
+            const until = Math.max(x.expires, x.created + o.sessionLifetimeMs)
+            await r.sadd(key, x.hash)
+            // only ever pushed later (-1: made just now)
+            const left = await r.pttl(key)
+            if (left < 0 || o.now + left < until) await r.pexpireat(key, until)
+          }
           sessionIndex.set(
             x.user_id, Math.max(sessionIndex.get(x.user_id) ?? 0, x.expires, x.created + o.sessionLifetimeMs)
           )

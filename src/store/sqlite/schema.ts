@@ -17,7 +17,7 @@ import { UsageError } from '../../errors.js'
 /** "SGT1" as a 32-bit integer: PRAGMA application_id marks the file as sidegate's. */
 export const APPLICATION_ID = 0x53475431
 /** Raised by every change of the tables; a file with a higher one was written by a newer sidegate. */
-export const SCHEMA_VERSION = 6
+export const SCHEMA_VERSION = 7
 
 export type Db = Database.Database
 
@@ -73,6 +73,15 @@ CREATE TABLE groups (id TEXT PRIMARY KEY, name_key TEXT NOT NULL UNIQUE, json TE
     sql: `
 CREATE TABLE links (source TEXT NOT NULL, subject TEXT NOT NULL, user_id TEXT NOT NULL, json TEXT NOT NULL, PRIMARY KEY (source, subject)) WITHOUT ROWID;
 CREATE UNIQUE INDEX links_user ON links (user_id, source);
+`
+  },
+  // sessions made through a provider: their mark (JSON) and the tags its back-channel logout finds them by
+  {
+    to: 7,
+    sql: `
+ALTER TABLE sessions ADD COLUMN sso TEXT;
+CREATE TABLE session_tags (tag TEXT NOT NULL, hash TEXT NOT NULL, exp INTEGER NOT NULL, PRIMARY KEY (tag, hash)) WITHOUT ROWID;
+CREATE INDEX session_tags_exp ON session_tags (exp);
 `
   }
 ]

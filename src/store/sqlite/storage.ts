@@ -125,7 +125,7 @@ export class SqliteStorage implements Storage, SqlContext {
     const now = this.now()
     if (now < this.#nextSweep) return
     this.#nextSweep = now + SWEEP_EVERY_MS
-    for (const table of ['bearer', 'sessions', 'attempts', 'once', 'rate_hits', 'locks']) this.st(`DELETE FROM ${table} WHERE exp <= ?`).run(now)
+    for (const table of ['bearer', 'sessions', 'session_tags', 'attempts', 'once', 'rate_hits', 'locks']) this.st(`DELETE FROM ${table} WHERE exp <= ?`).run(now)
   }
 
   /** Opens the file (a StoreFileError when it cannot be used) and starts reading the invalidation log. */

@@ -6,9 +6,9 @@
  */
 import { closeSync, openSync, renameSync, rmSync } from 'node:fs'
 import { JWKS_KEY, parseKeySet } from '../keyset.js'
-import { groupNameKey, type StoredKey, type StoredUser } from '../ports.js'
+import { groupNameKey, type SsoMark, type StoredKey, type StoredUser } from '../ports.js'
 import { KEY_CHECK } from '../secret/records.js'
-import { auditAfter, auditId, recordId, withFactors, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
+import { auditAfter, auditId, recordId, withFactors, withSso, type StoreTransfer, type TransferRecord, type WriteOptions } from '../transfer.js'
 import type { Group, Link, Org, StoredPasskey } from '../model.js'
 import { factorsColumn, factorsOf } from './context.js'
 import { SqliteKeyRecords } from './key-records.js'
@@ -48,8 +48,9 @@ export class SqliteTransfer implements StoreTransfer {
       for (const r of all<{ hash: string, user_id: string, exp: number, factors: string | null }>('SELECT hash, user_id, exp, factors FROM bearer WHERE exp > ? ORDER BY hash', now)) {
         out.push(withFactors({ kind: 'bearer_token', hash: r.hash, user_id: r.user_id, expires: r.exp }, factorsOf(r.factors)))
       }
-      for (const r of all<{ hash: string, user_id: string, created: number, exp: number, factors: string | null }>('SELECT hash, user_id, created, exp, factors FROM sessions WHERE exp > ? ORDER BY hash', now)) {
-        out.push(withFactors({ kind: 'session', hash: r.hash, user_id: r.user_id, created: r.created, expires: r.exp }, factorsOf(r.factors)))
+      for (const r of all<{ hash: string, user_id: string, created: number, exp: number, factors: string | null, sso: string | null }>('SELECT hash, user_id, created, exp, factors, sso FROM sessions WHERE exp > ? ORDER BY hash', now)) {
+        const sso = r.sso === null ? null : parse<SsoMark>(r.sso)
+        out.push(withSso(withFactors({ kind: 'session', hash: r.hash, user_id: r.user_id, created: r.created, expires: r.exp }, factorsOf(r.factors)), sso))
       }
       for (const r of all<{ user_id: string, stored: string }>('SELECT user_id, stored FROM mfa_totp ORDER BY user_id')) out.push({ kind: 'totp', user_id: r.user_id, stored: r.stored })
       for (const r of all<{ user_id: string, hash: string }>('SELECT user_id, hash FROM mfa_recovery ORDER BY user_id, hash')) out.push({ kind: 'recovery_code', user_id: r.user_id, hash: r.hash })
@@ -128,7 +129,12 @@ export class SqliteTransfer implements StoreTransfer {
           case 'private_token_lookup': run('INSERT INTO pt_lookup (hash, user_id) VALUES (?, ?)', r.hash, r.user_id); break
           case 'private_token_imported': run('INSERT INTO pt_imported (hash) VALUES (?)', r.hash); break
           case 'bearer_token': if (r.expires > o.now) run('INSERT INTO bearer (hash, user_id, exp, factors) VALUES (?, ?, ?, ?)', r.hash, r.user_id, r.expires, factorsColumn(r.factors)); break
-          case 'session': if (r.expires > o.now) run('INSERT INTO sessions (hash, user_id, created, exp, factors) VALUES (?, ?, ?, ?, ?)', r.hash, r.user_id, r.created, r.expires, factorsColumn(r.factors)); break
+          case 'session': {
+            if (r.expires <= o.now) break
+            run('INSERT INTO sessions (hash, user_id, created, exp, factors, sso) VALUES (?, ?, ?, ?, ?, ?)', r.hash, r.user_id, r.created, r.expires, factorsColumn(r.factors), r.sso === undefined ? null : JSON.stringify(r.sso))
+            for (const tag of r.sso?.tags ?? []) run('INSERT OR REPLACE INTO session_tags (tag, hash, exp) VALUES (?, ?, ?)', tag, r.hash, Math.max(r.expires, r.created + o.sessionLifetimeMs))
+            break
+          }
           case 'totp': run('INSERT INTO mfa_totp (user_id, stored) VALUES (?, ?)', r.user_id, r.stored); break
           case 'recovery_code': run('INSERT INTO mfa_recovery (user_id, hash) VALUES (?, ?)', r.user_id, r.hash); break
           case 'passkey': {
