@@ -72,6 +72,7 @@ t.test('Redis → a new embedded store (through a pipe): every record again', as
   const again = await cliIn(back.dir, ['store', 'export'], { env })
   const isDefault = (x: unknown): boolean => (x as { org?: { name: string } }).org?.name === 'Default'
   t.same(comparable(again.stdout).filter((x) => !isDefault(x)), comparable(original), 'the same records as the original (and the Default org)')
+  t.same(await s.sessions.endTagged('oidc:corp', 'sid:sid-1'), [o.alice.id], 'the provider\'s logout still finds the session (its tags carried through Redis)')
 })
 
 t.test('refused by Redis, exit 2, no key written: another secret key, a store that holds data, a bad line; --merge writes only what is missing', async (t) => {
