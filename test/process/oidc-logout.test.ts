@@ -158,6 +158,26 @@ t.test('a session that began with the provider and ended with sidegate\'s own co
   t.ok(await eventually(async () => (await profile(b, cookie)) === 401, 1000))
 })
 
+t.test('a person who exists only at the provider gets a private token and an access key for machine use (a fresh sign-in confirms)', async (t) => {
+  const { br, cookie } = await signedIn(t, 'jon')
+  const csrf = csrfOf(br)
+  const post = async (path: string): Promise<Res> => await request(a.url, path, {
+    method: 'POST', body: '{}', headers: { cookie: `svc_sessionid=${cookie}`, 'x-csrftoken': csrf, 'content-type': 'application/json' }
+  })
+  const jon = (await a.store.users.byUsername('jon'))!
+  t.equal(await a.store.passwords.hash(jon.id), null, 'no password here')
+  const token = await post('/api/v1/authentication/private-token/')
+  t.equal(token.status, 201, token.text)
+  const key = await post('/api/v1/authentication/access-keys/')
+  t.equal(key.status, 201, key.text)
+  t.equal((await request(b.url, PROFILE, { headers: { authorization: `Token ${token.json.token}` } })).json?.username, 'jon', 'the token works, on any gateway')
+  t.equal(await profile(a, cookie), 200)
+  // the provider ends the browser session; the machine credentials stay (revoked as any other: by an operator)
+  t.equal((await backchannel(await idp.sign(claims({ sub: 'jon' })))).status, 200)
+  t.ok(await eventually(async () => (await profile(a, cookie)) === 401, 1000))
+  t.equal((await request(a.url, PROFILE, { headers: { authorization: `Token ${token.json.token}` } })).status, 200)
+})
+
 t.test('every logout token the provider could not have sent is 400 logout_token_invalid, and ends nothing', async (t) => {
   const { cookie } = await signedIn(t, 'jon')
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
