@@ -77,7 +77,8 @@ export function oidcLoginRoutes (d: OidcLoginDeps): Route[] {
       if (err instanceof GatewayError) Object.assign(err, { headers: { ...err.headers, ...headers } })
       throw err
     }
-    sendHtml(ctx.res, err.status, loginPage({ next, error: err.message }), { ...pageHeadersFor(next), ...headers })
+    const page = loginPage({ next, error: err.message })
+    sendHtml(ctx.res, err.status, page, { ...pageHeadersFor(next, providers.formOrigins()), ...headers })
   }
 
   const begin = route({

@@ -20,6 +20,8 @@ export interface LoginPages {
     o: { next: string, user: User, error?: string, secret?: string, enrol: boolean, code?: boolean, passkey?: boolean }
   ) => string
   recoveryPage: (next: string, codes: string[]) => string
+  /** Signed out here, on to the provider's end_session_endpoint `to` (RP-initiated logout). */
+  signedOutPage: (label: string, to: string) => string
 }
 
 /** A provider's button on the login page (sign_in.oidc): where it goes, its name, whether it steers by email domain. */
@@ -116,5 +118,7 @@ export function loginPages (
     next,
     codes: codes.join('\n')
   })
-  return { loginPage, mfaPage, recoveryPage }
+  const signedOutTemplate = Template.load<{ css: string, label: string, to: string }>('signed-out.html')
+  const signedOutPage = (label: string, to: string): string => signedOutTemplate.render({ css: assets.url('sidegate.css'), label, to })
+  return { loginPage, mfaPage, recoveryPage, signedOutPage }
 }

@@ -124,10 +124,12 @@ export function loginRoutes (d: LoginDeps): Route[] {
     return id === undefined || id === null || id === '' || id.length > 256 ? undefined : id
   }
 
-  const { loginPage, mfaPage, recoveryPage } = loginPages(
+  const { loginPage, mfaPage, recoveryPage, signedOutPage } = loginPages(
     assets, config.docs.enabled, { login: LOGIN_PATH, mfa: LOGIN_MFA_PATH },
     (providers?.list ?? []).map((p) => ({ action: `${OIDC_PATH}/${p.id}`, label: p.label, steers: p.c.email_domains.length > 0 }))
   )
+  /** The login page's headers: its forms may lead to `next` and to the providers (their buttons, email_domains). */
+  const loginHeaders = (next: string): Record<string, string> => pageHeadersFor(next, providers?.formOrigins() ?? [])
   /** The pending second step's cookie: only /login and /login/mfa see it. */
   const mfaCookie = (ctx: RequestContext, value: string, maxAge: number): string =>
     `${names.mfaCookie}=${value}; Path=${LOGIN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure(ctx)}`
@@ -207,7 +209,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const next = safeNext(queryParam(ctx.req.url ?? '', 'next'))
       // already signed in: go on
       if (ctx.identity !== undefined) redirect(ctx.res, 302, next)
-      else sendHtml(ctx.res, 200, loginPage({ next }), pageHeadersFor(next))
+      else sendHtml(ctx.res, 200, loginPage({ next }), loginHeaders(next))
     }
   })
 
@@ -246,7 +248,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const password = typeof fields.password === 'string' ? fields.password : ''
       const formError = (status: number, error: string, headers: Record<string, string | string[]> = {}): void =>
         sendHtml(ctx.res, status, loginPage({ next, username: username.slice(0, 150), error }), {
-          ...pageHeadersFor(next), ...headers
+          ...loginHeaders(next), ...headers
         })
 
       // a username@<domain> of a provider's email_domains: that provider signs the browser in
@@ -302,16 +304,23 @@ export function loginRoutes (d: LoginDeps): Route[] {
       security: 'session',
       parameters: [ref('parameters', 'CsrfToken')],
       responses: {
-        303: { description: 'Logged out (form post): to the login page; a session made through an OpenID provider with an end_session_endpoint (sign_in.oidc[].end_session) to the provider\'s, which sends the browser back to the login page.', headers: { Location: ref('headers', 'Location') } }
+        303: { description: 'Logged out (form post): to the login page.', headers: { Location: ref('headers', 'Location') } }
       },
       errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
     },
-    answers: { 200: { description: 'Logged out (not a form post).', schema: T.Object({ detail: T.Literal('Logged out.') }) } },
+    answers: {
+      200: {
+        description: 'Logged out (not a form post); or a form post of a session made through an OpenID provider with an end_session_endpoint ' +
+          '(sign_in.oidc[].end_session): a page that refreshes to it (`Refresh`), which sends the browser back to the login page.',
+        schema: T.Object({ detail: T.Literal('Logged out.') }),
+        page: true
+      }
+    },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body: fields, reply }) {
       const form = isForm(ctx.req)
       const id = currentSessionId(ctx.req)
-      let after = LOGIN_PATH
+      let provider: { label: string, to: string } | undefined
       if (id !== undefined) {
         const s = await store.sessions.get(id)
         if (s !== null) {
@@ -323,10 +332,14 @@ export function loginRoutes (d: LoginDeps): Route[] {
           // made through a provider: signed out there too (RP-initiated logout), back to our login page
           const p = s.sso?.startsWith('oidc:') === true ? providers?.get(s.sso.slice(5)) : undefined
           const back = (): string => gatewayUrl(ctx, LOGIN_PATH)
-          if (form && p !== undefined) after = await providers!.endSessionUrl(p, back) ?? LOGIN_PATH
+          const to = form && p !== undefined ? await providers!.endSessionUrl(p, back) : undefined
+          if (to !== undefined) provider = { label: p!.label, to }
         }
       }
-      if (form) redirect(ctx.res, 303, after, { 'set-cookie': jar.clear(ctx) })
+      // on to the provider by a page that refreshes to it: a form's redirect elsewhere is held to form-action
+      if (provider !== undefined) {
+        sendHtml(ctx.res, 200, signedOutPage(provider.label, provider.to), { 'set-cookie': jar.clear(ctx), refresh: `0; url=${provider.to}` })
+      } else if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': jar.clear(ctx) })
       else reply(200, { detail: 'Logged out.' }, { 'set-cookie': jar.clear(ctx) })
     }
   })
@@ -361,7 +374,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       const user = p === null || p.amr.includes('otp') ? null : await mfa.user(p)
       const expired = (error = 'Your sign-in expired. Sign in again.'): void => {
         if (json) throw E.mfaPendingMissing()
-        sendHtml(ctx.res, 401, loginPage({ next, error }), { ...pageHeadersFor(next), 'set-cookie': mfaCookie(ctx, '', 0) })
+        sendHtml(ctx.res, 401, loginPage({ next, error }), { ...loginHeaders(next), 'set-cookie': mfaCookie(ctx, '', 0) })
       }
       if (p === null || user === null) { expired(); return }
       const code = typeof fields.code === 'string' ? fields.code.trim() : ''

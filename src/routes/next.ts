@@ -100,11 +100,14 @@ function utf8 (target: string): string {
 }
 
 /**
- * A page whose form sends the browser on to `next` on another host: its
- * form-action names that origin too (Chromium holds a form's redirects to
- * form-action); a path keeps the CSP as it is.
+ * A page whose form sends the browser on to `next` on another host, or to
+ * one of `origins` (an identity provider the login page's forms lead to): its
+ * form-action names them too (Chromium holds a form's redirects to
+ * form-action); a path and no origins keep the CSP as it is.
  */
-export function pageHeadersFor (next: string): Record<string, string> {
-  if (next[0] === '/') return {}
-  return { 'content-security-policy': CSP.replace("form-action 'self'", `form-action 'self' ${new URL(next).origin}`) }
+export function pageHeadersFor (next: string, origins: readonly string[] = []): Record<string, string> {
+  const extra = new Set(origins)
+  if (next[0] !== '/') extra.add(new URL(next).origin)
+  if (extra.size === 0) return {}
+  return { 'content-security-policy': CSP.replace("form-action 'self'", `form-action 'self' ${[...extra].join(' ')}`) }
 }

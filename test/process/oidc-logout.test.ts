@@ -15,6 +15,7 @@ import { request, type Res } from '../fixtures/http.js'
 import { embeddedStore, startGateway, type TestGateway } from '../fixtures/gateway.js'
 import { freePort } from '../fixtures/redis.js'
 import { tempDir } from '../fixtures/cleanup.js'
+import { setCookies } from '../fixtures/session.js'
 import { eventually, sleep } from '../fixtures/wait.js'
 import { oathtool, stepTime } from '../fixtures/oathtool.js'
 import { cliIn } from '../fixtures/procs.js'
@@ -104,8 +105,12 @@ t.test('signed out at the provider: its back-channel logout ends the session on 
 t.test('signing out here: the session ends, and the browser goes to the provider\'s end_session_endpoint and back', async (t) => {
   const { br, cookie } = await signedIn(t, 'ivy')
   const r = await br.post(`${a.url}/logout`, { csrfmiddlewaretoken: csrfOf(br) })
-  t.equal(r.status, 303, r.text.slice(0, 200))
-  const to = new URL(r.headers.location!)
+  t.equal(r.status, 200, r.text.slice(0, 200))
+  t.match(r.text, /Signed out/, 'a page saying so, refreshing to the provider (a form\'s redirect elsewhere is held to form-action)')
+  const refresh = /^0; url=(.+)$/.exec(String(r.headers.refresh ?? ''))
+  t.ok(refresh, 'Refresh: 0; url=…')
+  t.equal(setCookies(r).svc_sessionid?.value, '', 'the cookies cleared')
+  const to = new URL(refresh![1])
   t.equal(to.origin + to.pathname, `${issuer}/session/end`, 'to the provider')
   t.equal(to.searchParams.get('client_id'), 'sidegate')
   t.equal(to.searchParams.get('post_logout_redirect_uri'), `${a.url}/login`)

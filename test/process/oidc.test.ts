@@ -224,6 +224,9 @@ t.test('the login page: a button per provider; a username@<domain> of email_doma
   const page = await request(g.url, '/login?next=/account/keys')
   t.match(page.text, /<form method="get" action="\/login\/oidc\/corp">\s*<input type="hidden" name="next" value="\/account\/keys">\s*<button type="submit">Sign in with Corp SSO<\/button>/)
   t.match(page.text, /Sign in with partner</)
+  // its forms lead to the providers (the buttons, the steering): Chromium holds a form's redirects to form-action
+  const formAction = /form-action ([^;]+)/.exec(String(page.headers['content-security-policy']))?.[1] ?? ''
+  t.same(formAction.split(' ').slice(0, 3), ["'self'", `http://localhost:${corpPort}`, `http://localhost:${partnerPort}`])
   t.notMatch(page.text, /autocomplete="current-password" required/, 'the password may be left empty (steering)')
   const steered = await postForm(g.url, '/login', { username: 'erin@corp.example', password: '', next: '/account/keys' })
   t.equal(steered.status, 303)

@@ -65,6 +65,12 @@ export class OidcClient {
     }
   }
 
+  /** The issuer's origin and, once discovered, its authorization endpoint's (the login page's form-action). */
+  get origins (): string[] {
+    const at = this.#config?.serverMetadata().authorization_endpoint
+    return [new URL(this.c.issuer).origin, ...(at === undefined ? [] : [new URL(at).origin])]
+  }
+
   /** The next sign-in discovers the provider again (its keys changed). */
   forget (): void { this.#config = null; this.#fetched = 0 }
 

@@ -53,6 +53,12 @@ export class OidcProviders {
   }
 
   get list (): OidcClient[] { return [...this.#clients.values()] }
+
+  /** Where the login page's forms may lead: each provider's issuer, and its authorization endpoint once discovered. */
+  formOrigins (): string[] {
+    return [...new Set(this.list.flatMap((p) => p.origins))]
+  }
+
   get (id: string): OidcClient | undefined { return this.#clients.get(id) }
 
   /** The provider a typed `name@domain` is steered to by its email_domains, or undefined. */
