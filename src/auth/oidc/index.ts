@@ -34,6 +34,9 @@ export interface OidcSignIn {
   sso: SsoSignIn
 }
 
+/** How far ahead of our clock an id_token's iat may be. */
+const IAT_SKEW_S = 60
+
 export class OidcProviders {
   #clients = new Map<string, OidcClient>()
 
@@ -107,6 +110,10 @@ export class OidcProviders {
         pkceCodeVerifier: a.v, expectedState: a.s, expectedNonce: a.n, idTokenExpected: true
       }, { redirect_uri: a.r })
       claims = { ...tokens.claims() }
+      // the library checks exp, not an iat ahead of our clock: a token from the future is no token yet
+      if (typeof claims.iat === 'number' && claims.iat > Date.now() / 1000 + IAT_SKEW_S) {
+        throw E.ssoFailed('The provider\'s answer failed its checks: the id_token\'s iat is in the future.')
+      }
       if (config.serverMetadata().userinfo_endpoint !== undefined && typeof tokens.access_token === 'string') {
         const info = await lib.fetchUserInfo(config, tokens.access_token, String(claims.sub))
         // the id_token's claims stand; the userinfo adds what it lacks (groups, often)
