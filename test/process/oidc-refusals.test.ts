@@ -76,3 +76,23 @@ t.test('RFC 9207: an authorization response whose iss names another provider is 
   t.equal(b.session(g.url), undefined)
   t.notOk(asked, 'the code was never exchanged')
 })
+
+t.test('a callback without its code, and a token endpoint that does not answer: refused, never a session, within the timeout', async (t) => {
+  op.mint(async (n) => await op.sign(n, { preferred_username: 'rita' }))
+  const b = new Browser()
+  const start = await b.get(`${g.url}/login/oidc/rogue`)
+  const back = new URL((await b.get(start.headers.location!)).headers.location!)
+  back.searchParams.delete('code')
+  const missing = await b.get(back.href)
+  t.equal(missing.status, 401, 'no code: 401')
+  t.match(missing.text, /no authorization code/, 'the login page says why')
+  t.equal(b.session(g.url), undefined)
+  // the token endpoint hangs: the provider's timeout (2 s) bounds the callback
+  op.mint(async () => await new Promise<string>(() => {}))
+  const started = Date.now()
+  const { r, b: b2 } = await signIn()
+  t.equal(r.status, 503, 'idp_unavailable')
+  t.match(r.text, /identity provider cannot be reached/)
+  t.ok(Date.now() - started < 5000, `within the timeout (${Date.now() - started} ms)`)
+  t.equal(b2.session(g.url), undefined)
+})
