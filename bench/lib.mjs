@@ -141,3 +141,25 @@ export function cpuSeconds (pids) {
   }
   return sum
 }
+
+/**
+ * Sign-ins at concurrencies 1, 4 and 16, `requests` each: `once(i)` makes the
+ * i-th and resolves to its milliseconds. A row per concurrency: sign-ins per
+ * second and the latency's p50 and p95 (bench/sign-in-*.mjs).
+ */
+export async function signInRows (once, requests) {
+  const rows = []
+  for (const concurrency of [1, 4, 16]) {
+    const ms = []
+    let next = 0
+    const started = Date.now()
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (next < requests) ms.push(await once(next++))
+    }))
+    const seconds = (Date.now() - started) / 1000
+    ms.sort((a, b) => a - b)
+    const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))].toFixed(1)
+    rows.push({ concurrency, 'sign-ins/s': Math.round(ms.length / seconds), 'p50 ms': at(0.5), 'p95 ms': at(0.95) })
+  }
+  return rows
+}

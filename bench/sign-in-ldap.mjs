@@ -10,7 +10,7 @@
  *   --requests N   sign-ins per concurrency (400)
  *   --pool N       sign_in.ldap[0].pool (4)
  */
-import { parseFlags } from './lib.mjs'
+import { parseFlags, signInRows } from './lib.mjs'
 import { BASE, PEOPLE, SERVICE_DN, SERVICE_PASSWORD, startSlapd } from '../test/fixtures/slapd.ts'
 import { embeddedStore, startGateway } from '../test/fixtures/gateway.ts'
 
@@ -50,19 +50,7 @@ const once = async (i) => {
 try {
   // the first sign-ins provision the users: not timed
   for (let i = 0; i < users.length; i++) await once(i)
-  const rows = []
-  for (const concurrency of [1, 4, 16]) {
-    const ms = []
-    let next = 0
-    const started = Date.now()
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < flags.requests) ms.push(await once(next++))
-    }))
-    const seconds = (Date.now() - started) / 1000
-    ms.sort((a, b) => a - b)
-    const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))].toFixed(1)
-    rows.push({ concurrency, 'sign-ins/s': Math.round(ms.length / seconds), 'p50 ms': at(0.5), 'p95 ms': at(0.95) })
-  }
+  const rows = await signInRows(once, flags.requests)
   console.log(`directory sign-ins through the token endpoint (slapd on this host, pool ${flags.pool}, ${flags.requests} each):`)
   console.table(rows)
 } finally {

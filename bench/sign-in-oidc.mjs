@@ -11,7 +11,7 @@
  *   --requests N   sign-ins per concurrency (200)
  */
 import { writeFileSync } from 'node:fs'
-import { parseFlags } from './lib.mjs'
+import { parseFlags, signInRows } from './lib.mjs'
 import { embeddedStore, startGateway } from '../test/fixtures/gateway.ts'
 import { freePort } from '../test/fixtures/redis.ts'
 import { tempDir } from '../test/fixtures/cleanup.ts'
@@ -33,26 +33,14 @@ const idp = await startProvider([{
 }], people, port)
 const once = async (i) => {
   const started = process.hrtime.bigint()
-  const { r, callback } = await oidcSignIn(g.url, 'corp', issuer, `p${i % 8}`)
+  const { r } = await oidcSignIn(g.url, 'corp', issuer, `p${i % 8}`)
   if (r.status !== 303) throw new Error(`sign-in ${i}: ${r.status} ${r.text.slice(0, 200)}`)
-  return { ms: Number(process.hrtime.bigint() - started) / 1e6, callback }
+  return Number(process.hrtime.bigint() - started) / 1e6
 }
 try {
   // the first sign-ins discover the provider and provision the users: not timed
   for (let i = 0; i < 8; i++) await once(i)
-  const rows = []
-  for (const concurrency of [1, 4, 16]) {
-    const ms = []
-    let next = 0
-    const started = Date.now()
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < flags.requests) ms.push((await once(next++)).ms)
-    }))
-    const seconds = (Date.now() - started) / 1000
-    ms.sort((a, b) => a - b)
-    const at = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))].toFixed(1)
-    rows.push({ concurrency, 'sign-ins/s': Math.round(ms.length / seconds), 'p50 ms': at(0.5), 'p95 ms': at(0.95) })
-  }
+  const rows = await signInRows(once, flags.requests)
   console.log(`OpenID Connect sign-ins, the whole browser walk (oidc-provider on this host, ${flags.requests} each):`)
   console.table(rows)
 } finally {
