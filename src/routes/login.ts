@@ -40,13 +40,8 @@ import { sessionCookies } from './session-cookies.js'
 export { HOME, JMS_LOGIN_PATH, JMS_LOGOUT_PATH, LOGIN_PATH, LOGOUT_PATH, loginLocation, safeNext } from './next.js'
 export const LOGIN_MFA_PATH = '/login/mfa' // the second step of a sign-in: the code (or an enrolment's first) after the password
 
-function isJson (req: IncomingMessage): boolean {
-  return isJsonType(mediaType(req.headers['content-type']))
-}
-
-function isForm (req: IncomingMessage): boolean {
-  return mediaType(req.headers['content-type']) === FORM_MEDIA_TYPE
-}
+const isJson = (req: IncomingMessage): boolean => isJsonType(mediaType(req.headers['content-type']))
+const isForm = (req: IncomingMessage): boolean => mediaType(req.headers['content-type']) === FORM_MEDIA_TYPE
 
 /**
  * The sign-in: a form (the page's) or JSON. Either field missing or empty is 400
@@ -63,6 +58,8 @@ const LOGIN_BODY = {
   required: true
 } satisfies BodySpec
 
+const LOGGED_OUT = 'Logged out (not a form post); or a form post of a session made through an OpenID provider with an ' +
+  'end_session_endpoint (sign_in.oidc[].end_session): a page that refreshes to it (`Refresh`), which sends the browser back to the login page.'
 /** The page's logout form (JSON and an empty body are taken too). */
 const LOGOUT_BODY = {
   name: 'LogoutForm',
@@ -309,12 +306,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
       errors: { 403: 'CsrfFailed', 503: 'Unavailable' }
     },
     answers: {
-      200: {
-        description: 'Logged out (not a form post); or a form post of a session made through an OpenID provider with an end_session_endpoint ' +
-          '(sign_in.oidc[].end_session): a page that refreshes to it (`Refresh`), which sends the browser back to the login page.',
-        schema: T.Object({ detail: T.Literal('Logged out.') }),
-        page: true
-      }
+      200: { description: LOGGED_OUT, schema: T.Object({ detail: T.Literal('Logged out.') }), page: true }
     },
     preValidation (ctx) { if (crossSite(ctx.req)) throw E.crossSite() },
     async handler (ctx, { body: fields, reply }) {
@@ -330,17 +322,15 @@ export function loginRoutes (d: LoginDeps): Route[] {
           if (typeof token !== 'string' || !safeEqual(token, s.csrf)) throw E.csrfFailed()
           await endSession(ctx, id, 'logout')
           // made through a provider: signed out there too (RP-initiated logout), back to our login page
-          const p = s.sso?.startsWith('oidc:') === true ? providers?.get(s.sso.slice(5)) : undefined
-          const back = (): string => gatewayUrl(ctx, LOGIN_PATH)
-          const to = form && p !== undefined ? await providers!.endSessionUrl(p, back) : undefined
-          if (to !== undefined) provider = { label: p!.label, to }
+          if (form) provider = await providers?.signOut(s.sso, () => gatewayUrl(ctx, LOGIN_PATH))
         }
       }
+      const clear = { 'set-cookie': jar.clear(ctx) }
       // on to the provider by a page that refreshes to it: a form's redirect elsewhere is held to form-action
-      if (provider !== undefined) {
-        sendHtml(ctx.res, 200, signedOutPage(provider.label, provider.to), { 'set-cookie': jar.clear(ctx), refresh: `0; url=${provider.to}` })
-      } else if (form) redirect(ctx.res, 303, LOGIN_PATH, { 'set-cookie': jar.clear(ctx) })
-      else reply(200, { detail: 'Logged out.' }, { 'set-cookie': jar.clear(ctx) })
+      const p = provider
+      if (p !== undefined) sendHtml(ctx.res, 200, signedOutPage(p.label, p.to), { ...clear, refresh: `0; url=${p.to}` })
+      else if (form) redirect(ctx.res, 303, LOGIN_PATH, clear)
+      else reply(200, { detail: 'Logged out.' }, clear)
     }
   })
 

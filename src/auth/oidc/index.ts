@@ -160,6 +160,13 @@ export class OidcProviders {
     }
   }
 
+  /** Signing out of a session made through `sso` (its source): the provider's label and endSessionUrl, if any. */
+  async signOut (sso: string | undefined, after: () => string): Promise<{ label: string, to: string } | undefined> {
+    const p = sso?.startsWith('oidc:') === true ? this.get(sso.slice(5)) : undefined
+    const to = p === undefined ? undefined : await this.endSessionUrl(p, after)
+    return to === undefined ? undefined : { label: p!.label, to }
+  }
+
   /**
    * Where a browser signing out of a session made through `p` goes next: the
    * provider's end_session_endpoint (RP-initiated logout) with our client id

@@ -9,6 +9,9 @@ import type { LinkStorage } from '../ports.js'
 import type { Link, OrgRole } from '../model.js'
 import { getJson, type RedisContext } from './context.js'
 
+/** How many times (20 ms apart) a held claim's missing record is looked for before the claim counts as stale. */
+const CLAIM_WAITS = 10
+
 export class RedisLinks implements LinkStorage {
   constructor (private readonly c: RedisContext) {}
 
@@ -19,7 +22,7 @@ export class RedisLinks implements LinkStorage {
     const mine = c.k('user-links', link.user_id)
     if ((await c.run(() => c.redis.hsetnx(mine, link.source, link.subject))) === 0) {
       const held = await c.run(() => c.redis.hget(mine, link.source))
-      if (held !== null && (await this.get(link.source, held))?.user_id === link.user_id) return 'source_taken'
+      if (held !== null && (await this.#claimed(link.source, held))?.user_id === link.user_id) return 'source_taken'
       await c.run(() => c.redis.hset(mine, link.source, link.subject))
     }
     try {
@@ -30,6 +33,19 @@ export class RedisLinks implements LinkStorage {
     }
     await c.run(() => c.scripts.hdelIfEqual(mine, link.source, link.subject))
     return 'subject_taken'
+  }
+
+  /**
+   * The record of a claim found held: another insert may be between its claim and its record (one round
+   * trip, longer on a cluster), so a missing record is waited for briefly before the claim counts as stale
+   * (one a crash left between the two).
+   */
+  async #claimed (source: string, subject: string): Promise<Link | null> {
+    for (let i = 0; ; i++) {
+      const r = await this.get(source, subject)
+      if (r !== null || i === CLAIM_WAITS) return r
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
   }
 
   async get (source: string, subject: string): Promise<Link | null> {
