@@ -109,6 +109,9 @@ function schema () {
           audience: { type: 'string', minLength: 1 },
           maxLifetime: { type: 'integer', minimum: 60 },
           createDiscoveryBinding: { type: 'boolean' },
+          review: { enum: ['none', 'tokenreview'] },
+          reviewTtl: { type: 'integer', minimum: 1, maximum: 300 },
+          createReviewBinding: { type: 'boolean' },
           serviceAccountName: { type: 'string', minLength: 1 }
         }
       },

@@ -7,6 +7,7 @@
  * test/unit/credentials.test.ts checks that every place lists every entry.
  * Adding a kind: docs/architecture.md.
  */
+import type { Logger } from '../observability/log.js'
 import type { Json } from '../routes/spec.js'
 import type { Store } from '../store/types.js'
 import { BearerAuthenticator } from './bearer.js'
@@ -71,8 +72,8 @@ export interface CredentialKind<M extends AuthMethod = AuthMethod> {
   readonly subject: string
   /** `sidegate access check --credential` may describe it (an access key is described by --key) */
   readonly accessCheck: boolean
-  /** its authenticator, made once per Authenticators (per config) */
-  readonly create: (store: Store, config: KindConfig) => Authenticator
+  /** its authenticator, made once per Authenticators (per config); `log`: the gateway's, where it has one */
+  readonly create: (store: Store, config: KindConfig, log?: Logger) => Authenticator
 }
 
 const SIGNATURE_FORM = '`Authorization: Signature keyId="<AccessKeyID>",algorithm="hmac-sha256",headers="(request-target) accept date",signature="<base64>"`'
@@ -215,7 +216,7 @@ export const CREDENTIALS: { readonly [M in AuthMethod]: CredentialKind<M> } = {
     metric: 'trusted_token',
     subject: 'trusted_token',
     accessCheck: true,
-    create: (store, config) => new TrustedTokenAuthenticator(store, config.auth.trusted_issuers)
+    create: (store, config, log) => new TrustedTokenAuthenticator(store, config.auth.trusted_issuers, { log })
   }
 }
 

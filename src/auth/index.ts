@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { E, GatewayError, mapResult, type Result } from '../errors.js'
 import type { Config } from '../config/index.js'
+import type { Logger } from '../observability/log.js'
 import type { Store, User, UserGroup } from '../store/types.js'
 import { parseCookies } from '../http/cookies.js'
 import { parseAuthorization } from './parse.js'
@@ -54,8 +55,9 @@ export class Authenticators {
   readonly authenticators: Authenticator[]
   readonly session: SessionAuthenticator
 
-  constructor (private readonly store: Store, config: Config) {
-    this.authenticators = KINDS.map((k) => k.create(store, config))
+  /** `log`: where an authenticator says what is wrong beyond one request (a trusted issuer's TokenReview) */
+  constructor (private readonly store: Store, config: Config, log?: Logger) {
+    this.authenticators = KINDS.map((k) => k.create(store, config, log))
     // the login redirect asks it whether a session cookie was sent (src/pipeline/authenticate.ts loginFor)
     this.session = this.authenticators.find((a) => a.method === 'session') as SessionAuthenticator
   }

@@ -13,6 +13,7 @@
 import { readFile } from 'node:fs/promises'
 import type { JSONWebKeySet, JWK, JWTVerifyGetKey } from 'jose'
 import { messageOf } from '../errors.js'
+import { IssuerHttp } from './issuer-http.js'
 
 /** auth.trusted_issuers[i] as the gateway reads it (src/config/issuers.ts has the schema and texts). */
 export interface IssuerSettings {
@@ -35,6 +36,10 @@ export interface IssuerSettings {
   jwks_max_age: number
   timeout: number
   require_kid: boolean
+  /** tokenreview: the API server's TokenReview confirms each token (./token-review.ts) */
+  review: 'none' | 'tokenreview'
+  review_url: string | null
+  review_ttl: number
 }
 
 export type Jose = typeof import('jose')
@@ -62,12 +67,14 @@ export class IssuerKeys {
   #error = ''
   #inflight: Promise<void> | null = null
   #timer: NodeJS.Timeout | null = null
-  #dispatcher: unknown = undefined
+  /** its requests (discovery, JWKS; the TokenReview: ./token-review.ts) */
+  readonly http: IssuerHttp
   #onError: (msg: string) => void
 
   constructor (readonly s: IssuerSettings, onError: (msg: string) => void = () => {}) {
     this.id = s.id
     this.#onError = onError
+    this.http = new IssuerHttp(s)
   }
 
   get state (): IssuerState { return this.#state }
@@ -142,24 +149,9 @@ export class IssuerKeys {
   }
 
   async #get (url: string): Promise<unknown> {
-    const undici = await import('undici')
-    if (this.#dispatcher === undefined) {
-      this.#dispatcher = this.s.ca_file === null
-        ? null
-        : new undici.Agent({ connect: { ca: await readFile(this.s.ca_file, 'utf8') } })
-    }
-    const headers: Record<string, string> = { accept: 'application/json' }
-    if (this.s.token_file !== null) headers.authorization = `Bearer ${(await readFile(this.s.token_file, 'utf8')).trim()}`
-    const res = await undici.fetch(url, {
-      headers,
-      redirect: 'error',
-      signal: AbortSignal.timeout(this.s.timeout * 1000),
-      ...(this.#dispatcher === null ? {} : { dispatcher: this.#dispatcher as InstanceType<typeof undici.Agent> })
-    })
-    if (res.status !== 200) throw new Error(`${new URL(url).pathname} answered ${res.status}`)
-    const text = await res.text()
-    if (text.length > 1024 * 1024) throw new Error(`${new URL(url).pathname} is larger than 1 MiB`)
-    return JSON.parse(text)
+    const r = await this.http.json(url)
+    if (r.status !== 200) throw new Error(`${new URL(url).pathname} answered ${r.status}`)
+    return r.body
   }
 }
 

@@ -12,12 +12,20 @@
  * exp - iat within max_lifetime. One seen before is decided from memory: a
  * bounded cache keyed by the SHA-256 of the token, each entry expiring with
  * the token, so a caller's repeated token costs a hash and a lookup.
+ *
+ * With `review: tokenreview` a verified token is then put to the Kubernetes
+ * API server (./token-review.ts), and the entry lives min(exp, review_ttl):
+ * the answer, a yes or a no, decides the token within it; after it the
+ * token (its claim kept) is reviewed again. One review per token is asked at a
+ * time; a review that could not be asked is never remembered (503).
  */
 import { createHash } from 'node:crypto'
 import type { JWTPayload, ProtectedHeaderParameters } from 'jose'
 import { E, GatewayError, type Result } from '../errors.js'
+import type { Logger } from '../observability/log.js'
 import type { Store, User, UserGroup } from '../store/types.js'
 import { issuerKeys, loadJose, type IssuerKeys, type IssuerSettings, type Jose } from './jwks.js'
+import { reviewToken, type Review } from './token-review.js'
 import type { Authenticator, ClaimBase, Credentials } from './types.js'
 import { mapSubject, tokenGroups, workloadOf, type Workload } from './workload.js'
 
@@ -55,7 +63,11 @@ export function jwtShaped (v: string): boolean {
   return j > i + 1 && v.indexOf('.', j + 1) === -1
 }
 
-interface Entry { claim: TrustedTokenClaim, until: number }
+/**
+ * A token decided: its claim, until when this decides it (its exp; with review, at most review_ttl on),
+ * the token's own end, and, when the TokenReview said no, why (refused until `until`).
+ */
+interface Entry { claim: TrustedTokenClaim, s: IssuerSettings, until: number, exp: number, refused?: string }
 
 const REASONS: Record<string, string> = {
   ERR_JWT_EXPIRED: 'expired',
@@ -87,12 +99,18 @@ export class TrustedTokenAuthenticator implements Authenticator {
   readonly #byIssuer: Map<string, IssuerKeys>
   readonly #cache = new Map<string, Entry>()
   readonly #max: number
+  readonly #log: Logger | undefined
+  /** reviews under way, by token hash: one question per token at a time */
+  readonly #reviews = new Map<string, Promise<Review>>()
+  /** per issuer id, why its last review could not be asked ('' : it answered): logged on each change */
+  readonly #reviewFault = new Map<string, string>()
   #jose: Jose | null = null
 
-  constructor (store: Store, issuers: readonly IssuerSettings[], o: { cacheMax?: number } = {}) {
+  constructor (store: Store, issuers: readonly IssuerSettings[], o: { cacheMax?: number, log?: Logger } = {}) {
     this.#store = store
     this.#byIssuer = new Map(issuers.map((s) => [s.issuer, issuerKeys(s)]))
     this.#max = o.cacheMax ?? CACHE_MAX
+    this.#log = o.log
   }
 
   claims (c: Credentials): boolean {
@@ -105,9 +123,12 @@ export class TrustedTokenAuthenticator implements Authenticator {
     const key = createHash('sha256').update(token).digest('base64')
     const hit = this.#cache.get(key)
     if (hit !== undefined) {
-      if (hit.until > Date.now()) return hit.claim
+      const now = Date.now()
+      if (hit.until > now) return hit.refused === undefined ? hit.claim : E.tokenRefused(hit.refused)
       this.#cache.delete(key)
-      return E.tokenRefused('expired')
+      if (hit.exp <= now) return E.tokenRefused('expired')
+      // review_ttl is over, the token is not: the API server is asked again (the claim stands, verified)
+      return this.#decide(hit.s, token, key, hit.claim, hit.exp)
     }
     return this.#verify(token, key)
   }
@@ -156,11 +177,11 @@ export class TrustedTokenAuthenticator implements Authenticator {
     const iat = payload.iat!
     if (exp - iat > s.max_lifetime) return E.tokenRefused(`its lifetime (exp - iat: ${exp - iat} s) is over ${s.max_lifetime} s`)
     if (iat > now + s.clock_skew) return E.tokenRefused('issued in the future')
-    return await this.#accept(s, payload, key, (exp + s.clock_skew) * 1000)
+    return await this.#accept(s, payload, token, key, (exp + s.clock_skew) * 1000)
   }
 
   async #accept (
-    s: IssuerSettings, p: JWTPayload, key: string, until: number
+    s: IssuerSettings, p: JWTPayload, token: string, key: string, until: number
   ): Promise<TrustedTokenClaim | GatewayError> {
     const raw = p[s.subject.claim]
     if (typeof raw !== 'string' || raw === '') return E.tokenRefused(`no ${s.subject.claim} claim`)
@@ -195,18 +216,53 @@ export class TrustedTokenAuthenticator implements Authenticator {
         firstSight: false
       }
     }
-    this.#remember(key, claim, until)
-    return { ...claim, firstSight: true }
+    const decided = await this.#decide(s, token, key, claim, until)
+    return decided instanceof GatewayError ? decided : { ...decided, firstSight: true }
   }
 
-  #remember (key: string, claim: TrustedTokenClaim, until: number): void {
+  /** The verified claim, remembered until `exp`; with review, as the API server answers, for review_ttl. */
+  async #decide (
+    s: IssuerSettings, token: string, key: string, claim: TrustedTokenClaim, exp: number
+  ): Promise<TrustedTokenClaim | GatewayError> {
+    if (s.review === 'none') {
+      this.#remember(key, { claim, s, until: exp, exp })
+      return claim
+    }
+    let asked = this.#reviews.get(key)
+    if (asked === undefined) {
+      asked = reviewToken(this.#byIssuer.get(s.issuer)!.http, s.review_url, token, s.audiences)
+        .finally(() => this.#reviews.delete(key))
+      this.#reviews.set(key, asked)
+    }
+    const r = await asked
+    this.#reviewed(s.id, 'unavailable' in r ? r.unavailable : '')
+    if ('unavailable' in r) return E.issuerUnavailable(r.unavailable)
+    const until = Math.min(exp, Date.now() + s.review_ttl * 1000)
+    if ('refused' in r) {
+      this.#remember(key, { claim, s, until, exp, refused: r.refused })
+      return E.tokenRefused(r.refused)
+    }
+    this.#remember(key, { claim, s, until, exp })
+    return claim
+  }
+
+  /** Logs a review fault when it begins or changes, and its end (never a token). */
+  #reviewed (issuer: string, fault: string): void {
+    const was = this.#reviewFault.get(issuer) ?? ''
+    if (fault === was) return
+    this.#reviewFault.set(issuer, fault)
+    if (fault !== '') this.#log?.warn({ issuer }, `trusted issuer ${issuer}: ${fault}; its tokens get 503 issuer_unavailable`)
+    else this.#log?.info({ issuer }, `trusted issuer ${issuer}: the TokenReview answers again`)
+  }
+
+  #remember (key: string, entry: Entry): void {
     if (this.#cache.size >= this.#max) {
       // expired entries first; else the oldest
       const now = Date.now()
       for (const [k, e] of this.#cache) if (e.until <= now) this.#cache.delete(k)
       if (this.#cache.size >= this.#max) this.#cache.delete(this.#cache.keys().next().value!)
     }
-    this.#cache.set(key, { claim, until })
+    this.#cache.set(key, entry)
   }
 }
 

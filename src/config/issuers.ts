@@ -35,7 +35,10 @@ export const TrustedIssuer = T.Object({
   jwks_min_interval: int(1, 3600, 30, 'seconds between two fetches of the keys on a token naming an unknown kid'),
   jwks_max_age: int(60, 86400, 3600, 'seconds the keys are used before they are fetched again'),
   timeout: int(1, 60, 5, 'seconds one fetch (discovery, JWKS) may take'),
-  require_kid: bool(false, 'true: a token without a kid header is refused (else it is tried against every key of its algorithm)')
+  require_kid: bool(false, 'true: a token without a kid header is refused (else it is tried against every key of its algorithm)'),
+  review: oneOf(['none', 'tokenreview'] as const, 'none', 'tokenreview: once a token verifies, the Kubernetes API server is asked whether it\nis still valid (a TokenReview, sent with token_file\'s token; RBAC: system:auth-delegator):\na token of a deleted pod or service account is then refused. Its answer is used for\nreview_ttl; an API server that cannot be asked: 503 issuer_unavailable. none: no such\nquestion (a token stays valid until its exp)'),
+  review_url: optStr({ check: 'issuerUrl', description: 'the API server the TokenReview goes to (https, or http on localhost); empty:\nhttps://kubernetes.default.svc' }),
+  review_ttl: int(1, 300, 10, 'seconds a TokenReview\'s answer decides a token seen again (at most until its exp)')
 }, { additionalProperties: false, default: {} })
 
 export type TrustedIssuerConfig = Static<typeof TrustedIssuer>
@@ -45,7 +48,7 @@ export const trustedIssuers = T.Array(TrustedIssuer, {
   description: 'issuers whose JWTs are a credential (Bearer, trusted_token): docs/trusted-issuers.md'
 })
 
-/** What the shapes cannot say: unique ids and issuers, one key source, audiences, a template. */
+/** What the shapes cannot say: unique ids and issuers, one key source, audiences, a template, review's token. */
 export function issuerProblems (list: readonly TrustedIssuerConfig[], at = 'auth.trusted_issuers'): Problem[] {
   const p: Problem[] = []
   const ids = new Map<string, number>()
@@ -66,6 +69,9 @@ export function issuerProblems (list: readonly TrustedIssuerConfig[], at = 'auth
     if (x.subject.claim === '') p.push({ key: `${k}.subject.claim`, message: 'is required' })
     const unknown = x.subject.map.match(/\{[^}]*\}/g)?.find((v) => !['{sub}', '{namespace}', '{name}'].includes(v))
     if (unknown !== undefined) p.push({ key: `${k}.subject.map`, message: `may use {sub}, {namespace} and {name}, got ${unknown}` })
+    if (x.review === 'tokenreview' && x.token_file === null) {
+      p.push({ key: `${k}.review`, message: 'tokenreview needs token_file: the token sidegate asks the API server with (in Kubernetes the pod\'s own, /var/run/secrets/kubernetes.io/serviceaccount/token)' })
+    }
     if (x.as === 'user' && x.orgs.length > 0) p.push({ key: `${k}.orgs`, message: 'only with as: service (a user acts in their own orgs)' })
   })
   return p

@@ -114,7 +114,7 @@ export function createGateway (opts: GatewayOptions): Gateway {
         w.entries.length === 0 ? { warning: w.code } : { warning: w.code, entries: w.entries }, w.msg
       )
     }
-    const auth = new Authenticators(store, c)
+    const auth = new Authenticators(store, c, log)
     const policy = headerPolicy(
       c, identity === null ? undefined : (id, orgId, reqId, groups) => identity.token(id, orgId, reqId, groups)
     )

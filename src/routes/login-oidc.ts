@@ -20,7 +20,6 @@ import { queryParam } from '../http/query.js'
 import { FORM_TYPE, type BodySpec } from './body.js'
 import type { SsoSignIn, Store, User } from '../store/types.js'
 import { redirect, sendHtml } from './html.js'
-import { pageHeadersFor } from './next.js'
 import type { StartSession } from './login-passkey.js'
 import { html, redirectTo, ref } from './spec.js'
 import { route, type RequestContext, type Route } from './types.js'
@@ -48,6 +47,8 @@ export interface OidcLoginDeps {
     ctx: RequestContext, user: User, next: string, json: null, amr: Amr[], via: string, sso?: SsoSignIn
   ) => Promise<boolean>
   loginPage: (o: { next: string, error?: string }) => string
+  /** ./login.ts: the login page's headers (its form-action names the providers) */
+  loginHeaders: (next: string) => Record<string, string>
 }
 
 /** A URL of this gateway's own, as the browser reached it (a provider sends the browser back there). */
@@ -60,7 +61,7 @@ export function gatewayUrl (ctx: RequestContext, path: string): string {
 const callbackUrl = (ctx: RequestContext, id: string): string => gatewayUrl(ctx, `${OIDC_PATH}/${id}/callback`)
 
 export function oidcLoginRoutes (d: OidcLoginDeps): Route[] {
-  const { config, store, providers, safeNext, startSession, secondStep, loginPage } = d
+  const { config, store, providers, safeNext, startSession, secondStep, loginPage, loginHeaders } = d
   // the attempt's cookie: <abbrev>_oidc, beside <abbrev>_mfa
   const cookieName = `${config.names.abbrev.toLowerCase()}_oidc`
   const secure = (ctx: RequestContext): string => (config.session.cookie_secure || ctx.https) ? '; Secure' : ''
@@ -78,7 +79,7 @@ export function oidcLoginRoutes (d: OidcLoginDeps): Route[] {
       throw err
     }
     const page = loginPage({ next, error: err.message })
-    sendHtml(ctx.res, err.status, page, { ...pageHeadersFor(next, providers.formOrigins()), ...headers })
+    sendHtml(ctx.res, err.status, page, { ...loginHeaders(next), ...headers })
   }
 
   const begin = route({

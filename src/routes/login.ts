@@ -410,7 +410,7 @@ export function loginRoutes (d: LoginDeps): Route[] {
     ...passkeyLoginRoutes({ config, store, mfa, passkeys, crossSite, startSession, mfaCookie, safeNext }),
     ...(providers === null || providers.list.length === 0
       ? []
-      : oidcLoginRoutes({ config, store, providers, safeNext, startSession, secondStep, loginPage }))
+      : oidcLoginRoutes({ config, store, providers, safeNext, startSession, secondStep, loginPage, loginHeaders }))
   ]
 }
 

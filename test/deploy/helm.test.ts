@@ -146,7 +146,7 @@ t.test('ServiceMonitor, HPA, an existing Secret, a PDB by maxUnavailable', async
   t.notOk(render({ secretKey: KEY, config: { metrics: { enabled: false } } }).some((d) => d.metadata.name.endsWith('-metrics')), 'metrics off: no metrics Service')
 })
 
-t.test('trustCluster: the API server as a trusted issuer, the pod\'s token mounted, the discovery binding; off by default', async (t) => {
+t.test('trustCluster: the API server as a trusted issuer, the pod\'s token mounted, the discovery binding, review: tokenreview with the auth-delegator binding; off by default', async (t) => {
   const off = render({ secretKey: KEY })
   t.equal(one(off, 'Deployment').spec.template.spec.automountServiceAccountToken, false, 'off: no token in the pod')
   t.notOk(off.some((d) => d.kind === 'ClusterRoleBinding'))
@@ -173,6 +173,19 @@ t.test('trustCluster: the API server as a trusted issuer, the pod\'s token mount
   const check = await cliIn(dir, ['config', 'check', '--config', join(dir, 'gateway.yml')], { env: { SIDEGATE_SECRET_KEY: KEY } })
   t.equal(check.code, 0, `sidegate config check takes the rendered file: ${check.stderr}`)
   t.notOk(render({ secretKey: KEY, trustCluster: { enabled: true, createDiscoveryBinding: false } }).some((d) => d.kind === 'ClusterRoleBinding'), 'the binding can be left to the cluster\'s admin')
+  t.notOk(on.some((d) => d.roleRef?.name === 'system:auth-delegator'), 'review off (the default): no TokenReview rights')
+  // review: tokenreview: the entry asks the API server, whose TokenReview the auth-delegator binding allows
+  const reviewed = render({ secretKey: KEY, trustCluster: { enabled: true, serviceAccountName: 'web', review: 'tokenreview', reviewTtl: 30 } }, 'gw')
+  t.match(parse(gatewayYml(reviewed)).auth.trusted_issuers, [{ id: 'cluster', review: 'tokenreview', review_ttl: 30, token_file: '/var/run/secrets/kubernetes.io/serviceaccount/token' }])
+  const bindings = reviewed.filter((d) => d.kind === 'ClusterRoleBinding')
+  t.same(bindings.map((d) => d.roleRef.name), ['system:service-account-issuer-discovery', 'system:auth-delegator'])
+  t.same(bindings[1].subjects, [{ kind: 'ServiceAccount', name: 'web', namespace: 'default' }])
+  t.equal(bindings[1].metadata.name, 'gw-sidegate-default-auth-delegator')
+  writeFileSync(join(dir, 'reviewed.yml'), gatewayYml(reviewed))
+  const checkReviewed = await cliIn(dir, ['config', 'check', '--config', join(dir, 'reviewed.yml')], { env: { SIDEGATE_SECRET_KEY: KEY } })
+  t.equal(checkReviewed.code, 0, `sidegate config check takes it: ${checkReviewed.stderr}`)
+  t.notOk(render({ secretKey: KEY, trustCluster: { enabled: true, review: 'tokenreview', createReviewBinding: false } }).some((d) => d.roleRef?.name === 'system:auth-delegator'), 'that binding too can be left to the cluster\'s admin')
+  t.match(renderError({ trustCluster: { enabled: true, review: 'always' } }), /review|enum|must be one of/, 'review: none or tokenreview')
   t.match(renderError({ trustCluster: { enabled: true, issuer: 'http://plain' } }), /issuer|pattern/, 'an issuer that is not https: refused by the schema')
 })
 

@@ -8,7 +8,8 @@
  * a forward-auth decision, access rules by method, service and group, the
  * cache (one verification per token), every refusal of the issue, an issuer
  * unreachable at start (503 issuer_unavailable, then accepted once it answers,
- * /readyz saying which), and sidegate's own bearer token beside it.
+ * /readyz saying which), sidegate's own bearer token beside it, and rate
+ * limits per subject (two tokens of one service account share a bucket).
  */
 import t from 'tap'
 import { decodeJwt } from 'jose'
@@ -190,4 +191,33 @@ t.test('sidegate\'s own bearer token still works beside it; Bearer values of nei
   t.equal(junk.status, 401)
   t.equal(junk.json.code, 'invalid_token')
   t.notMatch(String(junk.headers['www-authenticate']), /error=/, 'sidegate\'s own refusal: its own challenges')
+})
+
+t.test('rate limits per subject: two tokens of one service share its bucket, another service has its own', async (t) => {
+  const limited = await startGateway(db.url, {
+    upstream: { url: echo.url },
+    rate_limit: { enabled: true, limit: 100, window: 60, methods: { trusted_token: '3/60s' } },
+    auth: { trusted_issuers: [{ id: 'cluster', issuer: kube.url, audiences: ['sidegate'], subject: { map: 'system:serviceaccount:{namespace}:{name}' }, max_lifetime: 3607 }] }
+  })
+  t.teardown(async () => { await limited.close() })
+  const at = async (token: string): Promise<Res> =>
+    await request(limited.url, '/api/limited', { headers: { authorization: `Bearer ${token}` } })
+  // two pods of the web service account: two tokens, one subject
+  const webA = await signed(k1, kubeClaims(kube.url, 'prod', 'web', { pod: 'web-a' }))
+  const webB = await signed(k1, kubeClaims(kube.url, 'prod', 'web', { pod: 'web-b' }))
+  const batch = await signed(k1, kubeClaims(kube.url, 'prod', 'batch'))
+  const rs: Res[] = []
+  for (const token of [webA, webB, webA, webB]) rs.push(await at(token))
+  t.same(rs.map((r) => r.status), [200, 200, 200, 429], 'the limit (3) trips across both tokens')
+  rs.slice(0, 3).forEach((r, i) => t.match(String(r.headers.ratelimit), new RegExp(`^"trusted_token";r=${2 - i};t=\\d+$`), 'one count, down across both tokens'))
+  for (const r of rs) t.equal(r.headers['ratelimit-policy'], '"trusted_token";q=3;w=60', 'rate_limit.methods.trusted_token')
+  const over = rs[3]
+  t.equal(over.json.code, 'rate_limited')
+  t.ok(Number(over.headers['retry-after']) >= 1, 'Retry-After')
+  t.equal(over.json.headers, undefined, 'refused before the upstream')
+  const other = await at(batch)
+  t.equal(other.status, 200, `another subject, its own bucket: ${other.text}`)
+  t.equal(other.json.headers['x-svc-username'], 'system:serviceaccount:prod:batch')
+  t.match(String(other.headers.ratelimit), /^"trusted_token";r=2;t=\d+$/)
+  t.equal((await at(webA)).status, 429, 'web is still over its limit')
 })

@@ -16,6 +16,7 @@ t.test('defaults: the issue\'s shape, asymmetric algorithms, a service by its su
   const [c] = build(base).auth.trusted_issuers
   t.match(c, { as: 'service', subject: { claim: 'sub', map: '{sub}' }, max_lifetime: 3600, clock_skew: 30, typ: null, jwks_uri: null, jwks_file: null, groups_claim: null, orgs: [] })
   t.same(c.algorithms, ['RS256', 'PS256', 'ES256', 'EdDSA'])
+  t.match(c, { review: 'none', review_url: null, review_ttl: 10 }, 'no TokenReview unless asked for')
   t.same(buildConfig({ secret_key: SECRET }).auth.trusted_issuers, [], 'none by default')
 })
 
@@ -35,11 +36,18 @@ t.test('problems, each named by its key', async (t) => {
     [[{ ...base, as: 'user', orgs: ['00000000-0000-0000-0000-000000000002'] }], /auth\.trusted_issuers\[0\]\.orgs: only with as: service/],
     [[{ ...base, id: '' }], /auth\.trusted_issuers\[0\]\.id: must be 1 to 64/],
     [[{ ...base, max_lifetime: 10 }], /auth\.trusted_issuers\[0\]\.max_lifetime: must be a whole number from 60/],
-    [[{ ...base, nope: 1 }], /auth\.trusted_issuers\[0\]\.nope: unknown key/]
+    [[{ ...base, nope: 1 }], /auth\.trusted_issuers\[0\]\.nope: unknown key/],
+    [[{ ...base, review: 'tokenreview' }], /auth\.trusted_issuers\[0\]\.review: tokenreview needs token_file: the token sidegate asks the API server with/],
+    [[{ ...base, review: 'always', token_file: 'token' }], /auth\.trusted_issuers\[0\]\.review: must be one of none, tokenreview/],
+    [[{ ...base, review: 'tokenreview', token_file: 'token', review_ttl: 0 }], /auth\.trusted_issuers\[0\]\.review_ttl: must be a whole number from 1 to 300/],
+    [[{ ...base, review: 'tokenreview', token_file: 'token', review_ttl: 301 }], /auth\.trusted_issuers\[0\]\.review_ttl: must be a whole number from 1 to 300/],
+    [[{ ...base, review: 'tokenreview', token_file: 'token', review_url: 'http://api.example' }], /auth\.trusted_issuers\[0\]\.review_url: must be https \(http only on localhost\)/]
   ]
   for (const [list, want] of cases) t.throws(() => build(...list), want, String(want))
   t.doesNotThrow(() => build({ ...base, issuer: 'http://localhost:8080' }), 'http on localhost')
   t.doesNotThrow(() => build({ ...base, issuer: 'http://127.0.0.1:8080', jwks_file: 'keys.json' }))
+  const [r] = build({ ...base, review: 'tokenreview', token_file: 'token', review_url: 'http://127.0.0.1:6443', review_ttl: 300 }).auth.trusted_issuers
+  t.match(r, { review: 'tokenreview', review_url: 'http://127.0.0.1:6443', review_ttl: 300 })
 })
 
 t.test('the shape that tells a JWT from sidegate\'s own bearer token', async (t) => {

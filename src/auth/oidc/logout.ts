@@ -12,6 +12,7 @@
  */
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose'
 import { E, type GatewayError } from '../../errors.js'
+import type { Configuration } from 'openid-client'
 import type { OidcClient } from './client.js'
 
 /** How old a logout token may be (its `iat`), and how long its `jti` is remembered. */
@@ -33,8 +34,7 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>
 const keySets = new WeakMap<object, KeySet>()
 
 /** The provider's JWKS as jose fetches it: one per discovered configuration, so a rediscovery starts afresh. */
-async function keysOf (p: OidcClient): Promise<KeySet> {
-  const config = await p.configuration()
+function keysOf (p: OidcClient, config: Configuration): KeySet {
   let set = keySets.get(config)
   if (set === undefined) {
     const uri = config.serverMetadata().jwks_uri
@@ -53,10 +53,11 @@ export async function verifyLogoutToken (p: OidcClient, token: unknown): Promise
   if (typeof token !== 'string' || token === '') throw E.logoutTokenInvalid('no logout_token')
   if (token.length > MAX_TOKEN) throw E.logoutTokenInvalid('the logout_token is too long')
   const config = await p.configuration()
+  const keys = keysOf(p, config)
   let payload: JWTPayload
   let typ: string | undefined
   try {
-    const r = await jwtVerify(token, await keysOf(p), {
+    const r = await jwtVerify(token, keys, {
       issuer: config.serverMetadata().issuer,
       audience: p.c.client_id,
       algorithms: ALGORITHMS,

@@ -55,6 +55,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $auth := get $c "auth" | default dict -}}
 {{- $sa := "/var/run/secrets/kubernetes.io/serviceaccount" -}}
 {{- $entry := dict "id" "cluster" "issuer" $t.issuer "audiences" (list $t.audience) "subject" (dict "map" "system:serviceaccount:{namespace}:{name}") "ca_file" (printf "%s/ca.crt" $sa) "token_file" (printf "%s/token" $sa) "max_lifetime" $t.maxLifetime -}}
+{{- if eq ($t.review | default "none") "tokenreview" -}}
+{{- $_ := set $entry "review" "tokenreview" -}}
+{{- $_ := set $entry "review_ttl" ($t.reviewTtl | default 10) -}}
+{{- end -}}
 {{- $_ := set $auth "trusted_issuers" (append (get $auth "trusted_issuers" | default list) $entry) -}}
 {{- $_ := set $c "auth" $auth -}}
 {{- end -}}
