@@ -9,19 +9,14 @@
  * (/api/docs/) is a third party's page and is not checked here.
  */
 import t from 'tap'
-import { mkdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
-import { ARTIFACTS, launchChromium } from '../fixtures/chromium.js'
+import { ARTIFACTS, axeViolations, launchChromium } from '../fixtures/chromium.js'
 import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { makeUser } from '../fixtures/creds.js'
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']
 const { browser, why } = await launchChromium()
-
-interface Violation { id: string, impact: string, help: string, nodes: Array<{ target: string[] }> }
 
 if (browser === null) {
   t.test('accessibility', { skip: `Chromium cannot be launched: ${why}` }, () => {})
@@ -37,17 +32,6 @@ if (browser === null) {
   const withApp = await makeUser(g, 'tom')
   await g.store.mfa.begin(withApp.id)
   const { token: resetToken } = await g.store.passwords.resetToken(user.id, 3_600_000)
-
-  /** axe's violations on the page as it is now. */
-  const violations = async (p: Page): Promise<Violation[]> => {
-    await p.addScriptTag({ content: AXE })
-    return await p.evaluate(async (tags) => {
-      const r = await (globalThis as any).axe.run(document, { runOnly: { type: 'tag', values: tags } })
-      return r.violations.map((v: any) => ({
-        id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => ({ target: n.target }))
-      }))
-    }, TAGS)
-  }
 
   /** Each page, reached as a person would, and checked at both widths and in both schemes. */
   const PAGES: Array<{ name: string, open: (p: Page) => Promise<unknown> }> = [
@@ -74,7 +58,6 @@ if (browser === null) {
   for (const scheme of ['light', 'dark'] as const) {
     for (const width of [1280, 390]) {
       t.test(`axe, WCAG 2.2 AA: no violations, ${width} px, ${scheme}`, async (t) => {
-        // axe's script is added to the page: past the page's CSP, which allows only sidegate's own files
         const context = async () =>
           await b.newContext({ baseURL: g.url, viewport: { width, height: 900 }, colorScheme: scheme, bypassCSP: true })
         const ctx = await context()
@@ -89,9 +72,9 @@ if (browser === null) {
           const q = signedIn.has(page.name) ? p : await (await context()).newPage()
           await page.open(q)
           await q.waitForLoadState('load')
-          const v = await violations(q)
+          const v = await axeViolations(q)
           if (v.length > 0) await q.screenshot({ path: join(ARTIFACTS, `a11y-${page.name}-${width}-${scheme}.png`), fullPage: true })
-          t.same(v.map((x) => `${x.id} (${x.impact}): ${x.help} at ${x.nodes.map((n) => n.target.join(' ')).join(', ')}`), [], `${page.name}: no violations`)
+          t.same(v, [], `${page.name}: no violations`)
           if (q !== p) await q.context().close()
         }
       })

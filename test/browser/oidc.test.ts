@@ -3,15 +3,16 @@
  * against a real `oidc-provider` process: the login page's provider button
  * reached and pressed from the keyboard, the provider's own login and consent
  * pages, back to `next` signed in; then signing out here, through the
- * provider's confirmation, back to our login page with the session gone. On a
- * failure the page's screenshot goes to test/artifacts/oidc-*.png. Skipped,
+ * provider's confirmation, back to our login page with the session gone; axe-core
+ * (WCAG 2.2 AA) on the login page with a provider's button and on the
+ * "Signed out" page, at 1280 and 390 px, light and dark. On a failure the page's screenshot goes to test/artifacts/oidc-*.png. Skipped,
  * with the reason, only when Chromium cannot be launched at all.
  */
 import t, { type Test } from 'tap'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
-import { ARTIFACTS, launchChromium } from '../fixtures/chromium.js'
+import { ARTIFACTS, axeViolations, launchChromium } from '../fixtures/chromium.js'
 import { embeddedStore, startGateway } from '../fixtures/gateway.js'
 import { freePort } from '../fixtures/redis.js'
 import { tempDir } from '../fixtures/cleanup.js'
@@ -82,5 +83,44 @@ if (browser === null) {
     await page.goto('/account/keys')
     await page.waitForURL((u) => u.pathname === '/login')
     t.pass('the account page sends the browser to sign in again')
+  })
+
+  t.test('axe, WCAG 2.2 AA: the login page with a provider, and the signed-out page', async (t) => {
+    const actx = await b.newContext({ baseURL: g.url, bypassCSP: true })
+    t.teardown(async () => { await actx.close() })
+    const p = await actx.newPage()
+    /** The page as it is now, at both widths and in both schemes. */
+    const check = async (name: string): Promise<void> => {
+      for (const colorScheme of ['light', 'dark'] as const) {
+        for (const width of [1280, 390]) {
+          await p.emulateMedia({ colorScheme })
+          await p.setViewportSize({ width, height: 900 })
+          const v = await axeViolations(p)
+          if (v.length > 0) await p.screenshot({ path: join(ARTIFACTS, `oidc-a11y-${name}-${width}-${colorScheme}.png`), fullPage: true })
+          t.same(v, [], `${name}, ${width} px, ${colorScheme}: no violations`)
+        }
+      }
+    }
+    await p.goto('/login?next=/account/keys')
+    await check('login')
+    await p.getByRole('button', { name: 'Sign in with Corp SSO' }).click()
+    await p.waitForURL((u) => u.origin === issuer)
+    await p.locator('input[name=login]').fill('wren')
+    await p.locator('input[name=password]').fill('any-password')
+    await p.getByRole('button', { name: 'Sign-in' }).click()
+    const consent = p.getByRole('button', { name: 'Continue' })
+    await Promise.race([p.waitForURL(`${g.url}/account/keys`), consent.waitFor().then(async () => await consent.click())])
+    await p.waitForURL(`${g.url}/account/keys`)
+    // the page answers with Refresh: 0 to the provider: held here (its body as served) so axe sees it
+    await p.route('**/logout', async (route) => {
+      const r = await route.fetch()
+      const headers = { ...r.headers() }
+      t.match(headers.refresh, /^0; url=/, 'served with a Refresh to the provider')
+      delete headers.refresh
+      await route.fulfill({ response: r, headers })
+    })
+    await p.getByRole('button', { name: 'Log out' }).click()
+    await p.getByRole('heading', { name: 'Signed out' }).waitFor()
+    await check('signed-out')
   })
 }
