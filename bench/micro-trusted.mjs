@@ -26,7 +26,10 @@ const ISSUER = 'https://issuer.bench.example'
 const dir = mkdtempSync(join(tmpdir(), 'sidegate-bench-trusted-'))
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
 
-/** An authenticator trusting one issuer (a key set of its own: the process keeps one per settings) that signs with `alg`, and `n` distinct Kubernetes-shaped tokens of it. */
+/**
+ * An authenticator trusting one issuer that signs with `alg` (an id of its own: the process keeps
+ * one key set per settings), and `n` distinct Kubernetes-shaped tokens of it.
+ */
 let issuers = 0
 async function issuerOf (alg, n) {
   const id = `bench-${++issuers}`

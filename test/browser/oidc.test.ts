@@ -5,8 +5,9 @@
  * pages, back to `next` signed in; then signing out here, through the
  * provider's confirmation, back to our login page with the session gone; axe-core
  * (WCAG 2.2 AA) on the login page with a provider's button and on the
- * "Signed out" page, at 1280 and 390 px, light and dark. On a failure the page's screenshot goes to test/artifacts/oidc-*.png. Skipped,
- * with the reason, only when Chromium cannot be launched at all.
+ * "Signed out" page, at 1280 and 390 px, light and dark. On a failure the
+ * page's screenshot goes to test/artifacts/oidc-*.png. Skipped, with the
+ * reason, only when Chromium cannot be launched at all.
  */
 import t, { type Test } from 'tap'
 import { mkdirSync, writeFileSync } from 'node:fs'
