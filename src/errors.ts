@@ -176,6 +176,11 @@ export function refusalOf (err: unknown): GatewayError {
 }
 
 /** One factory per way sidegate refuses; those with a parameter put it into the detail (or a header). */
+/** The error of a catalogue code a client names (/_sidegate/error/<code>), with its default detail; else null. */
+export function errorOfCode (code: string): GatewayError | null {
+  return Object.hasOwn(ERRORS, code) ? new GatewayError(code as ErrorCode) : null
+}
+
 export const E = {
   notAuthenticated: () => new GatewayError('not_authenticated'),
   authenticationFailed: () => new GatewayError('authentication_failed'),

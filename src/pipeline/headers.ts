@@ -32,10 +32,10 @@ export interface HeaderPolicy {
   authMethodHeader: string
   /** X-<abbrev>-Auth-Factors, lowercase: a session's or bearer token's sign-in factors */
   authFactorsHeader: string
-  /** X-<abbrev>-Identity, lowercase */
   identityHeader: string
-  /** X-<abbrev>-Login, lowercase: a decision's login page, for nginx to redirect a browser to */
+  /** X-<abbrev>-Login and -Error, lowercase: for nginx, a decision's login page and refusal code */
   loginHeader: string
+  errorHeader: string
   /** X-<abbrev>-Groups, lowercase */
   groupsHeader: string
   /** X-<abbrev>-Workload, lowercase: a Kubernetes token's pod and service account (src/auth/workload.ts) */
@@ -75,6 +75,7 @@ export function headerPolicy (config: Config, identityToken?: HeaderPolicy['iden
     identityHeader: lower[4],
     authFactorsHeader: lower[5],
     loginHeader: `x-${n.abbrev.toLowerCase()}-login`,
+    errorHeader: `x-${n.abbrev.toLowerCase()}-error`,
     groupsHeader: lower[6],
     workloadHeader: lower[7],
     groupsOf: groupsSent(config.identity.groups_max_bytes, namedGroups(config.access.rules)),

@@ -144,6 +144,10 @@ export function createReceive (
   }
 
   function fail (ctx: RequestContext, err: unknown): void {
+    // nginx's auth_request drops a decision's body: the code lets its config fetch the page (or the JSON)
+    if ((ctx as Partial<Live>).original?.family.login === 'header' && !ctx.res.headersSent) {
+      ctx.res.setHeader(policy.errorHeader, err instanceof GatewayError ? err.code : 'internal_error')
+    }
     // a browser that navigated here gets a page; everyone else the JSON
     const e = isNavigation(ctx.req)
       ? sendErrorPage(ctx.res, err instanceof GatewayError ? err : E.internal(), ctx.requestId)

@@ -6,11 +6,15 @@
  * the JSON of src/respond.ts, byte for byte.
  */
 import type { ServerResponse } from 'node:http'
-import type { GatewayError } from '../errors.js'
-import { errorHeaders } from '../respond.js'
+import { Type as T } from '@sinclair/typebox'
+import { E, ERRORS, errorOfCode, HTTP_ERROR_CODES, type ErrorCode, type GatewayError } from '../errors.js'
+import { queryParam } from '../http/query.js'
+import { isNavigation } from '../pipeline/headers.js'
+import { errorHeaders, sendError } from '../respond.js'
 import { PAGE_HEADERS, Template } from './html.js'
 import { LOGIN_PATH } from './next.js'
 import { ownAssets, type AssetSet } from './static.js'
+import { route, type Route } from './types.js'
 
 type Values = {
   css: string,
@@ -69,4 +73,55 @@ export function sendErrorPage (res: ServerResponse, e: GatewayError, requestId?:
   })
   res.end(html)
   return e
+}
+
+/** Where nginx (its auth_request drops a decision's body) fetches the answer: deploy/forward-auth/nginx.conf. */
+export const ERROR_PAGE_PATH = '/_sidegate/error/{code}'
+
+/** A request id as sidegate makes them (a UUID) or a proxy passes them on: echoed only when it looks like one. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Every code an HTTP client can get, by its status: what the route answers. */
+function answersByStatus (): Record<number, { description: string, codes: ErrorCode[] }> {
+  const out: Record<number, { description: string, codes: ErrorCode[] }> = {}
+  for (const code of HTTP_ERROR_CODES) {
+    (out[ERRORS[code].status] ??= { description: 'The refusal of the code asked for (404 too: a code not in the catalogue).', codes: [] }).codes.push(code)
+  }
+  return out
+}
+
+/**
+ * GET /_sidegate/error/<code>: the refusal of that catalogue code, with its
+ * status and the catalogue's detail, as the page to a browser's navigation and
+ * as the JSON to anyone else; `?request_id=` names the refused request. nginx
+ * passes a decision's 401 and 403 on without its body, and turns any other
+ * refusal into 500: its config asks here with the code the decision sent in
+ * X-<abbrev>-Error. It says nothing a client could not read in the catalogue.
+ */
+export function errorPageRoute (): Route {
+  return route({
+    method: 'GET',
+    path: ERROR_PAGE_PATH,
+    params: T.Object({ code: T.String({ pattern: '^[a-z_]{1,40}$' }) }),
+    auth: 'none',
+    docs: {
+      tags: ['Forward auth'],
+      operationId: 'refusalByCode',
+      summary: 'The answer to a refusal, by its error code (for nginx)',
+      description: 'nginx\'s auth_request keeps only a decision\'s status and drops its body; a decision it asked names its ' +
+        'refusal\'s code in X-<abbrev>-Error, and the shipped nginx configs answer the client from here: the code\'s status ' +
+        'and headers, with the catalogue\'s detail, as an HTML page to a browser\'s navigation and as the JSON error to anyone ' +
+        'else. `request_id` (the decision\'s X-Request-Id) is echoed when it looks like one. See docs/forward-auth.md.',
+      responses: {},
+      errors: answersByStatus()
+    },
+    handler (ctx, { params }) {
+      const e = errorOfCode(params.code)
+      if (e === null) throw E.notFound()
+      const asked = queryParam(ctx.req.url ?? '', 'request_id')
+      const id = asked !== null && REQUEST_ID.test(asked) ? asked : ctx.requestId
+      if (isNavigation(ctx.req)) sendErrorPage(ctx.res, e, id)
+      else sendError(ctx.res, e, id)
+    }
+  })
 }

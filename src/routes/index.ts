@@ -18,6 +18,7 @@ import { accountMfaRoutes } from './account-mfa.js'
 import { passwordRoutes } from './account-password.js'
 import { decisionRoutes } from './decision.js'
 import { docsRoutes } from './docs.js'
+import { errorPageRoute } from './error-page.js'
 import { healthRoutes } from './health.js'
 import type { IdentitySigner } from '../forward/identity.js'
 import { jwksRoute } from './jwks.js'
@@ -91,6 +92,7 @@ export function createRouter (o: RouterOptions): Router {
   const declared: Route[] = [
     ...healthRoutes(store, o.draining, o.ready, configWarningList(config).filter((w) => w.code.startsWith('signature_')).map((w) => w.code)),
     ...decisionRoutes(config),
+    errorPageRoute(),
     ...tokenRoutes(store, passwords, {
       ttl: config.auth.bearer.ttl,
       singleUse: config.auth.bearer.single_use,
