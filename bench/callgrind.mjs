@@ -51,10 +51,9 @@ import { createWriteStream, readdirSync, readFileSync, writeFileSync, existsSync
 import { join, resolve } from 'node:path'
 import { stringify } from 'yaml'
 import { BENCH, ROOT, freePort, parseFlags, sleep, spawnNode, startRedis, stopProc, track } from './lib.mjs'
-import { API_PATH, PREFIX, PUBLIC_PATH, PUBLIC_PREFIX, SECRET, issueBearerTokens, openSqliteStore, openStore, seedCredentials } from './stack.mjs'
+import { API_PATH, PREFIX, PUBLIC_PATH, PUBLIC_PREFIX, SECRET, issueBearerTokens, openSqliteStore, openStore, seedCredentials, trustedIssuerAuth, trustedTokens } from './stack.mjs'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 
 const f = parseFlags(process.argv.slice(2), {
   budget: '',
@@ -147,26 +146,6 @@ function inclusive (file, fn) {
 /** The window whose main-thread count is the median. */
 const median = (list) => [...list].sort((x, y) => x.ir - y.ir)[Math.floor((list.length - 1) / 2)]
 
-const ISSUER = 'https://issuer.bench.example'
-
-/** `n` service-account-shaped RS256 tokens of one issuer, and the JWKS file that holds its key. */
-async function trustedTokens (dir, n) {
-  const { privateKey, publicKey } = await generateKeyPair('RS256')
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'RS256', use: 'sig' }
-  const jwksFile = join(dir, 'jwks.json')
-  writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }))
-  const now = Math.floor(Date.now() / 1000)
-  const jwts = []
-  for (let i = 0; i < n; i++) {
-    jwts.push(await new SignJWT({ 'kubernetes.io': { namespace: 'bench', serviceaccount: { name: `svc-${i}`, uid: `uid-${i}` } } })
-      .setProtectedHeader({ alg: 'RS256', kid: 'bench-1' })
-      .setIssuer(ISSUER).setAudience('sidegate').setSubject(`system:serviceaccount:bench:svc-${i}`)
-      .setIssuedAt(now).setNotBefore(now).setExpirationTime(now + 7200)
-      .sign(privateKey))
-  }
-  return { jwts, jwksFile }
-}
-
 /** Redis, the upstream, credentials: what every target needs. */
 async function startBase () {
   const dir = mkdtempSync(join(tmpdir(), 'sidegate-callgrind-'))
@@ -216,7 +195,7 @@ async function measure ({ base, target, root = ROOT, paths, kind = 'redis', name
       metrics: { host: '127.0.0.1', port: await freePort() },
       server: { drain_delay: 0, trusted_proxies: ['127.0.0.1'] },
       // one issuer for every path: the Bearer path tells sidegate's own tokens from JWTs by shape
-      auth: { trusted_issuers: [{ id: 'bench', issuer: ISSUER, jwks_file: creds.jwksFile, audiences: ['sidegate'], max_lifetime: 7200 }] },
+      auth: trustedIssuerAuth(creds.jwksFile),
       log: { level: f.logLevel }
     }))
     args = [join(root, 'bin', 'sidegate.js'), 'start', '--config', file]

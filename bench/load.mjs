@@ -11,6 +11,7 @@
  *   signature_digest  POST of a 1 KiB JSON body, signed over (request-target) date digest (SHA-256):
  *              the gateway reads and checks the body
  *   session    Cookie: svc_sessionid=…, one session per connection
+ *   jwt        Authorization: Bearer <a trusted issuer's JWT>, one per connection (creds.jwts)
  *   bearer     Authorization: Bearer <token>, every token used exactly once (creds.tokensFile)
  *   rejected   Authorization: Token <well-formed, unknown, wrong tag>: every request a new guess
  */
@@ -71,6 +72,10 @@ function requestFor (clientIndex) {
     case 'token': {
       const t = pick(creds.tokens)
       return { method: 'GET', path, headers: { authorization: `Token ${t}` } }
+    }
+    case 'jwt': {
+      const t = pick(creds.jwts)
+      return { method: 'GET', path, headers: { authorization: `Bearer ${t}` } }
     }
     case 'session': {
       const s = pick(creds.sessions)

@@ -10,6 +10,7 @@ import { mkdtempSync, openSync, closeSync, rmSync, statSync, writeFileSync } fro
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
+import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 import { ROOT, freePort, sleep, spawnNode, startRedis, stopProc, track, BENCH } from './lib.mjs'
 
 export const SECRET = 'bench-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz'
@@ -18,6 +19,29 @@ export const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
 export const PUBLIC_PREFIX = '/public/'
 export const API_PATH = '/api/v1/items/?limit=20'
 export const PUBLIC_PATH = '/public/items/?limit=20'
+export const TRUSTED_ISSUER = 'https://issuer.bench.example'
+
+/** `n` service-account-shaped RS256 tokens of one issuer, and the JWKS file that holds its key. */
+export async function trustedTokens (dir, n) {
+  const { privateKey, publicKey } = await generateKeyPair('RS256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'RS256', use: 'sig' }
+  const jwksFile = join(dir, 'jwks.json')
+  writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }))
+  const now = Math.floor(Date.now() / 1000)
+  const jwts = []
+  for (let i = 0; i < n; i++) {
+    jwts.push(await new SignJWT({ 'kubernetes.io': { namespace: 'bench', serviceaccount: { name: `svc-${i}`, uid: `uid-${i}` } } })
+      .setProtectedHeader({ alg: 'RS256', kid: 'bench-1' })
+      .setIssuer(TRUSTED_ISSUER).setAudience('sidegate').setSubject(`system:serviceaccount:bench:svc-${i}`)
+      .setIssuedAt(now).setNotBefore(now).setExpirationTime(now + 7200)
+      .sign(privateKey))
+  }
+  return { jwts, jwksFile }
+}
+
+/** gateway.yml's `auth` trusting that issuer: the Bearer path tells sidegate's own tokens from JWTs by shape. */
+export const trustedIssuerAuth = (jwksFile) =>
+  ({ trusted_issuers: [{ id: 'bench', issuer: TRUSTED_ISSUER, jwks_file: jwksFile, audiences: ['sidegate'], max_lifetime: 7200 }] })
 
 export async function startStack (o = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'sidegate-bench-'))
@@ -34,7 +58,8 @@ export async function startStack (o = {}) {
     const upstreamUrl = `http://127.0.0.1:${upstream.info.port}`
     const bare = await spawnNode(join(BENCH, 'bare-proxy.mjs'), [upstreamUrl])
     parts.push(bare)
-    const gw = await startSidegate({ dir, redisUrl: redis.url, upstreamUrl, logLevel: o.logLevel ?? 'info', nodeArgs: o.nodeArgs ?? [] })
+    const trusted = await trustedTokens(dir, 10)
+    const gw = await startSidegate({ dir, redisUrl: redis.url, upstreamUrl, logLevel: o.logLevel ?? 'info', nodeArgs: o.nodeArgs ?? [], extra: { auth: trustedIssuerAuth(trusted.jwksFile) } })
     parts.push(gw)
     return {
       dir,
@@ -44,6 +69,8 @@ export async function startStack (o = {}) {
       gatewayUrl: gw.url,
       gatewayPid: gw.pid,
       gatewayLog: gw.logFile,
+      /** tokens of the issuer the gateway trusts (the trusted_token scenario) */
+      jwts: trusted.jwts,
       pids: { redis: redis.pid, upstream: upstream.proc.pid, bare: bare.proc.pid, sidegate: gw.pid },
       stop: stopAll
     }
