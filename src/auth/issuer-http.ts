@@ -28,7 +28,7 @@ export class IssuerHttp {
   constructor (readonly s: HttpSettings) {}
 
   /** The token sent on each request (token_file's content), or null without one; throws when unreadable. */
-  async credential (): Promise<string | null> {
+  async #credential (): Promise<string | null> {
     if (this.s.token_file === null) return null
     const token = (await readFile(this.s.token_file, 'utf8')).trim()
     if (token === '') throw new Error('its token_file is empty')
@@ -48,7 +48,7 @@ export class IssuerHttp {
         : new undici.Agent({ connect: { ca: await readFile(this.s.ca_file, 'utf8') } })
     }
     const headers: Record<string, string> = { accept: 'application/json' }
-    const token = await this.credential()
+    const token = await this.#credential()
     if (token !== null) headers.authorization = `Bearer ${token}`
     if (body !== undefined) headers['content-type'] = 'application/json'
     const res = await undici.fetch(url, {

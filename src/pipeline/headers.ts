@@ -198,9 +198,14 @@ export function isHttps (req: IncomingMessage, p: HeaderPolicy): boolean {
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/
 
+/** Whether `v` may stand as a request id: a UUID or what a proxy passes on, never markup or a header break. */
+export function isRequestId (v: unknown): v is string {
+  return typeof v === 'string' && REQUEST_ID.test(v)
+}
+
 export function requestId (req: IncomingMessage): string {
   const v = req.headers['x-request-id']
-  return typeof v === 'string' && REQUEST_ID.test(v) ? v : randomUUID()
+  return isRequestId(v) ? v : randomUUID()
 }
 
 /** Request headers as one flat list, `[name, value, name, value, …]`, names lowercase: what the upstream gets. */

@@ -7,13 +7,12 @@
 import type http from 'node:http'
 import type { Live, RequestContext } from './context.js'
 import { E, GatewayError } from '../errors.js'
-import { clientIp, fromTrustedPeer, isHttps, isNavigation, requestId } from './headers.js'
+import { clientIp, fromTrustedPeer, isHttps, requestId } from './headers.js'
 import { pathOf } from '../http/query.js'
 import { adoptOriginForm, TARGET_REFUSED } from '../http/target.js'
 import { accessLogger, redactHeaders, redactUrl } from '../observability/log.js'
 import { RefusalLines } from '../observability/refusals.js'
-import { sendError } from '../respond.js'
-import { sendErrorPage } from '../routes/error-page.js'
+import { sendRefusal } from '../routes/error-page.js'
 import type { PipelineOptions } from './options.js'
 
 export interface Receive {
@@ -148,10 +147,7 @@ export function createReceive (
     if ((ctx as Partial<Live>).original?.family.login === 'header' && !ctx.res.headersSent) {
       ctx.res.setHeader(policy.errorHeader, err instanceof GatewayError ? err.code : 'internal_error')
     }
-    // a browser that navigated here gets a page; everyone else the JSON
-    const e = isNavigation(ctx.req)
-      ? sendErrorPage(ctx.res, err instanceof GatewayError ? err : E.internal(), ctx.requestId)
-      : sendError(ctx.res, err, ctx.requestId)
+    const e = sendRefusal(ctx.req, ctx.res, err, ctx.requestId)
     if (!(err instanceof GatewayError)) log.error({ err, reqId: ctx.requestId }, 'unhandled error')
     else if (e.status >= 500) {
       log.warn(

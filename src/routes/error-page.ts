@@ -5,11 +5,11 @@
  * challenges, Retry-After), in the login page's style. API clients keep
  * the JSON of src/respond.ts, byte for byte.
  */
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Type as T } from '@sinclair/typebox'
-import { E, ERRORS, errorOfCode, HTTP_ERROR_CODES, type ErrorCode, type GatewayError } from '../errors.js'
+import { E, ERRORS, errorOfCode, GatewayError, HTTP_ERROR_CODES, type ErrorCode } from '../errors.js'
 import { queryParam } from '../http/query.js'
-import { isNavigation } from '../pipeline/headers.js'
+import { isNavigation, isRequestId } from '../pipeline/headers.js'
 import { errorHeaders, sendError } from '../respond.js'
 import { PAGE_HEADERS, Template } from './html.js'
 import { LOGIN_PATH } from './next.js'
@@ -75,11 +75,17 @@ export function sendErrorPage (res: ServerResponse, e: GatewayError, requestId?:
   return e
 }
 
+/** A refusal as its client takes it: the page to a browser that navigated here, the JSON to everyone else. */
+export function sendRefusal (
+  req: IncomingMessage, res: ServerResponse, err: unknown, requestId?: string
+): GatewayError {
+  return isNavigation(req)
+    ? sendErrorPage(res, err instanceof GatewayError ? err : E.internal(), requestId)
+    : sendError(res, err, requestId)
+}
+
 /** Where nginx (its auth_request drops a decision's body) fetches the answer: deploy/forward-auth/nginx.conf. */
 export const ERROR_PAGE_PATH = '/_sidegate/error/{code}'
-
-/** A request id as sidegate makes them (a UUID) or a proxy passes them on: echoed only when it looks like one. */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** Every code an HTTP client can get, by its status: what the route answers. */
 function answersByStatus (): Record<number, { description: string, codes: ErrorCode[] }> {
@@ -119,9 +125,8 @@ export function errorPageRoute (): Route {
       const e = errorOfCode(params.code)
       if (e === null) throw E.notFound()
       const asked = queryParam(ctx.req.url ?? '', 'request_id')
-      const id = asked !== null && REQUEST_ID.test(asked) ? asked : ctx.requestId
-      if (isNavigation(ctx.req)) sendErrorPage(ctx.res, e, id)
-      else sendError(ctx.res, e, id)
+      const id = isRequestId(asked) ? asked : ctx.requestId
+      sendRefusal(ctx.req, ctx.res, e, id)
     }
   })
 }

@@ -321,6 +321,11 @@ t.test('nginx\'s refusals: X-SVC-Error names the code, and /_sidegate/error/<cod
   const forged = await request(g.url, '/_sidegate/error/org_forbidden?request_id=%0d%0aSet-Cookie:%20x=1')
   t.not(forged.headers['x-request-id'], '\r\nSet-Cookie: x=1', 'a request id that does not look like one is not echoed')
   t.equal(forged.headers['set-cookie'], undefined)
+  const proxyId = 'edge/7+Zq=@lb1:42'
+  const passed = await request(g.url, `/_sidegate/error/org_forbidden?request_id=${encodeURIComponent(proxyId)}`)
+  t.equal(passed.headers['x-request-id'], proxyId, 'an id as X-Request-ID accepts it from a proxy: echoed')
+  const markup = await request(g.url, '/_sidegate/error/access_denied?request_id=%3Cscript%3E', { headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' } })
+  t.notMatch(markup.text, '<script>', 'markup is never echoed')
   t.equal((await request(g.url, '/_sidegate/error/no_such_code')).status, 404, 'not a catalogue code: 404')
   t.equal((await request(g.url, '/_sidegate/error/__proto__')).status, 404)
   t.equal((await request(g.url, '/_sidegate/error/Not-A-Code')).status, 404)
