@@ -5,7 +5,6 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import { randomUUID } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { BlockList, isIP } from 'node:net'
 import type { Config } from '../config/index.js'
@@ -194,18 +193,6 @@ export function isHttps (req: IncomingMessage, p: HeaderPolicy): boolean {
   if (!p.trusted(req.socket.remoteAddress ?? '')) return false
   const v = req.headers['x-forwarded-proto']
   return (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim().toLowerCase() === 'https'
-}
-
-const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/
-
-/** Whether `v` may stand as a request id: a UUID or what a proxy passes on, never markup or a header break. */
-export function isRequestId (v: unknown): v is string {
-  return typeof v === 'string' && REQUEST_ID.test(v)
-}
-
-export function requestId (req: IncomingMessage): string {
-  const v = req.headers['x-request-id']
-  return isRequestId(v) ? v : randomUUID()
 }
 
 /** Request headers as one flat list, `[name, value, name, value, …]`, names lowercase: what the upstream gets. */
