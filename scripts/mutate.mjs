@@ -46,7 +46,8 @@ function testsFor (files) {
   const tests = new Set()
   for (const f of files) {
     const entry = record.files[f.replace(/:.*$/, '')]
-    if (entry === undefined) return null
+    // recorded without the tests that killed its mutants (an older report): as good as unrecorded
+    if (entry === undefined || entry.tests.length === 0) return null
     for (const t of entry.tests) tests.add(t)
   }
   return [...tests]
@@ -108,7 +109,8 @@ function mergeBase () {
 function stryker (mutate, tests, limitS) {
   return new Promise((resolve) => {
     const env = { ...process.env }
-    if (tests !== null) env.SIDEGATE_MUTATE_TESTS = tests.join(',')
+    // the test files named by hand win (a file whose recorded ones a new test file now joins)
+    if (tests !== null && process.env.SIDEGATE_MUTATE_TESTS === undefined) env.SIDEGATE_MUTATE_TESTS = tests.join(',')
     const child = spawn(process.execPath, [join(ROOT, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'), 'run', '--mutate', mutate.join(',')], { cwd: ROOT, env, stdio: 'inherit', detached: true })
     let late = false
     const timer = Number.isFinite(limitS) ? setTimeout(() => { late = true; process.kill(-child.pid, 'SIGKILL') }, limitS * 1000) : null

@@ -47,8 +47,8 @@ export type Algorithm = keyof typeof ALGORITHMS
 export interface SignatureOptions {
   /** seconds the signed Date may be off; 0: no freshness check (as JumpServer) */
   clockSkew: number
-  /** accepted algorithms (default hmac-sha256, hmac-sha512) */
-  algorithms?: readonly Algorithm[]
+  /** accepted algorithms (auth.signature.algorithms) */
+  algorithms: readonly Algorithm[]
   requiredHeaders: string[]
   replayCache: boolean
   /**
@@ -94,7 +94,7 @@ export class SignatureAuthenticator implements Authenticator {
 
   constructor (private readonly store: Store, private readonly opts: SignatureOptions) {
     this.#now = opts.now ?? Date.now
-    this.#algorithms = new Set(opts.algorithms ?? ['hmac-sha256', 'hmac-sha512'])
+    this.#algorithms = new Set(opts.algorithms)
     this.#window = opts.clockSkew > 0 ? opts.dateWindow ?? 0 : 0
     this.#needsStore = opts.replayCache || this.#window > 0
   }
@@ -281,16 +281,14 @@ export function signedInstant (headers: Credentials['headers'], declared: readon
 /** seconds a replay mark lasts when no freshness is checked (clock_skew 0) */
 export const REPLAY_WITHOUT_SKEW = 86400
 
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
-
 /**
  * A signature as sent → its bytes, or null unless it is the canonical Base64
  * of `bytes` bytes (32: 43 characters and one `=`, the 2 spare bits of the
- * last character zero). Decoding ignores those bits, so without this one MAC
- * would have four spellings (and four entries in the replay cache).
+ * last character zero). Decoding skips what is not Base64 and ignores those
+ * bits, so only the canonical spelling encodes back to what was sent: without
+ * this one MAC would have four spellings (and four entries in the replay cache).
  */
 export function decodeMac (sent: string, bytes = 32): Buffer | null {
-  if (sent.length !== Math.ceil(bytes / 3) * 4 || !BASE64.test(sent)) return null
   const mac = Buffer.from(sent, 'base64')
   return mac.length === bytes && mac.toString('base64') === sent ? mac : null
 }

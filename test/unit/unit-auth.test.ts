@@ -13,7 +13,8 @@ import type { IncomingMessage } from 'node:http'
 import { buildConfig, type Config } from '../../src/config/index.js'
 import { Keyring } from '../../src/crypto.js'
 import { GatewayError } from '../../src/errors.js'
-import { Authenticators, type Identity } from '../../src/auth/index.js'
+import { Authenticators, readCredentials, type Identity } from '../../src/auth/index.js'
+import { SignatureAuthenticator } from '../../src/auth/signature.js'
 import { SqliteStore } from '../../src/store/sqlite/index.js'
 import { join } from 'node:path'
 import { tempDir } from '../fixtures/cleanup.js'
@@ -23,7 +24,7 @@ import { sqliteStore } from '../fixtures/sqlite-store.js'
 
 type Headers = Record<string, string | string[]>
 interface Request { method?: string, url?: string, headers: Headers }
-type Outcome = { method: string, user: string } | { status: number, code: string }
+type Outcome = { method: string, user: string } | { status: number, code: string, detail?: string }
 
 interface Fixture {
   store: SqliteStore
@@ -51,7 +52,9 @@ interface Row {
 }
 
 const ok = (method: string, user = 'alice'): Outcome => ({ method, user })
-const no = (status: number, code: string): Outcome => ({ status, code })
+/** with `detail`: the refusal's message too */
+const no = (status: number, code: string, detail?: string): Outcome =>
+  detail === undefined ? { status, code } : { status, code, detail }
 
 async function fixture (doc: Record<string, unknown> = {}): Promise<Fixture> {
   const config = buildConfig({ secret_key: SECRET, ...doc })
@@ -74,7 +77,7 @@ async function fixture (doc: Record<string, unknown> = {}): Promise<Fixture> {
       const id = await pipeline.authenticate(req)
       return { method: id.method, user: id.user.username }
     } catch (err) {
-      if (err instanceof GatewayError) return { status: err.status, code: err.code }
+      if (err instanceof GatewayError) return { status: err.status, code: err.code, detail: err.message }
       throw err
     }
   }
@@ -105,7 +108,10 @@ function runTable (name: string, rows: Row[]): void {
       if (!fixtures.has(k)) fixtures.set(k, await fixture(row.config))
       const f = fixtures.get(k)!
       f.clock.now = Date.now()
-      t.same(await f.auth(await row.req(f)), row.want, row.name)
+      const got = await f.auth(await row.req(f))
+      // a row names the message only where the message is what it tests
+      if ('detail' in got && !('detail' in row.want)) delete got.detail
+      t.same(got, row.want, row.name)
     }
   })
 }
@@ -124,6 +130,8 @@ interface SignOptions {
   date?: string | null
   /** the headers declared and signed */
   headers?: string[]
+  /** more headers sent, to be declared in `headers` (x-date among them) */
+  extra?: Record<string, string>
   algorithm?: string
   /** rewrites the Base64 MAC before it is sent */
   mac?: (m: string) => string
@@ -143,14 +151,15 @@ function signed (k: { id: string, secret: string }, o: SignOptions = {}): Reques
   const path = o.path ?? `/api/v1/users/profile/?n=${requests++}`
   const date = o.date === undefined ? new Date().toUTCString() : o.date
   const list = o.headers ?? ['(request-target)', 'accept', 'date']
-  const values: Record<string, string> = { '(request-target)': `${method.toLowerCase()} ${path}`, accept: 'application/json', date: date ?? '' }
+  const values: Record<string, string> = { '(request-target)': `${method.toLowerCase()} ${path}`, accept: 'application/json', date: date ?? '', ...o.extra }
   const text = list.map((h) => `${h}: ${values[h]}`).join('\n')
-  const mac = createHmac('sha256', o.secret ?? k.secret).update(text).digest('base64')
+  const hash = (o.algorithm ?? 'hmac-sha256').toLowerCase().replace(/^hmac-/, '')
+  const mac = createHmac(hash, o.secret ?? k.secret).update(text).digest('base64')
   const signature = o.mac?.(mac) ?? mac
   const keyId = o.keyId ?? k.id
   const authorization = o.raw?.({ keyId, signature, headers: list.join(' ') }) ??
     `Signature keyId="${keyId}",algorithm="${o.algorithm ?? 'hmac-sha256'}",headers="${list.join(' ')}",signature="${signature}"`
-  const headers: Headers = { accept: 'application/json', authorization }
+  const headers: Headers = { accept: 'application/json', authorization, ...o.extra }
   if (date !== null) headers.date = date
   return { method, url: path, headers }
 }
@@ -160,6 +169,17 @@ const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 const spareBits = (m: string): string => m.slice(0, 42) + B64[B64.indexOf(m[42]) ^ 1] + '='
 
 const REPLAY = { auth: { signature: { replay_cache: true } } }
+const NO_SKEW_REPLAY = { auth: { signature: { replay_cache: true, clock_skew: 0 } } }
+const GRACE = { auth: { signature: { replay_cache: true, replay_grace: 1 } } }
+// clock_skew 5: a Date made now (whole seconds) is fresh at its first use however slow the machine
+const WINDOW = { auth: { signature: { clock_skew: 5, date_window: 600 } } }
+const WITH_ACCEPT = { auth: { signature: { required_headers: ['(request-target)', 'date', 'accept'] } } }
+const DATE_ONLY = { auth: { signature: { required_headers: ['date'] } } }
+/** `n` more headers sent and signed, beside (request-target) and date */
+const many = (n: number): SignOptions => {
+  const extra = Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-h${i}`, `${i}`]))
+  return { headers: ['(request-target)', 'date', ...Object.keys(extra)], extra }
+}
 
 runTable('signature (Authorization: Signature …)', [
   { name: 'valid: (request-target) accept date', req: (f) => signed(f.key), want: ok('access_key') },
@@ -185,12 +205,23 @@ runTable('signature (Authorization: Signature …)', [
   { name: 'Date an impossible day (31 Feb)', req: (f) => signed(f.key, { date: 'Mon, 31 Feb 2025 10:00:00 GMT' }), want: no(401, 'signature_expired') },
   { name: '(request-target) not signed', req: (f) => signed(f.key, { headers: ['accept', 'date'] }), want: no(401, 'malformed_authorization') },
   { name: 'date not signed', req: (f) => signed(f.key, { headers: ['(request-target)', 'accept'] }), want: no(401, 'malformed_authorization') },
-  { name: 'a header declared twice', req: (f) => signed(f.key, { headers: ['(request-target)', 'date', 'date'] }), want: no(401, 'malformed_authorization') },
+  { name: 'a header declared twice', req: (f) => signed(f.key, { headers: ['(request-target)', 'date', 'date'] }), want: no(401, 'malformed_authorization', 'Malformed Authorization header: bad headers list.') },
+  { name: '32 headers declared: the most there may be', req: (f) => signed(f.key, many(30)), want: ok('access_key') },
+  { name: '33 headers declared', req: (f) => signed(f.key, many(31)), want: no(401, 'malformed_authorization', 'Malformed Authorization header: bad headers list.') },
+  { name: 'the headers list spaced around and between', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",headers=" ${p.headers.replaceAll(' ', '  ')} ",signature="${p.signature}"` }), want: ok('access_key') },
+  { name: 'no headers parameter: Date alone is signed (required_headers [date])', config: DATE_ONLY, req: (f) => signed(f.key, { headers: ['date'], raw: (p) => `Signature keyId="${p.keyId}",signature="${p.signature}"` }), want: ok('access_key') },
+  { name: 'no headers parameter with the default required_headers: (request-target) is missing', req: (f) => signed(f.key, { headers: ['date'], raw: (p) => `Signature keyId="${p.keyId}",signature="${p.signature}"` }), want: no(401, 'malformed_authorization', 'Malformed Authorization header: headers must include (request-target).') },
+  { name: 'x-date stands in for date', req: (f) => signed(f.key, { headers: ['(request-target)', 'x-date'], date: null, extra: { 'x-date': new Date().toUTCString() } }), want: ok('access_key') },
+  { name: 'x-date stands in for date only: not for accept', config: WITH_ACCEPT, req: (f) => signed(f.key, { headers: ['(request-target)', 'x-date'], date: null, extra: { 'x-date': new Date().toUTCString() } }), want: no(401, 'malformed_authorization', 'Malformed Authorization header: headers must include accept.') },
   { name: 'a declared header not sent', req: (f) => signed(f.key, { headers: ['(request-target)', 'date', 'x-missing'] }), want: no(401, 'invalid_signature') },
   { name: 'a declared header named like an Object property', req: (f) => signed(f.key, { headers: ['(request-target)', 'date', 'constructor'] }), want: no(401, 'invalid_signature') },
-  { name: 'algorithm hmac-sha1', req: (f) => signed(f.key, { algorithm: 'hmac-sha1' }), want: no(401, 'malformed_authorization') },
+  { name: 'algorithm hmac-sha1', req: (f) => signed(f.key, { algorithm: 'hmac-sha1' }), want: no(401, 'malformed_authorization', 'Malformed Authorization header: algorithm must be one of hmac-sha256, hmac-sha512.') },
+  { name: 'algorithm hmac-sha1 once listed in auth.signature.algorithms', config: { auth: { signature: { algorithms: ['hmac-sha1', 'hmac-sha256'] } } }, req: (f) => signed(f.key, { algorithm: 'hmac-sha1' }), want: ok('access_key') },
+  { name: 'algorithm hmac-sha512', req: (f) => signed(f.key, { algorithm: 'hmac-sha512' }), want: ok('access_key') },
+  { name: 'hmac-sha512 named, the MAC an hmac-sha256 one (its length)', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",algorithm="hmac-sha512",headers="${p.headers}",signature="${p.signature}"` }), want: no(401, 'invalid_signature') },
+  { name: 'no algorithm parameter: hmac-sha256', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",headers="${p.headers}",signature="${p.signature}"` }), want: ok('access_key') },
   { name: 'algorithm in upper case', req: (f) => signed(f.key, { algorithm: 'HMAC-SHA256' }), want: ok('access_key') },
-  { name: 'no signature parameter', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",headers="${p.headers}"` }), want: no(401, 'malformed_authorization') },
+  { name: 'no signature parameter', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",headers="${p.headers}"` }), want: no(401, 'malformed_authorization', 'Malformed Authorization header: keyId and signature are required.') },
   { name: 'no keyId parameter', req: (f) => signed(f.key, { raw: (p) => `Signature headers="${p.headers}",signature="${p.signature}"` }), want: no(401, 'malformed_authorization') },
   { name: 'a parameter twice', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",keyId="${p.keyId}",headers="${p.headers}",signature="${p.signature}"` }), want: no(401, 'malformed_authorization') },
   { name: 'an unterminated quoted value', req: (f) => signed(f.key, { raw: (p) => `Signature keyId="${p.keyId}",signature="${p.signature}` }), want: no(401, 'malformed_authorization') },
@@ -213,8 +244,28 @@ runTable('signature (Authorization: Signature …)', [
     req: async (f) => { const r = signed(f.key); await f.auth(r); f.clock.now += 601_000; return r },
     want: ok('access_key')
   },
-  { name: 'required_headers adds accept: signed without it', config: { auth: { signature: { required_headers: ['(request-target)', 'date', 'accept'] } } }, req: (f) => signed(f.key, { headers: ['(request-target)', 'date'] }), want: no(401, 'malformed_authorization') },
-  { name: 'required_headers adds accept: signed with it', config: { auth: { signature: { required_headers: ['(request-target)', 'date', 'accept'] } } }, req: (f) => signed(f.key), want: ok('access_key') }
+  { name: 'replay cache on: still a replay at 1.5 × clock_skew (the mark lives 2 × clock_skew)', config: REPLAY, req: async (f) => { const r = signed(f.key); await f.auth(r); f.clock.now += 450_000; return r }, want: no(401, 'signature_replayed') },
+  { name: 'replay cache and date_window 600: still a replay at 750 s (the mark lives clock_skew + date_window)', config: { auth: { signature: { replay_cache: true, date_window: 600 } } }, req: async (f) => { const r = signed(f.key); await f.auth(r); f.clock.now += 750_000; return r }, want: no(401, 'signature_replayed') },
+  { name: 'replay cache, clock_skew 0: the same signature again (the mark lives a day)', config: NO_SKEW_REPLAY, req: async (f) => { const r = signed(f.key); await f.auth(r); f.clock.now += 3600_000; return r }, want: no(401, 'signature_replayed') },
+  { name: 'replay_grace 1: the same GET 1 s later', config: GRACE, req: async (f) => { const r = signed(f.key); await f.auth(r); f.clock.now += 1000; return r }, want: ok('access_key') },
+  { name: 'replay_grace 1: the same GET 1.001 s later', config: GRACE, req: async (f) => { const r = signed(f.key); await f.auth(r); f.clock.now += 1001; return r }, want: no(401, 'signature_replayed') },
+  { name: 'replay_grace 1: the same HEAD again', config: GRACE, req: async (f) => { const r = signed(f.key, { method: 'HEAD' }); await f.auth(r); return r }, want: ok('access_key') },
+  { name: 'replay_grace 1, the method not signed (required_headers [date]): a GET, then its signature on a POST', config: { auth: { signature: { ...GRACE.auth.signature, required_headers: ['date'] } } }, req: async (f) => { const r = signed(f.key, { headers: ['date'] }); await f.auth(r); return { ...r, method: 'POST' } }, want: no(401, 'signature_replayed') },
+  { name: 'replay_grace 1: the same POST again', config: GRACE, req: async (f) => { const r = signed(f.key, { method: 'POST' }); await f.auth(r); return r }, want: no(401, 'signature_replayed') },
+  { name: 'clock_skew 0: a Date 10 minutes old (no freshness check, as JumpServer)', config: { auth: { signature: { clock_skew: 0 } } }, req: (f) => signed(f.key, { date: new Date(Date.now() - 600_000).toUTCString() }), want: ok('access_key') },
+  { name: 'date_window without the replay cache: the same signature twice', config: WINDOW, req: async (f) => { const r = signed(f.key); await f.auth(r); return r }, want: ok('access_key') },
+  {
+    name: 'date_window: a stale signed X-Date is not rescued by an unsigned Date this key sent fresh',
+    config: WINDOW,
+    req: async (f) => {
+      const fresh = new Date().toUTCString()
+      await f.auth(signed(f.key, { headers: ['(request-target)', 'x-date'], date: null, extra: { 'x-date': fresh } }))
+      return signed(f.key, { headers: ['(request-target)', 'x-date'], date: fresh, extra: { 'x-date': new Date(Date.now() - 60_000).toUTCString() } })
+    },
+    want: no(401, 'signature_expired')
+  },
+  { name: 'required_headers adds accept: signed without it', config: WITH_ACCEPT, req: (f) => signed(f.key, { headers: ['(request-target)', 'date'] }), want: no(401, 'malformed_authorization') },
+  { name: 'required_headers adds accept: signed with it', config: WITH_ACCEPT, req: (f) => signed(f.key), want: ok('access_key') }
 ])
 
 // ---- private tokens
@@ -412,6 +463,18 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   t.match(refused(signed(key, { date: new Date(clock.now - 3600_000).toUTCString() })), { code: 'signature_expired' }, 'a stale Date')
   t.match(refused(signed(key, { mac: spareBits })), { code: 'invalid_signature' }, 'a non-canonical spelling of the MAC')
   t.ok(refused(signed(key, { mac: spareBits })) instanceof GatewayError)
+  // a MAC that is not the algorithm's length in canonical Base64 is refused before the key is looked up
+  const unseen = await store.accessKeys.create(alice.id)
+  const fresh = { id: unseen.key.id, secret: unseen.secret }
+  for (const [why, mac] of [
+    ['the spare bits set', spareBits],
+    ['one byte short', (m: string) => Buffer.from(m, 'base64').subarray(0, 31).toString('base64')],
+    ['base64url', (m: string) => m.replaceAll('+', '-').replaceAll('/', '_').padEnd(44, 'A') + (/[-_]/.test(m) ? '' : '-')]
+  ] as const) {
+    const r = refused(signed(fresh, { mac }))
+    t.notOk(r instanceof Promise, `a MAC with ${why}: refused at once, its key never looked up`)
+    t.match(r, { code: 'invalid_signature' })
+  }
 
   // an expiring key, cached while valid: past its expiry it is refused from memory
   const exp = { id: expired.key.id, secret: expired.secret }
@@ -441,4 +504,35 @@ t.test('an access-key signature is decided at once when its key is cached, with 
   const usedRefusal = await used
   t.ok(usedRefusal instanceof GatewayError, 'the promise resolves to the refusal (never rejects for one)')
   t.match(usedRefusal, { code: 'signature_replayed' })
+})
+
+t.test("a signed request's claim carries its key's allow-list and factors; a key's expiry is its first refused instant", async (t) => {
+  const store = await sqliteStore()
+  t.teardown(async () => await store.close())
+  const alice = await store.users.create({ username: 'alice', password: null })
+  const config = buildConfig({ secret_key: SECRET })
+  const pipeline = new Authenticators(store, config)
+  const req = (r: Request): IncomingMessage => ({ method: r.method ?? 'GET', url: r.url, headers: r.headers }) as unknown as IncomingMessage
+  type Pair = { id: string, secret: string }
+  const pair = (k: { key: { id: string }, secret: string }): Pair => ({ id: k.key.id, secret: k.secret })
+
+  const bound = await store.accessKeys.create(alice.id, 0, { allow_ips: ['10.0.0.0/8'], factors: ['pwd', 'otp'] })
+  const id = await pipeline.authenticate(req(signed(pair(bound)))) as Identity & { method: 'access_key' }
+  t.same(id.keyAllowIps, ['10.0.0.0/8'], 'the allow-list the pipeline checks the client address against')
+  t.same(id.keyFactors, ['pwd', 'otp'], "the factors of its owner's sign-in (two_factor rules)")
+  const plainKey = await store.accessKeys.create(alice.id)
+  const plain = await pipeline.authenticate(req(signed(pair(plainKey)))) as Identity & { method: 'access_key' }
+  t.equal(plain.keyAllowIps, undefined, 'no allow-list: used from anywhere')
+  t.equal(plain.keyFactors, undefined, "an operator's key: no factors (admitted as the operator's)")
+
+  // clock_skew 0: the request's Date is not held against the clock set here
+  const at = Date.parse('2030-01-01T00:00:00.000Z')
+  const decide = async (k: { id: string, secret: string }, now = Date.now()): Promise<unknown> => {
+    const o = { clockSkew: 0, algorithms: ['hmac-sha256'] as const, requiredHeaders: ['date'], replayCache: false, now: () => now }
+    return await new SignatureAuthenticator(store, o).check(readCredentials(req(signed(k))))
+  }
+  t.strictSame(await decide(pair(plainKey)), { userId: alice.id, method: 'access_key', keyId: plainKey.key.id }, 'the claim, nothing unset in it')
+  const expiring = pair(await store.accessKeys.create(alice.id, 0, { date_expired: new Date(at).toISOString() }))
+  t.match(await decide(expiring, at - 1), { method: 'access_key' }, 'a millisecond before date_expired: accepted')
+  t.match(await decide(expiring, at), { code: 'key_expired' }, 'at date_expired: refused')
 })
