@@ -69,26 +69,23 @@ export function jwtShaped (v: string): boolean {
  */
 interface Entry { claim: TrustedTokenClaim, s: IssuerSettings, until: number, exp: number, refused?: string }
 
+// jose's refusals as the detail names them (an algorithm not allowed never reaches jose: #verify refuses it first)
 const REASONS: Record<string, string> = {
   ERR_JWT_EXPIRED: 'expired',
   ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'its signature does not verify',
   ERR_JWKS_NO_MATCHING_KEY: 'no key of its issuer matches',
   ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'several keys of its issuer match and it names no kid',
-  ERR_JOSE_ALG_NOT_ALLOWED: 'its algorithm is not accepted',
   ERR_JWS_INVALID: 'not a valid JWS',
   ERR_JWT_INVALID: 'not a valid JWT'
 }
+const FAILED: Record<string, string> = { aud: 'not for this audience', nbf: 'not yet valid', typ: 'wrong typ' }
 
 function claimReason (err: { code?: string, claim?: string, reason?: string }): string {
   if (err.code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
-    switch (err.claim) {
-      case 'aud': return 'not for this audience'
-      case 'nbf': return 'not yet valid'
-      case 'iat': return 'issued in the future'
-      case 'iss': return 'unknown issuer'
-      case 'typ': return 'wrong typ'
-      default: return `its ${err.claim ?? 'claims'} ${err.reason === 'missing' ? 'is missing' : 'does not verify'}`
-    }
+    // jose's reason: missing, invalid (not a number) or check_failed; iss never fails here (unknown issuers are
+    // refused before jose), nor iat (no maxTokenAge: exp - iat and iat's skew are checked below)
+    if (err.reason === 'check_failed' && Object.hasOwn(FAILED, err.claim ?? '')) return FAILED[err.claim!]!
+    return `its ${err.claim ?? 'claims'} ${err.reason === 'missing' ? 'is missing' : 'does not verify'}`
   }
   return REASONS[err.code ?? ''] ?? 'does not verify'
 }

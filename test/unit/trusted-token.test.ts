@@ -8,10 +8,16 @@
  * remembered token's end, the oldest and the expired evicted first).
  */
 import t from 'tap'
+import http from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
 import { buildConfig } from '../../src/config/index.js'
 import { GatewayError } from '../../src/errors.js'
+import { createLogger } from '../../src/observability/log.js'
+import { createSign, generateKeyPairSync } from 'node:crypto'
+import { SignJWT } from 'jose'
 import type { IssuerSettings } from '../../src/auth/jwks.js'
 import { MAX_TOKEN_BYTES, TrustedTokenAuthenticator } from '../../src/auth/trusted-token.js'
 import type { Credentials } from '../../src/auth/types.js'
@@ -23,8 +29,10 @@ import { sqliteStore } from '../fixtures/sqlite-store.js'
 const ISS = 'https://issuer.sidegate.test'
 const ORG = '6F1A1C7E-1111-4222-8333-944455556666'
 const key = rsaKey()
-const jwks = join(tempDir('sidegate-trusted-'), 'jwks.json')
+const dir = tempDir('sidegate-trusted-')
+const jwks = join(dir, 'jwks.json')
 writeFileSync(jwks, JSON.stringify({ keys: [key.jwk] }))
+writeFileSync(join(dir, 'token'), 'reviewer\n')
 
 const store = await sqliteStore()
 t.teardown(async () => await store.close())
@@ -32,12 +40,15 @@ const bob = await store.users.create({ username: 'bob', password: null })
 const dora = await store.users.create({ username: 'dora', password: null })
 await store.users.setActive(dora.id, false)
 
+const logs: Array<Record<string, any>> = []
+const log = createLogger('info', new Writable({ write (c, _e, cb) { logs.push(JSON.parse(c.toString())); cb() } }) as any)
+
 function authenticator (o: Record<string, unknown> = {}, cacheMax?: number): TrustedTokenAuthenticator {
   const config = buildConfig({
     secret_key: SECRET,
     auth: { trusted_issuers: [{ id: 'test', issuer: ISS, jwks_file: jwks, audiences: ['sidegate'], ...o }] }
   })
-  return new TrustedTokenAuthenticator(store, config.auth.trusted_issuers as IssuerSettings[], { cacheMax })
+  return new TrustedTokenAuthenticator(store, config.auth.trusted_issuers as IssuerSettings[], { cacheMax, log })
 }
 
 const now = (): number => Math.floor(Date.now() / 1000)
@@ -152,4 +163,126 @@ t.test('the cache: first sight once; a remembered token ends with its exp; the e
   t.match(await decide(small, b), { firstSight: false }, 'the cache was full: the expired entry made room, not the oldest')
   t.match(await decide(small, await token({ sub: 'd' })), { firstSight: true })
   t.match(await decide(small, b), { firstSight: true }, 'full of live entries: the oldest (b) made room')
+  const tiny = authenticator({}, 2)
+  const [x, y, z] = await Promise.all(['x', 'y', 'z'].map(async (sub) => await token({ sub })))
+  for (const jwt of [x, y, z]) t.match(await decide(tiny, jwt), { firstSight: true })
+  t.match(await decide(tiny, z), { firstSight: false })
+  t.match(await decide(tiny, x), { firstSight: true }, 'never more than cacheMax: the third made room')
+})
+
+t.test('exp and iat are required; a token just past its exp is remembered until exp + clock_skew', async (t) => {
+  const a = authenticator()
+  t.same(await decide(a, await token({ exp: undefined })), refused('its exp is missing'))
+  t.same(await decide(a, await token({ iat: undefined })), refused('its iat is missing'))
+  const late = await token({ iat: now() - 60, exp: now() - 5 })
+  t.match(await decide(a, late), { firstSight: true }, '5 s past exp: within clock_skew (30)')
+  t.match(await decide(a, late), { firstSight: false }, 'and remembered, not verified again')
+  const asUser = authenticator({ as: 'user' })
+  const bobs = await token({ sub: 'bob' })
+  t.match(await decide(asUser, bobs), { userId: bob.id, firstSight: true })
+  t.match(await decide(asUser, bobs), { userId: bob.id, service: null, firstSight: false }, 'as: user from memory')
+})
+
+t.test('a claim that is not a number, or another audience, is named as such', async (t) => {
+  const a = authenticator()
+  t.same(await decide(a, await token({ iat: 'yesterday' })), refused('its iat does not verify'))
+  t.same(await decide(a, await token({ nbf: 'soon' })), refused('its nbf does not verify'))
+  t.same(await decide(a, await token({ nbf: now() + 600 })), refused('not yet valid'))
+  t.same(await decide(a, await token({ aud: 'elsewhere' })), refused('not for this audience'))
+  t.same(await decide(a, await token({ aud: undefined })), refused('its aud is missing'))
+})
+
+t.test('review: tokenreview: one question per token at a time; a fault logged as it begins and as it ends', async (t) => {
+  // a TokenReview endpoint that answers after 50 ms (200: authenticated; else that status)
+  let status = 200
+  let asked = 0
+  const api = http.createServer((req, res) => {
+    asked++
+    req.resume().on('end', () => setTimeout(() => {
+      res.writeHead(status, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ status: { authenticated: true, audiences: ['sidegate'] } }))
+    }, 50))
+  })
+  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { api.closeAllConnections(); api.close() })
+  const a = authenticator({
+    review: 'tokenreview', review_url: `http://127.0.0.1:${(api.address() as AddressInfo).port}`, token_file: join(dir, 'token'), timeout: 1
+  })
+  const jwt = await token({ sub: 'burst' })
+  logs.length = 0
+  const five = await Promise.all(Array.from({ length: 5 }, async () => await decide(a, jwt)))
+  t.same(five.map((c) => c.subject), ['burst', 'burst', 'burst', 'burst', 'burst'])
+  t.equal(asked, 1, 'five checks at once: one review')
+  t.match(await decide(a, jwt), { firstSight: false })
+  t.equal(asked, 1, 'then from memory')
+  t.same(logs, [], 'an issuer that answers from the start: nothing logged')
+  status = 500
+  t.match(await decide(a, await token({ sub: 'down-1' })), { code: 'issuer_unavailable' })
+  t.match(await decide(a, await token({ sub: 'down-2' })), { code: 'issuer_unavailable' })
+  t.match(logs, [{ level: 40, issuer: 'test', msg: /^trusted issuer test: the TokenReview .*500.*; its tokens get 503 issuer_unavailable$/ }])
+  t.equal(logs.length, 1, 'once for the fault, not once per token')
+  status = 200
+  t.match(await decide(a, await token({ sub: 'back' })), { subject: 'back' })
+  t.match(logs[1], { level: 30, issuer: 'test', msg: 'trusted issuer test: the TokenReview answers again' })
+  t.match(await decide(a, await token({ sub: 'back-2' })), { subject: 'back-2' })
+  t.equal(logs.length, 2, 'and its end once')
+})
+
+t.test('the keys: a token at the start waits for the first read; an unknown kid reads them again, at most once per jwks_min_interval', async (t) => {
+  const file = join(dir, 'rotating.json')
+  writeFileSync(file, JSON.stringify({ keys: [key.jwk] }))
+  const jwt = await token({ sub: 'early' })
+  t.match(await decide(authenticator({ id: 'early', jwks_file: file }), jwt), { subject: 'early' }, 'checked as the keys are first read')
+
+  const next = rsaKey()
+  const rotated = await signed(next, claims({ sub: 'rotated' }))
+  const a = authenticator({ id: 'rotating', jwks_file: file, jwks_min_interval: 1 })
+  t.same(await decide(a, rotated), refused('unknown key'), 'a kid the keys do not name')
+  writeFileSync(file, JSON.stringify({ keys: [key.jwk, next.jwk] }))
+  t.same(await decide(a, rotated), refused('unknown key'), 'within jwks_min_interval: not read again')
+  await new Promise((resolve) => setTimeout(resolve, 1050))
+  t.match(await decide(a, rotated), { subject: 'rotated' }, 'after it: read again, the new key found')
+})
+
+t.test('jose\'s refusals, named: expired, a bad signature, no key or several, an unsupported header; an algorithm before any key', async (t) => {
+  const a = authenticator()
+  t.same(await decide(a, await token({ iat: now() - 120, exp: now() - 60 })), refused('expired'), '60 s past exp, clock_skew 30')
+  const other = rsaKey()
+  t.same(await decide(a, await signed(other, claims(), { kid: key.kid })), refused('its signature does not verify'))
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey
+  const es = await new SignJWT(claims()).setProtectedHeader({ alg: 'ES256' }).sign(ec)
+  t.same(await decide(a, es), refused('no key of its issuer matches'), 'ES256 allowed, the issuer has RSA keys only')
+  const two = join(dir, 'two.json')
+  writeFileSync(two, JSON.stringify({ keys: [key.jwk, other.jwk] }))
+  t.same(await decide(authenticator({ id: 'two', jwks_file: two }), await signed(rsaKey(), claims(), { kid: undefined })),
+    refused('several keys of its issuer match and it names no kid'))
+  const part = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url')
+  const input = `${part({ alg: 'RS256', kid: key.kid, crit: ['x-ext'], 'x-ext': 1 })}.${part(claims())}`
+  const crit = `${input}.${createSign('RSA-SHA256').update(input).sign(key.privateKey).toString('base64url')}`
+  t.same(await decide(a, crit), refused('does not verify'), 'crit names an extension jose does not know')
+  t.same(await decide(a, `${(await token()).split('.').slice(0, 2).join('.')}.!!!`), refused('not a valid JWS'), 'a signature that is not base64url')
+  // an algorithm not accepted is refused before its kid is looked up (no read of the keys for it)
+  const hs = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', kid: 'not-a-kid' }).sign(Buffer.alloc(32, 1))
+  t.same(await decide(a, hs), refused('its algorithm is not accepted'))
+})
+
+t.test('a JWKS read over HTTP: once while its issuer fails, not again for each token; not again once read', async (t) => {
+  let fetches = 0
+  let up = false
+  const jwksServer = http.createServer((req, res) => {
+    fetches++
+    if (!up) { res.writeHead(500).end(); return }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.jwk] }))
+  })
+  await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { jwksServer.closeAllConnections(); jwksServer.close() })
+  const url = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}`
+  const tokens = await Promise.all([1, 2, 3].map(async (i) => await token({ sub: `t${i}` })))
+  const down = authenticator({ id: 'down', jwks_file: null, jwks_uri: `${url}/jwks` })
+  for (const jwt of tokens) t.match(await decide(down, jwt), { code: 'issuer_unavailable' })
+  t.equal(fetches, 1, 'the first read, waited for; within jwks_min_interval no token asks again')
+  up = true
+  const ready = authenticator({ id: 'ready', jwks_file: null, jwks_uri: `${url}/keys` })
+  for (const jwt of tokens) t.match(await decide(ready, jwt), { method: 'trusted_token' })
+  t.equal(fetches, 2, 'keys read once, then used for every token')
 })
