@@ -78,13 +78,14 @@ const REASONS: Record<string, string> = {
   ERR_JWS_INVALID: 'not a valid JWS',
   ERR_JWT_INVALID: 'not a valid JWT'
 }
-const FAILED: Record<string, string> = { aud: 'not for this audience', nbf: 'not yet valid', typ: 'wrong typ' }
+const FAILED = new Map([['aud', 'not for this audience'], ['nbf', 'not yet valid'], ['typ', 'wrong typ']])
 
 function claimReason (err: { code?: string, claim?: string, reason?: string }): string {
   if (err.code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
     // jose's reason: missing, invalid (not a number) or check_failed; iss never fails here (unknown issuers are
     // refused before jose), nor iat (no maxTokenAge: exp - iat and iat's skew are checked below)
-    if (err.reason === 'check_failed' && Object.hasOwn(FAILED, err.claim ?? '')) return FAILED[err.claim!]!
+    const failed = err.reason === 'check_failed' ? FAILED.get(err.claim ?? '') : undefined
+    if (failed !== undefined) return failed
     return `its ${err.claim ?? 'claims'} ${err.reason === 'missing' ? 'is missing' : 'does not verify'}`
   }
   return REASONS[err.code ?? ''] ?? 'does not verify'

@@ -23,7 +23,7 @@ import { MAX_TOKEN_BYTES, TrustedTokenAuthenticator } from '../../src/auth/trust
 import type { Credentials } from '../../src/auth/types.js'
 import { tempDir } from '../fixtures/cleanup.js'
 import { SECRET } from '../fixtures/gateway.js'
-import { kubeClaims, rsaKey, signed } from '../fixtures/issuers.js'
+import { b64, kubeClaims, rsaKey, signed } from '../fixtures/issuers.js'
 import { sqliteStore } from '../fixtures/sqlite-store.js'
 
 const ISS = 'https://issuer.sidegate.test'
@@ -256,8 +256,7 @@ t.test('jose\'s refusals, named: expired, a bad signature, no key or several, an
   writeFileSync(two, JSON.stringify({ keys: [key.jwk, other.jwk] }))
   t.same(await decide(authenticator({ id: 'two', jwks_file: two }), await signed(rsaKey(), claims(), { kid: undefined })),
     refused('several keys of its issuer match and it names no kid'))
-  const part = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url')
-  const input = `${part({ alg: 'RS256', kid: key.kid, crit: ['x-ext'], 'x-ext': 1 })}.${part(claims())}`
+  const input = `${b64({ alg: 'RS256', kid: key.kid, crit: ['x-ext'], 'x-ext': 1 })}.${b64(claims())}`
   const crit = `${input}.${createSign('RSA-SHA256').update(input).sign(key.privateKey).toString('base64url')}`
   t.same(await decide(a, crit), refused('does not verify'), 'crit names an extension jose does not know')
   t.same(await decide(a, `${(await token()).split('.').slice(0, 2).join('.')}.!!!`), refused('not a valid JWS'), 'a signature that is not base64url')
