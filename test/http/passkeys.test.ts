@@ -19,6 +19,8 @@ import { makeUser } from '../fixtures/creds.js'
 import { ageSession, login, postForm, setCookies } from '../fixtures/session.js'
 import { oathtool } from '../fixtures/oathtool.js'
 import { eventually } from '../fixtures/wait.js'
+import type { IncomingMessage } from 'node:http'
+import { PasskeyCeremonies, passkeyName, signInFactors, type WebAuthnOptions } from '../../src/auth/passkeys.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -33,7 +35,7 @@ const b64u = (b: Buffer | string): string => Buffer.from(b).toString('base64url'
 /** A software authenticator holding one passkey: its key pair, credential id, user handle and counter. */
 class SoftKey {
   readonly id = b64u(randomBytes(16))
-  readonly handle = b64u(randomBytes(32))
+  handle = b64u(randomBytes(32))
   readonly key: KeyObject
   readonly cose: Buffer
   counter = 0
@@ -67,6 +69,27 @@ class SoftKey {
       signature: b64u(signature)
     }
     if (o.handle !== null) response.userHandle = o.handle ?? this.handle
+    return { id: this.id, rawId: this.id, type: 'public-key', response, clientExtensionResults: {} }
+  }
+
+  /**
+   * The registration answer for `challenge`: a 'none' attestation (CBOR written out by hand); flags UP, UV and
+   * AT (0x45) unless told (0x5d adds BE and BS: a synced passkey). Its user handle becomes the options' user id.
+   */
+  attest (challenge: string, o: { flags?: number, userId?: string } = {}): Record<string, unknown> {
+    if (o.userId !== undefined) this.handle = o.userId
+    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge, origin: ORIGIN, crossOrigin: false }))
+    const raw = Buffer.from(this.id, 'base64url')
+    const authData = Buffer.concat([
+      createHash('sha256').update('localhost').digest(), Buffer.from([o.flags ?? 0x45]), Buffer.alloc(4),
+      Buffer.alloc(16), Buffer.from([0, raw.length]), raw, this.cose
+    ])
+    // {"fmt": "none", "attStmt": {}, "authData": h'...'}
+    const cbor = Buffer.concat([
+      Buffer.from([0xa3, 0x63]), Buffer.from('fmt'), Buffer.from([0x64]), Buffer.from('none'), Buffer.from([0x67]),
+      Buffer.from('attStmt'), Buffer.from([0xa0, 0x68]), Buffer.from('authData'), Buffer.from([0x58, authData.length]), authData
+    ])
+    const response = { clientDataJSON: b64u(clientData), attestationObject: b64u(cbor), transports: ['internal'] }
     return { id: this.id, rawId: this.id, type: 'public-key', response, clientExtensionResults: {} }
   }
 }
@@ -392,11 +415,27 @@ t.test('bogus assertions naming a user\'s credential id (not a secret) do not lo
   t.equal((await attempt('192.0.2.8', false)).status, 200, 'the owner from another address signs in')
 
   // many addresses naming one credential: past PASSKEY_CREDENTIAL_FAILURES
-  // (100) the refusals are 429, the owner's assertion still passes
+  // (100) the refusals are 429, the owner's assertion still passes; the
+  // three from 192.0.2.7 above counted (the two refused by address did not)
   let last: Res | undefined
-  for (let i = 0; i < 101; i++) last = await attempt(`198.51.100.${Math.floor(i / 3) + 1}`, true)
-  t.equal(last?.json.code, 'too_many_attempts', 'the 101st bogus assertion for that credential (from a fresh address): 429')
+  for (let i = 4; i <= 101; i++) {
+    last = await attempt(`198.51.100.${Math.floor(i / 3) + 1}`, true)
+    if (i === 100) t.equal(last.json.code, 'passkey_failed', 'the 100th bogus assertion for that credential: still 401')
+  }
+  t.equal(last?.json.code, 'too_many_attempts', 'the 101st (from a fresh address): 429')
   t.equal((await attempt('203.0.113.9', false)).status, 200, 'its owner is never refused for it')
+  // the count is the credential's own: another passkey of hers, and ids the store does not hold, are not counted
+  const second = new SoftKey()
+  await second.register(kim.id, 'Second', g2)
+  const x = (await post(g2.url, '/login/passkey/options', {}, at2)).json
+  const other = await post(g2.url, '/login/passkey', { state: x.state, response: second.assert(x.options.challenge, { origin: 'http://evil.example' }) }, { ...at2, 'x-forwarded-for': '203.0.113.10' })
+  t.equal(other.json.code, 'passkey_failed', 'another credential: 401')
+  const stranger = new SoftKey()
+  for (let i = 0; i < 101; i++) {
+    const y = (await post(g2.url, '/login/passkey/options', {}, at2)).json
+    last = await post(g2.url, '/login/passkey', { state: y.state, response: stranger.assert(y.options.challenge) }, { ...at2, 'x-forwarded-for': `198.51.101.${Math.floor(i / 3) + 1}` })
+  }
+  t.equal(last?.json.code, 'passkey_failed', 'an id the store does not hold: 401 the 101st time too (no counter is kept for it)')
 })
 
 t.test('a passkey sign-in reads the user from the store: disabled by another process (the CLI) a moment ago is refused at once', async (t) => {
@@ -419,5 +458,136 @@ t.test('a passkey sign-in reads the user from the store: disabled by another pro
     t.match({ status: refused.status, code: refused.json.code }, { status: 401, code: 'passkey_failed' }, `round ${i}: disabled just now: refused`)
     await cli.users.setActive(lou.id, true)
     t.ok(await eventually(async () => (await g.store.users.get(lou.id))?.is_active === true), 'enabled again')
+  }
+})
+
+t.test('registration over HTTP: a new passkey (a \'none\' attestation) is stored under its name, returned as listed, refused twice; a synced one signs in as swk', async (t) => {
+  const rex = await g.store.users.create({ username: 'pk-rex', password: 'pk-rex-password', name: 'Rex Doe' })
+  const s = await login(g.url, 'pk-rex', 'pk-rex-password', { headers: at })
+  const h = { ...at, cookie: s.cookie, 'x-csrftoken': s.csrf }
+  const begin = async (): Promise<{ options: any, state: string }> => (await post(g.url, '/account/mfa/passkeys/options', {}, h)).json
+  const first = new SoftKey()
+  let o = await begin()
+  t.match(o.options, { user: { name: 'pk-rex', displayName: 'Rex Doe' }, timeout: 240_000 }, 'the user\'s name shown; the browser waits 4 minutes')
+  t.same(o.options.excludeCredentials, [], 'nothing to exclude yet')
+  const r1 = await post(g.url, '/account/mfa/passkeys', { state: o.state, name: '', response: first.attest(o.options.challenge, { userId: o.options.user.id }) }, h)
+  t.equal(r1.status, 200, 'registered')
+  t.match(r1.json.passkey, { id: first.id, name: 'Passkey', device_type: 'singleDevice', backed_up: false, last_used: null }, 'no name given: "Passkey"')
+  t.same((await g.store.passkeys.get(first.id))?.transports, ['internal'], 'its transports kept')
+  t.ok(g.logs.some((l) => l.includes('"passkey.registered"') && l.includes(first.id) && l.includes('"via":"account"')), 'audited')
+
+  o = await begin()
+  t.same(o.options.excludeCredentials, [{ id: first.id, type: 'public-key', transports: ['internal'] }], 'the passkey of this user is excluded')
+  const again = await post(g.url, '/account/mfa/passkeys', { state: o.state, name: 'x', response: first.attest(o.options.challenge) }, h)
+  t.match({ status: again.status, code: again.json.code, detail: again.json.detail }, { status: 401, code: 'passkey_failed', detail: 'The passkey was not accepted: it is registered already.' })
+
+  const synced = new SoftKey()
+  o = await begin()
+  const r2 = await post(g.url, '/account/mfa/passkeys', { state: o.state, name: 'Phone', response: synced.attest(o.options.challenge, { flags: 0x5d, userId: o.options.user.id }) }, h)
+  t.match(r2.json.passkey, { id: synced.id, name: 'Phone', device_type: 'multiDevice', backed_up: true }, 'the new passkey returned, not the first one')
+  const so = await options('/login/passkey/options')
+  const signed = await post(g.url, '/login/passkey', { state: so.state, response: synced.assert(so.challenge) }, at)
+  t.equal(signed.status, 200)
+  t.same((await g.store.sessions.get(setCookies(signed).svc_sessionid.value))?.factors, ['swk'], 'a synced passkey alone: amr swk')
+
+  o = await begin()
+  const noUv = await post(g.url, '/account/mfa/passkeys', { state: o.state, name: 'x', response: new SoftKey().attest(o.options.challenge, { flags: 0x41, userId: o.options.user.id }) }, h)
+  t.match({ status: noUv.status, code: noUv.json.code }, { status: 401, code: 'passkey_failed' }, 'no user verification: not registered')
+  t.match(noUv.json.detail, /^The passkey was not accepted: .*user verification/i, 'the library\'s reason, after the gateway\'s words')
+  // another user's registration state does not register for this one
+  const other = await login(g.url, 'admin', ADMIN_PASSWORD, { headers: at })
+  const theirs = (await post(g.url, '/account/mfa/passkeys/options', {}, { ...at, cookie: other.cookie, 'x-csrftoken': other.csrf })).json
+  const crossed = await post(g.url, '/account/mfa/passkeys', { state: theirs.state, name: 'x', response: new SoftKey().attest(theirs.options.challenge, { userId: o.options.user.id }) }, h)
+  t.equal(crossed.json.code, 'passkey_challenge_invalid', 'a state sealed for another user')
+  t.equal((await g.store.passkeys.list(rex.id)).length, 2, 'two passkeys: nothing else stored')
+})
+
+t.test('a state expired or another pending step\'s; a response whose id is not a string: 401, never 500', async (t) => {
+  const code = async (path: string, body: unknown, h: Record<string, string> = {}): Promise<unknown> => {
+    const r = await post(g.url, path, body, { ...at, ...h })
+    return { status: r.status, code: r.json?.code }
+  }
+  const invalid = { status: 400, code: 'passkey_challenge_invalid' }
+  const o = await options('/login/passkey/options')
+  const stale = g.store.state.seal('webauthn challenge', JSON.stringify({ k: 'signin', c: o.challenge, e: Date.now() - 1 }))
+  t.same(await code('/login/passkey', { state: stale, response: aliceKey.assert(o.challenge) }), invalid, 'sealed by the gateway, expired a moment ago')
+  for (const response of [{ id: 5 }, {}]) {
+    const x = await options('/login/passkey/options')
+    t.same(await code('/login/passkey', { state: x.state, response }), { status: 401, code: 'passkey_failed' }, `response ${JSON.stringify(response)}`)
+  }
+  // two password steps of one user: a challenge is bound to the step it was asked in
+  const lee = await makeUser(g, 'pk-lee')
+  const key = new SoftKey()
+  await key.register(lee.id)
+  const step = async (): Promise<string> => `svc_mfa=${setCookies(await post(g.url, '/login', { username: 'pk-lee', password: 'pk-lee-password' }, at)).svc_mfa.value}`
+  const c1 = await step()
+  const c2 = await step()
+  const o1 = await options('/login/mfa/passkey/options', { cookie: c1 })
+  t.match(o1.res.json.options, { timeout: 240_000, allowCredentials: [{ id: key.id, type: 'public-key', transports: ['internal'] }] }, 'her passkey offered, with its transports')
+  t.same(await code('/login/mfa/passkey', { state: o1.state, response: key.assert(o1.challenge) }, { cookie: c2 }), invalid, 'another pending step\'s challenge')
+  const mfaFailed = g.logs.filter((l) => l.includes('"mfa.failed"') && l.includes(lee.id))
+  t.ok(mfaFailed.length > 0 && mfaFailed.every((l) => l.includes('"via":"login"') && l.includes('"authMethod":"passkey"')), 'audited as the second step\'s, via login')
+  // an unknown passkey at the second step: still the pending user's failure
+  const o2 = await options('/login/mfa/passkey/options', { cookie: c2 })
+  t.same(await code('/login/mfa/passkey', { state: o2.state, response: new SoftKey().assert(o2.challenge) }, { cookie: c2 }), { status: 401, code: 'passkey_failed' })
+  t.equal(g.logs.filter((l) => l.includes('"mfa.failed"') && l.includes(lee.id) && l.includes('"reason":"passkey_failed"')).length, 1, 'named the pending user')
+  const bad = await options('/login/passkey/options')
+  const r = await post(g.url, '/login/passkey', { state: bad.state, response: aliceKey.assert(bad.challenge, { origin: 'http://evil.example' }) }, at)
+  t.match(r.json.detail, /^The passkey was not accepted: Unexpected authentication response origin/, 'the library\'s reason, its first line')
+  t.ok(g.logs.some((l) => l.includes('"login.failed"') && l.includes('"username":"pk-alice"') && l.includes('"via":"passkey"')), 'a sign-in\'s refusal names the passkey\'s user, via passkey')
+  const ok = await options('/login/passkey/options')
+  t.equal((await post(g.url, '/login/passkey', { state: ok.state, response: aliceKey.assert(ok.challenge, { handle: null }) }, at)).status, 200, 'an assertion without a user handle (optional for a non-discoverable one)')
+})
+
+t.test('the relying party: the Host as received (lowercase, no port; IPv6 in brackets) unless configured; no host or an IP: no ceremony', async (t) => {
+  const ceremonies = (o: Partial<WebAuthnOptions> = {}): PasskeyCeremonies =>
+    new PasskeyCeremonies(g.store, { rp_id: '', origins: [], rp_name: 'x', ...o }, g.config.auth.lockout, null)
+  const req = (host?: string): IncomingMessage => ({ headers: host === undefined ? {} : { host } }) as IncomingMessage
+  const p = ceremonies()
+  t.same(p.relyingParty(req('App.Example:8443'), true), { id: 'app.example', origins: ['https://app.example:8443'] })
+  t.same(p.relyingParty(req('app.example'), false), { id: 'app.example', origins: ['http://app.example'] })
+  t.same(p.relyingParty(req('[::1]:8080'), false), { id: '[::1]', origins: ['http://[::1]:8080'] })
+  t.same(p.relyingParty(req(), false), { id: '', origins: [] }, 'no Host')
+  t.same(ceremonies({ rp_id: 'example.com', origins: ['https://a.example.com'] }).relyingParty(req('b.example.com'), false),
+    { id: 'example.com', origins: ['https://a.example.com'] }, 'configured: the request\'s host does not count')
+  for (const host of ['', '127.0.0.1:80', '[::1]:8080']) {
+    await t.rejects(p.authenticationOptions(req(host), false, 'signin'), { code: 'bad_request', message: /host name, not an IP address/ }, `Host ${JSON.stringify(host)}`)
+  }
+  t.equal(passkeyName('  Work\u0000laptop\u007f '), 'Work laptop', 'control characters are spaces, trimmed')
+  t.equal(passkeyName('x'.repeat(70)), 'x'.repeat(64))
+  t.equal(passkeyName(5), '')
+  t.same(signInFactors({ device_type: 'multiDevice' }, true), ['pwd', 'swk'])
+  t.same(signInFactors({ device_type: 'singleDevice' }, false), ['hwk'])
+})
+
+t.test('the lockout off (max_failures 0, address_max_failures 0): passkeys sign in; on, a success gives back its counts', async (t) => {
+  const db3 = embeddedStore()
+  const off = await startGateway(db3.url, { auth: { lockout: { max_failures: 0, address_max_failures: 0 } } })
+  t.teardown(async () => { await off.close(); await db3.stop() })
+  const at3 = { host: `localhost:${new URL(off.url).port}` }
+  const u = await off.store.users.create({ username: 'pk-off', password: 'pk-off-password' })
+  const key = new SoftKey()
+  await key.register(u.id, 'k', off)
+  const x = (await post(off.url, '/login/passkey/options', {}, at3)).json
+  t.equal((await post(off.url, '/login/passkey', { state: x.state, response: key.assert(x.options.challenge, { origin: `http://${at3.host}` }) }, at3)).status, 200)
+
+  // on: each success forgives its address count and resets the user's, so successes never add up to a lockout
+  const db4 = embeddedStore()
+  const on = await startGateway(db4.url, { auth: { lockout: { max_failures: 3, address_max_failures: 3 } } })
+  t.teardown(async () => { await on.close(); await db4.stop() })
+  const at4 = { host: `localhost:${new URL(on.url).port}` }
+  const v = await on.store.users.create({ username: 'pk-on', password: 'pk-on-password' })
+  const e = (await on.store.mfa.begin(v.id))!
+  t.ok(await on.store.mfa.confirm(v.id, oathtool(e.secret)))
+  const k2 = new SoftKey()
+  await k2.register(v.id, 'k', on)
+  const near = new Set([-1, 0, 1].map((d) => oathtool(e.secret, Date.now() + d * 30_000)))
+  const wrong = ['000000', '111111', '222222', '333333'].find((c) => !near.has(c))!
+  for (let round = 1; round <= 3; round++) {
+    const cookie = `svc_mfa=${setCookies(await post(on.url, '/login', { username: 'pk-on', password: 'pk-on-password' }, at4)).svc_mfa.value}`
+    for (let i = 0; i < 2; i++) t.equal((await post(on.url, '/login/mfa', { code: wrong }, { ...at4, cookie })).json.code, 'mfa_failed')
+    const y = (await post(on.url, '/login/mfa/passkey/options', {}, { ...at4, cookie })).json
+    const r = await post(on.url, '/login/mfa/passkey', { state: y.state, response: k2.assert(y.options.challenge, { origin: `http://${at4.host}` }) }, { ...at4, cookie })
+    t.equal(r.status, 200, `round ${round}: two wrong codes, then the passkey`)
   }
 })
