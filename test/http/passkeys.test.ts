@@ -20,7 +20,8 @@ import { ageSession, login, postForm, setCookies } from '../fixtures/session.js'
 import { oathtool } from '../fixtures/oathtool.js'
 import { eventually } from '../fixtures/wait.js'
 import type { IncomingMessage } from 'node:http'
-import { PasskeyCeremonies, passkeyName, signInFactors, type WebAuthnOptions } from '../../src/auth/passkeys.js'
+import Database from 'better-sqlite3'
+import { CHALLENGE_TTL, PasskeyCeremonies, passkeyName, signInFactors, type WebAuthnOptions } from '../../src/auth/passkeys.js'
 
 const db = embeddedStore()
 const g = await startGateway(db.url)
@@ -76,7 +77,7 @@ class SoftKey {
    * The registration answer for `challenge`: a 'none' attestation (CBOR written out by hand); flags UP, UV and
    * AT (0x45) unless told (0x5d adds BE and BS: a synced passkey). Its user handle becomes the options' user id.
    */
-  attest (challenge: string, o: { flags?: number, userId?: string } = {}): Record<string, unknown> {
+  attest (challenge: string, o: { flags?: number, userId?: string, transports?: null } = {}): Record<string, unknown> {
     if (o.userId !== undefined) this.handle = o.userId
     const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.create', challenge, origin: ORIGIN, crossOrigin: false }))
     const raw = Buffer.from(this.id, 'base64url')
@@ -89,7 +90,7 @@ class SoftKey {
       Buffer.from([0xa3, 0x63]), Buffer.from('fmt'), Buffer.from([0x64]), Buffer.from('none'), Buffer.from([0x67]),
       Buffer.from('attStmt'), Buffer.from([0xa0, 0x68]), Buffer.from('authData'), Buffer.from([0x58, authData.length]), authData
     ])
-    const response = { clientDataJSON: b64u(clientData), attestationObject: b64u(cbor), transports: ['internal'] }
+    const response = { clientDataJSON: b64u(clientData), attestationObject: b64u(cbor), ...(o.transports === null ? {} : { transports: ['internal'] }) }
     return { id: this.id, rawId: this.id, type: 'public-key', response, clientExtensionResults: {} }
   }
 }
@@ -500,6 +501,16 @@ t.test('registration over HTTP: a new passkey (a \'none\' attestation) is stored
   const crossed = await post(g.url, '/account/mfa/passkeys', { state: theirs.state, name: 'x', response: new SoftKey().attest(theirs.options.challenge, { userId: o.options.user.id }) }, h)
   t.equal(crossed.json.code, 'passkey_challenge_invalid', 'a state sealed for another user')
   t.equal((await g.store.passkeys.list(rex.id)).length, 2, 'two passkeys: nothing else stored')
+  // a user whose name is empty is shown by username; an authenticator that names no transports is stored with none
+  await g.store.users.create({ username: 'pk-nan', password: 'pk-nan-password', name: '' })
+  const nan = await login(g.url, 'pk-nan', 'pk-nan-password', { headers: at })
+  const hn = { ...at, cookie: nan.cookie, 'x-csrftoken': nan.csrf }
+  const on = (await post(g.url, '/account/mfa/passkeys/options', {}, hn)).json
+  t.equal(on.options.user.displayName, 'pk-nan')
+  const bare = new SoftKey()
+  const rb = await post(g.url, '/account/mfa/passkeys', { state: on.state, name: 'x', response: bare.attest(on.options.challenge, { userId: on.options.user.id, transports: null }) }, hn)
+  t.equal(rb.status, 200)
+  t.same((await g.store.passkeys.get(bare.id))?.transports, [], 'no transports named: none stored')
 })
 
 t.test('a state expired or another pending step\'s; a response whose id is not a string: 401, never 500', async (t) => {
@@ -535,8 +546,17 @@ t.test('a state expired or another pending step\'s; a response whose id is not a
   const r = await post(g.url, '/login/passkey', { state: bad.state, response: aliceKey.assert(bad.challenge, { origin: 'http://evil.example' }) }, at)
   t.match(r.json.detail, /^The passkey was not accepted: Unexpected authentication response origin/, 'the library\'s reason, its first line')
   t.ok(g.logs.some((l) => l.includes('"login.failed"') && l.includes('"username":"pk-alice"') && l.includes('"via":"passkey"')), 'a sign-in\'s refusal names the passkey\'s user, via passkey')
+  const uv = await options('/login/passkey/options')
+  const noUv = await post(g.url, '/login/passkey', { state: uv.state, response: aliceKey.assert(uv.challenge, { flags: 0x01 }) }, at)
+  t.equal(noUv.json.detail, 'The passkey was not accepted: user verification required, but user could not be verified')
   const ok = await options('/login/passkey/options')
+  const before = Date.now()
   t.equal((await post(g.url, '/login/passkey', { state: ok.state, response: aliceKey.assert(ok.challenge, { handle: null }) }, at)).status, 200, 'an assertion without a user handle (optional for a non-discoverable one)')
+  // the mark that makes a challenge single-use outlives the challenge (else it could be answered again in time)
+  const file = new Database(g.config.store.path, { readonly: true })
+  t.teardown(() => file.close())
+  const { exp } = file.prepare('SELECT max(exp) AS exp FROM once WHERE key LIKE \'webauthn:%\'').get() as { exp: number }
+  t.ok(exp - before >= CHALLENGE_TTL * 1000, `the used challenge is remembered ${exp - before} ms`)
 })
 
 t.test('the relying party: the Host as received (lowercase, no port; IPv6 in brackets) unless configured; no host or an IP: no ceremony', async (t) => {
@@ -583,7 +603,7 @@ t.test('the lockout off (max_failures 0, address_max_failures 0): passkeys sign 
   await k2.register(v.id, 'k', on)
   const near = new Set([-1, 0, 1].map((d) => oathtool(e.secret, Date.now() + d * 30_000)))
   const wrong = ['000000', '111111', '222222', '333333'].find((c) => !near.has(c))!
-  for (let round = 1; round <= 3; round++) {
+  for (let round = 1; round <= 4; round++) {
     const cookie = `svc_mfa=${setCookies(await post(on.url, '/login', { username: 'pk-on', password: 'pk-on-password' }, at4)).svc_mfa.value}`
     for (let i = 0; i < 2; i++) t.equal((await post(on.url, '/login/mfa', { code: wrong }, { ...at4, cookie })).json.code, 'mfa_failed')
     const y = (await post(on.url, '/login/mfa/passkey/options', {}, { ...at4, cookie })).json
