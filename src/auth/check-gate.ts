@@ -249,6 +249,6 @@ export class CheckGate {
 
   get running (): number { return this.#running }
   get queued (): number { return this.#waiting }
-  /** Addresses and networks counted now: 0 once idle (none is kept for nothing). */
-  get tracked (): number { return this.#addresses.size + this.#prefixes.size }
+  /** Addresses, networks and lanes held now: 0 once idle (none is kept for nothing). */
+  get tracked (): number { return this.#addresses.size + this.#prefixes.size + this.#lanes.length }
 }

@@ -102,9 +102,11 @@ t.test('the fast path holds per_prefix too; a finished check gives its address a
   const gate = gateOf({ per_prefix: 1, per_prefix_waiting: 1 })
   const a = held()
   const ra = gate.run('a', here, a.fn, ['n/24'])
+  t.equal(gate.tracked, 2, 'a and n/24 counted')
   const rb = gate.run('b', here, async () => {}, ['n/24'])
   t.equal(gate.running, 1, 'places are free, but n/24 runs one')
   t.equal(gate.queued, 1)
+  t.equal(gate.tracked, 4, 'a, b, n/24 and its lane')
   const before = { ...checkGateStats }
   await t.rejects(gate.run('c', here, async () => {}, ['n/24']), { code: 'too_many_attempts' }, 'n/24 has one waiting already')
   t.equal(checkGateStats.prefix - before.prefix, 1, 'counted as a network refusal')
@@ -141,6 +143,36 @@ t.test('the address\'s waiting count: a started or a dropped waiter gives its pl
   await t.rejects(none.run('x', here, async () => {}), { code: 'too_many_attempts' }, 'again: x\'s running check is still counted')
   n1.release()
   await rn1
+  // a refusal leaves a network's running count as it was, and its waiting one
+  const nets = gateOf({ concurrency: 2, queue: 1, per_address: 1, per_prefix: 1 })
+  const [n1x, n1r, n1s] = [held(), held(), held()]
+  const rn1x = nets.run('x', here, n1x.fn, ['p/24'])
+  const rn1r = nets.run('r', here, n1r.fn, ['r/24'])
+  const rn1s = nets.run('s', here, n1s.fn, ['s/24'])
+  await t.rejects(nets.run('x', here, async () => {}, ['p/24']), { code: 'busy' }, 'the queue is full')
+  n1r.release()
+  await rn1r
+  n1s.release()
+  await rn1s
+  const ry = nets.run('y', here, async () => {}, ['p/24'])
+  t.equal(nets.queued, 1, 'a place is free, but p/24 runs x: y waits (the refusal did not forget p/24)')
+  n1x.release()
+  await Promise.all([rn1x, ry])
+  const [q1, q2, yh] = [held(), held(), held()]
+  const rq = [nets.run('q', here, q1.fn, ['q/24']), nets.run('r', here, q2.fn, ['r/24'])]
+  const ryh = nets.run('y', here, yh.fn, ['p/24'])
+  await t.rejects(nets.run('z', here, async () => {}, ['p/24']), { code: 'busy' }, 'the queue is full')
+  q1.release()
+  await rq[0]
+  await tick()
+  t.equal(nets.running, 2, 'y started in q\'s place')
+  q2.release()
+  await rq[1]
+  const rw = nets.run('w', here, async () => {}, ['p/24'])
+  t.equal(nets.queued, 1, 'a place is free, but p/24 runs y: w waits (the refusal while y waited did not forget p/24)')
+  yh.release()
+  await Promise.all([ryh, rw])
+  t.equal(nets.tracked, 0)
   x1.release()
   await r1
   await tick()
@@ -237,33 +269,25 @@ t.test('a full queue: its gone waiters are swept to make room (from every lane),
 })
 
 t.test('a recently successful address: known for known_ttl, then bounded again; at most 20,000 remembered, the oldest forgotten', async (t) => {
-  const gate = gateOf({ per_prefix: 1, known_ttl: 0.05 })
-  const runsAtOnce = async (bucket: string): Promise<boolean> => {
+  /** Whether a check from `bucket` runs beside another of its network's (per_prefix 1): only a known address's does. */
+  const runsAtOnce = async (bucket: string, g: CheckGate = gate): Promise<boolean> => {
     const h = held()
-    const r1 = gate.run('other', here, h.fn, ['n/24'])
-    const r2 = gate.run(bucket, here, async () => {}, ['n/24'])
+    const r1 = g.run('other', here, h.fn, ['n/24'])
+    const r2 = g.run(bucket, here, async () => {}, ['n/24'])
     await tick()
-    const atOnce = gate.queued === 0
+    const atOnce = g.queued === 0
     h.release()
     await Promise.all([r1, r2])
     return atOnce
   }
+  const gate = gateOf({ per_prefix: 1, known_ttl: 0.05 })
   t.equal(await runsAtOnce('k'), false, 'unknown: n/24 runs one')
   gate.succeeded('k')
   t.equal(await runsAtOnce('k'), true, 'known: its network\'s bound does not apply')
   await new Promise((resolve) => setTimeout(resolve, 80))
   t.equal(await runsAtOnce('k'), false, 'known_ttl (50 ms) later: bounded again')
   const many = gateOf({ per_prefix: 1, known_ttl: 60 })
-  const atOnce = async (bucket: string): Promise<boolean> => {
-    const h = held()
-    const r1 = many.run('other', here, h.fn, ['n/24'])
-    const r2 = many.run(bucket, here, async () => {}, ['n/24'])
-    await tick()
-    const yes = many.queued === 0
-    h.release()
-    await Promise.all([r1, r2])
-    return yes
-  }
+  const atOnce = async (bucket: string): Promise<boolean> => await runsAtOnce(bucket, many)
   for (let i = 0; i < 20_000; i++) many.succeeded(`a${i}`)
   t.equal(await atOnce('a0'), true, '20,000 remembered: the first still known')
   many.succeeded('a20000')
