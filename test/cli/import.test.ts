@@ -18,27 +18,11 @@ import { cliIn, snapshot, startIn, workdir } from '../fixtures/procs.js'
 import { signedHeaders } from '../fixtures/creds.js'
 import { post, request } from '../fixtures/http.js'
 import { eventually } from '../fixtures/wait.js'
+import { djangoHash } from '../fixtures/django-hashes.js'
 
 const run = promisify(execFile)
 const PYTHON = '/usr/bin/python3'
 const DEFAULT_ORG = '00000000-0000-0000-0000-000000000002'
-
-/**
- * Django's PBKDF2PasswordHasher.encode of these passwords, made with Python's
- * own hashlib (an implementation sidegate does not share), kept here so that
- * the suite needs no Python:
- *   "pbkdf2_%s$%d$%s$%s" % (a, n, s, base64.b64encode(hashlib.pbkdf2_hmac(a, p.encode(), s.encode(), n)).decode())
- */
-const DJANGO: Record<string, string> = {
-  'carol-jms-password Zk3qLr8sTnV2wXyA 150000 sha256': 'pbkdf2_sha256$150000$Zk3qLr8sTnV2wXyA$hhJ/vWaYkg8LE2d/q84AuTGEB/ZqxSIEY+sowmSC5uE=',
-  'dave-jms-password d4veSalt 120000 sha1': 'pbkdf2_sha1$120000$d4veSalt$cvtmR3zXwVUCrBu10/jHvhfSrRs=',
-  'taken-over-password NewSalt123 150000 sha256': 'pbkdf2_sha256$150000$NewSalt123$4uFkWx3u359chFfF4UApadxdJPeA9qo8JM+y5JBRVKQ='
-}
-function djangoHash (password: string, salt: string, iterations: number, algorithm = 'sha256'): string {
-  const hash = DJANGO[`${password} ${salt} ${iterations} ${algorithm}`]
-  if (hash === undefined) throw new Error(`no Django hash made for ${password}`)
-  return hash
-}
 
 const db = embeddedStore()
 t.teardown(async () => { await db.stop() })

@@ -10,6 +10,7 @@ import {
   hotp, matchTotp,
   newRecoveryCode, normalizeRecoveryCode, parseLegacyHash, safeEqual, totpStep, verifyPassword
 } from '../../src/crypto.js'
+import { djangoHash } from '../fixtures/django-hashes.js'
 
 const SECRET = 'the-first-secret-key-of-the-keyring-test-00000'
 
@@ -172,10 +173,10 @@ t.test('recovery codes: xxxxx-xxxxx of base32, read in any case with spaces or d
   t.equal(normalizeRecoveryCode('abc de-\nfg-hij'), 'abcdefghij')
 })
 
-// made by Python's hashlib.pbkdf2_hmac, as Django's hashers do (test/cli/import.test.ts has the script)
-const DJANGO_1000 = 'pbkdf2_sha256$1000$fixedSalt123$L3xJrsdV85Hpyx+m7xKYO2B16JDJXcjNnRgLhTLMpnY='
+// made by Python's hashlib.pbkdf2_hmac, as Django's hashers do (test/fixtures/django-hashes.ts has the script)
+const DJANGO_1000 = djangoHash('kim-jms-password', 'fixedSalt123', 1000)
 const DJANGO_1000_HASH = DJANGO_1000.split('$')[3]
-const DJANGO_SHA1 = 'pbkdf2_sha1$120000$d4veSalt$cvtmR3zXwVUCrBu10/jHvhfSrRs='
+const DJANGO_SHA1 = djangoHash('dave-jms-password', 'd4veSalt', 120_000, 'sha1')
 
 t.test('an imported Django hash: taken apart, or a sentence saying why not', async (t) => {
   const h = parseLegacyHash(DJANGO_1000)
