@@ -15,6 +15,7 @@
  *   --no-latest      do not overwrite latest.json / latest.svg
  *   --log-level L    sidegate's log level (info: the shipped default, what production runs)
  *   --profile DIR    run sidegate with --cpu-prof, the profile written to DIR when it stops
+ *   --node-args 'A B'  flags for sidegate's node (e.g. --max-semi-space-size=2), to compare V8 settings
  *   --sweep          instead: CPU per request over N active credentials (bench/sweep.mjs; its own flags)
  *
  * Exit status: 1 when an authenticated scenario had an error or a non-2xx
@@ -38,7 +39,7 @@ if (process.argv.includes('--sweep')) {
 }
 
 const flags = parseFlags(process.argv.slice(2), {
-  duration: 10, warmup: 2, connections: 50, rounds: 3, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info'
+  duration: 10, warmup: 2, connections: 50, rounds: 3, quick: false, only: '', out: join(BENCH, 'results'), latest: true, noLatest: false, profile: '', logLevel: 'info', nodeArgs: ''
 })
 if (flags.quick) { flags.duration = 1; flags.warmup = 0; flags.rounds = 1 }
 const writeLatest = flags.latest && !flags.noLatest
@@ -111,7 +112,7 @@ const machine = {
 const log = (s) => process.stderr.write(s + '\n')
 log(`sidegate bench: ${scenarios.length} scenarios × ${flags.rounds} rounds, ${flags.warmup} s warm-up + ${flags.duration} s each, ${flags.connections} connections; ${machine.cpus} cores, node ${machine.node}, load ${machine.loadavgBefore.join(' ')}`)
 
-const stack = await startStack({ logLevel: flags.logLevel, nodeArgs: flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : [] })
+const stack = await startStack({ logLevel: flags.logLevel, nodeArgs: [...(flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : []), ...flags.nodeArgs.split(' ').filter(Boolean)] })
 const store = await openStore(stack.redis.url)
 /** rows[name]: the scenario's row of each round */
 const rows = {}

@@ -9,6 +9,7 @@
  *   --rate N          requests per second over all connections (1000)
  *   --connections N   (20)
  *   --max-growth MB   (10)
+ *   --node-args 'A B'  flags for sidegate's node, e.g. --max-semi-space-size=2 ('')
  */
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
@@ -16,7 +17,7 @@ import { join } from 'node:path'
 import { BENCH, parseFlags, runJson } from './lib.mjs'
 import { API_PATH, openStore, seedCredentials, startStack } from './stack.mjs'
 
-const flags = parseFlags(process.argv.slice(2), { duration: 60, warmup: 15, rate: 1000, connections: 20, maxGrowth: 10, out: join(BENCH, 'results') })
+const flags = parseFlags(process.argv.slice(2), { duration: 60, warmup: 15, rate: 1000, connections: 20, maxGrowth: 10, nodeArgs: '', out: join(BENCH, 'results') })
 const log = (s) => process.stderr.write(s + '\n')
 
 /** Resident set size in MB, from /proc (Linux) or ps. */
@@ -28,7 +29,7 @@ function rssMB (pid) {
   return null
 }
 
-const stack = await startStack()
+const stack = await startStack({ nodeArgs: flags.nodeArgs.split(' ').filter(Boolean) })
 const store = await openStore(stack.redis.url)
 let result
 const samples = []

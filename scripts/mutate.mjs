@@ -46,8 +46,9 @@ function testsFor (files) {
   const tests = new Set()
   for (const f of files) {
     const entry = record.files[f.replace(/:.*$/, '')]
-    // recorded without the tests that killed its mutants (an older report): as good as unrecorded
-    if (entry === undefined || entry.tests.length === 0) return null
+    // recorded without the tests that killed its mutants (an older report, or equivalents written
+    // before the first record): as good as unrecorded
+    if (entry?.tests === undefined || entry.tests.length === 0) return null
     for (const t of entry.tests) tests.add(t)
   }
   return [...tests]

@@ -126,6 +126,7 @@ t.test('the review\'s targets, each way', async (t) => {
 
 t.test('absolute-form is forwarded as its path; another host, another scheme or a relative target is 400', async (t) => {
   const auth = { authorization: `Token ${token}` }
+  const REFUSED = 'The request target must be a path starting with "/", or an absolute http(s) URL whose host is the Host header.'
   const before = echo.seen.length
   t.equal((await send(proxy.url, 'GET', `http://${HOST}/api/x?y=1`, auth)).status, 200)
   t.equal(echo.seen[before].url, '/api/x?y=1', 'the upstream got origin-form')
@@ -135,6 +136,7 @@ t.test('absolute-form is forwarded as its path; another host, another scheme or 
   for (const target of ['http://other.example/api/x', 'ftp://x/api', `http://user@${HOST}/api`]) {
     const r = await send(proxy.url, 'GET', target, auth)
     t.equal(r.status, 400, target)
+    t.equal(JSON.parse(r.body ?? '{}').detail, REFUSED, 'saying what a target must be')
     t.equal((await send(proxy.url, 'GET', target, auth, { upgrade: true })).status, 400, `${target} (upgrade)`)
   }
   t.equal(echo.seen.length, before + 2, 'nothing refused reached the upstream')
