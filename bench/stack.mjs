@@ -80,6 +80,8 @@ export async function startStack (o = {}) {
   }
 }
 
+const mallocEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_')))
+
 /** `sidegate start` from dist/, its JSON log appended to a file (as a container runtime would collect it). */
 /** `extra`: more gateway.yml (the rate-limited scenario's second gateway). */
 /** `sqlite`: the embedded store in <dir>/<name>.db instead of Redis. */
@@ -101,7 +103,8 @@ export async function startSidegate ({ dir, redisUrl, upstreamUrl, logLevel = 'i
   const fd = openSync(logFile, 'a')
   const proc = track(spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'sidegate.js'), 'start', '--config', file, ...args], {
     cwd: dir,
-    env: { PATH: process.env.PATH, NODE_ENV: 'production', SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'bench-admin-password' },
+    // glibc's malloc settings reach it (the image sets MALLOC_MMAP_THRESHOLD_: compare with and without)
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', SIDEGATE_SECRET_KEY: SECRET, SIDEGATE_ADMIN_PASSWORD: 'bench-admin-password', ...mallocEnv() },
     stdio: ['ignore', fd, 'pipe']
   }))
   closeSync(fd)
