@@ -14,6 +14,7 @@ import { exitCodeOf } from '../../src/cli/exit-codes.js'
 import { defaultsYaml } from '../../src/config/defaults.js'
 import { Schema } from '../../src/config/schema.js'
 import { liveKeys } from '../../src/config/live.js'
+import { formatPolicy, parsePolicy } from '../../src/auth/rate-limit-policy.js'
 import { ROOT } from '../fixtures/gateway.js'
 
 /** A subtest's `t`. */
@@ -494,4 +495,30 @@ t.test('sign_in: ids unique across providers, a base and {username} to search, l
   t.match(problems({ sign_in: { ldap: [dir({ provision: 'always' })] } }), /provision: must be one of link, create, off/)
   t.match(problems({ sign_in: { ldap: [dir()], oidc: [{ id: 'corp', issuer: 'https://idp.example.com', client_id: 'x', client_secret: 's' }] } }), /sign_in\.oidc\[0\]\.id: "corp" is taken by sign_in\.ldap\[0\]\.id|sign_in\.ldap\[0\]\.id: "corp" is taken by sign_in\.oidc\[0\]\.id/, 'ids unique across oidc and ldap')
   t.notMatch(problems({ sign_in: { ldap: [dir({ bind_password: 'hunter2-secret', bind_dn: null, urls: [] })] } }), /hunter2/, 'a password never in a message')
+})
+
+t.test('a rate limit as text (rate_limit.methods, `sidegate limit set`): within 1 to 100000 requests per 1 s to 1 day', async (t) => {
+  const cases: Array<[string, { limit: number, window: number } | null]> = [
+    ['100/60s', { limit: 100, window: 60 }],
+    ['100/60', { limit: 100, window: 60 }],
+    ['5/s', { limit: 5, window: 1 }],
+    [' 7 / 30 m ', { limit: 7, window: 1800 }],
+    ['1000/1h', { limit: 1000, window: 3600 }],
+    ['1/1d', { limit: 1, window: 86_400 }],
+    ['1/86400', { limit: 1, window: 86_400 }],
+    ['100000/1', { limit: 100_000, window: 1 }],
+    ['100001/1', null],
+    ['0/1', null],
+    ['1/0', null],
+    ['1/86401', null],
+    ['1/2d', null],
+    ['1/1M', null],
+    ['1/1x', null],
+    ['1', null],
+    ['', null]
+  ]
+  for (const [spec, want] of cases) t.same(parsePolicy(spec), want, JSON.stringify(spec))
+  t.equal(formatPolicy({ limit: 5, window: 60 }), '5/60s', 'written back in seconds')
+  t.throws(() => buildConfig({ secret_key: 'x'.repeat(32), rate_limit: { methods: { bearer: '0/1' } } }),
+    /rate_limit\.methods\.bearer: must be <requests>\/<window>, e\.g\. "100\/60s"/)
 })
