@@ -133,6 +133,18 @@ t.test('a member of A asking for B: 403 org_forbidden', async (t) => {
   t.equal(ok.json.headers['x-svc-org'], ORG_A)
 })
 
+t.test('the profile needs no membership: an org the caller is not in, or no such org, sends the caller\'s own; a malformed one is 400', async (t) => {
+  const PROFILE = '/api/v1/users/profile/'
+  for (const oid of [ORG_B, NO_ORG]) {
+    const r = await as(g, 'alice', `${PROFILE}?oid=${oid}`)
+    t.equal(r.status, 200, oid)
+    t.equal(r.json.headers['x-svc-org'], ORG_A, 'alice\'s own org goes upstream')
+  }
+  t.equal((await as(g, 'alice', PROFILE, { 'x-svc-org': ORG_B })).json.headers['x-svc-org'], ORG_A, 'by header too')
+  t.equal((await as(g, 'bob', `${PROFILE}?oid=${DEFAULT_ORG}`)).json.headers['x-svc-org'], DEFAULT_ORG, 'an org the caller is in counts')
+  await refused(t, as(g, 'alice', `${PROFILE}?oid=nope`), 400, INVALID)
+})
+
 t.test('superuser: any existing org, not a nonexistent one', async (t) => {
   const r = await as(g, 'su', '/x', { 'x-svc-org': ORG_C })
   t.equal(r.status, 200, 'an org nobody is a member of')
